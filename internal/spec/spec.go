@@ -1,0 +1,124 @@
+package spec
+
+import (
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits on the size of a probe spec.
+const (
+	MaxSpecLen  = 1024 // bytes in a whole spec
+	MaxFieldLen = 256  // bytes in one field
+)
+
+// Spec is a parsed probe description. The fields hold the globs as written;
+// an empty field matches anything.
+type Spec struct {
+	Provider, Module, Function, Name string
+}
+
+// Error is the error returned by Parse for a malformed spec.
+type Error struct {
+	Spec   string // the spec as given to Parse
+	Reason string // what is wrong with it
+}
+
+func (e *Error) Error() string {
+	s := e.Spec
+	if len(s) > 128 {
+		n := 128
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "..."
+	}
+	return fmt.Sprintf("malformed probe spec %q: %s", s, e.Reason)
+}
+
+var fieldNames = [4]string{"provider", "module", "function", "name"}
+
+// Parse parses a probe description of the form provider:module:function:name.
+// As in DTrace, a description with fewer than four fields fills from the
+// right: "exit" names only the probe name, "worker:exit" a function and name,
+// "main:worker:exit" a module, function and name. Each field is a glob (see
+// [Match]); a ':' inside a character class or escaped with '\' does not
+// separate fields. Errors are of type *[Error].
+func Parse(s string) (Spec, error) {
+	fail := func(format string, args ...any) (Spec, error) {
+		return Spec{}, &Error{Spec: s, Reason: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case s == "":
+		return fail("empty spec")
+	case len(s) > MaxSpecLen:
+		return fail("longer than %d bytes", MaxSpecLen)
+	case !utf8.ValidString(s):
+		return fail("invalid UTF-8")
+	}
+	for i, r := range s {
+		if unicode.IsSpace(r) {
+			return fail("whitespace %q at byte %d", r, i)
+		}
+		if unicode.IsControl(r) {
+			return fail("control character %q at byte %d", r, i)
+		}
+	}
+
+	// Split on ':' outside character classes and escapes, checking the
+	// glob syntax on the way.
+	var fields []string
+	start := 0
+	for i := 0; i <= len(s); {
+		if i == len(s) || s[i] == ':' {
+			if len(fields) == len(fieldNames) {
+				return fail("more than %d fields", len(fieldNames))
+			}
+			fields = append(fields, s[start:i])
+			i++
+			start = i
+			continue
+		}
+		switch s[i] {
+		case '\\':
+			if i+1 >= len(s) {
+				return fail("trailing '\\'")
+			}
+			_, w := utf8.DecodeRuneInString(s[i+1:])
+			i += 1 + w
+		case '[':
+			_, n, err := class(s[i:], 0)
+			if err != "" {
+				return fail("%s at byte %d", err, i)
+			}
+			i += n
+		default:
+			i++
+		}
+	}
+
+	var f [4]string
+	copy(f[len(f)-len(fields):], fields)
+	for i, v := range f {
+		if len(v) > MaxFieldLen {
+			return fail("%s field longer than %d bytes", fieldNames[i], MaxFieldLen)
+		}
+	}
+	return Spec{Provider: f[0], Module: f[1], Function: f[2], Name: f[3]}, nil
+}
+
+// Match reports whether the probe provider:module:function:name matches
+// the spec: every non-empty field of s must match the corresponding part
+// in its entirety.
+func (s Spec) Match(provider, module, function, name string) bool {
+	return Match(s.Provider, provider) &&
+		Match(s.Module, module) &&
+		Match(s.Function, function) &&
+		Match(s.Name, name)
+}
+
+// String returns the spec in canonical four-field form, such as "proc:::exit".
+// For a Spec returned by Parse, Parse(s.String()) returns s again.
+func (s Spec) String() string {
+	return s.Provider + ":" + s.Module + ":" + s.Function + ":" + s.Name
+}

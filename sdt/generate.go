@@ -1,0 +1,3 @@
+package sdt
+
+//go:generate go run ./internal/gen

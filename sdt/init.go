@@ -1,0 +1,89 @@
+package sdt
+
+import (
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+
+	"github.com/gosdt/gosdt/patch"
+	"github.com/gosdt/gosdt/sled"
+)
+
+// pkgPath is this package's import path, which the fire methods' symbols start with.
+var pkgPath = reflect.TypeFor[head]().PkgPath()
+
+// isFire reports whether sym is the fire method of a probe type: what a site's
+// guarded block must call for discovery to accept it.
+func isFire(sym string) bool {
+	return strings.HasPrefix(sym, pkgPath+".(*P") && strings.HasSuffix(sym, ").fire")
+}
+
+// init finds every site and seals it. Package initialisation runs sdt before any
+// package that imports it, so no site has run yet: this is the one moment at which a
+// site may be rewritten beyond its first instruction (the compiler's CMP+Jcc becomes
+// the canonical sled). From then on only the first instruction is ever toggled.
+func init() {
+	reg.mode = modeFromEnv()
+	reg.opts = optionsFromEnv()
+	reg.layout = sled.Self()
+	reg.table = sled.Discover(sled.Config{ProbePackage: pkgPath, IsFire: isFire})
+	for _, ss := range reg.table.Sites {
+		s := &site{Site: ss}
+		reg.sites = append(reg.sites, s)
+		reg.unbound = append(reg.unbound, s)
+	}
+	reg.seal(os.Getenv("SDT_PATCH"))
+	if reg.mode == modeOn {
+		for _, s := range reg.sites {
+			s.on.Store(true)
+		}
+	}
+	reg.byReturn = newReturnTable(reg.sites)
+	if reg.mode == modeSignal {
+		startSignalToggle()
+	}
+}
+
+// seal rewrites every patchable site into its canonical sled, in one batch; sites
+// that cannot be sealed keep their branch check and say why.
+func (r *registry) seal(patchEnv string) {
+	refuse := func(why string) {
+		for _, s := range r.sites {
+			if s.Reason == "" {
+				s.Reason = why
+			}
+		}
+	}
+	switch {
+	case patchEnv == "off":
+		refuse("patching switched off (SDT_PATCH=off)")
+		return
+	case patchEnv != "" && patchEnv != "on":
+		warnf("SDT_PATCH=%q: want on or off; patching stays on", patchEnv)
+	}
+	if !patch.Supported() {
+		refuse(fmt.Sprintf("patching not supported here: %v", patch.ErrNotSupported))
+		return
+	}
+	var writes []patch.Write
+	for _, s := range r.sites {
+		if s.Patchable() {
+			sled := s.Off
+			if r.mode == modeOn {
+				sled = s.On
+			}
+			writes = append(writes, patch.Write{Addr: s.Addr, Old: s.Orig, New: sled})
+		}
+	}
+	if len(writes) == 0 {
+		return
+	}
+	if _, err := patch.Apply(writes, patch.Options{Protocol: patch.Rendezvous}); err != nil {
+		refuse("sealing failed: " + err.Error())
+	}
+}
+
+func warnf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "sdt: "+format+"\n", args...)
+}

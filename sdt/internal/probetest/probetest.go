@@ -1,0 +1,14 @@
+// Package probetest holds probes and small functions with sites for sdt's tests: a
+// probe defined in one package and fired from code inlined into another.
+package probetest
+
+import "github.com/gosdt/gosdt/sdt"
+
+// Op is fired by Step, which is small enough to be inlined into its callers.
+var Op = sdt.Define2[int, string]("probetest", "op", "n", "what")
+
+// Step fires Op; callers in other packages inline it, so the site is theirs.
+func Step(n int) int {
+	sdt.Probe2(&Op, n, "step")
+	return n + 1
+}

@@ -1,0 +1,126 @@
+package sdt
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/gosdt/gosdt/internal/spec"
+)
+
+// ProbeInfo describes one logical probe: a definition as it appears in one function.
+type ProbeInfo struct {
+	Provider, Module, Function, Name string
+	Args                             []ArgInfo
+	Enabled                          bool   // at least one of its sites (or the definition as a whole) is on
+	Hits                             uint64 // fires delivered
+	Sites                            []SiteInfo
+}
+
+// ArgInfo is a probe argument's name and Go type.
+type ArgInfo struct{ Name, Type string }
+
+// SiteState is what a site's text holds.
+type SiteState uint8
+
+const (
+	SealedOff  SiteState = iota // canonical sled, jumping over the fire block
+	SealedOn                    // canonical sled, falling into the fire block
+	BranchOnly                  // the compiler's check, left alone; Reason says why
+)
+
+func (s SiteState) String() string {
+	switch s {
+	case SealedOff:
+		return "sealed-off"
+	case SealedOn:
+		return "sealed-on"
+	}
+	return "branch-only"
+}
+
+// SiteInfo describes one physical site.
+type SiteInfo struct {
+	Addr    uintptr
+	File    string
+	Line    int
+	Kind    string // "fire": Probe/Fire; "guard": if p.Enabled() { ... }
+	State   SiteState
+	Enabled bool
+	Reason  string // why a branch-only site is not sealed
+	Hits    uint64
+}
+
+// String is the probe's full name.
+func (pi ProbeInfo) String() string {
+	return pi.Provider + ":" + pi.Module + ":" + pi.Function + ":" + pi.Name
+}
+
+// List describes the logical probes that spec matches ("" matches all), sorted by name.
+// A definition whose fires come from code that could not be attributed to a site
+// (non-inlined builds, pointer uses) is listed with an empty function.
+func List(specText string) ([]ProbeInfo, error) {
+	sp := spec.Spec{}
+	if specText != "" {
+		var err error
+		if sp, err = spec.Parse(specText); err != nil {
+			return nil, err
+		}
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	reg.resolve()
+	var out []ProbeInfo
+	for _, p := range reg.probes {
+		byFunc := map[[2]string]*ProbeInfo{}
+		var order [][2]string
+		for _, s := range p.sites {
+			if !sp.Match(p.provider, s.Module, s.Func, p.name) {
+				continue
+			}
+			k := [2]string{s.Module, s.Func}
+			pi := byFunc[k]
+			if pi == nil {
+				pi = p.info(s.Module, s.Func)
+				byFunc[k] = pi
+				order = append(order, k)
+			}
+			si := s.info()
+			pi.Sites = append(pi.Sites, si)
+			pi.Hits += si.Hits
+			pi.Enabled = pi.Enabled || si.Enabled
+		}
+		for _, k := range order {
+			out = append(out, *byFunc[k])
+		}
+		if (len(p.sites) == 0 || p.hits.Load() > 0) && sp.Match(p.provider, p.module, "", p.name) {
+			pi := p.info(p.module, "")
+			pi.Hits, pi.Enabled = p.hits.Load(), p.wide.Load()
+			out = append(out, *pi)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b ProbeInfo) int {
+		return cmp.Or(cmp.Compare(a.Provider, b.Provider), cmp.Compare(a.Name, b.Name),
+			cmp.Compare(a.Module, b.Module), cmp.Compare(a.Function, b.Function))
+	})
+	return out, nil
+}
+
+func (p *probe) info(module, fn string) *ProbeInfo {
+	pi := &ProbeInfo{Provider: p.provider, Module: module, Function: fn, Name: p.name}
+	for i, a := range p.args {
+		pi.Args = append(pi.Args, ArgInfo{Name: a, Type: p.types[i]})
+	}
+	return pi
+}
+
+func (s *site) info() SiteInfo {
+	si := SiteInfo{Addr: s.Addr, File: s.File, Line: s.Line, Kind: s.Kind.String(),
+		Enabled: s.on.Load(), Reason: s.Reason, Hits: s.hits.Load(), State: BranchOnly}
+	if s.Patchable() {
+		si.State = SealedOff
+		if si.Enabled {
+			si.State = SealedOn
+		}
+	}
+	return si
+}

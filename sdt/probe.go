@@ -1,0 +1,134 @@
+package sdt
+
+import (
+	"reflect"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gosdt/gosdt/sled"
+)
+
+// Arg is what a probe argument can be: integers, bools, floats and strings.
+type Arg interface {
+	~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 |
+		~uint32 | ~uint64 | ~uintptr | ~bool | ~float32 | ~float64 | ~string
+}
+
+// noCopy makes go vet's copylocks check reject copies of a probe definition: a copy
+// would have a flag byte of its own that no Enable ever sets.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
+
+// head starts every probe type. Sites compare on, at offset 0 of a package-level
+// variable, so the check is one instruction on a static address.
+type head struct {
+	on   uint8 // read by sites; written only by setFlag, under the registry lock
+	_    noCopy
+	core *probe // the definition's descriptor
+}
+
+// probe is the descriptor of one definition: what Define was told, where the
+// definition lives, and its sites. Fields below mu are guarded by the registry lock.
+type probe struct {
+	provider, name string
+	args, types    []string
+	module         string // package that called Define
+
+	hits atomic.Uint64 // fires not attributed to a site (through non-inlined code)
+	wide atomic.Bool   // enabled as a whole: unattributed fires are delivered
+
+	heads    []*head // where the definition lives, once resolved
+	searched bool    // data and bss were searched for it
+	sites []*site
+}
+
+// define creates the descriptor behind a probe definition; Define0..Define6 call it.
+func define(provider, name string, args, types []string) head {
+	p := &probe{provider: provider, name: name, args: args, types: types}
+	if pc, _, _, ok := runtime.Caller(2); ok {
+		if f := runtime.FuncForPC(pc); f != nil {
+			p.module, _ = sled.SplitFunc(f.Name())
+		}
+	}
+	var on uint8
+	if reg.mode == modeOn {
+		on = 1
+		p.wide.Store(true)
+	}
+	reg.add(p)
+	return head{on: on, core: p}
+}
+
+// admit decides whether a fire is delivered, and counts it. ret is the return address
+// of the fire call, which names the site; a fire from code that was not inlined (or
+// a site that could not be verified) is not attributed and counts on the definition.
+func (h *head) admit(ret uintptr) bool {
+	if s := reg.byReturn.lookup(ret); s != nil {
+		if !s.on.Load() {
+			return false
+		}
+		s.hits.Add(1)
+		return true
+	}
+	p := h.core
+	if p == nil || !p.wide.Load() {
+		return false
+	}
+	p.hits.Add(1)
+	return true
+}
+
+// setFlag writes a definition's flag byte. Sites read it with a plain load (that is
+// the point), so the write is hidden from the race detector, which would otherwise
+// report every Enable as a race with every site.
+//
+//go:norace
+func setFlag(h *head, on bool) {
+	var v uint8
+	if on {
+		v = 1
+	}
+	h.on = v
+}
+
+// handlers is a copy-on-write list of typed handlers: fire reads it without a lock.
+type handlers[F any] struct {
+	mu   sync.Mutex
+	list atomicList[F]
+}
+
+type atomicList[F any] struct{ p atomic.Pointer[[]*F] }
+
+func (h *handlers[F]) add(f F) (detach func()) {
+	e := &f
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	old := h.list.load()
+	next := append(append(make([]*F, 0, len(old)+1), old...), e)
+	h.list.p.Store(&next)
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		old := h.list.load()
+		next := make([]*F, 0, len(old))
+		for _, x := range old {
+			if x != e {
+				next = append(next, x)
+			}
+		}
+		h.list.p.Store(&next)
+	}
+}
+
+func (l *atomicList[F]) load() []*F {
+	if p := l.p.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// typeName is the Go type of a probe argument, for List.
+func typeName[T any]() string { return reflect.TypeFor[T]().String() }

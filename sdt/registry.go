@@ -1,0 +1,186 @@
+package sdt
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gosdt/gosdt/internal/spec"
+	"github.com/gosdt/gosdt/patch"
+	"github.com/gosdt/gosdt/sled"
+)
+
+// site is a physical site as the registry tracks it. Logical probes (what users enable:
+// provider:module:function:name) are made of sites; patch rewrites sites.
+type site struct {
+	*sled.Site
+	probe *probe        // the definition, once its package is initialised
+	on    atomic.Bool   // fires from this site are delivered
+	hits  atomic.Uint64 // fires delivered from this site
+}
+
+// registry holds every definition and site. mu serialises Enable, Disable, List and
+// Define; fire reads only atomics and the immutable byReturn table.
+type registry struct {
+	mu      sync.Mutex
+	mode    mode
+	opts    patch.Options
+	probes  []*probe
+	sites   []*site
+	unbound []*site // sites whose definition's package has not run its init yet
+	layout  sled.Layout
+	table   *sled.Table
+
+	// byReturn names the site of a fire call by its return address. Built once at
+	// init, before any site can run, and never written again.
+	byReturn returnTable
+}
+
+var reg registry
+
+// ErrNoMatch is returned (wrapped) when a probe spec matches no probe.
+var ErrNoMatch = errors.New("spec matches no probe")
+
+func (r *registry) add(p *probe) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.probes = append(r.probes, p)
+}
+
+// resolve binds sites to their definitions, and finds definitions that have no
+// bound site, now that the packages holding them may have run their init.
+func (r *registry) resolve() {
+	rest := r.unbound[:0]
+	for _, s := range r.unbound {
+		h := headAt(s.Flag)
+		if h.core == nil {
+			rest = append(rest, s)
+			continue
+		}
+		p := h.core
+		s.probe = p
+		p.sites = append(p.sites, s)
+		p.addHead(h)
+	}
+	r.unbound = rest
+	for _, p := range r.probes {
+		if len(p.heads) == 0 && !p.searched {
+			// A definition with no site we know of (only non-inlined or pointer uses):
+			// find the variable by the descriptor pointer it holds.
+			p.searched = true
+			for _, w := range r.layout.FindWord(p.self()) {
+				if h := headAt(w - coreOffset); h.core == p {
+					p.addHead(h)
+				}
+			}
+		}
+	}
+}
+
+func (p *probe) addHead(h *head) {
+	for _, x := range p.heads {
+		if x == h {
+			return
+		}
+	}
+	p.heads = append(p.heads, h)
+}
+
+// syncFlag sets the flag byte of p's definition: on when p is enabled as a whole or
+// any site is, so that sites left with their branch check agree with sealed ones.
+func (p *probe) syncFlag() {
+	on := p.wide.Load()
+	for _, s := range p.sites {
+		on = on || s.on.Load()
+	}
+	for _, h := range p.heads {
+		setFlag(h, on)
+	}
+}
+
+// set enables or disables what specText matches, in one batch. Enabling sets the
+// flags before patching the sites, disabling patches first and clears the flags after,
+// so that a site never jumps into a fire block whose definition says off.
+func (r *registry) set(specText string, enable bool) (int, error) {
+	sp, err := spec.Parse(specText)
+	if err != nil {
+		return 0, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.resolve()
+
+	var changed []*site
+	var wides, touched []*probe
+	matched := false
+	for _, p := range r.probes {
+		hit := false
+		for _, s := range p.sites {
+			if sp.Match(p.provider, s.Module, s.Func, p.name) {
+				hit = true
+				if s.on.Load() != enable {
+					changed = append(changed, s)
+				}
+			}
+		}
+		if sp.Match(p.provider, p.module, "", p.name) {
+			hit = true
+			if p.wide.Load() != enable {
+				wides = append(wides, p)
+			}
+		}
+		if hit {
+			matched = true
+			touched = append(touched, p)
+		}
+	}
+	if !matched {
+		return 0, fmt.Errorf("%q: %w", specText, ErrNoMatch)
+	}
+
+	var writes []patch.Write
+	for _, s := range changed {
+		if s.Patchable() {
+			from, to := s.Off, s.On
+			if !enable {
+				from, to = to, from
+			}
+			writes = append(writes, patch.Write{Addr: s.Addr, Old: from[:s.Toggle], New: to[:s.Toggle]})
+		}
+	}
+	mark := func(on bool) {
+		for _, p := range wides {
+			p.wide.Store(on)
+		}
+		for _, s := range changed {
+			s.on.Store(on)
+		}
+		for _, p := range touched {
+			p.syncFlag()
+		}
+	}
+	if enable {
+		mark(true)
+	}
+	if len(writes) > 0 {
+		if _, err := patch.Apply(writes, r.opts); err != nil {
+			if enable {
+				mark(false)
+			}
+			return 0, fmt.Errorf("patching %d sites for %q: %w", len(writes), specText, err)
+		}
+	}
+	if !enable {
+		mark(false)
+	}
+	return len(changed), nil
+}
+
+// Enable switches on every probe site that spec matches (a DTrace probe description,
+// provider:module:function:name, globs allowed, filled from the right) and returns how
+// many sites changed state. All sealed sites switch in one patch batch.
+func Enable(spec string) (int, error) { return reg.set(spec, true) }
+
+// Disable switches off what spec matches; see Enable.
+func Disable(spec string) (int, error) { return reg.set(spec, false) }

@@ -1,0 +1,51 @@
+package sled
+
+import (
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Config tells discovery about the probe package without importing it.
+type Config struct {
+	// ProbePackage is the import path of package sdt. Its own functions hold no sites:
+	// a check there is the body of a Probe function that was not inlined, shared by
+	// every probe of that shape, so patching it would switch all of them at once.
+	ProbePackage string
+	// IsFire reports whether a call to the function named sym fires a probe.
+	IsFire func(sym string) bool
+}
+
+// Discover finds, verifies and describes every probe site in the running program. It
+// only reads; converting sites to their sleds is the caller's job (package patch).
+func Discover(cfg Config) *Table {
+	start := time.Now()
+	t := discover(Self(), cfg)
+	sort.Slice(t.Sites, func(i, j int) bool { return t.Sites[i].Addr < t.Sites[j].Addr })
+	t.Elapsed = time.Since(start)
+	return t
+}
+
+// funcName names the function that contains pc, "" if none.
+func funcName(pc uintptr) string {
+	if f := runtime.FuncForPC(pc); f != nil {
+		return f.Name()
+	}
+	return ""
+}
+
+// raceCall reports calls that -race inserts around memory accesses; they may precede
+// the fire call in a guarded block and do not end it.
+func raceCall(sym string) bool {
+	return strings.HasPrefix(sym, "runtime.race")
+}
+
+// describe fills in the site's naming and refuses sites inside the probe package.
+func (s *Site) describe(probePkg string) {
+	var inside bool
+	s.Func, s.Module, s.File, s.Line, inside = holder(s.Addr, probePkg)
+	if inside && s.Reason == "" {
+		s.Reason = "check inside package " + probePkg + " itself (Probe body not inlined, as with -gcflags=-l): patching it would switch every probe of that shape"
+	}
+}

@@ -1,0 +1,154 @@
+package sled
+
+import (
+	"encoding/binary"
+	"fmt"
+	"runtime"
+
+	"github.com/gosdt/gosdt/arch/amd64"
+)
+
+// candidate is one CMPB $0, X(SB) whose X is in data or bss.
+type candidate struct {
+	addr, flag uintptr
+	site       amd64.Site // valid when matchErr == nil
+	matchErr   error
+	fired      bool // its guarded block calls a fire method with X as receiver
+	ret        uintptr
+	why        string // why the guarded block is not a fire call
+}
+
+// decoded caches whole-function decodes: several candidates often share a function.
+type decoded struct {
+	insts   []amd64.Inst
+	targets map[uint64]bool
+	err     error
+}
+
+func discover(l Layout, cfg Config) *Table {
+	text := l.text()
+	mem := liveText{l}
+	t := &Table{TextBytes: len(text)}
+	if len(text) == 0 {
+		t.Reason = "text section not found"
+		return t
+	}
+	funcs := map[uintptr]*decoded{}
+	pass := func(target uint64) bool { return raceCall(funcName(uintptr(target))) }
+
+	var cands []*candidate
+	probes := map[uintptr]bool{}
+	for _, off := range amd64.Candidates(text) {
+		addr := l.Text + uintptr(off)
+		rel := int32(binary.LittleEndian.Uint32(text[off+2:]))
+		flag := uintptr(int64(addr) + 7 + int64(rel))
+		if !l.InData(flag) {
+			continue // noptrdata/noptrbss (write barrier flags and the like): never a probe
+		}
+		t.Candidates++
+		c := &candidate{addr: addr, flag: flag}
+		cands = append(cands, c)
+		d := decodeFunc(funcs, mem, addr)
+		if d.err != nil {
+			c.matchErr = d.err
+			continue
+		}
+		i, ok := amd64.Index(d.insts, uint64(addr))
+		if !ok {
+			c.matchErr = fmt.Errorf("not on an instruction boundary")
+			continue
+		}
+		c.site, c.matchErr = amd64.MatchSite(d.insts, i, d.targets)
+		if c.matchErr != nil {
+			continue
+		}
+		g, err := amd64.GuardedCall(mem, c.site.Fire(), pass)
+		switch {
+		case err != nil:
+			c.why = err.Error()
+		case !cfg.IsFire(funcName(uintptr(g.Call))):
+			c.why = "guarded block calls " + funcName(uintptr(g.Call))
+		case !contains(g.Leas, uint64(flag)):
+			c.why = "fire call's receiver is not the compared flag"
+		default:
+			c.fired, c.ret = true, uintptr(g.Return)
+			probes[flag] = true
+		}
+	}
+
+	for _, c := range cands {
+		if !probes[c.flag] {
+			why := c.why
+			if c.matchErr != nil {
+				why = c.matchErr.Error()
+			}
+			t.Rejected = append(t.Rejected, Rejection{Addr: c.addr, Flag: c.flag, Reason: why})
+			continue
+		}
+		t.Sites = append(t.Sites, c.toSite(mem, cfg.ProbePackage))
+	}
+	return t
+}
+
+// toSite turns a candidate on a known probe flag into a site: a verified sled, or the
+// reason it keeps its branch check.
+func (c *candidate) toSite(mem liveText, probePkg string) *Site {
+	s := &Site{Addr: c.addr, Flag: c.flag, Kind: Guard}
+	if c.fired {
+		s.Kind, s.Return = Fire, c.ret
+	}
+	defer s.describe(probePkg)
+	if c.matchErr != nil {
+		s.Reason = c.matchErr.Error()
+		s.Len = 7
+		s.Orig = mem.Bytes(c.addr, s.Len)
+		return s
+	}
+	s.Len = c.site.Len
+	s.Orig = mem.Bytes(c.addr, s.Len)
+	for _, pc := range []uint64{c.site.Fire(), c.site.Skip()} {
+		if err := amd64.FlagsDead(mem, pc); err != nil {
+			s.Reason = fmt.Sprintf("flags may be live at %#x: %v", pc, err)
+			return s
+		}
+	}
+	sled, err := amd64.Canonical(c.site)
+	if err != nil {
+		s.Reason = err.Error()
+		return s
+	}
+	s.Off, s.On, s.Toggle = sled.Off, sled.On, sled.Toggle
+	return s
+}
+
+// decodeFunc decodes (once) the function that contains addr.
+func decodeFunc(cache map[uintptr]*decoded, mem liveText, addr uintptr) *decoded {
+	f := runtime.FuncForPC(addr)
+	if f == nil {
+		return &decoded{err: fmt.Errorf("no function contains %#x", addr)}
+	}
+	entry := f.Entry()
+	if d, ok := cache[entry]; ok {
+		return d
+	}
+	inFunc := func(pc uint64) bool {
+		g := runtime.FuncForPC(uintptr(pc))
+		return g != nil && g.Entry() == entry
+	}
+	d := &decoded{}
+	d.insts, d.err = amd64.DecodeFunc(mem, uint64(entry), 0, inFunc)
+	if d.err == nil {
+		d.targets = amd64.BranchTargets(d.insts)
+	}
+	cache[entry] = d
+	return d
+}
+
+func contains(xs []uint64, x uint64) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

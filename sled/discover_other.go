@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package sled
+
+import "runtime"
+
+func discover(l Layout, cfg Config) *Table {
+	return &Table{Reason: "no site matcher for " + runtime.GOARCH + ": probes work through their branch check"}
+}

@@ -1,0 +1,53 @@
+package sled
+
+import (
+	"runtime"
+	"strings"
+)
+
+// holder names the function that holds the probe statement at pc. The site's pc is in
+// inlined code, so runtime.FuncForPC would name the innermost inlined function (sdt's
+// Probe1); the inline tree, walked by CallersFrames, has the user's function. Frames of
+// probePkg itself are skipped; inside reports a site with no other frame (a Probe1 body
+// that was not inlined, as in -gcflags=-l builds).
+func holder(pc uintptr, probePkg string) (fn, module, file string, line int, inside bool) {
+	// CallersFrames wants return addresses (it looks up pc-1), and it expands the
+	// inline tree of a pc only while more pcs follow: hence the trailing 0.
+	frames := runtime.CallersFrames([]uintptr{pc + 1, 0})
+	for {
+		f, more := frames.Next()
+		if f.Function == "" {
+			break
+		}
+		mod, name := SplitFunc(f.Function)
+		if mod != probePkg {
+			return name, mod, f.File, f.Line, false
+		}
+		fn, module, file, line = name, mod, f.File, f.Line
+		if !more {
+			break
+		}
+	}
+	return fn, module, file, line, true
+}
+
+// SplitFunc splits a Go symbol name into its package path and the function name as
+// DTrace shows it: "github.com/x/y.(*T).M" -> ("github.com/x/y", "y.(*T).M"),
+// "main.worker" -> ("main", "main.worker"). It follows the runtime's rule: the package
+// ends at the first dot after the last slash (outside any generic brackets).
+func SplitFunc(sym string) (module, fn string) {
+	slash := strings.LastIndexByte(cut(sym), '/')
+	dot := strings.IndexByte(sym[slash+1:], '.')
+	if dot < 0 {
+		return sym, sym[slash+1:]
+	}
+	return sym[:slash+1+dot], sym[slash+1:]
+}
+
+// cut returns sym up to its first '[' so that slashes in type arguments do not count.
+func cut(sym string) string {
+	if i := strings.IndexByte(sym, '['); i >= 0 {
+		return sym[:i]
+	}
+	return sym
+}

@@ -1,0 +1,62 @@
+package sled
+
+import "time"
+
+// Kind tells what a site's guarded block does.
+type Kind uint8
+
+const (
+	// Fire sites guard a call of the probe's fire method (Probe1, Fire).
+	Fire Kind = iota
+	// Guard sites guard arbitrary code (if p.Enabled() { ... }).
+	Guard
+)
+
+func (k Kind) String() string {
+	if k == Guard {
+		return "guard"
+	}
+	return "fire"
+}
+
+// Site is one physical probe site: the bytes that get patched. Logical probes (what a
+// user enables) are made of sites; see package sdt.
+type Site struct {
+	Addr   uintptr // first byte of the site
+	Len    int     // bytes the sled covers
+	Flag   uintptr // address of the probe definition (its flag byte is at offset 0)
+	Kind   Kind
+	Return uintptr // Fire sites: return address of the fire call, which names the site at run time
+
+	Orig   []byte // the compiler's bytes
+	Off    []byte // canonical disabled form; nil when not patchable
+	On     []byte // canonical enabled form; differs from Off only in [0, Toggle)
+	Toggle int    // length of the first instruction, the only one ever toggled
+
+	Func   string // function holding the probe statement (inlining resolved), e.g. "main.worker"
+	Module string // its package path, e.g. "main"
+	File   string
+	Line   int
+
+	Reason string // non-empty: not patchable (keeps the branch check), and why
+}
+
+// Patchable reports whether the site has a verified sled.
+func (s *Site) Patchable() bool { return s.Reason == "" }
+
+// Rejection is a candidate that is not a site, with the reason.
+type Rejection struct {
+	Addr   uintptr
+	Flag   uintptr
+	Reason string
+}
+
+// Table is the result of one discovery.
+type Table struct {
+	Sites      []*Site // sorted by Addr
+	Rejected   []Rejection
+	Candidates int           // byte patterns examined
+	TextBytes  int           // size of the text scanned
+	Elapsed    time.Duration // wall time of the discovery
+	Reason     string        // set when discovery could not run at all (platform, build)
+}
