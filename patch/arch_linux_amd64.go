@@ -1,0 +1,37 @@
+package patch
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+	"unsafe"
+)
+
+// CanAtomic reports whether [addr, addr+n) lies inside one aligned 8-byte word, which an
+// amd64 core stores and other cores fetch as a unit.
+func CanAtomic(addr uintptr, n int) bool {
+	return n >= 1 && n <= 8 && addr&^7 == (addr+uintptr(n)-1)&^7
+}
+
+// storeAtomic merges b into the aligned word holding it and stores the word at once. The
+// other bytes of the word cannot change meanwhile: only this package writes text, under mu.
+func storeAtomic(addr uintptr, b []byte) {
+	base := addr &^ 7
+	p := (*uint64)(*(*unsafe.Pointer)(unsafe.Pointer(&base)))
+	var w [8]byte
+	binary.LittleEndian.PutUint64(w[:], atomic.LoadUint64(p))
+	copy(w[addr-base:], b)
+	atomic.StoreUint64(p, binary.LittleEndian.Uint64(w[:]))
+}
+
+// flushRange is a no-op: x86 keeps instruction fetch coherent with stores; what remains is
+// serialization, which the rendezvous release and syncCores provide.
+func flushRange(addr uintptr, n int) {}
+
+// spinWhileLess spins with PAUSE while *addr < v, at most iters times, and returns the
+// last value read.
+//
+//go:noescape
+func spinWhileLess(addr *uint32, v uint32, iters uint64) uint32
+
+// serialize executes CPUID, an architecturally serializing instruction.
+func serialize()

@@ -1,0 +1,38 @@
+package patch
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+	"unsafe"
+)
+
+// CanAtomic reports whether the write is one whole, aligned instruction, stored with one
+// 32-bit store. The caller guarantees that old and new are instructions the ARM ARM allows
+// to be modified concurrently with their execution (B, NOP, BL, ...; section B2.2.5).
+func CanAtomic(addr uintptr, n int) bool {
+	return n == 4 && addr%4 == 0
+}
+
+func storeAtomic(addr uintptr, b []byte) {
+	p := (*uint32)(*(*unsafe.Pointer)(unsafe.Pointer(&addr)))
+	atomic.StoreUint32(p, binary.LittleEndian.Uint32(b))
+}
+
+// flushRange makes the instruction fetch of every core see the new bytes.
+func flushRange(addr uintptr, n int) {
+	syncICache(addr, addr+uintptr(n))
+}
+
+// syncICache runs DC CVAU over [start, end) by D-cache line, DSB ISH, IC IVAU by I-cache
+// line, DSB ISH, ISB, with the line sizes from CTR_EL0 (as the kernel's
+// __flush_icache_range and libgcc's __clear_cache do).
+func syncICache(start, end uintptr)
+
+// spinWhileLess spins with YIELD while *addr < v (load-acquire), at most iters times, and
+// returns the last value read.
+//
+//go:noescape
+func spinWhileLess(addr *uint32, v uint32, iters uint64) uint32
+
+// serialize executes ISB, discarding instructions fetched before it.
+func serialize()

@@ -1,0 +1,45 @@
+//go:build amd64 || arm64
+
+package patch
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// BenchmarkApply measures one toggle round trip (on, then off) of one site.
+func BenchmarkApply(b *testing.B) {
+	for _, busy := range []int{0, 4} {
+		for _, p := range []Protocol{Atomic, Rendezvous} {
+			name := p.String()
+			if busy > 0 {
+				name = fmt.Sprintf("%v/busy=%d", p, busy)
+			}
+			b.Run(name, func(b *testing.B) {
+				resetSite(b)
+				var stop atomic.Bool
+				var wg sync.WaitGroup
+				for range busy {
+					wg.Go(func() {
+						for !stop.Load() {
+							testTarget()
+						}
+					})
+				}
+				o := Options{Protocol: p, ArrivalTimeout: 500e6}
+				for b.Loop() {
+					if _, err := setSite(true, len(siteOn), o); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := setSite(false, len(siteOn), o); err != nil {
+						b.Fatal(err)
+					}
+				}
+				stop.Store(true)
+				wg.Wait()
+			})
+		}
+	}
+}

@@ -1,0 +1,6 @@
+// Package patch applies a batch of rewrites to the running process's own text: it compares
+// every site before writing, keeps pages RWX only while writing and always restores RX, writes
+// with single atomic stores or inside a stop-the-world rendezvous of every P, then serializes
+// the instruction stream. Only linux/amd64 and linux/arm64 are supported; elsewhere Apply
+// returns ErrNotSupported.
+package patch

@@ -1,0 +1,128 @@
+package patch
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"time"
+)
+
+// Protocol selects how a batch is written.
+type Protocol int
+
+const (
+	Auto       Protocol = iota // Atomic when every write is CanAtomic, else Rendezvous
+	Atomic                     // each write is one aligned store; ErrNotAtomic if any is not eligible
+	Rendezvous                 // stop-the-world rendezvous over all Ps
+)
+
+func (p Protocol) String() string {
+	switch p {
+	case Auto:
+		return "auto"
+	case Atomic:
+		return "atomic"
+	case Rendezvous:
+		return "rendezvous"
+	}
+	return fmt.Sprintf("Protocol(%d)", int(p))
+}
+
+// ParseProtocol is the inverse of Protocol.String.
+func ParseProtocol(s string) (Protocol, error) {
+	for _, p := range []Protocol{Auto, Atomic, Rendezvous} {
+		if s == p.String() {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("patch: unknown protocol %q (want auto, atomic or rendezvous)", s)
+}
+
+// Write is one rewrite of the text at Addr from Old to New.
+type Write struct {
+	Addr uintptr
+	Old  []byte // bytes the site must hold now (compare before write)
+	New  []byte // same length as Old
+}
+
+// Options tunes Apply; the zero value is Auto with the defaults below.
+type Options struct {
+	Protocol       Protocol
+	ArrivalTimeout time.Duration // how long the rendezvous waits for every P; default 50ms
+	Attempts       int           // rendezvous attempts before giving up; default 3
+}
+
+const (
+	defaultArrivalTimeout = 50 * time.Millisecond
+	defaultAttempts       = 3
+)
+
+func (o Options) withDefaults() Options {
+	if o.ArrivalTimeout <= 0 {
+		o.ArrivalTimeout = defaultArrivalTimeout
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = defaultAttempts
+	}
+	return o
+}
+
+// Report says what Apply did.
+type Report struct {
+	Protocol Protocol      // protocol actually used
+	Attempts int           // rendezvous attempts (0 for atomic)
+	Pages    int           // pages made writable
+	Elapsed  time.Duration // wall time of Apply, including waiting for the package lock
+}
+
+var (
+	// ErrRendezvousTimeout means not every P arrived in time, in every attempt; nothing
+	// was written.
+	ErrRendezvousTimeout = errors.New("patch: rendezvous timed out: not every P arrived")
+	// ErrNotAtomic means Protocol Atomic was asked for a write that CanAtomic rejects.
+	ErrNotAtomic = errors.New("patch: write cannot be done as one atomic store")
+	// ErrNotSupported means this GOOS/GOARCH cannot patch its text.
+	ErrNotSupported = errors.New("patch: text patching not supported on " + runtime.GOOS + "/" + runtime.GOARCH)
+	// ErrOverlap means two writes overlap, or a write is empty or has len(Old) != len(New).
+	ErrOverlap = errors.New("patch: overlapping or malformed writes")
+)
+
+// SiteMismatchError reports a site that does not hold the bytes the caller expected; nothing
+// of the batch was written.
+type SiteMismatchError struct {
+	Addr      uintptr
+	Want, Got []byte
+}
+
+func (e *SiteMismatchError) Error() string {
+	return fmt.Sprintf("patch: site %#x holds [% x], want [% x]", e.Addr, e.Got, e.Want)
+}
+
+// validate rejects malformed batches before any memory is touched.
+func validate(ws []Write) error {
+	for _, w := range ws {
+		if len(w.Old) == 0 || len(w.Old) != len(w.New) {
+			return fmt.Errorf("%w: write at %#x has len(Old)=%d, len(New)=%d", ErrOverlap, w.Addr, len(w.Old), len(w.New))
+		}
+		if w.Addr+uintptr(len(w.Old)) < w.Addr {
+			return fmt.Errorf("%w: write at %#x wraps the address space", ErrOverlap, w.Addr)
+		}
+	}
+	s := slices.Clone(ws)
+	slices.SortFunc(s, func(a, b Write) int {
+		switch {
+		case a.Addr < b.Addr:
+			return -1
+		case a.Addr > b.Addr:
+			return 1
+		}
+		return 0
+	})
+	for i := 1; i < len(s); i++ {
+		if prev := s[i-1]; prev.Addr+uintptr(len(prev.Old)) > s[i].Addr {
+			return fmt.Errorf("%w: writes at %#x and %#x overlap", ErrOverlap, prev.Addr, s[i].Addr)
+		}
+	}
+	return nil
+}
