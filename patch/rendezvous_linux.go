@@ -69,77 +69,139 @@ func procPin() int
 //go:linkname procUnpin runtime.procUnpin
 func procUnpin()
 
-// States of rendezvous.state. spinWhileLess relies on release and abort being the largest.
+// The rendezvous word packs the state (top byte) with the number of spinners pinned
+// and waiting (low 24 bits), so that the last arrival and the move to writing are one
+// compare-and-swap, and a spinner can leave again without racing the writer.
+// spinWhileLess relies on every state after wait being numerically larger.
 const (
-	stateWait uint32 = iota
-	stateWriting
-	stateRelease
-	stateAbort
+	stateWait    uint32 = 0
+	stateWriting uint32 = 1 << 24
+	stateRelease uint32 = 2 << 24
+	stateAbort   uint32 = 3 << 24
+	stateMask    uint32 = 0xff << 24
 )
 
 // spinIters is how many pause/yield iterations an assembly spin runs before returning to Go
-// to check a deadline: a few tens of microseconds.
+// to check the clock: a few tens of microseconds.
 const spinIters = 4096
 
+// patience is how long a pinned spinner waits without seeing another arrival before it
+// gives its P back for a moment: another spinner may be queued behind it on the same P, and busy Ps do
+// not steal work, so holding on would only wait for the timeout.
+const patience = time.Millisecond
+
 type rendezvous struct {
-	state     uint32 // read by assembly; changed only with sync/atomic
-	arrived   uint32 // spinners pinned to a P; never more than want
-	want      uint32 // GOMAXPROCS-1
-	spinners  uint32 // how many were started
-	left      uint32 // spinners that have yielded out of the patcher's run queue
-	allLeft   chan struct{}
-	ready     uint32 // the patcher is pinned; spinners may pin now
-	spinLimit time.Time
+	word     uint32 // state | arrived; read by assembly, changed only with sync/atomic
+	want     uint32 // GOMAXPROCS: every P must hold a pinned spinner
+	deadline time.Time
+	done     chan struct{} // closed by the writer once the text is written and released
+
+	// Set by the writer before done is closed.
+	idx   int
+	e     unix.Errno
+	herr  error
+	ws    []Write
+	spans []span
 }
 
-// spinnersPerP oversupplies spinners: a spinner can be stuck behind another in the local run
-// queue of a P that is already pinned (busy Ps steal no work), so more are started than there
-// are Ps to occupy, and the surplus leaves without pinning.
-const spinnersPerP = 2
-
-// spinner occupies one P until the patcher releases or aborts the rendezvous.
+// spinner occupies one P until the rendezvous is released or aborted. The spinner whose
+// arrival completes the set is the writer: at that moment every P runs a pinned
+// spinner, so no thread executes Go code anywhere else, and the caller itself is parked.
 func spinner(r *rendezvous) {
-	// Leave the patcher's run queue for the global one, which every P polls when it next
-	// schedules (at the latest when sysmon preempts what it runs).
-	// The last one wakes the patcher, which the scheduler then runs next on this P.
-	if atomic.AddUint32(&r.left, 1) == r.spinners {
-		close(r.allLeft)
-	}
+	// Leave the caller's local run queue for the global one, which every P polls: a
+	// spinner left behind a pinned one on the same P would never run.
 	runtime.Gosched()
-	// Pin only once the patcher has pinned: pinning a P whose run queue holds the patcher
-	// would keep the patcher from ever running.
-	for atomic.LoadUint32(&r.ready) == 0 {
-		if atomic.LoadUint32(&r.state) != stateWait || time.Now().After(r.spinLimit) {
+	for {
+		procPin()
+		w := atomic.LoadUint32(&r.word)
+		if w&stateMask != stateWait {
+			procUnpin()
 			return
 		}
-		runtime.Gosched()
-	}
-	procPin()
-	for {
-		a := atomic.LoadUint32(&r.arrived)
-		if a >= r.want {
-			procUnpin() // every P is taken already
-			return
-		}
-		if atomic.CompareAndSwapUint32(&r.arrived, a, a+1) {
-			break
-		}
-	}
-	for {
-		s := spinWhileLess(&r.state, stateRelease, spinIters)
-		if s >= stateRelease {
-			break
-		}
-		if s == stateWait {
-			if time.Now().After(r.spinLimit) && atomic.CompareAndSwapUint32(&r.state, stateWait, stateAbort) {
-				break
+		if w+1 == r.want { // the last one: try to move to writing with the same CAS
+			if atomic.CompareAndSwapUint32(&r.word, w, stateWriting|r.want) {
+				r.write()
+				return
 			}
-			// With more Ps than CPUs, let the OS run the threads still on their way here.
-			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			procUnpin()
+			continue
+		}
+		if !atomic.CompareAndSwapUint32(&r.word, w, w+1) {
+			procUnpin()
+			continue
+		}
+		if r.await() {
+			return
+		}
+		// Impatient: leave the set, give the P back once, and come again.
+		runtime.Gosched()
+		if time.Now().After(r.deadline) {
+			atomic.CompareAndSwapUint32(&r.word, atomic.LoadUint32(&r.word)&^stateMask, stateAbort)
+			return
 		}
 	}
+}
+
+// await spins, pinned, until the rendezvous is released or aborted (true: done with this
+// rendezvous, unpinned) or until patience runs out and it could leave the set (false:
+// unpinned, still waiting). Once the state is writing it waits without limit: the
+// critical section is a bounded handful of stores and non-blocking syscalls.
+func (r *rendezvous) await() bool {
+	until, last := time.Now().Add(patience), uint32(0)
+	for {
+		w := spinWhileLess(&r.word, stateWriting, spinIters)
+		if w > last { // someone arrived: the set is still growing, keep waiting
+			until, last = time.Now().Add(patience), w
+		}
+		switch {
+		case w >= stateRelease:
+			if w&stateMask == stateRelease {
+				serialize()
+			}
+			procUnpin()
+			return true
+		case w >= stateWriting:
+			continue
+		}
+		now := time.Now()
+		if now.After(r.deadline) {
+			if atomic.CompareAndSwapUint32(&r.word, w, stateAbort) {
+				procUnpin()
+				return true
+			}
+			continue
+		}
+		if now.After(until) && atomic.CompareAndSwapUint32(&r.word, w, w-1) {
+			procUnpin()
+			return false
+		}
+		// With more Ps than CPUs, let the OS run the threads still on their way here.
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	}
+}
+
+// write runs on the last spinner, pinned, with every other P pinned in await. It must
+// not allocate or block.
+func (r *rendezvous) write() {
+	r.idx = mismatch(r.ws)
+	if r.idx < 0 {
+		if r.e = makeWritable(r.spans, true); r.e == 0 {
+			if testHookWritable != nil {
+				r.herr = testHookWritable()
+			}
+			if r.herr == nil {
+				for _, w := range r.ws {
+					copy(text(w.Addr, len(w.New)), w.New)
+					flushRange(w.Addr, len(w.New))
+				}
+			}
+			r.e = restore(r.spans, true)
+		}
+	}
+	atomic.StoreUint32(&r.word, stateRelease|r.want)
 	serialize()
 	procUnpin()
+	close(r.done)
 }
 
 // applyRendezvous tries up to o.Attempts rendezvous and returns how many it made.
@@ -169,60 +231,46 @@ func (e *mprotectError) Unwrap() error { return e.errno }
 
 // rendezvousOnce makes one attempt. done reports whether every P arrived (and so whether
 // the outcome is final); idx is the first mismatching write or -1; e an mprotect failure;
-// herr the test hook's error. Everything between procPin and procUnpin must not allocate.
+// herr the test hook's error.
 func rendezvousOnce(ws []Write, spans []span, timeout time.Duration) (done bool, idx int, e unix.Errno, herr error) {
 	n := runtime.GOMAXPROCS(0)
-	start := time.Now()
-	want := uint32(n - 1)
-	m := uint32(spinnersPerP * (n - 1))
-	r := &rendezvous{want: want, spinners: m, allLeft: make(chan struct{}), spinLimit: start.Add(2*timeout + 10*time.Millisecond)}
-	for range m {
-		go spinner(r)
-	}
-	if m > 0 {
-		// Park, so that this P runs the spinners off its run queue at once; a Gosched
-		// instead would queue the patcher behind every runnable goroutine.
-		t := time.NewTimer(timeout)
-		select {
-		case <-r.allLeft:
-		case <-t.C:
+	if n == 1 {
+		// The pinned caller alone is the world: no other P exists to run Go code.
+		r := &rendezvous{ws: ws, spans: spans, want: 1, done: make(chan struct{})}
+		procPin()
+		if runtime.GOMAXPROCS(0) == 1 {
+			r.write() // unpins
+			return true, r.idx, r.e, r.herr
 		}
-		t.Stop()
-	}
-
-	procPin()
-	atomic.StoreUint32(&r.ready, 1)
-	for spinWhileLess(&r.arrived, want, spinIters) < want {
-		if time.Since(start) > timeout || atomic.LoadUint32(&r.state) == stateAbort {
-			break
-		}
-		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-	}
-	if atomic.LoadUint32(&r.arrived) < want || runtime.GOMAXPROCS(0) != n ||
-		!atomic.CompareAndSwapUint32(&r.state, stateWait, stateWriting) {
-		atomic.CompareAndSwapUint32(&r.state, stateWait, stateAbort)
 		procUnpin()
 		return false, -1, 0, nil
 	}
-
-	// Every P is ours.
-	idx = mismatch(ws)
-	if idx < 0 {
-		if e = makeWritable(spans, true); e == 0 {
-			if testHookWritable != nil {
-				herr = testHookWritable()
-			}
-			if herr == nil {
-				for _, w := range ws {
-					copy(text(w.Addr, len(w.New)), w.New)
-					flushRange(w.Addr, len(w.New))
-				}
-			}
-			e = restore(spans, true)
-		}
+	r := &rendezvous{want: uint32(n), deadline: time.Now().Add(timeout), done: make(chan struct{}), ws: ws, spans: spans}
+	for range n {
+		go spinner(r)
 	}
-	atomic.StoreUint32(&r.state, stateRelease)
-	serialize()
-	procUnpin()
-	return true, idx, e, herr
+	// Park: this goroutine needs no P while the spinners gather.
+	t := time.NewTimer(timeout + 10*time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-r.done:
+	case <-t.C:
+		for {
+			w := atomic.LoadUint32(&r.word)
+			if w&stateMask != stateWait {
+				break
+			}
+			if atomic.CompareAndSwapUint32(&r.word, w, stateAbort) {
+				return false, -1, 0, nil
+			}
+		}
+		if atomic.LoadUint32(&r.word)&stateMask == stateAbort {
+			return false, -1, 0, nil
+		}
+		<-r.done
+	}
+	if atomic.LoadUint32(&r.word)&stateMask == stateAbort {
+		return false, -1, 0, nil
+	}
+	return true, r.idx, r.e, r.herr
 }

@@ -55,6 +55,12 @@ func torture(t *testing.T, p Protocol, procs int) {
 					return
 				}
 				n++
+				if n%256 == 0 {
+					// Real goroutines block and call into the scheduler; a loop
+					// that spends nearly all its time in an assembly function is
+					// all but unpreemptible, and that case is TestRendezvousBacksOut's.
+					runtime.Gosched()
+				}
 			}
 			calls.Add(n)
 			ones.Add(o)

@@ -42,7 +42,7 @@ type probe struct {
 
 	heads    []*head // where the definition lives, once resolved
 	searched bool    // data and bss were searched for it
-	sites []*site
+	sites    []*site
 }
 
 // define creates the descriptor behind a probe definition; Define0..Define6 call it.

@@ -31,6 +31,11 @@ func (p *P0) Fire() {
 	}
 }
 
+// Enabled reports whether p is on, for code that computes arguments only when
+// someone is tracing: if p.Enabled() { p.Fire(expensive()) }. The check is itself a
+// site: sealed, it costs one jump while p is disabled.
+func (p *P0) Enabled() bool { return p.on != 0 }
+
 // Attach adds a typed in-process handler, called for every fire while p is enabled,
 // until detach is called. Attaching does not enable p.
 func (p *P0) Attach(h func()) (detach func()) { return p.handlers.add(h) }
@@ -74,6 +79,11 @@ func (p *P1[A]) Fire(a A) {
 		p.fire(a)
 	}
 }
+
+// Enabled reports whether p is on, for code that computes arguments only when
+// someone is tracing: if p.Enabled() { p.Fire(expensive()) }. The check is itself a
+// site: sealed, it costs one jump while p is disabled.
+func (p *P1[A]) Enabled() bool { return p.on != 0 }
 
 // Attach adds a typed in-process handler, called for every fire while p is enabled,
 // until detach is called. Attaching does not enable p.
@@ -119,6 +129,11 @@ func (p *P2[A, B]) Fire(a A, b B) {
 	}
 }
 
+// Enabled reports whether p is on, for code that computes arguments only when
+// someone is tracing: if p.Enabled() { p.Fire(expensive()) }. The check is itself a
+// site: sealed, it costs one jump while p is disabled.
+func (p *P2[A, B]) Enabled() bool { return p.on != 0 }
+
 // Attach adds a typed in-process handler, called for every fire while p is enabled,
 // until detach is called. Attaching does not enable p.
 func (p *P2[A, B]) Attach(h func(A, B)) (detach func()) { return p.handlers.add(h) }
@@ -162,6 +177,11 @@ func (p *P3[A, B, C]) Fire(a A, b B, c C) {
 		p.fire(a, b, c)
 	}
 }
+
+// Enabled reports whether p is on, for code that computes arguments only when
+// someone is tracing: if p.Enabled() { p.Fire(expensive()) }. The check is itself a
+// site: sealed, it costs one jump while p is disabled.
+func (p *P3[A, B, C]) Enabled() bool { return p.on != 0 }
 
 // Attach adds a typed in-process handler, called for every fire while p is enabled,
 // until detach is called. Attaching does not enable p.
@@ -207,6 +227,11 @@ func (p *P4[A, B, C, D]) Fire(a A, b B, c C, d D) {
 	}
 }
 
+// Enabled reports whether p is on, for code that computes arguments only when
+// someone is tracing: if p.Enabled() { p.Fire(expensive()) }. The check is itself a
+// site: sealed, it costs one jump while p is disabled.
+func (p *P4[A, B, C, D]) Enabled() bool { return p.on != 0 }
+
 // Attach adds a typed in-process handler, called for every fire while p is enabled,
 // until detach is called. Attaching does not enable p.
 func (p *P4[A, B, C, D]) Attach(h func(A, B, C, D)) (detach func()) { return p.handlers.add(h) }
@@ -251,6 +276,11 @@ func (p *P5[A, B, C, D, E]) Fire(a A, b B, c C, d D, e E) {
 	}
 }
 
+// Enabled reports whether p is on, for code that computes arguments only when
+// someone is tracing: if p.Enabled() { p.Fire(expensive()) }. The check is itself a
+// site: sealed, it costs one jump while p is disabled.
+func (p *P5[A, B, C, D, E]) Enabled() bool { return p.on != 0 }
+
 // Attach adds a typed in-process handler, called for every fire while p is enabled,
 // until detach is called. Attaching does not enable p.
 func (p *P5[A, B, C, D, E]) Attach(h func(A, B, C, D, E)) (detach func()) { return p.handlers.add(h) }
@@ -294,6 +324,11 @@ func (p *P6[A, B, C, D, E, F]) Fire(a A, b B, c C, d D, e E, f F) {
 		p.fire(a, b, c, d, e, f)
 	}
 }
+
+// Enabled reports whether p is on, for code that computes arguments only when
+// someone is tracing: if p.Enabled() { p.Fire(expensive()) }. The check is itself a
+// site: sealed, it costs one jump while p is disabled.
+func (p *P6[A, B, C, D, E, F]) Enabled() bool { return p.on != 0 }
 
 // Attach adds a typed in-process handler, called for every fire while p is enabled,
 // until detach is called. Attaching does not enable p.

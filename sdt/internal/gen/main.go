@@ -87,6 +87,11 @@ func (p *%[10]s) Fire(%[13]s) {
 	}
 }
 
+// Enabled reports whether p is on, for code that computes arguments only when
+// someone is tracing: if p.Enabled() { p.Fire(expensive()) }. The check is itself a
+// site: sealed, it costs one jump while p is disabled.
+func (p *%[10]s) Enabled() bool { return p.on != 0 }
+
 // Attach adds a typed in-process handler, called for every fire while p is enabled,
 // until detach is called. Attaching does not enable p.
 func (p *%[10]s) Attach(h %[4]s) (detach func()) { return p.handlers.add(h) }

@@ -5,10 +5,9 @@ package probetest
 import "github.com/gosdt/gosdt/sdt"
 
 // Op is fired by Step, which is small enough to be inlined into its callers.
-var Op = sdt.Define2[int, string]("probetest", "op", "n", "what")
+var Op = sdt.Define1[int]("probetest", "op", "n")
 
 // Step fires Op; callers in other packages inline it, so the site is theirs.
-func Step(n int) int {
-	sdt.Probe2(&Op, n, "step")
-	return n + 1
+func Step(n int) {
+	sdt.Probe1(&Op, n)
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package sdt_test
+
+const raceEnabled = false

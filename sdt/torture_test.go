@@ -1,0 +1,198 @@
+package sdt_test
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gosdt/gosdt/patch"
+	"github.com/gosdt/gosdt/sdt"
+)
+
+var tortured = sdt.Define1[int]("torture", "fire", "worker")
+
+//go:noinline
+func tortureSite(worker int) { sdt.Probe1(&tortured, worker) }
+
+// stable is the controller's word on the probe's state: +epoch after an Enable has
+// returned, -epoch after a Disable has returned, and 0 while one is under way. A
+// worker that reads the same non-zero value before and after its call made that call
+// entirely inside one settled state, so its outcome is exact: seen when enabled, not
+// seen when disabled. Calls that overlap a switch are the in-flight window: a fire
+// admitted just before Disable stored the site's state may still run its handlers
+// after Disable returns (at most one per goroutine inside fire). They are not judged.
+var stable atomic.Int64
+
+// TestTorture switches one probe on and off many times while workers run its site,
+// with several GOMAXPROCS, both patch protocols, GC pressure and async preemption.
+func TestTorture(t *testing.T) {
+	toggles := 100_000
+	switch {
+	case raceEnabled:
+		toggles = 2_000
+	case testing.Short():
+		toggles = 5_000
+	}
+	if v := os.Getenv("SDT_TORTURE_TOGGLES"); v != "" {
+		fmt.Sscan(v, &toggles)
+	}
+	for _, protocol := range []patch.Protocol{patch.Atomic, patch.Rendezvous} {
+		for _, procs := range []int{1, 2, 8} {
+			n, budget := toggles, time.Duration(0)
+			if protocol == patch.Rendezvous && procs > 1 {
+				// Every rendezvous waits for each P to pass through the scheduler
+				// (tens of microseconds to tens of milliseconds with every P busy and
+				// more Ps than cores): a tenth of the toggles, within a time budget.
+				n, budget = max(toggles/10, 100), 15*time.Second
+			}
+			t.Run(fmt.Sprintf("%v/GOMAXPROCS=%d", protocol, procs), func(t *testing.T) {
+				torture(t, protocol, procs, n, budget)
+			})
+		}
+	}
+}
+
+type workerStats struct {
+	seen                int64        // fires this worker's handler saw (the handler runs on the worker)
+	calls               atomic.Int64 // calls made, for the controller's dwell
+	judgedOn, judgedOff int64
+	_                   [32]byte // keep workers off each other's cache lines
+}
+
+func torture(t *testing.T, protocol patch.Protocol, procs, toggles int, budget time.Duration) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	defer debug.SetGCPercent(debug.SetGCPercent(5))
+	defer sdt.SetPatchOptions(sdt.SetPatchOptions(patch.Options{Protocol: protocol, ArrivalTimeout: 200 * time.Millisecond}))
+
+	const workers = 8
+	stats := make([]workerStats, workers)
+	defer tortured.Attach(func(w int) { stats[w].seen++ })()
+
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := &stats[w]
+			for i := 0; !stop.Load(); i++ {
+				if i%64 == 0 {
+					// Like real goroutines, pass through the scheduler now and then:
+					// purely CPU-bound ones leave the controller and the rendezvous's
+					// spinners waiting for sysmon's 10ms preemptions.
+					runtime.Gosched()
+				}
+				before, seen := stable.Load(), st.seen
+				tortureSite(w)
+				after := stable.Load()
+				st.calls.Add(1)
+				if before != after || before == 0 {
+					continue
+				}
+				got := st.seen - seen
+				switch {
+				case before > 0 && got != 1:
+					errs <- fmt.Errorf("worker %d: enabled (epoch %d) but the fire was not seen", w, before)
+					return
+				case before < 0 && got != 0:
+					errs <- fmt.Errorf("worker %d: disabled (epoch %d) but a fire was seen", w, -before)
+					return
+				case before > 0:
+					st.judgedOn++
+				default:
+					st.judgedOff++
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() { // garbage, so that GC cycles (and their stop-the-worlds) overlap patching
+		defer wg.Done()
+		var keep [][]byte
+		for !stop.Load() {
+			keep = append(keep, make([]byte, 4096))
+			if len(keep) > 256 {
+				keep = nil
+			}
+			runtime.Gosched()
+		}
+	}()
+
+	start := time.Now()
+	var failed error
+	done := 0
+	for i := 1; i <= toggles && failed == nil; i++ {
+		if budget > 0 && i%2 == 1 && time.Since(start) > budget {
+			break
+		}
+		done = i
+		stable.Store(0)
+		var err error
+		if i%2 == 1 {
+			_, err = sdt.Enable("torture:::fire")
+			stable.Store(int64(i))
+		} else {
+			_, err = sdt.Disable("torture:::fire")
+			stable.Store(-int64(i))
+		}
+		if err != nil {
+			failed = fmt.Errorf("toggle %d: %w", i, err)
+		}
+		dwell(stats)
+		if i%64 == 0 {
+			select {
+			case failed = <-errs:
+			default:
+			}
+		}
+	}
+	stable.Store(0)
+	if _, err := sdt.Disable("torture:::fire"); err != nil && failed == nil {
+		failed = err
+	}
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	if failed == nil {
+		failed = <-errs
+	}
+	if failed != nil {
+		t.Fatal(failed)
+	}
+	var on, off int64
+	for i := range stats {
+		on += stats[i].judgedOn
+		off += stats[i].judgedOff
+	}
+	t.Logf("%d toggles in %v (%v each); judged calls: %d enabled, %d disabled",
+		done, time.Since(start).Round(time.Millisecond), time.Since(start)/time.Duration(max(done, 1)), on, off)
+	if done < min(toggles, 100) {
+		t.Errorf("only %d toggles within %v", done, budget)
+	}
+	if on == 0 || off == 0 {
+		t.Errorf("no call was judged in one of the states (on %d, off %d): the test tested nothing", on, off)
+	}
+}
+
+// dwell lets the workers make a few calls inside the settled state, briefly: long
+// enough that every state is judged, short enough that switches stay frequent.
+func dwell(stats []workerStats) {
+	sum := func() (n int64) {
+		for i := range stats {
+			n += stats[i].calls.Load()
+		}
+		return n
+	}
+	start, deadline := sum(), time.Now().Add(200*time.Microsecond)
+	for sum() < start+2*int64(len(stats)) && time.Now().Before(deadline) {
+		if runtime.GOMAXPROCS(0) == 1 {
+			runtime.Gosched()
+		}
+	}
+}
