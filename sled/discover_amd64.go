@@ -6,6 +6,7 @@ import (
 	"runtime"
 
 	"github.com/gosdt/gosdt/arch/amd64"
+	"golang.org/x/arch/x86/x86asm"
 )
 
 // candidate is one CMPB $0, X(SB) whose X is in data or bss.
@@ -48,21 +49,14 @@ func discover(l Layout, cfg Config) *Table {
 		t.Candidates++
 		c := &candidate{addr: addr, flag: flag}
 		cands = append(cands, c)
-		d := decodeFunc(funcs, mem, addr)
-		if d.err != nil {
-			c.matchErr = d.err
+		// Cheap first: does the check guard a fire call? Only then is the whole
+		// function decoded, to prove the match sits on instruction boundaries.
+		fire, err := localFire(mem, addr)
+		if err != nil {
+			c.why = err.Error()
 			continue
 		}
-		i, ok := amd64.Index(d.insts, uint64(addr))
-		if !ok {
-			c.matchErr = fmt.Errorf("not on an instruction boundary")
-			continue
-		}
-		c.site, c.matchErr = amd64.MatchSite(d.insts, i, d.targets)
-		if c.matchErr != nil {
-			continue
-		}
-		g, err := amd64.GuardedCall(mem, c.site.Fire(), pass)
+		g, err := amd64.GuardedCall(mem, fire, pass)
 		switch {
 		case err != nil:
 			c.why = err.Error()
@@ -72,7 +66,9 @@ func discover(l Layout, cfg Config) *Table {
 			c.why = "fire call's receiver is not the compared flag"
 		default:
 			c.fired, c.ret = true, uintptr(g.Return)
-			probes[flag] = true
+			if c.match(funcs, mem) == nil {
+				probes[flag] = true
+			}
 		}
 	}
 
@@ -85,9 +81,55 @@ func discover(l Layout, cfg Config) *Table {
 			t.Rejected = append(t.Rejected, Rejection{Addr: c.addr, Flag: c.flag, Reason: why})
 			continue
 		}
+		if !c.fired {
+			// A check of a known probe around other code (if p.Enabled() { ... }):
+			// a site if it matches the shape; otherwise toSite says why not.
+			c.match(funcs, mem)
+		}
 		t.Sites = append(t.Sites, c.toSite(mem, cfg.ProbePackage))
 	}
 	return t
+}
+
+// match decodes the function around the candidate (once per function) and matches the
+// site shape on its instruction boundaries.
+func (c *candidate) match(funcs map[uintptr]*decoded, mem liveText) error {
+	d := decodeFunc(funcs, mem, c.addr)
+	if d.err != nil {
+		c.matchErr = d.err
+		return c.matchErr
+	}
+	i, ok := amd64.Index(d.insts, uint64(c.addr))
+	if !ok {
+		c.matchErr = fmt.Errorf("not on an instruction boundary")
+		return c.matchErr
+	}
+	c.site, c.matchErr = amd64.MatchSite(d.insts, i, d.targets)
+	return c.matchErr
+}
+
+// localFire reads the check at addr as if it were a site (CMPB, NOPs, JE or JNE) and
+// returns where its fire block starts. It decodes from addr, which may not be an
+// instruction boundary: match proves that later, for the few candidates that pass.
+func localFire(mem liveText, addr uintptr) (uint64, error) {
+	pc := uint64(addr) + 7
+	for range 8 {
+		in, err := amd64.Decode(mem, pc)
+		if err != nil {
+			return 0, err
+		}
+		switch in.Op {
+		case x86asm.NOP:
+			pc += uint64(in.Len)
+			continue
+		case x86asm.JE:
+			return in.End(), nil
+		case x86asm.JNE:
+			return in.Target, nil
+		}
+		return 0, fmt.Errorf("%v after the compare, not a JE or JNE", in.Op)
+	}
+	return 0, fmt.Errorf("too much padding after the compare")
 }
 
 // toSite turns a candidate on a known probe flag into a site: a verified sled, or the

@@ -1,0 +1,102 @@
+package sled_test
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/gosdt/gosdt/sled"
+)
+
+// fakeProbe has a probe definition's layout (flag byte first, a pointer after), so
+// that discovery can be tested without package sdt, which seals what it finds.
+type fakeProbe struct {
+	on   uint8
+	core *int
+}
+
+//go:noinline
+func (p *fakeProbe) fire(v int) { sink += v }
+
+var (
+	fake = fakeProbe{core: new(int)} // dynamic init: lives in bss, like a definition
+	sink int
+)
+
+//go:noinline
+func fakeSites(n int) {
+	for i := 0; i < n; i++ {
+		if fake.on != 0 {
+			fake.fire(i)
+		}
+	}
+	if fake.on != 0 { // an Enabled-style guard around other code
+		sink *= 3
+	}
+}
+
+var cfg = sled.Config{
+	ProbePackage: "github.com/gosdt/gosdt/sled/none",
+	IsFire:       func(sym string) bool { return strings.HasSuffix(sym, ".(*fakeProbe).fire") },
+}
+
+func TestDiscoverFindsSites(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("no site matcher for", runtime.GOARCH)
+	}
+	fakeSites(1)
+	tab := sled.Discover(cfg)
+	t.Logf("text %d bytes, %d candidates, %d sites, %d rejected, in %v",
+		tab.TextBytes, tab.Candidates, len(tab.Sites), len(tab.Rejected), tab.Elapsed)
+	var kinds []string
+	for _, s := range tab.Sites {
+		if s.Func != "sled_test.fakeSites" {
+			t.Errorf("site %#x in %s (%s), want only fakeSites", s.Addr, s.Func, s.Module)
+			continue
+		}
+		if !s.Patchable() {
+			t.Errorf("site %#x not patchable: %s", s.Addr, s.Reason)
+		}
+		if s.Module != "github.com/gosdt/gosdt/sled_test" || !strings.HasSuffix(s.File, "sled_test.go") || s.Line == 0 {
+			t.Errorf("site %#x named %s %s %s:%d", s.Addr, s.Module, s.Func, s.File, s.Line)
+		}
+		if len(s.Off) != s.Len || len(s.On) != s.Len || string(s.Off[s.Toggle:]) != string(s.On[s.Toggle:]) {
+			t.Errorf("site %#x: sleds % x / % x differ beyond the toggle (%d)", s.Addr, s.Off, s.On, s.Toggle)
+		}
+		if s.Kind == sled.Fire && s.Return == 0 {
+			t.Errorf("fire site %#x has no return address", s.Addr)
+		}
+		kinds = append(kinds, s.Kind.String())
+	}
+	if got := strings.Join(kinds, ","); got != "fire,guard" {
+		t.Errorf("site kinds %q, want fire,guard", got)
+	}
+}
+
+func TestSplitFunc(t *testing.T) {
+	for _, c := range []struct{ sym, mod, fn string }{
+		{"main.worker", "main", "main.worker"},
+		{"main.worker.func1", "main", "main.worker.func1"},
+		{"github.com/x/y.(*T).M", "github.com/x/y", "y.(*T).M"},
+		{"github.com/x/y.F[...]", "github.com/x/y", "y.F[...]"},
+		{"github.com/x/y.F[go.shape.struct { a/b.T }]", "github.com/x/y", "y.F[go.shape.struct { a/b.T }]"},
+		{"runtime.gcWriteBarrier", "runtime", "runtime.gcWriteBarrier"},
+		{"noDot", "noDot", "noDot"},
+	} {
+		mod, fn := sled.SplitFunc(c.sym)
+		if mod != c.mod || fn != c.fn {
+			t.Errorf("SplitFunc(%q) = %q, %q; want %q, %q", c.sym, mod, fn, c.mod, c.fn)
+		}
+	}
+}
+
+// BenchmarkDiscover measures a whole discovery of this test binary's text.
+func BenchmarkDiscover(b *testing.B) {
+	var tab *sled.Table
+	for b.Loop() {
+		tab = sled.Discover(cfg)
+	}
+	b.ReportMetric(float64(tab.TextBytes)/1e6, "text-MB")
+	b.ReportMetric(float64(tab.Candidates), "candidates")
+	b.ReportMetric(float64(len(tab.Sites)), "sites")
+}
