@@ -37,6 +37,7 @@ func init() {
 	if reg.mode == modeOn {
 		for _, s := range reg.sites {
 			s.on.Store(true)
+			s.everOn = true
 		}
 	}
 	reg.byReturn = newReturnTable(reg.sites)

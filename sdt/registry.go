@@ -15,9 +15,10 @@ import (
 // provider:module:function:name) are made of sites; patch rewrites sites.
 type site struct {
 	*sled.Site
-	probe *probe        // the definition, once its package is initialised
-	on    atomic.Bool   // fires from this site are delivered
-	hits  atomic.Uint64 // fires delivered from this site
+	probe  *probe        // the definition, once its package is initialised
+	on     atomic.Bool   // fires from this site are delivered
+	hits   atomic.Uint64 // fires delivered from this site
+	everOn bool          // the text has held the enabled form (guarded by reg.mu)
 }
 
 // registry holds every definition and site. mu serialises Enable, Disable, List and
@@ -171,7 +172,11 @@ func (r *registry) set(specText string, enable bool) (int, error) {
 			return 0, fmt.Errorf("patching %d sites for %q: %w", len(writes), specText, err)
 		}
 	}
-	if !enable {
+	if enable {
+		for _, s := range changed {
+			s.everOn = true
+		}
+	} else {
 		mark(false)
 	}
 	return len(changed), nil

@@ -1,0 +1,78 @@
+package sdt
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gosdt/gosdt/internal/spec"
+	"github.com/gosdt/gosdt/patch"
+)
+
+// Unseal puts the compiler's own check back at every sealed site that spec matches and
+// that has never been enabled, so that those sites work through their branch check
+// again, as with SDT_PATCH=off (benchmarks compare the two in one process). It returns
+// how many sites it unsealed. It cannot be undone: a goroutine may be parked between
+// the compiler's compare and its jump, where a sled has no instruction boundary.
+//
+// Only never-enabled sites qualify: a sealed-off site jumps at its first instruction,
+// so no goroutine can be inside the rest of it, but one that was ever enabled may have
+// a goroutine parked on its NOP padding, which the compiler's bytes would cut in two.
+func Unseal(specText string) (int, error) {
+	sp, err := spec.Parse(specText)
+	if err != nil {
+		return 0, err
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	reg.resolve()
+	var writes []patch.Write
+	var sites []*site
+	for _, p := range reg.probes {
+		for _, s := range p.sites {
+			if !sp.Match(p.provider, s.Module, s.Func, p.name) || !s.Patchable() {
+				continue
+			}
+			if s.everOn {
+				return 0, fmt.Errorf("unseal %q: site %#x (%s) has been enabled: a goroutine may be parked inside its sled", specText, s.Addr, s.Func)
+			}
+			writes = append(writes, patch.Write{Addr: s.Addr, Old: s.Off, New: s.Orig})
+			sites = append(sites, s)
+		}
+	}
+	if len(writes) == 0 {
+		return 0, fmt.Errorf("unseal %q: %w", specText, ErrNoMatch)
+	}
+	if _, err := patch.Apply(writes, patch.Options{Protocol: patch.Rendezvous}); err != nil {
+		return 0, fmt.Errorf("unseal %q: %w", specText, err)
+	}
+	for _, s := range sites {
+		s.Reason = "unsealed by sdt.Unseal: the compiler's check is back"
+	}
+	return len(sites), nil
+}
+
+// DiscoveryStats says what discovery did at start-up.
+type DiscoveryStats struct {
+	TextBytes  int           // size of the text scanned
+	Candidates int           // compare instructions on pointer-bearing data examined
+	Sites      int           // probe sites found
+	Sealed     int           // of which sealed
+	Rejected   int           // candidates that are not probe sites
+	Elapsed    time.Duration // discovery, without sealing
+	Reason     string        // set when discovery did not run (platform)
+}
+
+// Discovery reports the start-up discovery of this process's sites.
+func Discovery() DiscoveryStats {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	t := reg.table
+	d := DiscoveryStats{TextBytes: t.TextBytes, Candidates: t.Candidates, Sites: len(t.Sites),
+		Rejected: len(t.Rejected), Elapsed: t.Elapsed, Reason: t.Reason}
+	for _, s := range reg.sites {
+		if s.Patchable() {
+			d.Sealed++
+		}
+	}
+	return d
+}
