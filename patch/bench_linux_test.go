@@ -4,12 +4,17 @@ package patch
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 )
 
-// BenchmarkApply measures one toggle round trip (on, then off) of one site.
+// BenchmarkApply measures one toggle round trip (on, then off) of one site, idle and
+// with busy goroutines. The busy ones pass through the scheduler every few thousand
+// calls, as real goroutines do; a purely CPU-bound loop in an assembly function is all
+// but unpreemptible and makes every rendezvous wait out its timeout (that case is
+// TestRendezvousBacksOut's).
 func BenchmarkApply(b *testing.B) {
 	for _, busy := range []int{0, 4} {
 		for _, p := range []Protocol{Atomic, Rendezvous} {
@@ -23,8 +28,11 @@ func BenchmarkApply(b *testing.B) {
 				var wg sync.WaitGroup
 				for range busy {
 					wg.Go(func() {
-						for !stop.Load() {
+						for i := 0; !stop.Load(); i++ {
 							testTarget()
+							if i%4096 == 0 {
+								runtime.Gosched()
+							}
 						}
 					})
 				}
