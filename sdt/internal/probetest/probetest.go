@@ -11,3 +11,11 @@ var Op = sdt.Define1[int]("probetest", "op", "n")
 func Step(n int) {
 	sdt.Probe1(&Op, n)
 }
+
+// Shared is fired from several functions in several packages.
+var Shared = sdt.Define1[string]("probetest", "shared", "from")
+
+// FireShared fires Shared from this package, out of line.
+//
+//go:noinline
+func FireShared() { Shared.Fire("probetest") }
