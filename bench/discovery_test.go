@@ -1,0 +1,141 @@
+package bench
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gosdt/gosdt/sdt"
+)
+
+var discoveryFlag = flag.Bool("discovery", false, "TestDiscoveryScaling: build programs of 0, 2k and 20k generated functions (minutes)")
+
+// TestDiscoveryScaling logs start-up discovery time against text size. It is a test
+// that logs a table, not a benchmark: each point is a separate program (built with go
+// build, minutes for the largest) whose discovery runs once, at its start, so a b.N
+// loop has nothing to repeat. Each program is run 5 times; the table has the median.
+// Every 16th generated function holds a probe site. The heavy part runs only with
+// -discovery; the row of this test binary itself always runs.
+func TestDiscoveryScaling(t *testing.T) {
+	d := sdt.Discovery()
+	if d.Reason != "" {
+		t.Skip("no discovery here:", d.Reason)
+	}
+	t.Logf("this test binary: text %.1f MB, %d candidates, %d sites, discovery %v", float64(d.TextBytes)/1e6, d.Candidates, d.Sites, d.Elapsed)
+	if !*discoveryFlag || testing.Short() {
+		t.Skip("generated programs: run with -discovery")
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goSum, _ := os.ReadFile(filepath.Join(root, "go.sum"))
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	t.Logf("%8s %10s %10s %6s %12s %10s", "funcs", "text MB", "candidates", "sites", "discovery", "us/MB")
+	for _, n := range []int{0, 2000, 20000} {
+		dir := t.TempDir()
+		writeProgram(t, dir, n, root, goMod, goSum)
+		bin := filepath.Join(dir, "prog")
+		start := time.Now()
+		cmd := exec.Command(gobin, "build", "-o", bin, ".")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build (%d funcs): %v\n%s", n, err, out)
+		}
+		build := time.Since(start)
+		var runs []time.Duration
+		var text, cands, sites int
+		for range 5 {
+			out, err := exec.Command(bin).Output()
+			if err != nil {
+				t.Fatalf("%s: %v", bin, err)
+			}
+			var ns int64
+			if _, err := fmt.Sscanf(string(out), "text=%d candidates=%d sites=%d elapsed=%d", &text, &cands, &sites, &ns); err != nil {
+				t.Fatalf("output %q: %v", out, err)
+			}
+			runs = append(runs, time.Duration(ns))
+		}
+		slices.Sort(runs)
+		med := runs[len(runs)/2]
+		t.Logf("%8d %10.1f %10d %6d %12v %10.0f   (build %v)", n, float64(text)/1e6, cands, sites, med,
+			float64(med.Microseconds())/(float64(text)/1e6), build.Round(time.Second))
+	}
+}
+
+// writeProgram writes a module in dir: n generated functions, each a little
+// arithmetic, every 16th with a probe site, all reachable from main.
+func writeProgram(t *testing.T, dir string, n int, root string, goMod, goSum []byte) {
+	mod := "module prog\n\ngo 1.26.0\n\nrequire github.com/gosdt/gosdt v0.0.0\n\nreplace github.com/gosdt/gosdt => " + root + "\n"
+	// The gosdt module's own requirements, so that no network is needed.
+	if i := strings.Index(string(goMod), "require ("); i >= 0 {
+		mod += "\n" + string(goMod[i:])
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "go.sum"), goSum, 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(`package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/gosdt/gosdt/sdt"
+)
+
+var probes = [4]sdt.P1[int]{
+	sdt.Define1[int]("gen", "p0", "x"), sdt.Define1[int]("gen", "p1", "x"),
+	sdt.Define1[int]("gen", "p2", "x"), sdt.Define1[int]("gen", "p3", "x"),
+}
+
+var fns []func(uint64) uint64
+
+func main() {
+	x := uint64(len(os.Args))
+	if len(os.Args) > 5 { // never: keeps every function reachable
+		for _, f := range fns {
+			x = f(x)
+		}
+	}
+	d := sdt.Discovery()
+	fmt.Printf("text=%d candidates=%d sites=%d elapsed=%d x=%d\n", d.TextBytes, d.Candidates, d.Sites, d.Elapsed.Nanoseconds(), x)
+}
+`), 0o644))
+	const perFile = 1000
+	for f := 0; f*perFile < n; f++ {
+		var b strings.Builder
+		b.WriteString("package main\n\nimport \"github.com/gosdt/gosdt/sdt\"\n\nvar _ = sdt.Probe1[int]\n\nfunc init() {\n\tfns = append(fns")
+		for i := f * perFile; i < min(n, (f+1)*perFile); i++ {
+			fmt.Fprintf(&b, ", f%d", i)
+		}
+		b.WriteString(")\n}\n")
+		for i := f * perFile; i < min(n, (f+1)*perFile); i++ {
+			fmt.Fprintf(&b, "\n//go:noinline\nfunc f%d(x uint64) uint64 {\n", i)
+			for j := range 24 {
+				fmt.Fprintf(&b, "\tx = x*%d + %d\n\tx ^= x >> %d\n", 2*(i+j)+3, i*31+j, 1+(i+j)%61)
+			}
+			if i%16 == 0 {
+				fmt.Fprintf(&b, "\tsdt.Probe1(&probes[%d], int(x))\n", i/16%4)
+			}
+			b.WriteString("\treturn x\n}\n")
+		}
+		must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("gen%03d.go", f)), []byte(b.String()), 0o644))
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,3 @@
+package bench
+
+//go:generate go run ./internal/gen

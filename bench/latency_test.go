@@ -1,0 +1,117 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gosdt/gosdt/patch"
+	"github.com/gosdt/gosdt/sdt"
+)
+
+var toggleProbe = sdt.Define1[int]("btoggle", "site", "v")
+
+//go:noinline
+func toggleSite(v int) { sdt.Probe1(&toggleProbe, v) }
+
+// BenchmarkToggle is the latency of switching one probe with one site; each op is
+// one switch (Enable and Disable alternate), through each protocol, at GOMAXPROCS
+// 1, 2 and 8, with busy goroutines (one per P) of three kinds:
+//
+//	none   only the benchmark goroutine
+//	yield  goroutines that call runtime.Gosched every 4096 iterations, as real
+//	       goroutines reach a scheduling point
+//	spin   CPU-bound loops with no scheduling point: the rendezvous's spinners get
+//	       a P only when sysmon preempts a spinner (after 10 ms)
+//
+// A rendezvous that times out in every attempt (patch.ErrRendezvousTimeout: nothing
+// written) is counted in timeouts/op and the op still counts: its time is what the
+// caller waited for the error.
+//
+// Enable and Disable match the spec against every site of the process: this test
+// binary defines more than 2000 probes (the kernels), which the latency includes.
+func BenchmarkToggle(b *testing.B) {
+	toggleSite(0)
+	for _, proto := range []patch.Protocol{patch.Atomic, patch.Rendezvous} {
+		for _, procs := range []int{1, 2, 8} {
+			for _, busy := range []string{"none", "yield", "spin"} {
+				name := fmt.Sprintf("protocol=%v/procs=%d/busy=%s", proto, procs, busy)
+				b.Run(name, func(b *testing.B) {
+					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+					defer sdt.SetPatchOptions(sdt.SetPatchOptions(patch.Options{Protocol: proto}))
+					stop := sync.OnceFunc(startBusy(busy, procs))
+					defer stop()
+					var st toggleState
+					for b.Loop() {
+						if err := st.toggle(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					stop() // so that the last Disable cannot time out
+					if st.on {
+						if _, err := sdt.Disable("btoggle:::site"); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(st.timeouts)/float64(b.N), "timeouts/op")
+				})
+			}
+		}
+	}
+}
+
+// toggleState alternates Enable and Disable of btoggle:::site.
+type toggleState struct {
+	on       bool
+	timeouts int
+}
+
+// toggle switches the probe; a rendezvous timeout (nothing written) is counted, not
+// returned: it is a measured outcome.
+func (st *toggleState) toggle() error {
+	var err error
+	if !st.on {
+		_, err = sdt.Enable("btoggle:::site")
+	} else {
+		_, err = sdt.Disable("btoggle:::site")
+	}
+	switch {
+	case err == nil:
+		st.on = !st.on
+	case errors.Is(err, patch.ErrRendezvousTimeout):
+		st.timeouts++
+	default:
+		return err
+	}
+	return nil
+}
+
+// busySink keeps the busy loops' work live.
+var busySink atomic.Uint64
+
+// startBusy starts n busy goroutines of the given kind and returns what stops them.
+func startBusy(kind string, n int) (stop func()) {
+	if kind == "none" {
+		return func() {}
+	}
+	var quit atomic.Bool
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := uint64(1)
+			for i := 0; !quit.Load(); i++ {
+				x = x*6364136223846793005 + 1442695040888963407
+				if kind == "yield" && i%4096 == 0 {
+					runtime.Gosched()
+				}
+			}
+			busySink.Add(x)
+		}()
+	}
+	return func() { quit.Store(true); wg.Wait() }
+}
