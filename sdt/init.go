@@ -75,6 +75,11 @@ func (r *registry) seal(patchEnv string) {
 				sled = s.On
 			}
 			writes = append(writes, patch.Write{Addr: s.Addr, Old: s.Orig, New: sled})
+			// The site's other rewrites (arm64's flag load, turned into NOPs) are made
+			// once, now, in the same batch: they are never toggled.
+			for _, a := range s.Also {
+				writes = append(writes, patch.Write{Addr: a.Addr, Old: a.Orig, New: a.New})
+			}
 		}
 	}
 	if len(writes) == 0 {

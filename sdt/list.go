@@ -47,6 +47,7 @@ type SiteInfo struct {
 	State   SiteState
 	Enabled bool
 	Reason  string // why a branch-only site is not sealed
+	Note    string // a sealed site's caveat (arm64: the flag load kept, and why)
 	Hits    uint64
 }
 
@@ -115,7 +116,7 @@ func (p *probe) info(module, fn string) *ProbeInfo {
 
 func (s *site) info() SiteInfo {
 	si := SiteInfo{Addr: s.Addr, File: s.File, Line: s.Line, Kind: s.Kind.String(),
-		Enabled: s.on.Load(), Reason: s.Reason, Hits: s.hits.Load(), State: BranchOnly}
+		Enabled: s.on.Load(), Reason: s.Reason, Note: s.Note, Hits: s.hits.Load(), State: BranchOnly}
 	if s.Patchable() {
 		si.State = SealedOff
 		if si.Enabled {

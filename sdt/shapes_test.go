@@ -101,7 +101,7 @@ func inlinedStep(n int) { probetest.Step(n); probetest.Step(n + 1) }
 
 // matching says whether this architecture has a site matcher: elsewhere no site is
 // found and probes work through their branch check alone.
-var matching = runtime.GOARCH == "amd64"
+var matching = runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64"
 
 func needSites(t *testing.T) {
 	t.Helper()
@@ -112,7 +112,7 @@ func needSites(t *testing.T) {
 
 // patching says whether this platform seals sites; elsewhere every site keeps its
 // branch check and the same behaviour is tested through it.
-var patching = runtime.GOOS == "linux" && runtime.GOARCH == "amd64" && os.Getenv("SDT_PATCH") != "off"
+var patching = runtime.GOOS == "linux" && (runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64") && os.Getenv("SDT_PATCH") != "off"
 
 func mustList(t *testing.T, spec string) []sdt.ProbeInfo {
 	t.Helper()

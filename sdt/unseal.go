@@ -36,6 +36,13 @@ func Unseal(specText string) (int, error) {
 				return 0, fmt.Errorf("unseal %q: site %#x (%s) has been enabled: a goroutine may be parked inside its sled", specText, s.Addr, s.Func)
 			}
 			writes = append(writes, patch.Write{Addr: s.Addr, Old: s.Off, New: s.Orig})
+			// arm64: the flag load comes back too. A goroutine parked between the
+			// load's NOPs and the branch resumes with a stale register and may take the
+			// restored branch either way, once: into the guarded block, which runs once
+			// and whose fire finds the site off; or past it, as a never-enabled site does.
+			for _, a := range s.Also {
+				writes = append(writes, patch.Write{Addr: a.Addr, Old: a.New, New: a.Orig})
+			}
 			sites = append(sites, s)
 		}
 	}
@@ -54,7 +61,7 @@ func Unseal(specText string) (int, error) {
 // DiscoveryStats says what discovery did at start-up.
 type DiscoveryStats struct {
 	TextBytes  int           // size of the text scanned
-	Candidates int           // compare instructions on pointer-bearing data examined
+	Candidates int           // flag compares (amd64) or flag loads (arm64) on pointer-bearing data examined
 	Sites      int           // probe sites found
 	Sealed     int           // of which sealed
 	Rejected   int           // candidates that are not probe sites

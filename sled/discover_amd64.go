@@ -174,6 +174,13 @@ func decodeFunc(cache map[uintptr]*decoded, mem liveText, addr uintptr) *decoded
 		return d
 	}
 	inFunc := func(pc uint64) bool {
+		// The linker starts every function on a 16-byte boundary (32 for Go code):
+		// elsewhere the code after a jump is still this function's, without asking
+		// FuncForPC, whose inline-tree lookup scans the function's tables from its
+		// start and made discovery quadratic in the size of a function.
+		if pc%16 != 0 {
+			return true
+		}
 		g := runtime.FuncForPC(uintptr(pc))
 		return g != nil && g.Entry() == entry
 	}

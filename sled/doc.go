@@ -2,7 +2,10 @@
 // machine code with the disassembler, and knows its canonical sled (disabled, enabled).
 //
 // A site is the compiler's inlined flag check of a probe: on amd64 a CMPB of the probe's
-// flag byte and a conditional jump. Discover decodes the function around every candidate
+// flag byte and a conditional jump; on arm64 the CBZ/CBNZ/TBZ/TBNZ that tests the byte an
+// ADRP+LDRB loaded, possibly several instructions earlier (the load becomes NOPs too,
+// through Site.Also, once its register is proven dead; otherwise Site.Note says why it
+// stays). Discover decodes the function around every candidate
 // from its entry, so a match is on real instruction boundaries, and requires the guarded
 // block to call into package sdt. A candidate that does not match a verified shape is not
 // patched: it keeps its branch check and its Reason says why.

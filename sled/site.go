@@ -39,6 +39,18 @@ type Site struct {
 	Line   int
 
 	Reason string // non-empty: not patchable (keeps the branch check), and why
+	Note   string // a sealed site's caveat, e.g. arm64's flag load that had to stay
+
+	// Also lists rewrites outside [Addr, Addr+Len) made once at sealing time, in the
+	// same batch, and put back by unsealing: on arm64, the flag load turned into NOPs
+	// once its register is proven dead. They are never toggled.
+	Also []Rewrite
+}
+
+// Rewrite is one rewrite of text at Addr from Orig to New.
+type Rewrite struct {
+	Addr      uintptr
+	Orig, New []byte
 }
 
 // Patchable reports whether the site has a verified sled.

@@ -41,7 +41,7 @@ var cfg = sled.Config{
 }
 
 func TestDiscoverFindsSites(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
 		t.Skip("no site matcher for", runtime.GOARCH)
 	}
 	fakeSites(1)
@@ -62,6 +62,12 @@ func TestDiscoverFindsSites(t *testing.T) {
 		}
 		if len(s.Off) != s.Len || len(s.On) != s.Len || string(s.Off[s.Toggle:]) != string(s.On[s.Toggle:]) {
 			t.Errorf("site %#x: sleds % x / % x differ beyond the toggle (%d)", s.Addr, s.Off, s.On, s.Toggle)
+		}
+		if s.Note != "" {
+			t.Logf("site %#x sealed with a note: %s", s.Addr, s.Note)
+		}
+		if runtime.GOARCH == "arm64" && (s.Note == "") != (len(s.Also) == 1) {
+			t.Errorf("site %#x: note %q with %d extra rewrites; want the load's rewrite or a note", s.Addr, s.Note, len(s.Also))
 		}
 		if s.Kind == sled.Fire && s.Return == 0 {
 			t.Errorf("fire site %#x has no return address", s.Addr)

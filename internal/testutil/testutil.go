@@ -3,10 +3,13 @@
 package testutil
 
 import (
+	"errors"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -42,4 +45,26 @@ func NeedRoot(t testing.TB) {
 	if os.Geteuid() != 0 {
 		Skip(t, "root", "the test must run as root")
 	}
+}
+
+// Output runs bin with env (nil: the test's own) and returns its combined output.
+// When the host cannot execute bin, it runs it through the user-mode emulator that the
+// tests themselves run under (go test -exec qemu-aarch64-static): the go command a test
+// runs builds for the GOARCH in its environment, which is then the emulated one.
+func Output(bin string, env []string, args ...string) ([]byte, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if errors.Is(err, syscall.ENOEXEC) {
+		arch := runtime.GOARCH
+		if arch == "arm64" {
+			arch = "aarch64" // qemu's name for it
+		}
+		if emu, lerr := exec.LookPath("qemu-" + arch + "-static"); lerr == nil {
+			cmd = exec.Command(emu, append([]string{bin}, args...)...)
+			cmd.Env = env
+			return cmd.CombinedOutput()
+		}
+	}
+	return out, err
 }

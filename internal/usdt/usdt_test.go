@@ -96,7 +96,7 @@ func TestAddSectionsTools(t *testing.T) {
 	if err := os.WriteFile(sealed, out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := exec.Command(sealed).CombinedOutput(); err != nil || string(got) != "hello 42\n" {
+	if got, err := testutil.Output(sealed, nil); err != nil || string(got) != "hello 42\n" {
 		t.Fatalf("the rewritten program: %v %q", err, got)
 	}
 	if _, err := AddSections(out, []Section{{Name: ".note.stapsdt", Type: elf.SHT_NOTE, Data: notes}}); err == nil {

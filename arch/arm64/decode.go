@@ -1,0 +1,198 @@
+package arm64
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"golang.org/x/arch/arm64/arm64asm"
+)
+
+// InstLen is the length of every A64 instruction.
+const InstLen = 4
+
+// Inst is one decoded instruction with its absolute addresses resolved.
+type Inst struct {
+	PC     uint64
+	Word   uint32 // the raw encoding
+	Op     arm64asm.Op
+	Target uint64 // absolute target of a direct B, BL, B.cond, CBZ, CBNZ, TBZ, TBNZ, else 0
+	Bad    bool   // not a valid instruction (literal pool data, padding); Inst is zero
+	Inst   arm64asm.Inst
+}
+
+// End is the address just past the instruction.
+func (in Inst) End() uint64 { return in.PC + InstLen }
+
+func (in Inst) String() string {
+	if in.Bad {
+		return fmt.Sprintf("%#x: .word %#08x", in.PC, in.Word)
+	}
+	return fmt.Sprintf("%#x: %v", in.PC, in.Inst)
+}
+
+// Decode decodes the one instruction at pc. Undecodable words are an error here, and
+// so is a pc that is not 4-byte aligned: A64 code never is.
+func Decode(m Memory, pc uint64) (Inst, error) {
+	if pc%InstLen != 0 {
+		return Inst{}, shapeErr(pc, "pc not 4-byte aligned")
+	}
+	b := m.Read(pc, InstLen)
+	if len(b) < InstLen {
+		return Inst{}, shapeErr(pc, "no code mapped")
+	}
+	in := decodeWord(binary.LittleEndian.Uint32(b), pc)
+	if in.Bad {
+		return in, shapeErr(pc, "cannot decode %#08x", in.Word)
+	}
+	return in, nil
+}
+
+func decodeWord(w uint32, pc uint64) Inst {
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], w)
+	ai, err := arm64asm.Decode(b[:])
+	if err != nil {
+		return Inst{PC: pc, Word: w, Bad: true}
+	}
+	in := Inst{PC: pc, Word: w, Op: ai.Op, Inst: ai}
+	if isDirectBranch(ai.Op) {
+		for _, a := range ai.Args {
+			if r, ok := a.(arm64asm.PCRel); ok {
+				in.Target = pc + uint64(int64(r))
+			}
+		}
+	}
+	return in
+}
+
+// isDirectBranch reports the PC-relative branches (their PCRel is relative to the
+// branch itself).
+func isDirectBranch(op arm64asm.Op) bool {
+	switch op {
+	case arm64asm.B, arm64asm.BL, arm64asm.CBZ, arm64asm.CBNZ, arm64asm.TBZ, arm64asm.TBNZ:
+		return true
+	}
+	return false
+}
+
+// isCondBranch reports whether op may or may not branch. arm64asm decodes B.cond as B
+// with a Cond argument.
+func isCondBranch(in Inst) bool {
+	switch in.Op {
+	case arm64asm.CBZ, arm64asm.CBNZ, arm64asm.TBZ, arm64asm.TBNZ:
+		return true
+	case arm64asm.B:
+		_, ok := in.Inst.Args[0].(arm64asm.Cond)
+		return ok
+	}
+	return false
+}
+
+// isUncond reports whether control never falls through past the instruction.
+func isUncond(in Inst) bool {
+	switch in.Op {
+	case arm64asm.B:
+		return !isCondBranch(in)
+	case arm64asm.BR, arm64asm.RET, arm64asm.BRK, arm64asm.HLT, arm64asm.ERET:
+		return true
+	}
+	return false
+}
+
+// DecodeFunc decodes a Go function linearly from entry. Words that do not decode
+// (literal pools, the zero padding between functions) are kept as Bad instructions:
+// A64 has fixed-size aligned instructions, so one bad word cannot hide the next.
+//
+// It stops at end when end != 0. When end == 0 it stops after an unconditional
+// transfer (RET, B, BR, BRK) or a bad word (0 is UDF #0, which arm64asm does not decode) whose next pc inFunc rejects; inFunc must
+// not be nil then.
+func DecodeFunc(m Memory, entry, end uint64, inFunc func(pc uint64) bool) ([]Inst, error) {
+	if entry%InstLen != 0 {
+		return nil, shapeErr(entry, "function entry not 4-byte aligned")
+	}
+	if end == 0 && inFunc == nil {
+		return nil, shapeErr(entry, "DecodeFunc needs an end or inFunc")
+	}
+	var insts []Inst
+	for pc := entry; end == 0 || pc < end; pc += InstLen {
+		b := m.Read(pc, InstLen)
+		if len(b) < InstLen {
+			if end != 0 {
+				return insts, shapeErr(pc, "function ends before %#x: no code mapped", end)
+			}
+			break
+		}
+		in := decodeWord(binary.LittleEndian.Uint32(b), pc)
+		insts = append(insts, in)
+		if end == 0 && (in.Bad || isUncond(in)) && !inFunc(pc+InstLen) {
+			break
+		}
+	}
+	return insts, nil
+}
+
+// Index returns the index of the instruction that starts exactly at pc.
+func Index(insts []Inst, pc uint64) (int, bool) {
+	i := sort.Search(len(insts), func(i int) bool { return insts[i].PC >= pc })
+	if i < len(insts) && insts[i].PC == pc {
+		return i, true
+	}
+	return i, false
+}
+
+// BranchTargets returns every direct branch target in the function: those of B,
+// B.cond, CBZ, CBNZ, TBZ, TBNZ, of BLs that land inside the decoded range, and of ADRs
+// (Go's arm64 code takes label addresses with ADR, e.g. for deferreturn).
+func BranchTargets(insts []Inst) map[uint64]bool {
+	t := make(map[uint64]bool)
+	if len(insts) == 0 {
+		return t
+	}
+	lo, hi := insts[0].PC, insts[len(insts)-1].End()
+	for _, in := range insts {
+		target := in.Target
+		if in.Op == arm64asm.ADR {
+			if r, ok := in.Inst.Args[1].(arm64asm.PCRel); ok {
+				target = in.PC + uint64(int64(r))
+			}
+		}
+		if target == 0 {
+			continue
+		}
+		if in.Op != arm64asm.BL || (target >= lo && target < hi) {
+			t[target] = true
+		}
+	}
+	return t
+}
+
+// Raw field decoders for the handful of encodings a site is made of. They are exact
+// and cheap, for the pre-filter over the whole text; matches are re-checked with
+// arm64asm.
+
+// adrp decodes ADRP Xd, label: the page address it loads (relative to pc) and d.
+func adrp(w uint32, pc uint64) (page uint64, rd int, ok bool) {
+	if w&0x9F000000 != 0x90000000 {
+		return 0, 0, false
+	}
+	imm := int64(w>>29&3) | int64(w>>5&0x7FFFF)<<2
+	imm = imm << 43 >> 43 // sign-extend 21 bits
+	return pc&^0xFFF + uint64(imm<<12), int(w & 31), true
+}
+
+// ldrbImm decodes LDRB Wt, [Xn, #imm12] (unsigned offset form).
+func ldrbImm(w uint32) (rt, rn int, imm uint64, ok bool) {
+	if w&0xFFC00000 != 0x39400000 {
+		return 0, 0, 0, false
+	}
+	return int(w & 31), int(w >> 5 & 31), uint64(w >> 10 & 0xFFF), true
+}
+
+// addImm decodes ADD Xd, Xn, #imm12 (64-bit, unshifted, flags not set).
+func addImm(w uint32) (rd, rn int, imm uint64, ok bool) {
+	if w&0xFFC00000 != 0x91000000 {
+		return 0, 0, 0, false
+	}
+	return int(w & 31), int(w >> 5 & 31), uint64(w >> 10 & 0xFFF), true
+}

@@ -1,0 +1,117 @@
+package arm64
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"golang.org/x/arch/arm64/arm64asm"
+)
+
+// decode1 decodes one encoded instruction with arm64asm: every encoder here is checked
+// by the disassembler, never by re-reading its own bit layout.
+func decode1(t *testing.T, b []byte) arm64asm.Inst {
+	t.Helper()
+	if len(b) != InstLen {
+		t.Fatalf("encoding % x is %d bytes, want 4", b, len(b))
+	}
+	in, err := arm64asm.Decode(b)
+	if err != nil {
+		t.Fatalf("arm64asm cannot decode % x: %v", b, err)
+	}
+	return in
+}
+
+func TestEncodeB(t *testing.T) {
+	const from = 0x1000_0000
+	for _, c := range []struct {
+		off int64
+		ok  bool
+	}{
+		{4, true}, {-4, true}, {0, true}, {0x18, true}, {-0x1c, true},
+		{MaxB, true}, {MinB, true},
+		{MaxB + 4, false}, {MinB - 4, false}, {2, false}, {1 << 40, false},
+	} {
+		to := uint64(int64(from) + c.off)
+		b, err := EncodeB(from, to)
+		if !c.ok {
+			if err == nil {
+				t.Errorf("EncodeB(%+d) = % x, want an error", c.off, b)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("EncodeB(%+d): %v", c.off, err)
+			continue
+		}
+		in := decode1(t, b)
+		rel, ok := in.Args[0].(arm64asm.PCRel)
+		if in.Op != arm64asm.B || !ok || int64(rel) != c.off {
+			t.Errorf("EncodeB(%+d) = % x decodes as %v", c.off, b, in)
+		}
+	}
+}
+
+func TestNOP(t *testing.T) {
+	for _, n := range []int{0, 4, 8, 12, 7} {
+		b := NOP(n)
+		if len(b) != n/4*4 {
+			t.Fatalf("NOP(%d) is %d bytes", n, len(b))
+		}
+		for i := 0; i < len(b); i += 4 {
+			if in := decode1(t, b[i:i+4]); in.Op != arm64asm.NOP {
+				t.Errorf("NOP(%d)[%d] decodes as %v", n, i, in)
+			}
+		}
+	}
+}
+
+func TestCanonical(t *testing.T) {
+	for _, c := range []struct {
+		op     arm64asm.Op
+		offJmp bool // the disabled form is the B
+	}{
+		{arm64asm.CBZ, true}, {arm64asm.TBZ, true}, {arm64asm.CBNZ, false}, {arm64asm.TBNZ, false},
+	} {
+		for _, taken := range []uint64{0x2000 + 0x40, 0x2000 - 0x100} {
+			s := Site{Addr: 0x2000, Op: c.op, Taken: taken}
+			sl, err := Canonical(s)
+			if err != nil {
+				t.Fatalf("%v: %v", c.op, err)
+			}
+			jmp, nop := sl.Off, sl.On
+			if !c.offJmp {
+				jmp, nop = nop, jmp
+			}
+			j, n := decode1(t, jmp), decode1(t, nop)
+			if rel, _ := j.Args[0].(arm64asm.PCRel); j.Op != arm64asm.B || uint64(int64(s.Addr)+int64(rel)) != taken {
+				t.Errorf("%v to %#x: B form decodes as %v", c.op, taken, j)
+			}
+			if n.Op != arm64asm.NOP || sl.Toggle != 4 || sl.Target != taken {
+				t.Errorf("%v: NOP form %v, toggle %d, target %#x", c.op, n, sl.Toggle, sl.Target)
+			}
+		}
+	}
+	if _, err := Canonical(Site{Addr: 0x2000, Op: arm64asm.B, Taken: 0x2004}); err == nil {
+		t.Error("Canonical accepted a B site")
+	}
+}
+
+// The raw field decoders agree with arm64asm on real words (from go1.26 output).
+func TestRawDecoders(t *testing.T) {
+	const pc = 0x150070
+	page, rd, ok := adrp(0x90000fbb, pc) // ADRP X27, .+0x1f4000
+	if !ok || rd != 27 || page != pc&^0xfff+0x1f4000 {
+		t.Errorf("adrp = %#x, X%d, %v", page, rd, ok)
+	}
+	if rt, rn, imm, ok := ldrbImm(0x39494365); !ok || rt != 5 || rn != 27 || imm != 592 {
+		t.Errorf("ldrbImm = W%d, X%d, %d, %v", rt, rn, imm, ok)
+	}
+	if rd, rn, imm, ok := addImm(0x91094000); !ok || rd != 0 || rn != 0 || imm != 592 {
+		t.Errorf("addImm = X%d, X%d, %d, %v", rd, rn, imm, ok)
+	}
+	for _, w := range []uint32{0x90000fbb, 0x39494365, 0x91094000} {
+		var b [4]byte
+		binary.LittleEndian.PutUint32(b[:], w)
+		t.Logf("%08x: %v", w, decode1(t, b[:]))
+	}
+}

@@ -1,0 +1,193 @@
+package sled
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/gosdt/gosdt/arch/arm64"
+)
+
+// candidate is one ADRP+LDRB flag load whose byte is in data or bss.
+type candidate struct {
+	load     arm64.Load
+	site     arm64.Site // valid when the load leads to a branch (followErr == nil)
+	matchErr error      // why the site is not a verified shape
+	fired    bool       // its guarded block calls a fire method with the flag as receiver
+	ret      uintptr
+	why      string // why the guarded block is not a fire call
+}
+
+// decoded caches whole-function decodes: several candidates often share a function.
+type decoded struct {
+	insts   []arm64.Inst
+	targets map[uint64]bool
+	err     error
+}
+
+func discover(l Layout, cfg Config) *Table {
+	text := l.text()
+	mem := liveText{l}
+	t := &Table{TextBytes: len(text)}
+	if len(text) == 0 {
+		t.Reason = "text section not found"
+		return t
+	}
+	funcs := map[uintptr]*decoded{}
+	pass := func(target uint64) bool { return raceCall(funcName(uintptr(target))) }
+
+	var cands []*candidate
+	probes := map[uintptr]bool{}
+	for _, ld := range arm64.Candidates(text, uint64(l.Text)) {
+		if !l.InData(uintptr(ld.Flag)) {
+			continue // noptrdata/noptrbss (write barrier flags and the like): never a probe
+		}
+		t.Candidates++
+		c := &candidate{load: ld}
+		cands = append(cands, c)
+		// Cheap first: is the byte tested by a branch that guards a fire call? Only
+		// then is the whole function decoded, to check the shape against it.
+		var err error
+		if c.site, err = arm64.FollowLoad(mem, ld); err != nil {
+			c.matchErr = err
+			c.why = err.Error()
+			continue
+		}
+		g, err := arm64.GuardedCall(mem, c.site.Fire(), pass)
+		switch {
+		case err != nil:
+			c.why = err.Error()
+		case !cfg.IsFire(funcName(uintptr(g.Call))):
+			c.why = "guarded block calls " + funcName(uintptr(g.Call))
+		case g.R0 != ld.Flag:
+			c.why = "fire call's receiver is not the tested flag"
+		default:
+			c.fired, c.ret = true, uintptr(g.Return)
+			if c.match(funcs, mem) == nil {
+				probes[uintptr(ld.Flag)] = true
+			}
+		}
+	}
+
+	for _, c := range cands {
+		flag := uintptr(c.load.Flag)
+		if !probes[flag] {
+			why := c.why
+			if c.matchErr != nil {
+				why = c.matchErr.Error()
+			}
+			t.Rejected = append(t.Rejected, Rejection{Addr: uintptr(c.load.Addr), Flag: flag, Reason: why})
+			continue
+		}
+		if !c.fired && c.matchErr == nil {
+			// A test of a known probe around other code (if p.Enabled() { ... }):
+			// a site if it matches the shape; otherwise toSite says why not.
+			c.match(funcs, mem)
+		}
+		if c.matchErr != nil && c.site.Addr == 0 {
+			// The load of a known probe's flag feeds no branch we can see (the value
+			// is reused, or tested through other code): nothing to patch, and the
+			// code keeps working through whatever it does with the flag.
+			t.Rejected = append(t.Rejected, Rejection{Addr: uintptr(c.load.Addr), Flag: flag, Reason: c.matchErr.Error()})
+			continue
+		}
+		t.Sites = append(t.Sites, c.toSite(mem, cfg))
+	}
+	return t
+}
+
+// match decodes the function around the candidate (once per function) and checks the
+// site against it.
+func (c *candidate) match(funcs map[uintptr]*decoded, mem liveText) error {
+	d := decodeFunc(funcs, mem, uintptr(c.load.Addr))
+	if d.err != nil {
+		c.matchErr = d.err
+		return c.matchErr
+	}
+	if c.site.Addr >= d.insts[len(d.insts)-1].End() {
+		c.matchErr = fmt.Errorf("the branch at %#x is past the end of the function", c.site.Addr)
+		return c.matchErr
+	}
+	c.matchErr = arm64.MatchSite(d.insts, c.site, d.targets)
+	return c.matchErr
+}
+
+// toSite turns a candidate on a known probe flag into a site: a verified sled, or the
+// reason it keeps its branch check. A sealed site whose flag load could not be proven
+// removable keeps the load and says so in its Note.
+func (c *candidate) toSite(mem liveText, cfg Config) *Site {
+	s := &Site{Addr: uintptr(c.site.Addr), Len: arm64.InstLen, Flag: uintptr(c.load.Flag), Kind: Guard}
+	if c.fired {
+		s.Kind, s.Return = Fire, c.ret
+	}
+	defer s.describe(cfg.ProbePackage)
+	s.Orig = mem.Bytes(s.Addr, s.Len)
+	if c.matchErr != nil {
+		s.Reason = c.matchErr.Error()
+		return s
+	}
+	sled, err := arm64.Canonical(c.site)
+	if err != nil {
+		s.Reason = err.Error()
+		return s
+	}
+	s.Off, s.On, s.Toggle = sled.Off, sled.On, sled.Toggle
+	call := func(target uint64) arm64.CallEffect { return callEffect(funcName(uintptr(target)), cfg) }
+	if err := arm64.LoadDead(mem, c.site, call); err != nil {
+		s.Note = fmt.Sprintf("flag load at %#x kept (only the branch is patched): %v", c.load.Addr, err)
+		return s
+	}
+	s.Also = []Rewrite{{
+		Addr: uintptr(c.load.Addr),
+		Orig: mem.Bytes(uintptr(c.load.Addr), c.load.Len),
+		New:  arm64.NOP(c.load.Len),
+	}}
+	return s
+}
+
+// callEffect says what a BL to the function named sym does to a register that holds a
+// probe flag. The fire method is an ordinary Go function: nothing survives it. Runtime
+// helpers may preserve registers (the write barrier does), so the walk goes on after
+// them, except after those that never return.
+func callEffect(sym string, cfg Config) arm64.CallEffect {
+	switch {
+	case cfg.IsFire(sym):
+		return arm64.CallKills
+	case strings.HasPrefix(sym, "runtime.panic"), strings.HasPrefix(sym, "runtime.goPanic"),
+		sym == "runtime.throw", sym == "runtime.gopanic":
+		return arm64.CallNoReturn
+	}
+	return arm64.CallKeeps
+}
+
+// decodeFunc decodes (once) the function that contains addr.
+func decodeFunc(cache map[uintptr]*decoded, mem liveText, addr uintptr) *decoded {
+	f := runtime.FuncForPC(addr)
+	if f == nil {
+		return &decoded{err: fmt.Errorf("no function contains %#x", addr)}
+	}
+	entry := f.Entry()
+	if d, ok := cache[entry]; ok {
+		return d
+	}
+	inFunc := func(pc uint64) bool {
+		// The linker starts every function on a 16-byte boundary: elsewhere the code
+		// (or padding) after a jump is still this function's, without asking FuncForPC,
+		// whose inline-tree lookup scans the function's tables from its start.
+		if pc%16 != 0 {
+			return true
+		}
+		g := runtime.FuncForPC(uintptr(pc))
+		return g != nil && g.Entry() == entry
+	}
+	d := &decoded{}
+	d.insts, d.err = arm64.DecodeFunc(mem, uint64(entry), 0, inFunc)
+	if d.err == nil && len(d.insts) == 0 {
+		d.err = fmt.Errorf("function at %#x decodes to nothing", entry)
+	}
+	if d.err == nil {
+		d.targets = arm64.BranchTargets(d.insts)
+	}
+	cache[entry] = d
+	return d
+}
