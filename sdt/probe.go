@@ -37,8 +37,9 @@ type probe struct {
 	args, types    []string
 	module         string // package that called Define
 
-	hits atomic.Uint64 // fires not attributed to a site (through non-inlined code)
-	wide atomic.Bool   // enabled as a whole: unattributed fires are delivered
+	hits atomic.Uint64             // fires not attributed to a site (through non-inlined code)
+	wide atomic.Bool               // enabled as a whole: unattributed fires are delivered
+	cons atomic.Pointer[consumers] // ring and aggregations fed by its fires; nil: none
 
 	heads    []*head // where the definition lives, once resolved
 	searched bool    // data and bss were searched for it
@@ -79,6 +80,15 @@ func (h *head) admit(ret uintptr) bool {
 	}
 	p.hits.Add(1)
 	return true
+}
+
+// consumers returns what the ring and aggregations want of this definition's fires;
+// nil when nothing is attached (and before the definition is initialised).
+func (h *head) consumers() *consumers {
+	if p := h.core; p != nil {
+		return p.cons.Load()
+	}
+	return nil
 }
 
 // setFlag writes a definition's flag byte. Sites read it with a plain load (that is

@@ -44,8 +44,13 @@ func (p *P0) Attach(h func()) (detach func()) { return p.handlers.add(h) }
 //
 //go:noinline
 func (p *P0) fire() {
-	if !p.admit(callerPC()) {
+	ret := callerPC()
+	if !p.admit(ret) {
 		return
+	}
+	if cs := p.consumers(); cs != nil {
+		var v argv
+		cs.emit(ret, &v)
 	}
 	for _, h := range p.handlers.list.load() {
 		(*h)()
@@ -93,8 +98,14 @@ func (p *P1[A]) Attach(h func(A)) (detach func()) { return p.handlers.add(h) }
 //
 //go:noinline
 func (p *P1[A]) fire(a A) {
-	if !p.admit(callerPC()) {
+	ret := callerPC()
+	if !p.admit(ret) {
 		return
+	}
+	if cs := p.consumers(); cs != nil {
+		var v argv
+		setArg(&v, 0, &a)
+		cs.emit(ret, &v)
 	}
 	for _, h := range p.handlers.list.load() {
 		(*h)(a)
@@ -142,8 +153,15 @@ func (p *P2[A, B]) Attach(h func(A, B)) (detach func()) { return p.handlers.add(
 //
 //go:noinline
 func (p *P2[A, B]) fire(a A, b B) {
-	if !p.admit(callerPC()) {
+	ret := callerPC()
+	if !p.admit(ret) {
 		return
+	}
+	if cs := p.consumers(); cs != nil {
+		var v argv
+		setArg(&v, 0, &a)
+		setArg(&v, 1, &b)
+		cs.emit(ret, &v)
 	}
 	for _, h := range p.handlers.list.load() {
 		(*h)(a, b)
@@ -191,8 +209,16 @@ func (p *P3[A, B, C]) Attach(h func(A, B, C)) (detach func()) { return p.handler
 //
 //go:noinline
 func (p *P3[A, B, C]) fire(a A, b B, c C) {
-	if !p.admit(callerPC()) {
+	ret := callerPC()
+	if !p.admit(ret) {
 		return
+	}
+	if cs := p.consumers(); cs != nil {
+		var v argv
+		setArg(&v, 0, &a)
+		setArg(&v, 1, &b)
+		setArg(&v, 2, &c)
+		cs.emit(ret, &v)
 	}
 	for _, h := range p.handlers.list.load() {
 		(*h)(a, b, c)
@@ -240,8 +266,17 @@ func (p *P4[A, B, C, D]) Attach(h func(A, B, C, D)) (detach func()) { return p.h
 //
 //go:noinline
 func (p *P4[A, B, C, D]) fire(a A, b B, c C, d D) {
-	if !p.admit(callerPC()) {
+	ret := callerPC()
+	if !p.admit(ret) {
 		return
+	}
+	if cs := p.consumers(); cs != nil {
+		var v argv
+		setArg(&v, 0, &a)
+		setArg(&v, 1, &b)
+		setArg(&v, 2, &c)
+		setArg(&v, 3, &d)
+		cs.emit(ret, &v)
 	}
 	for _, h := range p.handlers.list.load() {
 		(*h)(a, b, c, d)
@@ -289,8 +324,18 @@ func (p *P5[A, B, C, D, E]) Attach(h func(A, B, C, D, E)) (detach func()) { retu
 //
 //go:noinline
 func (p *P5[A, B, C, D, E]) fire(a A, b B, c C, d D, e E) {
-	if !p.admit(callerPC()) {
+	ret := callerPC()
+	if !p.admit(ret) {
 		return
+	}
+	if cs := p.consumers(); cs != nil {
+		var v argv
+		setArg(&v, 0, &a)
+		setArg(&v, 1, &b)
+		setArg(&v, 2, &c)
+		setArg(&v, 3, &d)
+		setArg(&v, 4, &e)
+		cs.emit(ret, &v)
 	}
 	for _, h := range p.handlers.list.load() {
 		(*h)(a, b, c, d, e)
@@ -340,8 +385,19 @@ func (p *P6[A, B, C, D, E, F]) Attach(h func(A, B, C, D, E, F)) (detach func()) 
 //
 //go:noinline
 func (p *P6[A, B, C, D, E, F]) fire(a A, b B, c C, d D, e E, f F) {
-	if !p.admit(callerPC()) {
+	ret := callerPC()
+	if !p.admit(ret) {
 		return
+	}
+	if cs := p.consumers(); cs != nil {
+		var v argv
+		setArg(&v, 0, &a)
+		setArg(&v, 1, &b)
+		setArg(&v, 2, &c)
+		setArg(&v, 3, &d)
+		setArg(&v, 4, &e)
+		setArg(&v, 5, &f)
+		cs.emit(ret, &v)
 	}
 	for _, h := range p.handlers.list.load() {
 		(*h)(a, b, c, d, e, f)

@@ -111,33 +111,58 @@ func (r *registry) set(specText string, enable bool) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.resolve()
+	sites, wides := r.match(sp)
+	if len(sites) == 0 && len(wides) == 0 {
+		return 0, fmt.Errorf("%q: %w", specText, ErrNoMatch)
+	}
+	return r.switchLocked(sites, wides, enable, specText)
+}
 
-	var changed []*site
-	var wides, touched []*probe
-	matched := false
+// match returns the sites and the definitions (enabled as a whole) that sp matches.
+// Call with r.mu held, after resolve.
+func (r *registry) match(sp spec.Spec) (sites []*site, wides []*probe) {
 	for _, p := range r.probes {
-		hit := false
+		// Provider and name first: a binary may have thousands of sites, and an
+		// Enable should cost what the probes it names have, not what the binary has.
+		if !spec.Match(sp.Provider, p.provider) || !spec.Match(sp.Name, p.name) {
+			continue
+		}
 		for _, s := range p.sites {
 			if sp.Match(p.provider, s.Module, s.Func, p.name) {
-				hit = true
-				if s.on.Load() != enable {
-					changed = append(changed, s)
-				}
+				sites = append(sites, s)
 			}
 		}
 		if sp.Match(p.provider, p.module, "", p.name) {
-			hit = true
-			if p.wide.Load() != enable {
-				wides = append(wides, p)
-			}
+			wides = append(wides, p)
 		}
-		if hit {
-			matched = true
+	}
+	return sites, wides
+}
+
+// switchLocked switches sites and definitions (as a whole) on or off, in one batch,
+// and returns how many sites changed state. what names the request in errors. Call
+// with r.mu held.
+func (r *registry) switchLocked(sites []*site, wholes []*probe, enable bool, what string) (int, error) {
+	var changed []*site
+	var wides, touched []*probe
+	seen := map[*probe]bool{}
+	touch := func(p *probe) {
+		if p != nil && !seen[p] {
+			seen[p] = true
 			touched = append(touched, p)
 		}
 	}
-	if !matched {
-		return 0, fmt.Errorf("%q: %w", specText, ErrNoMatch)
+	for _, s := range sites {
+		touch(s.probe)
+		if s.on.Load() != enable {
+			changed = append(changed, s)
+		}
+	}
+	for _, p := range wholes {
+		touch(p)
+		if p.wide.Load() != enable {
+			wides = append(wides, p)
+		}
 	}
 
 	var writes []patch.Write
@@ -169,7 +194,7 @@ func (r *registry) set(specText string, enable bool) (int, error) {
 			if enable {
 				mark(false)
 			}
-			return 0, fmt.Errorf("patching %d sites for %q: %w", len(writes), specText, err)
+			return 0, fmt.Errorf("patching %d sites for %q: %w", len(writes), what, err)
 		}
 	}
 	if enable {

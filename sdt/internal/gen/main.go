@@ -100,15 +100,20 @@ func (p *%[10]s) Attach(h %[4]s) (detach func()) { return p.handlers.add(h) }
 //
 //go:noinline
 func (p *%[10]s) fire(%[13]s) {
-	if !p.admit(callerPC()) {
+	ret := callerPC()
+	if !p.admit(ret) {
 		return
+	}
+	if cs := p.consumers(); cs != nil {
+		var v argv%[14]s
+		cs.emit(ret, &v)
 	}
 	for _, h := range p.handlers.list.load() {
 		(*h)(%[12]s)
 	}
 }
 `, n, plural, tparams, fn, argDoc(ns), nameParams, targs, strings.Join(argNames, ", "), strings.Join(types, ", "),
-		P, prefixComma(params), strings.Join(args, ", "), strings.Join(params, ", "))
+		P, prefixComma(params), strings.Join(args, ", "), strings.Join(params, ", "), setArgs(ns))
 }
 
 func argDoc(ns []string) string {
@@ -123,4 +128,13 @@ func prefixComma(params []string) string {
 		return ""
 	}
 	return ", " + strings.Join(params, ", ")
+}
+
+// setArgs converts the arguments to slots, for consumers (the ring, aggregations).
+func setArgs(ns []string) string {
+	var b strings.Builder
+	for i, n := range ns {
+		fmt.Fprintf(&b, "\n\t\tsetArg(&v, %d, &%s)", i, n)
+	}
+	return b.String()
 }

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gosdt/gosdt/internal/ctlproto"
+	"github.com/gosdt/gosdt/sdt"
+)
+
+func printJSON(w io.Writer, v any) {
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+func cmdPs(args []string, stdout, stderr io.Writer) error {
+	o := newFlags("ps", stderr, false)
+	if _, err := o.parse(args); err != nil {
+		return err
+	}
+	ps := procs()
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	if !o.json {
+		fmt.Fprintln(tw, "PID\tCOMMAND\tPROBES\tSITES ON")
+	}
+	for _, cl := range ps {
+		h := cl.hello
+		if o.json {
+			printJSON(stdout, map[string]any{"pid": h.Pid, "command": h.Command, "probes": h.NProbes, "sites_on": h.SitesOn})
+		} else {
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\n", h.Pid, h.Command, h.NProbes, h.SitesOn)
+		}
+		cl.close()
+	}
+	return tw.Flush()
+}
+
+func cmdList(args []string, stdout, stderr io.Writer) error {
+	o := newFlags("list", stderr, true)
+	pos, err := o.parse(args)
+	if err != nil {
+		return err
+	}
+	if o.pid == 0 && o.name == "" && len(pos) > 0 {
+		if fi, err := os.Stat(pos[0]); err == nil && fi.Mode().IsRegular() {
+			if len(pos) > 2 {
+				return fail(exitUsage, "list BINARY [SPEC]: too many arguments")
+			}
+			return listBinary(pos[0], pos[1:], o.json, stdout)
+		}
+	}
+	if len(pos) > 1 {
+		return fail(exitUsage, "list: one SPEC at most")
+	}
+	spec := ""
+	if len(pos) == 1 {
+		spec = pos[0]
+	}
+	cls, err := o.targets(true)
+	if err != nil {
+		return err
+	}
+	var first error
+	for _, cl := range cls {
+		r, err := cl.call(&ctlproto.Request{Op: ctlproto.OpList, Spec: spec})
+		cl.close()
+		if err != nil {
+			fmt.Fprintln(stderr, "sdtctl:", err)
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		if o.json {
+			for _, p := range r.Probes {
+				printJSON(stdout, map[string]any{"pid": cl.pid, "probe": p})
+			}
+			continue
+		}
+		fmt.Fprintf(stdout, "pid %d (%s): %d probes\n", cl.pid, cl.hello.Command, len(r.Probes))
+		printProbes(stdout, r.Probes)
+	}
+	return first
+}
+
+func printProbes(w io.Writer, ps []ctlproto.Probe) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROBE\tARGS\tSTATE\tHITS")
+	for _, p := range ps {
+		var args []string
+		for _, a := range p.Args {
+			args = append(args, a.Name+" "+a.Type)
+		}
+		state := "off"
+		if p.Enabled {
+			state = "on"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", p.Name, strings.Join(args, ", "), state, p.Hits)
+		for _, s := range p.Sites {
+			why := ""
+			if s.Reason != "" {
+				why = " (" + s.Reason + ")"
+			}
+			fmt.Fprintf(tw, "  %#x %s:%d\t%s\t%s%s\t%d\n", s.Addr, shortFile(s.File), s.Line, s.Kind, s.State, why, s.Hits)
+		}
+	}
+	tw.Flush()
+}
+
+func shortFile(f string) string {
+	if i := strings.LastIndex(f, "/"); i >= 0 {
+		if j := strings.LastIndex(f[:i], "/"); j >= 0 {
+			return f[j+1:]
+		}
+	}
+	return f
+}
+
+func cmdSwitch(cmd string, args []string, stdout, stderr io.Writer) error {
+	o := newFlags(cmd, stderr, true)
+	specs, err := o.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(specs) == 0 {
+		return fail(exitUsage, "%s: no SPEC", cmd)
+	}
+	cls, err := o.targets(true)
+	if err != nil {
+		return err
+	}
+	var first error
+	for _, cl := range cls {
+		q := &ctlproto.Request{Op: cmd, Specs: specs, Persist: cmd == ctlproto.OpEnable}
+		r, err := cl.call(q)
+		cl.close()
+		if err != nil {
+			fmt.Fprintln(stderr, "sdtctl:", err)
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		if o.json {
+			printJSON(stdout, map[string]any{"pid": cl.pid, "command": cl.hello.Command, "op": cmd, "sites": r.N, "kept": r.Kept})
+			continue
+		}
+		fmt.Fprintf(stdout, "pid %d (%s): %sd %d sites", cl.pid, cl.hello.Command, cmd, r.N)
+		if r.Kept > 0 {
+			fmt.Fprintf(stdout, "; %d stay on, held by a running trace or stat", r.Kept)
+		}
+		fmt.Fprintln(stdout)
+	}
+	return first
+}
+
+// interrupt returns a channel closed on Ctrl-C (or when stop is closed), and a
+// function to stop listening.
+func interrupt(stop <-chan struct{}) (<-chan struct{}, func()) {
+	done := make(chan struct{})
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	quit := make(chan struct{})
+	go func() {
+		select {
+		case <-sig:
+		case <-stop:
+		case <-quit:
+			return
+		}
+		close(done)
+	}()
+	return done, func() { signal.Stop(sig); close(quit) }
+}
+
+// stream runs a trace or stat request: it sends stop on interrupt and calls each
+// for every reply until the end.
+func stream(cl *client, q *ctlproto.Request, stop <-chan struct{}, each func(*ctlproto.Response)) (*ctlproto.Response, error) {
+	r, err := cl.call(q)
+	if err != nil {
+		return nil, err
+	}
+	if r.Kind != ctlproto.KindStarted {
+		return nil, fail(exitError, "pid %d: unexpected %s reply", cl.pid, r.Kind)
+	}
+	intr, done := interrupt(stop)
+	defer done()
+	go func() {
+		<-intr
+		cl.send(&ctlproto.Request{Op: ctlproto.OpStop})
+	}()
+	for {
+		r, err := cl.recv()
+		if err != nil {
+			return nil, err
+		}
+		if r.Kind == ctlproto.KindEnd {
+			return r, nil
+		}
+		each(r)
+	}
+}
+
+func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
+	o := newFlags("trace", stderr, true)
+	count := o.fs.Int("c", 0, "stop after `N` events")
+	dur := o.fs.Duration("d", 0, "stop after `DURATION`")
+	pos, err := o.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fail(exitUsage, "trace: want one SPEC")
+	}
+	cls, err := o.targets(false)
+	if err != nil {
+		return err
+	}
+	cl := cls[0]
+	defer cl.close()
+	n := 0
+	start := time.Now()
+	end, err := stream(cl, &ctlproto.Request{Op: ctlproto.OpTrace, Spec: pos[0], Count: *count, DurationMS: dur.Milliseconds()}, stop,
+		func(r *ctlproto.Response) {
+			if r.Kind != ctlproto.KindEvent || r.Event == nil {
+				return
+			}
+			n++
+			e := r.Event
+			if o.json {
+				printJSON(stdout, map[string]any{"pid": cl.pid, "event": e})
+				return
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "%s %d %s", e.Time.Format("15:04:05.000000"), cl.pid, e.Probe)
+			for _, a := range e.Args {
+				v := a.Value
+				if a.Type == "string" || strings.ContainsAny(v, " \t\"=") {
+					v = fmt.Sprintf("%q", v)
+				}
+				if a.Cut {
+					v += "..."
+				}
+				fmt.Fprintf(&b, " %s=%s", a.Name, v)
+			}
+			fmt.Fprintln(stdout, b.String())
+		})
+	if err != nil {
+		return err
+	}
+	el := time.Since(start)
+	if o.json {
+		printJSON(stdout, map[string]any{"pid": cl.pid, "events": n, "drops": end.Drops, "seconds": el.Seconds()})
+	} else {
+		fmt.Fprintf(stderr, "%d events in %.2fs (%.0f/s), %d dropped\n", n, el.Seconds(), float64(n)/el.Seconds(), end.Drops)
+	}
+	return nil
+}
+
+func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
+	o := newFlags("stat", stderr, true)
+	by := o.fs.String("by", "probe", "key: probe, site or argN")
+	hist := o.fs.String("hist", "", "quantize argument `argN`")
+	iv := o.fs.Duration("i", time.Second, "`INTERVAL` between snapshots")
+	dur := o.fs.Duration("d", 0, "stop after `DURATION`")
+	pos, err := o.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fail(exitUsage, "stat: want one SPEC")
+	}
+	if *iv < ctlproto.MinInterval {
+		return fail(exitUsage, "stat: -i below %v", ctlproto.MinInterval)
+	}
+	cls, err := o.targets(false)
+	if err != nil {
+		return err
+	}
+	cl := cls[0]
+	defer cl.close()
+	_, err = stream(cl, &ctlproto.Request{Op: ctlproto.OpStat, Spec: pos[0], By: *by, Hist: *hist,
+		IntervalMS: iv.Milliseconds(), DurationMS: dur.Milliseconds()}, stop,
+		func(r *ctlproto.Response) {
+			if r.Stat == nil {
+				return
+			}
+			if o.json {
+				printJSON(stdout, map[string]any{"pid": cl.pid, "stat": r.Stat})
+				return
+			}
+			printStat(stdout, cl.pid, r.Stat)
+		})
+	return err
+}
+
+func printStat(w io.Writer, pid int, s *ctlproto.Stat) {
+	fmt.Fprintf(w, "%s pid %d, by %s\n", s.Time.Format("15:04:05"), pid, s.By)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	if s.Value != "" {
+		fmt.Fprintf(tw, "COUNT\tSUM(%[1]s)\tMIN\tMAX\tAVG\t %s\t\n", s.Value, strings.ToUpper(s.By))
+	} else {
+		fmt.Fprintf(tw, "COUNT\t %s\t\n", strings.ToUpper(s.By))
+	}
+	for _, r := range s.Rows {
+		if s.Value != "" {
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.1f\t %s\t\n", r.Count, r.Sum, r.Min, r.Max, r.Avg, r.Key)
+		} else {
+			fmt.Fprintf(tw, "%d\t %s\t\n", r.Count, r.Key)
+		}
+	}
+	tw.Flush()
+	for _, r := range s.Rows {
+		if len(r.Hist) > 0 {
+			fmt.Fprintf(w, "\n  %s\n", r.Key)
+			quantize(w, r.Hist)
+		}
+	}
+	if s.Overflow > 0 {
+		fmt.Fprintf(w, "(%d fires not counted: too many keys)\n", s.Overflow)
+	}
+	fmt.Fprintln(w)
+}
+
+// quantize prints a histogram as DTrace does: a row of zero above and below.
+func quantize(w io.Writer, hist []ctlproto.Bucket) {
+	idx := sdt.Bucket
+	lo, hi := idx(hist[0].Low), idx(hist[len(hist)-1].Low)
+	counts := map[int]uint64{}
+	var total uint64
+	for _, b := range hist {
+		counts[idx(b.Low)] = b.Count
+		total += b.Count
+	}
+	lo, hi = max(lo-1, 0), min(hi+1, 127)
+	fmt.Fprintf(w, "  %16s  %s %s\n", "value", "------------- Distribution -------------", "count")
+	for i := lo; i <= hi; i++ {
+		n := counts[i]
+		bar := int(float64(n) / float64(total) * 40)
+		fmt.Fprintf(w, "  %16d |%-40s %d\n", sdt.BucketLow(i), strings.Repeat("@", bar), n)
+	}
+}

@@ -1,0 +1,315 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gosdt/gosdt/internal/ctlproto"
+)
+
+// TestMain doubles as the helper of TestPermission: re-executed as another uid, it
+// connects to a socket and prints the outcome.
+func TestMain(m *testing.M) {
+	if path := os.Getenv("SDTCTL_TEST_CONNECT"); path != "" {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			fmt.Println("dial:", err)
+			os.Exit(0)
+		}
+		ctlproto.WriteFrame(c, &ctlproto.Request{Op: ctlproto.OpHello, Version: ctlproto.Version})
+		b, err := ctlproto.ReadFrame(c)
+		if err != nil {
+			fmt.Println("read:", err)
+			os.Exit(0)
+		}
+		fmt.Println(string(b))
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+var targetBin string
+
+func buildTarget(t *testing.T) string {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the control server runs on linux")
+	}
+	if targetBin != "" {
+		return targetBin
+	}
+	dir, err := os.MkdirTemp("", "sdtctl-e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "target")
+	out, err := exec.Command("go", "build", "-o", bin, "./testdata/target").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building the target: %v\n%s", err, out)
+	}
+	targetBin = bin
+	return bin
+}
+
+// startTarget starts the target with its sockets in a private directory.
+func startTarget(t *testing.T) int {
+	bin := buildTarget(t)
+	xdg := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", xdg)
+	cmd := exec.Command(bin)
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		t.Fatal("target did not start")
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	return cmd.Process.Pid
+}
+
+func sdtctl(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(args, &out, &errb)
+	if err != nil {
+		t.Logf("sdtctl %s: %v (stderr %s)", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), err
+}
+
+func TestEndToEnd(t *testing.T) {
+	pid := startTarget(t)
+	p := strconv.Itoa(pid)
+
+	out, err := sdtctl(t, "ps")
+	if err != nil || !strings.Contains(out, p+"  target") {
+		t.Fatalf("ps: %v\n%s", err, out)
+	}
+	t.Logf("ps:\n%s", out)
+
+	out, err = sdtctl(t, "list", "-p", p, "e2e:::")
+	if err != nil || !strings.Contains(out, "e2e:main:main.step:tick") || !strings.Contains(out, "i int, name string") ||
+		!strings.Contains(out, "sealed-off") {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+	t.Logf("list:\n%s", out)
+
+	// trace N events with the right argument values
+	out, err = sdtctl(t, "trace", "-p", p, "e2e:::tick", "-c", "20", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prev = -1
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var rec struct {
+			Event *ctlproto.Event `json:"event"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if rec.Event == nil {
+			continue
+		}
+		e := rec.Event
+		n++
+		i, _ := strconv.Atoi(e.Args[0].Value)
+		if e.Probe != "e2e:main:main.step:tick" || e.Args[0].Name != "i" || e.Args[1].Value != []string{"alpha", "beta"}[i%2] ||
+			(prev >= 0 && i != prev+1) {
+			t.Fatalf("event %+v after i=%d", e, prev)
+		}
+		prev = i
+	}
+	if n != 20 {
+		t.Fatalf("%d events, want 20", n)
+	}
+	// the trace's enable went away with it
+	if out, _ := sdtctl(t, "list", "-p", p, "e2e:::tick"); !strings.Contains(out, " off ") {
+		t.Fatalf("after trace, still on:\n%s", out)
+	}
+
+	out, err = sdtctl(t, "stat", "-p", p, "e2e:::tick", "--by", "arg1", "--hist", "arg0", "-i", "200ms", "-d", "500ms")
+	if err != nil || !strings.Contains(out, "alpha") || !strings.Contains(out, "beta") || !strings.Contains(out, "Distribution") {
+		t.Fatalf("stat: %v\n%s", err, out)
+	}
+
+	// enable persists after sdtctl exits; disable switches off
+	if out, err := sdtctl(t, "enable", "-p", p, "e2e:::tick"); err != nil || !strings.Contains(out, "enabled 1 sites") {
+		t.Fatalf("enable: %v %s", err, out)
+	}
+	if out, _ := sdtctl(t, "list", "-p", p, "e2e:::tick"); !strings.Contains(out, "sealed-on") {
+		t.Fatalf("after enable:\n%s", out)
+	}
+	if out, err := sdtctl(t, "disable", "e2e:::tick"); err != nil || !strings.Contains(out, "disabled 1 sites") {
+		t.Fatalf("disable: %v %s", err, out)
+	}
+
+	// errors
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"enable", "-p", p, "nosuch:::probe"}, exitNoMatch},
+		{[]string{"enable", "-p", p, "a:b:c:d:e"}, exitBadSpec},
+		{[]string{"trace", "-p", p, "[x"}, exitBadSpec},
+		{[]string{"list", "-p", "999999999"}, exitNoProcess},
+		{[]string{"list", "-p", "1"}, exitNotGosdt},
+		{[]string{"bogus"}, exitUsage},
+	} {
+		_, err := sdtctl(t, c.args...)
+		if exitCode(err) != c.code {
+			t.Errorf("sdtctl %v: exit %d (%v), want %d", c.args, exitCode(err), err, c.code)
+		}
+	}
+}
+
+// TestDisconnectCleanup: probes a client enabled go off when it disconnects, unless
+// another client still holds them.
+func TestDisconnectCleanup(t *testing.T) {
+	pid := startTarget(t)
+	p := strconv.Itoa(pid)
+	state := func() string {
+		out, _ := sdtctl(t, "list", "-p", p, "e2e:::tick")
+		if strings.Contains(out, "sealed-on") {
+			return "on"
+		}
+		return "off"
+	}
+	a, err := dial(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := dial(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cl := range []*client{a, b} {
+		if _, err := cl.call(&ctlproto.Request{Op: ctlproto.OpEnable, Specs: []string{"e2e:::tick"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if state() != "on" {
+		t.Fatal("not enabled")
+	}
+	a.close()
+	time.Sleep(100 * time.Millisecond)
+	if state() != "on" {
+		t.Fatal("disabled while the other client holds it")
+	}
+	// garbage on a third connection changes nothing and closes it
+	c, err := net.Dial("unix", ctlproto.SocketPath(pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte{0, 0, 0, 5, 'x', 'y', 'z', 'z', 'y'})
+	if b, err := ctlproto.ReadFrame(c); err != nil || !strings.Contains(string(b), "badrequest") {
+		t.Fatalf("garbage: %q %v", b, err)
+	}
+	c.Close()
+	b.close()
+	time.Sleep(100 * time.Millisecond)
+	if state() != "off" {
+		t.Fatal("still on after every client went away")
+	}
+}
+
+// TestPermission runs a client as uid 65534: refused by the directory's mode, and,
+// once the directory is opened up, by the server's SO_PEERCRED check.
+func TestPermission(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run a client as another uid")
+	}
+	pid := startTarget(t)
+	path := ctlproto.SocketPath(pid)
+	// a copy of the test binary that uid 65534 may run
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(t.TempDir(), "helper")
+	if err := os.WriteFile(exe, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for d := filepath.Dir(exe); d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	try := func() string {
+		cmd := exec.Command(exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), "SDTCTL_TEST_CONNECT="+path, "SDT_CONTROL=off")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("helper: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	// the test binary must be reachable by uid 65534
+	if out := try(); !strings.Contains(out, "permission denied") {
+		t.Fatalf("through the 0700 directory: %s", out)
+	}
+	for d := filepath.Dir(filepath.Dir(path)); d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	os.Chmod(filepath.Dir(path), 0o711)
+	os.Chmod(path, 0o777)
+	out := try()
+	if !strings.Contains(out, `"code":"permission"`) {
+		t.Fatalf("through SO_PEERCRED: %s", out)
+	}
+	t.Logf("refused: %s", strings.TrimSpace(out))
+	if _, err := sdtctl(t, "list", "-p", strconv.Itoa(pid)); err != nil {
+		t.Fatalf("root still lists: %v", err)
+	}
+}
+
+func TestDeadPid(t *testing.T) {
+	pid := startTarget(t)
+	// kill it: its socket stays behind, stale; ps skips it, -p says so
+	p, _ := os.FindProcess(pid)
+	p.Kill()
+	p.Wait()
+	out, err := sdtctl(t, "ps")
+	if err != nil || strings.Contains(out, strconv.Itoa(pid)) {
+		t.Fatalf("ps shows a dead pid: %v\n%s", err, out)
+	}
+	if _, err := sdtctl(t, "list", "-p", strconv.Itoa(pid)); exitCode(err) != exitNoProcess {
+		t.Fatalf("dead pid: %v", err)
+	}
+}
+
+func TestListBinary(t *testing.T) {
+	bin := buildTarget(t)
+	out, err := sdtctl(t, "list", bin)
+	if err != nil || !strings.Contains(out, "main.tick") || !strings.Contains(out, "main.step") {
+		t.Fatalf("list BINARY: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
+
+func TestHelp(t *testing.T) {
+	out, err := sdtctl(t, "--help")
+	if err != nil || !strings.Contains(out, "Exit codes") {
+		t.Fatalf("%v %s", err, out)
+	}
+}

@@ -1,0 +1,124 @@
+// Command sdtctl lists, enables, traces and aggregates the probes of running Go
+// programs that use gosdt, through each process's control socket (see
+// internal/ctlproto), and lists the probe sites of a binary file offline.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/gosdt/gosdt/sdt"
+)
+
+// Exit codes, one per kind of failure (see usage).
+const (
+	exitOK         = 0
+	exitError      = 1
+	exitUsage      = 2
+	exitNoProcess  = 3
+	exitNotGosdt   = 4
+	exitPermission = 5
+	exitNoMatch    = 6
+	exitBadSpec    = 7
+	exitExited     = 8
+)
+
+// exitError is an error with its exit code.
+type cmdError struct {
+	code int
+	msg  string
+}
+
+func (e *cmdError) Error() string { return e.msg }
+
+func fail(code int, format string, args ...any) error {
+	return &cmdError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func exitCode(err error) int {
+	var e *cmdError
+	if errors.As(err, &e) {
+		return e.code
+	}
+	if err != nil {
+		return exitError
+	}
+	return exitOK
+}
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] != "demo-workload" {
+		// sdtctl links sdt for its demo workload; sdtctl itself is not to be traced.
+		sdt.StopControl()
+	}
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil && !errors.Is(err, errHelp) {
+		fmt.Fprintln(os.Stderr, "sdtctl:", err)
+	}
+	os.Exit(exitCode(err))
+}
+
+var errHelp = errors.New("help")
+
+const usage = `usage: sdtctl COMMAND [flags] [args]
+
+Commands (a process is a running Go program that uses gosdt, found by its control
+socket in $XDG_RUNTIME_DIR/gosdt/ or /tmp/gosdt-<uid>/):
+  ps                                   gosdt processes you may control: pid, command, probes, sites on
+  list [-p PID | -n NAME | BINARY] [SPEC]
+                                       probes with their arguments, state, hits and sites; for a
+                                       BINARY file, the sites read offline from its ELF (linux/amd64
+                                       binaries; provider and name are only known at run time, so
+                                       the probe definition's variable is shown instead)
+  enable  [-p PID | -n NAME] SPEC...   switch probes on; without -p/-n, in every gosdt process of
+                                       yours. They stay on after sdtctl exits, until disable.
+  disable [-p PID | -n NAME] SPEC...   switch probes off (sites a running trace or stat holds stay on)
+  trace [-p PID] SPEC [-c N] [-d DURATION]
+                                       enable, print one line per event (time, pid, probe, arg=value),
+                                       disable on exit, Ctrl-C, after N events or DURATION
+  stat [-p PID] SPEC [--by probe|site|argN] [--hist argN] [-i INTERVAL] [-d DURATION]
+                                       enable and count fires by key every INTERVAL (default 1s);
+                                       --hist quantizes an argument (power-of-two buckets, like
+                                       DTrace's quantize); disable on exit or Ctrl-C
+  demo                                 start a workload with probes, trace it, show a live histogram,
+                                       and compare its throughput with probes disabled and enabled
+
+SPEC is a DTrace probe description provider:module:function:name, filled from the right
+(exit = ::: exit), globs allowed. Every command takes --json (one JSON object per line).
+trace and stat need -p when more than one gosdt process runs.
+
+Exit codes:
+  0 success   1 other error   2 usage   3 no such process   4 not a gosdt process
+  5 permission denied   6 spec matches no probe   7 malformed spec   8 process exited
+`
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return fail(exitUsage, "no command")
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "ps":
+		return cmdPs(rest, stdout, stderr)
+	case "list":
+		return cmdList(rest, stdout, stderr)
+	case "enable", "disable":
+		return cmdSwitch(cmd, rest, stdout, stderr)
+	case "trace":
+		return cmdTrace(rest, stdout, stderr, nil)
+	case "stat":
+		return cmdStat(rest, stdout, stderr, nil)
+	case "demo":
+		return cmdDemo(rest, stdout, stderr)
+	case "demo-workload":
+		return demoWorkload(rest, stdout)
+	}
+	fmt.Fprint(stderr, usage)
+	return fail(exitUsage, "unknown command %q", cmd)
+}

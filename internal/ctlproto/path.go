@@ -1,0 +1,38 @@
+package ctlproto
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Dir is the directory of the control sockets of this user's processes:
+// $XDG_RUNTIME_DIR/gosdt, or /tmp/gosdt-<uid> when XDG_RUNTIME_DIR is unset.
+func Dir() string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "gosdt")
+	}
+	return filepath.Join(os.TempDir(), "gosdt-"+strconv.Itoa(os.Getuid()))
+}
+
+// SocketPath is the control socket of process pid.
+func SocketPath(pid int) string {
+	return filepath.Join(Dir(), strconv.Itoa(pid)+".sock")
+}
+
+// PidOf returns the pid a socket file name (<pid>.sock) names.
+func PidOf(name string) (int, bool) {
+	base, ok := cutSuffix(name, ".sock")
+	if !ok {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(base)
+	return pid, err == nil && pid > 0
+}
+
+func cutSuffix(s, suffix string) (string, bool) {
+	if len(s) < len(suffix) || s[len(s)-len(suffix):] != suffix {
+		return s, false
+	}
+	return s[:len(s)-len(suffix)], true
+}

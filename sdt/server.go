@@ -1,0 +1,582 @@
+package sdt
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/gosdt/gosdt/internal/ctlproto"
+	"github.com/gosdt/gosdt/internal/spec"
+)
+
+// The control server answers sdtctl over a unix socket (see server_linux.go for the
+// socket and the peer check, internal/ctlproto for the protocol). This file is the
+// platform-independent part: one goroutine per connection, and the holds that tie
+// what a connection enabled to its life.
+
+// holdKey is something a client can hold on: a site, or a definition as a whole.
+type holdKey struct {
+	s *site
+	p *probe
+}
+
+// holder is a connection, one trace or stat of it, or the process (persistent
+// enables).
+type holder struct{ keys map[holdKey]bool }
+
+func newHolder() *holder { return &holder{keys: map[holdKey]bool{}} }
+
+// holds counts, per key, the holders that want it on. Lock order: holds.mu, then
+// reg.mu.
+var holds struct {
+	mu      sync.Mutex
+	n       map[holdKey]int
+	process *holder
+}
+
+func init() {
+	holds.n = map[holdKey]int{}
+	holds.process = newHolder()
+}
+
+func (k holdKey) on() bool {
+	if k.s != nil {
+		return k.s.on.Load()
+	}
+	return k.p.wide.Load()
+}
+
+// matchKeys resolves a spec to hold keys. Call with reg.mu held.
+func matchKeys(specText string) ([]holdKey, error) {
+	sp, err := spec.Parse(specText)
+	if err != nil {
+		return nil, ctlproto.Errorf(ctlproto.CodeBadSpec, "%v", err)
+	}
+	reg.resolve()
+	sites, wides := reg.match(sp)
+	if len(sites) == 0 && len(wides) == 0 {
+		return nil, ctlproto.Errorf(ctlproto.CodeNoMatch, "%q matches no probe", specText)
+	}
+	keys := make([]holdKey, 0, len(sites)+len(wides))
+	for _, s := range sites {
+		keys = append(keys, holdKey{s: s})
+	}
+	for _, p := range wides {
+		keys = append(keys, holdKey{p: p})
+	}
+	return keys, nil
+}
+
+func switchKeys(keys []holdKey, enable bool, what string) (int, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	var sites []*site
+	var wides []*probe
+	for _, k := range keys {
+		if k.s != nil {
+			sites = append(sites, k.s)
+		} else {
+			wides = append(wides, k.p)
+		}
+	}
+	return reg.switchLocked(sites, wides, enable, what)
+}
+
+// hold enables what specs match on behalf of h. A key that is on without any holder
+// (the program enabled it, or SDT_MODE=on) is left alone and not held: nobody will
+// switch it off on h's behalf. All specs are checked before anything changes.
+func (h *holder) hold(specs []string) (int, error) {
+	holds.mu.Lock()
+	defer holds.mu.Unlock()
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	var all []holdKey
+	for _, sp := range specs {
+		keys, err := matchKeys(sp)
+		if err != nil {
+			return 0, err
+		}
+		all = append(all, keys...)
+	}
+	var take []holdKey
+	for _, k := range all {
+		if h.keys[k] || (k.on() && holds.n[k] == 0) {
+			continue
+		}
+		h.keys[k] = true
+		holds.n[k]++
+		take = append(take, k)
+	}
+	n, err := switchKeys(take, true, fmt.Sprint(specs))
+	if err != nil {
+		for _, k := range take {
+			delete(h.keys, k)
+			holds.n[k]--
+		}
+	}
+	return n, err
+}
+
+// releaseLocked drops h's holds on keys (all of them when keys is nil) and returns
+// the keys nobody holds any more. Call with holds.mu held.
+func (h *holder) releaseLocked(keys []holdKey) []holdKey {
+	if keys == nil {
+		for k := range h.keys {
+			keys = append(keys, k)
+		}
+	}
+	var off []holdKey
+	for _, k := range keys {
+		if !h.keys[k] {
+			continue
+		}
+		delete(h.keys, k)
+		if holds.n[k]--; holds.n[k] <= 0 {
+			delete(holds.n, k)
+			off = append(off, k)
+		}
+	}
+	return off
+}
+
+// release drops all of h's holds, disabling what nobody else holds.
+func (h *holder) release() {
+	holds.mu.Lock()
+	defer holds.mu.Unlock()
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if _, err := switchKeys(h.releaseLocked(nil), false, "release"); err != nil {
+		warnf("control: disabling a closed client's probes: %v", err)
+	}
+}
+
+// unhold is an explicit disable from h: it releases h's and the process's holds on
+// what specs match and disables what nobody else holds; kept counts the keys other
+// clients still hold.
+func (h *holder) unhold(specs []string) (n, kept int, err error) {
+	holds.mu.Lock()
+	defer holds.mu.Unlock()
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	var all []holdKey
+	for _, sp := range specs {
+		keys, err := matchKeys(sp)
+		if err != nil {
+			return 0, 0, err
+		}
+		all = append(all, keys...)
+	}
+	h.releaseLocked(all)
+	if h != holds.process {
+		holds.process.releaseLocked(all)
+	}
+	var off []holdKey
+	for _, k := range all {
+		if holds.n[k] > 0 {
+			kept++
+		} else {
+			off = append(off, k)
+		}
+	}
+	n, err = switchKeys(off, false, fmt.Sprint(specs))
+	return n, kept, err
+}
+
+// errCode maps an sdt error to a protocol error.
+func errCode(err error) error {
+	var pe *ctlproto.Error
+	var se *spec.Error
+	switch {
+	case errors.As(err, &pe):
+		return err
+	case errors.As(err, &se):
+		return ctlproto.Errorf(ctlproto.CodeBadSpec, "%v", err)
+	case errors.Is(err, ErrNoMatch):
+		return ctlproto.Errorf(ctlproto.CodeNoMatch, "%v", err)
+	}
+	return ctlproto.Errorf(ctlproto.CodeInternal, "%v", err)
+}
+
+// conn is one client.
+type conn struct {
+	c     net.Conn
+	wmu   sync.Mutex
+	h     *holder
+	names map[[2]uintptr]string
+}
+
+func (cc *conn) send(r *ctlproto.Response) error {
+	cc.wmu.Lock()
+	defer cc.wmu.Unlock()
+	cc.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	return ctlproto.WriteFrame(cc.c, r)
+}
+
+func (cc *conn) fail(err error) error { return cc.send(ctlproto.ErrorResponse(errCode(err))) }
+
+// serve runs one connection to its end. It never panics: a panic is recovered,
+// logged, and ends the connection; the connection's holds are released in any case.
+func serve(c net.Conn) {
+	cc := &conn{c: c, h: newHolder(), names: map[[2]uintptr]string{}}
+	defer c.Close()
+	defer cc.h.release()
+	defer func() {
+		if r := recover(); r != nil {
+			warnf("control: recovered from panic serving a client: %v\n%s", r, debug.Stack())
+			cc.fail(fmt.Errorf("internal error"))
+		}
+	}()
+
+	reqs := make(chan *ctlproto.Request)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(reqs)
+		for {
+			b, err := ctlproto.ReadFrame(c)
+			if err == nil {
+				var q *ctlproto.Request
+				if q, err = ctlproto.DecodeRequest(b); err == nil {
+					reqs <- q
+					continue
+				}
+			}
+			errc <- err
+			return
+		}
+	}()
+	next := func() (*ctlproto.Request, bool) {
+		q, ok := <-reqs
+		if !ok {
+			if err := <-errc; err != io.EOF {
+				cc.fail(err)
+			}
+		}
+		return q, ok
+	}
+
+	q, ok := next()
+	if !ok {
+		return
+	}
+	if q.Op != ctlproto.OpHello || q.Version != ctlproto.Version {
+		cc.fail(ctlproto.Errorf(ctlproto.CodeVersion, "want hello with version %d first", ctlproto.Version))
+		return
+	}
+	if cc.send(helloResponse()) != nil {
+		return
+	}
+	for {
+		q, ok := next()
+		if !ok {
+			return
+		}
+		var err error
+		switch q.Op {
+		case ctlproto.OpList:
+			err = cc.list(q)
+		case ctlproto.OpEnable:
+			h := cc.h
+			if q.Persist {
+				h = holds.process
+			}
+			var n int
+			if n, err = h.hold(q.Specs); err == nil {
+				err = cc.send(&ctlproto.Response{Kind: ctlproto.KindOK, N: n})
+			}
+		case ctlproto.OpDisable:
+			var n, kept int
+			if n, kept, err = cc.h.unhold(q.Specs); err == nil {
+				err = cc.send(&ctlproto.Response{Kind: ctlproto.KindOK, N: n, Kept: kept})
+			}
+		case ctlproto.OpTrace, ctlproto.OpStat:
+			var closed bool
+			closed, err = cc.stream(q, reqs)
+			if closed {
+				return
+			}
+		case ctlproto.OpStop:
+			err = cc.send(&ctlproto.Response{Kind: ctlproto.KindEnd})
+		default:
+			err = ctlproto.Errorf(ctlproto.CodeBadRequest, "%s: not here", q.Op)
+		}
+		if err != nil {
+			if cc.fail(err) != nil {
+				return
+			}
+		}
+	}
+}
+
+func helloResponse() *ctlproto.Response {
+	r := &ctlproto.Response{Kind: ctlproto.KindHello, Version: ctlproto.Version, Pid: os.Getpid(), Command: command()}
+	list, _ := List("")
+	r.NProbes = len(list)
+	for _, pi := range list {
+		for _, s := range pi.Sites {
+			if s.Enabled {
+				r.SitesOn++
+			}
+		}
+	}
+	return r
+}
+
+func command() string {
+	if b, err := os.ReadFile("/proc/self/cmdline"); err == nil && len(b) > 0 {
+		for i, c := range b {
+			if c == 0 {
+				b = b[:i]
+				break
+			}
+		}
+		return filepath.Base(string(b))
+	}
+	return filepath.Base(os.Args[0])
+}
+
+func (cc *conn) list(q *ctlproto.Request) error {
+	list, err := List(q.Spec)
+	if err != nil {
+		return err
+	}
+	r := &ctlproto.Response{Kind: ctlproto.KindList, Probes: []ctlproto.Probe{}}
+	for _, pi := range list {
+		p := ctlproto.Probe{Name: pi.String(), Enabled: pi.Enabled, Hits: pi.Hits, Sites: []ctlproto.Site{}}
+		for _, a := range pi.Args {
+			p.Args = append(p.Args, ctlproto.Arg{Name: a.Name, Type: a.Type})
+		}
+		for _, s := range pi.Sites {
+			p.Sites = append(p.Sites, ctlproto.Site{Addr: uint64(s.Addr), File: s.File, Line: s.Line, Kind: s.Kind,
+				State: s.State.String(), Enabled: s.Enabled, Reason: s.Reason, Hits: s.Hits})
+		}
+		r.Probes = append(r.Probes, p)
+	}
+	return cc.send(r)
+}
+
+// stream runs a trace or a stat until its count or duration is reached, the client
+// sends stop, or the connection ends (closed true).
+func (cc *conn) stream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (closed bool, err error) {
+	var agg *aggregation
+	if q.Op == ctlproto.OpStat {
+		by, err := ParseAggBy(q.By)
+		if err != nil {
+			return false, ctlproto.Errorf(ctlproto.CodeBadRequest, "%v", err)
+		}
+		val := -1
+		if q.Hist != "" {
+			if val, err = ParseArgN(q.Hist); err != nil {
+				return false, ctlproto.Errorf(ctlproto.CodeBadRequest, "hist: %v", err)
+			}
+		}
+		agg = newAggregation(by, val, val >= 0)
+	}
+	sub, err := subscribe(q.Spec, agg)
+	if err != nil {
+		return false, errCode(err)
+	}
+	defer sub.close()
+	h := newHolder()
+	if _, err := h.hold([]string{q.Spec}); err != nil {
+		return false, errCode(err)
+	}
+	defer h.release()
+	var events chan Event
+	var lost func() uint64
+	if agg == nil {
+		events, lost = dispatchTo(sub.bit)
+		defer undispatch(sub.bit)
+	}
+	if err := cc.send(&ctlproto.Response{Kind: ctlproto.KindStarted}); err != nil {
+		return true, nil
+	}
+	var deadline <-chan time.Time
+	if q.DurationMS > 0 {
+		t := time.NewTimer(time.Duration(q.DurationMS) * time.Millisecond)
+		defer t.Stop()
+		deadline = t.C
+	}
+	var tick <-chan time.Time
+	if agg != nil {
+		iv := time.Second
+		if q.IntervalMS > 0 {
+			iv = time.Duration(q.IntervalMS) * time.Millisecond
+		}
+		t := time.NewTicker(iv)
+		defer t.Stop()
+		tick = t.C
+	}
+	drops0 := RingDrops()
+	drops := func() uint64 {
+		d := RingDrops() - drops0
+		if lost != nil {
+			d += lost()
+		}
+		return d
+	}
+	lastStat := time.Now()
+	statNow := func() error {
+		lastStat = time.Now()
+		return cc.send(&ctlproto.Response{Kind: ctlproto.KindStat, Stat: toStat(agg.snapshot())})
+	}
+	count := 0
+	for {
+		select {
+		case e := <-events:
+			if err := cc.send(&ctlproto.Response{Kind: ctlproto.KindEvent, Event: cc.event(&e)}); err != nil {
+				return true, nil
+			}
+			if count++; q.Count > 0 && count >= q.Count {
+				return false, cc.send(&ctlproto.Response{Kind: ctlproto.KindEnd, Drops: drops()})
+			}
+		case <-tick:
+			if err := statNow(); err != nil {
+				return true, nil
+			}
+		case <-deadline:
+			if agg != nil && time.Since(lastStat) > 100*time.Millisecond {
+				statNow()
+			}
+			return false, cc.send(&ctlproto.Response{Kind: ctlproto.KindEnd, Drops: drops()})
+		case r, ok := <-reqs:
+			if !ok {
+				return true, nil
+			}
+			if r.Op != ctlproto.OpStop {
+				cc.fail(ctlproto.Errorf(ctlproto.CodeBadRequest, "%s during %s: send stop first", r.Op, q.Op))
+				continue
+			}
+			if agg != nil {
+				statNow()
+			}
+			return false, cc.send(&ctlproto.Response{Kind: ctlproto.KindEnd, Drops: drops()})
+		}
+	}
+}
+
+func toStat(s AggSnapshot) *ctlproto.Stat {
+	st := &ctlproto.Stat{Time: time.Now(), By: s.By, Value: s.Value, Overflow: s.Overflow, Rows: []ctlproto.Row{}}
+	for _, r := range s.Rows {
+		row := ctlproto.Row{Key: r.Key, Count: r.Count, Sum: r.Sum, Min: r.Min, Max: r.Max, Avg: r.Avg}
+		for _, b := range r.Hist {
+			row.Hist = append(row.Hist, ctlproto.Bucket{Low: b.Low, Count: b.Count})
+		}
+		st.Rows = append(st.Rows, row)
+	}
+	return st
+}
+
+// event converts a ring event for the wire.
+func (cc *conn) event(e *Event) *ctlproto.Event {
+	p := probeByID(e.Probe)
+	out := &ctlproto.Event{Time: EventTime(e.Time), Site: uint64(e.Site)}
+	if p == nil {
+		out.Probe = "?"
+		return out
+	}
+	k := [2]uintptr{p.self(), e.Site}
+	name, ok := cc.names[k]
+	if !ok {
+		module, fn := p.module, ""
+		reg.mu.Lock()
+		for _, s := range p.sites {
+			if s.Addr == e.Site {
+				module, fn = s.Module, s.Func
+			}
+		}
+		reg.mu.Unlock()
+		name = p.provider + ":" + module + ":" + fn + ":" + p.name
+		cc.names[k] = name
+	}
+	out.Probe = name
+	for i := 0; i < int(e.NArgs) && i < len(p.args); i++ {
+		out.Args = append(out.Args, ctlproto.Arg{Name: p.args[i], Type: p.types[i], Value: e.String(i), Cut: e.Trunc&(1<<i) != 0})
+	}
+	return out
+}
+
+// The dispatcher reads the process's ring and hands each event to the traces whose
+// bits it carries. It runs while at least one trace does; a trace whose channel is
+// full loses the event (counted).
+var disp struct {
+	mu      sync.Mutex
+	outs    [64]*traceOut
+	running bool
+}
+
+type traceOut struct {
+	ch   chan Event
+	lost sync.Mutex
+	n    uint64
+}
+
+func dispatchTo(bit uint64) (chan Event, func() uint64) {
+	o := &traceOut{ch: make(chan Event, 1024)}
+	disp.mu.Lock()
+	defer disp.mu.Unlock()
+	disp.outs[bitIndex(bit)] = o
+	if !disp.running {
+		disp.running = true
+		go dispatch()
+	}
+	return o.ch, func() uint64 { o.lost.Lock(); defer o.lost.Unlock(); return o.n }
+}
+
+func undispatch(bit uint64) {
+	disp.mu.Lock()
+	defer disp.mu.Unlock()
+	disp.outs[bitIndex(bit)] = nil
+}
+
+func bitIndex(bit uint64) int { return bits.TrailingZeros64(bit) }
+
+func dispatch() {
+	r := procRing.Load()
+	var e Event
+	idle := 0
+	for {
+		if !r.get(&e) {
+			disp.mu.Lock()
+			any := false
+			for _, o := range disp.outs {
+				any = any || o != nil
+			}
+			if !any {
+				disp.running = false
+				disp.mu.Unlock()
+				return
+			}
+			disp.mu.Unlock()
+			if idle++; idle > 100 {
+				time.Sleep(time.Millisecond)
+			} else {
+				time.Sleep(50 * time.Microsecond)
+			}
+			continue
+		}
+		idle = 0
+		disp.mu.Lock()
+		for m := e.Subs; m != 0; m &= m - 1 {
+			o := disp.outs[bitIndex(m&-m)]
+			if o == nil {
+				continue
+			}
+			select {
+			case o.ch <- e:
+			default:
+				o.lost.Lock()
+				o.n++
+				o.lost.Unlock()
+			}
+		}
+		disp.mu.Unlock()
+	}
+}
