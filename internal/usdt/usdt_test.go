@@ -60,6 +60,9 @@ func buildHello(t *testing.T) (string, uint64) {
 		t.Skip("not an ELF platform:", err)
 	}
 	defer f.Close()
+	if f.Class != elf.ELFCLASS64 {
+		t.Skipf("%v: gosdt seals 64-bit binaries only", f.Class)
+	}
 	syms, err := f.Symbols()
 	if err != nil {
 		t.Fatal(err)
