@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
+	"github.com/gosdt/gosdt/internal/testutil"
 )
 
 // TestMain doubles as the helper of TestPermission: re-executed as another uid, it
@@ -70,7 +71,7 @@ func startTarget(t *testing.T) int {
 	bin := buildTarget(t)
 	xdg := t.TempDir()
 	t.Setenv("XDG_RUNTIME_DIR", xdg)
-	cmd := exec.Command(bin)
+	cmd := testutil.Command(bin)
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -255,7 +256,7 @@ func TestPermission(t *testing.T) {
 		os.Chmod(d, 0o755)
 	}
 	try := func() string {
-		cmd := exec.Command(exe, "-test.run=^$")
+		cmd := testutil.Command(exe, "-test.run=^$")
 		cmd.Env = append(os.Environ(), "SDTCTL_TEST_CONNECT="+path, "SDT_CONTROL=off")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 		out, err := cmd.CombinedOutput()
@@ -299,6 +300,9 @@ func TestDeadPid(t *testing.T) {
 }
 
 func TestListBinary(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("offline listing reads x86-64 binaries only")
+	}
 	bin := buildTarget(t)
 	out, err := sdtctl(t, "list", bin)
 	if err != nil || !strings.Contains(out, "main.tick") || !strings.Contains(out, "main.step") {

@@ -3,13 +3,12 @@
 package testutil
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
+	"sync"
 	"testing"
 )
 
@@ -47,24 +46,41 @@ func NeedRoot(t testing.TB) {
 	}
 }
 
-// Output runs bin with env (nil: the test's own) and returns its combined output.
-// When the host cannot execute bin, it runs it through the user-mode emulator that the
-// tests themselves run under (go test -exec qemu-aarch64-static): the go command a test
-// runs builds for the GOARCH in its environment, which is then the emulated one.
+// Output runs bin with env (nil: the test's own) and returns its combined output; see
+// Command.
 func Output(bin string, env []string, args ...string) ([]byte, error) {
-	cmd := exec.Command(bin, args...)
+	cmd := Command(bin, args...)
 	cmd.Env = env
-	out, err := cmd.CombinedOutput()
-	if errors.Is(err, syscall.ENOEXEC) {
-		arch := runtime.GOARCH
-		if arch == "arm64" {
-			arch = "aarch64" // qemu's name for it
-		}
-		if emu, lerr := exec.LookPath("qemu-" + arch + "-static"); lerr == nil {
-			cmd = exec.Command(emu, append([]string{bin}, args...)...)
-			cmd.Env = env
-			return cmd.CombinedOutput()
-		}
-	}
-	return out, err
+	return cmd.CombinedOutput()
 }
+
+// Command returns a command that runs bin, a program built for this test's GOARCH,
+// through the user-mode emulator (qemu-<arch>-static) when the test itself runs under
+// one (go test -exec qemu-aarch64-static): the go command's host architecture is then
+// not the test's.
+func Command(bin string, args ...string) *exec.Cmd {
+	if emu := emulator(); emu != "" {
+		return exec.Command(emu, append([]string{bin}, args...)...)
+	}
+	return exec.Command(bin, args...)
+}
+
+// Emulated reports whether this test runs under a user-mode emulator.
+func Emulated() bool { return emulator() != "" }
+
+var emulator = sync.OnceValue(func() string {
+	out, err := exec.Command("go", "env", "GOHOSTARCH").Output()
+	host := strings.TrimSpace(string(out))
+	if err != nil || host == "" || host == runtime.GOARCH {
+		return ""
+	}
+	arch := runtime.GOARCH
+	if arch == "arm64" {
+		arch = "aarch64" // qemu's name for it
+	}
+	emu, err := exec.LookPath("qemu-" + arch + "-static")
+	if err != nil {
+		return ""
+	}
+	return emu
+})
