@@ -40,6 +40,10 @@ func init() {
 			s.everOn = true
 		}
 	}
+	for n, s := range reg.sites {
+		s.index = n
+	}
+	hitShards = newHitShards(len(reg.sites))
 	reg.byReturn = newReturnTable(reg.sites)
 	if reg.mode == modeSignal {
 		startSignalToggle()

@@ -116,7 +116,7 @@ func (p *probe) info(module, fn string) *ProbeInfo {
 
 func (s *site) info() SiteInfo {
 	si := SiteInfo{Addr: s.Addr, File: s.File, Line: s.Line, Kind: s.Kind.String(),
-		Enabled: s.on.Load(), Reason: s.Reason, Note: s.Note, Hits: s.hits.Load(), State: BranchOnly}
+		Enabled: s.on.Load(), Reason: s.Reason, Note: s.Note, Hits: s.hitCount(), State: BranchOnly}
 	if s.Patchable() {
 		si.State = SealedOff
 		if si.Enabled {

@@ -71,7 +71,7 @@ func (h *head) admit(ret uintptr) bool {
 		if !s.on.Load() {
 			return false
 		}
-		s.hits.Add(1)
+		s.hit()
 		return true
 	}
 	p := h.core

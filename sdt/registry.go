@@ -17,7 +17,8 @@ type site struct {
 	*sled.Site
 	probe  *probe        // the definition, once its package is initialised
 	on     atomic.Bool   // fires from this site are delivered
-	hits   atomic.Uint64 // fires delivered from this site
+	hits   atomic.Uint64 // fires delivered from this site on a P beyond hitShards
+	index  int           // its counters' index in hitShards
 	everOn bool          // the text has held the enabled form (guarded by reg.mu)
 }
 

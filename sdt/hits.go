@@ -1,0 +1,64 @@
+package sdt
+
+import (
+	"runtime"
+	"sync/atomic"
+	_ "unsafe" // go:linkname
+)
+
+// Per-site hit counts are kept per P: an atomic add on a counter shared by every core
+// costs more than the rest of an enabled fire together (and bounces its cache line
+// between cores); a plain add on the running P's own counter, with the goroutine
+// pinned to that P for the two instructions, does not. Readers sum the shards.
+
+//go:linkname procPin runtime.procPin
+func procPin() int
+
+//go:linkname procUnpin runtime.procUnpin
+func procUnpin()
+
+// hitShards[p][i] counts the fires of site i on P p. Built at init for GOMAXPROCS
+// (at least the number of CPUs); a P beyond it counts on the site's atomic instead.
+var hitShards [][]uint64
+
+// newHitShards gives each P its own block of counters, padded apart so that no two
+// Ps write the same cache line.
+func newHitShards(sites int) [][]uint64 {
+	procs := max(runtime.GOMAXPROCS(0), runtime.NumCPU())
+	stride := (sites + 7) &^ 7 // whole cache lines per P
+	all := make([]uint64, procs*stride+8)
+	shards := make([][]uint64, procs)
+	for p := range shards {
+		shards[p] = all[8+p*stride : 8+p*stride+sites : 8+p*stride+sites]
+	}
+	return shards
+}
+
+// hit counts one fire of s.
+func (s *site) hit() {
+	p := procPin()
+	if p < len(hitShards) && s.index < len(hitShards[p]) {
+		bump(&hitShards[p][s.index])
+	} else {
+		s.hits.Add(1)
+	}
+	procUnpin()
+}
+
+// bump increments a counter that only the pinned P writes. Readers load it
+// atomically; the write is a plain one, hidden from the race detector, which cannot
+// know that the P pin makes the writers exclusive.
+//
+//go:norace
+func bump(c *uint64) { *c++ }
+
+// hitCount is s's fires over every P.
+func (s *site) hitCount() uint64 {
+	n := s.hits.Load()
+	for _, shard := range hitShards {
+		if s.index < len(shard) {
+			n += atomic.LoadUint64(&shard[s.index])
+		}
+	}
+	return n
+}
