@@ -25,14 +25,15 @@ type site struct {
 // registry holds every definition and site. mu serialises Enable, Disable, List and
 // Define; fire reads only atomics and the immutable byReturn table.
 type registry struct {
-	mu      sync.Mutex
-	mode    mode
-	opts    patch.Options
-	probes  []*probe
-	sites   []*site
-	unbound []*site // sites whose definition's package has not run its init yet
-	layout  sled.Layout
-	table   *sled.Table
+	mu        sync.Mutex
+	mode      mode
+	opts      patch.Options
+	probes    []*probe
+	sites     []*site
+	unbound   []*site // sites whose definition's package has not run its init yet
+	described bool    // every site has been named (sled.Site.Describe)
+	layout    sled.Layout
+	table     *sled.Table
 
 	// byReturn names the site of a fire call by its return address. Built once at
 	// init, before any site can run, and never written again.
@@ -53,6 +54,13 @@ func (r *registry) add(p *probe) {
 // resolve binds sites to their definitions, and finds definitions that have no
 // bound site, now that the packages holding them may have run their init.
 func (r *registry) resolve() {
+	if !r.described {
+		// Naming sites walks inline trees: done once, when first needed, not at init.
+		for _, s := range r.sites {
+			s.Describe()
+		}
+		r.described = true
+	}
 	rest := r.unbound[:0]
 	for _, s := range r.unbound {
 		h := headAt(s.Flag)

@@ -41,11 +41,28 @@ func raceCall(sym string) bool {
 	return strings.HasPrefix(sym, "runtime.race")
 }
 
-// describe fills in the site's naming and refuses sites inside the probe package.
-func (s *Site) describe(probePkg string) {
-	var inside bool
-	s.Func, s.Module, s.File, s.Line, inside = holder(s.Addr, probePkg)
-	if inside && s.Reason == "" {
+// refuseInside refuses a site whose function (entry) is in the probe package itself.
+// No user code is ever inlined into that package's functions, so its outermost
+// function being there means no frame of the inline tree is the user's.
+func (s *Site) refuseInside(entry uintptr, probePkg string) {
+	s.probePkg = probePkg
+	if entry == 0 || s.Reason != "" {
+		return
+	}
+	if mod, _ := SplitFunc(funcName(entry)); mod == probePkg {
 		s.Reason = "check inside package " + probePkg + " itself (Probe body not inlined, as with -gcflags=-l): patching it would switch every probe of that shape"
 	}
+}
+
+// Describe names the function that holds the probe statement (inlining resolved), its
+// package, file and line. Discovery leaves it for later, when a probe is first listed
+// or enabled: walking the inline tree costs a scan of the function's tables from its
+// start, per site, which in large functions made discovery quadratic. Callers
+// serialise calls (package sdt does so under its lock).
+func (s *Site) Describe() {
+	if s.described {
+		return
+	}
+	s.described = true
+	s.Func, s.Module, s.File, s.Line, _ = holder(s.Addr, s.probePkg)
 }

@@ -11,6 +11,7 @@ import (
 
 // candidate is one CMPB $0, X(SB) whose X is in data or bss.
 type candidate struct {
+	entry      uintptr // entry of the function holding it, once matched
 	addr, flag uintptr
 	site       amd64.Site // valid when matchErr == nil
 	matchErr   error
@@ -99,6 +100,7 @@ func (c *candidate) match(funcs map[uintptr]*decoded, mem liveText) error {
 		c.matchErr = d.err
 		return c.matchErr
 	}
+	c.entry = uintptr(d.insts[0].PC)
 	i, ok := amd64.Index(d.insts, uint64(c.addr))
 	if !ok {
 		c.matchErr = fmt.Errorf("not on an instruction boundary")
@@ -139,7 +141,7 @@ func (c *candidate) toSite(mem liveText, probePkg string) *Site {
 	if c.fired {
 		s.Kind, s.Return = Fire, c.ret
 	}
-	defer s.describe(probePkg)
+	defer s.refuseInside(c.entry, probePkg)
 	if c.matchErr != nil {
 		s.Reason = c.matchErr.Error()
 		s.Len = 7
@@ -165,6 +167,14 @@ func (c *candidate) toSite(mem liveText, probePkg string) *Site {
 
 // decodeFunc decodes (once) the function that contains addr.
 func decodeFunc(cache map[uintptr]*decoded, mem liveText, addr uintptr) *decoded {
+	// A function already decoded may hold addr: candidates come in address order and
+	// large functions hold many. Asking FuncForPC instead would scan the function's
+	// inline tables from its start for every one of them.
+	for _, d := range cache {
+		if n := len(d.insts); n > 0 && uint64(addr) >= d.insts[0].PC && uint64(addr) < d.insts[n-1].End() {
+			return d
+		}
+	}
 	f := runtime.FuncForPC(addr)
 	if f == nil {
 		return &decoded{err: fmt.Errorf("no function contains %#x", addr)}

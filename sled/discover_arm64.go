@@ -10,6 +10,7 @@ import (
 
 // candidate is one ADRP+LDRB flag load whose byte is in data or bss.
 type candidate struct {
+	entry    uintptr // entry of the function holding it, once matched
 	load     arm64.Load
 	site     arm64.Site // valid when the load leads to a branch (followErr == nil)
 	matchErr error      // why the site is not a verified shape
@@ -104,6 +105,7 @@ func (c *candidate) match(funcs map[uintptr]*decoded, mem liveText) error {
 		c.matchErr = d.err
 		return c.matchErr
 	}
+	c.entry = uintptr(d.insts[0].PC)
 	if c.site.Addr >= d.insts[len(d.insts)-1].End() {
 		c.matchErr = fmt.Errorf("the branch at %#x is past the end of the function", c.site.Addr)
 		return c.matchErr
@@ -120,7 +122,7 @@ func (c *candidate) toSite(mem liveText, cfg Config) *Site {
 	if c.fired {
 		s.Kind, s.Return = Fire, c.ret
 	}
-	defer s.describe(cfg.ProbePackage)
+	defer s.refuseInside(c.entry, cfg.ProbePackage)
 	s.Orig = mem.Bytes(s.Addr, s.Len)
 	if c.matchErr != nil {
 		s.Reason = c.matchErr.Error()

@@ -33,13 +33,16 @@ type Site struct {
 	On     []byte // canonical enabled form; differs from Off only in [0, Toggle)
 	Toggle int    // length of the first instruction, the only one ever toggled
 
-	Func   string // function holding the probe statement (inlining resolved), e.g. "main.worker"
+	Func   string // function holding the probe statement (inlining resolved), e.g. "main.worker"; see Describe
 	Module string // its package path, e.g. "main"
 	File   string
 	Line   int
 
 	Reason string // non-empty: not patchable (keeps the branch check), and why
-	Note   string // a sealed site's caveat, e.g. arm64's flag load that had to stay
+
+	probePkg  string // for Describe
+	described bool
+	Note      string // a sealed site's caveat, e.g. arm64's flag load that had to stay
 
 	// Also lists rewrites outside [Addr, Addr+Len) made once at sealing time, in the
 	// same batch, and put back by unsealing: on arm64, the flag load turned into NOPs

@@ -50,6 +50,7 @@ func TestDiscoverFindsSites(t *testing.T) {
 		tab.TextBytes, tab.Candidates, len(tab.Sites), len(tab.Rejected), tab.Elapsed)
 	var kinds []string
 	for _, s := range tab.Sites {
+		s.Describe()
 		if s.Func != "sled_test.fakeSites" {
 			t.Errorf("site %#x in %s (%s), want only fakeSites", s.Addr, s.Func, s.Module)
 			continue
