@@ -3,6 +3,7 @@ package sdt
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -30,8 +31,9 @@ type registry struct {
 	opts      patch.Options
 	probes    []*probe
 	sites     []*site
-	unbound   []*site // sites whose definition's package has not run its init yet
-	described bool    // every site has been named (sled.Site.Describe)
+	unbound   []*site             // sites whose definition's package has not run its init yet
+	described bool                // every site has been named (sled.Site.Describe)
+	byName    map[string][]*probe // definitions by "provider:name"
 	layout    sled.Layout
 	table     *sled.Table
 
@@ -49,6 +51,25 @@ func (r *registry) add(p *probe) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.probes = append(r.probes, p)
+	if r.byName == nil {
+		r.byName = map[string][]*probe{}
+	}
+	k := p.provider + ":" + p.name
+	r.byName[k] = append(r.byName[k], p)
+}
+
+// candidates is the definitions whose provider and name sp can match: found by name
+// when both fields are literal (the common case, and a binary may have thousands of
+// definitions), else all of them.
+func (r *registry) candidates(sp spec.Spec) []*probe {
+	if isLiteral(sp.Provider) && isLiteral(sp.Name) {
+		return r.byName[sp.Provider+":"+sp.Name]
+	}
+	return r.probes
+}
+
+func isLiteral(field string) bool {
+	return field != "" && !strings.ContainsAny(field, `*?[\`)
 }
 
 // resolve binds sites to their definitions, and finds definitions that have no
@@ -130,7 +151,7 @@ func (r *registry) set(specText string, enable bool) (int, error) {
 // match returns the sites and the definitions (enabled as a whole) that sp matches.
 // Call with r.mu held, after resolve.
 func (r *registry) match(sp spec.Spec) (sites []*site, wides []*probe) {
-	for _, p := range r.probes {
+	for _, p := range r.candidates(sp) {
 		// Provider and name first: a binary may have thousands of sites, and an
 		// Enable should cost what the probes it names have, not what the binary has.
 		if !spec.Match(sp.Provider, p.provider) || !spec.Match(sp.Name, p.name) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gosdt/gosdt/internal/testutil"
 	"github.com/gosdt/gosdt/patch"
 	"github.com/gosdt/gosdt/sdt"
 )
@@ -38,6 +39,8 @@ func TestTorture(t *testing.T) {
 		toggles = 2_000
 	case testing.Short():
 		toggles = 5_000
+	case testutil.Emulated():
+		toggles = 10_000 // qemu-user runs this 20-50 times slower
 	}
 	if v := os.Getenv("SDT_TORTURE_TOGGLES"); v != "" {
 		fmt.Sscan(v, &toggles)
