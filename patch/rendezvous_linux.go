@@ -119,6 +119,17 @@ func spinner(r *rendezvous) {
 			return
 		}
 		if w+1 == r.want { // the last one: try to move to writing with the same CAS
+			if runtime.GOMAXPROCS(0) != int(r.want) {
+				// A P was added before the set formed: it may run Go code. Give up
+				// this attempt; the caller retries with the new count.
+				if atomic.CompareAndSwapUint32(&r.word, w, stateAbort) {
+					procUnpin()
+					close(r.done)
+					return
+				}
+				procUnpin()
+				continue
+			}
 			if atomic.CompareAndSwapUint32(&r.word, w, stateWriting|r.want) {
 				r.write()
 				return
