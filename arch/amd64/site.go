@@ -85,7 +85,7 @@ func isCMPBZeroRIP(in Inst) bool {
 // (Addr+1 .. Addr+Len-1). Errors are *ShapeError.
 func MatchSite(insts []Inst, i int, targets map[uint64]bool) (Site, error) {
 	if i < 0 || i >= len(insts) {
-		return Site{}, &ShapeError{Reason: "instruction index out of range"}
+		return Site{}, shapeErr(0, "instruction index out of range")
 	}
 	cmp := insts[i]
 	if !isCMPBZeroRIP(cmp) {

@@ -119,7 +119,7 @@ func Canonical(s Site) (Sled, error) {
 	}
 	jmp, err := EncodeJMP(s.Addr, s.Taken)
 	if err != nil {
-		return Sled{}, &ShapeError{PC: s.Addr, Reason: err.Error()}
+		return Sled{}, shapeErr(s.Addr, "%v", err)
 	}
 	tail := NOP(s.Len - len(jmp))
 	jumping := append(append([]byte{}, jmp...), tail...)

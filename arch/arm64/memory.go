@@ -1,47 +1,18 @@
 package arm64
 
-import "fmt"
+import (
+	"fmt"
 
-// Memory reads code bytes at virtual addresses: a live process's text or an
-// ELF file's. Read returns up to n bytes at pc; fewer, or none, when the range
-// leaves the mapped memory. The caller must not modify the result.
-type Memory interface {
-	Read(pc uint64, n int) []byte
-}
+	"github.com/gosdt/gosdt/arch"
+)
 
-// Bytes is a Memory over a slice whose first byte is at virtual address Base.
-// It serves tests and ELF files (Base = section address, Code = section data).
-type Bytes struct {
-	Base uint64
-	Code []byte
-}
-
-// Read implements Memory.
-func (b Bytes) Read(pc uint64, n int) []byte {
-	if pc < b.Base || n <= 0 {
-		return nil
-	}
-	off := pc - b.Base
-	if off >= uint64(len(b.Code)) {
-		return nil
-	}
-	end := uint64(len(b.Code))
-	if uint64(n) < end-off {
-		end = off + uint64(n)
-	}
-	return b.Code[off:end]
-}
-
-// ShapeError says why the code at PC is not the expected shape.
-type ShapeError struct {
-	PC     uint64
-	Reason string
-}
-
-func (e *ShapeError) Error() string {
-	return fmt.Sprintf("arm64: %#x: %s", e.PC, e.Reason)
-}
+// Memory, Bytes and ShapeError are shared by every architecture; see package arch.
+type (
+	Memory     = arch.Memory
+	Bytes      = arch.Bytes
+	ShapeError = arch.ShapeError
+)
 
 func shapeErr(pc uint64, format string, args ...any) error {
-	return &ShapeError{PC: pc, Reason: fmt.Sprintf(format, args...)}
+	return &ShapeError{Arch: "arm64", PC: pc, Reason: fmt.Sprintf(format, args...)}
 }
