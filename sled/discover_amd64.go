@@ -3,7 +3,6 @@ package sled
 import (
 	"encoding/binary"
 	"fmt"
-	"runtime"
 
 	"github.com/gosdt/gosdt/arch/amd64"
 	"golang.org/x/arch/x86/x86asm"
@@ -20,13 +19,6 @@ type candidate struct {
 	why        string // why the guarded block is not a fire call
 }
 
-// decoded caches whole-function decodes: several candidates often share a function.
-type decoded struct {
-	insts   []amd64.Inst
-	targets map[uint64]bool
-	err     error
-}
-
 func discover(l Layout, cfg Config) *Table {
 	text := l.text()
 	mem := liveText{l}
@@ -35,7 +27,13 @@ func discover(l Layout, cfg Config) *Table {
 		t.Reason = "text section not found"
 		return t
 	}
-	funcs := map[uintptr]*decoded{}
+	fns := &funcs[amd64.Inst]{
+		decode: func(entry uint64, inFunc func(uint64) bool) ([]amd64.Inst, error) {
+			return amd64.DecodeFunc(mem, entry, 0, inFunc)
+		},
+		targets: amd64.BranchTargets,
+		extent:  func(is []amd64.Inst) (uint64, uint64) { return is[0].PC, is[len(is)-1].End() },
+	}
 	pass := func(target uint64) bool { return raceCall(funcName(uintptr(target))) }
 
 	var cands []*candidate
@@ -67,7 +65,7 @@ func discover(l Layout, cfg Config) *Table {
 			c.why = "fire call's receiver is not the compared flag"
 		default:
 			c.fired, c.ret = true, uintptr(g.Return)
-			if c.match(funcs, mem) == nil {
+			if c.match(fns, mem) == nil {
 				probes[flag] = true
 			}
 		}
@@ -85,7 +83,7 @@ func discover(l Layout, cfg Config) *Table {
 		if !c.fired {
 			// A check of a known probe around other code (if p.Enabled() { ... }):
 			// a site if it matches the shape; otherwise toSite says why not.
-			c.match(funcs, mem)
+			c.match(fns, mem)
 		}
 		t.Sites = append(t.Sites, c.toSite(mem, cfg.ProbePackage))
 	}
@@ -94,8 +92,8 @@ func discover(l Layout, cfg Config) *Table {
 
 // match decodes the function around the candidate (once per function) and matches the
 // site shape on its instruction boundaries.
-func (c *candidate) match(funcs map[uintptr]*decoded, mem liveText) error {
-	d := decodeFunc(funcs, mem, c.addr)
+func (c *candidate) match(funcs *funcs[amd64.Inst], mem liveText) error {
+	d := funcs.at(c.addr)
 	if d.err != nil {
 		c.matchErr = d.err
 		return c.matchErr
@@ -163,44 +161,6 @@ func (c *candidate) toSite(mem liveText, probePkg string) *Site {
 	}
 	s.Off, s.On, s.Toggle = sled.Off, sled.On, sled.Toggle
 	return s
-}
-
-// decodeFunc decodes (once) the function that contains addr.
-func decodeFunc(cache map[uintptr]*decoded, mem liveText, addr uintptr) *decoded {
-	// A function already decoded may hold addr: candidates come in address order and
-	// large functions hold many. Asking FuncForPC instead would scan the function's
-	// inline tables from its start for every one of them.
-	for _, d := range cache {
-		if n := len(d.insts); n > 0 && uint64(addr) >= d.insts[0].PC && uint64(addr) < d.insts[n-1].End() {
-			return d
-		}
-	}
-	f := runtime.FuncForPC(addr)
-	if f == nil {
-		return &decoded{err: fmt.Errorf("no function contains %#x", addr)}
-	}
-	entry := f.Entry()
-	if d, ok := cache[entry]; ok {
-		return d
-	}
-	inFunc := func(pc uint64) bool {
-		// The linker starts every function on a 16-byte boundary (32 for Go code):
-		// elsewhere the code after a jump is still this function's, without asking
-		// FuncForPC, whose inline-tree lookup scans the function's tables from its
-		// start and made discovery quadratic in the size of a function.
-		if pc%16 != 0 {
-			return true
-		}
-		g := runtime.FuncForPC(uintptr(pc))
-		return g != nil && g.Entry() == entry
-	}
-	d := &decoded{}
-	d.insts, d.err = amd64.DecodeFunc(mem, uint64(entry), 0, inFunc)
-	if d.err == nil {
-		d.targets = amd64.BranchTargets(d.insts)
-	}
-	cache[entry] = d
-	return d
 }
 
 func contains(xs []uint64, x uint64) bool {

@@ -2,7 +2,6 @@ package sled
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 
 	"github.com/gosdt/gosdt/arch/arm64"
@@ -19,13 +18,6 @@ type candidate struct {
 	why      string // why the guarded block is not a fire call
 }
 
-// decoded caches whole-function decodes: several candidates often share a function.
-type decoded struct {
-	insts   []arm64.Inst
-	targets map[uint64]bool
-	err     error
-}
-
 func discover(l Layout, cfg Config) *Table {
 	text := l.text()
 	mem := liveText{l}
@@ -34,7 +26,13 @@ func discover(l Layout, cfg Config) *Table {
 		t.Reason = "text section not found"
 		return t
 	}
-	funcs := map[uintptr]*decoded{}
+	fns := &funcs[arm64.Inst]{
+		decode: func(entry uint64, inFunc func(uint64) bool) ([]arm64.Inst, error) {
+			return arm64.DecodeFunc(mem, entry, 0, inFunc)
+		},
+		targets: arm64.BranchTargets,
+		extent:  func(is []arm64.Inst) (uint64, uint64) { return is[0].PC, is[len(is)-1].End() },
+	}
 	pass := func(target uint64) bool { return raceCall(funcName(uintptr(target))) }
 
 	var cands []*candidate
@@ -64,7 +62,7 @@ func discover(l Layout, cfg Config) *Table {
 			c.why = "fire call's receiver is not the tested flag"
 		default:
 			c.fired, c.ret = true, uintptr(g.Return)
-			if c.match(funcs, mem) == nil {
+			if c.match(fns, mem) == nil {
 				probes[uintptr(ld.Flag)] = true
 			}
 		}
@@ -83,7 +81,7 @@ func discover(l Layout, cfg Config) *Table {
 		if !c.fired && c.matchErr == nil {
 			// A test of a known probe around other code (if p.Enabled() { ... }):
 			// a site if it matches the shape; otherwise toSite says why not.
-			c.match(funcs, mem)
+			c.match(fns, mem)
 		}
 		if c.matchErr != nil && c.site.Addr == 0 {
 			// The load of a known probe's flag feeds no branch we can see (the value
@@ -99,8 +97,8 @@ func discover(l Layout, cfg Config) *Table {
 
 // match decodes the function around the candidate (once per function) and checks the
 // site against it.
-func (c *candidate) match(funcs map[uintptr]*decoded, mem liveText) error {
-	d := decodeFunc(funcs, mem, uintptr(c.load.Addr))
+func (c *candidate) match(funcs *funcs[arm64.Inst], mem liveText) error {
+	d := funcs.at(uintptr(c.load.Addr))
 	if d.err != nil {
 		c.matchErr = d.err
 		return c.matchErr
@@ -160,36 +158,4 @@ func callEffect(sym string, cfg Config) arm64.CallEffect {
 		return arm64.CallNoReturn
 	}
 	return arm64.CallKeeps
-}
-
-// decodeFunc decodes (once) the function that contains addr.
-func decodeFunc(cache map[uintptr]*decoded, mem liveText, addr uintptr) *decoded {
-	f := runtime.FuncForPC(addr)
-	if f == nil {
-		return &decoded{err: fmt.Errorf("no function contains %#x", addr)}
-	}
-	entry := f.Entry()
-	if d, ok := cache[entry]; ok {
-		return d
-	}
-	inFunc := func(pc uint64) bool {
-		// The linker starts every function on a 16-byte boundary: elsewhere the code
-		// (or padding) after a jump is still this function's, without asking FuncForPC,
-		// whose inline-tree lookup scans the function's tables from its start.
-		if pc%16 != 0 {
-			return true
-		}
-		g := runtime.FuncForPC(uintptr(pc))
-		return g != nil && g.Entry() == entry
-	}
-	d := &decoded{}
-	d.insts, d.err = arm64.DecodeFunc(mem, uint64(entry), 0, inFunc)
-	if d.err == nil && len(d.insts) == 0 {
-		d.err = fmt.Errorf("function at %#x decodes to nothing", entry)
-	}
-	if d.err == nil {
-		d.targets = arm64.BranchTargets(d.insts)
-	}
-	cache[entry] = d
-	return d
 }
