@@ -92,8 +92,8 @@ func discover(l Layout, cfg Config) *Table {
 
 // match decodes the function around the candidate (once per function) and matches the
 // site shape on its instruction boundaries.
-func (c *candidate) match(funcs *funcs[amd64.Inst], mem liveText) error {
-	d := funcs.at(c.addr)
+func (c *candidate) match(fns *funcs[amd64.Inst], mem liveText) error {
+	d := fns.at(c.addr)
 	if d.err != nil {
 		c.matchErr = d.err
 		return c.matchErr

@@ -97,8 +97,8 @@ func discover(l Layout, cfg Config) *Table {
 
 // match decodes the function around the candidate (once per function) and checks the
 // site against it.
-func (c *candidate) match(funcs *funcs[arm64.Inst], mem liveText) error {
-	d := funcs.at(uintptr(c.load.Addr))
+func (c *candidate) match(fns *funcs[arm64.Inst], mem liveText) error {
+	d := fns.at(uintptr(c.load.Addr))
 	if d.err != nil {
 		c.matchErr = d.err
 		return c.matchErr
