@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
+	"github.com/gosdt/gosdt/internal/spec"
 	"github.com/gosdt/gosdt/sdt"
 )
 
@@ -48,7 +49,11 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if o.pid == 0 && o.name == "" && len(pos) > 0 {
-		if fi, err := os.Stat(pos[0]); err == nil && fi.Mode().IsRegular() {
+		fi, err := os.Stat(pos[0])
+		if err != nil && strings.ContainsRune(pos[0], '/') {
+			return fail(exitError, "%v", err) // a path, not a spec: specs have no '/' before a ':'
+		}
+		if err == nil && fi.Mode().IsRegular() {
 			if len(pos) > 2 {
 				return fail(exitUsage, "list BINARY [SPEC]: too many arguments")
 			}
@@ -61,6 +66,9 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 	spec := ""
 	if len(pos) == 1 {
 		spec = pos[0]
+		if err := checkSpecs(pos); err != nil {
+			return err
+		}
 	}
 	cls, err := o.targets(true)
 	if err != nil {
@@ -130,6 +138,9 @@ func cmdSwitch(cmd string, args []string, stdout, stderr io.Writer) error {
 	}
 	if len(specs) == 0 {
 		return fail(exitUsage, "%s: no SPEC", cmd)
+	}
+	if err := checkSpecs(specs); err != nil {
+		return err
 	}
 	cls, err := o.targets(true)
 	if err != nil {
@@ -218,6 +229,9 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	if len(pos) != 1 {
 		return fail(exitUsage, "trace: want one SPEC")
 	}
+	if err := checkSpecs(pos); err != nil {
+		return err
+	}
 	cls, err := o.targets(false)
 	if err != nil {
 		return err
@@ -275,6 +289,9 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	}
 	if len(pos) != 1 {
 		return fail(exitUsage, "stat: want one SPEC")
+	}
+	if err := checkSpecs(pos); err != nil {
+		return err
 	}
 	if *iv < ctlproto.MinInterval {
 		return fail(exitUsage, "stat: -i below %v", ctlproto.MinInterval)
@@ -345,4 +362,15 @@ func quantize(w io.Writer, hist []ctlproto.Bucket) {
 		bar := int(float64(n) / float64(total) * 40)
 		fmt.Fprintf(w, "  %16d |%-40s %d\n", sdt.BucketLow(i), strings.Repeat("@", bar), n)
 	}
+}
+
+// checkSpecs refuses a malformed spec before any process is looked for: the error is
+// the spec's, whatever runs.
+func checkSpecs(specs []string) error {
+	for _, s := range specs {
+		if _, err := spec.Parse(s); err != nil {
+			return fail(exitBadSpec, "%v", err)
+		}
+	}
+	return nil
 }

@@ -317,3 +317,24 @@ func TestHelp(t *testing.T) {
 		t.Fatalf("%v %s", err, out)
 	}
 }
+
+// TestBadInputFirst checks that a malformed spec or a missing file is reported as such,
+// before (and whether or not) any gosdt process is looked for.
+func TestBadInputFirst(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir()) // no process to find
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"enable", "a:b:c:d:e"}, exitBadSpec},
+		{[]string{"disable", "x y"}, exitBadSpec},
+		{[]string{"trace", "[x"}, exitBadSpec},
+		{[]string{"stat", "a:b:c:d:e"}, exitBadSpec},
+		{[]string{"list", "a:b:c:d:e"}, exitBadSpec},
+		{[]string{"list", "/no/such/binary"}, exitError},
+	} {
+		if _, err := sdtctl(t, c.args...); exitCode(err) != c.code {
+			t.Errorf("sdtctl %v: %v (exit %d), want exit %d", c.args, err, exitCode(err), c.code)
+		}
+	}
+}
