@@ -21,18 +21,26 @@ type Config struct {
 // only reads; converting sites to their sleds is the caller's job (package patch).
 func Discover(cfg Config) *Table {
 	start := time.Now()
-	t := discover(Self(), cfg)
-	sort.Slice(t.Sites, func(i, j int) bool { return t.Sites[i].Addr < t.Sites[j].Addr })
+	t := discoverArch(runtime.GOARCH, self(), cfg)
 	t.Elapsed = time.Since(start)
 	return t
 }
 
-// funcName names the function that contains pc, "" if none.
-func funcName(pc uintptr) string {
-	if f := runtime.FuncForPC(pc); f != nil {
-		return f.Name()
+// discoverArch runs the site matcher of goarch over src.
+func discoverArch(goarch string, src source, cfg Config) *Table {
+	var t *Table
+	switch {
+	case len(src.text) == 0:
+		return &Table{Reason: "text section not found"}
+	case goarch == "amd64":
+		t = discoverAMD64(src, cfg)
+	case goarch == "arm64":
+		t = discoverARM64(src, cfg)
+	default:
+		return &Table{Reason: "no site matcher for " + goarch + ": probes work through their branch check"}
 	}
-	return ""
+	sort.Slice(t.Sites, func(i, j int) bool { return t.Sites[i].Addr < t.Sites[j].Addr })
+	return t
 }
 
 // raceCall reports calls that -race inserts around memory accesses; they may precede
@@ -44,12 +52,12 @@ func raceCall(sym string) bool {
 // refuseInside refuses a site whose function (entry) is in the probe package itself.
 // No user code is ever inlined into that package's functions, so its outermost
 // function being there means no frame of the inline tree is the user's.
-func (s *Site) refuseInside(entry uintptr, probePkg string) {
-	s.probePkg = probePkg
+func (s *Site) refuseInside(src source, entry uintptr, probePkg string) {
+	s.probePkg, s.syms = probePkg, src.syms
 	if entry == 0 || s.Reason != "" {
 		return
 	}
-	if mod, _ := SplitFunc(funcName(entry)); mod == probePkg {
+	if mod, _ := SplitFunc(src.syms.name(entry)); mod == probePkg {
 		s.Reason = "check inside package " + probePkg + " itself (Probe body not inlined, as with -gcflags=-l): patching it would switch every probe of that shape"
 	}
 }
@@ -64,5 +72,7 @@ func (s *Site) Describe() {
 		return
 	}
 	s.described = true
-	s.Func, s.Module, s.File, s.Line, _ = holder(s.Addr, s.probePkg)
+	if s.syms != nil {
+		s.Func, s.Module, s.File, s.Line = s.syms.holder(s.Addr, s.probePkg)
+	}
 }

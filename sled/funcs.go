@@ -1,9 +1,6 @@
 package sled
 
-import (
-	"fmt"
-	"runtime"
-)
+import "fmt"
 
 // decoded is one function, decoded from its entry, with its branch targets.
 type decoded[I any] struct {
@@ -16,6 +13,7 @@ type decoded[I any] struct {
 // funcs decodes each function once, for all the candidates it holds. The arch files
 // give it their decoder.
 type funcs[I any] struct {
+	syms    symbols
 	m       map[uintptr]*decoded[I]
 	decode  func(entry uint64, inFunc func(pc uint64) bool) ([]I, error)
 	targets func([]I) map[uint64]bool
@@ -32,11 +30,10 @@ func (c *funcs[I]) at(addr uintptr) *decoded[I] {
 			return d
 		}
 	}
-	f := runtime.FuncForPC(addr)
-	if f == nil {
+	entry := c.syms.entry(addr)
+	if entry == 0 {
 		return &decoded[I]{err: fmt.Errorf("no function contains %#x", addr)}
 	}
-	entry := f.Entry()
 	if d, ok := c.m[entry]; ok {
 		return d
 	}
@@ -47,8 +44,7 @@ func (c *funcs[I]) at(addr uintptr) *decoded[I] {
 		if pc%16 != 0 {
 			return true
 		}
-		g := runtime.FuncForPC(uintptr(pc))
-		return g != nil && g.Entry() == entry
+		return c.syms.entry(uintptr(pc)) == entry
 	}
 	d := &decoded[I]{}
 	d.insts, d.err = c.decode(uint64(entry), inFunc)

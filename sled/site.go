@@ -40,7 +40,8 @@ type Site struct {
 
 	Reason string // non-empty: not patchable (keeps the branch check), and why
 
-	probePkg  string // for Describe
+	probePkg  string  // for Describe
+	syms      symbols // for Describe
 	described bool
 	Note      string // a sealed site's caveat, e.g. arm64's flag load that had to stay
 

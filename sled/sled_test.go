@@ -1,6 +1,7 @@
 package sled_test
 
 import (
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -106,4 +107,34 @@ func BenchmarkDiscover(b *testing.B) {
 	b.ReportMetric(float64(tab.TextBytes)/1e6, "text-MB")
 	b.ReportMetric(float64(tab.Candidates), "candidates")
 	b.ReportMetric(float64(len(tab.Sites)), "sites")
+}
+
+// TestDiscoverFile reads this test binary from its file: the same sites as the
+// running program's, at their link-time addresses (the test binary is not PIE).
+func TestDiscoverFile(t *testing.T) {
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skip("no site matcher for", runtime.GOARCH)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skip(err)
+	}
+	ft, err := sled.DiscoverFile(exe, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt := sled.Discover(cfg)
+	if len(ft.Sites) != len(lt.Sites) || len(ft.Sites) == 0 {
+		t.Fatalf("file: %d sites, live: %d", len(ft.Sites), len(lt.Sites))
+	}
+	for i, s := range ft.Sites {
+		l := lt.Sites[i]
+		s.Describe()
+		if s.Addr != l.Addr || s.Kind != l.Kind || string(s.Off) != string(l.Off) || s.Func != "sled_test.fakeSites" {
+			t.Errorf("file site %#x %v %s, live %#x %v", s.Addr, s.Kind, s.Func, l.Addr, l.Kind)
+		}
+	}
+	if _, err := sled.DiscoverFile("/bin/sh", cfg); err == nil || !strings.Contains(err.Error(), "not a Go binary") {
+		t.Errorf("DiscoverFile(/bin/sh) = %v, want not a Go binary", err)
+	}
 }

@@ -7,8 +7,8 @@ import (
 	"github.com/gosdt/gosdt/arch/arm64"
 )
 
-// candidate is one ADRP+LDRB flag load whose byte is in data or bss.
-type candidate struct {
+// a64Candidate is one ADRP+LDRB flag load whose byte is in data or bss.
+type a64Candidate struct {
 	entry    uintptr // entry of the function holding it, once matched
 	load     arm64.Load
 	site     arm64.Site // valid when the load leads to a branch (followErr == nil)
@@ -18,31 +18,31 @@ type candidate struct {
 	why      string // why the guarded block is not a fire call
 }
 
-func discover(l Layout, cfg Config) *Table {
-	text := l.text()
-	mem := liveText{l}
+func discoverARM64(src source, cfg Config) *Table {
+	text, mem := src.text, src.mem
 	t := &Table{TextBytes: len(text)}
 	if len(text) == 0 {
 		t.Reason = "text section not found"
 		return t
 	}
 	fns := &funcs[arm64.Inst]{
+		syms: src.syms,
 		decode: func(entry uint64, inFunc func(uint64) bool) ([]arm64.Inst, error) {
 			return arm64.DecodeFunc(mem, entry, 0, inFunc)
 		},
 		targets: arm64.BranchTargets,
 		extent:  func(is []arm64.Inst) (uint64, uint64) { return is[0].PC, is[len(is)-1].End() },
 	}
-	pass := func(target uint64) bool { return raceCall(funcName(uintptr(target))) }
+	pass := func(target uint64) bool { return raceCall(src.syms.name(uintptr(target))) }
 
-	var cands []*candidate
+	var cands []*a64Candidate
 	probes := map[uintptr]bool{}
-	for _, ld := range arm64.Candidates(text, uint64(l.Text)) {
-		if !l.InData(uintptr(ld.Flag)) {
+	for _, ld := range arm64.Candidates(text, uint64(src.base)) {
+		if !src.inData(uintptr(ld.Flag)) {
 			continue // noptrdata/noptrbss (write barrier flags and the like): never a probe
 		}
 		t.Candidates++
-		c := &candidate{load: ld}
+		c := &a64Candidate{load: ld}
 		cands = append(cands, c)
 		// Cheap first: is the byte tested by a branch that guards a fire call? Only
 		// then is the whole function decoded, to check the shape against it.
@@ -56,13 +56,13 @@ func discover(l Layout, cfg Config) *Table {
 		switch {
 		case err != nil:
 			c.why = err.Error()
-		case !cfg.IsFire(funcName(uintptr(g.Call))):
-			c.why = "guarded block calls " + funcName(uintptr(g.Call))
+		case !cfg.IsFire(src.syms.name(uintptr(g.Call))):
+			c.why = "guarded block calls " + src.syms.name(uintptr(g.Call))
 		case g.R0 != ld.Flag:
 			c.why = "fire call's receiver is not the tested flag"
 		default:
 			c.fired, c.ret = true, uintptr(g.Return)
-			if c.match(fns, mem) == nil {
+			if c.match(fns, src) == nil {
 				probes[uintptr(ld.Flag)] = true
 			}
 		}
@@ -81,7 +81,7 @@ func discover(l Layout, cfg Config) *Table {
 		if !c.fired && c.matchErr == nil {
 			// A test of a known probe around other code (if p.Enabled() { ... }):
 			// a site if it matches the shape; otherwise toSite says why not.
-			c.match(fns, mem)
+			c.match(fns, src)
 		}
 		if c.matchErr != nil && c.site.Addr == 0 {
 			// The load of a known probe's flag feeds no branch we can see (the value
@@ -90,14 +90,14 @@ func discover(l Layout, cfg Config) *Table {
 			t.Rejected = append(t.Rejected, Rejection{Addr: uintptr(c.load.Addr), Flag: flag, Reason: c.matchErr.Error()})
 			continue
 		}
-		t.Sites = append(t.Sites, c.toSite(mem, cfg))
+		t.Sites = append(t.Sites, c.toSite(src, cfg))
 	}
 	return t
 }
 
-// match decodes the function around the candidate (once per function) and checks the
+// match decodes the function around the a64Candidate (once per function) and checks the
 // site against it.
-func (c *candidate) match(fns *funcs[arm64.Inst], mem liveText) error {
+func (c *a64Candidate) match(fns *funcs[arm64.Inst], src source) error {
 	d := fns.at(uintptr(c.load.Addr))
 	if d.err != nil {
 		c.matchErr = d.err
@@ -112,16 +112,16 @@ func (c *candidate) match(fns *funcs[arm64.Inst], mem liveText) error {
 	return c.matchErr
 }
 
-// toSite turns a candidate on a known probe flag into a site: a verified sled, or the
+// toSite turns a a64Candidate on a known probe flag into a site: a verified sled, or the
 // reason it keeps its branch check. A sealed site whose flag load could not be proven
 // removable keeps the load and says so in its Note.
-func (c *candidate) toSite(mem liveText, cfg Config) *Site {
+func (c *a64Candidate) toSite(src source, cfg Config) *Site {
 	s := &Site{Addr: uintptr(c.site.Addr), Len: arm64.InstLen, Flag: uintptr(c.load.Flag), Kind: Guard}
 	if c.fired {
 		s.Kind, s.Return = Fire, c.ret
 	}
-	defer s.refuseInside(c.entry, cfg.ProbePackage)
-	s.Orig = mem.Bytes(s.Addr, s.Len)
+	defer s.refuseInside(src, c.entry, cfg.ProbePackage)
+	s.Orig = src.bytes(s.Addr, s.Len)
 	if c.matchErr != nil {
 		s.Reason = c.matchErr.Error()
 		return s
@@ -132,14 +132,14 @@ func (c *candidate) toSite(mem liveText, cfg Config) *Site {
 		return s
 	}
 	s.Off, s.On, s.Toggle = sled.Off, sled.On, sled.Toggle
-	call := func(target uint64) arm64.CallEffect { return callEffect(funcName(uintptr(target)), cfg) }
-	if err := arm64.LoadDead(mem, c.site, call); err != nil {
+	call := func(target uint64) arm64.CallEffect { return callEffect(src.syms.name(uintptr(target)), cfg) }
+	if err := arm64.LoadDead(src.mem, c.site, call); err != nil {
 		s.Note = fmt.Sprintf("flag load at %#x kept (only the branch is patched): %v", c.load.Addr, err)
 		return s
 	}
 	s.Also = []Rewrite{{
 		Addr: uintptr(c.load.Addr),
-		Orig: mem.Bytes(uintptr(c.load.Addr), c.load.Len),
+		Orig: src.bytes(uintptr(c.load.Addr), c.load.Len),
 		New:  arm64.NOP(c.load.Len),
 	}}
 	return s

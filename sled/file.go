@@ -1,0 +1,94 @@
+package sled
+
+import (
+	"debug/elf"
+	"debug/gosym"
+	"fmt"
+	"time"
+
+	"github.com/gosdt/gosdt/arch"
+)
+
+// DiscoverFile finds and verifies the probe sites of a linked Go binary without running
+// it, with the same matchers as Discover (for amd64 and arm64 ELF files, on any host).
+// Addresses are the file's link-time ones. What it cannot know offline: which function
+// holds a site inlined from another (Describe names the function whose code holds it),
+// and the probes' names, which are Define's arguments at run time.
+func DiscoverFile(path string, cfg Config) (*Table, error) {
+	start := time.Now()
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	goarch := map[elf.Machine]string{elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64"}[f.Machine]
+	if goarch == "" {
+		return nil, fmt.Errorf("%s: %v binary: sites are read from x86-64 and AArch64 files only", path, f.Machine)
+	}
+	text, pcln := f.Section(".text"), f.Section(".gopclntab")
+	if text == nil || pcln == nil {
+		return nil, fmt.Errorf("%s: not a Go binary (no .text or .gopclntab)", path)
+	}
+	code, err := text.Data()
+	if err != nil {
+		return nil, fmt.Errorf("%s: .text: %w", path, err)
+	}
+	pclnData, err := pcln.Data()
+	if err != nil {
+		return nil, fmt.Errorf("%s: .gopclntab: %w", path, err)
+	}
+	tab, err := gosym.NewTable(nil, gosym.NewLineTable(pclnData, text.Addr))
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading .gopclntab: %w", path, err)
+	}
+	var data [][2]uint64
+	for _, name := range []string{".data", ".bss"} {
+		if s := f.Section(name); s != nil {
+			data = append(data, [2]uint64{s.Addr, s.Addr + s.Size})
+		}
+	}
+	src := source{
+		text: code,
+		base: uintptr(text.Addr),
+		mem:  arch.Bytes{Base: text.Addr, Code: code},
+		inData: func(addr uintptr) bool {
+			for _, r := range data {
+				if uint64(addr) >= r[0] && uint64(addr) < r[1] {
+					return true
+				}
+			}
+			return false
+		},
+		syms: fileSyms{tab},
+	}
+	t := discoverArch(goarch, src, cfg)
+	t.TextBytes = len(code)
+	t.Elapsed = time.Since(start)
+	return t, nil
+}
+
+// fileSyms names functions from a binary's .gopclntab. It has no inline tree: the
+// function named is the one whose code holds pc.
+type fileSyms struct{ tab *gosym.Table }
+
+func (s fileSyms) entry(pc uintptr) uintptr {
+	if fn := s.tab.PCToFunc(uint64(pc)); fn != nil {
+		return uintptr(fn.Entry)
+	}
+	return 0
+}
+
+func (s fileSyms) name(pc uintptr) string {
+	if fn := s.tab.PCToFunc(uint64(pc)); fn != nil {
+		return fn.Name
+	}
+	return ""
+}
+
+func (s fileSyms) holder(pc uintptr, probePkg string) (fn, module, file string, line int) {
+	file, line, f := s.tab.PCToLine(uint64(pc))
+	if f != nil {
+		module, fn = SplitFunc(f.Name)
+	}
+	return fn, module, file, line
+}
