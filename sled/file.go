@@ -25,21 +25,13 @@ func DiscoverFile(path string, cfg Config) (*Table, error) {
 	if goarch == "" {
 		return nil, fmt.Errorf("%s: %v binary: sites are read from x86-64 and AArch64 files only", path, f.Machine)
 	}
-	text, pcln := f.Section(".text"), f.Section(".gopclntab")
-	if text == nil || pcln == nil {
-		return nil, fmt.Errorf("%s: not a Go binary (no .text or .gopclntab)", path)
+	text, tab, err := goText(path, f)
+	if err != nil {
+		return nil, err
 	}
 	code, err := text.Data()
 	if err != nil {
 		return nil, fmt.Errorf("%s: .text: %w", path, err)
-	}
-	pclnData, err := pcln.Data()
-	if err != nil {
-		return nil, fmt.Errorf("%s: .gopclntab: %w", path, err)
-	}
-	tab, err := gosym.NewTable(nil, gosym.NewLineTable(pclnData, text.Addr))
-	if err != nil {
-		return nil, fmt.Errorf("%s: reading .gopclntab: %w", path, err)
 	}
 	var data [][2]uint64
 	for _, name := range []string{".data", ".bss"} {
@@ -91,4 +83,21 @@ func (s fileSyms) holder(pc uintptr, probePkg string) (fn, module, file string, 
 		module, fn = SplitFunc(f.Name)
 	}
 	return fn, module, file, line
+}
+
+// goText returns a Go binary's text section and its function table.
+func goText(path string, f *elf.File) (*elf.Section, *gosym.Table, error) {
+	text, pcln := f.Section(".text"), f.Section(".gopclntab")
+	if text == nil || pcln == nil {
+		return nil, nil, fmt.Errorf("%s: not a Go binary (no .text or .gopclntab)", path)
+	}
+	pclnData, err := pcln.Data()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: .gopclntab: %w", path, err)
+	}
+	tab, err := gosym.NewTable(nil, gosym.NewLineTable(pclnData, text.Addr))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: reading .gopclntab: %w", path, err)
+	}
+	return text, tab, nil
 }

@@ -14,6 +14,7 @@ import (
 
 // offlineSite is a probe site found in a binary file without running it.
 type offlineSite struct {
+	Probe    string `json:"probe,omitempty"` // provider:module:function:name, when its Define was read
 	Addr     uint64 `json:"addr"`
 	Variable string `json:"variable"` // the probe definition's symbol
 	Function string `json:"function"` // the function whose code holds the site
@@ -43,7 +44,6 @@ func listBinary(path string, specs []string, asJSON bool, w io.Writer) error {
 		if err != nil {
 			return fail(exitBadSpec, "%v", err)
 		}
-		s.Provider, s.Name = "", "" // unknown offline
 		sp = &s
 	}
 	t, err := sled.DiscoverFile(path, fileCfg)
@@ -51,14 +51,24 @@ func listBinary(path string, specs []string, asJSON bool, w io.Writer) error {
 		return fail(exitError, "%v", err)
 	}
 	symAt := symbolizer(path)
+	names := map[uint64]sled.Definition{}
+	defs, _ := sled.DefinitionsFile(path, probePkg) // amd64 only; without, sites go by variable
+	for _, d := range defs {
+		names[d.Flag] = d
+	}
 	var out []offlineSite
 	for _, s := range t.Sites {
 		s.Describe()
-		if sp != nil && !sp.Match("", s.Module, s.Func, "") {
+		d, named := names[uint64(s.Flag)]
+		if sp != nil && !sp.Match(d.Provider, s.Module, s.Func, d.Name) && (named || !sp.Match("", s.Module, s.Func, "")) {
 			continue
 		}
-		out = append(out, offlineSite{Addr: uint64(s.Addr), Variable: symAt(uint64(s.Flag)),
-			Function: s.Func, File: s.File, Line: s.Line, Kind: s.Kind.String(), Reason: s.Reason})
+		o := offlineSite{Addr: uint64(s.Addr), Variable: symAt(uint64(s.Flag)),
+			Function: s.Func, File: s.File, Line: s.Line, Kind: s.Kind.String(), Reason: s.Reason}
+		if named {
+			o.Probe = d.Provider + ":" + s.Module + ":" + s.Func + ":" + d.Name
+		}
+		out = append(out, o)
 	}
 	if asJSON {
 		for _, s := range out {
@@ -66,17 +76,21 @@ func listBinary(path string, specs []string, asJSON bool, w io.Writer) error {
 		}
 		return nil
 	}
-	fmt.Fprintf(w, "%s: %d probe sites (offline: probes are named by their definition variable;\n"+
-		"provider and name are Define arguments, known only at run time; the function is the one\n"+
-		"whose code holds the site, after inlining)\n", path, len(out))
+	fmt.Fprintf(w, "%s: %d probe sites, read offline (provider and name from the Define calls\n"+
+		"in package initialisation, where they can be read; the function is the one whose code\n"+
+		"holds the site, after inlining)\n", path, len(out))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ADDR\tVARIABLE\tFUNCTION\tFILE:LINE\tKIND\tSEALABLE")
+	fmt.Fprintln(tw, "PROBE\tVARIABLE\tADDR\tFILE:LINE\tKIND\tSEALABLE")
 	for _, s := range out {
 		sealable := "yes"
 		if s.Reason != "" {
 			sealable = "no: " + s.Reason
 		}
-		fmt.Fprintf(tw, "%#x\t%s\t%s\t%s:%d\t%s\t%s\n", s.Addr, s.Variable, s.Function, shortFile(s.File), s.Line, s.Kind, sealable)
+		probe := s.Probe
+		if probe == "" {
+			probe = "?:?:" + s.Function + ":?"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%#x\t%s:%d\t%s\t%s\n", probe, s.Variable, s.Addr, shortFile(s.File), s.Line, s.Kind, sealable)
 	}
 	return tw.Flush()
 }

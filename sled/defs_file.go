@@ -1,0 +1,177 @@
+package sled
+
+import (
+	"debug/elf"
+	"fmt"
+	"strings"
+
+	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/arch/amd64"
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// Definition is a probe definition read from a binary's package initialisation: the
+// arguments of its Define call, which name the probe, and the variable it lives in.
+type Definition struct {
+	Flag     uint64   // the variable's address: the flag byte sites compare
+	Provider string   // Define's first argument
+	Name     string   // its second
+	Args     []string // argument names, as far as they were passed in registers
+}
+
+// DefinitionsFile reads the probe definitions of an amd64 Go binary without running it:
+// `var p = sdt.Define1[int]("proc", "exit", "reason")` compiles, in the package's init,
+// to the string arguments loaded into registers (Go's register ABI: RAX, RBX, RCX, RDI,
+// RSI, R8..R11, a generic instantiation's dictionary first), the call, and a store of
+// the result's flag byte (AL) into the variable. Definitions made otherwise (not in an
+// init function, arguments that are not constants) are not found.
+func DefinitionsFile(path, probePkg string) ([]Definition, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if f.Machine != elf.EM_X86_64 {
+		return nil, fmt.Errorf("%s: %v binary: definitions are read from x86-64 files only", path, f.Machine)
+	}
+	text, tab, err := goText(path, f)
+	if err != nil {
+		return nil, err
+	}
+	code, err := text.Data()
+	if err != nil {
+		return nil, err
+	}
+	mem := arch.Bytes{Base: text.Addr, Code: code}
+	syms := fileSyms{tab}
+	var defs []Definition
+	for i := range tab.Funcs {
+		fn := &tab.Funcs[i]
+		if !isInit(fn.Name) {
+			continue
+		}
+		insts, err := amd64.DecodeFunc(mem, fn.Entry, fn.End, nil)
+		if err != nil {
+			continue // assembly or undecodable: no Define there
+		}
+		defs = append(defs, defineCalls(f, insts, syms, probePkg+".Define")...)
+	}
+	return defs, nil
+}
+
+// isInit reports the functions that initialise package variables.
+func isInit(name string) bool {
+	_, fn := SplitFunc(name)
+	i := strings.IndexByte(fn, '.')
+	return i >= 0 && (fn[i+1:] == "init" || strings.HasPrefix(fn[i+1:], "init."))
+}
+
+// abiRegs is Go's integer argument register order on amd64.
+var abiRegs = []x86asm.Reg{x86asm.RAX, x86asm.RBX, x86asm.RCX, x86asm.RDI, x86asm.RSI, x86asm.R8, x86asm.R9, x86asm.R10, x86asm.R11}
+
+// defineCalls follows the constant values of registers through insts and reads the
+// string arguments of every call whose target starts with define.
+func defineCalls(f *elf.File, insts []amd64.Inst, syms fileSyms, define string) []Definition {
+	var defs []Definition
+	regs := map[x86asm.Reg]uint64{}
+	for i, in := range insts {
+		a := in.Inst.Args
+		switch in.Op {
+		case x86asm.LEA:
+			if r, ok := a[0].(x86asm.Reg); ok && in.Mem != 0 {
+				regs[wide(r)] = in.Mem
+			}
+			continue
+		case x86asm.MOV:
+			if r, ok := a[0].(x86asm.Reg); ok {
+				switch v := a[1].(type) {
+				case x86asm.Imm:
+					regs[wide(r)] = uint64(v)
+				case x86asm.Reg:
+					if x, ok := regs[wide(v)]; ok {
+						regs[wide(r)] = x
+					} else {
+						delete(regs, wide(r))
+					}
+				default:
+					delete(regs, wide(r))
+				}
+				continue
+			}
+		case x86asm.CALL:
+			name := syms.name(uintptr(in.Target))
+			if in.Target != 0 && strings.HasPrefix(name, define) {
+				if d, ok := readDefine(f, insts[i+1:], regs, strings.Contains(name, "[")); ok {
+					defs = append(defs, d)
+				}
+			}
+			regs = map[x86asm.Reg]uint64{} // calls clobber every register
+			continue
+		}
+		// Anything else may write its first operand.
+		if len(a) > 0 && a[0] != nil {
+			if r, ok := a[0].(x86asm.Reg); ok {
+				delete(regs, wide(r))
+			}
+		}
+	}
+	return defs
+}
+
+// readDefine reads the strings of a Define call from regs and finds the variable in the
+// store of the result's flag byte that follows the call.
+func readDefine(f *elf.File, after []amd64.Inst, regs map[x86asm.Reg]uint64, generic bool) (Definition, bool) {
+	rs := abiRegs
+	if generic {
+		rs = rs[1:] // the dictionary
+	}
+	var strs []string
+	for ; len(rs) >= 2; rs = rs[2:] {
+		p, ok1 := regs[rs[0]]
+		n, ok2 := regs[rs[1]]
+		if !ok1 || !ok2 {
+			break
+		}
+		s, ok := readString(f, p, n)
+		if !ok {
+			break
+		}
+		strs = append(strs, s)
+	}
+	if len(strs) < 2 || len(after) == 0 {
+		return Definition{}, false
+	}
+	st := after[0]
+	if r, ok := st.Inst.Args[1].(x86asm.Reg); st.Op != x86asm.MOV || st.Mem == 0 || !ok || r != x86asm.AL {
+		return Definition{}, false
+	}
+	return Definition{Flag: st.Mem, Provider: strs[0], Name: strs[1], Args: strs[2:]}, true
+}
+
+// readString reads n bytes at addr from the file's loaded sections.
+func readString(f *elf.File, addr, n uint64) (string, bool) {
+	if n > 1<<16 {
+		return "", false
+	}
+	for _, s := range f.Sections {
+		if s.Flags&elf.SHF_ALLOC != 0 && s.Type == elf.SHT_PROGBITS && addr >= s.Addr && addr+n <= s.Addr+s.Size {
+			b := make([]byte, n)
+			if _, err := s.ReadAt(b, int64(addr-s.Addr)); err != nil {
+				return "", false
+			}
+			return string(b), true
+		}
+	}
+	return "", false
+}
+
+// wide names a register by its 64-bit form, so that MOVL $3, CX sets RCX.
+func wide(r x86asm.Reg) x86asm.Reg {
+	switch {
+	case r >= x86asm.EAX && r <= x86asm.R15L:
+		return r - x86asm.EAX + x86asm.RAX
+	case r >= x86asm.AX && r <= x86asm.R15W:
+		return r - x86asm.AX + x86asm.RAX
+	}
+	return r
+}
