@@ -14,32 +14,40 @@ package patch
 // scheduler's canPreemptM refuses, synchronously and asynchronously, and the goroutine keeps
 // its P until procUnpin. Go assembly functions are never async safe points either. So a
 // goroutine that pins itself and then spins in an assembly loop occupies its P completely:
-// no other goroutine can run there. If GOMAXPROCS-1 such "spinners" have pinned themselves
-// and the patcher has pinned itself on the remaining P, every P is ours and no thread can be
-// executing Go code from the program's text except ours. We then compare the sites again,
-// make the pages RWX with raw syscalls (a normal syscall would release the P to the
-// scheduler), copy the bytes, restore RX, and release the spinners. Each spinner executes a
-// serializing instruction (CPUID on amd64, ISB on arm64) before it returns to Go, so it
-// cannot run stale prefetched instructions; on arm64 the patcher also cleans the D-cache and
-// invalidates the I-cache over the written range before releasing.
+// no other goroutine can run there. If GOMAXPROCS such "spinners" have pinned themselves,
+// every P is ours and no thread can be executing Go code from the program's text except
+// ours. The spinner whose arrival completes the set is the writer: it compares the sites
+// again, makes the pages RWX with raw syscalls (a normal syscall would release the P to
+// the scheduler), copies the bytes, restores RX, and releases the others. Each spinner
+// executes a serializing instruction (CPUID on amd64, ISB on arm64) before it returns to
+// Go, so it cannot run stale prefetched instructions; on arm64 the writer also cleans the
+// D-cache and invalidates the I-cache over the written range before releasing. The caller
+// of Apply holds no P meanwhile: it parks until the writer is done or its timer fires.
 //
-// Arrival is not guaranteed: a P may be held by a goroutine in a long non-preemptible loop,
-// a stop-the-world may be in progress (its waiting for our pinned spinners while we wait for
-// its stopped Ps would deadlock), or the OS may not schedule a thread. So every wait is
-// bounded. The shared state word moves wait -> writing -> release, or wait -> abort; the
-// move out of wait is a compare-and-swap, so exactly one party decides. The patcher aborts
-// if not every spinner arrived within ArrivalTimeout; a spinner aborts if it has waited far
-// longer than that (the patcher's thread was descheduled, say). Once the patcher has won
-// the move to writing, spinners wait for release without a limit: the critical section is a
-// bounded handful of instructions and syscalls that do not block. An aborted attempt wrote
-// nothing; Apply sleeps briefly and tries again, up to Attempts times, and then reports
-// ErrRendezvousTimeout. Spinners of an aborted attempt that arrive late see abort and leave.
+// Getting a goroutine onto every P is the hard part, because the scheduler gives no say
+// in where a goroutine runs. A new goroutine goes to the local run queue of the P that
+// created it, and a busy P does not steal from another's queue: a spinner pinned on that
+// P would keep the others queued behind it forever. So each spinner first yields once,
+// which moves it to the global run queue that every P polls; and a pinned spinner that
+// sees no new arrival for a while (patience, 1ms) unpins and yields again, so that
+// whatever is queued behind it on its P gets to run. A P busy with a goroutine that never
+// passes through the scheduler is only freed by sysmon's preemption (10ms), or never,
+// for a non-preemptible loop.
 //
-// The patcher creates the spinners before it pins itself, and allocates nothing while
-// pinned: an allocation may need to assist the garbage collector or wait for a stop.
-// GOMAXPROCS is read again once everyone has arrived; it cannot change afterwards, because
-// changing it needs a stop-the-world, which cannot complete while we hold every P. With
-// GOMAXPROCS=1 there are no spinners: the pinned patcher alone is the world.
+// Arrival is therefore not guaranteed, nor is it with a stop-the-world in progress (it
+// waits for our pinned spinners while our spinners wait for its stopped Ps), so every wait
+// is bounded. The rendezvous word packs the state (wait, writing, release, abort) with the
+// number of pinned spinners; arriving, leaving, the last arrival's move to writing and an
+// abort are each one compare-and-swap on it, so exactly one party decides. A spinner
+// aborts the attempt when the deadline (ArrivalTimeout) has passed, and so does the
+// caller when its timer fires; the last arrival aborts too if GOMAXPROCS grew since the
+// spinners were started. Once the state is writing, spinners wait for release without a
+// limit: the critical section is a bounded handful of stores and syscalls that do not
+// block. An aborted attempt wrote nothing; Apply sleeps briefly and tries again, up to
+// Attempts times, and then reports ErrRendezvousTimeout. The writer allocates nothing
+// while pinned: an allocation may need to assist the garbage collector or wait for a stop.
+// GOMAXPROCS cannot change while every P is held: that needs a stop-the-world. With
+// GOMAXPROCS=1 there are no spinners: the pinned caller alone is the world.
 //
 // What the rendezvous does not stop, and why that is sound:
 //   - Threads without a P: sysmon, signal handlers, threads in syscalls or idle. They run
