@@ -45,11 +45,6 @@ func (m liveText) Read(pc uint64, n int) []byte {
 	return t[off:end:end]
 }
 
-// Bytes copies n bytes of live text at addr.
-func (l Layout) Bytes(addr uintptr, n int) []byte {
-	return append([]byte(nil), liveText{l}.Read(uint64(addr), n)...)
-}
-
 // FindWord returns the addresses of every pointer-aligned word in data and bss that
 // holds v. Package sdt uses it to find a probe definition that has no patchable site
 // (it holds a pointer to its descriptor), so that its flag can still be switched.

@@ -5,12 +5,12 @@ import (
 	"strings"
 )
 
-// holder names the function that holds the probe statement at pc. The site's pc is in
-// inlined code, so runtime.FuncForPC would name the innermost inlined function (sdt's
-// Probe1); the inline tree, walked by CallersFrames, has the user's function. Frames of
-// probePkg itself are skipped; inside reports a site with no other frame (a Probe1 body
-// that was not inlined, as in -gcflags=-l builds).
-func holder(pc uintptr, probePkg string) (fn, module, file string, line int, inside bool) {
+// holder names the function that holds the probe statement at pc in the running
+// program. The site's pc is in inlined code, so runtime.FuncForPC would name the
+// innermost inlined function (sdt's Probe1); the inline tree, walked by CallersFrames,
+// has the user's function. Frames of probePkg itself are skipped unless there is no
+// other (a Probe1 body that was not inlined).
+func (live) holder(pc uintptr, probePkg string) (fn, module, file string, line int) {
 	// CallersFrames wants return addresses (it looks up pc-1), and it expands the
 	// inline tree of a pc only while more pcs follow: hence the trailing 0.
 	frames := runtime.CallersFrames([]uintptr{pc + 1, 0})
@@ -21,14 +21,14 @@ func holder(pc uintptr, probePkg string) (fn, module, file string, line int, ins
 		}
 		mod, name := SplitFunc(f.Function)
 		if mod != probePkg {
-			return name, mod, f.File, f.Line, false
+			return name, mod, f.File, f.Line
 		}
 		fn, module, file, line = name, mod, f.File, f.Line
 		if !more {
 			break
 		}
 	}
-	return fn, module, file, line, true
+	return fn, module, file, line
 }
 
 // SplitFunc splits a Go symbol name into its package path and the function name as

@@ -49,11 +49,6 @@ func (live) name(pc uintptr) string {
 	return ""
 }
 
-func (live) holder(pc uintptr, probePkg string) (fn, module, file string, line int) {
-	fn, module, file, line, _ = holder(pc, probePkg)
-	return
-}
-
 // self is the running program as a source.
 func self() source {
 	l := Self()

@@ -50,7 +50,6 @@ func (a *asm) ref(target any, size, trail int) {
 func (a *asm) nop(n int) *asm     { return a.raw(NOP(n)...) }
 func (a *asm) cmpb(flag any) *asm { a.raw(0x80, 0x3D); a.ref(flag, 4, 1); return a.raw(0) }
 func (a *asm) je8(t any) *asm     { a.raw(0x74); a.ref(t, 1, 0); return a }
-func (a *asm) jne8(t any) *asm    { a.raw(0x75); a.ref(t, 1, 0); return a }
 func (a *asm) je32(t any) *asm    { a.raw(0x0F, 0x84); a.ref(t, 4, 0); return a }
 func (a *asm) jne32(t any) *asm   { a.raw(0x0F, 0x85); a.ref(t, 4, 0); return a }
 func (a *asm) jbe8(t any) *asm    { a.raw(0x76); a.ref(t, 1, 0); return a }
@@ -77,9 +76,8 @@ func (a *asm) movImm(v uint32) *asm {
 	binary.LittleEndian.PutUint32(b[1:], v)
 	return a.raw(b...)
 }
-func (a *asm) at(label string) uint64      { return a.labels[label] }
-func (a *asm) mem() Bytes                  { return Bytes{Base: a.base, Code: a.bytes()} }
-func (a *asm) with(f func(*asm) *asm) *asm { return f(a) }
+func (a *asm) at(label string) uint64 { return a.labels[label] }
+func (a *asm) mem() Bytes             { return Bytes{Base: a.base, Code: a.bytes()} }
 
 func (a *asm) bytes() []byte {
 	for _, f := range a.fix {

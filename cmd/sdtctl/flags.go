@@ -2,9 +2,7 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"io"
-	"strings"
 )
 
 // common flags of every command.
@@ -46,11 +44,4 @@ func (o *opts) parse(args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
-}
-
-func quote(s string) string {
-	if s == "" || strings.ContainsAny(s, " \t\"=") {
-		return fmt.Sprintf("%q", s)
-	}
-	return s
 }
