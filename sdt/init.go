@@ -48,14 +48,22 @@ func init() {
 	if reg.mode == modeSignal {
 		startSignalToggle()
 	}
+	startUSDTWatch(reg.table.Probes)
 }
 
 // seal rewrites every patchable site into its canonical sled, in one batch; sites
-// that cannot be sealed keep their branch check and say why.
+// that cannot be sealed keep their branch check and say why. Sites of a sealed binary
+// already hold their sled: with SDT_MODE=on they are switched on here, the same way.
 func (r *registry) seal(patchEnv string) {
+	var presealed int
+	for _, s := range r.sites {
+		if s.Presealed && s.Patchable() {
+			presealed++
+		}
+	}
 	refuse := func(why string) {
 		for _, s := range r.sites {
-			if s.Reason == "" {
+			if s.Reason == "" && !s.Presealed {
 				s.Reason = why
 			}
 		}
@@ -63,7 +71,10 @@ func (r *registry) seal(patchEnv string) {
 	switch {
 	case patchEnv == "off":
 		refuse("patching switched off (SDT_PATCH=off)")
-		return
+		if presealed > 0 {
+			// Their compiler's check is gone from the file: only patching switches them.
+			warnf("SDT_PATCH=off: %d sites were sealed in the binary file (sdtctl seal) and are still switched by patching", presealed)
+		}
 	case patchEnv != "" && patchEnv != "on":
 		warnf("SDT_PATCH=%q: want on or off; patching stays on", patchEnv)
 	}
@@ -73,7 +84,15 @@ func (r *registry) seal(patchEnv string) {
 	}
 	var writes []patch.Write
 	for _, s := range r.sites {
-		if s.Patchable() {
+		if !s.Patchable() {
+			continue
+		}
+		switch {
+		case s.Presealed && r.mode == modeOn:
+			writes = append(writes, patch.Write{Addr: s.Addr, Old: s.Off, New: s.On})
+		case s.Presealed:
+		case patchEnv == "off":
+		default:
 			sled := s.Off
 			if r.mode == modeOn {
 				sled = s.On
@@ -90,7 +109,16 @@ func (r *registry) seal(patchEnv string) {
 		return
 	}
 	if _, err := patch.Apply(writes, patch.Options{Protocol: patch.Rendezvous}); err != nil {
-		refuse("sealing failed: " + err.Error())
+		// Nothing was written.
+		for _, s := range r.sites {
+			switch {
+			case s.Reason != "":
+			case s.Presealed:
+				s.Reason = "sealed in the binary file, and switching it on at start failed (it stays off): " + err.Error()
+			default:
+				s.Reason = "sealing failed: " + err.Error()
+			}
+		}
 	}
 }
 

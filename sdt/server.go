@@ -94,17 +94,28 @@ func switchKeys(keys []holdKey, enable bool, what string) (int, error) {
 // (the program enabled it, or SDT_MODE=on) is left alone and not held: nobody will
 // switch it off on h's behalf. All specs are checked before anything changes.
 func (h *holder) hold(specs []string) (int, error) {
+	return h.holdMatching(fmt.Sprint(specs), func() ([]holdKey, error) {
+		var all []holdKey
+		for _, sp := range specs {
+			keys, err := matchKeys(sp)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, keys...)
+		}
+		return all, nil
+	})
+}
+
+// holdMatching is hold for the keys match returns; match runs with reg.mu held.
+func (h *holder) holdMatching(what string, match func() ([]holdKey, error)) (int, error) {
 	holds.mu.Lock()
 	defer holds.mu.Unlock()
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
-	var all []holdKey
-	for _, sp := range specs {
-		keys, err := matchKeys(sp)
-		if err != nil {
-			return 0, err
-		}
-		all = append(all, keys...)
+	all, err := match()
+	if err != nil {
+		return 0, err
 	}
 	var take []holdKey
 	for _, k := range all {
@@ -115,7 +126,7 @@ func (h *holder) hold(specs []string) (int, error) {
 		holds.n[k]++
 		take = append(take, k)
 	}
-	n, err := switchKeys(take, true, fmt.Sprint(specs))
+	n, err := switchKeys(take, true, what)
 	if err != nil {
 		for _, k := range take {
 			delete(h.keys, k)

@@ -40,6 +40,10 @@ type Site struct {
 
 	Reason string // non-empty: not patchable (keeps the branch check), and why
 
+	// Presealed: the text held Off when the process started, because the binary was
+	// sealed (sdtctl seal) and the site table said so; the runtime has nothing to seal.
+	Presealed bool
+
 	probePkg  string  // for Describe
 	syms      symbols // for Describe
 	described bool
@@ -75,4 +79,8 @@ type Table struct {
 	TextBytes  int           // size of the text scanned
 	Elapsed    time.Duration // wall time of the discovery
 	Reason     string        // set when discovery could not run at all (platform, build)
+
+	// Sealed: the sites come from the binary's site table (sdtctl seal), not a scan.
+	Sealed bool
+	Probes []SealedProbe // sealed binaries: the probe names that have a USDT semaphore
 }

@@ -54,7 +54,7 @@ func main() {
 		sdt.StopControl()
 	}
 	err := run(os.Args[1:], os.Stdout, os.Stderr)
-	if err != nil && !errors.Is(err, errHelp) {
+	if err != nil && !errors.Is(err, errHelp) && err.Error() != "" {
 		fmt.Fprintln(os.Stderr, "sdtctl:", err)
 	}
 	os.Exit(exitCode(err))
@@ -82,6 +82,15 @@ socket in $XDG_RUNTIME_DIR/gosdt/ or /tmp/gosdt-<uid>/):
                                        enable and count fires by key every INTERVAL (default 1s);
                                        --hist quantizes an argument (power-of-two buckets, like
                                        DTrace's quantize); disable on exit or Ctrl-C
+  seal [-o OUT] BINARY...              rewrite a linux/amd64 or arm64 Go binary that uses gosdt: its
+                                       sites sealed in the file (no scan at start), a site table, and
+                                       USDT notes for bpftrace/perf/gdb (usdt:BINARY:provider:name;
+                                       a string argument is two note arguments, pointer and length).
+                                       A tracer attaching raises the probe's semaphore and the
+                                       program enables it within SDT_USDT_POLL (default 100ms).
+                                       Sealing twice changes nothing; the file is replaced atomically
+  toolexec TOOL ARGS...                for go build/test -toolexec 'sdtctl toolexec': runs the tool
+                                       and seals what the linker writes (programs using gosdt only)
   demo                                 start a workload with probes, trace it, show a live histogram,
                                        and compare its throughput with probes disabled and enabled
 
@@ -116,6 +125,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdStat(rest, stdout, stderr, nil)
 	case "demo":
 		return cmdDemo(rest, stdout, stderr)
+	case "seal":
+		return cmdSeal(rest, stdout, stderr)
+	case "toolexec":
+		return cmdToolexec(rest, stdout, stderr)
 	case "demo-workload":
 		return demoWorkload(rest, stdout)
 	}

@@ -73,7 +73,7 @@ func AddSections(image []byte, secs []Section) ([]byte, error) {
 		bo.PutUint64(h[16:], s.Addr)
 		size, off := s.Size, uint64(0)
 		if s.Flags&elf.SHF_ALLOC != 0 && s.Data == nil {
-			if off, err = fileOffset(f, s.Addr, size); err != nil {
+			if off, err = FileOffset(f, s.Addr, size); err != nil {
 				return nil, fmt.Errorf("usdt: %s: %w", s.Name, err)
 			}
 		} else {
@@ -94,8 +94,8 @@ func AddSections(image []byte, secs []Section) ([]byte, error) {
 	return out, nil
 }
 
-// fileOffset is where addr's bytes are in the file, from the loaded segments.
-func fileOffset(f *elf.File, addr, size uint64) (uint64, error) {
+// FileOffset is where the size bytes at addr are in the file, from the loaded segments.
+func FileOffset(f *elf.File, addr, size uint64) (uint64, error) {
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD && addr >= p.Vaddr && addr+size <= p.Vaddr+p.Filesz {
 			return p.Off + (addr - p.Vaddr), nil

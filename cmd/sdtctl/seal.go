@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/gosdt/gosdt/internal/seal"
+)
+
+// cmdSeal seals binaries (package seal says what that writes).
+func cmdSeal(args []string, stdout, stderr io.Writer) error {
+	o := newFlags("seal", stderr, false)
+	out := o.fs.String("o", "", "write the sealed binary to `FILE` instead of rewriting BINARY (one BINARY only)")
+	pos, err := o.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return fail(exitUsage, "seal: no BINARY")
+	}
+	if *out != "" && len(pos) > 1 {
+		return fail(exitUsage, "seal: -o takes one BINARY")
+	}
+	for _, in := range pos {
+		dst := in
+		if *out != "" {
+			dst = *out
+		}
+		r, err := seal.File(in, dst)
+		if errors.Is(err, seal.ErrNoGosdt) {
+			return fail(exitNotGosdt, "%v", err)
+		}
+		if err != nil {
+			return fail(exitError, "%v", err)
+		}
+		if o.json {
+			printJSON(stdout, r)
+			continue
+		}
+		if r.Already {
+			fmt.Fprintf(stdout, "%s: already sealed, left as it is\n", in)
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: sealed %d of %d sites; USDT: %d notes for %d probes\n", dst, r.Sealed, r.Sites, r.Notes, r.Probes)
+		for _, s := range r.Skipped {
+			fmt.Fprintf(stdout, "  %s\n", s)
+		}
+	}
+	return nil
+}
+
+// sealToolID is added to the linker's version line (go build asks every tool for it
+// with -V=full), so that the go command's cache tells sealed links from others.
+const sealToolID = "sdtctl-seal/1"
+
+// cmdToolexec runs a tool of the go command (go build -toolexec "sdtctl toolexec") and
+// seals what the linker writes. Other tools run untouched; a link of a program that
+// does not use gosdt is not sealed.
+func cmdToolexec(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stderr, "usage: go build -toolexec 'sdtctl toolexec' ...  (runs TOOL ARGS..., sealing the linker's output)\n")
+		return fail(exitUsage, "toolexec: no tool")
+	}
+	tool, targs := args[0], args[1:]
+	isLink := strings.TrimSuffix(filepath.Base(tool), ".exe") == "link"
+	cmd := exec.Command(tool, targs...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
+	var version bytes.Buffer
+	if isLink && len(targs) == 1 && strings.HasPrefix(targs[0], "-V") {
+		cmd.Stdout = &version
+	}
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return fail(ee.ExitCode(), "") // the tool said why
+		}
+		return fail(exitError, "toolexec: %v", err)
+	}
+	if version.Len() > 0 {
+		fmt.Fprintf(stdout, "%s %s\n", strings.TrimSpace(version.String()), sealToolID)
+		return nil
+	}
+	if !isLink {
+		return nil
+	}
+	out := linkOutput(targs)
+	if out == "" {
+		return nil
+	}
+	if _, err := seal.File(out, out); err != nil && !errors.Is(err, seal.ErrNoGosdt) {
+		return fail(exitError, "toolexec: sealing the linker's output: %v", err)
+	}
+	return nil
+}
+
+// linkOutput is the -o argument of a link command line.
+func linkOutput(args []string) string {
+	for i, a := range args {
+		switch {
+		case a == "-o" && i+1 < len(args):
+			return args[i+1]
+		case strings.HasPrefix(a, "-o="):
+			return a[len("-o="):]
+		}
+	}
+	return ""
+}

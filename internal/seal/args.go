@@ -1,0 +1,59 @@
+package seal
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gosdt/gosdt/internal/usdt"
+)
+
+// Go's integer argument registers (ABIInternal), as USDT argument specs name them.
+var argRegs = map[string][]string{
+	"amd64": {"%rax", "%rbx", "%rcx", "%rdi", "%rsi", "%r8", "%r9", "%r10", "%r11"},
+	"arm64": {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14", "x15"},
+}
+
+// shapeSizes is the note size of each GC shape a probe argument can have (package sdt's
+// Arg constraint): negative for signed. Go leaves the upper bits of a narrow value's
+// register unspecified; the size tells the tracer how many low bytes to take.
+var shapeSizes = map[string]int{
+	"int": -8, "int64": -8, "uint": 8, "uint64": 8, "uintptr": 8,
+	"int32": -4, "uint32": 4, "int16": -2, "uint16": 2, "int8": -1, "uint8": 1, "bool": 1,
+}
+
+// argSpecs returns where the arguments of a fire call are, at the call, from the fire
+// method's symbol: sdt.(*P2[go.shape.int,go.shape.string]).fire is called with the
+// receiver, the instantiation's dictionary, then the arguments, in integer registers.
+// A string takes two note arguments, its pointer and its length. Floats travel in
+// floating-point registers, which tracers' argument specs do not name: the note stops
+// at the first one, as at the first argument that does not fit in registers; why says
+// so when that happens.
+func argSpecs(goarch, fireSym string) (args []usdt.Arg, why string) {
+	i, j := strings.Index(fireSym, "["), strings.LastIndex(fireSym, "]")
+	if i < 0 || j < i {
+		return nil, "" // P0: no arguments, and not generic
+	}
+	regs := argRegs[goarch][2:]
+	for _, shape := range strings.Split(fireSym[i+1:j], ",") {
+		kind := strings.TrimPrefix(shape, "go.shape.")
+		var want []int
+		switch size, ok := shapeSizes[kind]; {
+		case ok:
+			want = []int{size}
+		case kind == "string":
+			want = []int{8, -8}
+		case kind == "float32" || kind == "float64":
+			return args, "a float argument is in a floating-point register"
+		default:
+			return args, fmt.Sprintf("argument shape %q", shape)
+		}
+		if len(want) > len(regs) {
+			return args, "arguments beyond the integer registers are on the stack"
+		}
+		for _, size := range want {
+			args = append(args, usdt.Arg{Size: size, Operand: regs[0]})
+			regs = regs[1:]
+		}
+	}
+	return args, ""
+}

@@ -1,0 +1,72 @@
+package seal
+
+import (
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/gosdt/gosdt/internal/usdt"
+)
+
+// writer rewrites loaded bytes of an ELF image by address. The first error sticks.
+type writer struct {
+	f     *elf.File
+	image []byte
+	err   error
+}
+
+func (w *writer) span(addr uint64, n int) []byte {
+	off, err := usdt.FileOffset(w.f, addr, uint64(n))
+	if err != nil {
+		if w.err == nil {
+			w.err = err
+		}
+		return nil
+	}
+	return w.image[off : off+uint64(n)]
+}
+
+// holds reports whether the file has want at addr.
+func (w *writer) holds(addr uint64, want []byte) bool {
+	b := w.span(addr, len(want))
+	return b != nil && bytes.Equal(b, want)
+}
+
+func (w *writer) put(addr uint64, b []byte) {
+	if dst := w.span(addr, len(b)); dst != nil {
+		copy(dst, b)
+	}
+}
+
+// writeAtomic writes data to path through a temporary file in the same directory,
+// synced and renamed over path.
+func writeAtomic(path string, data []byte, perm os.FileMode) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".seal-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Chmod(perm); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("replacing %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,289 @@
+// Package seal rewrites a linked Go binary that uses gosdt so that it starts without a
+// scan and shows its probes to bpftrace, perf and gdb (sdtctl seal, sdtctl toolexec).
+//
+// What a sealed binary holds beyond the linker's output:
+//   - its sites in their disabled sled, in the file (what the runtime writes at start);
+//   - the site table (sled.SectionName), checked byte for byte by the runtime at start;
+//   - sled's seal mark set to the table's length and CRC, so the runtime looks for it;
+//   - SystemTap notes (.note.stapsdt, .stapsdt.base) naming each fire call, with the
+//     arguments' registers and a semaphore per probe name in sled's semaphore array,
+//     which .probes describes (bcc computes semaphore offsets from that section).
+//
+// Loaded bytes keep their addresses: sections are added at the end of the file.
+package seal
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/gosdt/gosdt/internal/usdt"
+	"github.com/gosdt/gosdt/sled"
+)
+
+// ProbePackage is the import path of package sdt, whose fire methods sites call.
+const ProbePackage = "github.com/gosdt/gosdt/sdt"
+
+// Config is what discovery needs to know of package sdt, for binary files.
+var Config = sled.Config{
+	ProbePackage: ProbePackage,
+	IsFire: func(sym string) bool {
+		return strings.HasPrefix(sym, ProbePackage+".(*P") && strings.HasSuffix(sym, ").fire")
+	},
+}
+
+// ErrNoGosdt is returned (wrapped) for a Go binary that does not use gosdt.
+var ErrNoGosdt = errors.New("not a gosdt program")
+
+// Report says what sealing did.
+type Report struct {
+	Path    string   `json:"path"`
+	Arch    string   `json:"arch"`
+	Already bool     `json:"already_sealed"` // nothing was changed
+	Sites   int      `json:"sites"`          // sites discovery found
+	Sealed  int      `json:"sealed"`         // of which written as sleds
+	Probes  int      `json:"probes"`         // probe names with notes and a semaphore
+	Notes   int      `json:"notes"`          // USDT notes written (one per fire site)
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// File seals the binary at in and writes the result to out (which may be in): the
+// output is written to a temporary file in its directory and renamed over it, so that
+// nobody sees half a binary. A binary that is already sealed is left as it is (and
+// copied to out). Errors leave out untouched.
+func File(in, out string) (*Report, error) {
+	image, err := os.ReadFile(in)
+	if err != nil {
+		return nil, err
+	}
+	info, err := os.Stat(in)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Path: out}
+	sealed, err := seal(in, image, r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", in, err)
+	}
+	if sealed == nil {
+		if in == out {
+			return r, nil
+		}
+		sealed = image
+	}
+	return r, writeAtomic(out, sealed, info.Mode().Perm())
+}
+
+// elfFile checks that image is a 64-bit little-endian Go executable for linux on
+// amd64 or arm64, and returns it parsed with its GOARCH.
+func elfFile(image []byte) (*elf.File, string, error) {
+	f, err := elf.NewFile(bytes.NewReader(image))
+	if err != nil {
+		return nil, "", fmt.Errorf("not an ELF file: %w", err)
+	}
+	goarch := map[elf.Machine]string{elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64"}[f.Machine]
+	switch {
+	case f.Section(".gopclntab") == nil:
+		return nil, "", errors.New("not a Go binary (no .gopclntab)")
+	case goarch == "" || f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB:
+		return nil, "", fmt.Errorf("%v %v binary: gosdt seals x86-64 and AArch64 binaries", f.Machine, f.Class)
+	case f.OSABI != elf.ELFOSABI_NONE && f.OSABI != elf.ELFOSABI_LINUX:
+		return nil, "", fmt.Errorf("%v binary: gosdt seals linux binaries", f.OSABI)
+	case f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN:
+		return nil, "", fmt.Errorf("%v: not an executable", f.Type)
+	}
+	return f, goarch, nil
+}
+
+// seal returns the sealed image, or nil if image is sealed already.
+func seal(path string, image []byte, r *Report) ([]byte, error) {
+	f, goarch, err := elfFile(image)
+	if err != nil {
+		return nil, err
+	}
+	r.Arch = goarch
+	if f.Section(sled.SectionName) != nil {
+		r.Already = true
+		return nil, nil
+	}
+	syms, err := f.Symbols()
+	if err != nil {
+		return nil, fmt.Errorf("stripped binary (%v): sealing needs the symbol table to find gosdt's variables; link without -s, or seal at link time (sdtctl toolexec)", err)
+	}
+	byName := map[string]elf.Symbol{}
+	funcs := map[uint64]string{}
+	for _, s := range syms {
+		byName[s.Name] = s
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+			funcs[s.Value] = s.Name
+		}
+	}
+	mark, ok1 := byName[sled.SealMarkSymbol]
+	sems, ok2 := byName[sled.SemaphoresSymbol]
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("%w: no %s in its symbol table", ErrNoGosdt, sled.SealMarkSymbol)
+	}
+	text := f.Section(".text")
+	if text == nil {
+		return nil, errors.New("no .text section")
+	}
+
+	t, err := sled.DiscoverFile(path, Config)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(nil), image...)
+	w := writer{f: f, image: out}
+
+	// The seal mark first: if it is not the linked value, this is not a binary we
+	// know how to seal, and nothing else is touched.
+	var want [32]byte
+	binary.LittleEndian.PutUint64(want[:], sled.SealMagic)
+	if !w.holds(mark.Value, want[:]) {
+		return nil, fmt.Errorf("%s does not hold its linked value: sealed by another tool, or a gosdt this sdtctl does not know", sled.SealMarkSymbol)
+	}
+
+	r.Sites = len(t.Sites)
+	for _, s := range t.Sites {
+		if !s.Patchable() {
+			continue
+		}
+		ok := w.holds(uint64(s.Addr), s.Orig)
+		for _, a := range s.Also {
+			ok = ok && w.holds(uint64(a.Addr), a.Orig)
+		}
+		if !ok {
+			s.Reason = "file bytes differ from what discovery read" // cannot happen: same file
+			continue
+		}
+		w.put(uint64(s.Addr), s.Off)
+		for _, a := range s.Also {
+			w.put(uint64(a.Addr), a.New)
+		}
+		r.Sealed++
+	}
+
+	notes, probes := notesFor(path, goarch, f, t, funcs, sems, r)
+	table := (&sled.SiteTable{Arch: goarch, Text: text.Addr, Sites: t.Sites, Probes: probes}).Encode()
+	var m [32]byte
+	for i, v := range sled.MarkFor(table) {
+		binary.LittleEndian.PutUint64(m[8*i:], v)
+	}
+	w.put(mark.Value, m[:])
+	if w.err != nil {
+		return nil, w.err
+	}
+
+	noteData, err := usdt.EncodeNotes(notes, binary.LittleEndian)
+	if err != nil {
+		return nil, err
+	}
+	base := f.Section(".rodata")
+	if base == nil {
+		return nil, errors.New("no .rodata section to anchor .stapsdt.base in")
+	}
+	return usdt.AddSections(out, []usdt.Section{
+		// bcc (bpftrace's USDT reader) computes a semaphore's file offset from a
+		// .probes section it must meet before the notes.
+		{Name: ".probes", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Addr: sems.Value, Size: sems.Size, Align: 4},
+		{Name: ".stapsdt.base", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Addr: base.Addr, Size: 1, Align: 1},
+		{Name: ".note.stapsdt", Type: elf.SHT_NOTE, Data: noteData, Align: 4},
+		{Name: sled.SectionName, Type: elf.SHT_PROGBITS, Data: table, Align: 8},
+	})
+}
+
+// notesFor names the fire calls of t's sites for USDT tracers and gives each probe name
+// a semaphore slot. Sites whose probe name cannot be read from the binary get no note.
+func notesFor(path, goarch string, f *elf.File, t *sled.Table, funcs map[uint64]string, sems elf.Symbol, r *Report) ([]usdt.Note, []sled.SealedProbe) {
+	defs, err := sled.DefinitionsFile(path, ProbePackage)
+	if err != nil {
+		r.Skipped = append(r.Skipped, "no USDT notes: "+err.Error())
+		return nil, nil
+	}
+	byFlag := map[uint64]sled.Definition{}
+	for _, d := range defs {
+		byFlag[d.Flag] = d
+	}
+	base := f.Section(".rodata").Addr
+	slots := map[[2]string]int{}
+	var notes []usdt.Note
+	for _, s := range t.Sites {
+		if s.Kind != sled.Fire || !s.Patchable() {
+			continue
+		}
+		d, ok := byFlag[uint64(s.Flag)]
+		if !ok {
+			r.Skipped = append(r.Skipped, fmt.Sprintf("site %#x: its probe's Define was not found in package initialisation; no note", s.Addr))
+			continue
+		}
+		pc, target, err := fireCall(f, goarch, uint64(s.Return))
+		if err != nil {
+			r.Skipped = append(r.Skipped, fmt.Sprintf("site %#x (%s:%s): %v; no note", s.Addr, d.Provider, d.Name, err))
+			continue
+		}
+		args, why := argSpecs(goarch, funcs[target])
+		if why != "" {
+			r.Skipped = append(r.Skipped, fmt.Sprintf("site %#x (%s:%s): the note has arguments 0..%d only: %s", s.Addr, d.Provider, d.Name, len(args)-1, why))
+		}
+		key := [2]string{d.Provider, d.Name}
+		slot, ok := slots[key]
+		if !ok && len(slots) < int(sems.Size/4)-1 && len(slots) < sled.SemaphoreSlots-1 {
+			slot = len(slots) + 1
+			slots[key] = slot
+		} else if !ok {
+			r.Skipped = append(r.Skipped, fmt.Sprintf("%s:%s: more than %d probe names: no semaphore, a tracer will not enable it", d.Provider, d.Name, sled.SemaphoreSlots-1))
+		}
+		var sem uint64
+		if slot > 0 {
+			sem = sems.Value + 4*uint64(slot)
+		}
+		notes = append(notes, usdt.Note{Provider: d.Provider, Name: d.Name, PC: pc, Base: base, Semaphore: sem, Args: args})
+	}
+	probes := make([]sled.SealedProbe, 0, len(slots))
+	for k, slot := range slots {
+		probes = append(probes, sled.SealedProbe{Provider: k[0], Name: k[1], Slot: slot})
+	}
+	sort.Slice(probes, func(i, j int) bool { return probes[i].Slot < probes[j].Slot })
+	r.Notes, r.Probes = len(notes), len(probes)
+	return notes, probes
+}
+
+// fireCall returns the address and target of the call instruction that returns to
+// ret, checking that it is one: the note's pc, where the arguments are in registers.
+func fireCall(f *elf.File, goarch string, ret uint64) (pc, target uint64, err error) {
+	read := func(addr uint64, n int) ([]byte, error) {
+		b := make([]byte, n)
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_LOAD && addr >= p.Vaddr && addr+uint64(n) <= p.Vaddr+p.Filesz {
+				_, err := p.ReadAt(b, int64(addr-p.Vaddr))
+				return b, err
+			}
+		}
+		return nil, fmt.Errorf("%#x not in the file", addr)
+	}
+	switch goarch {
+	case "amd64":
+		b, err := read(ret-5, 5)
+		if err != nil || b[0] != 0xe8 {
+			return 0, 0, errors.New("no CALL rel32 before the return address")
+		}
+		return ret - 5, ret + uint64(int64(int32(binary.LittleEndian.Uint32(b[1:])))), nil
+	case "arm64":
+		b, err := read(ret-4, 4)
+		if err != nil {
+			return 0, 0, err
+		}
+		w := binary.LittleEndian.Uint32(b)
+		if w>>26 != 0b100101 {
+			return 0, 0, errors.New("no BL before the return address")
+		}
+		off := int64(int32(w<<6)>>6) * 4
+		return ret - 4, uint64(int64(ret-4) + off), nil
+	}
+	return 0, 0, fmt.Errorf("no notes for %s", goarch)
+}

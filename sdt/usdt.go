@@ -1,0 +1,105 @@
+package sdt
+
+import (
+	"os"
+	"time"
+
+	"github.com/gosdt/gosdt/sled"
+)
+
+// A sealed binary carries USDT notes (sdtctl seal): bpftrace, perf or SystemTap put a
+// uprobe on a site's fire call and raise the probe's semaphore, but a disabled site
+// jumps over that call. The kernel only counts attachments in the semaphore; nothing
+// tells the process. So a goroutine polls the semaphores, and holds a probe's sites
+// on while its count is non-zero, as an sdtctl client would: a tracer sees events
+// within one poll interval (SDT_USDT_POLL, default 100ms) plus the time to patch.
+
+const defaultUSDTPoll = 100 * time.Millisecond
+
+// usdtPollFromEnv reads SDT_USDT_POLL: a duration, or off. ok is false for off.
+func usdtPollFromEnv() (d time.Duration, ok bool) {
+	v := os.Getenv("SDT_USDT_POLL")
+	switch v {
+	case "":
+		return defaultUSDTPoll, true
+	case "off", "0":
+		return 0, false
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Millisecond {
+		warnf("SDT_USDT_POLL=%q: want a duration of at least 1ms, or off; using %v", v, defaultUSDTPoll)
+		return defaultUSDTPoll, true
+	}
+	return d, true
+}
+
+// usdtProbe is a probe name with a semaphore, and the holder that keeps its sites on
+// while a tracer is attached.
+type usdtProbe struct {
+	sled.SealedProbe
+	h *holder // non-nil while held
+}
+
+// startUSDTWatch polls the semaphores of probes, if there are any.
+func startUSDTWatch(probes []sled.SealedProbe) {
+	if len(probes) == 0 {
+		return
+	}
+	every, ok := usdtPollFromEnv()
+	if !ok {
+		return
+	}
+	watch := make([]*usdtProbe, len(probes))
+	for i, p := range probes {
+		watch[i] = &usdtProbe{SealedProbe: p}
+	}
+	go func() {
+		for {
+			for _, p := range watch {
+				p.sync()
+			}
+			time.Sleep(every)
+		}
+	}()
+}
+
+// sync holds or releases p's sites to match its semaphore.
+func (p *usdtProbe) sync() {
+	attached := sled.Semaphore(p.Slot) != 0
+	switch {
+	case attached && p.h == nil:
+		h := newHolder()
+		var found int
+		_, err := h.holdMatching("usdt "+p.Provider+":"+p.Name, func() ([]holdKey, error) {
+			reg.resolve()
+			keys := namedKeys(p.Provider, p.Name)
+			found = len(keys)
+			return keys, nil
+		})
+		if err != nil {
+			warnf("usdt: enabling %s:%s for an attached tracer: %v", p.Provider, p.Name, err)
+		}
+		// A tracer may attach before the package defining the probe has initialised:
+		// then nothing was found, and the next poll tries again. After an error too
+		// the holder is kept, so that the warning is not repeated every interval.
+		if found > 0 || err != nil {
+			p.h = h
+		}
+	case !attached && p.h != nil:
+		p.h.release()
+		p.h = nil
+	}
+}
+
+// namedKeys returns every site and definition of the probes named provider:name.
+// Call with reg.mu held, after resolve.
+func namedKeys(provider, name string) []holdKey {
+	var keys []holdKey
+	for _, p := range reg.byName[provider+":"+name] {
+		for _, s := range p.sites {
+			keys = append(keys, holdKey{s: s})
+		}
+		keys = append(keys, holdKey{p: p})
+	}
+	return keys
+}

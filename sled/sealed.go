@@ -1,0 +1,149 @@
+package sled
+
+import (
+	"bytes"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"runtime"
+	"sync/atomic"
+)
+
+// A sealed binary (sdtctl seal) differs from the linker's output in four places: its
+// sites hold their disabled sled in the file, SectionName holds the site table, USDT
+// notes name the fire calls, and the two variables below were written in the file.
+// Both are initialised to non-zero values so that the linker puts them in file-backed
+// data, where a tool can write them and the kernel can count a tracer's attachment.
+
+// SealMarkSymbol and SemaphoresSymbol are the symbols sdtctl seal finds them by.
+const (
+	SealMarkSymbol   = "github.com/gosdt/gosdt/sled.sealMark"
+	SemaphoresSymbol = "github.com/gosdt/gosdt/sled.semaphores"
+)
+
+// SealMagic is sealMark[0] in every binary; SemaphoreMagic is semaphores[0].
+const (
+	SealMagic      = 0x6b72616d6c616573 // "sealmark"
+	SemaphoreMagic = 0x53445453         // "STDS": slot 0 is never a probe's
+)
+
+// sealMark is {SealMagic, 0, 0, 0} as linked; sealing sets [1] to the site table's
+// length and [2] to its CRC-32 (Castagnoli), so that the runtime knows to look for the
+// table and can tell it is the one written with this file.
+var sealMark = [4]uint64{SealMagic}
+
+// SemaphoreSlots is how many USDT semaphores a binary has: slot 0 is the magic, each
+// probe name with notes gets one of the others.
+const SemaphoreSlots = 1024
+
+// semaphores are the USDT semaphores: the kernel adds 1 to a slot's low 16 bits for
+// every tracer attached to the probe's notes (the note names the slot's address), and
+// takes it back when the tracer detaches. Each slot is a uint32 so that it can be read
+// atomically.
+var semaphores = [SemaphoreSlots]uint32{SemaphoreMagic}
+
+// Semaphore returns how many tracers are attached to the probe of slot; 0 for a slot
+// out of range.
+func Semaphore(slot int) uint16 {
+	if slot <= 0 || slot >= SemaphoreSlots {
+		return 0
+	}
+	return uint16(atomic.LoadUint32(&semaphores[slot]))
+}
+
+// MarkFor returns the sealMark words for an encoded table.
+func MarkFor(table []byte) [4]uint64 {
+	return [4]uint64{SealMagic, uint64(len(table)), uint64(crc32.Checksum(table, castagnoli)), 0}
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// sealedSelf reports whether this executable was sealed.
+func sealedSelf() bool { return sealMark[1] != 0 }
+
+// exePath is this executable's file. /proc/self/exe names the mapped file itself,
+// even if the path it was started from has been replaced or removed.
+const exePath = "/proc/self/exe"
+
+// readTable reads and checks this executable's site table.
+func readTable() (*SiteTable, error) {
+	if runtime.GOOS != "linux" {
+		return nil, fmt.Errorf("sealed binaries are read on linux only")
+	}
+	f, err := elf.Open(exePath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sec := f.Section(SectionName)
+	if sec == nil {
+		return nil, fmt.Errorf("%s: no %s section (the file was rewritten after sealing?)", exePath, SectionName)
+	}
+	b, err := sec.Data()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", SectionName, err)
+	}
+	if MarkFor(b) != sealMark {
+		return nil, errors.New("the site table does not match the one this binary was sealed with")
+	}
+	return DecodeTable(b)
+}
+
+// loadSealed builds the table of a sealed executable from its site table, after
+// checking that each site's text holds what the table says: its disabled sled (sealed
+// in the file) or the compiler's bytes (left for the runtime to seal). A site whose
+// text is neither is refused with the reason, never patched.
+func loadSealed(src source, cfg Config) *Table {
+	st, err := readTable()
+	if err != nil {
+		return &Table{Reason: "sealed binary, but its site table cannot be used: " + err.Error() +
+			"; sealed sites stay disabled, others keep their branch check"}
+	}
+	t := &Table{Sealed: true, Probes: st.Probes, TextBytes: len(src.text)}
+	if st.Arch != runtime.GOARCH {
+		t.Reason = "site table is for " + st.Arch
+		return t
+	}
+	bias := src.base - uintptr(st.Text)
+	for _, s := range st.Sites {
+		s.Addr += bias
+		s.Flag += bias
+		if s.Return != 0 {
+			s.Return += bias
+		}
+		for i := range s.Also {
+			s.Also[i].Addr += bias
+		}
+		s.probePkg, s.syms = cfg.ProbePackage, src.syms
+		switch {
+		case !src.inData(s.Flag):
+			s.Reason = fmt.Sprintf("site table names flag %#x, which is not in data or bss", s.Flag)
+		case s.Reason != "":
+		case holds(src, s.Addr, s.Off) && alsoHold(src, s.Also, true):
+			s.Presealed = true
+		case holds(src, s.Addr, s.Orig) && alsoHold(src, s.Also, false):
+		default:
+			s.Reason = "text holds neither the compiler's bytes nor the sled the site table records"
+		}
+		t.Sites = append(t.Sites, s)
+	}
+	return t
+}
+
+func holds(src source, addr uintptr, want []byte) bool {
+	return len(want) > 0 && bytes.Equal(src.mem.Read(uint64(addr), len(want)), want)
+}
+
+func alsoHold(src source, also []Rewrite, rewritten bool) bool {
+	for _, a := range also {
+		want := a.Orig
+		if rewritten {
+			want = a.New
+		}
+		if !holds(src, a.Addr, want) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,182 @@
+package sled
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// SectionName is the section of a sealed binary that holds its site table.
+const SectionName = ".gosdt.sites"
+
+// SiteTable is what `sdtctl seal` records in a binary: every site discovery found in
+// the file, with the bytes that verify it, and the probes that have a USDT semaphore.
+// At start the runtime reads it instead of scanning the text (see Discover).
+type SiteTable struct {
+	Arch   string  // "amd64" or "arm64"
+	Text   uint64  // link-time address of the text section, against which PIE is shifted
+	Sites  []*Site // link-time addresses; Func, File and Line are not recorded
+	Probes []SealedProbe
+}
+
+// SealedProbe is a probe name that has USDT notes, and the semaphore slot a tracer
+// raises while it is attached (see Semaphore).
+type SealedProbe struct {
+	Provider, Name string
+	Slot           int
+}
+
+// tableMagic starts an encoded table; its last byte is the format version.
+const tableMagic = "GOSDTST\x01"
+
+// Encode returns the table in its section format: little-endian, length-prefixed
+// byte strings, so that a reader can refuse anything malformed without guessing.
+func (t *SiteTable) Encode() []byte {
+	var e encoder
+	e.b = append(e.b, tableMagic...)
+	e.str(t.Arch)
+	e.u64(t.Text)
+	e.u32(uint32(len(t.Sites)))
+	for _, s := range t.Sites {
+		e.u64(uint64(s.Addr))
+		e.u32(uint32(s.Len))
+		e.u64(uint64(s.Flag))
+		e.u32(uint32(s.Kind))
+		e.u64(uint64(s.Return))
+		e.u32(uint32(s.Toggle))
+		e.bytes(s.Orig)
+		e.bytes(s.Off)
+		e.bytes(s.On)
+		e.str(s.Reason)
+		e.str(s.Note)
+		e.u32(uint32(len(s.Also)))
+		for _, a := range s.Also {
+			e.u64(uint64(a.Addr))
+			e.bytes(a.Orig)
+			e.bytes(a.New)
+		}
+	}
+	e.u32(uint32(len(t.Probes)))
+	for _, p := range t.Probes {
+		e.str(p.Provider)
+		e.str(p.Name)
+		e.u32(uint32(p.Slot))
+	}
+	return e.b
+}
+
+// DecodeTable parses a site table. It checks the structure (lengths, kinds, that a
+// sled's forms have the site's length), not that the table belongs to the program:
+// Discover checks every site's bytes against the text before trusting it.
+func DecodeTable(b []byte) (*SiteTable, error) {
+	d := decoder{b: b}
+	if string(d.take(len(tableMagic))) != tableMagic {
+		return nil, errors.New("site table: bad magic or version")
+	}
+	t := &SiteTable{Arch: d.str(), Text: d.u64()}
+	n := d.count(40)
+	for range n {
+		s := &Site{Addr: uintptr(d.u64()), Len: int(d.u32()), Flag: uintptr(d.u64())}
+		kind := d.u32()
+		s.Kind = Kind(kind)
+		s.Return = uintptr(d.u64())
+		s.Toggle = int(d.u32())
+		s.Orig, s.Off, s.On = d.bytes(), d.bytes(), d.bytes()
+		s.Reason, s.Note = d.str(), d.str()
+		for range d.count(12) {
+			s.Also = append(s.Also, Rewrite{Addr: uintptr(d.u64()), Orig: d.bytes(), New: d.bytes()})
+		}
+		if d.err != nil {
+			break
+		}
+		if err := checkSite(s, kind); err != nil {
+			return nil, fmt.Errorf("site table: site %#x: %w", s.Addr, err)
+		}
+		t.Sites = append(t.Sites, s)
+	}
+	for range d.count(12) {
+		p := SealedProbe{Provider: d.str(), Name: d.str(), Slot: int(d.u32())}
+		if d.err == nil && (p.Slot <= 0 || p.Slot >= SemaphoreSlots) {
+			return nil, fmt.Errorf("site table: probe %s:%s: semaphore slot %d", p.Provider, p.Name, p.Slot)
+		}
+		t.Probes = append(t.Probes, p)
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("site table: %w", d.err)
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("site table: %d bytes after the end", len(d.b))
+	}
+	return t, nil
+}
+
+// checkSite rejects a decoded site whose forms could not have come from discovery.
+func checkSite(s *Site, kind uint32) error {
+	switch {
+	case kind > uint32(Guard):
+		return fmt.Errorf("kind %d", kind)
+	case len(s.Orig) != s.Len || s.Len == 0 || s.Len > 64:
+		return fmt.Errorf("%d original bytes for a %d-byte site", len(s.Orig), s.Len)
+	case s.Reason == "" && (len(s.Off) != s.Len || len(s.On) != s.Len || s.Toggle <= 0 || s.Toggle > s.Len):
+		return errors.New("sled forms do not fit the site")
+	}
+	for _, a := range s.Also {
+		if len(a.Orig) != len(a.New) || len(a.Orig) == 0 || len(a.Orig) > 16 {
+			return errors.New("malformed extra rewrite")
+		}
+	}
+	return nil
+}
+
+type encoder struct{ b []byte }
+
+func (e *encoder) u32(v uint32)     { e.b = binary.LittleEndian.AppendUint32(e.b, v) }
+func (e *encoder) u64(v uint64)     { e.b = binary.LittleEndian.AppendUint64(e.b, v) }
+func (e *encoder) bytes(v []byte)   { e.u32(uint32(len(v))); e.b = append(e.b, v...) }
+func (e *encoder) str(v string)     { e.bytes([]byte(v)) }
+func (d *decoder) str() string      { return string(d.bytes()) }
+func (d *decoder) u32() uint32      { return binary.LittleEndian.Uint32(d.take(4)) }
+func (d *decoder) u64() uint64      { return binary.LittleEndian.Uint64(d.take(8)) }
+func (d *decoder) fail(what string) { d.err = errors.New(what); d.b = nil }
+
+// decoder reads what encoder wrote. After the first error every read returns zeros,
+// so that callers check d.err once, at the end of a record.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+var zeros [8]byte
+
+func (d *decoder) take(n int) []byte {
+	if d.err != nil || n > len(d.b) {
+		if d.err == nil {
+			d.fail("truncated")
+		}
+		return zeros[:min(n, len(zeros))]
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.u32()
+	if n > math.MaxInt32 || int(n) > len(d.b) {
+		d.fail("truncated")
+		return nil
+	}
+	return append([]byte(nil), d.take(int(n))...)
+}
+
+// count reads a record count and refuses one that the remaining bytes could not hold
+// (each record is at least minSize bytes), so that garbage cannot make us allocate.
+func (d *decoder) count(minSize int) int {
+	n := d.u32()
+	if uint64(n)*uint64(minSize) > uint64(len(d.b)) {
+		d.fail("record count larger than the table")
+		return 0
+	}
+	return int(n)
+}
