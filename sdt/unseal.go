@@ -67,6 +67,10 @@ type DiscoveryStats struct {
 	Rejected   int           // candidates that are not probe sites
 	Elapsed    time.Duration // discovery, without sealing
 	Reason     string        // set when discovery did not run (platform)
+	// Table: the sites came from the binary's site table (sdtctl seal), not a scan;
+	// Presealed of them held their sled in the file already.
+	Table     bool
+	Presealed int
 }
 
 // Discovery reports the start-up discovery of this process's sites.
@@ -75,10 +79,13 @@ func Discovery() DiscoveryStats {
 	defer reg.mu.Unlock()
 	t := reg.table
 	d := DiscoveryStats{TextBytes: t.TextBytes, Candidates: t.Candidates, Sites: len(t.Sites),
-		Rejected: len(t.Rejected), Elapsed: t.Elapsed, Reason: t.Reason}
+		Rejected: len(t.Rejected), Elapsed: t.Elapsed, Reason: t.Reason, Table: t.Sealed}
 	for _, s := range reg.sites {
 		if s.Patchable() {
 			d.Sealed++
+		}
+		if s.Presealed {
+			d.Presealed++
 		}
 	}
 	return d

@@ -13,7 +13,9 @@ import (
 // it, with the same matchers as Discover (for amd64 and arm64 ELF files, on any host).
 // Addresses are the file's link-time ones. What it cannot know offline: which function
 // holds a site inlined from another (Describe names the function whose code holds it),
-// and the probes' names, which are Define's arguments at run time.
+// and the probes' names, which are Define's arguments at run time. A sealed binary's
+// sites come from its site table (Table.Sealed; Site.Presealed where the file holds
+// the sled).
 func DiscoverFile(path string, cfg Config) (*Table, error) {
 	start := time.Now()
 	f, err := elf.Open(path)
@@ -53,7 +55,22 @@ func DiscoverFile(path string, cfg Config) (*Table, error) {
 		},
 		syms: fileSyms{tab},
 	}
-	t := discoverArch(goarch, src, cfg)
+	var t *Table
+	if sec := f.Section(SectionName); sec != nil {
+		// Sealed: the sites are in the table, and in the text as sleds a scan would
+		// not recognise.
+		b, err := sec.Data()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", path, SectionName, err)
+		}
+		st, err := DecodeTable(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		t = fromTable(st, goarch, src, cfg)
+	} else {
+		t = discoverArch(goarch, src, cfg)
+	}
 	t.TextBytes = len(code)
 	t.Elapsed = time.Since(start)
 	return t, nil

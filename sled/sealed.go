@@ -100,8 +100,13 @@ func loadSealed(src source, cfg Config) *Table {
 		return &Table{Reason: "sealed binary, but its site table cannot be used: " + err.Error() +
 			"; sealed sites stay disabled, others keep their branch check"}
 	}
+	return fromTable(st, runtime.GOARCH, src, cfg)
+}
+
+// fromTable checks the sites of st against src, whose text is at src.base.
+func fromTable(st *SiteTable, goarch string, src source, cfg Config) *Table {
 	t := &Table{Sealed: true, Probes: st.Probes, TextBytes: len(src.text)}
-	if st.Arch != runtime.GOARCH {
+	if st.Arch != goarch {
 		t.Reason = "site table is for " + st.Arch
 		return t
 	}

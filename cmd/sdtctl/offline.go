@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"text/tabwriter"
 
+	"github.com/gosdt/gosdt/internal/seal"
 	"github.com/gosdt/gosdt/internal/spec"
 	"github.com/gosdt/gosdt/sled"
 )
@@ -22,16 +22,7 @@ type offlineSite struct {
 	Line     int    `json:"line"`
 	Kind     string `json:"kind"`             // fire, or guard (if p.Enabled())
 	Reason   string `json:"reason,omitempty"` // why it would keep its branch check
-}
-
-// probePkg is sdt's import path; its fire methods are what a site's block must call.
-const probePkg = "github.com/gosdt/gosdt/sdt"
-
-var fileCfg = sled.Config{
-	ProbePackage: probePkg,
-	IsFire: func(sym string) bool {
-		return strings.HasPrefix(sym, probePkg+".(*P") && strings.HasSuffix(sym, ").fire")
-	},
+	Sealed   bool   `json:"sealed,omitempty"` // the file holds its sled (sdtctl seal)
 }
 
 // listBinary finds the probe sites of an ELF file with the matchers the runtime uses
@@ -46,13 +37,13 @@ func listBinary(path string, specs []string, asJSON bool, w io.Writer) error {
 		}
 		sp = &s
 	}
-	t, err := sled.DiscoverFile(path, fileCfg)
+	t, err := sled.DiscoverFile(path, seal.Config)
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}
 	symAt := symbolizer(path)
 	names := map[uint64]sled.Definition{}
-	defs, _ := sled.DefinitionsFile(path, probePkg) // amd64 only; without, sites go by variable
+	defs, _ := sled.DefinitionsFile(path, seal.ProbePackage) // amd64 only; without, sites go by variable
 	for _, d := range defs {
 		names[d.Flag] = d
 	}
@@ -64,7 +55,7 @@ func listBinary(path string, specs []string, asJSON bool, w io.Writer) error {
 			continue
 		}
 		o := offlineSite{Addr: uint64(s.Addr), Variable: symAt(uint64(s.Flag)),
-			Function: s.Func, File: s.File, Line: s.Line, Kind: s.Kind.String(), Reason: s.Reason}
+			Function: s.Func, File: s.File, Line: s.Line, Kind: s.Kind.String(), Reason: s.Reason, Sealed: s.Presealed}
 		if named {
 			o.Probe = d.Provider + ":" + s.Module + ":" + s.Func + ":" + d.Name
 		}
@@ -83,7 +74,10 @@ func listBinary(path string, specs []string, asJSON bool, w io.Writer) error {
 	fmt.Fprintln(tw, "PROBE\tVARIABLE\tADDR\tFILE:LINE\tKIND\tSEALABLE")
 	for _, s := range out {
 		sealable := "yes"
-		if s.Reason != "" {
+		switch {
+		case s.Sealed:
+			sealable = "sealed in the file"
+		case s.Reason != "":
 			sealable = "no: " + s.Reason
 		}
 		probe := s.Probe

@@ -228,7 +228,7 @@ func notesFor(path, goarch string, f *elf.File, t *sled.Table, funcs map[uint64]
 		}
 		args, why := argSpecs(goarch, funcs[target])
 		if why != "" {
-			r.Skipped = append(r.Skipped, fmt.Sprintf("site %#x (%s:%s): the note has arguments 0..%d only: %s", s.Addr, d.Provider, d.Name, len(args)-1, why))
+			r.Skipped = append(r.Skipped, fmt.Sprintf("site %#x (%s:%s): the note names %d argument registers, not all: %s", s.Addr, d.Provider, d.Name, len(args), why))
 		}
 		key := [2]string{d.Provider, d.Name}
 		slot, ok := slots[key]

@@ -1,0 +1,78 @@
+package sled
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+)
+
+func sampleTable() *SiteTable {
+	return &SiteTable{
+		Arch: "arm64",
+		Text: 0x401000,
+		Sites: []*Site{
+			{Addr: 0x401234, Len: 4, Flag: 0x5a0010, Kind: Fire, Return: 0x401244, Toggle: 4,
+				Orig: []byte{1, 2, 3, 4}, Off: []byte{5, 6, 7, 8}, On: []byte{0x1f, 0x20, 0x03, 0xd5},
+				Note: "flag load kept",
+				Also: []Rewrite{{Addr: 0x401220, Orig: []byte{9, 9, 9, 9, 9, 9, 9, 9}, New: []byte{0x1f, 0x20, 0x03, 0xd5, 0x1f, 0x20, 0x03, 0xd5}}}},
+			{Addr: 0x401300, Len: 2, Flag: 0x5a0020, Kind: Guard, Orig: []byte{0x74, 0x10},
+				Reason: "flags live at the target"},
+		},
+		Probes: []SealedProbe{{Provider: "proc", Name: "exit", Slot: 1}, {Provider: "p", Name: "q", Slot: 1023}},
+	}
+}
+
+func TestTableRoundTrip(t *testing.T) {
+	in := sampleTable()
+	b := in.Encode()
+	out, err := DecodeTable(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", out, in)
+	}
+	for i := range len(b) {
+		if _, err := DecodeTable(b[:i]); err == nil {
+			t.Errorf("a table cut to %d of %d bytes decoded without error", i, len(b))
+		}
+	}
+	if _, err := DecodeTable(append(b, 0)); err == nil {
+		t.Error("a table with a trailing byte decoded without error")
+	}
+}
+
+func TestTableRefusesImpossibleSites(t *testing.T) {
+	for name, spoil := range map[string]func(*SiteTable){
+		"kind":        func(t *SiteTable) { t.Sites[0].Kind = 7 },
+		"orig length": func(t *SiteTable) { t.Sites[0].Orig = t.Sites[0].Orig[:3] },
+		"sled length": func(t *SiteTable) { t.Sites[0].Off = append(t.Sites[0].Off, 0x90) },
+		"toggle":      func(t *SiteTable) { t.Sites[0].Toggle = 5 },
+		"also":        func(t *SiteTable) { t.Sites[0].Also[0].New = nil },
+		"slot 0":      func(t *SiteTable) { t.Probes[0].Slot = 0 },
+		"slot range":  func(t *SiteTable) { t.Probes[0].Slot = SemaphoreSlots },
+	} {
+		st := sampleTable()
+		spoil(st)
+		if _, err := DecodeTable(st.Encode()); err == nil {
+			t.Errorf("%s: decoded without error", name)
+		}
+	}
+}
+
+// FuzzDecodeTable: a table read from a file may be anything; decoding must never
+// panic or allocate without bound, and what it accepts must be what it would write.
+func FuzzDecodeTable(f *testing.F) {
+	f.Add(sampleTable().Encode())
+	f.Add([]byte(tableMagic))
+	f.Add(append([]byte(tableMagic), 0xff, 0xff, 0xff, 0xff))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, err := DecodeTable(b)
+		if err != nil {
+			return
+		}
+		if again := st.Encode(); !bytes.Equal(again, b) {
+			t.Errorf("decoded table encodes differently:\n in %x\nout %x", b, again)
+		}
+	})
+}
