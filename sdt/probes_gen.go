@@ -12,6 +12,10 @@ type P0 struct {
 
 // Define0 defines the probe provider:name with no arguments. Assign the result to a
 // package-level variable: sites compare that variable's flag byte at a static address.
+//
+// Never inlined: sdtctl seal reads a probe's name from the call's arguments.
+//
+//go:noinline
 func Define0(provider, name string) P0 {
 	return P0{head: define(provider, name, []string{}, []string{}), handlers: new(handlers[func()])}
 }
@@ -66,6 +70,10 @@ type P1[A Arg] struct {
 
 // Define1 defines the probe provider:name; the trailing strings name its arguments. Assign the result to a
 // package-level variable: sites compare that variable's flag byte at a static address.
+//
+// Never inlined: sdtctl seal reads a probe's name from the call's arguments.
+//
+//go:noinline
 func Define1[A Arg](provider, name, aName string) P1[A] {
 	return P1[A]{head: define(provider, name, []string{aName}, []string{typeName[A]()}), handlers: new(handlers[func(A)])}
 }
@@ -121,6 +129,10 @@ type P2[A, B Arg] struct {
 
 // Define2 defines the probe provider:name; the trailing strings name its arguments. Assign the result to a
 // package-level variable: sites compare that variable's flag byte at a static address.
+//
+// Never inlined: sdtctl seal reads a probe's name from the call's arguments.
+//
+//go:noinline
 func Define2[A, B Arg](provider, name, aName, bName string) P2[A, B] {
 	return P2[A, B]{head: define(provider, name, []string{aName, bName}, []string{typeName[A](), typeName[B]()}), handlers: new(handlers[func(A, B)])}
 }
@@ -177,6 +189,10 @@ type P3[A, B, C Arg] struct {
 
 // Define3 defines the probe provider:name; the trailing strings name its arguments. Assign the result to a
 // package-level variable: sites compare that variable's flag byte at a static address.
+//
+// Never inlined: sdtctl seal reads a probe's name from the call's arguments.
+//
+//go:noinline
 func Define3[A, B, C Arg](provider, name, aName, bName, cName string) P3[A, B, C] {
 	return P3[A, B, C]{head: define(provider, name, []string{aName, bName, cName}, []string{typeName[A](), typeName[B](), typeName[C]()}), handlers: new(handlers[func(A, B, C)])}
 }
@@ -234,6 +250,10 @@ type P4[A, B, C, D Arg] struct {
 
 // Define4 defines the probe provider:name; the trailing strings name its arguments. Assign the result to a
 // package-level variable: sites compare that variable's flag byte at a static address.
+//
+// Never inlined: sdtctl seal reads a probe's name from the call's arguments.
+//
+//go:noinline
 func Define4[A, B, C, D Arg](provider, name, aName, bName, cName, dName string) P4[A, B, C, D] {
 	return P4[A, B, C, D]{head: define(provider, name, []string{aName, bName, cName, dName}, []string{typeName[A](), typeName[B](), typeName[C](), typeName[D]()}), handlers: new(handlers[func(A, B, C, D)])}
 }
@@ -292,6 +312,10 @@ type P5[A, B, C, D, E Arg] struct {
 
 // Define5 defines the probe provider:name; the trailing strings name its arguments. Assign the result to a
 // package-level variable: sites compare that variable's flag byte at a static address.
+//
+// Never inlined: sdtctl seal reads a probe's name from the call's arguments.
+//
+//go:noinline
 func Define5[A, B, C, D, E Arg](provider, name, aName, bName, cName, dName, eName string) P5[A, B, C, D, E] {
 	return P5[A, B, C, D, E]{head: define(provider, name, []string{aName, bName, cName, dName, eName}, []string{typeName[A](), typeName[B](), typeName[C](), typeName[D](), typeName[E]()}), handlers: new(handlers[func(A, B, C, D, E)])}
 }
@@ -351,6 +375,10 @@ type P6[A, B, C, D, E, F Arg] struct {
 
 // Define6 defines the probe provider:name; the trailing strings name its arguments. Assign the result to a
 // package-level variable: sites compare that variable's flag byte at a static address.
+//
+// Never inlined: sdtctl seal reads a probe's name from the call's arguments.
+//
+//go:noinline
 func Define6[A, B, C, D, E, F Arg](provider, name, aName, bName, cName, dName, eName, fName string) P6[A, B, C, D, E, F] {
 	return P6[A, B, C, D, E, F]{head: define(provider, name, []string{aName, bName, cName, dName, eName, fName}, []string{typeName[A](), typeName[B](), typeName[C](), typeName[D](), typeName[E](), typeName[F]()}), handlers: new(handlers[func(A, B, C, D, E, F)])}
 }

@@ -2,6 +2,7 @@ package sled
 
 import (
 	"debug/elf"
+	"debug/gosym"
 	"fmt"
 	"strings"
 
@@ -19,22 +20,27 @@ type Definition struct {
 	Args     []string // argument names, as far as they were passed in registers
 }
 
-// DefinitionsFile reads the probe definitions of an amd64 Go binary without running it:
-// `var p = sdt.Define1[int]("proc", "exit", "reason")` compiles, in the package's init,
-// to the string arguments loaded into registers (Go's register ABI: RAX, RBX, RCX, RDI,
-// RSI, R8..R11, a generic instantiation's dictionary first), the call, and a store of
-// the result's flag byte (AL) into the variable. Definitions made otherwise (not in an
-// init function, arguments that are not constants) are not found.
+// DefinitionsFile reads the probe definitions of an amd64 or arm64 Go ELF binary without
+// running it, on any host: `var p = sdt.Define1[int]("proc", "exit", "reason")`
+// compiles, in the package's init, to the string arguments loaded into registers (Go's
+// register ABI: RAX, RBX, RCX, RDI, RSI, R8..R11 on amd64, R0..R15 on arm64, a generic
+// instantiation's dictionary first), the call, and a store of the result's flag byte
+// (AL, W0) into the variable. Definitions made otherwise (not in an init function,
+// arguments that are not constants) are not found; package sdt keeps every Define from
+// being inlined so that the call is there to read. Argument names passed on the stack
+// are left out: a generic Define passes four strings in registers on amd64, seven on
+// arm64.
 func DefinitionsFile(path, probePkg string) ([]Definition, error) {
 	f, err := elf.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if f.Machine != elf.EM_X86_64 {
-		return nil, fmt.Errorf("%s: %v binary: definitions are read from x86-64 files only", path, f.Machine)
+	scan := defineScans[f.Machine]
+	if scan == nil {
+		return nil, fmt.Errorf("%s: %v binary: definitions are read from x86-64 and AArch64 files only", path, f.Machine)
 	}
-	text, tab, err := goText(path, f)
+	text, tab, err := GoText(path, f)
 	if err != nil {
 		return nil, err
 	}
@@ -42,21 +48,38 @@ func DefinitionsFile(path, probePkg string) ([]Definition, error) {
 	if err != nil {
 		return nil, err
 	}
-	mem := arch.Bytes{Base: text.Addr, Code: code}
-	syms := fileSyms{tab}
+	s := initScan{f: f, mem: arch.Bytes{Base: text.Addr, Code: code}, syms: fileSyms{tab}, define: probePkg + ".Define"}
 	var defs []Definition
 	for i := range tab.Funcs {
 		fn := &tab.Funcs[i]
-		if !isInit(fn.Name) {
-			continue
+		if isInit(fn.Name) {
+			defs = append(defs, scan(s, fn)...)
 		}
-		insts, err := amd64.DecodeFunc(mem, fn.Entry, fn.End, nil)
-		if err != nil {
-			continue // assembly or undecodable: no Define there
-		}
-		defs = append(defs, defineCalls(f, insts, syms, probePkg+".Define")...)
 	}
 	return defs, nil
+}
+
+// initScan is what reading the Define calls of one init function needs.
+type initScan struct {
+	f      *elf.File
+	mem    arch.Bytes
+	syms   fileSyms
+	define string // the prefix of Define's symbols
+}
+
+// defineScans read the Define calls of one init function, per machine.
+var defineScans = map[elf.Machine]func(initScan, *gosym.Func) []Definition{
+	elf.EM_X86_64:  initScan.amd64Defines,
+	elf.EM_AARCH64: initScan.arm64Defines,
+}
+
+// amd64Defines reads the Define calls of one amd64 function.
+func (s initScan) amd64Defines(fn *gosym.Func) []Definition {
+	insts, err := amd64.DecodeFunc(s.mem, fn.Entry, fn.End, nil)
+	if err != nil {
+		return nil // assembly or undecodable: no Define there
+	}
+	return defineCalls(s.f, insts, s.syms, s.define)
 }
 
 // isInit reports the functions that initialise package variables.
@@ -125,10 +148,24 @@ func readDefine(f *elf.File, after []amd64.Inst, regs map[x86asm.Reg]uint64, gen
 	if generic {
 		rs = rs[1:] // the dictionary
 	}
+	strs := stringArgs(f, regs, rs)
+	if len(strs) < 2 || len(after) == 0 {
+		return Definition{}, false
+	}
+	st := after[0]
+	if r, ok := st.Inst.Args[1].(x86asm.Reg); st.Op != x86asm.MOV || st.Mem == 0 || !ok || r != x86asm.AL {
+		return Definition{}, false
+	}
+	return Definition{Flag: st.Mem, Provider: strs[0], Name: strs[1], Args: strs[2:]}, true
+}
+
+// stringArgs reads the strings passed in consecutive (pointer, length) pairs of the
+// registers order, up to the first pair whose value is not known or not in the file.
+func stringArgs[R comparable](f *elf.File, regs map[R]uint64, order []R) []string {
 	var strs []string
-	for ; len(rs) >= 2; rs = rs[2:] {
-		p, ok1 := regs[rs[0]]
-		n, ok2 := regs[rs[1]]
+	for ; len(order) >= 2; order = order[2:] {
+		p, ok1 := regs[order[0]]
+		n, ok2 := regs[order[1]]
 		if !ok1 || !ok2 {
 			break
 		}
@@ -138,14 +175,7 @@ func readDefine(f *elf.File, after []amd64.Inst, regs map[x86asm.Reg]uint64, gen
 		}
 		strs = append(strs, s)
 	}
-	if len(strs) < 2 || len(after) == 0 {
-		return Definition{}, false
-	}
-	st := after[0]
-	if r, ok := st.Inst.Args[1].(x86asm.Reg); st.Op != x86asm.MOV || st.Mem == 0 || !ok || r != x86asm.AL {
-		return Definition{}, false
-	}
-	return Definition{Flag: st.Mem, Provider: strs[0], Name: strs[1], Args: strs[2:]}, true
+	return strs
 }
 
 // readString reads n bytes at addr from the file's loaded sections.

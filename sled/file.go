@@ -27,7 +27,7 @@ func DiscoverFile(path string, cfg Config) (*Table, error) {
 	if goarch == "" {
 		return nil, fmt.Errorf("%s: %v binary: sites are read from x86-64 and AArch64 files only", path, f.Machine)
 	}
-	text, tab, err := goText(path, f)
+	text, tab, err := GoText(path, f)
 	if err != nil {
 		return nil, err
 	}
@@ -102,8 +102,9 @@ func (s fileSyms) holder(pc uintptr, probePkg string) (fn, module, file string, 
 	return fn, module, file, line
 }
 
-// goText returns a Go binary's text section and its function table.
-func goText(path string, f *elf.File) (*elf.Section, *gosym.Table, error) {
+// GoText returns a Go binary's text section and its function table (.gopclntab,
+// which stripping leaves: the runtime needs it).
+func GoText(path string, f *elf.File) (*elf.Section, *gosym.Table, error) {
 	text, pcln := f.Section(".text"), f.Section(".gopclntab")
 	if text == nil || pcln == nil {
 		return nil, nil, fmt.Errorf("%s: not a Go binary (no .text or .gopclntab)", path)

@@ -12,36 +12,41 @@ import (
 
 // A sealed binary (sdtctl seal) differs from the linker's output in four places: its
 // sites hold their disabled sled in the file, SectionName holds the site table, USDT
-// notes name the fire calls, and the two variables below were written in the file.
-// Both are initialised to non-zero values so that the linker puts them in file-backed
-// data, where a tool can write them and the kernel can count a tracer's attachment.
+// notes name the fire calls, and the variable below was written in the file. It is
+// initialised to a non-zero value so that the linker puts it in file-backed data,
+// where a tool can write it and the kernel can count a tracer's attachment.
 
-// SealMarkSymbol and SemaphoresSymbol are the symbols sdtctl seal finds them by.
-const (
-	SealMarkSymbol   = "github.com/gosdt/gosdt/sled.sealMark"
-	SemaphoresSymbol = "github.com/gosdt/gosdt/sled.semaphores"
-)
-
-// SealMagic is sealMark[0] in every binary; SemaphoreMagic is semaphores[0].
-const (
-	SealMagic      = 0x6b72616d6c616573 // "sealmark"
-	SemaphoreMagic = 0x53445453         // "STDS": slot 0 is never a probe's
-)
-
-// sealMark is {SealMagic, 0, 0, 0} as linked; sealing sets [1] to the site table's
-// length and [2] to its CRC-32 (Castagnoli), so that the runtime knows to look for the
-// table and can tell it is the one written with this file.
-var sealMark = [4]uint64{SealMagic}
-
-// SemaphoreSlots is how many USDT semaphores a binary has: slot 0 is the magic, each
-// probe name with notes gets one of the others.
-const SemaphoreSlots = 1024
-
+// sealed is found in a binary by its symbol, SealedSymbol, or, in a binary without a
+// symbol table (go test links with -s), by SealMagic followed by zeros at an 8-byte
+// boundary of its data: the value it is linked with.
+//
+// mark is {SealMagic, 0, 0, 0} as linked; sealing sets [1] to the site table's length
+// and [2] to its CRC-32 (Castagnoli), so that the runtime knows to look for the table
+// and can tell it is the one written with this file.
+//
 // semaphores are the USDT semaphores: the kernel adds 1 to a slot's low 16 bits for
 // every tracer attached to the probe's notes (the note names the slot's address), and
 // takes it back when the tracer detaches. Each slot is a uint32 so that it can be read
-// atomically.
-var semaphores = [SemaphoreSlots]uint32{SemaphoreMagic}
+// atomically; slot 0 is never a probe's.
+var sealed = struct {
+	mark       [4]uint64
+	semaphores [SemaphoreSlots]uint32
+}{mark: [4]uint64{SealMagic}}
+
+// SealedSymbol is the symbol of sealed; SemaphoresOffset is where in it the
+// semaphores start, SealedSize its size.
+const (
+	SealedSymbol     = "github.com/gosdt/gosdt/sled.sealed"
+	SemaphoresOffset = 32
+	SealedSize       = SemaphoresOffset + 4*SemaphoreSlots
+)
+
+// SealMagic is sealed.mark[0] in every binary.
+const SealMagic = 0x6b72616d6c616573 // "sealmark"
+
+// SemaphoreSlots is how many USDT semaphores a binary has: each probe name with notes
+// gets one of slots 1 and up.
+const SemaphoreSlots = 1024
 
 // Semaphore returns how many tracers are attached to the probe of slot; 0 for a slot
 // out of range.
@@ -49,7 +54,7 @@ func Semaphore(slot int) uint16 {
 	if slot <= 0 || slot >= SemaphoreSlots {
 		return 0
 	}
-	return uint16(atomic.LoadUint32(&semaphores[slot]))
+	return uint16(atomic.LoadUint32(&sealed.semaphores[slot]))
 }
 
 // MarkFor returns the sealMark words for an encoded table.
@@ -60,7 +65,7 @@ func MarkFor(table []byte) [4]uint64 {
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // sealedSelf reports whether this executable was sealed.
-func sealedSelf() bool { return sealMark[1] != 0 }
+func sealedSelf() bool { return sealed.mark[1] != 0 }
 
 // exePath is this executable's file. /proc/self/exe names the mapped file itself,
 // even if the path it was started from has been replaced or removed.
@@ -84,7 +89,7 @@ func readTable() (*SiteTable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", SectionName, err)
 	}
-	if MarkFor(b) != sealMark {
+	if MarkFor(b) != sealed.mark {
 		return nil, errors.New("the site table does not match the one this binary was sealed with")
 	}
 	return DecodeTable(b)

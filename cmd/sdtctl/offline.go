@@ -43,7 +43,7 @@ func listBinary(path string, specs []string, asJSON bool, w io.Writer) error {
 	}
 	symAt := symbolizer(path)
 	names := map[uint64]sled.Definition{}
-	defs, _ := sled.DefinitionsFile(path, seal.ProbePackage) // amd64 only; without, sites go by variable
+	defs, _ := sled.DefinitionsFile(path, seal.ProbePackage) // without, sites go by variable
 	for _, d := range defs {
 		names[d.Flag] = d
 	}

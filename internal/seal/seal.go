@@ -15,6 +15,7 @@ package seal
 import (
 	"bytes"
 	"debug/elf"
+	"debug/gosym"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -88,6 +89,8 @@ func elfFile(image []byte) (*elf.File, string, error) {
 	}
 	goarch := map[elf.Machine]string{elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64"}[f.Machine]
 	switch {
+	case len(f.Sections) <= 1:
+		return nil, "", errors.New("stripped of its section headers: nothing left to find the sites by")
 	case f.Section(".gopclntab") == nil:
 		return nil, "", errors.New("not a Go binary (no .gopclntab)")
 	case goarch == "" || f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB:
@@ -111,26 +114,13 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 		r.Already = true
 		return nil, nil
 	}
-	syms, err := f.Symbols()
+	text, tab, err := sled.GoText(path, f)
 	if err != nil {
-		return nil, fmt.Errorf("stripped binary (%v): sealing needs the symbol table to find gosdt's variables; link without -s, or seal at link time (sdtctl toolexec)", err)
+		return nil, err
 	}
-	byName := map[string]elf.Symbol{}
-	funcs := map[uint64]string{}
-	for _, s := range syms {
-		byName[s.Name] = s
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC {
-			funcs[s.Value] = s.Name
-		}
-	}
-	mark, ok1 := byName[sled.SealMarkSymbol]
-	sems, ok2 := byName[sled.SemaphoresSymbol]
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("%w: no %s in its symbol table", ErrNoGosdt, sled.SealMarkSymbol)
-	}
-	text := f.Section(".text")
-	if text == nil {
-		return nil, errors.New("no .text section")
+	vars, err := findSealed(f)
+	if err != nil {
+		return nil, err
 	}
 
 	t, err := sled.DiscoverFile(path, Config)
@@ -142,10 +132,8 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 
 	// The seal mark first: if it is not the linked value, this is not a binary we
 	// know how to seal, and nothing else is touched.
-	var want [32]byte
-	binary.LittleEndian.PutUint64(want[:], sled.SealMagic)
-	if !w.holds(mark.Value, want[:]) {
-		return nil, fmt.Errorf("%s does not hold its linked value: sealed by another tool, or a gosdt this sdtctl does not know", sled.SealMarkSymbol)
+	if !w.holds(vars, linkedMark()) || !w.holds(vars+sled.SemaphoresOffset, make([]byte, sled.SealedSize-sled.SemaphoresOffset)) {
+		return nil, fmt.Errorf("%s does not hold its linked value: sealed by another tool, or a gosdt this sdtctl does not know", sled.SealedSymbol)
 	}
 
 	r.Sites = len(t.Sites)
@@ -168,13 +156,13 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 		r.Sealed++
 	}
 
-	notes, probes := notesFor(path, goarch, f, t, funcs, sems, r)
+	notes, probes := notesFor(path, goarch, f, t, tab, vars+sled.SemaphoresOffset, r)
 	table := (&sled.SiteTable{Arch: goarch, Text: text.Addr, Sites: t.Sites, Probes: probes}).Encode()
 	var m [32]byte
 	for i, v := range sled.MarkFor(table) {
 		binary.LittleEndian.PutUint64(m[8*i:], v)
 	}
-	w.put(mark.Value, m[:])
+	w.put(vars, m[:])
 	if w.err != nil {
 		return nil, w.err
 	}
@@ -190,7 +178,7 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 	return usdt.AddSections(out, []usdt.Section{
 		// bcc (bpftrace's USDT reader) computes a semaphore's file offset from a
 		// .probes section it must meet before the notes.
-		{Name: ".probes", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Addr: sems.Value, Size: sems.Size, Align: 4},
+		{Name: ".probes", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Addr: vars + sled.SemaphoresOffset, Size: sled.SealedSize - sled.SemaphoresOffset, Align: 4},
 		{Name: ".stapsdt.base", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Addr: base.Addr, Size: 1, Align: 1},
 		{Name: ".note.stapsdt", Type: elf.SHT_NOTE, Data: noteData, Align: 4},
 		{Name: sled.SectionName, Type: elf.SHT_PROGBITS, Data: table, Align: 8},
@@ -199,7 +187,7 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 
 // notesFor names the fire calls of t's sites for USDT tracers and gives each probe name
 // a semaphore slot. Sites whose probe name cannot be read from the binary get no note.
-func notesFor(path, goarch string, f *elf.File, t *sled.Table, funcs map[uint64]string, sems elf.Symbol, r *Report) ([]usdt.Note, []sled.SealedProbe) {
+func notesFor(path, goarch string, f *elf.File, t *sled.Table, tab *gosym.Table, sems uint64, r *Report) ([]usdt.Note, []sled.SealedProbe) {
 	defs, err := sled.DefinitionsFile(path, ProbePackage)
 	if err != nil {
 		r.Skipped = append(r.Skipped, "no USDT notes: "+err.Error())
@@ -226,13 +214,21 @@ func notesFor(path, goarch string, f *elf.File, t *sled.Table, funcs map[uint64]
 			r.Skipped = append(r.Skipped, fmt.Sprintf("site %#x (%s:%s): %v; no note", s.Addr, d.Provider, d.Name, err))
 			continue
 		}
-		args, why := argSpecs(goarch, funcs[target])
+		var fireSym string
+		if fn := tab.PCToFunc(target); fn != nil && fn.Entry == target {
+			fireSym = fn.Name
+		}
+		if !Config.IsFire(fireSym) {
+			r.Skipped = append(r.Skipped, fmt.Sprintf("site %#x (%s:%s): the call before its return address is to %q, not a fire method; no note", s.Addr, d.Provider, d.Name, fireSym))
+			continue
+		}
+		args, why := argSpecs(goarch, fireSym)
 		if why != "" {
 			r.Skipped = append(r.Skipped, fmt.Sprintf("site %#x (%s:%s): the note names %d argument registers, not all: %s", s.Addr, d.Provider, d.Name, len(args), why))
 		}
 		key := [2]string{d.Provider, d.Name}
 		slot, ok := slots[key]
-		if !ok && len(slots) < int(sems.Size/4)-1 && len(slots) < sled.SemaphoreSlots-1 {
+		if !ok && len(slots) < sled.SemaphoreSlots-1 {
 			slot = len(slots) + 1
 			slots[key] = slot
 		} else if !ok {
@@ -240,7 +236,7 @@ func notesFor(path, goarch string, f *elf.File, t *sled.Table, funcs map[uint64]
 		}
 		var sem uint64
 		if slot > 0 {
-			sem = sems.Value + 4*uint64(slot)
+			sem = sems + 4*uint64(slot)
 		}
 		notes = append(notes, usdt.Note{Provider: d.Provider, Name: d.Name, PC: pc, Base: base, Semaphore: sem, Args: args})
 	}
@@ -286,4 +282,48 @@ func fireCall(f *elf.File, goarch string, ret uint64) (pc, target uint64, err er
 		return ret - 4, uint64(int64(ret-4) + off), nil
 	}
 	return 0, 0, fmt.Errorf("no notes for %s", goarch)
+}
+
+// linkedMark is the bytes of sled's seal mark as linked.
+func linkedMark() []byte {
+	b := make([]byte, 32)
+	binary.LittleEndian.PutUint64(b, sled.SealMagic)
+	return b
+}
+
+// findSealed returns the address of sled's sealed variable: from the symbol table, or
+// in a binary without one, by its linked value in the data sections (it must be found
+// exactly once).
+func findSealed(f *elf.File) (uint64, error) {
+	if syms, err := f.Symbols(); err == nil {
+		for _, s := range syms {
+			if s.Name == sled.SealedSymbol {
+				return s.Value, nil
+			}
+		}
+		return 0, fmt.Errorf("%w: no %s in its symbol table", ErrNoGosdt, sled.SealedSymbol)
+	}
+	mark := linkedMark()
+	var found []uint64
+	for _, sec := range f.Sections {
+		if sec.Type != elf.SHT_PROGBITS || sec.Flags&elf.SHF_WRITE == 0 || sec.Flags&elf.SHF_ALLOC == 0 {
+			continue
+		}
+		b, err := sec.Data()
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", sec.Name, err)
+		}
+		for off := (8 - sec.Addr%8) % 8; off+sled.SealedSize <= uint64(len(b)); off += 8 {
+			if bytes.Equal(b[off:off+32], mark) {
+				found = append(found, sec.Addr+off)
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return 0, fmt.Errorf("%w: no gosdt seal mark in its data", ErrNoGosdt)
+	case 1:
+		return found[0], nil
+	}
+	return 0, fmt.Errorf("the gosdt seal mark is in its data %d times: cannot tell which to write (a binary without a symbol table)", len(found))
 }

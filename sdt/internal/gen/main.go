@@ -68,6 +68,10 @@ type P%[1]d%[3]s struct {
 
 // Define%[1]d defines the probe provider:name%[5]s. Assign the result to a
 // package-level variable: sites compare that variable's flag byte at a static address.
+//
+// Never inlined: sdtctl seal reads a probe's name from the call's arguments.
+//
+//go:noinline
 func Define%[1]d%[3]s(provider, name%[6]s) P%[1]d%[7]s {
 	return P%[1]d%[7]s{head: define(provider, name, []string{%[8]s}, []string{%[9]s}), handlers: new(handlers[%[4]s])}
 }
