@@ -332,7 +332,8 @@ func TestToolexec(t *testing.T) {
 		t.Skip("builds sdtctl and programs")
 	}
 	dir := t.TempDir()
-	sdtctl := goBuild(t, dir, "sdtctl", "../../cmd/sdtctl", nil)
+	// The go command runs the tool itself: sdtctl is built for its architecture.
+	sdtctl := goBuild(t, dir, "sdtctl", "../../cmd/sdtctl", []string{"GOARCH=" + testutil.HostArch()})
 	toolexec := "-toolexec=" + sdtctl + " toolexec"
 	isSealed := func(bin string) bool {
 		f, err := elf.Open(bin)
@@ -355,7 +356,11 @@ func TestToolexec(t *testing.T) {
 
 	// go test: the package's own test asserts that it runs from a sealed binary.
 	gobin, _ := exec.LookPath("go")
-	cmd := exec.Command(gobin, "test", "-count=1", toolexec, "./testdata/sealedtest")
+	args := []string{"test", "-count=1", toolexec}
+	if emu := testutil.Emulator(); emu != "" {
+		args = append(args, "-exec", emu)
+	}
+	cmd := exec.Command(gobin, append(args, "./testdata/sealedtest")...)
 	cmd.Env = append(os.Environ(), "SEALED_TEST=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("go test -toolexec: %v\n%s", err, out)

@@ -68,10 +68,29 @@ func Command(bin string, args ...string) *exec.Cmd {
 // Emulated reports whether this test runs under a user-mode emulator.
 func Emulated() bool { return emulator() != "" }
 
-var emulator = sync.OnceValue(func() string {
+// Emulator returns the emulator Command runs programs with, "" when none is needed.
+func Emulator() string { return emulator() }
+
+// HostArch returns the go command's own GOARCH (the test's when it cannot tell): what
+// a program the go command itself runs, such as a -toolexec tool, must be built for.
+func HostArch() string {
+	if h := hostArch(); h != "" {
+		return h
+	}
+	return runtime.GOARCH
+}
+
+var hostArch = sync.OnceValue(func() string {
 	out, err := exec.Command("go", "env", "GOHOSTARCH").Output()
-	host := strings.TrimSpace(string(out))
-	if err != nil || host == "" || host == runtime.GOARCH {
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+})
+
+var emulator = sync.OnceValue(func() string {
+	host := hostArch()
+	if host == "" || host == runtime.GOARCH {
 		return ""
 	}
 	arch := runtime.GOARCH
