@@ -1,6 +1,7 @@
 package seal
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -391,5 +392,69 @@ func TestSealARM64(t *testing.T) {
 		if err != nil || !bytes.Contains(out, []byte("\nok\n")) {
 			t.Errorf("%v: %v\n%s", env, err, out)
 		}
+	}
+}
+
+// TestSemaphoreWatch plays the kernel's part without BPF: it raises proc:exit's
+// semaphore through /proc/PID/mem, as bcc does on kernels without uprobe reference
+// counters, and drops it again. The program's watcher must enable the probe's sites
+// for the first and disable them for the second.
+func TestSemaphoreWatch(t *testing.T) {
+	if testutil.Emulated() {
+		t.Skip("the emulator's address space is not the program's")
+	}
+	_, bin, _ := sealed(t, "./testdata/exits")
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := f.Section(".note.stapsdt").Data()
+	f.Close()
+	notes, err := usdt.DecodeNotes(data, binary.LittleEndian)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sem uint64
+	for _, n := range notes {
+		if n.Provider == "proc" && n.Name == "exit" {
+			sem = n.Semaphore
+		}
+	}
+	cmd := exec.Command(bin, "fire", "300", "-until-released")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	mem, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", cmd.Process.Pid), os.O_RDWR, 0)
+	if err != nil {
+		testutil.Skip(t, "root", fmt.Sprintf("cannot write the program's memory: %v", err))
+	}
+	defer mem.Close()
+	set := func(v uint16) {
+		t.Helper()
+		// Not a PIE: the note's link-time address is the run-time one.
+		if _, err := mem.WriteAt(binary.LittleEndian.AppendUint16(nil, v), int64(sem)); err != nil {
+			t.Fatalf("writing the semaphore: %v", err)
+		}
+	}
+	set(1)
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || lines.Text() != "0=100 1=100 2=100" {
+		cmd.Wait()
+		t.Fatalf("after raising the semaphore: %q, %s", lines.Text(), stderr.String())
+	}
+	set(0)
+	if !lines.Scan() || lines.Text() != "released" {
+		cmd.Wait()
+		t.Fatalf("after dropping the semaphore: %q, %s", lines.Text(), stderr.String())
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
 	}
 }

@@ -1,7 +1,8 @@
 // Command exits is the program package seal's tests seal and trace. "exits report"
 // prints what start-up discovery did, as JSON; "exits fire N" waits until a tracer
 // has enabled proc:::exit, fires it N times with code i%3, and prints how many fires
-// of each code it made.
+// of each code it made; with -until-released it then waits until proc:::exit is
+// disabled again and says so.
 package main
 
 import (
@@ -33,7 +34,7 @@ func fire(n int) (counts [3]int) {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: exits report | exits fire N")
+		fmt.Fprintln(os.Stderr, "usage: exits report | exits fire N [-until-released]")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -55,5 +56,15 @@ func main() {
 		}
 		c := fire(n)
 		fmt.Printf("0=%d 1=%d 2=%d\n", c[0], c[1], c[2])
+		if len(os.Args) > 3 && os.Args[3] == "-until-released" {
+			for exit.Enabled() {
+				if time.Now().After(deadline) {
+					fmt.Fprintln(os.Stderr, "proc:::exit was never disabled")
+					os.Exit(1)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			fmt.Println("released")
+		}
 	}
 }
