@@ -76,7 +76,7 @@ func TestDiscoveryScaling(t *testing.T) {
 
 // writeProgram writes a module in dir: n generated functions, each a little
 // arithmetic, every 16th with a probe site, all reachable from main.
-func writeProgram(t *testing.T, dir string, n int, root string, goMod, goSum []byte) {
+func writeProgram(t testing.TB, dir string, n int, root string, goMod, goSum []byte) {
 	mod := "module prog\n\ngo 1.26.0\n\nrequire github.com/gosdt/gosdt v0.0.0\n\nreplace github.com/gosdt/gosdt => " + root + "\n"
 	// The gosdt module's own requirements, so that no network is needed.
 	if i := strings.Index(string(goMod), "require ("); i >= 0 {
@@ -133,7 +133,7 @@ func main() {
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

@@ -339,3 +339,41 @@ func TestBadInputFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestSealCommand: seal -o writes a sealed copy that lists as sealed, --json says what
+// was done, a second seal is a no-op, and what cannot be sealed has its exit code.
+func TestSealCommand(t *testing.T) {
+	bin := buildTarget(t)
+	out := filepath.Join(t.TempDir(), "sealed")
+	text, err := sdtctl(t, "seal", "-o", out, bin)
+	if err != nil || !strings.Contains(text, "sealed 1 of 1 sites; USDT: 1 notes for 1 probes") {
+		t.Fatalf("seal: %v\n%s", err, text)
+	}
+	if text, err = sdtctl(t, "list", out); err != nil || !strings.Contains(text, "sealed in the file") {
+		t.Errorf("list of the sealed binary: %v\n%s", err, text)
+	}
+	text, err = sdtctl(t, "seal", "--json", out)
+	var r struct {
+		Already bool `json:"already_sealed"`
+		Arch    string
+	}
+	if err != nil || json.Unmarshal([]byte(text), &r) != nil || !r.Already || r.Arch != runtime.GOARCH {
+		t.Errorf("seal --json of a sealed binary: %v %+v\n%s", err, r, text)
+	}
+	nonGo := filepath.Join(t.TempDir(), "x")
+	os.WriteFile(nonGo, []byte("not a binary"), 0o755)
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"seal"}, exitUsage},
+		{[]string{"seal", "-o", out, bin, bin}, exitUsage},
+		{[]string{"seal", nonGo}, exitError},
+		{[]string{"seal", "/no/such/binary"}, exitError},
+		{[]string{"toolexec"}, exitUsage},
+	} {
+		if _, err := sdtctl(t, c.args...); exitCode(err) != c.code {
+			t.Errorf("sdtctl %v: %v (exit %d), want exit %d", c.args, err, exitCode(err), c.code)
+		}
+	}
+}

@@ -70,8 +70,8 @@ socket in $XDG_RUNTIME_DIR/gosdt/ or /tmp/gosdt-<uid>/):
   list [-p PID | -n NAME | BINARY] [SPEC]
                                        probes with their arguments, state, hits and sites; for a
                                        BINARY file, the sites read offline from its ELF (amd64 or
-                                       arm64), verified as at run time; provider and name are only
-                                       known at run time, so the definition's variable is shown)
+                                       arm64), verified as at run time (a sealed binary's from its
+                                       site table), named from the Define calls where readable
   enable  [-p PID | -n NAME] SPEC...   switch probes on; without -p/-n, in every gosdt process of
                                        yours. They stay on after sdtctl exits, until disable.
   disable [-p PID | -n NAME] SPEC...   switch probes off (sites a running trace or stat holds stay on)
