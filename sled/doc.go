@@ -9,4 +9,8 @@
 // from its entry, so a match is on real instruction boundaries, and requires the guarded
 // block to call into package sdt. A candidate that does not match a verified shape is not
 // patched: it keeps its branch check and its Reason says why.
+//
+// A binary sealed by sdtctl seal carries its sites in a site table (SiteTable, in the
+// section SectionName); Discover then reads the table instead of scanning, and checks
+// each site's bytes against it. The same file holds the USDT semaphores (Semaphore).
 package sled
