@@ -40,7 +40,7 @@ func DefinitionsFile(path, probePkg string) ([]Definition, error) {
 	if scan == nil {
 		return nil, fmt.Errorf("%s: %v binary: definitions are read from x86-64 and AArch64 files only", path, f.Machine)
 	}
-	text, tab, err := GoText(path, f)
+	text, _, tab, err := GoText(path, f)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func defineCalls(f *elf.File, insts []amd64.Inst, syms fileSyms, define string) 
 		case x86asm.CALL:
 			name := syms.name(uintptr(in.Target))
 			if in.Target != 0 && strings.HasPrefix(name, define) {
-				if d, ok := readDefine(f, insts[i+1:], regs, strings.Contains(name, "[")); ok {
+				if d, ok := readDefine(f, insts[i+1:], regs, strings.Contains(name, "["), syms); ok {
 					defs = append(defs, d)
 				}
 			}
@@ -143,7 +143,7 @@ func defineCalls(f *elf.File, insts []amd64.Inst, syms fileSyms, define string) 
 
 // readDefine reads the strings of a Define call from regs and finds the variable in the
 // store of the result's flag byte that follows the call.
-func readDefine(f *elf.File, after []amd64.Inst, regs map[x86asm.Reg]uint64, generic bool) (Definition, bool) {
+func readDefine(f *elf.File, after []amd64.Inst, regs map[x86asm.Reg]uint64, generic bool, syms fileSyms) (Definition, bool) {
 	rs := abiRegs
 	if generic {
 		rs = rs[1:] // the dictionary
@@ -152,11 +152,34 @@ func readDefine(f *elf.File, after []amd64.Inst, regs map[x86asm.Reg]uint64, gen
 	if len(strs) < 2 || len(after) == 0 {
 		return Definition{}, false
 	}
+	flag := uint64(0)
 	st := after[0]
-	if r, ok := st.Inst.Args[1].(x86asm.Reg); st.Op != x86asm.MOV || st.Mem == 0 || !ok || r != x86asm.AL {
+	if r, ok := st.Inst.Args[1].(x86asm.Reg); st.Op == x86asm.MOV && st.Mem != 0 && ok && r == x86asm.AL {
+		flag = st.Mem
+	} else if flag = raceWritten(after, syms); flag == 0 {
 		return Definition{}, false
 	}
-	return Definition{Flag: st.Mem, Provider: strs[0], Name: strs[1], Args: strs[2:]}, true
+	return Definition{Flag: flag, Provider: strs[0], Name: strs[1], Args: strs[2:]}, true
+}
+
+// raceWritten reads the variable of a Define in a -race build, where the result is
+// spilled to the stack and copied into the variable after the race detector is told:
+// LEAQ v(SB), AX; ...; CALL runtime.racewriterange. It returns 0 unless that call
+// comes before any other, within a few instructions.
+func raceWritten(after []amd64.Inst, syms fileSyms) uint64 {
+	var v uint64
+	for _, in := range after[:min(len(after), 12)] {
+		switch {
+		case in.Op == x86asm.LEA && in.Inst.Args[0] == x86asm.RAX:
+			v = in.Mem
+		case in.Op == x86asm.CALL:
+			if in.Target != 0 && syms.name(uintptr(in.Target)) == "runtime.racewriterange" {
+				return v
+			}
+			return 0
+		}
+	}
+	return 0
 }
 
 // stringArgs reads the strings passed in consecutive (pointer, length) pairs of the

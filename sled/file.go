@@ -27,7 +27,7 @@ func DiscoverFile(path string, cfg Config) (*Table, error) {
 	if goarch == "" {
 		return nil, fmt.Errorf("%s: %v binary: sites are read from x86-64 and AArch64 files only", path, f.Machine)
 	}
-	text, tab, err := GoText(path, f)
+	text, _, tab, err := GoText(path, f)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func DiscoverFile(path string, cfg Config) (*Table, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		t = fromTable(st, goarch, src, cfg)
+		t = fromTable(st, goarch, src, cfg, 0) // link-time addresses, as the table's
 	} else {
 		t = discoverArch(goarch, src, cfg)
 	}
@@ -102,20 +102,42 @@ func (s fileSyms) holder(pc uintptr, probePkg string) (fn, module, file string, 
 	return fn, module, file, line
 }
 
-// GoText returns a Go binary's text section and its function table (.gopclntab,
-// which stripping leaves: the runtime needs it).
-func GoText(path string, f *elf.File) (*elf.Section, *gosym.Table, error) {
+// GoText returns a Go binary's text section, the address of Go's first function in it
+// (runtime.text, which C code precedes in a binary linked externally), and its
+// function table (.gopclntab, which stripping leaves: the runtime needs it).
+func GoText(path string, f *elf.File) (text *elf.Section, start uint64, tab *gosym.Table, err error) {
 	text, pcln := f.Section(".text"), f.Section(".gopclntab")
 	if text == nil || pcln == nil {
-		return nil, nil, fmt.Errorf("%s: not a Go binary (no .text or .gopclntab)", path)
+		return nil, 0, nil, fmt.Errorf("%s: not a Go binary (no .text or .gopclntab)", path)
 	}
 	pclnData, err := pcln.Data()
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: .gopclntab: %w", path, err)
+		return nil, 0, nil, fmt.Errorf("%s: .gopclntab: %w", path, err)
 	}
-	tab, err := gosym.NewTable(nil, gosym.NewLineTable(pclnData, text.Addr))
+	start = goTextStart(f, text, pclnData)
+	tab, err = gosym.NewTable(nil, gosym.NewLineTable(pclnData, start))
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: reading .gopclntab: %w", path, err)
+		return nil, 0, nil, fmt.Errorf("%s: reading .gopclntab: %w", path, err)
 	}
-	return text, tab, nil
+	return text, start, tab, nil
+}
+
+// goTextStart finds runtime.text: in the symbol table, else in the function table's
+// header (its textStart, relocated in the file unless the binary is a PIE), else the
+// text section's start, which it is when Go linked the binary itself.
+func goTextStart(f *elf.File, text *elf.Section, pcln []byte) uint64 {
+	if syms, err := f.Symbols(); err == nil {
+		for _, s := range syms {
+			if s.Name == "runtime.text" {
+				return s.Value
+			}
+		}
+	}
+	// pcHeader: magic uint32, two pad bytes, minLC, ptrSize, nfunc, nfiles, textStart.
+	if len(pcln) >= 8+3*8 && pcln[7] == 8 {
+		if v := f.ByteOrder.Uint64(pcln[8+2*8:]); v >= text.Addr && v < text.Addr+text.Size {
+			return v
+		}
+	}
+	return text.Addr
 }

@@ -105,17 +105,17 @@ func loadSealed(src source, cfg Config) *Table {
 		return &Table{Reason: "sealed binary, but its site table cannot be used: " + err.Error() +
 			"; sealed sites stay disabled, others keep their branch check"}
 	}
-	return fromTable(st, runtime.GOARCH, src, cfg)
+	// A PIE runs at an offset from its link-time addresses: runtime·text tells it.
+	return fromTable(st, runtime.GOARCH, src, cfg, src.base-uintptr(st.Text))
 }
 
-// fromTable checks the sites of st against src, whose text is at src.base.
-func fromTable(st *SiteTable, goarch string, src source, cfg Config) *Table {
+// fromTable checks the sites of st, moved by bias, against src.
+func fromTable(st *SiteTable, goarch string, src source, cfg Config, bias uintptr) *Table {
 	t := &Table{Sealed: true, Probes: st.Probes, TextBytes: len(src.text)}
 	if st.Arch != goarch {
 		t.Reason = "site table is for " + st.Arch
 		return t
 	}
-	bias := src.base - uintptr(st.Text)
 	for _, s := range st.Sites {
 		s.Addr += bias
 		s.Flag += bias

@@ -15,7 +15,7 @@ const SectionName = ".gosdt.sites"
 // At start the runtime reads it instead of scanning the text (see Discover).
 type SiteTable struct {
 	Arch   string  // "amd64" or "arm64"
-	Text   uint64  // link-time address of the text section, against which PIE is shifted
+	Text   uint64  // link-time address of runtime.text: a PIE is shifted by where it runs
 	Sites  []*Site // link-time addresses; Func, File and Line are not recorded
 	Probes []SealedProbe
 }

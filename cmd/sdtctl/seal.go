@@ -61,7 +61,7 @@ const sealToolID = "sdtctl-seal/1"
 
 // cmdToolexec runs a tool of the go command (go build -toolexec "sdtctl toolexec") and
 // seals what the linker writes. Other tools run untouched; a link of a program that
-// does not use gosdt is not sealed.
+// does not use gosdt, or has no site (-cover, -N -l), is not sealed.
 func cmdToolexec(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stderr, "usage: go build -toolexec 'sdtctl toolexec' ...  (runs TOOL ARGS..., sealing the linker's output)\n")
@@ -93,7 +93,8 @@ func cmdToolexec(args []string, stdout, stderr io.Writer) error {
 	if out == "" {
 		return nil
 	}
-	if _, err := seal.File(out, out); err != nil && !errors.Is(err, seal.ErrNoGosdt) {
+	_, err := seal.File(out, out)
+	if err != nil && !errors.Is(err, seal.ErrNoGosdt) && !errors.Is(err, seal.ErrNoSites) {
 		return fail(exitError, "toolexec: sealing the linker's output: %v", err)
 	}
 	return nil

@@ -41,6 +41,10 @@ var Config = sled.Config{
 // ErrNoGosdt is returned (wrapped) for a Go binary that does not use gosdt.
 var ErrNoGosdt = errors.New("not a gosdt program")
 
+// ErrNoSites is returned (wrapped) for a gosdt program in which discovery finds no
+// site: sealing it would only stop the runtime from looking for itself.
+var ErrNoSites = errors.New("no probe sites to seal")
+
 // Report says what sealing did.
 type Report struct {
 	Path    string   `json:"path"`
@@ -114,7 +118,7 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 		r.Already = true
 		return nil, nil
 	}
-	text, tab, err := sled.GoText(path, f)
+	_, textStart, tab, err := sled.GoText(path, f)
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +130,9 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 	t, err := sled.DiscoverFile(path, Config)
 	if err != nil {
 		return nil, err
+	}
+	if len(t.Sites) == 0 {
+		return nil, fmt.Errorf("%w (probe checks are not inlined with -gcflags=all=-N -l or -cover)", ErrNoSites)
 	}
 	out := append([]byte(nil), image...)
 	w := writer{f: f, image: out}
@@ -157,7 +164,7 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 	}
 
 	notes, probes := notesFor(path, goarch, f, t, tab, vars+sled.SemaphoresOffset, r)
-	table := (&sled.SiteTable{Arch: goarch, Text: text.Addr, Sites: t.Sites, Probes: probes}).Encode()
+	table := (&sled.SiteTable{Arch: goarch, Text: textStart, Sites: t.Sites, Probes: probes}).Encode()
 	var m [32]byte
 	for i, v := range sled.MarkFor(table) {
 		binary.LittleEndian.PutUint64(m[8*i:], v)

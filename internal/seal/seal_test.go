@@ -63,9 +63,14 @@ func digest(t *testing.T, path string) [32]byte {
 // sealed builds pkg and seals a copy; it returns both paths.
 func sealed(t *testing.T, pkg string, flags ...string) (plain, sealedBin string, r *Report) {
 	t.Helper()
+	return sealedEnv(t, pkg, nil, flags...)
+}
+
+func sealedEnv(t *testing.T, pkg string, env []string, flags ...string) (plain, sealedBin string, r *Report) {
+	t.Helper()
 	needSealable(t)
 	dir := t.TempDir()
-	plain = goBuild(t, dir, "plain", pkg, nil, flags...)
+	plain = goBuild(t, dir, "plain", pkg, env, flags...)
 	sealedBin = filepath.Join(dir, "sealed")
 	r, err := File(plain, sealedBin)
 	if err != nil {
@@ -116,18 +121,27 @@ func TestSealedStartsFromTable(t *testing.T) {
 // TestSealedModes runs sdt's self-checking program, sealed, in every mode: its probes
 // must fire exactly when enabled, whatever the sites held in the file.
 func TestSealedModes(t *testing.T) {
-	for _, flags := range [][]string{nil, {"-buildmode=pie"}} {
+	builds := [][]string{nil, {"-buildmode=pie"}, {"-race"}, {"-ldflags=-linkmode=external"}}
+	for _, flags := range builds {
 		t.Run(strings.Join(append([]string{"build"}, flags...), " "), func(t *testing.T) {
 			if len(flags) > 0 && testutil.Emulated() {
-				t.Skip("a PIE needs the target's dynamic loader, which the emulator lacks here")
+				t.Skip("a PIE or a cgo build needs the target's dynamic loader, which the emulator lacks here")
 			}
-			_, bin, r := sealed(t, "../../sdt/testdata/selfcheck", flags...)
-			if r.Sealed == 0 {
-				t.Fatalf("nothing sealed: %+v", r)
+			var env []string
+			if len(flags) > 0 && flags[0] != "-buildmode=pie" {
+				if _, err := exec.LookPath("gcc"); err != nil {
+					t.Skip("-race and external linking need a C toolchain:", err)
+				}
+				env = []string{"CGO_ENABLED=1"}
+			}
+			_, bin, r := sealedEnv(t, "../../sdt/testdata/selfcheck", env, flags...)
+			if r.Sealed == 0 || r.Sealed != r.Sites || r.Notes != r.Sites {
+				t.Fatalf("sealed %d of %d sites, %d notes: %+v", r.Sealed, r.Sites, r.Notes, r)
 			}
 			for _, env := range [][]string{nil, {"SDT_MODE=on"}, {"SDT_MODE=signal"}, {"SDT_PATCH=off"}} {
 				out, err := testutil.Output(bin, append(os.Environ(), env...))
-				if err != nil || !strings.Contains(string(out), "\nok\n") {
+				// branch=0: every site came sealed from the table, none fell back.
+				if err != nil || !strings.Contains(string(out), " branch=0\nok\n") {
 					t.Errorf("%v: %v\n%s", env, err, out)
 					continue
 				}
@@ -163,6 +177,7 @@ func TestSealRefuses(t *testing.T) {
 		{"not ELF", text, "not an ELF file"},
 		{"no section headers", noSections(t, goBuild(t, dir, "sstripped", "./testdata/exits", nil)), "stripped of its section headers"},
 		{"no gosdt", goBuild(t, dir, "nogosdt", "../../internal/usdt/testdata/hello", nil), "not a gosdt program"},
+		{"no sites", goBuild(t, dir, "noinline", "./testdata/exits", nil, "-gcflags=all=-N -l"), "no probe sites to seal"},
 		{"386", goBuild(t, dir, "i386", "./testdata/exits", []string{"GOARCH=386"}), "gosdt seals x86-64 and AArch64"},
 		{"freebsd", goBuild(t, dir, "freebsd", "./testdata/exits", []string{"GOOS=freebsd", "GOARCH=amd64"}), "gosdt seals linux binaries"},
 	}
