@@ -20,6 +20,12 @@ var testHookWritable func() error
 // Supported reports whether this GOOS/GOARCH can patch its own text.
 func Supported() bool { return true }
 
+// Prepare starts, in the background, what the first Apply would otherwise wait for:
+// registering for membarrier's core serialization, which takes the kernel an RCU grace
+// period (17 ms measured here) once a process has more than one thread, as every Go
+// program has by the time any package initialises. Apply waits for it if needed.
+func Prepare() { go membarrierOK() }
+
 // Apply applies all writes or none. Before anything is written every site is compared with
 // its Old bytes; a mismatch returns *SiteMismatchError and writes nothing. The pages covering
 // the writes are RWX only while writing and are RX again when Apply returns, also on error.
@@ -41,9 +47,12 @@ func Apply(ws []Write, o Options) (Report, error) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	if proto == Atomic {
-		err = applyAtomic(ws, spans)
-	} else {
+	switch proto {
+	case Atomic:
+		err = applyDirect(ws, spans, storeAtomic)
+	case Quiescent:
+		err = applyDirect(ws, spans, func(addr uintptr, b []byte) { copy(text(addr, len(b)), b) })
+	default:
 		rep.Attempts, err = applyRendezvous(ws, spans, o)
 	}
 	if err == nil {
@@ -72,15 +81,16 @@ func choose(ws []Write, p Protocol) (Protocol, error) {
 			return 0, ErrNotAtomic
 		}
 		return Atomic, nil
-	case Rendezvous:
-		return Rendezvous, nil
+	case Rendezvous, Quiescent:
+		return p, nil
 	}
 	return 0, fmt.Errorf("patch: unknown protocol %d", int(p))
 }
 
-// applyAtomic writes each site with one store; other threads keep running and see either
-// the old or the new instruction, never a mix.
-func applyAtomic(ws []Write, spans []span) error {
+// applyDirect writes each site with store while other threads keep running: with
+// storeAtomic they see either the old or the new instruction, never a mix; Quiescent
+// callers promise that no thread looks.
+func applyDirect(ws []Write, spans []span, store func(addr uintptr, b []byte)) error {
 	if i := mismatch(ws); i >= 0 {
 		return mismatchError(ws[i])
 	}
@@ -93,7 +103,7 @@ func applyAtomic(ws []Write, spans []span) error {
 	}
 	if err == nil {
 		for _, w := range ws {
-			storeAtomic(w.Addr, w.New)
+			store(w.Addr, w.New)
 			flushRange(w.Addr, len(w.New))
 		}
 	}

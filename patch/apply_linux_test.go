@@ -99,6 +99,9 @@ func TestApplyToggles(t *testing.T) {
 		{Auto, Atomic, len(siteOn)},
 		{Auto, Rendezvous, wideLen},
 		{Rendezvous, Rendezvous, wideLen},
+		// Nothing runs the test target while these tests toggle it: Quiescent's promise.
+		{Quiescent, Quiescent, len(siteOn)},
+		{Quiescent, Quiescent, wideLen},
 	} {
 		t.Run(fmt.Sprintf("%v/width=%d", tc.proto, tc.width), func(t *testing.T) {
 			resetSite(t)
@@ -134,7 +137,7 @@ func TestAtomicRefusesWideWrite(t *testing.T) {
 }
 
 func TestMismatch(t *testing.T) {
-	for _, p := range []Protocol{Atomic, Rendezvous} {
+	for _, p := range []Protocol{Atomic, Rendezvous, Quiescent} {
 		t.Run(p.String(), func(t *testing.T) {
 			resetSite(t)
 			before := append([]byte(nil), text(testTargetAddr(), wideLen)...)
@@ -162,9 +165,9 @@ func TestMismatch(t *testing.T) {
 func TestErrorRestoresRX(t *testing.T) {
 	errHook := errors.New("injected")
 	t.Cleanup(func() { testHookWritable = nil })
-	for _, p := range []Protocol{Atomic, Rendezvous} {
+	for _, p := range []Protocol{Atomic, Rendezvous, Quiescent} {
 		testHookWritable = func() error { return errHook } // inside the rendezvous: no allocation
-		if p == Atomic {
+		if p != Rendezvous {
 			testHookWritable = func() error {
 				if p := perms(t, testTargetAddr()); p != "rwxp" {
 					t.Errorf("while writable the page is %s, want rwxp", p)

@@ -1,6 +1,7 @@
 // Package patch applies a batch of rewrites to the running process's own text: it compares
 // every site before writing, keeps pages RWX only while writing and always restores RX, writes
-// with single atomic stores or inside a stop-the-world rendezvous of every P, then serializes
-// the instruction stream. Only linux/amd64 and linux/arm64 are supported; elsewhere Apply
+// with single atomic stores, inside a stop-the-world rendezvous of every P, or plainly where
+// the caller proves no thread runs the text (Quiescent), then serializes the instruction
+// stream of every core. Only linux/amd64 and linux/arm64 are supported; elsewhere Apply
 // returns ErrNotSupported.
 package patch

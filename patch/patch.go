@@ -15,6 +15,12 @@ const (
 	Auto       Protocol = iota // Atomic when every write is CanAtomic, else Rendezvous
 	Atomic                     // each write is one aligned store; ErrNotAtomic if any is not eligible
 	Rendezvous                 // stop-the-world rendezvous over all Ps
+
+	// Quiescent writes the bytes as they come, then serializes every core. It is for
+	// text that no thread can be executing, or have executed, by construction: package
+	// sdt seals sites at its init, before any package that holds a site has been
+	// initialised. Never chosen by Auto.
+	Quiescent
 )
 
 func (p Protocol) String() string {
@@ -25,6 +31,8 @@ func (p Protocol) String() string {
 		return "atomic"
 	case Rendezvous:
 		return "rendezvous"
+	case Quiescent:
+		return "quiescent"
 	}
 	return fmt.Sprintf("Protocol(%d)", int(p))
 }

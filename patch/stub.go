@@ -5,6 +5,9 @@ package patch
 // Supported reports whether this GOOS/GOARCH can patch its own text.
 func Supported() bool { return false }
 
+// Prepare does nothing where patching is not supported.
+func Prepare() {}
+
 // CanAtomic is always false where patching is not supported.
 func CanAtomic(addr uintptr, n int) bool { return false }
 

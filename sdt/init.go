@@ -26,6 +26,12 @@ func isFire(sym string) bool {
 func init() {
 	reg.mode = modeFromEnv()
 	reg.opts = optionsFromEnv()
+	if os.Getenv("SDT_PATCH") != "off" && !sled.SealedBinary() {
+		// Sealing will patch: let the kernel get ready while discovery runs. (A sealed
+		// binary has nothing to patch at start; preparing anyway would hold up the exit
+		// of a short-lived program by the rest of the wait.)
+		patch.Prepare()
+	}
 	reg.layout = sled.Self()
 	reg.table = sled.Discover(sled.Config{ProbePackage: pkgPath, IsFire: isFire})
 	for _, ss := range reg.table.Sites {
@@ -108,7 +114,12 @@ func (r *registry) seal(patchEnv string) {
 	if len(writes) == 0 {
 		return
 	}
-	if _, err := patch.Apply(writes, patch.Options{Protocol: patch.Rendezvous}); err != nil {
+	// No thread can be running a site: every package that holds one imports sdt and
+	// is initialised after it, and code that was initialised before cannot reach such
+	// a package's functions. So the sites are written as they are, without stopping
+	// the world (a rendezvous could time out if earlier packages started busy
+	// goroutines), and every core is serialized after.
+	if _, err := patch.Apply(writes, patch.Options{Protocol: patch.Quiescent}); err != nil {
 		// Nothing was written.
 		for _, s := range r.sites {
 			switch {

@@ -23,7 +23,7 @@ type Config struct {
 func Discover(cfg Config) *Table {
 	start := time.Now()
 	var t *Table
-	if sealedSelf() {
+	if SealedBinary() {
 		t = loadSealed(self(), cfg)
 	} else {
 		t = discoverArch(runtime.GOARCH, self(), cfg)

@@ -64,8 +64,9 @@ func MarkFor(table []byte) [4]uint64 {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// sealedSelf reports whether this executable was sealed.
-func sealedSelf() bool { return sealed.mark[1] != 0 }
+// SealedBinary reports whether this executable was sealed (sdtctl seal): its sites
+// are then in a site table, and sealed in its text already.
+func SealedBinary() bool { return sealed.mark[1] != 0 }
 
 // exePath is this executable's file. /proc/self/exe names the mapped file itself,
 // even if the path it was started from has been replaced or removed.
