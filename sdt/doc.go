@@ -1,0 +1,20 @@
+// Package sdt is gosdt's API: DTrace-style static probes whose disabled sites cost one
+// jump, switched on and off in the running process by rewriting that jump.
+//
+// Define a probe once, as a package-level variable, and fire it where it happens:
+//
+//	var procExit = sdt.Define1[int]("proc", "exit", "reason")
+//	...
+//	sdt.Probe1(&procExit, reason)
+//
+// At its init the package finds every site (package sled), seals it into a jump over
+// the fire call (package patch), and serves sdtctl on a unix socket (linux). Enable and
+// Disable take DTrace probe descriptions, provider:module:function:name. Handlers
+// (Attach), an event ring and aggregations consume fires.
+//
+// Environment: SDT_MODE (off, on, signal), SDT_SIGNAL, SDT_PATCH (off: branch checks
+// only), SDT_PATCH_PROTOCOL (auto, atomic, rendezvous), SDT_CONTROL (off: no socket),
+// SDT_USDT_POLL (sealed binaries: how often USDT semaphores are read, default 100ms).
+// A binary sealed by sdtctl seal starts from its site table instead of a scan, and
+// enables a probe while bpftrace, perf or SystemTap is attached to its USDT notes.
+package sdt
