@@ -105,7 +105,9 @@ func torture(t *testing.T, protocol patch.Protocol, procs, toggles int, budget t
 					// a while after the write (see staleUnderEmulation); real cores
 					// cannot once membarrier has returned. Under emulation the call is
 					// repeated, and must fire within a bounded number of tries.
-					got = staleUnderEmulation(w, st, before)
+					if got = staleUnderEmulation(w, st, before); got < 0 {
+						continue // the state moved on while repeating: not judged
+					}
 				}
 				switch {
 				case before > 0 && got != 1:
@@ -213,7 +215,8 @@ var emulated = testutil.Emulated()
 var staleRetries, staleMax atomic.Int64
 
 // staleUnderEmulation repeats worker w's call while the state stays enabled at epoch,
-// up to a bound, and returns 1 once a fire is seen (0 if never). Under qemu-user a
+// up to a bound, and returns 1 once a fire is seen, 0 if none is, -1 if the state
+// changed first. Under qemu-user a
 // thread can run a translation of the site's old bytes after the write: qemu drops a
 // page's translations when it becomes writable and re-makes them when code there runs,
 // and a translation made while the store lands can keep the old bytes (FEX-Emu's issue
@@ -226,7 +229,7 @@ func staleUnderEmulation(w int, st *workerStats, epoch int64) int64 {
 		seen := st.seen
 		tortureSite(w)
 		if stable.Load() != epoch {
-			return 1 // the state moved on: not judged
+			return -1
 		}
 		if st.seen != seen {
 			staleRetries.Add(1)
