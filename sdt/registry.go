@@ -34,6 +34,7 @@ type registry struct {
 	unbound   []*site             // sites whose definition's package has not run its init yet
 	described bool                // every site has been named (sled.Site.Describe)
 	byName    map[string][]*probe // definitions by "provider:name"
+	defined   map[*probe]bool     // every definition, to check a pointer read from a variable
 	layout    sled.Layout
 	table     *sled.Table
 
@@ -53,7 +54,9 @@ func (r *registry) add(p *probe) {
 	r.probes = append(r.probes, p)
 	if r.byName == nil {
 		r.byName = map[string][]*probe{}
+		r.defined = map[*probe]bool{}
 	}
+	r.defined[p] = true
 	k := p.provider + ":" + p.name
 	r.byName[k] = append(r.byName[k], p)
 }
@@ -84,12 +87,16 @@ func (r *registry) resolve() {
 	}
 	rest := r.unbound[:0]
 	for _, s := range r.unbound {
-		h := headAt(s.Flag)
-		if h.core == nil {
+		// The variable may be being written right now: a client or a USDT tracer can
+		// ask while later packages still run their init. Its descriptor was registered
+		// (under r.mu) before Define returned, so a pointer found in the registry is a
+		// whole one; anything else is tried again next time.
+		p := headAt(s.Flag).core
+		if p == nil || !r.defined[p] {
 			rest = append(rest, s)
 			continue
 		}
-		p := h.core
+		h := headAt(s.Flag)
 		s.probe = p
 		p.sites = append(p.sites, s)
 		p.addHead(h)
