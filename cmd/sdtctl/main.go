@@ -95,11 +95,12 @@ socket in $XDG_RUNTIME_DIR/gosdt/ or /tmp/gosdt-<uid>/):
                                        and compare its throughput with probes disabled and enabled
 
 SPEC is a DTrace probe description provider:module:function:name, filled from the right
-(exit = ::: exit), globs allowed. Every command takes --json (one JSON object per line).
+(exit = ::: exit), globs allowed. Every command but toolexec takes --json (one JSON
+object per line).
 trace and stat need -p when more than one gosdt process runs.
 
 Exit codes:
-  0 success   1 other error   2 usage   3 no such process   4 not a gosdt process
+  0 success   1 other error   2 usage   3 no such process   4 not a gosdt process (or program)
   5 permission denied   6 spec matches no probe   7 malformed spec   8 process exited
 `
 
