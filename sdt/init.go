@@ -61,12 +61,6 @@ func init() {
 // that cannot be sealed keep their branch check and say why. Sites of a sealed binary
 // already hold their sled: with SDT_MODE=on they are switched on here, the same way.
 func (r *registry) seal(patchEnv string) {
-	var presealed int
-	for _, s := range r.sites {
-		if s.Presealed && s.Patchable() {
-			presealed++
-		}
-	}
 	refuse := func(why string) {
 		for _, s := range r.sites {
 			if s.Reason == "" && !s.Presealed {
@@ -77,6 +71,12 @@ func (r *registry) seal(patchEnv string) {
 	switch {
 	case patchEnv == "off":
 		refuse("patching switched off (SDT_PATCH=off)")
+		var presealed int
+		for _, s := range r.sites {
+			if s.Presealed && s.Patchable() {
+				presealed++
+			}
+		}
 		if presealed > 0 {
 			// Their compiler's check is gone from the file: only patching switches them.
 			warnf("SDT_PATCH=off: %d sites were sealed in the binary file (sdtctl seal) and are still switched by patching", presealed)
@@ -97,7 +97,6 @@ func (r *registry) seal(patchEnv string) {
 		case s.Presealed && r.mode == modeOn:
 			writes = append(writes, patch.Write{Addr: s.Addr, Old: s.Off, New: s.On})
 		case s.Presealed:
-		case patchEnv == "off":
 		default:
 			sled := s.Off
 			if r.mode == modeOn {

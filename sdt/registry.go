@@ -91,12 +91,12 @@ func (r *registry) resolve() {
 		// ask while later packages still run their init. Its descriptor was registered
 		// (under r.mu) before Define returned, so a pointer found in the registry is a
 		// whole one; anything else is tried again next time.
-		p := headAt(s.Flag).core
+		h := headAt(s.Flag)
+		p := h.core
 		if p == nil || !r.defined[p] {
 			rest = append(rest, s)
 			continue
 		}
-		h := headAt(s.Flag)
 		s.probe = p
 		p.sites = append(p.sites, s)
 		p.addHead(h)

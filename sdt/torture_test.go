@@ -216,11 +216,11 @@ var staleRetries, staleMax atomic.Int64
 
 // staleUnderEmulation repeats worker w's call while the state stays enabled at epoch,
 // up to a bound, and returns 1 once a fire is seen, 0 if none is, -1 if the state
-// changed first. Under qemu-user a
-// thread can run a translation of the site's old bytes after the write: qemu drops a
-// page's translations when it becomes writable and re-makes them when code there runs,
-// and a translation made while the store lands can keep the old bytes (FEX-Emu's issue
-// 1765 describes the same race in another translator). Seen about once in 10^8 judged
+// changed first. Under qemu-user a thread can run a translation of the site's old
+// bytes after the write: qemu drops a page's translations when it becomes writable and
+// re-makes them when code there runs, and a translation made while the store lands can
+// keep the old bytes (FEX-Emu's issue 1765 describes the same race in another
+// translator). Seen about once in 10^8 judged
 // calls here (3 of 16 runs of 30,000 toggles at GOMAXPROCS=8); never on a real core,
 // where membarrier's core serialization has returned before the state is declared.
 func staleUnderEmulation(w int, st *workerStats, epoch int64) int64 {

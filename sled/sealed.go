@@ -57,7 +57,7 @@ func Semaphore(slot int) uint16 {
 	return uint16(atomic.LoadUint32(&sealed.semaphores[slot]))
 }
 
-// MarkFor returns the sealMark words for an encoded table.
+// MarkFor returns the words of the seal mark (sealed.mark) for an encoded table.
 func MarkFor(table []byte) [4]uint64 {
 	return [4]uint64{SealMagic, uint64(len(table)), uint64(crc32.Checksum(table, castagnoli)), 0}
 }

@@ -17,15 +17,21 @@ type writer struct {
 	err   error
 }
 
-func (w *writer) span(addr uint64, n int) []byte {
+// bytes returns the image's n loaded bytes at addr.
+func (w *writer) bytes(addr uint64, n int) ([]byte, error) {
 	off, err := usdt.FileOffset(w.f, addr, uint64(n))
 	if err != nil {
-		if w.err == nil {
-			w.err = err
-		}
-		return nil
+		return nil, err
 	}
-	return w.image[off : off+uint64(n)]
+	return w.image[off : off+uint64(n)], nil
+}
+
+func (w *writer) span(addr uint64, n int) []byte {
+	b, err := w.bytes(addr, n)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return b
 }
 
 // holds reports whether the file has want at addr.

@@ -163,7 +163,13 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 		r.Sealed++
 	}
 
-	notes, probes := notesFor(path, goarch, f, t, tab, vars+sled.SemaphoresOffset, r)
+	base := f.Section(".rodata")
+	if base == nil {
+		return nil, errors.New("no .rodata section to anchor .stapsdt.base in")
+	}
+	// The calls the notes name are read from the linker's bytes.
+	linked := &writer{f: f, image: image}
+	notes, probes := notesFor(path, goarch, linked, t, tab, base.Addr, vars+sled.SemaphoresOffset, r)
 	table := (&sled.SiteTable{Arch: goarch, Text: textStart, Sites: t.Sites, Probes: probes}).Encode()
 	var m [32]byte
 	for i, v := range sled.MarkFor(table) {
@@ -178,10 +184,6 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	base := f.Section(".rodata")
-	if base == nil {
-		return nil, errors.New("no .rodata section to anchor .stapsdt.base in")
-	}
 	return usdt.AddSections(out, []usdt.Section{
 		// bcc (bpftrace's USDT reader) computes a semaphore's file offset from a
 		// .probes section it must meet before the notes.
@@ -194,7 +196,7 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 
 // notesFor names the fire calls of t's sites for USDT tracers and gives each probe name
 // a semaphore slot. Sites whose probe name cannot be read from the binary get no note.
-func notesFor(path, goarch string, f *elf.File, t *sled.Table, tab *gosym.Table, sems uint64, r *Report) ([]usdt.Note, []sled.SealedProbe) {
+func notesFor(path, goarch string, linked *writer, t *sled.Table, tab *gosym.Table, base, sems uint64, r *Report) ([]usdt.Note, []sled.SealedProbe) {
 	defs, err := sled.DefinitionsFile(path, ProbePackage)
 	if err != nil {
 		r.Skipped = append(r.Skipped, "no USDT notes: "+err.Error())
@@ -204,7 +206,6 @@ func notesFor(path, goarch string, f *elf.File, t *sled.Table, tab *gosym.Table,
 	for _, d := range defs {
 		byFlag[d.Flag] = d
 	}
-	base := f.Section(".rodata").Addr
 	slots := map[[2]string]int{}
 	var notes []usdt.Note
 	for _, s := range t.Sites {
@@ -216,7 +217,7 @@ func notesFor(path, goarch string, f *elf.File, t *sled.Table, tab *gosym.Table,
 			r.Skipped = append(r.Skipped, fmt.Sprintf("site %#x: its probe's Define was not found in package initialisation; no note", s.Addr))
 			continue
 		}
-		pc, target, err := fireCall(f, goarch, uint64(s.Return))
+		pc, target, err := fireCall(linked, goarch, uint64(s.Return))
 		if err != nil {
 			r.Skipped = append(r.Skipped, fmt.Sprintf("site %#x (%s:%s): %v; no note", s.Addr, d.Provider, d.Name, err))
 			continue
@@ -258,17 +259,8 @@ func notesFor(path, goarch string, f *elf.File, t *sled.Table, tab *gosym.Table,
 
 // fireCall returns the address and target of the call instruction that returns to
 // ret, checking that it is one: the note's pc, where the arguments are in registers.
-func fireCall(f *elf.File, goarch string, ret uint64) (pc, target uint64, err error) {
-	read := func(addr uint64, n int) ([]byte, error) {
-		b := make([]byte, n)
-		for _, p := range f.Progs {
-			if p.Type == elf.PT_LOAD && addr >= p.Vaddr && addr+uint64(n) <= p.Vaddr+p.Filesz {
-				_, err := p.ReadAt(b, int64(addr-p.Vaddr))
-				return b, err
-			}
-		}
-		return nil, fmt.Errorf("%#x not in the file", addr)
-	}
+func fireCall(linked *writer, goarch string, ret uint64) (pc, target uint64, err error) {
+	read := linked.bytes
 	switch goarch {
 	case "amd64":
 		b, err := read(ret-5, 5)
