@@ -92,8 +92,10 @@ func switchKeys(keys []holdKey, enable bool, what string) (int, error) {
 
 // hold enables what specs match on behalf of h. A key that is on without any holder
 // (the program enabled it, or SDT_MODE=on) is left alone and not held: nobody will
-// switch it off on h's behalf. All specs are checked before anything changes.
-func (h *holder) hold(specs []string) (int, error) {
+// switch it off on h's behalf. All specs are checked before anything changes. n counts
+// the sites switched on; already the sites that matched but were on before (held by
+// another client, by h itself, or by the program).
+func (h *holder) hold(specs []string) (n, already int, err error) {
 	return h.holdMatching(fmt.Sprint(specs), func() ([]holdKey, error) {
 		var all []holdKey
 		for _, sp := range specs {
@@ -108,17 +110,25 @@ func (h *holder) hold(specs []string) (int, error) {
 }
 
 // holdMatching is hold for the keys match returns; match runs with reg.mu held.
-func (h *holder) holdMatching(what string, match func() ([]holdKey, error)) (int, error) {
+func (h *holder) holdMatching(what string, match func() ([]holdKey, error)) (n, already int, err error) {
 	holds.mu.Lock()
 	defer holds.mu.Unlock()
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
 	all, err := match()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var take []holdKey
+	seen := map[holdKey]bool{}
 	for _, k := range all {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if k.s != nil && k.on() {
+			already++
+		}
 		if h.keys[k] || (k.on() && holds.n[k] == 0) {
 			continue
 		}
@@ -126,14 +136,15 @@ func (h *holder) holdMatching(what string, match func() ([]holdKey, error)) (int
 		holds.n[k]++
 		take = append(take, k)
 	}
-	n, err := switchKeys(take, true, what)
+	n, err = switchKeys(take, true, what)
 	if err != nil {
 		for _, k := range take {
 			delete(h.keys, k)
 			holds.n[k]--
 		}
+		return 0, 0, err
 	}
-	return n, err
+	return n, already, nil
 }
 
 // releaseLocked drops h's holds on keys (all of them when keys is nil) and returns
@@ -298,9 +309,9 @@ func serve(c net.Conn) {
 			if q.Persist {
 				h = holds.process
 			}
-			var n int
-			if n, err = h.hold(q.Specs); err == nil {
-				err = cc.send(&ctlproto.Response{Kind: ctlproto.KindOK, N: n})
+			var n, already int
+			if n, already, err = h.hold(q.Specs); err == nil {
+				err = cc.send(&ctlproto.Response{Kind: ctlproto.KindOK, N: n, AlreadyOn: already})
 			}
 		case ctlproto.OpDisable:
 			var n, kept int
@@ -374,30 +385,40 @@ func (cc *conn) list(q *ctlproto.Request) error {
 }
 
 // stream runs a trace or a stat until its count or duration is reached, the client
-// sends stop, or the connection ends (closed true).
+// sends stop, or the connection ends (closed true). The end is sent only after the
+// stream's holds are released, so that a client that has read it sees its probes off.
 func (cc *conn) stream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (closed bool, err error) {
+	end, closed, err := cc.runStream(q, reqs)
+	if end != nil {
+		err = cc.send(end)
+	}
+	return closed, err
+}
+
+// runStream is stream up to its end, which it returns to be sent.
+func (cc *conn) runStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (end *ctlproto.Response, closed bool, err error) {
 	var agg *aggregation
 	if q.Op == ctlproto.OpStat {
 		by, err := ParseAggBy(q.By)
 		if err != nil {
-			return false, ctlproto.Errorf(ctlproto.CodeBadRequest, "%v", err)
+			return nil, false, ctlproto.Errorf(ctlproto.CodeBadRequest, "%v", err)
 		}
 		val := -1
 		if q.Hist != "" {
 			if val, err = ParseArgN(q.Hist); err != nil {
-				return false, ctlproto.Errorf(ctlproto.CodeBadRequest, "hist: %v", err)
+				return nil, false, ctlproto.Errorf(ctlproto.CodeBadRequest, "hist: %v", err)
 			}
 		}
 		agg = newAggregation(by, val, val >= 0)
 	}
 	sub, err := subscribe(q.Spec, agg)
 	if err != nil {
-		return false, errCode(err)
+		return nil, false, errCode(err)
 	}
 	defer sub.close()
 	h := newHolder()
-	if _, err := h.hold([]string{q.Spec}); err != nil {
-		return false, errCode(err)
+	if _, _, err := h.hold([]string{q.Spec}); err != nil {
+		return nil, false, errCode(err)
 	}
 	defer h.release()
 	var events chan Event
@@ -407,7 +428,7 @@ func (cc *conn) stream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (clos
 		defer undispatch(sub.bit)
 	}
 	if err := cc.send(&ctlproto.Response{Kind: ctlproto.KindStarted}); err != nil {
-		return true, nil
+		return nil, true, nil
 	}
 	var deadline <-chan time.Time
 	if q.DurationMS > 0 {
@@ -443,23 +464,23 @@ func (cc *conn) stream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (clos
 		select {
 		case e := <-events:
 			if err := cc.send(&ctlproto.Response{Kind: ctlproto.KindEvent, Event: cc.event(&e)}); err != nil {
-				return true, nil
+				return nil, true, nil
 			}
 			if count++; q.Count > 0 && count >= q.Count {
-				return false, cc.send(&ctlproto.Response{Kind: ctlproto.KindEnd, Drops: drops()})
+				return &ctlproto.Response{Kind: ctlproto.KindEnd, Drops: drops()}, false, nil
 			}
 		case <-tick:
 			if err := statNow(); err != nil {
-				return true, nil
+				return nil, true, nil
 			}
 		case <-deadline:
 			if agg != nil && time.Since(lastStat) > 100*time.Millisecond {
 				statNow()
 			}
-			return false, cc.send(&ctlproto.Response{Kind: ctlproto.KindEnd, Drops: drops()})
+			return &ctlproto.Response{Kind: ctlproto.KindEnd, Drops: drops()}, false, nil
 		case r, ok := <-reqs:
 			if !ok {
-				return true, nil
+				return nil, true, nil
 			}
 			if r.Op != ctlproto.OpStop {
 				cc.fail(ctlproto.Errorf(ctlproto.CodeBadRequest, "%s during %s: send stop first", r.Op, q.Op))
@@ -468,7 +489,7 @@ func (cc *conn) stream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (clos
 			if agg != nil {
 				statNow()
 			}
-			return false, cc.send(&ctlproto.Response{Kind: ctlproto.KindEnd, Drops: drops()})
+			return &ctlproto.Response{Kind: ctlproto.KindEnd, Drops: drops()}, false, nil
 		}
 	}
 }

@@ -70,7 +70,7 @@ func (p *usdtProbe) sync() {
 	case attached && p.h == nil:
 		h := newHolder()
 		var found int
-		_, err := h.holdMatching("usdt "+p.Provider+":"+p.Name, func() ([]holdKey, error) {
+		_, _, err := h.holdMatching("usdt "+p.Provider+":"+p.Name, func() ([]holdKey, error) {
 			reg.resolve()
 			keys := namedKeys(p.Provider, p.Name)
 			found = len(keys)

@@ -159,12 +159,15 @@ func cmdSwitch(cmd string, args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		if o.json {
-			printJSON(stdout, map[string]any{"pid": cl.pid, "command": cl.hello.Command, "op": cmd, "sites": r.N, "kept": r.Kept})
+			printJSON(stdout, map[string]any{"pid": cl.pid, "command": cl.hello.Command, "op": cmd, "sites": r.N, "kept": r.Kept, "already_on": r.AlreadyOn})
 			continue
 		}
 		fmt.Fprintf(stdout, "pid %d (%s): %sd %d sites", cl.pid, cl.hello.Command, cmd, r.N)
 		if r.Kept > 0 {
 			fmt.Fprintf(stdout, "; %d stay on, held by a running trace or stat", r.Kept)
+		}
+		if r.AlreadyOn > 0 {
+			fmt.Fprintf(stdout, "; %d were already on", r.AlreadyOn)
 		}
 		fmt.Fprintln(stdout)
 	}

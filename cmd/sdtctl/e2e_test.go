@@ -154,6 +154,9 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil || !strings.Contains(out, "alpha") || !strings.Contains(out, "beta") || !strings.Contains(out, "Distribution") {
 		t.Fatalf("stat: %v\n%s", err, out)
 	}
+	if out, _ := sdtctl(t, "list", "-p", p, "e2e:::tick"); !strings.Contains(out, " off ") {
+		t.Fatalf("after stat, still on:\n%s", out)
+	}
 
 	// enable persists after sdtctl exits; disable switches off
 	if out, err := sdtctl(t, "enable", "-p", p, "e2e:::tick"); err != nil || !strings.Contains(out, "enabled 1 sites") {
@@ -182,6 +185,46 @@ func TestEndToEnd(t *testing.T) {
 		if exitCode(err) != c.code {
 			t.Errorf("sdtctl %v: exit %d (%v), want %d", c.args, exitCode(err), err, c.code)
 		}
+	}
+}
+
+// TestEnableDuringStream: an enable sent while a stat holds the probe says that the
+// sites were already on, and keeps them on after the stat.
+func TestEnableDuringStream(t *testing.T) {
+	pid := startTarget(t)
+	p := strconv.Itoa(pid)
+	on := func() bool {
+		out, err := sdtctl(t, "list", "-p", p, "e2e:::tick")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(out, "sealed-on")
+	}
+	stream, err := dial(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.close()
+	if err := stream.send(&ctlproto.Request{Op: ctlproto.OpStat, Spec: "e2e:::tick", IntervalMS: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := stream.recv(); err != nil || r.Kind != ctlproto.KindStarted {
+		t.Fatalf("stat: %+v %v", r, err)
+	}
+	out, err := sdtctl(t, "enable", "-p", p, "e2e:::tick")
+	if err != nil || !strings.Contains(out, "enabled 0 sites; 1 were already on") {
+		t.Fatalf("enable during a stat: %v %s", err, out)
+	}
+	stream.close()
+	time.Sleep(100 * time.Millisecond)
+	if !on() {
+		t.Fatal("the enable went away with the stat")
+	}
+	if out, err := sdtctl(t, "disable", "-p", p, "e2e:::tick"); err != nil || !strings.Contains(out, "disabled 1 sites") {
+		t.Fatalf("disable: %v %s", err, out)
+	}
+	if on() {
+		t.Fatal("on after disable")
 	}
 }
 

@@ -80,9 +80,11 @@ type Response struct {
 	NProbes int    `json:"probes,omitempty"`
 	SitesOn int    `json:"sites_on,omitempty"`
 
-	// ok
-	N    int `json:"n,omitempty"`
-	Kept int `json:"kept,omitempty"`
+	// ok: N sites switched; for a disable, Kept stay on for other clients; for an
+	// enable, AlreadyOn matched but were on before
+	N         int `json:"n,omitempty"`
+	Kept      int `json:"kept,omitempty"`
+	AlreadyOn int `json:"already_on,omitempty"`
 
 	Probes []Probe `json:"list,omitempty"`
 	Event  *Event  `json:"event,omitempty"`
