@@ -205,11 +205,12 @@ func (r *registry) switchLocked(sites []*site, wholes []*probe, enable bool, wha
 	var writes []patch.Write
 	for _, s := range changed {
 		if s.Patchable() {
-			from, to := s.Off, s.On
+			// Only the toggle: laid out inside one aligned word, it is one atomic store.
+			from, to := s.Switch()
 			if !enable {
 				from, to = to, from
 			}
-			writes = append(writes, patch.Write{Addr: s.Addr, Old: from[:s.Toggle], New: to[:s.Toggle]})
+			writes = append(writes, patch.Write{Addr: s.Addr + uintptr(s.ToggleAt), Old: from, New: to})
 		}
 	}
 	mark := func(on bool) {

@@ -348,6 +348,11 @@ func TestUnseal(t *testing.T) {
 	if !patching {
 		t.Skip("sites are not sealed here")
 	}
+	for _, l := range sdt.ToggleLayouts("shape") {
+		if strings.HasSuffix(l.Func, ".unsealedSite") && l.At > 0 {
+			t.Skipf("the site toggles after a lead NOP (+%d), which Unseal refuses (see TestUnsealRefusesLeads)", l.At)
+		}
+	}
 	n, err := sdt.Unseal("shape:::unsealed")
 	if err != nil || n != 1 {
 		t.Fatalf("Unseal = %d, %v; want 1 site", n, err)

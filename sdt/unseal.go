@@ -14,9 +14,17 @@ import (
 // how many sites it unsealed. It cannot be undone: a goroutine may be parked between
 // the compiler's compare and its jump, where a sled has no instruction boundary.
 //
-// Only never-enabled sites qualify: a sealed-off site jumps at its first instruction,
-// so no goroutine can be inside the rest of it, but one that was ever enabled may have
-// a goroutine parked on its NOP padding, which the compiler's bytes would cut in two.
+// Unseal refuses the whole request, and changes nothing, when a site it matches could
+// hold a stopped goroutine anywhere but at its first byte, because the compiler's bytes
+// would cut that goroutine's instruction in two:
+//   - a site that has been enabled: a goroutine may be parked on its NOP padding;
+//   - a site whose toggle is not its first instruction (amd64 puts a NOP before a
+//     toggle that would otherwise straddle an aligned 8-byte word, so that every switch
+//     is one atomic store): a goroutine may be parked on the toggle itself;
+//   - a site whose disabled form falls through its NOPs (a JNE site, whose fire block
+//     is out of line).
+//
+// Only a never-enabled site whose disabled form jumps at its first byte qualifies.
 func Unseal(specText string) (int, error) {
 	sp, err := spec.Parse(specText)
 	if err != nil {
@@ -32,8 +40,13 @@ func Unseal(specText string) (int, error) {
 			if !sp.Match(p.provider, s.Module, s.Func, p.name) || !s.Patchable() {
 				continue
 			}
-			if s.everOn {
+			switch {
+			case s.everOn:
 				return 0, fmt.Errorf("unseal %q: site %#x (%s) has been enabled: a goroutine may be parked inside its sled", specText, s.Addr, s.Func)
+			case s.ToggleAt != 0:
+				return 0, fmt.Errorf("unseal %q: site %#x (%s) toggles at +%d, after a NOP that aligns it: a goroutine may be parked on the toggle, inside the compiler's compare", specText, s.Addr, s.Func, s.ToggleAt)
+			case !s.EntersAtStart():
+				return 0, fmt.Errorf("unseal %q: site %#x (%s) falls through its NOPs while disabled: a goroutine may be parked inside its sled", specText, s.Addr, s.Func)
 			}
 			writes = append(writes, patch.Write{Addr: s.Addr, Old: s.Off, New: s.Orig})
 			// arm64: the flag load comes back too. A goroutine parked between the

@@ -159,7 +159,7 @@ func (c *x86Candidate) toSite(src source, probePkg string) *Site {
 		s.Reason = err.Error()
 		return s
 	}
-	s.Off, s.On, s.Toggle = sled.Off, sled.On, sled.Toggle
+	s.Off, s.On, s.ToggleAt, s.Toggle = sled.Off, sled.On, sled.At, sled.Toggle
 	return s
 }
 

@@ -1,6 +1,10 @@
 package sled
 
-import "time"
+import (
+	"time"
+
+	"github.com/gosdt/gosdt/arch/amd64"
+)
 
 // Kind tells what a site's guarded block does.
 type Kind uint8
@@ -28,10 +32,11 @@ type Site struct {
 	Kind   Kind
 	Return uintptr // Fire sites: return address of the fire call, which names the site at run time
 
-	Orig   []byte // the compiler's bytes
-	Off    []byte // canonical disabled form; nil when not patchable
-	On     []byte // canonical enabled form; differs from Off only in [0, Toggle)
-	Toggle int    // length of the first instruction, the only one ever toggled
+	Orig     []byte // the compiler's bytes
+	Off      []byte // canonical disabled form; nil when not patchable
+	On       []byte // canonical enabled form; differs from Off only in the toggle
+	ToggleAt int    // offset of the toggle, the only instruction ever switched (amd64: after a lead NOP that aligns it)
+	Toggle   int    // length of the toggle
 
 	Func   string // function holding the probe statement (inlining resolved), e.g. "main.worker"; see Describe
 	Module string // its package path, e.g. "main"
@@ -63,6 +68,21 @@ type Rewrite struct {
 
 // Patchable reports whether the site has a verified sled.
 func (s *Site) Patchable() bool { return s.Reason == "" }
+
+// Switch returns the bytes of the toggle in the disabled and the enabled form, to be
+// written at Addr+ToggleAt: the only write a run-time enable or disable makes.
+func (s *Site) Switch() (off, on []byte) {
+	end := s.ToggleAt + s.Toggle
+	return s.Off[s.ToggleAt:end], s.On[s.ToggleAt:end]
+}
+
+// EntersAtStart reports whether a goroutine stopped inside the disabled sled can only
+// be at Addr: the toggle is the first instruction and jumps past the rest (or is the
+// whole sled). Only such a site can be given its compiler's bytes back while its code
+// may be running (see sdt's Unseal): every other pc in the sled cuts those in two.
+func (s *Site) EntersAtStart() bool {
+	return s.ToggleAt == 0 && (s.Toggle == s.Len || amd64.OffJumps(s.Off, 0))
+}
 
 // Rejection is a candidate that is not a site, with the reason.
 type Rejection struct {

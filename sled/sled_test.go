@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gosdt/gosdt/patch"
 	"github.com/gosdt/gosdt/sled"
 )
 
@@ -62,8 +63,12 @@ func TestDiscoverFindsSites(t *testing.T) {
 		if s.Module != "github.com/gosdt/gosdt/sled_test" || !strings.HasSuffix(s.File, "sled_test.go") || s.Line == 0 {
 			t.Errorf("site %#x named %s %s %s:%d", s.Addr, s.Module, s.Func, s.File, s.Line)
 		}
-		if len(s.Off) != s.Len || len(s.On) != s.Len || string(s.Off[s.Toggle:]) != string(s.On[s.Toggle:]) {
-			t.Errorf("site %#x: sleds % x / % x differ beyond the toggle (%d)", s.Addr, s.Off, s.On, s.Toggle)
+		end := s.ToggleAt + s.Toggle
+		if len(s.Off) != s.Len || len(s.On) != s.Len || string(s.Off[end:]) != string(s.On[end:]) || string(s.Off[:s.ToggleAt]) != string(s.On[:s.ToggleAt]) {
+			t.Errorf("site %#x: sleds % x / % x differ beyond the toggle (%d at +%d)", s.Addr, s.Off, s.On, s.Toggle, s.ToggleAt)
+		}
+		if !patch.CanAtomic(s.Addr+uintptr(s.ToggleAt), s.Toggle) && patch.Supported() {
+			t.Errorf("site %#x: toggle of %d bytes at +%d is not one atomic store", s.Addr, s.Toggle, s.ToggleAt)
 		}
 		if s.Note != "" {
 			t.Logf("site %#x sealed with a note: %s", s.Addr, s.Note)

@@ -1,6 +1,7 @@
 package sled
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -27,14 +28,23 @@ type SealedProbe struct {
 	Slot           int
 }
 
-// tableMagic starts an encoded table; its last byte is the format version.
-const tableMagic = "GOSDTST\x01"
+// tableMagic starts an encoded table; its last byte is the format version. Version 2
+// added each site's toggle offset (amd64 sleds may start with a NOP that aligns the
+// toggle); a version 1 table, from an older sdtctl seal, is read with every toggle at
+// offset 0, which is how that version laid its sleds out.
+const (
+	tableMagic   = "GOSDTST\x02"
+	tableMagicV1 = "GOSDTST\x01"
+)
 
 // Encode returns the table in its section format: little-endian, length-prefixed
 // byte strings, so that a reader can refuse anything malformed without guessing.
-func (t *SiteTable) Encode() []byte {
+func (t *SiteTable) Encode() []byte { return t.encode(tableMagic) }
+
+// encode writes the table in the format magic names; tests write version 1 with it.
+func (t *SiteTable) encode(magic string) []byte {
 	var e encoder
-	e.b = append(e.b, tableMagic...)
+	e.b = append(e.b, magic...)
 	e.str(t.Arch)
 	e.u64(t.Text)
 	e.u32(uint32(len(t.Sites)))
@@ -45,6 +55,9 @@ func (t *SiteTable) Encode() []byte {
 		e.u32(uint32(s.Kind))
 		e.u64(uint64(s.Return))
 		e.u32(uint32(s.Toggle))
+		if magic != tableMagicV1 {
+			e.u32(uint32(s.ToggleAt))
+		}
 		e.bytes(s.Orig)
 		e.bytes(s.Off)
 		e.bytes(s.On)
@@ -71,8 +84,15 @@ func (t *SiteTable) Encode() []byte {
 // Discover checks every site's bytes against the text before trusting it.
 func DecodeTable(b []byte) (*SiteTable, error) {
 	d := decoder{b: b}
-	if string(d.take(len(tableMagic))) != tableMagic {
-		return nil, errors.New("site table: bad magic or version")
+	v1 := false
+	switch magic := string(d.take(len(tableMagic))); {
+	case magic == tableMagic:
+	case magic == tableMagicV1:
+		v1 = true
+	case magic[:len(magic)-1] == tableMagic[:len(tableMagic)-1]:
+		return nil, fmt.Errorf("site table: format version %d, this gosdt reads 1 and 2: seal the binary with this version's sdtctl", magic[len(magic)-1])
+	default:
+		return nil, errors.New("site table: bad magic")
 	}
 	t := &SiteTable{Arch: d.str(), Text: d.u64()}
 	n := d.count(40)
@@ -82,6 +102,9 @@ func DecodeTable(b []byte) (*SiteTable, error) {
 		s.Kind = Kind(kind)
 		s.Return = uintptr(d.u64())
 		s.Toggle = int(d.u32())
+		if !v1 {
+			s.ToggleAt = int(d.u32())
+		}
 		s.Orig, s.Off, s.On = d.bytes(), d.bytes(), d.bytes()
 		s.Reason, s.Note = d.str(), d.str()
 		for range d.count(12) {
@@ -118,8 +141,10 @@ func checkSite(s *Site, kind uint32) error {
 		return fmt.Errorf("kind %d", kind)
 	case len(s.Orig) != s.Len || s.Len == 0 || s.Len > 64:
 		return fmt.Errorf("%d original bytes for a %d-byte site", len(s.Orig), s.Len)
-	case s.Reason == "" && (len(s.Off) != s.Len || len(s.On) != s.Len || s.Toggle <= 0 || s.Toggle > s.Len):
+	case s.Reason == "" && (len(s.Off) != s.Len || len(s.On) != s.Len || s.Toggle <= 0 || s.ToggleAt < 0 || s.ToggleAt+s.Toggle > s.Len):
 		return errors.New("sled forms do not fit the site")
+	case s.Reason == "" && !onlyToggleDiffers(s):
+		return errors.New("sled forms differ outside the toggle")
 	}
 	for _, a := range s.Also {
 		if len(a.Orig) != len(a.New) || len(a.Orig) == 0 || len(a.Orig) > 16 {
@@ -127,6 +152,13 @@ func checkSite(s *Site, kind uint32) error {
 		}
 	}
 	return nil
+}
+
+// onlyToggleDiffers reports whether Off and On are equal outside the toggle: a run-time
+// switch writes only the toggle, so any other difference could not be switched.
+func onlyToggleDiffers(s *Site) bool {
+	end := s.ToggleAt + s.Toggle
+	return bytes.Equal(s.Off[:s.ToggleAt], s.On[:s.ToggleAt]) && bytes.Equal(s.Off[end:], s.On[end:])
 }
 
 type encoder struct{ b []byte }

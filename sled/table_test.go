@@ -3,6 +3,7 @@ package sled
 import (
 	"bytes"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -17,6 +18,10 @@ func sampleTable() *SiteTable {
 				Also: []Rewrite{{Addr: 0x401220, Orig: []byte{9, 9, 9, 9, 9, 9, 9, 9}, New: []byte{0x1f, 0x20, 0x03, 0xd5, 0x1f, 0x20, 0x03, 0xd5}}}},
 			{Addr: 0x401300, Len: 2, Flag: 0x5a0020, Kind: Guard, Orig: []byte{0x74, 0x10},
 				Reason: "flags live at the target"},
+			{Addr: 0x401407, Len: 9, Flag: 0x5a0030, Kind: Fire, Return: 0x401420, ToggleAt: 1, Toggle: 2,
+				Orig: []byte{0x80, 0x3d, 1, 2, 3, 4, 0, 0x74, 0x10},
+				Off:  []byte{0x90, 0xeb, 0x0f, 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00},
+				On:   []byte{0x90, 0x66, 0x90, 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00}},
 		},
 		Probes: []SealedProbe{{Provider: "proc", Name: "exit", Slot: 1}, {Provider: "p", Name: "q", Slot: 1023}},
 	}
@@ -44,13 +49,16 @@ func TestTableRoundTrip(t *testing.T) {
 
 func TestTableRefusesImpossibleSites(t *testing.T) {
 	for name, spoil := range map[string]func(*SiteTable){
-		"kind":        func(t *SiteTable) { t.Sites[0].Kind = 7 },
-		"orig length": func(t *SiteTable) { t.Sites[0].Orig = t.Sites[0].Orig[:3] },
-		"sled length": func(t *SiteTable) { t.Sites[0].Off = append(t.Sites[0].Off, 0x90) },
-		"toggle":      func(t *SiteTable) { t.Sites[0].Toggle = 5 },
-		"also":        func(t *SiteTable) { t.Sites[0].Also[0].New = nil },
-		"slot 0":      func(t *SiteTable) { t.Probes[0].Slot = 0 },
-		"slot range":  func(t *SiteTable) { t.Probes[0].Slot = SemaphoreSlots },
+		"kind":         func(t *SiteTable) { t.Sites[0].Kind = 7 },
+		"orig length":  func(t *SiteTable) { t.Sites[0].Orig = t.Sites[0].Orig[:3] },
+		"sled length":  func(t *SiteTable) { t.Sites[0].Off = append(t.Sites[0].Off, 0x90) },
+		"toggle":       func(t *SiteTable) { t.Sites[0].Toggle = 5 },
+		"toggle at":    func(t *SiteTable) { t.Sites[2].ToggleAt = 8 },
+		"lead differs": func(t *SiteTable) { t.Sites[2].ToggleAt = 2; t.Sites[2].Toggle = 1 },
+		"tail differs": func(t *SiteTable) { t.Sites[2].On[8] = 0x90 },
+		"also":         func(t *SiteTable) { t.Sites[0].Also[0].New = nil },
+		"slot 0":       func(t *SiteTable) { t.Probes[0].Slot = 0 },
+		"slot range":   func(t *SiteTable) { t.Probes[0].Slot = SemaphoreSlots },
 	} {
 		st := sampleTable()
 		spoil(st)
@@ -60,15 +68,41 @@ func TestTableRefusesImpossibleSites(t *testing.T) {
 	}
 }
 
+// TestTableVersion1 reads a table written by the sdtctl seal that placed every toggle at
+// the site's first byte, and refuses one from a newer format by its version.
+func TestTableVersion1(t *testing.T) {
+	in := sampleTable()
+	in.Sites = in.Sites[:2] // version 1 had no lead: its sleds toggle at offset 0
+	out, err := DecodeTable(in.encode(tableMagicV1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Errorf("version 1:\n got %+v\nwant %+v", out, in)
+	}
+	b := in.Encode()
+	b[len(tableMagic)-1] = 3
+	if _, err := DecodeTable(b); err == nil || !strings.Contains(err.Error(), "version 3") {
+		t.Errorf("a version 3 table: %v, want an error naming the version", err)
+	}
+}
+
 // FuzzDecodeTable: a table read from a file may be anything; decoding must never
 // panic or allocate without bound, and what it accepts must be what it would write.
 func FuzzDecodeTable(f *testing.F) {
 	f.Add(sampleTable().Encode())
 	f.Add([]byte(tableMagic))
+	f.Add(sampleTable().encode(tableMagicV1))
 	f.Add(append([]byte(tableMagic), 0xff, 0xff, 0xff, 0xff))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		st, err := DecodeTable(b)
 		if err != nil {
+			return
+		}
+		if bytes.HasPrefix(b, []byte(tableMagicV1)) {
+			if again, err := DecodeTable(st.Encode()); err != nil || !reflect.DeepEqual(again, st) {
+				t.Errorf("version 1 table re-encoded as version 2 reads back as %+v, %v", again, err)
+			}
 			return
 		}
 		if again := st.Encode(); !bytes.Equal(again, b) {

@@ -236,8 +236,8 @@ func TestLoopSite(t *testing.T) {
 		if _, err := DecodeFunc(Bytes{Base: a.base, Code: code}, a.base, 0, nil); err != nil {
 			t.Fatal(err)
 		}
-		if target, _, n, err := ParseSled(Bytes{Base: a.base, Code: code}, s.Addr); err != nil || n != s.Len || (target != 0 && target != s.Taken) {
-			t.Fatalf("ParseSled = %#x, %d, %v", target, n, err)
+		if target, _, at, n, err := ParseSled(Bytes{Base: a.base, Code: code}, s.Addr); err != nil || n != s.Len || at != sl.At || (target != 0 && target != s.Taken) {
+			t.Fatalf("ParseSled = %#x, %d, %d, %v", target, at, n, err)
 		}
 	}
 }

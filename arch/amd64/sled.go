@@ -5,20 +5,29 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"golang.org/x/arch/x86/x86asm"
 )
 
 // The canonical sled replaces a site's CMPB [NOPs] Jcc, in place and with the
-// same length, by a toggle instruction followed by NOPs:
+// same length, by an optional leading NOP, a toggle instruction and NOPs:
 //
+//	lead:      none | 90 | 0F 1F 00 | 0F 1F 40 00   identical in both forms
 //	JMP form:  EB rel8 | E9 rel32            jumps to the Jcc's taken target
 //	NOP form:  66 90   | 0F 1F 44 00 00      falls through
 //	then:      Intel's recommended NOPs, identical in both forms
 //
+// The lead is there only to move the toggle inside one naturally aligned 8-byte
+// word, where a store of it is single-copy atomic (see AtomicStore): a 2-byte
+// toggle at addr%8 == 7 gets a 1-byte lead, a 5-byte one at addr%8 > 3 a lead of
+// 1, 3 or 4 bytes (never 2: a 2-byte lead would read like a 2-byte toggle). A
+// site is at least 9 bytes, so lead and toggle always fit. Then every run-time
+// switch of every site is one aligned store and never needs the rendezvous.
+//
 // For JE (Go's usual layout: fire block inline) the JMP form is the disabled
 // form (JMP skip); for JNE it is the enabled form (JMP fire). After the one-time
-// conversion only bytes [0, Toggle) ever change, so a goroutine preempted
+// conversion only bytes [At, At+Toggle) ever change, so a goroutine preempted
 // anywhere in the sled resumes on an instruction boundary of either form.
 
 // nops are Intel's recommended multi-byte NOPs (SDM vol. 2B, NOP), the same
@@ -90,26 +99,49 @@ func encodeJMP32(from, to uint64) ([]byte, error) {
 }
 
 // Sled is a site's canonical replacement: two forms of the same length that
-// differ only in their first instruction.
+// differ only in their toggle instruction.
 type Sled struct {
 	Off, On []byte // the whole site (Len bytes): disabled form, enabled form
-	Toggle  int    // length of the first instruction; Off and On differ only in [0, Toggle)
+	At      int    // offset of the toggle: the length of the leading NOP, often 0
+	Toggle  int    // length of the toggle; Off and On differ only in [At, At+Toggle)
 	Target  uint64 // where the JMP form goes
 }
 
 // Jump returns the JMP form: Off for a JE site, On for a JNE site.
 func (s Sled) Jump() []byte {
-	if s.Off[0] == 0xEB || s.Off[0] == 0xE9 {
+	if isJMP(s.Off[s.At]) {
 		return s.Off
 	}
 	return s.On
 }
 
+// isJMP reports whether op is the opcode of a toggle's JMP form.
+func isJMP(op byte) bool { return op == 0xEB || op == 0xE9 }
+
+// OffJumps reports whether off, a disabled sled whose toggle is at offset at, jumps
+// at its toggle: then a goroutine stopped in it can be nowhere past the toggle.
+func OffJumps(off []byte, at int) bool { return at < len(off) && isJMP(off[at]) }
+
+// toggleAt is where a toggle of n bytes (2 or 5) goes in a site at addr: the first
+// offset at which it lies inside one aligned 8-byte word, skipping offset 2 (see
+// the layout above). It is at most 4.
+func toggleAt(addr uint64, n int) int {
+	for at := 0; ; at++ {
+		if at != 2 && AtomicStore(addr+uint64(at), n) {
+			return at
+		}
+	}
+}
+
+// leads are the leading NOPs by length; offset 2 is never used.
+var leads = [...][]byte{nil, nops[0], nil, nops[2], nops[3]}
+
 // Canonical returns the canonical sled for s. The JMP form jumps to s.Taken:
 // for JE that is the disabled form (JMP skip), for JNE the enabled form (JMP
-// fire); the other form is a NOP of the same length. Toggle is 2 (EB rel8 <->
-// 66 90) when the displacement from Addr+2 fits rel8 in either direction, else
-// 5 (E9 rel32 <-> 0F 1F 44 00 00). The bytes after the toggle are NOP(Len-Toggle).
+// fire); the other form is a NOP of the same length. The toggle is 2 bytes (EB
+// rel8 <-> 66 90) when the displacement from its end fits rel8 in either
+// direction, else 5 (E9 rel32 <-> 0F 1F 44 00 00); it sits at toggleAt, after a
+// leading NOP when that is not 0, and is followed by NOP(Len-At-Toggle).
 func Canonical(s Site) (Sled, error) {
 	if s.Op != x86asm.JE && s.Op != x86asm.JNE {
 		return Sled{}, shapeErr(s.Addr, "site branch is %v, not JE/JNE", s.Op)
@@ -117,14 +149,21 @@ func Canonical(s Site) (Sled, error) {
 	if s.Len < MinSiteLen {
 		return Sled{}, shapeErr(s.Addr, "site is %d bytes, shorter than %d", s.Len, MinSiteLen)
 	}
-	jmp, err := EncodeJMP(s.Addr, s.Taken)
-	if err != nil {
-		return Sled{}, shapeErr(s.Addr, "%v", err)
+	at := toggleAt(s.Addr, 2)
+	jmp, err := []byte(nil), error(nil)
+	if from := s.Addr + uint64(at); fitsRel8(from, s.Taken) {
+		jmp = []byte{0xEB, byte(int8(int64(s.Taken - (from + 2))))}
+	} else {
+		at = toggleAt(s.Addr, 5)
+		if jmp, err = encodeJMP32(s.Addr+uint64(at), s.Taken); err != nil {
+			return Sled{}, shapeErr(s.Addr, "%v", err)
+		}
 	}
-	tail := NOP(s.Len - len(jmp))
-	jumping := append(append([]byte{}, jmp...), tail...)
-	nop := append(append([]byte{}, nops[len(jmp)-1]...), tail...)
-	sl := Sled{Toggle: len(jmp), Target: s.Taken}
+	lead := leads[at]
+	tail := NOP(s.Len - at - len(jmp))
+	jumping := slices.Concat(lead, jmp, tail)
+	nop := slices.Concat(lead, nops[len(jmp)-1], tail)
+	sl := Sled{At: at, Toggle: len(jmp), Target: s.Taken}
 	if s.Op == x86asm.JE {
 		sl.Off, sl.On = jumping, nop
 	} else {
@@ -134,28 +173,38 @@ func Canonical(s Site) (Sled, error) {
 }
 
 // ParseSled recognises a canonical sled at addr, for re-reading sealed or
-// already-patched text. It returns the JMP target when the first instruction
-// is the JMP form (target is 0 for the NOP form, which does not carry it),
-// whether it is, and the sled's length n. The tail is read as Canonical writes
-// it: one NOP of any table length, then 9-byte NOPs. n is therefore exact
-// unless the code after the sled itself begins with the 9-byte NOP
-// 66 0F 1F 84 00 00 00 00 00; a caller with a site table should compare.
-func ParseSled(m Memory, addr uint64) (target uint64, jumping bool, n int, err error) {
+// already-patched text. It returns the JMP target when the toggle is the JMP form
+// (target is 0 for the NOP form, which does not carry it), whether it is, where
+// the toggle is, and the sled's length n. The lead is the one Canonical puts at
+// addr for a toggle of that length; the tail is read as Canonical writes it: one
+// NOP of any table length, then 9-byte NOPs. n is therefore exact unless the code
+// after the sled begins with the 9-byte NOP 66 0F 1F 84 00 00 00 00 00, or with
+// any NOP when the sled has no tail (a 9-byte site whose 5-byte toggle needed a
+// 4-byte lead); a caller with a site table should compare.
+func ParseSled(m Memory, addr uint64) (target uint64, jumping bool, at, n int, err error) {
 	b := m.Read(addr, 64)
 	toggle := 0
-	switch {
-	case len(b) >= 2 && b[0] == 0xEB:
-		target, jumping, toggle = addr+2+uint64(int64(int8(b[1]))), true, 2
-	case len(b) >= 5 && b[0] == 0xE9:
-		target, jumping, toggle = addr+5+uint64(int64(int32(binary.LittleEndian.Uint32(b[1:])))), true, 5
-	case bytes.HasPrefix(b, nops[1]):
-		toggle = 2
-	case bytes.HasPrefix(b, nops[4]):
-		toggle = 5
-	default:
-		return 0, false, 0, shapeErr(addr, "no sled toggle (JMP or 66 90 / 0F 1F 44 00 00) at % x", b[:min(len(b), 5)])
+	for _, size := range []int{2, 5} {
+		at = toggleAt(addr, size)
+		if len(b) < at+size || !bytes.Equal(b[:at], leads[at]) {
+			continue
+		}
+		t := b[at:]
+		switch {
+		case size == 2 && t[0] == 0xEB:
+			target, jumping = addr+uint64(at)+2+uint64(int64(int8(t[1]))), true
+		case size == 5 && t[0] == 0xE9:
+			target, jumping = addr+uint64(at)+5+uint64(int64(int32(binary.LittleEndian.Uint32(t[1:])))), true
+		case !bytes.HasPrefix(t, nops[size-1]):
+			continue
+		}
+		toggle = size
+		break
 	}
-	n = toggle
+	if toggle == 0 {
+		return 0, false, 0, 0, shapeErr(addr, "no sled toggle (JMP or 66 90 / 0F 1F 44 00 00, after the lead for %#x) at % x", addr, b[:min(len(b), 9)])
+	}
+	n = at + toggle
 	for first := true; ; first = false {
 		k := nopAt(b[n:])
 		if k == 0 || !first && k != MaxNOP {
@@ -164,9 +213,9 @@ func ParseSled(m Memory, addr uint64) (target uint64, jumping bool, n int, err e
 		n += k
 	}
 	if n < MinSiteLen {
-		return 0, false, 0, shapeErr(addr, "sled of %d bytes, shorter than %d", n, MinSiteLen)
+		return 0, false, 0, 0, shapeErr(addr, "sled of %d bytes, shorter than %d", n, MinSiteLen)
 	}
-	return target, jumping, n, nil
+	return target, jumping, at, n, nil
 }
 
 // nopAt returns the length of the table NOP that b starts with, or 0.
@@ -182,8 +231,8 @@ func nopAt(b []byte) int {
 // AtomicStore reports whether an n-byte store at addr is single-copy atomic on
 // every x86-64 implementation: both Intel (SDM vol. 3A 9.1.1) and AMD (APM
 // vol. 2 7.3.2) guarantee it for cacheable stores contained in one naturally
-// aligned quadword. A 2-byte toggle fails this only at addr%8 == 7; a 5-byte
-// one needs addr%8 <= 3. Patching code that gets false must stop the world.
+// aligned quadword. A 2-byte store fails this only at addr%8 == 7; a 5-byte
+// one needs addr%8 <= 3. Canonical places every toggle where this holds.
 func AtomicStore(addr uint64, n int) bool {
 	return n >= 1 && n <= 8 && addr%8+uint64(n) <= 8
 }

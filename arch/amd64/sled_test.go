@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,104 +103,172 @@ func TestNOP(t *testing.T) {
 	}
 }
 
-// sledCases are the site shapes of the table and golden tests. Addr is fixed;
-// Taken is given relative to Addr+2 (the end of a rel8 toggle).
+// sledCases are the site shapes of the table and golden tests. Taken is given
+// relative to Addr+2 (the end of a rel8 toggle at the site's first byte); whether
+// the toggle is 2 or 5 bytes then depends on where the lead puts it.
 var sledCases = []struct {
-	name   string
-	op     x86asm.Op
-	len    int
-	rel    int64 // Taken - (Addr+2)
-	toggle int   // 0: Canonical must fail
+	name string
+	op   x86asm.Op
+	len  int
+	rel  int64 // Taken - (Addr+2)
+	ok   bool  // false: Canonical must fail
 }{
-	{"JE rel8 fwd", x86asm.JE, 9, 0x30, 2},
-	{"JE rel8 fwd +127", x86asm.JE, 9, 127, 2},
-	{"JE rel8 fwd +128", x86asm.JE, 9, 128, 5},
-	{"JE rel8 back -128", x86asm.JE, 9, -128, 2},
-	{"JE rel8 back -129", x86asm.JE, 9, -129, 5},
-	{"JE rel8 loop back", x86asm.JE, 9, -0x16, 2},
-	{"JE pad3 rel8", x86asm.JE, 12, 0x20, 2},
-	{"JE pad2 rel8", x86asm.JE, 11, 0x20, 2},
-	{"JE rel32 fwd far", x86asm.JE, 13, 0x1234, 5},
-	{"JE rel32 back far", x86asm.JE, 13, -0x1234, 5},
-	{"JE rel32 near back", x86asm.JE, 13, -0x20, 2},
-	{"JE pad3 rel32", x86asm.JE, 16, 0x400, 5},
-	{"JE pad7 rel32", x86asm.JE, 20, -0x400, 5},
-	{"JE pad9 rel32", x86asm.JE, 22, 0x400, 5},
-	{"JNE rel8 fwd", x86asm.JNE, 9, 0x40, 2},
-	{"JNE rel8 -128", x86asm.JNE, 9, -128, 2},
-	{"JNE rel32 fwd", x86asm.JNE, 13, 0x800, 5},
-	{"JNE rel32 back", x86asm.JNE, 13, -0x800, 5},
-	{"JE too far", x86asm.JE, 13, 1 << 33, 0},
-	{"JE too short", x86asm.JE, 8, 0x10, 0},
-	{"JB not a site", x86asm.JB, 9, 0x10, 0},
+	{"JE rel8 fwd", x86asm.JE, 9, 0x30, true},
+	{"JE rel8 fwd +127", x86asm.JE, 9, 127, true},
+	{"JE rel8 fwd +128", x86asm.JE, 9, 128, true},
+	{"JE rel8 back -128", x86asm.JE, 9, -128, true},
+	{"JE rel8 back -127", x86asm.JE, 9, -127, true},
+	{"JE rel8 back -129", x86asm.JE, 9, -129, true},
+	{"JE rel8 loop back", x86asm.JE, 9, -0x16, true},
+	{"JE pad3 rel8", x86asm.JE, 12, 0x20, true},
+	{"JE pad2 rel8", x86asm.JE, 11, 0x20, true},
+	{"JE rel32 fwd far", x86asm.JE, 13, 0x1234, true},
+	{"JE rel32 back far", x86asm.JE, 13, -0x1234, true},
+	{"JE rel32 near back", x86asm.JE, 13, -0x20, true},
+	{"JE pad3 rel32", x86asm.JE, 16, 0x400, true},
+	{"JE pad7 rel32", x86asm.JE, 20, -0x400, true},
+	{"JE pad9 rel32", x86asm.JE, 22, 0x400, true},
+	{"JNE rel8 fwd", x86asm.JNE, 9, 0x40, true},
+	{"JNE rel8 -128", x86asm.JNE, 9, -128, true},
+	{"JNE rel32 fwd", x86asm.JNE, 13, 0x800, true},
+	{"JNE rel32 back", x86asm.JNE, 13, -0x800, true},
+	{"JE too far", x86asm.JE, 13, 1 << 33, false},
+	{"JE too short", x86asm.JE, 8, 0x10, false},
+	{"JB not a site", x86asm.JB, 9, 0x10, false},
 }
 
 const sledAddr = uint64(0x47a766)
 
+// TestCanonical checks every case at every address modulo 8: the toggle lies in one
+// aligned word, both forms decode to the same instruction boundaries, the JMP form
+// goes where the branch went, and ParseSled reads both back.
 func TestCanonical(t *testing.T) {
 	for _, tt := range sledCases {
-		t.Run(tt.name, func(t *testing.T) {
-			s := Site{Addr: sledAddr, Len: tt.len, Flag: 0x525350, Op: tt.op,
-				Taken: sledAddr + 2 + uint64(tt.rel), Next: sledAddr + uint64(tt.len)}
-			sl, err := Canonical(s)
-			if tt.toggle == 0 {
-				if err == nil {
-					t.Fatalf("Canonical = %+v, want error", sl)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sl.Toggle != tt.toggle || sl.Target != s.Taken || len(sl.Off) != s.Len || len(sl.On) != s.Len {
-				t.Fatalf("sled %+v: want toggle %d, target %#x, len %d", sl, tt.toggle, s.Taken, s.Len)
-			}
-			if !bytes.Equal(sl.Off[sl.Toggle:], sl.On[sl.Toggle:]) || bytes.Equal(sl.Off[:sl.Toggle], sl.On[:sl.Toggle]) {
-				t.Fatalf("Off % x and On % x must differ exactly in [0, %d)", sl.Off, sl.On, sl.Toggle)
-			}
-			jump, nop := sl.Off, sl.On
-			if tt.op == x86asm.JNE {
-				jump, nop = sl.On, sl.Off
-			}
-			if !bytes.Equal(sl.Jump(), jump) {
-				t.Errorf("Jump() = % x, want % x", sl.Jump(), jump)
-			}
-			for _, form := range []struct {
-				b       []byte
-				jumping bool
-			}{{jump, true}, {nop, false}} {
-				ins := decodeAll(t, form.b, s.Addr)
-				first := ins[0]
-				if first.Len != sl.Toggle {
-					t.Errorf("% x: first instruction %v is %d bytes, toggle %d", form.b, first.Inst, first.Len, sl.Toggle)
-				}
-				if form.jumping && (first.Op != x86asm.JMP || first.Target != s.Taken) {
-					t.Errorf("% x: first instruction %v (target %#x), want JMP %#x", form.b, first.Inst, first.Target, s.Taken)
-				}
-				if !form.jumping && first.Op != x86asm.NOP {
-					t.Errorf("% x: first instruction %v, want NOP", form.b, first.Inst)
-				}
-				for _, in := range ins[1:] {
-					if in.Op != x86asm.NOP {
-						t.Errorf("% x: %v after the toggle", form.b, in.Inst)
-					}
-				}
-				// Re-read it, followed by code that is not a 9-byte NOP.
-				code := append(append([]byte{}, form.b...), 0x90, 0x48, 0x89, 0x4c, 0x24, 0x20)
-				target, jumping, n, err := ParseSled(Bytes{Base: s.Addr, Code: code}, s.Addr)
-				if err != nil {
-					t.Fatalf("ParseSled(% x): %v", form.b, err)
-				}
-				wantTarget := uint64(0)
-				if form.jumping {
-					wantTarget = s.Taken
-				}
-				if target != wantTarget || jumping != form.jumping || n != s.Len {
-					t.Errorf("ParseSled(% x) = %#x, %v, %d; want %#x, %v, %d", form.b, target, jumping, n, wantTarget, form.jumping, s.Len)
-				}
-			}
-		})
+		for mod := range uint64(8) {
+			addr := sledAddr&^7 + mod
+			t.Run(fmt.Sprintf("%s/addr%%8=%d", tt.name, mod), func(t *testing.T) {
+				checkCanonical(t, addr, tt.op, tt.len, addr+2+uint64(tt.rel), tt.ok)
+			})
+		}
 	}
+}
+
+func checkCanonical(t *testing.T, addr uint64, op x86asm.Op, n int, taken uint64, ok bool) {
+	t.Helper()
+	s := Site{Addr: addr, Len: n, Flag: 0x525350, Op: op, Taken: taken, Next: addr + uint64(n)}
+	sl, err := Canonical(s)
+	if !ok {
+		if err == nil {
+			t.Fatalf("Canonical = %+v, want error", sl)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sl.Target != s.Taken || len(sl.Off) != s.Len || len(sl.On) != s.Len {
+		t.Fatalf("sled %+v: want target %#x, len %d", sl, s.Taken, s.Len)
+	}
+	toggleAddr := addr + uint64(sl.At)
+	if !AtomicStore(toggleAddr, sl.Toggle) {
+		t.Fatalf("toggle of %d bytes at %#x (+%d) is not one aligned store", sl.Toggle, toggleAddr, sl.At)
+	}
+	wantToggle := 5
+	if fitsRel8(addr+uint64(toggleAt(addr, 2)), taken) {
+		wantToggle = 2
+	}
+	if sl.Toggle != wantToggle {
+		t.Errorf("toggle is %d bytes, want %d", sl.Toggle, wantToggle)
+	}
+	if sl.At > 0 && (sl.At == 2 || AtomicStore(addr, sl.Toggle)) {
+		t.Errorf("lead of %d bytes where none (or another) was needed", sl.At)
+	}
+	end := sl.At + sl.Toggle
+	if !bytes.Equal(sl.Off[:sl.At], sl.On[:sl.At]) || !bytes.Equal(sl.Off[end:], sl.On[end:]) || bytes.Equal(sl.Off[sl.At:end], sl.On[sl.At:end]) {
+		t.Fatalf("Off % x and On % x must differ exactly in [%d, %d)", sl.Off, sl.On, sl.At, end)
+	}
+	jump, nop := sl.Off, sl.On
+	if op == x86asm.JNE {
+		jump, nop = sl.On, sl.Off
+	}
+	if !bytes.Equal(sl.Jump(), jump) {
+		t.Errorf("Jump() = % x, want % x", sl.Jump(), jump)
+	}
+	if OffJumps(sl.Off, sl.At) != (op == x86asm.JE) {
+		t.Errorf("OffJumps = %v for %v", OffJumps(sl.Off, sl.At), op)
+	}
+	var bounds [2][]uint64
+	for i, form := range []struct {
+		b       []byte
+		jumping bool
+	}{{jump, true}, {nop, false}} {
+		ins := decodeAll(t, form.b, s.Addr)
+		k := 0
+		if sl.At > 0 {
+			if ins[0].Op != x86asm.NOP || ins[0].Len != sl.At {
+				t.Errorf("% x: lead %v, want a %d-byte NOP", form.b, ins[0].Inst, sl.At)
+			}
+			k = 1
+		}
+		toggle := ins[k]
+		if toggle.Len != sl.Toggle {
+			t.Errorf("% x: toggle %v is %d bytes, want %d", form.b, toggle.Inst, toggle.Len, sl.Toggle)
+		}
+		if form.jumping && (toggle.Op != x86asm.JMP || toggle.Target != s.Taken) {
+			t.Errorf("% x: toggle %v (target %#x), want JMP %#x", form.b, toggle.Inst, toggle.Target, s.Taken)
+		}
+		if !form.jumping && toggle.Op != x86asm.NOP {
+			t.Errorf("% x: toggle %v, want NOP", form.b, toggle.Inst)
+		}
+		for _, in := range ins[k+1:] {
+			if in.Op != x86asm.NOP {
+				t.Errorf("% x: %v after the toggle", form.b, in.Inst)
+			}
+		}
+		for _, in := range ins {
+			bounds[i] = append(bounds[i], in.PC)
+		}
+		// Re-read it, followed by code that is not a 9-byte NOP (nor any NOP when
+		// the sled has no tail, where ParseSled cannot tell where it ends).
+		code := append(append([]byte{}, form.b...), 0x90, 0x48, 0x89, 0x4c, 0x24, 0x20)
+		if end == s.Len {
+			code[s.Len] = 0xCC
+		}
+		target, jumping, at, n, err := ParseSled(Bytes{Base: s.Addr, Code: code}, s.Addr)
+		if err != nil {
+			t.Fatalf("ParseSled(% x): %v", form.b, err)
+		}
+		wantTarget := uint64(0)
+		if form.jumping {
+			wantTarget = s.Taken
+		}
+		if target != wantTarget || jumping != form.jumping || at != sl.At || n != s.Len {
+			t.Errorf("ParseSled(% x) = %#x, %v, %d, %d; want %#x, %v, %d, %d", form.b, target, jumping, at, n, wantTarget, form.jumping, sl.At, s.Len)
+		}
+	}
+	if !slices.Equal(bounds[0], bounds[1]) {
+		t.Errorf("instruction boundaries differ between the forms: %#x and %#x", bounds[0], bounds[1])
+	}
+}
+
+// FuzzCanonical checks the same properties for any site address, length and target.
+func FuzzCanonical(f *testing.F) {
+	f.Add(uint64(0x47a767), uint8(9), int64(-129), false)
+	f.Add(uint64(0x47a764), uint8(13), int64(0x1234), true)
+	f.Fuzz(func(t *testing.T, addr uint64, n uint8, rel int64, jne bool) {
+		addr = addr%(1<<40) + 1<<20
+		n = MinSiteLen + n%24
+		rel %= 1 << 31
+		op := x86asm.JE
+		if jne {
+			op = x86asm.JNE
+		}
+		taken := addr + 2 + uint64(rel)
+		if taken > addr && taken < addr+uint64(n) {
+			return // a branch into the site itself is refused by MatchSite
+		}
+		checkCanonical(t, addr, op, int(n), taken, fitsRel32(addr+uint64(toggleAt(addr, 5)), taken))
+	})
 }
 
 func TestParseSledRejects(t *testing.T) {
@@ -207,9 +276,10 @@ func TestParseSledRejects(t *testing.T) {
 		{0x80, 0x3D, 0, 0, 0, 0, 0, 0x74, 0x10}, // the unconverted site
 		{0xEB, 0x10, 0x90},                      // too short a sled
 		{0x90, 0x90},
+		{0x66, 0x90, 0xEB, 0x10, 0x0F, 0x1F, 0x80, 0, 0, 0, 0}, // a 2-byte lead: never written
 		nil,
 	} {
-		if _, _, _, err := ParseSled(Bytes{Base: 0x1000, Code: code}, 0x1000); err == nil {
+		if _, _, _, _, err := ParseSled(Bytes{Base: 0x1000, Code: code}, 0x1000); err == nil {
 			t.Errorf("ParseSled(% x) succeeded", code)
 		}
 	}
@@ -231,26 +301,29 @@ func TestAtomicStore(t *testing.T) {
 // Regenerate with: go test -run TestGolden -update
 func TestGolden(t *testing.T) {
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "# Canonical sleds at %#x: name, form, hex | Go assembler syntax.\n", sledAddr)
+	fmt.Fprintf(&buf, "# Canonical sleds at the addresses given: name, address, form, hex | Go assembler syntax.\n")
 	fmt.Fprintf(&buf, "# Regenerate with: go test -run TestGolden -update\n")
-	for _, tt := range sledCases {
-		if tt.toggle == 0 {
-			continue
-		}
-		s := Site{Addr: sledAddr, Len: tt.len, Op: tt.op, Taken: sledAddr + 2 + uint64(tt.rel), Next: sledAddr + uint64(tt.len)}
-		sl, err := Canonical(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, form := range []struct {
-			name string
-			b    []byte
-		}{{"off", sl.Off}, {"on ", sl.On}} {
-			var asm []string
-			for _, in := range decodeAll(t, form.b, s.Addr) {
-				asm = append(asm, x86asm.GoSyntax(in.Inst, in.PC, nil))
+	for _, mod := range []uint64{0, 4, 6, 7} {
+		addr := sledAddr&^7 + mod
+		for _, tt := range sledCases {
+			if !tt.ok {
+				continue
 			}
-			fmt.Fprintf(&buf, "%-20s %s %-44s | %s\n", tt.name, form.name, hex.EncodeToString(form.b), strings.Join(asm, "; "))
+			s := Site{Addr: addr, Len: tt.len, Op: tt.op, Taken: addr + 2 + uint64(tt.rel), Next: addr + uint64(tt.len)}
+			sl, err := Canonical(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, form := range []struct {
+				name string
+				b    []byte
+			}{{"off", sl.Off}, {"on ", sl.On}} {
+				var asm []string
+				for _, in := range decodeAll(t, form.b, s.Addr) {
+					asm = append(asm, x86asm.GoSyntax(in.Inst, in.PC, nil))
+				}
+				fmt.Fprintf(&buf, "%-20s %#x %s %-44s | %s\n", tt.name, addr, form.name, hex.EncodeToString(form.b), strings.Join(asm, "; "))
+			}
 		}
 	}
 	path := filepath.Join("testdata", "sleds.golden")
