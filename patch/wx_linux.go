@@ -49,6 +49,9 @@ var memFD = -1
 // batches do not try again. Guarded by mu.
 var lockedErrno unix.Errno
 
+// procMemOK records that a write through /proc/self/mem succeeded. Guarded by mu.
+var procMemOK bool
+
 // testHookMprotect, when set by tests, is consulted before every mprotect; a non-zero
 // errno is returned instead of calling the kernel. It must not allocate.
 var testHookMprotect func(prot int) unix.Errno
@@ -84,12 +87,15 @@ func useProcMem(ws []Write, o Options) error {
 	if err != nil {
 		return &textError{lockedErrno, "/proc/self/mem: " + err.Error()}
 	}
-	// Write what the first site holds now: proves FOLL_FORCE writes are allowed, and
-	// changes no byte (only this package writes text, under mu).
-	w := ws[0]
-	cur := append([]byte(nil), text(w.Addr, len(w.Old))...)
-	if e := pwriteText(fd, w.Addr, cur, false); e != 0 {
-		return &textError{lockedErrno, fmt.Sprintf("/proc/self/mem: write refused: %v (kernel with proc_mem.force_override=never or ptrace?)", e)}
+	if !procMemOK {
+		// Write what the first site holds now: proves FOLL_FORCE writes are allowed,
+		// and changes no byte (only this package writes text, under mu).
+		w := ws[0]
+		cur := append([]byte(nil), text(w.Addr, len(w.Old))...)
+		if e := pwriteText(fd, w.Addr, cur, false); e != 0 {
+			return &textError{lockedErrno, fmt.Sprintf("/proc/self/mem: write refused: %v (kernel with proc_mem.force_override=never or ptrace?)", e)}
+		}
+		procMemOK = true
 	}
 	memFD = fd
 	return nil

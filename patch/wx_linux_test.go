@@ -8,8 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gosdt/gosdt/internal/testutil"
 	"golang.org/x/sys/unix"
@@ -17,7 +21,7 @@ import (
 
 // denyWX makes mprotect fail the way a W^X policy does (PR_SET_MDWE: EACCES for a
 // protection both writable and executable) until the test ends.
-func denyWX(t *testing.T, errno unix.Errno) {
+func denyWX(t testing.TB, errno unix.Errno) {
 	testHookMprotect = func(prot int) unix.Errno {
 		if prot&unix.PROT_WRITE != 0 && prot&unix.PROT_EXEC != 0 {
 			return errno
@@ -123,5 +127,80 @@ func TestWXProcMem(t *testing.T) {
 				t.Error("refused Atomic batch changed the site")
 			}
 		})
+	}
+}
+
+// TestWXProcMemBusy toggles the site through /proc/self/mem while goroutines execute
+// it: Auto must take the rendezvous (the kernel's copy is not one store), and every
+// call must see the site whole, on or off.
+func TestWXProcMemBusy(t *testing.T) {
+	if testutil.Emulated() {
+		testutil.Skip(t, "procmem", "writes through /proc/self/mem are not emulated by qemu-user")
+	}
+	resetSite(t)
+	denyWX(t, unix.EACCES)
+	var stop atomic.Bool
+	var bad atomic.Uint64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				if r := testTarget(); r > 1 {
+					bad.Add(1)
+				}
+				if i%4096 == 0 {
+					runtime.Gosched()
+				}
+			}
+		})
+	}
+	n := 200
+	if testing.Short() {
+		n = 50
+	}
+	for i := range n {
+		rep, err := setSite(i%2 == 0, len(siteOn), Options{ArrivalTimeout: time.Second})
+		if err != nil {
+			t.Fatalf("toggle %d: %v", i, err)
+		}
+		if rep.Protocol != Rendezvous || !rep.ProcMem {
+			t.Fatalf("toggle %d: report %+v, want the rendezvous through /proc/self/mem", i, rep)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if bad.Load() != 0 {
+		t.Errorf("%d calls returned neither 0 nor 1", bad.Load())
+	}
+	checkRX(t)
+	noWXMapping(t)
+}
+
+// BenchmarkApplyWX measures one toggle round trip (on, then off) of one site, idle,
+// with the pages made RWX around a store and, as where a W^X policy refuses that,
+// through /proc/self/mem.
+func BenchmarkApplyWX(b *testing.B) {
+	for _, procMem := range []bool{false, true} {
+		for _, p := range []Protocol{Quiescent, Rendezvous} {
+			name := fmt.Sprintf("%v/mprotect", p)
+			if procMem {
+				name = fmt.Sprintf("%v/procmem", p)
+			}
+			b.Run(name, func(b *testing.B) {
+				resetSite(b)
+				if procMem {
+					denyWX(b, unix.EACCES)
+				}
+				o := Options{Protocol: p}
+				for b.Loop() {
+					for _, on := range []bool{true, false} {
+						rep, err := setSite(on, len(siteOn), o)
+						if err != nil || rep.ProcMem != procMem {
+							b.Fatalf("%+v, %v", rep, err)
+						}
+					}
+				}
+			})
+		}
 	}
 }
