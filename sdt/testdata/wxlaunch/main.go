@@ -4,7 +4,8 @@
 // with MemoryDenyWriteExecute=yes: "wxlaunch seccomp PROG ARGS..." installs the seccomp
 // filter systemd installs where the kernel has no PR_SET_MDWE (mmap asking for
 // PROT_WRITE|PROT_EXEC, and mprotect or pkey_mprotect asking for PROT_EXEC, fail with
-// EPERM); "wxlaunch mdwe ..." uses prctl(PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN) (EACCES),
+// EPERM; systemd also fails shmat with SHM_EXEC, which nothing here calls); "wxlaunch
+// mdwe ..." uses prctl(PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN) (EACCES),
 // "wxlaunch none ..." nothing. Both policies survive execve, and sdt seals its sites
 // at init, so the policy must be in place before the program starts. Exit status 3
 // means the policy could not be installed here.
