@@ -3,6 +3,7 @@
 package patch
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -47,14 +48,48 @@ func Apply(ws []Write, o Options) (Report, error) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	switch proto {
-	case Atomic:
-		err = applyDirect(ws, spans, storeAtomic)
-	case Quiescent:
-		err = applyDirect(ws, spans, func(addr uintptr, b []byte) { copy(text(addr, len(b)), b) })
-	default:
-		rep.Attempts, err = applyRendezvous(ws, spans, o)
+	memFD = -1
+	for {
+		if lockedErrno != 0 {
+			// Text cannot be made writable here (wx_linux.go): write through
+			// /proc/self/mem, which is not one store, so never as Atomic.
+			if err := useProcMem(ws, o); err != nil {
+				rep.Elapsed = time.Since(start)
+				return rep, err
+			}
+			if proto == Atomic {
+				if o.Protocol == Atomic {
+					memFD = -1
+					rep.Elapsed = time.Since(start)
+					return rep, fmt.Errorf("%w: text is written through /proc/self/mem here (mprotect: %v)", ErrNotAtomic, lockedErrno)
+				}
+				proto = Rendezvous
+			}
+			rep.Protocol, rep.ProcMem = proto, true
+		}
+		switch proto {
+		case Atomic:
+			err = applyDirect(ws, spans, storeAtomic)
+		case Quiescent:
+			err = applyDirect(ws, spans, copyText)
+		default:
+			rep.Attempts, err = applyRendezvous(ws, spans, o)
+		}
+		var me *mprotectError
+		if !errors.As(err, &me) {
+			break
+		}
+		if memFD >= 0 {
+			// The errno is the /proc/self/mem write's, which writeMem undid.
+			err = &textError{lockedErrno, "/proc/self/mem: write failed: " + me.errno.Error()}
+			break
+		}
+		if !refused(me.errno) || lockedErrno != 0 || mismatch(ws) >= 0 {
+			break // not a policy, or the text changed (RX could not be restored after)
+		}
+		lockedErrno = me.errno // nothing was written: try again the other way
 	}
+	memFD = -1
 	if err == nil {
 		rep.Pages = countPages(spans)
 		// Threads that held no P during the write (in syscalls, idle) and cores that ran
@@ -94,21 +129,11 @@ func applyDirect(ws []Write, spans []span, store func(addr uintptr, b []byte)) e
 	if i := mismatch(ws); i >= 0 {
 		return mismatchError(ws[i])
 	}
-	if e := makeWritable(spans, false); e != 0 {
-		return fmt.Errorf("patch: mprotect RWX: %w", e)
-	}
-	var err error
-	if testHookWritable != nil {
-		err = testHookWritable()
-	}
-	if err == nil {
-		for _, w := range ws {
-			store(w.Addr, w.New)
-			flushRange(w.Addr, len(w.New))
-		}
-	}
-	if e := restore(spans, false); e != 0 && err == nil {
-		err = fmt.Errorf("patch: mprotect RX: %w", e)
+	e, err := writeText(ws, spans, store, false)
+	if e != 0 {
+		// A failure to make the pages writable (or to write through /proc/self/mem)
+		// wrote nothing; one to restore RX comes after the write (and is reported too).
+		return &mprotectError{e}
 	}
 	return err
 }

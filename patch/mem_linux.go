@@ -77,6 +77,11 @@ func mismatch(ws []Write) int {
 // mprotect uses a raw syscall when raw is set: a pinned goroutine must not enter the
 // scheduler's syscall state, in which its P could be handed to another goroutine.
 func mprotect(s span, prot int, raw bool) unix.Errno {
+	if testHookMprotect != nil {
+		if e := testHookMprotect(prot); e != 0 {
+			return e
+		}
+	}
 	var e unix.Errno
 	if raw {
 		_, _, e = unix.RawSyscall(unix.SYS_MPROTECT, s.start, s.end-s.start, uintptr(prot))
@@ -97,6 +102,37 @@ func makeWritable(spans []span, raw bool) unix.Errno {
 	}
 	return 0
 }
+
+// writeText writes every w.New over its site: through /proc/self/mem when Apply chose
+// that (memFD, wx_linux.go), else with the pages RWX around store. raw: raw syscalls only
+// (a pinned writer). e is the first mprotect or write failure, herr testHookWritable's
+// error; either means nothing was written.
+func writeText(ws []Write, spans []span, store func(addr uintptr, b []byte), raw bool) (e unix.Errno, herr error) {
+	if memFD >= 0 {
+		if testHookWritable != nil {
+			if herr = testHookWritable(); herr != nil {
+				return 0, herr
+			}
+		}
+		return writeMem(memFD, ws, raw), nil
+	}
+	if e = makeWritable(spans, raw); e != 0 {
+		return e, nil
+	}
+	if testHookWritable != nil {
+		herr = testHookWritable()
+	}
+	if herr == nil {
+		for _, w := range ws {
+			store(w.Addr, w.New)
+			flushRange(w.Addr, len(w.New))
+		}
+	}
+	return restore(spans, raw), herr
+}
+
+// copyText is the store of writes that no thread can observe half done.
+func copyText(addr uintptr, b []byte) { copy(text(addr, len(b)), b) }
 
 // restore makes every span RX, trying all of them; it returns the first failure.
 func restore(spans []span, raw bool) unix.Errno {

@@ -59,6 +59,10 @@ type Options struct {
 	Protocol       Protocol
 	ArrivalTimeout time.Duration // how long the rendezvous waits for every P; default 50ms
 	Attempts       int           // rendezvous attempts before giving up; default 3
+
+	// NoProcMem forbids writing through /proc/self/mem when a W^X policy refuses to
+	// make text writable: Apply then fails with ErrTextNotWritable instead.
+	NoProcMem bool
 }
 
 const (
@@ -82,6 +86,7 @@ type Report struct {
 	Attempts int           // rendezvous attempts (0 for atomic)
 	Pages    int           // pages made writable
 	Elapsed  time.Duration // wall time of Apply, including waiting for the package lock
+	ProcMem  bool          // written through /proc/self/mem: mprotect was refused (W^X)
 }
 
 var (
@@ -92,6 +97,12 @@ var (
 	ErrNotAtomic = errors.New("patch: write cannot be done as one atomic store")
 	// ErrNotSupported means this GOOS/GOARCH cannot patch its text.
 	ErrNotSupported = errors.New("patch: text patching not supported on " + runtime.GOOS + "/" + runtime.GOARCH)
+	// ErrTextNotWritable means the kernel refused to make text writable (mprotect to
+	// RWX failed with EACCES or EPERM: a W^X policy such as systemd's
+	// MemoryDenyWriteExecute, prctl PR_SET_MDWE or SELinux's execmem/execmod), and the
+	// fallback through /proc/self/mem was switched off or refused too. Nothing was
+	// written and no page was left writable.
+	ErrTextNotWritable = errors.New("patch: text cannot be made writable")
 	// ErrOverlap means two writes overlap, or a write is empty or has len(Old) != len(New).
 	ErrOverlap = errors.New("patch: overlapping or malformed writes")
 )

@@ -204,18 +204,7 @@ func (r *rendezvous) await() bool {
 func (r *rendezvous) write() {
 	r.idx = mismatch(r.ws)
 	if r.idx < 0 {
-		if r.e = makeWritable(r.spans, true); r.e == 0 {
-			if testHookWritable != nil {
-				r.herr = testHookWritable()
-			}
-			if r.herr == nil {
-				for _, w := range r.ws {
-					copy(text(w.Addr, len(w.New)), w.New)
-					flushRange(w.Addr, len(w.New))
-				}
-			}
-			r.e = restore(r.spans, true)
-		}
+		r.e, r.herr = writeText(r.ws, r.spans, copyText, true)
 	}
 	atomic.StoreUint32(&r.word, stateRelease|r.want)
 	serialize()

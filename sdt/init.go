@@ -118,8 +118,17 @@ func (r *registry) seal(patchEnv string) {
 	// a package's functions. So the sites are written as they are, without stopping
 	// the world (a rendezvous could time out if earlier packages started busy
 	// goroutines), and every core is serialized after.
-	if _, err := patch.Apply(writes, patch.Options{Protocol: patch.Quiescent}); err != nil {
-		// Nothing was written.
+	rep, err := patch.Apply(writes, patch.Options{Protocol: patch.Quiescent, NoProcMem: r.opts.NoProcMem})
+	if err == nil && rep.ProcMem {
+		for _, s := range r.sites {
+			if s.Patchable() {
+				s.Note = strings.TrimPrefix(s.Note+"; "+procMemNote, "; ")
+			}
+		}
+	}
+	if err != nil {
+		// Nothing was written. Where a W^X policy refused (patch.ErrTextNotWritable),
+		// the error names it; the sites keep their branch check and switch by flag.
 		for _, s := range r.sites {
 			switch {
 			case s.Reason != "":
@@ -131,6 +140,9 @@ func (r *registry) seal(patchEnv string) {
 		}
 	}
 }
+
+// procMemNote is the note of sites written through /proc/self/mem.
+const procMemNote = "text written through /proc/self/mem: mprotect refused to make it writable (W^X policy); toggles go through the rendezvous"
 
 func warnf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "sdt: "+format+"\n", args...)

@@ -39,6 +39,9 @@ func optionsFromEnv() patch.Options {
 		}
 		o.Protocol = p
 	}
+	// Where a W^X policy refuses to make text writable, patch writes it through
+	// /proc/self/mem unless told not to.
+	o.NoProcMem = os.Getenv("SDT_PATCH_PROCMEM") == "off"
 	return o
 }
 
