@@ -1,0 +1,199 @@
+package amd64
+
+import (
+	"debug/elf"
+	"debug/gosym"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// agree checks Length against x86asm on the instruction at the start of b (at pc), and
+// returns what x86asm made of it. Wherever Length answers, it must agree exactly: the
+// length, the kind of control transfer and a direct branch's target.
+func agree(b []byte, pc uint64) (in Inst, known bool, err error) {
+	n, flow, rel, ok := Length(b)
+	in, xerr := decodeBytes(b[:min(len(b), MaxInstLen)], pc)
+	if !ok {
+		return in, false, xerr
+	}
+	if xerr != nil {
+		return in, true, fmt.Errorf("% x: Length says %d bytes (%v), x86asm cannot decode it: %v", b[:min(len(b), n)], n, flow, xerr)
+	}
+	var target uint64
+	if flow == FlowJcc || flow == FlowJmp || flow == FlowCall {
+		target = pc + uint64(n) + uint64(int64(rel))
+	}
+	if n != in.Len || flow != FlowOf(in) || target != in.Target {
+		return in, true, fmt.Errorf("% x: Length says %d bytes, flow %v, target %#x; x86asm %v: %d bytes, flow %v, target %#x",
+			b[:max(n, in.Len)], n, flow, target, in.Inst, in.Len, FlowOf(in), in.Target)
+	}
+	return in, true, nil
+}
+
+// realBinaries returns Go binaries to check the length decoder on: this test binary,
+// the go command and the compiler. None is skipped quietly: each missing one fails.
+func realBinaries(t *testing.T) []string {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins := []string{self}
+	root := runtime.GOROOT()
+	bins = append(bins, filepath.Join(root, "bin", "go"))
+	if out, err := exec.Command(filepath.Join(root, "bin", "go"), "env", "GOTOOLDIR").Output(); err == nil {
+		bins = append(bins, filepath.Join(strings.TrimSpace(string(out)), "compile"))
+	} else {
+		t.Errorf("go env GOTOOLDIR: %v", err)
+	}
+	return bins
+}
+
+// TestLengthAgreesWithX86asm walks every function of real amd64 binaries linearly from
+// its entry to its end (from .gopclntab) with x86asm, and checks Length on every
+// instruction. It logs how many instructions Length knew and which opcodes it left to
+// x86asm; it fails on any disagreement, and on any function whose sweep stops early
+// (x86asm cannot decode a byte), so that no code goes unchecked without saying so.
+func TestLengthAgreesWithX86asm(t *testing.T) {
+	for _, path := range realBinaries(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			f, err := elf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if f.Machine != elf.EM_X86_64 {
+				t.Skipf("%s is %v, not amd64", path, f.Machine)
+			}
+			text, pcln := f.Section(".text"), f.Section(".gopclntab")
+			if text == nil || pcln == nil {
+				t.Fatalf("%s: no .text or .gopclntab", path)
+			}
+			code, err := text.Data()
+			if err != nil {
+				t.Fatal(err)
+			}
+			pclnData, err := pcln.Data()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tab, err := gosym.NewTable(nil, gosym.NewLineTable(pclnData, text.Addr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var total, known, stopped, fails int
+			unknown := map[string]int{}
+			for _, fn := range tab.Funcs {
+				if fn.Entry < text.Addr || fn.End > text.Addr+uint64(len(code)) {
+					t.Errorf("%s at %#x..%#x outside .text", fn.Name, fn.Entry, fn.End)
+					continue
+				}
+				for pc := fn.Entry; pc < fn.End; {
+					b := code[pc-text.Addr : fn.End-text.Addr]
+					in, ok, err := agree(b, pc)
+					if err != nil && ok {
+						if fails++; fails <= 20 {
+							t.Errorf("%s+%#x: %v", fn.Name, pc-fn.Entry, err)
+						}
+					}
+					if err != nil && !ok {
+						// x86asm cannot decode it either: the rest of the function is
+						// not checked. Count it; a Go function should never do this.
+						stopped++
+						t.Logf("%s+%#x: x86asm: %v (sweep of the function stops)", fn.Name, pc-fn.Entry, err)
+						break
+					}
+					total++
+					if ok {
+						known++
+					} else {
+						key := fmt.Sprintf("%v % x", in.Op, b[:min(in.Len, 3)])
+						unknown[key]++
+					}
+					pc += uint64(in.Len)
+				}
+			}
+			if total == 0 {
+				t.Fatal("no instructions checked")
+			}
+			type kv struct {
+				k string
+				n int
+			}
+			var top []kv
+			for k, n := range unknown {
+				top = append(top, kv{k, n})
+			}
+			sort.Slice(top, func(i, j int) bool { return top[i].n > top[j].n })
+			var s []string
+			for _, e := range top[:min(len(top), 12)] {
+				s = append(s, fmt.Sprintf("%s (%d)", e.k, e.n))
+			}
+			t.Logf("%s: %d functions, %d instructions checked, %.2f%% known to Length (%d left to x86asm), %d sweeps stopped at undecodable bytes; most frequent left to x86asm: %s",
+				path, len(tab.Funcs), total, 100*float64(known)/float64(total), total-known, stopped, strings.Join(s, ", "))
+			if stopped > len(tab.Funcs)/100 {
+				t.Errorf("%d of %d functions could not be swept to their end", stopped, len(tab.Funcs))
+			}
+		})
+	}
+}
+
+// FuzzLength checks Length against x86asm on arbitrary bytes: wherever Length
+// answers, x86asm decodes the same length, control transfer and target.
+func FuzzLength(f *testing.F) {
+	for _, s := range [][]byte{
+		{0x80, 0x3D, 1, 2, 3, 4, 0}, {0x74, 0x10}, {0x0F, 0x84, 1, 0, 0, 0}, {0xE8, 0, 0, 0, 0},
+		{0x48, 0x8D, 0x05, 1, 2, 3, 4}, {0x66, 0x0F, 0x1F, 0x44, 0, 0}, {0xF3, 0x0F, 0x10, 0x44, 0x24, 8},
+		{0x48, 0xB8, 1, 2, 3, 4, 5, 6, 7, 8}, {0x41, 0xFF, 0xD4}, {0xC3}, {0xCC}, {0x66, 0x81, 0xF9, 1, 2},
+		{0x48, 0x69, 0xC0, 1, 2, 3, 4}, {0xF3, 0x48, 0xAB}, {0x0F, 0xBA, 0xE0, 3}, {0x48, 0xC7, 0x44, 0x24, 8, 1, 2, 3, 4},
+		{0x42, 0x8B, 0x04, 0x25, 1, 2, 3, 4}, {0xF2, 0x0F, 0x2C, 0xC0}, {0x66, 0x0F, 0xD6, 0x04, 0x24},
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if _, known, err := agree(b, 0x400000); known && err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestLengthExhaustive checks Length against x86asm on every opcode of the one- and
+// two-byte maps, under every prefix combination it accepts, with a spread of ModRM
+// bytes and operand bytes: the cases a fuzzer would take long to reach.
+func TestLengthExhaustive(t *testing.T) {
+	prefixes := [][]byte{nil, {0x66}, {0xF3}, {0xF2}, {0x66, 0x66}, {0x48}, {0x41}, {0x4C}, {0x66, 0x48}, {0xF3, 0x48}, {0xF2, 0x41}, {0x66, 0x41}}
+	modrms := []byte{0x00, 0x04, 0x05, 0x0C, 0x15, 0x24, 0x3D, 0x44, 0x4C, 0x80, 0x84, 0xBC, 0xC0, 0xC8, 0xD0, 0xD8, 0xE0, 0xE8, 0xF0, 0xF8, 0xFF}
+	sibs := []byte{0x00, 0x24, 0x25, 0x65, 0xE5}
+	var checked, known, fails int
+	for _, p := range prefixes {
+		for _, esc := range [][]byte{nil, {0x0F}} {
+			for op := 0; op < 256; op++ {
+				for _, m := range modrms {
+					for _, s := range sibs {
+						b := append(append(append([]byte{}, p...), esc...), byte(op), m, s, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xAA, 0xBB)
+						_, ok, err := agree(b, 0x400000)
+						checked++
+						if ok {
+							known++
+						}
+						if err != nil && ok {
+							if fails++; fails <= 100000 {
+								t.Error(err)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d encodings checked, %d known to Length", checked, known)
+}
+
+var _ = x86asm.NOP
