@@ -4,10 +4,12 @@ import (
 	"debug/elf"
 	"debug/gosym"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -197,3 +199,98 @@ func TestLengthExhaustive(t *testing.T) {
 }
 
 var _ = x86asm.NOP
+
+// TestWalkFuncMatchesDecodeFunc walks every function of real binaries with WalkFunc and
+// with DecodeFunc (x86asm throughout), under the same end rule (inFunc from the
+// function table), and requires the same instruction starts, end and branch targets:
+// the walk that discovery now uses proves exactly what the full decode proved.
+func TestWalkFuncMatchesDecodeFunc(t *testing.T) {
+	for _, path := range realBinaries(t)[:2] {
+		f, err := elf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, pcln := f.Section(".text"), f.Section(".gopclntab")
+		code, err := text.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pclnData, err := pcln.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		tab, err := gosym.NewTable(nil, gosym.NewLineTable(pclnData, text.Addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem := Bytes{Base: text.Addr, Code: code}
+		var funcs, insts, slow, errs int
+		for i := range tab.Funcs {
+			fn := &tab.Funcs[i]
+			inFunc := func(pc uint64) bool { return pc < fn.End }
+			want, werr := DecodeFunc(mem, fn.Entry, 0, inFunc)
+			got, gerr := WalkFunc(mem, fn.Entry, inFunc)
+			if (werr != nil) != (gerr != nil) {
+				t.Errorf("%s: DecodeFunc error %v, WalkFunc error %v", fn.Name, werr, gerr)
+				continue
+			}
+			if werr != nil {
+				errs++
+				continue
+			}
+			funcs++
+			insts += len(want)
+			slow += got.Slow
+			if len(got.Starts) != len(want) || got.End != want[len(want)-1].End() {
+				t.Errorf("%s: WalkFunc %d instructions to %#x, DecodeFunc %d to %#x", fn.Name, len(got.Starts), got.End, len(want), want[len(want)-1].End())
+				continue
+			}
+			for j, in := range want {
+				if got.Entry+uint64(got.Starts[j]) != in.PC {
+					t.Errorf("%s: instruction %d at %#x, DecodeFunc %#x", fn.Name, j, got.Entry+uint64(got.Starts[j]), in.PC)
+					break
+				}
+			}
+			targets := BranchTargets(want)
+			if len(targets) != len(got.Targets) {
+				t.Errorf("%s: %d branch targets, DecodeFunc %d", fn.Name, len(got.Targets), len(targets))
+			}
+			for _, tg := range got.Targets {
+				if !targets[tg] {
+					t.Errorf("%s: branch target %#x not in DecodeFunc's", fn.Name, tg)
+				}
+			}
+		}
+		t.Logf("%s: %d functions agree (%d instructions, %d left to x86asm), %d undecodable by both", path, funcs, insts, slow, errs)
+	}
+}
+
+// TestCandidatesIn compares the candidate search with a byte-by-byte one on random
+// code with planted checks, whole and split in two at every offset.
+func TestCandidatesIn(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	text := make([]byte, 300)
+	for i := range text {
+		text[i] = []byte{0x80, 0x3D, 0x00, 0x11}[rnd.IntN(4)]
+	}
+	copy(text[len(text)-7:], []byte{0x80, 0x3D, 1, 2, 3, 4, 0})
+	var want []int
+	for i := 0; i+7 <= len(text); i++ {
+		if text[i] == 0x80 && text[i+1] == 0x3D && text[i+6] == 0 {
+			want = append(want, i)
+		}
+	}
+	if len(want) < 5 {
+		t.Fatalf("only %d candidates planted", len(want))
+	}
+	if got := Candidates(text); !slices.Equal(got, want) {
+		t.Fatalf("Candidates = %v, want %v", got, want)
+	}
+	for cut := 0; cut <= len(text); cut++ {
+		got := append(CandidatesIn(text, 0, cut), CandidatesIn(text, cut, len(text))...)
+		if !slices.Equal(got, want) {
+			t.Fatalf("split at %d: %v, want %v", cut, got, want)
+		}
+	}
+}
