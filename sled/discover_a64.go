@@ -25,14 +25,14 @@ func discoverARM64(src source, cfg Config) *Table {
 		t.Reason = "text section not found"
 		return t
 	}
-	fns := &funcs[a64Func]{
+	fns := &funcs[*arm64.Walked]{
 		syms: src.syms,
-		decode: func(entry uint64, inFunc func(uint64) bool) (a64Func, uint64, uint64, error) {
-			insts, err := arm64.DecodeFunc(mem, entry, 0, inFunc)
-			if err != nil || len(insts) == 0 {
-				return a64Func{}, 0, 0, err
+		decode: func(entry uint64, inFunc func(uint64) bool) (*arm64.Walked, uint64, uint64, error) {
+			w, err := arm64.WalkFunc(mem, entry, inFunc)
+			if err != nil {
+				return nil, 0, 0, err
 			}
-			return a64Func{insts, arm64.BranchTargets(insts)}, insts[0].PC, insts[len(insts)-1].End(), nil
+			return w, w.Entry, w.End, nil
 		},
 	}
 	pass := func(target uint64) bool { return raceCall(src.syms.name(uintptr(target))) }
@@ -99,7 +99,7 @@ func discoverARM64(src source, cfg Config) *Table {
 
 // match decodes the function around the a64Candidate (once per function) and checks the
 // site against it.
-func (c *a64Candidate) match(fns *funcs[a64Func], src source) error {
+func (c *a64Candidate) match(fns *funcs[*arm64.Walked], src source) error {
 	d := fns.at(uintptr(c.load.Addr))
 	if d.err != nil {
 		c.matchErr = d.err
@@ -110,14 +110,8 @@ func (c *a64Candidate) match(fns *funcs[a64Func], src source) error {
 		c.matchErr = fmt.Errorf("the branch at %#x is past the end of the function", c.site.Addr)
 		return c.matchErr
 	}
-	c.matchErr = arm64.MatchSite(d.w.insts, c.site, d.w.targets)
+	c.matchErr = d.w.Match(src.mem, c.site)
 	return c.matchErr
-}
-
-// a64Func is a decoded function with its branch targets.
-type a64Func struct {
-	insts   []arm64.Inst
-	targets map[uint64]bool
 }
 
 // toSite turns a a64Candidate on a known probe flag into a site: a verified sled, or the
