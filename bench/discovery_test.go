@@ -15,7 +15,10 @@ import (
 	"github.com/gosdt/gosdt/sdt"
 )
 
-var discoveryFlag = flag.Bool("discovery", false, "TestDiscoveryScaling: build programs of 0, 2k and 20k generated functions (minutes)")
+var (
+	discoveryFlag = flag.Bool("discovery", false, "TestDiscoveryScaling: build programs of 0, 2k and 20k generated functions (minutes)")
+	discoveryQemu = flag.Bool("discovery-arm64", false, "BenchmarkDiscovery: also build the programs for linux/arm64 and run them under qemu-aarch64-static (emulated: per-site figures are not an arm64 machine's)")
+)
 
 // TestDiscoveryScaling logs start-up discovery time against text size. It is a test
 // that logs a table, not a benchmark: each point is a separate program (built with go
@@ -190,14 +193,37 @@ func BenchmarkDiscovery(b *testing.B) {
 	if *discoveryFlag {
 		progs = append(progs, prog{45000, 1 << 30})
 	}
-	for _, p := range progs {
-		bin := discoveryProgram(b, p.funcs, p.every)
-		sites := (p.funcs + p.every - 1) / p.every
-		b.Run(fmt.Sprintf("funcs=%d/sites=%d", p.funcs, sites), func(b *testing.B) {
+	goarchs := []string{runtime.GOARCH}
+	if *discoveryQemu && runtime.GOARCH != "arm64" {
+		if _, err := exec.LookPath("qemu-aarch64-static"); err != nil {
+			b.Fatal("-discovery-arm64: ", err)
+		}
+		goarchs = append(goarchs, "arm64")
+	}
+	for _, goarch := range goarchs {
+		for _, p := range progs {
+			benchDiscovery(b, goarch, p.funcs, p.every)
+		}
+	}
+}
+
+func benchDiscovery(b *testing.B, goarch string, funcs, every int) {
+	{
+		bin := discoveryProgram(b, goarch, funcs, every)
+		sites := (funcs + every - 1) / every
+		name := fmt.Sprintf("funcs=%d/sites=%d", funcs, sites)
+		if goarch != runtime.GOARCH {
+			name += "/goarch=" + goarch + "-qemu"
+		}
+		b.Run(name, func(b *testing.B) {
 			var total time.Duration
 			var text int
 			for b.Loop() {
-				out, err := exec.Command(bin).Output()
+				cmd := exec.Command(bin)
+				if goarch != runtime.GOARCH {
+					cmd = exec.Command("qemu-aarch64-static", bin)
+				}
+				out, err := cmd.Output()
 				if err != nil {
 					b.Fatalf("%s: %v", bin, err)
 				}
@@ -220,12 +246,18 @@ func BenchmarkDiscovery(b *testing.B) {
 	}
 }
 
-var discoveryBuilt = map[[2]int]string{}
+type programKey struct {
+	goarch       string
+	funcs, every int
+}
+
+var discoveryBuilt = map[programKey]string{}
 
 // discoveryProgram builds the generated program of funcs functions, a site in every
-// every-th, once per test binary.
-func discoveryProgram(b *testing.B, funcs, every int) string {
-	if p, ok := discoveryBuilt[[2]int{funcs, every}]; ok {
+// every-th, for linux/goarch, once per test binary.
+func discoveryProgram(b *testing.B, goarch string, funcs, every int) string {
+	key := programKey{goarch, funcs, every}
+	if p, ok := discoveryBuilt[key]; ok {
 		return p
 	}
 	root, err := filepath.Abs("..")
@@ -240,14 +272,15 @@ func discoveryProgram(b *testing.B, funcs, every int) string {
 	bin := filepath.Join(dir, "prog")
 	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, ".")
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build (%d funcs): %v\n%s", funcs, err, out)
+		b.Fatalf("go build (%d funcs, %s): %v\n%s", funcs, goarch, err, out)
 	}
 	if dst := os.Getenv("GOSDT_KEEP_PROGRAM"); dst != "" {
 		// Keep a copy for profiling (GOSDT_DISCOVERY_LOOP, GOSDT_DISCOVERY_PROFILE).
-		cp := exec.Command("cp", bin, fmt.Sprintf("%s.%d.%d", dst, funcs, every))
+		cp := exec.Command("cp", bin, fmt.Sprintf("%s.%s.%d.%d", dst, goarch, funcs, every))
 		must(b, cp.Run())
 	}
-	discoveryBuilt[[2]int{funcs, every}] = bin
+	discoveryBuilt[key] = bin
 	return bin
 }

@@ -101,7 +101,17 @@ func WalkFunc(m Memory, entry uint64, inFunc func(pc uint64) bool) (*Walked, err
 				return w.done(calls), nil
 			}
 		case rawOther:
-			if !inFunc(pc) {
+			// Ends the function if arm64asm cannot decode it and inFunc rejects pc.
+			// Both are pure; ask the cheaper first: Go's functions start 16-byte
+			// aligned, so elsewhere inFunc answers at once (sled's does), and at an
+			// aligned pc one arm64asm decode costs less than a symbol lookup.
+			if pc%16 == 0 {
+				w.Slow++
+				if decodeWord(word, pc-InstLen).Bad && !inFunc(pc) {
+					w.End = pc
+					return w.done(calls), nil
+				}
+			} else if !inFunc(pc) {
 				w.Slow++
 				if decodeWord(word, pc-InstLen).Bad {
 					w.End = pc
