@@ -84,10 +84,10 @@ func (s *Site) Describe() {
 	}
 }
 
-// minPerWorker is the fewest candidates worth a goroutine of their own: below it, the
-// start of a goroutine and the functions two workers would both walk cost more than
-// they save.
-const minPerWorker = 32
+// minPerWorker is the fewest candidates worth a goroutine of their own (a variable for
+// the tests): below it, the start of a goroutine and the functions two workers would
+// both walk cost more than they save.
+var minPerWorker = 32
 
 // parallelism is how many goroutines prove n candidates: one per core (GOMAXPROCS),
 // fewer when there are few candidates.
@@ -95,8 +95,9 @@ func parallelism(n int) int {
 	return max(1, min(runtime.GOMAXPROCS(0), n/minPerWorker))
 }
 
-// minScanPerWorker is the least text worth searching on a goroutine of its own.
-const minScanPerWorker = 1 << 20
+// minScanPerWorker is the least text worth searching on a goroutine of its own (a
+// variable for the tests).
+var minScanPerWorker = 1 << 20
 
 // scanParallelism is how many goroutines search n bytes of text for candidates.
 func scanParallelism(n int) int {
