@@ -56,4 +56,3 @@ func describe(t *Table) string {
 	}
 	return b.String()
 }
-
