@@ -52,10 +52,11 @@ func discoverAMD64(src source, cfg Config) *Table {
 		w := &workers[i]
 		w.src, w.cache = src, amd64.NewCache(src.mem)
 		w.src.mem = w.cache
+		walker := new(amd64.Walker)
 		w.fns = &funcs[*amd64.Walked]{
 			syms: src.syms,
 			decode: func(entry uint64, inFunc func(uint64) bool) (*amd64.Walked, uint64, uint64, error) {
-				wk, err := amd64.WalkFunc(src.mem, entry, inFunc)
+				wk, err := walker.Walk(src.mem, entry, inFunc)
 				return wk, wk.Entry, wk.End, err
 			},
 		}

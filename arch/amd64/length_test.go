@@ -242,13 +242,22 @@ func TestWalkFuncMatchesDecodeFunc(t *testing.T) {
 			funcs++
 			insts += len(want)
 			slow += got.Slow
-			if len(got.Starts) != len(want) || got.End != want[len(want)-1].End() {
-				t.Errorf("%s: WalkFunc %d instructions to %#x, DecodeFunc %d to %#x", fn.Name, len(got.Starts), got.End, len(want), want[len(want)-1].End())
+			if got.Insts != len(want) || got.End != want[len(want)-1].End() {
+				t.Errorf("%s: WalkFunc %d instructions to %#x, DecodeFunc %d to %#x", fn.Name, got.Insts, got.End, len(want), want[len(want)-1].End())
 				continue
 			}
+			starts := 0
+			for pc := got.Entry; pc < got.End; pc++ {
+				if got.IsStart(pc) {
+					starts++
+				}
+			}
+			if starts != len(want) {
+				t.Errorf("%s: %d instruction starts, DecodeFunc %d", fn.Name, starts, len(want))
+			}
 			for j, in := range want {
-				if got.Entry+uint64(got.Starts[j]) != in.PC {
-					t.Errorf("%s: instruction %d at %#x, DecodeFunc %#x", fn.Name, j, got.Entry+uint64(got.Starts[j]), in.PC)
+				if !got.IsStart(in.PC) {
+					t.Errorf("%s: instruction %d at %#x is not a start of the walk", fn.Name, j, in.PC)
 					break
 				}
 			}

@@ -12,9 +12,10 @@ import (
 // by x86asm when it is matched (Match).
 type Walked struct {
 	Entry, End uint64   // the instructions' extent
-	Starts     []uint32 // offset from Entry of every instruction, ascending
+	starts     []uint64 // bit i set: an instruction starts at Entry+i
 	Targets    []uint64 // direct branch targets, as BranchTargets: sorted, no duplicates
-	Slow       int      // instructions the length table did not know (decoded by x86asm)
+	Insts      int      // instructions walked
+	Slow       int      // of which the length table did not know (decoded by x86asm)
 }
 
 // walkChunk is how much code WalkFunc reads at a time.
@@ -25,8 +26,21 @@ const walkChunk = 4096
 // operands: Length says how long each instruction is, and x86asm is asked only for
 // those Length does not know. Undecodable bytes are an error naming the pc.
 func WalkFunc(m Memory, entry uint64, inFunc func(pc uint64) bool) (*Walked, error) {
-	w := &Walked{Entry: entry, Starts: make([]uint32, 0, 64)}
-	var calls []uint64
+	return new(Walker).Walk(m, entry, inFunc)
+}
+
+// A Walker walks functions (WalkFunc) reusing its scratch memory, so that a walk
+// allocates only its result. It is not safe for concurrent use.
+type Walker struct {
+	starts         []uint32
+	targets, calls []uint64
+}
+
+// Walk is WalkFunc.
+func (wr *Walker) Walk(m Memory, entry uint64, inFunc func(pc uint64) bool) (*Walked, error) {
+	w := &Walked{Entry: entry}
+	starts, targets, calls := wr.starts[:0], wr.targets[:0], wr.calls[:0]
+	defer func() { wr.starts, wr.targets, wr.calls = starts, targets, calls }()
 	var maxTarget uint64
 	var chunk []byte
 	chunkPC, chunkShort := entry, false
@@ -59,11 +73,11 @@ func WalkFunc(m Memory, entry uint64, inFunc func(pc uint64) bool) (*Walked, err
 			w.Slow++
 			n, flow, target = in.Len, FlowOf(in), in.Target
 		}
-		w.Starts = append(w.Starts, uint32(pc-entry))
+		starts = append(starts, uint32(pc-entry))
 		switch flow {
 		case FlowJcc, FlowJmp:
 			if target != 0 {
-				w.Targets = append(w.Targets, target)
+				targets = append(targets, target)
 				maxTarget = max(maxTarget, target)
 			}
 		case FlowCall:
@@ -81,17 +95,22 @@ func WalkFunc(m Memory, entry uint64, inFunc func(pc uint64) bool) (*Walked, err
 			}
 		}
 	}
-	if len(w.Starts) == 0 {
+	if len(starts) == 0 {
 		return w, shapeErr(entry, "no code mapped")
 	}
-	w.End = pc
+	w.End, w.Insts = pc, len(starts)
+	w.starts = make([]uint64, (pc-entry+63)/64)
+	for _, o := range starts {
+		w.starts[o/64] |= 1 << (o % 64)
+	}
 	for _, t := range calls {
 		if t >= w.Entry && t < w.End {
-			w.Targets = append(w.Targets, t)
+			targets = append(targets, t)
 		}
 	}
-	slices.Sort(w.Targets)
-	w.Targets = slices.Compact(w.Targets)
+	slices.Sort(targets)
+	targets = slices.Compact(targets)
+	w.Targets = slices.Clone(targets)
 	return w, nil
 }
 
@@ -157,6 +176,6 @@ func (w *Walked) IsStart(pc uint64) bool {
 	if pc < w.Entry || pc >= w.End {
 		return false
 	}
-	_, ok := slices.BinarySearch(w.Starts, uint32(pc-w.Entry))
-	return ok
+	o := pc - w.Entry
+	return w.starts[o/64]&(1<<(o%64)) != 0
 }
