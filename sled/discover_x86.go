@@ -110,6 +110,21 @@ type x86Worker struct {
 	src   source // its mem is cache
 	cache *amd64.Cache
 	fns   *funcs[*amd64.Walked]
+	names map[uintptr]string // functions called from guarded blocks, by entry
+}
+
+// name names the function at pc, a call's target: the few that guarded blocks call
+// (fire methods, race hooks) are asked for at every site.
+func (w *x86Worker) name(pc uintptr) string {
+	n, ok := w.names[pc]
+	if !ok {
+		if w.names == nil {
+			w.names = map[uintptr]string{}
+		}
+		n = w.src.syms.name(pc)
+		w.names[pc] = n
+	}
+	return n
 }
 
 // check reads the candidate's check as a site and proves, cheapest first, that it
@@ -122,13 +137,13 @@ func (c *x86Candidate) check(w *x86Worker, cfg Config) {
 		c.why = err.Error()
 		return
 	}
-	pass := func(target uint64) bool { return raceCall(src.syms.name(uintptr(target))) }
+	pass := func(target uint64) bool { return raceCall(w.name(uintptr(target))) }
 	g, err := amd64.GuardedCall(src.mem, fire, pass)
 	switch {
 	case err != nil:
 		c.why = err.Error()
-	case !cfg.IsFire(src.syms.name(uintptr(g.Call))):
-		c.why = "guarded block calls " + src.syms.name(uintptr(g.Call))
+	case !cfg.IsFire(w.name(uintptr(g.Call))):
+		c.why = "guarded block calls " + w.name(uintptr(g.Call))
 	case !contains(g.Leas, uint64(c.flag)):
 		c.why = "fire call's receiver is not the compared flag"
 	default:
