@@ -303,3 +303,53 @@ func TestCandidatesIn(t *testing.T) {
 		}
 	}
 }
+
+// TestCandidatesOnRealText compares the candidate search with a byte-by-byte one on the
+// text of the go command, whole and in parts.
+func TestCandidatesOnRealText(t *testing.T) {
+	f, err := elf.Open(filepath.Join(runtime.GOROOT(), "bin", "go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	text, err := f.Section(".text").Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int
+	for i := 0; i+7 <= len(text); i++ {
+		if text[i] == 0x80 && text[i+1] == 0x3D && text[i+6] == 0 {
+			want = append(want, i)
+		}
+	}
+	if got := Candidates(text); !slices.Equal(got, want) {
+		t.Fatalf("Candidates: %d, byte by byte %d", len(got), len(want))
+	}
+	for _, parts := range []int{2, 3, 7, 64} {
+		var got []int
+		for p := range parts {
+			got = append(got, CandidatesIn(text, p*len(text)/parts, (p+1)*len(text)/parts)...)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("in %d parts: %d, byte by byte %d", parts, len(got), len(want))
+		}
+	}
+	t.Logf("%d candidates in %d bytes", len(want), len(text))
+}
+
+// BenchmarkCandidates searches the text of the go command.
+func BenchmarkCandidates(b *testing.B) {
+	f, err := elf.Open(filepath.Join(runtime.GOROOT(), "bin", "go"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	text, err := f.Section(".text").Data()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		Candidates(text)
+	}
+}

@@ -32,16 +32,29 @@ func Candidates(text []byte) []int {
 // parts of a large text can be searched in parallel.
 func CandidatesIn(text []byte, lo, hi int) []int {
 	var offs []int
-	// It looks for the second byte: 3D is rarer than 80 in Go's code, and
-	// bytes.IndexByte is the fastest search there is (about 12 GB/s here).
-	end := min(hi+1, len(text))
-	for off := lo + 1; off < end; {
-		i := bytes.IndexByte(text[off:end], cmpbOpcode[1])
+	// A candidate at p reads up to p+6: the search covers lo..hi-1 as starts.
+	end := min(hi+6, len(text))
+	off := lo
+	for off < hi {
+		// Where the vector search runs (amd64 hosts), it tests all three bytes of
+		// 16 positions at once: about as fast as bytes.IndexByte, without stopping
+		// at every 3D byte (one in 300 of Go's code).
+		i := indexCMPB(text[off:end])
+		if i < 0 {
+			off += -1 - i
+			break
+		}
+		offs = append(offs, off+i)
+		off += i + 1
+	}
+	// The rest, byte by byte from the second byte: 3D is rarer than 80 in Go's code.
+	for off++; off <= hi && off < end; {
+		i := bytes.IndexByte(text[off:min(hi+1, end)], cmpbOpcode[1])
 		if i < 0 {
 			break
 		}
 		off += i
-		if text[off-1] == cmpbOpcode[0] && off+6 <= len(text) && text[off+5] == 0 {
+		if text[off-1] == cmpbOpcode[0] && off+5 < len(text) && text[off+5] == 0 {
 			offs = append(offs, off-1)
 		}
 		off++
