@@ -2,6 +2,6 @@
 
 package amd64
 
-// indexCMPB looks at no position: CandidatesIn searches byte by byte on other hosts
+// searchCMPB looks at no position: CandidatesIn searches byte by byte on other hosts
 // (reading amd64 binaries offline).
-func indexCMPB(b []byte) int { return -1 }
+func searchCMPB(b []byte) int { return -1 }

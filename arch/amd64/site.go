@@ -39,7 +39,7 @@ func CandidatesIn(text []byte, lo, hi int) []int {
 		// Where the vector search runs (amd64 hosts), it tests all three bytes of
 		// 16 positions at once: about as fast as bytes.IndexByte, without stopping
 		// at every 3D byte (one in 300 of Go's code).
-		i := indexCMPB(text[off:end])
+		i := searchCMPB(text[off:end])
 		if i < 0 {
 			off += -1 - i
 			break
