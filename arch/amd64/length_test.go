@@ -336,20 +336,3 @@ func TestCandidatesOnRealText(t *testing.T) {
 	}
 	t.Logf("%d candidates in %d bytes", len(want), len(text))
 }
-
-// BenchmarkCandidates searches the text of the go command.
-func BenchmarkCandidates(b *testing.B) {
-	f, err := elf.Open(filepath.Join(runtime.GOROOT(), "bin", "go"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	text, err := f.Section(".text").Data()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(len(text)))
-	for b.Loop() {
-		Candidates(text)
-	}
-}
