@@ -3,6 +3,7 @@ package sled
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -10,20 +11,28 @@ import (
 )
 
 // TestParallelDiscoveryIsSequential runs discovery of real binaries (this test binary,
-// and the go command, whose runtime holds many candidates that are not sites) on one
-// goroutine and on eight, each with a share of a few candidates, and requires the same
-// table: the same sites with the same verdicts and sleds, the same rejections.
+// the go command, whose runtime holds many candidates that are not sites, and sdtctl's
+// test target built for arm64) on one goroutine and on eight, each with a share of a
+// few candidates, and requires the same table: the same sites with the same verdicts
+// and sleds, the same rejections. Under -race it also checks the workers share nothing
+// unguarded (arm64asm does not allow concurrent decoding: see arch/arm64).
 func TestParallelDiscoveryIsSequential(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
+	}
+	arm := filepath.Join(t.TempDir(), "target-arm64")
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", arm, "../cmd/sdtctl/testdata/target")
+	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the arm64 target: %v\n%s", err, out)
 	}
 	cfg := Config{ProbePackage: "github.com/gosdt/gosdt/sdt", IsFire: func(sym string) bool {
 		return strings.HasPrefix(sym, "github.com/gosdt/gosdt/sdt.(*P") || strings.HasSuffix(sym, ".(*fakeProbe).fire")
 	}}
 	defer func(p, s int) { minPerWorker, minScanPerWorker = p, s }(minPerWorker, minScanPerWorker)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	for _, path := range []string{self, filepath.Join(runtime.GOROOT(), "bin", "go")} {
+	for _, path := range []string{self, filepath.Join(runtime.GOROOT(), "bin", "go"), arm} {
 		runtime.GOMAXPROCS(1)
 		seq, err := DiscoverFile(path, cfg)
 		if err != nil {
