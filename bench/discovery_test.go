@@ -15,7 +15,10 @@ import (
 	"github.com/gosdt/gosdt/sdt"
 )
 
-var discoveryFlag = flag.Bool("discovery", false, "TestDiscoveryScaling: build programs of 0, 2k and 20k generated functions (minutes)")
+var (
+	discoveryFlag = flag.Bool("discovery", false, "TestDiscoveryScaling: build programs of 0, 2k and 20k generated functions (minutes)")
+	discoveryQemu = flag.Bool("discovery-arm64", false, "BenchmarkDiscovery: also build the programs for linux/arm64 and run them under qemu-aarch64-static (emulated: per-site figures are not an arm64 machine's)")
+)
 
 // TestDiscoveryScaling logs start-up discovery time against text size. It is a test
 // that logs a table, not a benchmark: each point is a separate program (built with go
@@ -77,6 +80,15 @@ func TestDiscoveryScaling(t *testing.T) {
 // writeProgram writes a module in dir: n generated functions, each a little
 // arithmetic, every 16th with a probe site, all reachable from main.
 func writeProgram(t testing.TB, dir string, n int, root string, goMod, goSum []byte) {
+	writeProgramEvery(t, dir, n, 16, root, goMod, goSum)
+}
+
+// writeProgramEvery is writeProgram with a probe site in every every-th function.
+// The program prints its start-up discovery; with GOSDT_DISCOVERY_LOOP=k it also runs
+// the scan k more times (sled.Discover, which only reads) and prints the fastest
+// ("best=ns"), and with GOSDT_DISCOVERY_PROFILE=file it writes a CPU profile of them
+// (run it with SDT_PATCH=off: a rescan of sealed sites finds sleds, not checks).
+func writeProgramEvery(t testing.TB, dir string, n, every int, root string, goMod, goSum []byte) {
 	mod := "module prog\n\ngo 1.26.0\n\nrequire github.com/gosdt/gosdt v0.0.0\n\nreplace github.com/gosdt/gosdt => " + root + "\n"
 	// The gosdt module's own requirements, so that no network is needed.
 	if i := strings.Index(string(goMod), "require ("); i >= 0 {
@@ -89,8 +101,13 @@ func writeProgram(t testing.TB, dir string, n int, root string, goMod, goSum []b
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/gosdt/gosdt/sdt"
+	"github.com/gosdt/gosdt/sled"
 )
 
 var probes = [4]sdt.P1[int]{
@@ -109,6 +126,30 @@ func main() {
 	}
 	d := sdt.Discovery()
 	fmt.Printf("text=%d candidates=%d sites=%d elapsed=%d x=%d\n", d.TextBytes, d.Candidates, d.Sites, d.Elapsed.Nanoseconds(), x)
+	k, _ := strconv.Atoi(os.Getenv("GOSDT_DISCOVERY_LOOP"))
+	if k <= 0 {
+		return
+	}
+	if p := os.Getenv("GOSDT_DISCOVERY_PROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			panic(err)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	cfg := sled.Config{ProbePackage: "github.com/gosdt/gosdt/sdt", IsFire: func(sym string) bool {
+		return strings.HasPrefix(sym, "github.com/gosdt/gosdt/sdt.(*P") && strings.HasSuffix(sym, ").fire")
+	}}
+	best := time.Duration(1 << 62)
+	for range k {
+		t := sled.Discover(cfg)
+		if len(t.Sites) != d.Sites {
+			panic(fmt.Sprintf("rescan found %d sites, start-up %d", len(t.Sites), d.Sites))
+		}
+		best = min(best, t.Elapsed)
+	}
+	fmt.Printf("best=%d\n", best.Nanoseconds())
 }
 `), 0o644))
 	const perFile = 1000
@@ -124,8 +165,8 @@ func main() {
 			for j := range 24 {
 				fmt.Fprintf(&b, "\tx = x*%d + %d\n\tx ^= x >> %d\n", 2*(i+j)+3, i*31+j, 1+(i+j)%61)
 			}
-			if i%16 == 0 {
-				fmt.Fprintf(&b, "\tsdt.Probe1(&probes[%d], int(x))\n", i/16%4)
+			if i%every == 0 {
+				fmt.Fprintf(&b, "\tsdt.Probe1(&probes[%d], int(x))\n", i/every%4)
 			}
 			b.WriteString("\treturn x\n}\n")
 		}
@@ -138,4 +179,110 @@ func must(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// BenchmarkDiscovery runs generated programs from exec to exit and reports their own
+// start-up discovery (the text scan and the proof of every site), per site and per MB
+// of text: us/site for 1,250 small functions with one site each, ms/MB for a program
+// with one site; with -discovery also one site in 30 MB of text (a build of minutes).
+// Each iteration is one start (cold caches, as a user pays it); the figures are the
+// mean over b.N starts. With -discovery-arm64 the programs are also built for arm64
+// and run under qemu-aarch64-static: emulated, so their times say how the arm64 code
+// path compares with itself before and after a change, not what an arm64 CPU takes.
+func BenchmarkDiscovery(b *testing.B) {
+	type prog struct{ funcs, every int }
+	progs := []prog{{1250, 1}, {2000, 1 << 30}}
+	if *discoveryFlag {
+		progs = append(progs, prog{45000, 1 << 30})
+	}
+	goarchs := []string{runtime.GOARCH}
+	if *discoveryQemu && runtime.GOARCH != "arm64" {
+		if _, err := exec.LookPath("qemu-aarch64-static"); err != nil {
+			b.Fatal("-discovery-arm64: ", err)
+		}
+		goarchs = append(goarchs, "arm64")
+	}
+	for _, goarch := range goarchs {
+		for _, p := range progs {
+			benchDiscovery(b, goarch, p.funcs, p.every)
+		}
+	}
+}
+
+// benchDiscovery runs one generated program, for goarch (under qemu if not this
+// machine's), b.N times.
+func benchDiscovery(b *testing.B, goarch string, funcs, every int) {
+	bin := discoveryProgram(b, goarch, funcs, every)
+	sites := (funcs + every - 1) / every
+	name := fmt.Sprintf("funcs=%d/sites=%d", funcs, sites)
+	if goarch != runtime.GOARCH {
+		name += "/goarch=" + goarch + "-qemu"
+	}
+	b.Run(name, func(b *testing.B) {
+		var total time.Duration
+		var text int
+		for b.Loop() {
+			cmd := exec.Command(bin)
+			if goarch != runtime.GOARCH {
+				cmd = exec.Command("qemu-aarch64-static", bin)
+			}
+			out, err := cmd.Output()
+			if err != nil {
+				b.Fatalf("%s: %v", bin, err)
+			}
+			var cands, found int
+			var ns int64
+			if _, err := fmt.Sscanf(string(out), "text=%d candidates=%d sites=%d elapsed=%d", &text, &cands, &found, &ns); err != nil {
+				b.Fatalf("output %q: %v", out, err)
+			}
+			if found != sites {
+				b.Fatalf("%s: found %d sites, want %d", bin, found, sites)
+			}
+			total += time.Duration(ns)
+		}
+		per := float64(total.Nanoseconds()) / float64(b.N)
+		b.ReportMetric(per/1e3/float64(sites), "us/site")
+		b.ReportMetric(per/1e6/(float64(text)/1e6), "ms/MB")
+		b.ReportMetric(per/1e6, "ms/start")
+		b.ReportMetric(float64(text)/1e6, "text-MB")
+	})
+}
+
+type programKey struct {
+	goarch       string
+	funcs, every int
+}
+
+var discoveryBuilt = map[programKey]string{}
+
+// discoveryProgram builds the generated program of funcs functions, a site in every
+// every-th, for linux/goarch, once per test binary.
+func discoveryProgram(b *testing.B, goarch string, funcs, every int) string {
+	key := programKey{goarch, funcs, every}
+	if p, ok := discoveryBuilt[key]; ok {
+		return p
+	}
+	root, err := filepath.Abs("..")
+	must(b, err)
+	goMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	must(b, err)
+	goSum, _ := os.ReadFile(filepath.Join(root, "go.sum"))
+	dir, err := os.MkdirTemp("", "gosdt-discovery")
+	must(b, err)
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	writeProgramEvery(b, dir, funcs, every, root, goMod, goSum)
+	bin := filepath.Join(dir, "prog")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build (%d funcs, %s): %v\n%s", funcs, goarch, err, out)
+	}
+	if dst := os.Getenv("GOSDT_KEEP_PROGRAM"); dst != "" {
+		// Keep a copy for profiling (GOSDT_DISCOVERY_LOOP, GOSDT_DISCOVERY_PROFILE).
+		cp := exec.Command("cp", bin, fmt.Sprintf("%s.%s.%d.%d", dst, goarch, funcs, every))
+		must(b, cp.Run())
+	}
+	discoveryBuilt[key] = bin
+	return bin
 }

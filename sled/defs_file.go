@@ -48,7 +48,7 @@ func DefinitionsFile(path, probePkg string) ([]Definition, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := initScan{f: f, mem: arch.Bytes{Base: text.Addr, Code: code}, syms: fileSyms{tab}, define: probePkg + ".Define"}
+	s := initScan{f: f, mem: arch.Bytes{Base: text.Addr, Code: code}, syms: fileSyms{tab: tab}, define: probePkg + ".Define"}
 	var defs []Definition
 	for i := range tab.Funcs {
 		fn := &tab.Funcs[i]

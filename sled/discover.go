@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -81,4 +82,41 @@ func (s *Site) Describe() {
 	if s.syms != nil {
 		s.Func, s.Module, s.File, s.Line = s.syms.holder(s.Addr, s.probePkg)
 	}
+}
+
+// minPerWorker is the fewest candidates worth a goroutine of their own (a variable for
+// the tests): below it, the start of a goroutine and the functions two workers would
+// both walk cost more than they save.
+var minPerWorker = 32
+
+// parallelism is how many goroutines prove n candidates: one per core (GOMAXPROCS),
+// fewer when there are few candidates.
+func parallelism(n int) int {
+	return max(1, min(runtime.GOMAXPROCS(0), n/minPerWorker))
+}
+
+// minScanPerWorker is the least text worth searching on a goroutine of its own (a
+// variable for the tests).
+var minScanPerWorker = 1 << 20
+
+// scanParallelism is how many goroutines search n bytes of text for candidates.
+func scanParallelism(n int) int {
+	return max(1, min(runtime.GOMAXPROCS(0), n/minScanPerWorker))
+}
+
+// inParallel calls do(w, i) for every i in [0, n), worker w taking the w-th of
+// workers contiguous runs, and waits for all. One worker runs on the caller's
+// goroutine.
+func inParallel(workers, n int, do func(w, i int)) {
+	run := func(w int) {
+		for i := w * n / workers; i < (w+1)*n/workers; i++ {
+			do(w, i)
+		}
+	}
+	var wg sync.WaitGroup
+	for w := 1; w < workers; w++ {
+		wg.Go(func() { run(w) })
+	}
+	run(0)
+	wg.Wait()
 }

@@ -19,96 +19,120 @@ type a64Candidate struct {
 }
 
 func discoverARM64(src source, cfg Config) *Table {
-	text, mem := src.text, src.mem
+	text := src.text
 	t := &Table{TextBytes: len(text)}
 	if len(text) == 0 {
 		t.Reason = "text section not found"
 		return t
 	}
-	fns := &funcs[arm64.Inst]{
-		syms: src.syms,
-		decode: func(entry uint64, inFunc func(uint64) bool) ([]arm64.Inst, error) {
-			return arm64.DecodeFunc(mem, entry, 0, inFunc)
-		},
-		targets: arm64.BranchTargets,
-		extent:  func(is []arm64.Inst) (uint64, uint64) { return is[0].PC, is[len(is)-1].End() },
-	}
-	pass := func(target uint64) bool { return raceCall(src.syms.name(uintptr(target))) }
-
 	var cands []*a64Candidate
-	probes := map[uintptr]bool{}
 	for _, ld := range arm64.Candidates(text, uint64(src.base)) {
 		if !src.inData(uintptr(ld.Flag)) {
 			continue // noptrdata/noptrbss (write barrier flags and the like): never a probe
 		}
-		t.Candidates++
-		c := &a64Candidate{load: ld}
-		cands = append(cands, c)
-		// Cheap first: is the byte tested by a branch that guards a fire call? Only
-		// then is the whole function decoded, to check the shape against it.
-		var err error
-		if c.site, err = arm64.FollowLoad(mem, ld); err != nil {
-			c.matchErr = err
-			c.why = err.Error()
-			continue
-		}
-		g, err := arm64.GuardedCall(mem, c.site.Fire(), pass)
-		switch {
-		case err != nil:
-			c.why = err.Error()
-		case !cfg.IsFire(src.syms.name(uintptr(g.Call))):
-			c.why = "guarded block calls " + src.syms.name(uintptr(g.Call))
-		case g.R0 != ld.Flag:
-			c.why = "fire call's receiver is not the tested flag"
-		default:
-			c.fired, c.ret = true, uintptr(g.Return)
-			if c.match(fns, src) == nil {
-				probes[uintptr(ld.Flag)] = true
-			}
+		cands = append(cands, &a64Candidate{load: ld})
+	}
+	t.Candidates = len(cands)
+
+	// As on amd64: each worker proves a contiguous run of candidates with its own
+	// walked functions; a fired test that matches is a site at once.
+	workers := make([]*funcs[*arm64.Walked], parallelism(len(cands)))
+	for i := range workers {
+		workers[i] = &funcs[*arm64.Walked]{
+			syms: src.syms,
+			decode: func(entry uint64, inFunc func(uint64) bool) (*arm64.Walked, uint64, uint64, error) {
+				w, err := arm64.WalkFunc(src.mem, entry, inFunc)
+				if err != nil {
+					return nil, 0, 0, err
+				}
+				return w, w.Entry, w.End, nil
+			},
 		}
 	}
-
-	for _, c := range cands {
-		flag := uintptr(c.load.Flag)
-		if !probes[flag] {
-			why := c.why
-			if c.matchErr != nil {
-				why = c.matchErr.Error()
-			}
-			t.Rejected = append(t.Rejected, Rejection{Addr: uintptr(c.load.Addr), Flag: flag, Reason: why})
-			continue
+	sites := make([]*Site, len(cands))
+	inParallel(len(workers), len(cands), func(wi, i int) {
+		c := cands[i]
+		if c.check(workers[wi], src, cfg); c.fired && c.matchErr == nil {
+			sites[i] = c.toSite(src, cfg)
+		}
+	})
+	probes := map[uintptr]bool{}
+	for i, c := range cands {
+		if sites[i] != nil {
+			probes[uintptr(c.load.Flag)] = true
+		}
+	}
+	inParallel(len(workers), len(cands), func(wi, i int) {
+		c := cands[i]
+		if sites[i] != nil || !probes[uintptr(c.load.Flag)] {
+			return
 		}
 		if !c.fired && c.matchErr == nil {
 			// A test of a known probe around other code (if p.Enabled() { ... }):
 			// a site if it matches the shape; otherwise toSite says why not.
-			c.match(fns, src)
+			c.match(workers[wi], src)
 		}
 		if c.matchErr != nil && c.site.Addr == 0 {
 			// The load of a known probe's flag feeds no branch we can see (the value
 			// is reused, or tested through other code): nothing to patch, and the
-			// code keeps working through whatever it does with the flag.
-			t.Rejected = append(t.Rejected, Rejection{Addr: uintptr(c.load.Addr), Flag: flag, Reason: c.matchErr.Error()})
+			// code keeps working through whatever it does with the flag. Rejected.
+			return
+		}
+		sites[i] = c.toSite(src, cfg)
+	})
+	for i, c := range cands {
+		if sites[i] != nil {
+			t.Sites = append(t.Sites, sites[i])
 			continue
 		}
-		t.Sites = append(t.Sites, c.toSite(src, cfg))
+		why := c.why
+		if c.matchErr != nil {
+			why = c.matchErr.Error()
+		}
+		t.Rejected = append(t.Rejected, Rejection{Addr: uintptr(c.load.Addr), Flag: uintptr(c.load.Flag), Reason: why})
 	}
 	return t
 }
 
+// check proves, cheapest first, that the candidate's byte is tested by a branch that
+// guards a call of the fire method on it; only then is its function walked, to check
+// the shape against it.
+func (c *a64Candidate) check(fns *funcs[*arm64.Walked], src source, cfg Config) {
+	var err error
+	if c.site, err = arm64.FollowLoad(src.mem, c.load); err != nil {
+		c.matchErr = err
+		c.why = err.Error()
+		return
+	}
+	pass := func(target uint64) bool { return raceCall(src.syms.name(uintptr(target))) }
+	g, err := arm64.GuardedCall(src.mem, c.site.Fire(), pass)
+	switch {
+	case err != nil:
+		c.why = err.Error()
+	case !cfg.IsFire(src.syms.name(uintptr(g.Call))):
+		c.why = "guarded block calls " + src.syms.name(uintptr(g.Call))
+	case g.R0 != c.load.Flag:
+		c.why = "fire call's receiver is not the tested flag"
+	default:
+		c.fired, c.ret = true, uintptr(g.Return)
+		c.match(fns, src)
+	}
+}
+
 // match decodes the function around the a64Candidate (once per function) and checks the
 // site against it.
-func (c *a64Candidate) match(fns *funcs[arm64.Inst], src source) error {
+func (c *a64Candidate) match(fns *funcs[*arm64.Walked], src source) error {
 	d := fns.at(uintptr(c.load.Addr))
 	if d.err != nil {
 		c.matchErr = d.err
 		return c.matchErr
 	}
-	c.entry = uintptr(d.insts[0].PC)
-	if c.site.Addr >= d.insts[len(d.insts)-1].End() {
+	c.entry = uintptr(d.lo)
+	if c.site.Addr >= d.hi {
 		c.matchErr = fmt.Errorf("the branch at %#x is past the end of the function", c.site.Addr)
 		return c.matchErr
 	}
-	c.matchErr = arm64.MatchSite(d.insts, c.site, d.targets)
+	c.matchErr = d.w.Match(src.mem, c.site)
 	return c.matchErr
 }
 

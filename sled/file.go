@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"debug/gosym"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/gosdt/gosdt/arch"
@@ -11,9 +12,11 @@ import (
 
 // DiscoverFile finds and verifies the probe sites of a linked Go binary without running
 // it, with the same matchers as Discover (for amd64 and arm64 ELF files, on any host).
-// Addresses are the file's link-time ones. What it cannot know offline: which function
-// holds a site inlined from another (Describe names the function whose code holds it),
-// and the probes' names, which are Define's arguments at run time. A sealed binary's
+// Addresses are the file's link-time ones. Describe names the function and line of the
+// probe statement from the inlined calls in the file's DWARF, as the live path does
+// from the runtime's inline tree; a binary without DWARF (-ldflags=-w) gives the
+// function whose code holds the site. What it cannot know offline: the probes' names,
+// which are Define's arguments at run time. A sealed binary's
 // sites come from its site table (Table.Sealed; Site.Presealed where the file holds
 // the sled).
 func DiscoverFile(path string, cfg Config) (*Table, error) {
@@ -53,7 +56,7 @@ func DiscoverFile(path string, cfg Config) (*Table, error) {
 			}
 			return false
 		},
-		syms: fileSyms{tab},
+		syms: fileSyms{tab: tab, inl: &lazyInline{path: path}},
 	}
 	var t *Table
 	if sec := f.Section(SectionName); sec != nil {
@@ -76,9 +79,28 @@ func DiscoverFile(path string, cfg Config) (*Table, error) {
 	return t, nil
 }
 
-// fileSyms names functions from a binary's .gopclntab. It has no inline tree: the
-// function named is the one whose code holds pc.
-type fileSyms struct{ tab *gosym.Table }
+// fileSyms names functions from a binary's .gopclntab, and the holder of a site from
+// the inlined calls in its DWARF (when it has any; else the function whose code holds
+// the site, as the function table has no inline tree).
+type fileSyms struct {
+	tab *gosym.Table
+	inl *lazyInline
+}
+
+// lazyInline reads a binary's inlined calls when a site is first described.
+type lazyInline struct {
+	path string
+	once sync.Once
+	c    *inlineCalls
+}
+
+func (l *lazyInline) calls(probePkg string) *inlineCalls {
+	if l == nil {
+		return nil
+	}
+	l.once.Do(func() { l.c = readInlineCalls(l.path, probePkg) })
+	return l.c
+}
 
 func (s fileSyms) entry(pc uintptr) uintptr {
 	if fn := s.tab.PCToFunc(uint64(pc)); fn != nil {
@@ -95,6 +117,11 @@ func (s fileSyms) name(pc uintptr) string {
 }
 
 func (s fileSyms) holder(pc uintptr, probePkg string) (fn, module, file string, line int) {
+	// The live path's rule (live.holder): the innermost frame outside probePkg.
+	if sp, ok := s.inl.calls(probePkg).at(uint64(pc)); ok {
+		module, fn = SplitFunc(sp.fn)
+		return fn, module, sp.file, sp.line
+	}
 	file, line, f := s.tab.PCToLine(uint64(pc))
 	if f != nil {
 		module, fn = SplitFunc(f.Name)

@@ -1,40 +1,42 @@
 package sled
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+)
 
-// decoded is one function, decoded from its entry, with its branch targets.
-type decoded[I any] struct {
-	insts   []I
-	targets map[uint64]bool
-	lo, hi  uint64 // the instructions' extent
-	err     error
+// decoded is one function, walked or decoded from its entry: what the arch matcher
+// needs of it (W), and the instructions' extent.
+type decoded[W any] struct {
+	w      W
+	lo, hi uint64
+	err    error
 }
 
 // funcs decodes each function once, for all the candidates it holds. The arch files
 // give it their decoder.
-type funcs[I any] struct {
+type funcs[W any] struct {
 	syms    symbols
-	m       map[uintptr]*decoded[I]
-	decode  func(entry uint64, inFunc func(pc uint64) bool) ([]I, error)
-	targets func([]I) map[uint64]bool
-	extent  func([]I) (lo, hi uint64)
+	byEntry map[uintptr]*decoded[W]
+	sorted  []*decoded[W] // the decoded ones, by lo
+	decode  func(entry uint64, inFunc func(pc uint64) bool) (w W, lo, hi uint64, err error)
 }
 
 // at returns the decoded function that contains addr.
 func (c *funcs[I]) at(addr uintptr) *decoded[I] {
-	// A function already decoded may hold addr: candidates come in address order and
-	// large functions hold many. Asking FuncForPC instead would scan the function's
-	// inline tables from its start for every one of them.
-	for _, d := range c.m {
-		if d.err == nil && uint64(addr) >= d.lo && uint64(addr) < d.hi {
-			return d
-		}
+	// A function already decoded may hold addr: large functions hold many candidates.
+	// Asking FuncForPC instead would scan the function's inline tables from its start
+	// for every one of them.
+	a := uint64(addr)
+	i := sort.Search(len(c.sorted), func(i int) bool { return c.sorted[i].hi > a })
+	if i < len(c.sorted) && c.sorted[i].lo <= a {
+		return c.sorted[i]
 	}
 	entry := c.syms.entry(addr)
 	if entry == 0 {
 		return &decoded[I]{err: fmt.Errorf("no function contains %#x", addr)}
 	}
-	if d, ok := c.m[entry]; ok {
+	if d, ok := c.byEntry[entry]; ok {
 		return d
 	}
 	inFunc := func(pc uint64) bool {
@@ -47,17 +49,20 @@ func (c *funcs[I]) at(addr uintptr) *decoded[I] {
 		return c.syms.entry(uintptr(pc)) == entry
 	}
 	d := &decoded[I]{}
-	d.insts, d.err = c.decode(uint64(entry), inFunc)
-	if d.err == nil && len(d.insts) == 0 {
+	d.w, d.lo, d.hi, d.err = c.decode(uint64(entry), inFunc)
+	if d.err == nil && d.hi <= d.lo {
 		d.err = fmt.Errorf("function at %#x decodes to nothing", entry)
 	}
+	if c.byEntry == nil {
+		c.byEntry = map[uintptr]*decoded[I]{}
+	}
+	c.byEntry[entry] = d
 	if d.err == nil {
-		d.targets = c.targets(d.insts)
-		d.lo, d.hi = c.extent(d.insts)
+		// Extents of distinct functions do not overlap: insert in order.
+		j := sort.Search(len(c.sorted), func(j int) bool { return c.sorted[j].lo >= d.lo })
+		c.sorted = append(c.sorted, nil)
+		copy(c.sorted[j+1:], c.sorted[j:])
+		c.sorted[j] = d
 	}
-	if c.m == nil {
-		c.m = map[uintptr]*decoded[I]{}
-	}
-	c.m[entry] = d
 	return d
 }

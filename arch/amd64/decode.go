@@ -27,8 +27,11 @@ func (in Inst) String() string {
 	return fmt.Sprintf("%#x: %v", in.PC, in.Inst)
 }
 
-// Decode decodes the one instruction at pc.
+// Decode decodes the one instruction at pc (once, if m is a *Cache).
 func Decode(m Memory, pc uint64) (Inst, error) {
+	if c, ok := m.(*Cache); ok {
+		return c.decode(pc)
+	}
 	b := m.Read(pc, MaxInstLen)
 	if len(b) == 0 {
 		return Inst{}, shapeErr(pc, "no code mapped")

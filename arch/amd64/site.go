@@ -25,18 +25,41 @@ var cmpbOpcode = []byte{0x80, 0x3D}
 // (CMPB $0, rel32(RIP)): a cheap pre-filter, not a match. Candidates may
 // overlap and need not start on instruction boundaries.
 func Candidates(text []byte) []int {
+	return CandidatesIn(text, 0, len(text))
+}
+
+// CandidatesIn returns the Candidates that start at offsets lo..hi-1 of text, so that
+// parts of a large text can be searched in parallel.
+func CandidatesIn(text []byte, lo, hi int) []int {
 	var offs []int
-	for off := 0; ; {
-		i := bytes.Index(text[off:], cmpbOpcode)
+	// A candidate at p reads up to p+6: the search covers lo..hi-1 as starts.
+	end := min(hi+6, len(text))
+	off := lo
+	for off < hi {
+		// Where the vector search runs (amd64 hosts), it tests all three bytes of
+		// 16 positions at once: about as fast as bytes.IndexByte, without stopping
+		// at every 3D byte (one in 300 of Go's code).
+		i := searchCMPB(text[off:end])
 		if i < 0 {
-			return offs
+			off += -1 - i
+			break
+		}
+		offs = append(offs, off+i)
+		off += i + 1
+	}
+	// The rest, byte by byte from the second byte: 3D is rarer than 80 in Go's code.
+	for off++; off <= hi && off < end; {
+		i := bytes.IndexByte(text[off:min(hi+1, end)], cmpbOpcode[1])
+		if i < 0 {
+			break
 		}
 		off += i
-		if off+7 <= len(text) && text[off+6] == 0 {
-			offs = append(offs, off)
+		if text[off-1] == cmpbOpcode[0] && off+5 < len(text) && text[off+5] == 0 {
+			offs = append(offs, off-1)
 		}
 		off++
 	}
+	return offs
 }
 
 // Site is a matched probe site: the compiler's flag check.

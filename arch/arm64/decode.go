@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+	"sync"
 
 	"golang.org/x/arch/arm64/arm64asm"
 )
@@ -48,10 +49,18 @@ func Decode(m Memory, pc uint64) (Inst, error) {
 	return in, nil
 }
 
+// arm64asmMu serialises arm64asm.Decode, which is not safe for concurrent use: it
+// records which of its formats matched in a package-level slice (decoderCover), a data
+// race between goroutines, which -race reports in the traced program. Discovery proves
+// sites on several goroutines; the walks between decodes run in parallel.
+var arm64asmMu sync.Mutex
+
 func decodeWord(w uint32, pc uint64) Inst {
 	var b [4]byte
 	binary.LittleEndian.PutUint32(b[:], w)
+	arm64asmMu.Lock()
 	ai, err := arm64asm.Decode(b[:])
+	arm64asmMu.Unlock()
 	if err != nil {
 		return Inst{PC: pc, Word: w, Bad: true}
 	}

@@ -353,6 +353,16 @@ func TestListBinary(t *testing.T) {
 		t.Fatalf("list BINARY: %v, want %q and main.tick, sealable:\n%s", err, want, out)
 	}
 	t.Logf("%s", out)
+	// The site's line is the user's probe statement, as the live list shows it, not
+	// the line in sdt of the inlined Probe2 body.
+	src, err := os.ReadFile("testdata/target/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := 1 + strings.Count(string(src[:strings.Index(string(src), "sdt.Probe2(")]), "\n")
+	if want := fmt.Sprintf("target/main.go:%d ", line); !strings.Contains(out, want) {
+		t.Errorf("list BINARY: want the probe statement's %q:\n%s", want, out)
+	}
 	if out, err := sdtctl(t, "list", bin, "nope:::tick"); err != nil || strings.Contains(out, "main.step") {
 		t.Errorf("list BINARY nope:::tick: %v\n%s", err, out)
 	}

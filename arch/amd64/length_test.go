@@ -1,0 +1,338 @@
+package amd64
+
+import (
+	"debug/elf"
+	"debug/gosym"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// agree checks Length against x86asm on the instruction at the start of b (at pc), and
+// returns what x86asm made of it. Wherever Length answers, it must agree exactly: the
+// length, the kind of control transfer and a direct branch's target.
+func agree(b []byte, pc uint64) (in Inst, known bool, err error) {
+	n, flow, rel, ok := Length(b)
+	in, xerr := decodeBytes(b[:min(len(b), MaxInstLen)], pc)
+	if !ok {
+		return in, false, xerr
+	}
+	if xerr != nil {
+		return in, true, fmt.Errorf("% x: Length says %d bytes (%v), x86asm cannot decode it: %v", b[:min(len(b), n)], n, flow, xerr)
+	}
+	var target uint64
+	if flow == FlowJcc || flow == FlowJmp || flow == FlowCall {
+		target = pc + uint64(n) + uint64(int64(rel))
+	}
+	if n != in.Len || flow != FlowOf(in) || target != in.Target {
+		return in, true, fmt.Errorf("% x: Length says %d bytes, flow %v, target %#x; x86asm %v: %d bytes, flow %v, target %#x",
+			b[:max(n, in.Len)], n, flow, target, in.Inst, in.Len, FlowOf(in), in.Target)
+	}
+	return in, true, nil
+}
+
+// realBinaries returns Go binaries to check the length decoder on: this test binary,
+// the go command and the compiler. None is skipped quietly: each missing one fails.
+func realBinaries(t *testing.T) []string {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins := []string{self}
+	root := runtime.GOROOT()
+	bins = append(bins, filepath.Join(root, "bin", "go"))
+	if out, err := exec.Command(filepath.Join(root, "bin", "go"), "env", "GOTOOLDIR").Output(); err == nil {
+		bins = append(bins, filepath.Join(strings.TrimSpace(string(out)), "compile"))
+	} else {
+		t.Errorf("go env GOTOOLDIR: %v", err)
+	}
+	return bins
+}
+
+// TestLengthAgreesWithX86asm walks every function of real amd64 binaries linearly from
+// its entry to its end (from .gopclntab) with x86asm, and checks Length on every
+// instruction. It logs how many instructions Length knew and which opcodes it left to
+// x86asm; it fails on any disagreement, and on any function whose sweep stops early
+// (x86asm cannot decode a byte), so that no code goes unchecked without saying so.
+func TestLengthAgreesWithX86asm(t *testing.T) {
+	for _, path := range realBinaries(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			f, err := elf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if f.Machine != elf.EM_X86_64 {
+				t.Skipf("%s is %v, not amd64", path, f.Machine)
+			}
+			text, pcln := f.Section(".text"), f.Section(".gopclntab")
+			if text == nil || pcln == nil {
+				t.Fatalf("%s: no .text or .gopclntab", path)
+			}
+			code, err := text.Data()
+			if err != nil {
+				t.Fatal(err)
+			}
+			pclnData, err := pcln.Data()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tab, err := gosym.NewTable(nil, gosym.NewLineTable(pclnData, text.Addr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var total, known, stopped, fails int
+			unknown := map[string]int{}
+			for _, fn := range tab.Funcs {
+				if fn.Entry < text.Addr || fn.End > text.Addr+uint64(len(code)) {
+					t.Errorf("%s at %#x..%#x outside .text", fn.Name, fn.Entry, fn.End)
+					continue
+				}
+				for pc := fn.Entry; pc < fn.End; {
+					b := code[pc-text.Addr : fn.End-text.Addr]
+					in, ok, err := agree(b, pc)
+					if err != nil && ok {
+						if fails++; fails <= 20 {
+							t.Errorf("%s+%#x: %v", fn.Name, pc-fn.Entry, err)
+						}
+					}
+					if err != nil && !ok {
+						// x86asm cannot decode it either: the rest of the function is
+						// not checked. Count it; a Go function should never do this.
+						stopped++
+						t.Logf("%s+%#x: x86asm: %v (sweep of the function stops)", fn.Name, pc-fn.Entry, err)
+						break
+					}
+					total++
+					if ok {
+						known++
+					} else {
+						key := fmt.Sprintf("%v % x", in.Op, b[:min(in.Len, 3)])
+						unknown[key]++
+					}
+					pc += uint64(in.Len)
+				}
+			}
+			if total == 0 {
+				t.Fatal("no instructions checked")
+			}
+			type kv struct {
+				k string
+				n int
+			}
+			var top []kv
+			for k, n := range unknown {
+				top = append(top, kv{k, n})
+			}
+			sort.Slice(top, func(i, j int) bool { return top[i].n > top[j].n })
+			var s []string
+			for _, e := range top[:min(len(top), 12)] {
+				s = append(s, fmt.Sprintf("%s (%d)", e.k, e.n))
+			}
+			t.Logf("%s: %d functions, %d instructions checked, %.2f%% known to Length (%d left to x86asm), %d sweeps stopped at undecodable bytes; most frequent left to x86asm: %s",
+				path, len(tab.Funcs), total, 100*float64(known)/float64(total), total-known, stopped, strings.Join(s, ", "))
+			if stopped > len(tab.Funcs)/100 {
+				t.Errorf("%d of %d functions could not be swept to their end", stopped, len(tab.Funcs))
+			}
+		})
+	}
+}
+
+// FuzzLength checks Length against x86asm on arbitrary bytes: wherever Length
+// answers, x86asm decodes the same length, control transfer and target.
+func FuzzLength(f *testing.F) {
+	for _, s := range [][]byte{
+		{0x80, 0x3D, 1, 2, 3, 4, 0}, {0x74, 0x10}, {0x0F, 0x84, 1, 0, 0, 0}, {0xE8, 0, 0, 0, 0},
+		{0x48, 0x8D, 0x05, 1, 2, 3, 4}, {0x66, 0x0F, 0x1F, 0x44, 0, 0}, {0xF3, 0x0F, 0x10, 0x44, 0x24, 8},
+		{0x48, 0xB8, 1, 2, 3, 4, 5, 6, 7, 8}, {0x41, 0xFF, 0xD4}, {0xC3}, {0xCC}, {0x66, 0x81, 0xF9, 1, 2},
+		{0x48, 0x69, 0xC0, 1, 2, 3, 4}, {0xF3, 0x48, 0xAB}, {0x0F, 0xBA, 0xE0, 3}, {0x48, 0xC7, 0x44, 0x24, 8, 1, 2, 3, 4},
+		{0x42, 0x8B, 0x04, 0x25, 1, 2, 3, 4}, {0xF2, 0x0F, 0x2C, 0xC0}, {0x66, 0x0F, 0xD6, 0x04, 0x24},
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if _, known, err := agree(b, 0x400000); known && err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestLengthExhaustive checks Length against x86asm on every opcode of the one- and
+// two-byte maps, under every prefix combination it accepts, with a spread of ModRM
+// bytes and operand bytes: the cases a fuzzer would take long to reach.
+func TestLengthExhaustive(t *testing.T) {
+	prefixes := [][]byte{nil, {0x66}, {0xF3}, {0xF2}, {0x66, 0x66}, {0x48}, {0x41}, {0x4C}, {0x66, 0x48}, {0xF3, 0x48}, {0xF2, 0x41}, {0x66, 0x41}}
+	modrms := []byte{0x00, 0x04, 0x05, 0x0C, 0x15, 0x24, 0x3D, 0x44, 0x4C, 0x80, 0x84, 0xBC, 0xC0, 0xC8, 0xD0, 0xD8, 0xE0, 0xE8, 0xF0, 0xF8, 0xFF}
+	sibs := []byte{0x00, 0x24, 0x25, 0x65, 0xE5}
+	var checked, known, fails int
+	for _, p := range prefixes {
+		for _, esc := range [][]byte{nil, {0x0F}} {
+			for op := 0; op < 256; op++ {
+				for _, m := range modrms {
+					for _, s := range sibs {
+						b := append(append(append([]byte{}, p...), esc...), byte(op), m, s, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xAA, 0xBB)
+						_, ok, err := agree(b, 0x400000)
+						checked++
+						if ok {
+							known++
+						}
+						if err != nil && ok {
+							if fails++; fails <= 100000 {
+								t.Error(err)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d encodings checked, %d known to Length", checked, known)
+}
+
+var _ = x86asm.NOP
+
+// TestWalkFuncMatchesDecodeFunc walks every function of real binaries with WalkFunc and
+// with DecodeFunc (x86asm throughout), under the same end rule (inFunc from the
+// function table), and requires the same instruction starts, end and branch targets:
+// the walk that discovery now uses proves exactly what the full decode proved.
+func TestWalkFuncMatchesDecodeFunc(t *testing.T) {
+	for _, path := range realBinaries(t)[:2] {
+		f, err := elf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, pcln := f.Section(".text"), f.Section(".gopclntab")
+		code, err := text.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pclnData, err := pcln.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		tab, err := gosym.NewTable(nil, gosym.NewLineTable(pclnData, text.Addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem := Bytes{Base: text.Addr, Code: code}
+		var funcs, insts, slow, errs int
+		for i := range tab.Funcs {
+			fn := &tab.Funcs[i]
+			inFunc := func(pc uint64) bool { return pc < fn.End }
+			want, werr := DecodeFunc(mem, fn.Entry, 0, inFunc)
+			got, gerr := WalkFunc(mem, fn.Entry, inFunc)
+			if (werr != nil) != (gerr != nil) {
+				t.Errorf("%s: DecodeFunc error %v, WalkFunc error %v", fn.Name, werr, gerr)
+				continue
+			}
+			if werr != nil {
+				errs++
+				continue
+			}
+			funcs++
+			insts += len(want)
+			slow += got.Slow
+			if got.Insts != len(want) || got.End != want[len(want)-1].End() {
+				t.Errorf("%s: WalkFunc %d instructions to %#x, DecodeFunc %d to %#x", fn.Name, got.Insts, got.End, len(want), want[len(want)-1].End())
+				continue
+			}
+			starts := 0
+			for pc := got.Entry; pc < got.End; pc++ {
+				if got.IsStart(pc) {
+					starts++
+				}
+			}
+			if starts != len(want) {
+				t.Errorf("%s: %d instruction starts, DecodeFunc %d", fn.Name, starts, len(want))
+			}
+			for j, in := range want {
+				if !got.IsStart(in.PC) {
+					t.Errorf("%s: instruction %d at %#x is not a start of the walk", fn.Name, j, in.PC)
+					break
+				}
+			}
+			targets := BranchTargets(want)
+			if len(targets) != len(got.Targets) {
+				t.Errorf("%s: %d branch targets, DecodeFunc %d", fn.Name, len(got.Targets), len(targets))
+			}
+			for _, tg := range got.Targets {
+				if !targets[tg] {
+					t.Errorf("%s: branch target %#x not in DecodeFunc's", fn.Name, tg)
+				}
+			}
+		}
+		t.Logf("%s: %d functions agree (%d instructions, %d left to x86asm), %d undecodable by both", path, funcs, insts, slow, errs)
+	}
+}
+
+// TestCandidatesIn compares the candidate search with a byte-by-byte one on random
+// code with planted checks, whole and split in two at every offset.
+func TestCandidatesIn(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	text := make([]byte, 300)
+	for i := range text {
+		text[i] = []byte{0x80, 0x3D, 0x00, 0x11}[rnd.IntN(4)]
+	}
+	copy(text[len(text)-7:], []byte{0x80, 0x3D, 1, 2, 3, 4, 0})
+	var want []int
+	for i := 0; i+7 <= len(text); i++ {
+		if text[i] == 0x80 && text[i+1] == 0x3D && text[i+6] == 0 {
+			want = append(want, i)
+		}
+	}
+	if len(want) < 5 {
+		t.Fatalf("only %d candidates planted", len(want))
+	}
+	if got := Candidates(text); !slices.Equal(got, want) {
+		t.Fatalf("Candidates = %v, want %v", got, want)
+	}
+	for cut := 0; cut <= len(text); cut++ {
+		got := append(CandidatesIn(text, 0, cut), CandidatesIn(text, cut, len(text))...)
+		if !slices.Equal(got, want) {
+			t.Fatalf("split at %d: %v, want %v", cut, got, want)
+		}
+	}
+}
+
+// TestCandidatesOnRealText compares the candidate search with a byte-by-byte one on the
+// text of the go command, whole and in parts.
+func TestCandidatesOnRealText(t *testing.T) {
+	f, err := elf.Open(filepath.Join(runtime.GOROOT(), "bin", "go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	text, err := f.Section(".text").Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int
+	for i := 0; i+7 <= len(text); i++ {
+		if text[i] == 0x80 && text[i+1] == 0x3D && text[i+6] == 0 {
+			want = append(want, i)
+		}
+	}
+	if got := Candidates(text); !slices.Equal(got, want) {
+		t.Fatalf("Candidates: %d, byte by byte %d", len(got), len(want))
+	}
+	for _, parts := range []int{2, 3, 7, 64} {
+		var got []int
+		for p := range parts {
+			got = append(got, CandidatesIn(text, p*len(text)/parts, (p+1)*len(text)/parts)...)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("in %d parts: %d, byte by byte %d", parts, len(got), len(want))
+		}
+	}
+	t.Logf("%d candidates in %d bytes", len(want), len(text))
+}

@@ -1,0 +1,67 @@
+package sled
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestParallelDiscoveryIsSequential runs discovery of real binaries (this test binary,
+// the go command, whose runtime holds many candidates that are not sites, and sdtctl's
+// test target built for arm64) on one goroutine and on eight, each with a share of a
+// few candidates, and requires the same table: the same sites with the same verdicts
+// and sleds, the same rejections. Under -race it also checks the workers share nothing
+// unguarded (arm64asm does not allow concurrent decoding: see arch/arm64).
+func TestParallelDiscoveryIsSequential(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	arm := filepath.Join(t.TempDir(), "target-arm64")
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", arm, "../cmd/sdtctl/testdata/target")
+	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the arm64 target: %v\n%s", err, out)
+	}
+	cfg := Config{ProbePackage: "github.com/gosdt/gosdt/sdt", IsFire: func(sym string) bool {
+		return strings.HasPrefix(sym, "github.com/gosdt/gosdt/sdt.(*P") || strings.HasSuffix(sym, ".(*fakeProbe).fire")
+	}}
+	defer func(p, s int) { minPerWorker, minScanPerWorker = p, s }(minPerWorker, minScanPerWorker)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, path := range []string{self, filepath.Join(runtime.GOROOT(), "bin", "go"), arm} {
+		runtime.GOMAXPROCS(1)
+		seq, err := DiscoverFile(path, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtime.GOMAXPROCS(8)
+		minPerWorker, minScanPerWorker = 4, 1<<10
+		par, err := DiscoverFile(path, cfg)
+		minPerWorker, minScanPerWorker = 32, 1<<20
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seq.Candidates == 0 || seq.Candidates != par.Candidates {
+			t.Fatalf("%s: %d candidates on one goroutine, %d on eight", path, seq.Candidates, par.Candidates)
+		}
+		if got, want := describe(par), describe(seq); got != want {
+			t.Errorf("%s: eight goroutines found\n%s\none found\n%s", path, got, want)
+		}
+		t.Logf("%s: %d candidates, %d sites, %d rejected, alike", path, seq.Candidates, len(seq.Sites), len(seq.Rejected))
+	}
+}
+
+func describe(t *Table) string {
+	var b strings.Builder
+	for _, s := range t.Sites {
+		fmt.Fprintf(&b, "site %#x %v len %d reason %q off % x on % x toggle %d return %#x\n", s.Addr, s.Kind, s.Len, s.Reason, s.Off, s.On, s.Toggle, s.Return)
+	}
+	for _, r := range t.Rejected {
+		fmt.Fprintf(&b, "rejected %#x flag %#x: %s\n", r.Addr, r.Flag, r.Reason)
+	}
+	return b.String()
+}
