@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"os"
 	"runtime"
 	"testing"
 
@@ -11,8 +12,13 @@ import (
 // shapes, for every variant side by side:
 //
 //	none        no check
-//	branch      gosdt site with the compiler's CMPB $0, flag(SB); JE (sdt.Unseal)
 //	sealed      gosdt site sealed at start: one JMP over the event code
+//	branch      the same gosdt kernel, same address, in a process run with
+//	            SDT_PATCH=off: the compiler's CMPB $0, flag(SB); JE
+//
+// One process measures one of sealed and branch (see gosdtVariant); bench/cmd/report
+// runs the binary in both states and merges the outputs.
+//
 //	slog        if logger.Enabled(ctx, slog.LevelDebug) { logger.LogAttrs(...) }, handler at Info
 //	trace       if trace.IsEnabled() { trace.Log(...) }
 //	atomicbool  if flag.Load() { hook(v) }, one package-level atomic.Bool per site
@@ -31,7 +37,11 @@ func BenchmarkDisabled(b *testing.B) {
 			continue
 		}
 		for _, v := range k.variants {
-			b.Run("shape="+k.shape+"/variant="+v.name, func(b *testing.B) {
+			name := v.name
+			if name == "gosdt" {
+				name = gosdtVariant
+			}
+			b.Run("shape="+k.shape+"/variant="+name, func(b *testing.B) {
 				v.fn(b)
 				if k.shape == "many" {
 					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(k.sites), "ns/site")
@@ -41,37 +51,21 @@ func BenchmarkDisabled(b *testing.B) {
 	}
 }
 
-// TestSiteStates checks what the comparison rests on: every site of the sealed
-// variant is sealed-off and every site of the branch variant is branch-only, with
-// as many sites as the kernels have. Without it a site that discovery missed would
-// make "sealed" silently measure a branch check.
+// TestSiteStates checks what the comparison rests on: the gosdt kernels' sites are
+// all sealed-off, or all branch-only under SDT_PATCH=off, as many as the kernels have.
 func TestSiteStates(t *testing.T) {
 	if d := sdt.Discovery(); d.Reason != "" || (runtime.GOOS != "linux" || runtime.GOARCH != "amd64") {
 		t.Skipf("no patching here (%s/%s): %s", runtime.GOOS, runtime.GOARCH, d.Reason)
 	}
-	want := 0
-	for _, k := range kernels {
-		want += k.sites
+	v, err := siteStates()
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		provider string
-		state    sdt.SiteState
-	}{{"bsealed", sdt.SealedOff}, {"bbranch", sdt.BranchOnly}} {
-		probes, err := sdt.List(c.provider + ":::")
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, p := range probes {
-			for _, s := range p.Sites {
-				n++
-				if s.State != c.state {
-					t.Errorf("%s at %s:%d: %v (%s), want %v", p, s.File, s.Line, s.State, s.Reason, c.state)
-				}
-			}
-		}
-		if n != want {
-			t.Errorf("%s: %d sites, want %d (one per kernel site)", c.provider, n, want)
-		}
+	want := "sealed"
+	if os.Getenv("SDT_PATCH") == "off" {
+		want = "branch"
+	}
+	if v != want {
+		t.Errorf("gosdt kernels are %s, want %s (SDT_PATCH=%q)", v, want, os.Getenv("SDT_PATCH"))
 	}
 }

@@ -15,2074 +15,1040 @@ import (
 	"github.com/gosdt/gosdt/sdt"
 )
 
-var bbranch_chain0 = sdt.Define1[int]("bbranch", "chain0", "v")
-var bbranch_wide0 = sdt.Define1[int]("bbranch", "wide0", "v")
-var bbranch_wide1 = sdt.Define1[int]("bbranch", "wide1", "v")
-var bbranch_wide2 = sdt.Define1[int]("bbranch", "wide2", "v")
-var bbranch_wide3 = sdt.Define1[int]("bbranch", "wide3", "v")
-var bbranch_wide4 = sdt.Define1[int]("bbranch", "wide4", "v")
-var bbranch_wide5 = sdt.Define1[int]("bbranch", "wide5", "v")
-var bbranch_wide6 = sdt.Define1[int]("bbranch", "wide6", "v")
-var bbranch_wide7 = sdt.Define1[int]("bbranch", "wide7", "v")
-var bbranch_cold0 = sdt.Define1[int]("bbranch", "cold0", "v")
-var bbranch_many0 = sdt.Define1[int]("bbranch", "many0", "v")
-var bbranch_many1 = sdt.Define1[int]("bbranch", "many1", "v")
-var bbranch_many2 = sdt.Define1[int]("bbranch", "many2", "v")
-var bbranch_many3 = sdt.Define1[int]("bbranch", "many3", "v")
-var bbranch_many4 = sdt.Define1[int]("bbranch", "many4", "v")
-var bbranch_many5 = sdt.Define1[int]("bbranch", "many5", "v")
-var bbranch_many6 = sdt.Define1[int]("bbranch", "many6", "v")
-var bbranch_many7 = sdt.Define1[int]("bbranch", "many7", "v")
-var bbranch_many8 = sdt.Define1[int]("bbranch", "many8", "v")
-var bbranch_many9 = sdt.Define1[int]("bbranch", "many9", "v")
-var bbranch_many10 = sdt.Define1[int]("bbranch", "many10", "v")
-var bbranch_many11 = sdt.Define1[int]("bbranch", "many11", "v")
-var bbranch_many12 = sdt.Define1[int]("bbranch", "many12", "v")
-var bbranch_many13 = sdt.Define1[int]("bbranch", "many13", "v")
-var bbranch_many14 = sdt.Define1[int]("bbranch", "many14", "v")
-var bbranch_many15 = sdt.Define1[int]("bbranch", "many15", "v")
-var bbranch_many16 = sdt.Define1[int]("bbranch", "many16", "v")
-var bbranch_many17 = sdt.Define1[int]("bbranch", "many17", "v")
-var bbranch_many18 = sdt.Define1[int]("bbranch", "many18", "v")
-var bbranch_many19 = sdt.Define1[int]("bbranch", "many19", "v")
-var bbranch_many20 = sdt.Define1[int]("bbranch", "many20", "v")
-var bbranch_many21 = sdt.Define1[int]("bbranch", "many21", "v")
-var bbranch_many22 = sdt.Define1[int]("bbranch", "many22", "v")
-var bbranch_many23 = sdt.Define1[int]("bbranch", "many23", "v")
-var bbranch_many24 = sdt.Define1[int]("bbranch", "many24", "v")
-var bbranch_many25 = sdt.Define1[int]("bbranch", "many25", "v")
-var bbranch_many26 = sdt.Define1[int]("bbranch", "many26", "v")
-var bbranch_many27 = sdt.Define1[int]("bbranch", "many27", "v")
-var bbranch_many28 = sdt.Define1[int]("bbranch", "many28", "v")
-var bbranch_many29 = sdt.Define1[int]("bbranch", "many29", "v")
-var bbranch_many30 = sdt.Define1[int]("bbranch", "many30", "v")
-var bbranch_many31 = sdt.Define1[int]("bbranch", "many31", "v")
-var bbranch_many32 = sdt.Define1[int]("bbranch", "many32", "v")
-var bbranch_many33 = sdt.Define1[int]("bbranch", "many33", "v")
-var bbranch_many34 = sdt.Define1[int]("bbranch", "many34", "v")
-var bbranch_many35 = sdt.Define1[int]("bbranch", "many35", "v")
-var bbranch_many36 = sdt.Define1[int]("bbranch", "many36", "v")
-var bbranch_many37 = sdt.Define1[int]("bbranch", "many37", "v")
-var bbranch_many38 = sdt.Define1[int]("bbranch", "many38", "v")
-var bbranch_many39 = sdt.Define1[int]("bbranch", "many39", "v")
-var bbranch_many40 = sdt.Define1[int]("bbranch", "many40", "v")
-var bbranch_many41 = sdt.Define1[int]("bbranch", "many41", "v")
-var bbranch_many42 = sdt.Define1[int]("bbranch", "many42", "v")
-var bbranch_many43 = sdt.Define1[int]("bbranch", "many43", "v")
-var bbranch_many44 = sdt.Define1[int]("bbranch", "many44", "v")
-var bbranch_many45 = sdt.Define1[int]("bbranch", "many45", "v")
-var bbranch_many46 = sdt.Define1[int]("bbranch", "many46", "v")
-var bbranch_many47 = sdt.Define1[int]("bbranch", "many47", "v")
-var bbranch_many48 = sdt.Define1[int]("bbranch", "many48", "v")
-var bbranch_many49 = sdt.Define1[int]("bbranch", "many49", "v")
-var bbranch_many50 = sdt.Define1[int]("bbranch", "many50", "v")
-var bbranch_many51 = sdt.Define1[int]("bbranch", "many51", "v")
-var bbranch_many52 = sdt.Define1[int]("bbranch", "many52", "v")
-var bbranch_many53 = sdt.Define1[int]("bbranch", "many53", "v")
-var bbranch_many54 = sdt.Define1[int]("bbranch", "many54", "v")
-var bbranch_many55 = sdt.Define1[int]("bbranch", "many55", "v")
-var bbranch_many56 = sdt.Define1[int]("bbranch", "many56", "v")
-var bbranch_many57 = sdt.Define1[int]("bbranch", "many57", "v")
-var bbranch_many58 = sdt.Define1[int]("bbranch", "many58", "v")
-var bbranch_many59 = sdt.Define1[int]("bbranch", "many59", "v")
-var bbranch_many60 = sdt.Define1[int]("bbranch", "many60", "v")
-var bbranch_many61 = sdt.Define1[int]("bbranch", "many61", "v")
-var bbranch_many62 = sdt.Define1[int]("bbranch", "many62", "v")
-var bbranch_many63 = sdt.Define1[int]("bbranch", "many63", "v")
-var bbranch_many64 = sdt.Define1[int]("bbranch", "many64", "v")
-var bbranch_many65 = sdt.Define1[int]("bbranch", "many65", "v")
-var bbranch_many66 = sdt.Define1[int]("bbranch", "many66", "v")
-var bbranch_many67 = sdt.Define1[int]("bbranch", "many67", "v")
-var bbranch_many68 = sdt.Define1[int]("bbranch", "many68", "v")
-var bbranch_many69 = sdt.Define1[int]("bbranch", "many69", "v")
-var bbranch_many70 = sdt.Define1[int]("bbranch", "many70", "v")
-var bbranch_many71 = sdt.Define1[int]("bbranch", "many71", "v")
-var bbranch_many72 = sdt.Define1[int]("bbranch", "many72", "v")
-var bbranch_many73 = sdt.Define1[int]("bbranch", "many73", "v")
-var bbranch_many74 = sdt.Define1[int]("bbranch", "many74", "v")
-var bbranch_many75 = sdt.Define1[int]("bbranch", "many75", "v")
-var bbranch_many76 = sdt.Define1[int]("bbranch", "many76", "v")
-var bbranch_many77 = sdt.Define1[int]("bbranch", "many77", "v")
-var bbranch_many78 = sdt.Define1[int]("bbranch", "many78", "v")
-var bbranch_many79 = sdt.Define1[int]("bbranch", "many79", "v")
-var bbranch_many80 = sdt.Define1[int]("bbranch", "many80", "v")
-var bbranch_many81 = sdt.Define1[int]("bbranch", "many81", "v")
-var bbranch_many82 = sdt.Define1[int]("bbranch", "many82", "v")
-var bbranch_many83 = sdt.Define1[int]("bbranch", "many83", "v")
-var bbranch_many84 = sdt.Define1[int]("bbranch", "many84", "v")
-var bbranch_many85 = sdt.Define1[int]("bbranch", "many85", "v")
-var bbranch_many86 = sdt.Define1[int]("bbranch", "many86", "v")
-var bbranch_many87 = sdt.Define1[int]("bbranch", "many87", "v")
-var bbranch_many88 = sdt.Define1[int]("bbranch", "many88", "v")
-var bbranch_many89 = sdt.Define1[int]("bbranch", "many89", "v")
-var bbranch_many90 = sdt.Define1[int]("bbranch", "many90", "v")
-var bbranch_many91 = sdt.Define1[int]("bbranch", "many91", "v")
-var bbranch_many92 = sdt.Define1[int]("bbranch", "many92", "v")
-var bbranch_many93 = sdt.Define1[int]("bbranch", "many93", "v")
-var bbranch_many94 = sdt.Define1[int]("bbranch", "many94", "v")
-var bbranch_many95 = sdt.Define1[int]("bbranch", "many95", "v")
-var bbranch_many96 = sdt.Define1[int]("bbranch", "many96", "v")
-var bbranch_many97 = sdt.Define1[int]("bbranch", "many97", "v")
-var bbranch_many98 = sdt.Define1[int]("bbranch", "many98", "v")
-var bbranch_many99 = sdt.Define1[int]("bbranch", "many99", "v")
-var bbranch_many100 = sdt.Define1[int]("bbranch", "many100", "v")
-var bbranch_many101 = sdt.Define1[int]("bbranch", "many101", "v")
-var bbranch_many102 = sdt.Define1[int]("bbranch", "many102", "v")
-var bbranch_many103 = sdt.Define1[int]("bbranch", "many103", "v")
-var bbranch_many104 = sdt.Define1[int]("bbranch", "many104", "v")
-var bbranch_many105 = sdt.Define1[int]("bbranch", "many105", "v")
-var bbranch_many106 = sdt.Define1[int]("bbranch", "many106", "v")
-var bbranch_many107 = sdt.Define1[int]("bbranch", "many107", "v")
-var bbranch_many108 = sdt.Define1[int]("bbranch", "many108", "v")
-var bbranch_many109 = sdt.Define1[int]("bbranch", "many109", "v")
-var bbranch_many110 = sdt.Define1[int]("bbranch", "many110", "v")
-var bbranch_many111 = sdt.Define1[int]("bbranch", "many111", "v")
-var bbranch_many112 = sdt.Define1[int]("bbranch", "many112", "v")
-var bbranch_many113 = sdt.Define1[int]("bbranch", "many113", "v")
-var bbranch_many114 = sdt.Define1[int]("bbranch", "many114", "v")
-var bbranch_many115 = sdt.Define1[int]("bbranch", "many115", "v")
-var bbranch_many116 = sdt.Define1[int]("bbranch", "many116", "v")
-var bbranch_many117 = sdt.Define1[int]("bbranch", "many117", "v")
-var bbranch_many118 = sdt.Define1[int]("bbranch", "many118", "v")
-var bbranch_many119 = sdt.Define1[int]("bbranch", "many119", "v")
-var bbranch_many120 = sdt.Define1[int]("bbranch", "many120", "v")
-var bbranch_many121 = sdt.Define1[int]("bbranch", "many121", "v")
-var bbranch_many122 = sdt.Define1[int]("bbranch", "many122", "v")
-var bbranch_many123 = sdt.Define1[int]("bbranch", "many123", "v")
-var bbranch_many124 = sdt.Define1[int]("bbranch", "many124", "v")
-var bbranch_many125 = sdt.Define1[int]("bbranch", "many125", "v")
-var bbranch_many126 = sdt.Define1[int]("bbranch", "many126", "v")
-var bbranch_many127 = sdt.Define1[int]("bbranch", "many127", "v")
-var bbranch_many128 = sdt.Define1[int]("bbranch", "many128", "v")
-var bbranch_many129 = sdt.Define1[int]("bbranch", "many129", "v")
-var bbranch_many130 = sdt.Define1[int]("bbranch", "many130", "v")
-var bbranch_many131 = sdt.Define1[int]("bbranch", "many131", "v")
-var bbranch_many132 = sdt.Define1[int]("bbranch", "many132", "v")
-var bbranch_many133 = sdt.Define1[int]("bbranch", "many133", "v")
-var bbranch_many134 = sdt.Define1[int]("bbranch", "many134", "v")
-var bbranch_many135 = sdt.Define1[int]("bbranch", "many135", "v")
-var bbranch_many136 = sdt.Define1[int]("bbranch", "many136", "v")
-var bbranch_many137 = sdt.Define1[int]("bbranch", "many137", "v")
-var bbranch_many138 = sdt.Define1[int]("bbranch", "many138", "v")
-var bbranch_many139 = sdt.Define1[int]("bbranch", "many139", "v")
-var bbranch_many140 = sdt.Define1[int]("bbranch", "many140", "v")
-var bbranch_many141 = sdt.Define1[int]("bbranch", "many141", "v")
-var bbranch_many142 = sdt.Define1[int]("bbranch", "many142", "v")
-var bbranch_many143 = sdt.Define1[int]("bbranch", "many143", "v")
-var bbranch_many144 = sdt.Define1[int]("bbranch", "many144", "v")
-var bbranch_many145 = sdt.Define1[int]("bbranch", "many145", "v")
-var bbranch_many146 = sdt.Define1[int]("bbranch", "many146", "v")
-var bbranch_many147 = sdt.Define1[int]("bbranch", "many147", "v")
-var bbranch_many148 = sdt.Define1[int]("bbranch", "many148", "v")
-var bbranch_many149 = sdt.Define1[int]("bbranch", "many149", "v")
-var bbranch_many150 = sdt.Define1[int]("bbranch", "many150", "v")
-var bbranch_many151 = sdt.Define1[int]("bbranch", "many151", "v")
-var bbranch_many152 = sdt.Define1[int]("bbranch", "many152", "v")
-var bbranch_many153 = sdt.Define1[int]("bbranch", "many153", "v")
-var bbranch_many154 = sdt.Define1[int]("bbranch", "many154", "v")
-var bbranch_many155 = sdt.Define1[int]("bbranch", "many155", "v")
-var bbranch_many156 = sdt.Define1[int]("bbranch", "many156", "v")
-var bbranch_many157 = sdt.Define1[int]("bbranch", "many157", "v")
-var bbranch_many158 = sdt.Define1[int]("bbranch", "many158", "v")
-var bbranch_many159 = sdt.Define1[int]("bbranch", "many159", "v")
-var bbranch_many160 = sdt.Define1[int]("bbranch", "many160", "v")
-var bbranch_many161 = sdt.Define1[int]("bbranch", "many161", "v")
-var bbranch_many162 = sdt.Define1[int]("bbranch", "many162", "v")
-var bbranch_many163 = sdt.Define1[int]("bbranch", "many163", "v")
-var bbranch_many164 = sdt.Define1[int]("bbranch", "many164", "v")
-var bbranch_many165 = sdt.Define1[int]("bbranch", "many165", "v")
-var bbranch_many166 = sdt.Define1[int]("bbranch", "many166", "v")
-var bbranch_many167 = sdt.Define1[int]("bbranch", "many167", "v")
-var bbranch_many168 = sdt.Define1[int]("bbranch", "many168", "v")
-var bbranch_many169 = sdt.Define1[int]("bbranch", "many169", "v")
-var bbranch_many170 = sdt.Define1[int]("bbranch", "many170", "v")
-var bbranch_many171 = sdt.Define1[int]("bbranch", "many171", "v")
-var bbranch_many172 = sdt.Define1[int]("bbranch", "many172", "v")
-var bbranch_many173 = sdt.Define1[int]("bbranch", "many173", "v")
-var bbranch_many174 = sdt.Define1[int]("bbranch", "many174", "v")
-var bbranch_many175 = sdt.Define1[int]("bbranch", "many175", "v")
-var bbranch_many176 = sdt.Define1[int]("bbranch", "many176", "v")
-var bbranch_many177 = sdt.Define1[int]("bbranch", "many177", "v")
-var bbranch_many178 = sdt.Define1[int]("bbranch", "many178", "v")
-var bbranch_many179 = sdt.Define1[int]("bbranch", "many179", "v")
-var bbranch_many180 = sdt.Define1[int]("bbranch", "many180", "v")
-var bbranch_many181 = sdt.Define1[int]("bbranch", "many181", "v")
-var bbranch_many182 = sdt.Define1[int]("bbranch", "many182", "v")
-var bbranch_many183 = sdt.Define1[int]("bbranch", "many183", "v")
-var bbranch_many184 = sdt.Define1[int]("bbranch", "many184", "v")
-var bbranch_many185 = sdt.Define1[int]("bbranch", "many185", "v")
-var bbranch_many186 = sdt.Define1[int]("bbranch", "many186", "v")
-var bbranch_many187 = sdt.Define1[int]("bbranch", "many187", "v")
-var bbranch_many188 = sdt.Define1[int]("bbranch", "many188", "v")
-var bbranch_many189 = sdt.Define1[int]("bbranch", "many189", "v")
-var bbranch_many190 = sdt.Define1[int]("bbranch", "many190", "v")
-var bbranch_many191 = sdt.Define1[int]("bbranch", "many191", "v")
-var bbranch_many192 = sdt.Define1[int]("bbranch", "many192", "v")
-var bbranch_many193 = sdt.Define1[int]("bbranch", "many193", "v")
-var bbranch_many194 = sdt.Define1[int]("bbranch", "many194", "v")
-var bbranch_many195 = sdt.Define1[int]("bbranch", "many195", "v")
-var bbranch_many196 = sdt.Define1[int]("bbranch", "many196", "v")
-var bbranch_many197 = sdt.Define1[int]("bbranch", "many197", "v")
-var bbranch_many198 = sdt.Define1[int]("bbranch", "many198", "v")
-var bbranch_many199 = sdt.Define1[int]("bbranch", "many199", "v")
-var bbranch_many200 = sdt.Define1[int]("bbranch", "many200", "v")
-var bbranch_many201 = sdt.Define1[int]("bbranch", "many201", "v")
-var bbranch_many202 = sdt.Define1[int]("bbranch", "many202", "v")
-var bbranch_many203 = sdt.Define1[int]("bbranch", "many203", "v")
-var bbranch_many204 = sdt.Define1[int]("bbranch", "many204", "v")
-var bbranch_many205 = sdt.Define1[int]("bbranch", "many205", "v")
-var bbranch_many206 = sdt.Define1[int]("bbranch", "many206", "v")
-var bbranch_many207 = sdt.Define1[int]("bbranch", "many207", "v")
-var bbranch_many208 = sdt.Define1[int]("bbranch", "many208", "v")
-var bbranch_many209 = sdt.Define1[int]("bbranch", "many209", "v")
-var bbranch_many210 = sdt.Define1[int]("bbranch", "many210", "v")
-var bbranch_many211 = sdt.Define1[int]("bbranch", "many211", "v")
-var bbranch_many212 = sdt.Define1[int]("bbranch", "many212", "v")
-var bbranch_many213 = sdt.Define1[int]("bbranch", "many213", "v")
-var bbranch_many214 = sdt.Define1[int]("bbranch", "many214", "v")
-var bbranch_many215 = sdt.Define1[int]("bbranch", "many215", "v")
-var bbranch_many216 = sdt.Define1[int]("bbranch", "many216", "v")
-var bbranch_many217 = sdt.Define1[int]("bbranch", "many217", "v")
-var bbranch_many218 = sdt.Define1[int]("bbranch", "many218", "v")
-var bbranch_many219 = sdt.Define1[int]("bbranch", "many219", "v")
-var bbranch_many220 = sdt.Define1[int]("bbranch", "many220", "v")
-var bbranch_many221 = sdt.Define1[int]("bbranch", "many221", "v")
-var bbranch_many222 = sdt.Define1[int]("bbranch", "many222", "v")
-var bbranch_many223 = sdt.Define1[int]("bbranch", "many223", "v")
-var bbranch_many224 = sdt.Define1[int]("bbranch", "many224", "v")
-var bbranch_many225 = sdt.Define1[int]("bbranch", "many225", "v")
-var bbranch_many226 = sdt.Define1[int]("bbranch", "many226", "v")
-var bbranch_many227 = sdt.Define1[int]("bbranch", "many227", "v")
-var bbranch_many228 = sdt.Define1[int]("bbranch", "many228", "v")
-var bbranch_many229 = sdt.Define1[int]("bbranch", "many229", "v")
-var bbranch_many230 = sdt.Define1[int]("bbranch", "many230", "v")
-var bbranch_many231 = sdt.Define1[int]("bbranch", "many231", "v")
-var bbranch_many232 = sdt.Define1[int]("bbranch", "many232", "v")
-var bbranch_many233 = sdt.Define1[int]("bbranch", "many233", "v")
-var bbranch_many234 = sdt.Define1[int]("bbranch", "many234", "v")
-var bbranch_many235 = sdt.Define1[int]("bbranch", "many235", "v")
-var bbranch_many236 = sdt.Define1[int]("bbranch", "many236", "v")
-var bbranch_many237 = sdt.Define1[int]("bbranch", "many237", "v")
-var bbranch_many238 = sdt.Define1[int]("bbranch", "many238", "v")
-var bbranch_many239 = sdt.Define1[int]("bbranch", "many239", "v")
-var bbranch_many240 = sdt.Define1[int]("bbranch", "many240", "v")
-var bbranch_many241 = sdt.Define1[int]("bbranch", "many241", "v")
-var bbranch_many242 = sdt.Define1[int]("bbranch", "many242", "v")
-var bbranch_many243 = sdt.Define1[int]("bbranch", "many243", "v")
-var bbranch_many244 = sdt.Define1[int]("bbranch", "many244", "v")
-var bbranch_many245 = sdt.Define1[int]("bbranch", "many245", "v")
-var bbranch_many246 = sdt.Define1[int]("bbranch", "many246", "v")
-var bbranch_many247 = sdt.Define1[int]("bbranch", "many247", "v")
-var bbranch_many248 = sdt.Define1[int]("bbranch", "many248", "v")
-var bbranch_many249 = sdt.Define1[int]("bbranch", "many249", "v")
-var bbranch_many250 = sdt.Define1[int]("bbranch", "many250", "v")
-var bbranch_many251 = sdt.Define1[int]("bbranch", "many251", "v")
-var bbranch_many252 = sdt.Define1[int]("bbranch", "many252", "v")
-var bbranch_many253 = sdt.Define1[int]("bbranch", "many253", "v")
-var bbranch_many254 = sdt.Define1[int]("bbranch", "many254", "v")
-var bbranch_many255 = sdt.Define1[int]("bbranch", "many255", "v")
-var bbranch_many256 = sdt.Define1[int]("bbranch", "many256", "v")
-var bbranch_many257 = sdt.Define1[int]("bbranch", "many257", "v")
-var bbranch_many258 = sdt.Define1[int]("bbranch", "many258", "v")
-var bbranch_many259 = sdt.Define1[int]("bbranch", "many259", "v")
-var bbranch_many260 = sdt.Define1[int]("bbranch", "many260", "v")
-var bbranch_many261 = sdt.Define1[int]("bbranch", "many261", "v")
-var bbranch_many262 = sdt.Define1[int]("bbranch", "many262", "v")
-var bbranch_many263 = sdt.Define1[int]("bbranch", "many263", "v")
-var bbranch_many264 = sdt.Define1[int]("bbranch", "many264", "v")
-var bbranch_many265 = sdt.Define1[int]("bbranch", "many265", "v")
-var bbranch_many266 = sdt.Define1[int]("bbranch", "many266", "v")
-var bbranch_many267 = sdt.Define1[int]("bbranch", "many267", "v")
-var bbranch_many268 = sdt.Define1[int]("bbranch", "many268", "v")
-var bbranch_many269 = sdt.Define1[int]("bbranch", "many269", "v")
-var bbranch_many270 = sdt.Define1[int]("bbranch", "many270", "v")
-var bbranch_many271 = sdt.Define1[int]("bbranch", "many271", "v")
-var bbranch_many272 = sdt.Define1[int]("bbranch", "many272", "v")
-var bbranch_many273 = sdt.Define1[int]("bbranch", "many273", "v")
-var bbranch_many274 = sdt.Define1[int]("bbranch", "many274", "v")
-var bbranch_many275 = sdt.Define1[int]("bbranch", "many275", "v")
-var bbranch_many276 = sdt.Define1[int]("bbranch", "many276", "v")
-var bbranch_many277 = sdt.Define1[int]("bbranch", "many277", "v")
-var bbranch_many278 = sdt.Define1[int]("bbranch", "many278", "v")
-var bbranch_many279 = sdt.Define1[int]("bbranch", "many279", "v")
-var bbranch_many280 = sdt.Define1[int]("bbranch", "many280", "v")
-var bbranch_many281 = sdt.Define1[int]("bbranch", "many281", "v")
-var bbranch_many282 = sdt.Define1[int]("bbranch", "many282", "v")
-var bbranch_many283 = sdt.Define1[int]("bbranch", "many283", "v")
-var bbranch_many284 = sdt.Define1[int]("bbranch", "many284", "v")
-var bbranch_many285 = sdt.Define1[int]("bbranch", "many285", "v")
-var bbranch_many286 = sdt.Define1[int]("bbranch", "many286", "v")
-var bbranch_many287 = sdt.Define1[int]("bbranch", "many287", "v")
-var bbranch_many288 = sdt.Define1[int]("bbranch", "many288", "v")
-var bbranch_many289 = sdt.Define1[int]("bbranch", "many289", "v")
-var bbranch_many290 = sdt.Define1[int]("bbranch", "many290", "v")
-var bbranch_many291 = sdt.Define1[int]("bbranch", "many291", "v")
-var bbranch_many292 = sdt.Define1[int]("bbranch", "many292", "v")
-var bbranch_many293 = sdt.Define1[int]("bbranch", "many293", "v")
-var bbranch_many294 = sdt.Define1[int]("bbranch", "many294", "v")
-var bbranch_many295 = sdt.Define1[int]("bbranch", "many295", "v")
-var bbranch_many296 = sdt.Define1[int]("bbranch", "many296", "v")
-var bbranch_many297 = sdt.Define1[int]("bbranch", "many297", "v")
-var bbranch_many298 = sdt.Define1[int]("bbranch", "many298", "v")
-var bbranch_many299 = sdt.Define1[int]("bbranch", "many299", "v")
-var bbranch_many300 = sdt.Define1[int]("bbranch", "many300", "v")
-var bbranch_many301 = sdt.Define1[int]("bbranch", "many301", "v")
-var bbranch_many302 = sdt.Define1[int]("bbranch", "many302", "v")
-var bbranch_many303 = sdt.Define1[int]("bbranch", "many303", "v")
-var bbranch_many304 = sdt.Define1[int]("bbranch", "many304", "v")
-var bbranch_many305 = sdt.Define1[int]("bbranch", "many305", "v")
-var bbranch_many306 = sdt.Define1[int]("bbranch", "many306", "v")
-var bbranch_many307 = sdt.Define1[int]("bbranch", "many307", "v")
-var bbranch_many308 = sdt.Define1[int]("bbranch", "many308", "v")
-var bbranch_many309 = sdt.Define1[int]("bbranch", "many309", "v")
-var bbranch_many310 = sdt.Define1[int]("bbranch", "many310", "v")
-var bbranch_many311 = sdt.Define1[int]("bbranch", "many311", "v")
-var bbranch_many312 = sdt.Define1[int]("bbranch", "many312", "v")
-var bbranch_many313 = sdt.Define1[int]("bbranch", "many313", "v")
-var bbranch_many314 = sdt.Define1[int]("bbranch", "many314", "v")
-var bbranch_many315 = sdt.Define1[int]("bbranch", "many315", "v")
-var bbranch_many316 = sdt.Define1[int]("bbranch", "many316", "v")
-var bbranch_many317 = sdt.Define1[int]("bbranch", "many317", "v")
-var bbranch_many318 = sdt.Define1[int]("bbranch", "many318", "v")
-var bbranch_many319 = sdt.Define1[int]("bbranch", "many319", "v")
-var bbranch_many320 = sdt.Define1[int]("bbranch", "many320", "v")
-var bbranch_many321 = sdt.Define1[int]("bbranch", "many321", "v")
-var bbranch_many322 = sdt.Define1[int]("bbranch", "many322", "v")
-var bbranch_many323 = sdt.Define1[int]("bbranch", "many323", "v")
-var bbranch_many324 = sdt.Define1[int]("bbranch", "many324", "v")
-var bbranch_many325 = sdt.Define1[int]("bbranch", "many325", "v")
-var bbranch_many326 = sdt.Define1[int]("bbranch", "many326", "v")
-var bbranch_many327 = sdt.Define1[int]("bbranch", "many327", "v")
-var bbranch_many328 = sdt.Define1[int]("bbranch", "many328", "v")
-var bbranch_many329 = sdt.Define1[int]("bbranch", "many329", "v")
-var bbranch_many330 = sdt.Define1[int]("bbranch", "many330", "v")
-var bbranch_many331 = sdt.Define1[int]("bbranch", "many331", "v")
-var bbranch_many332 = sdt.Define1[int]("bbranch", "many332", "v")
-var bbranch_many333 = sdt.Define1[int]("bbranch", "many333", "v")
-var bbranch_many334 = sdt.Define1[int]("bbranch", "many334", "v")
-var bbranch_many335 = sdt.Define1[int]("bbranch", "many335", "v")
-var bbranch_many336 = sdt.Define1[int]("bbranch", "many336", "v")
-var bbranch_many337 = sdt.Define1[int]("bbranch", "many337", "v")
-var bbranch_many338 = sdt.Define1[int]("bbranch", "many338", "v")
-var bbranch_many339 = sdt.Define1[int]("bbranch", "many339", "v")
-var bbranch_many340 = sdt.Define1[int]("bbranch", "many340", "v")
-var bbranch_many341 = sdt.Define1[int]("bbranch", "many341", "v")
-var bbranch_many342 = sdt.Define1[int]("bbranch", "many342", "v")
-var bbranch_many343 = sdt.Define1[int]("bbranch", "many343", "v")
-var bbranch_many344 = sdt.Define1[int]("bbranch", "many344", "v")
-var bbranch_many345 = sdt.Define1[int]("bbranch", "many345", "v")
-var bbranch_many346 = sdt.Define1[int]("bbranch", "many346", "v")
-var bbranch_many347 = sdt.Define1[int]("bbranch", "many347", "v")
-var bbranch_many348 = sdt.Define1[int]("bbranch", "many348", "v")
-var bbranch_many349 = sdt.Define1[int]("bbranch", "many349", "v")
-var bbranch_many350 = sdt.Define1[int]("bbranch", "many350", "v")
-var bbranch_many351 = sdt.Define1[int]("bbranch", "many351", "v")
-var bbranch_many352 = sdt.Define1[int]("bbranch", "many352", "v")
-var bbranch_many353 = sdt.Define1[int]("bbranch", "many353", "v")
-var bbranch_many354 = sdt.Define1[int]("bbranch", "many354", "v")
-var bbranch_many355 = sdt.Define1[int]("bbranch", "many355", "v")
-var bbranch_many356 = sdt.Define1[int]("bbranch", "many356", "v")
-var bbranch_many357 = sdt.Define1[int]("bbranch", "many357", "v")
-var bbranch_many358 = sdt.Define1[int]("bbranch", "many358", "v")
-var bbranch_many359 = sdt.Define1[int]("bbranch", "many359", "v")
-var bbranch_many360 = sdt.Define1[int]("bbranch", "many360", "v")
-var bbranch_many361 = sdt.Define1[int]("bbranch", "many361", "v")
-var bbranch_many362 = sdt.Define1[int]("bbranch", "many362", "v")
-var bbranch_many363 = sdt.Define1[int]("bbranch", "many363", "v")
-var bbranch_many364 = sdt.Define1[int]("bbranch", "many364", "v")
-var bbranch_many365 = sdt.Define1[int]("bbranch", "many365", "v")
-var bbranch_many366 = sdt.Define1[int]("bbranch", "many366", "v")
-var bbranch_many367 = sdt.Define1[int]("bbranch", "many367", "v")
-var bbranch_many368 = sdt.Define1[int]("bbranch", "many368", "v")
-var bbranch_many369 = sdt.Define1[int]("bbranch", "many369", "v")
-var bbranch_many370 = sdt.Define1[int]("bbranch", "many370", "v")
-var bbranch_many371 = sdt.Define1[int]("bbranch", "many371", "v")
-var bbranch_many372 = sdt.Define1[int]("bbranch", "many372", "v")
-var bbranch_many373 = sdt.Define1[int]("bbranch", "many373", "v")
-var bbranch_many374 = sdt.Define1[int]("bbranch", "many374", "v")
-var bbranch_many375 = sdt.Define1[int]("bbranch", "many375", "v")
-var bbranch_many376 = sdt.Define1[int]("bbranch", "many376", "v")
-var bbranch_many377 = sdt.Define1[int]("bbranch", "many377", "v")
-var bbranch_many378 = sdt.Define1[int]("bbranch", "many378", "v")
-var bbranch_many379 = sdt.Define1[int]("bbranch", "many379", "v")
-var bbranch_many380 = sdt.Define1[int]("bbranch", "many380", "v")
-var bbranch_many381 = sdt.Define1[int]("bbranch", "many381", "v")
-var bbranch_many382 = sdt.Define1[int]("bbranch", "many382", "v")
-var bbranch_many383 = sdt.Define1[int]("bbranch", "many383", "v")
-var bbranch_many384 = sdt.Define1[int]("bbranch", "many384", "v")
-var bbranch_many385 = sdt.Define1[int]("bbranch", "many385", "v")
-var bbranch_many386 = sdt.Define1[int]("bbranch", "many386", "v")
-var bbranch_many387 = sdt.Define1[int]("bbranch", "many387", "v")
-var bbranch_many388 = sdt.Define1[int]("bbranch", "many388", "v")
-var bbranch_many389 = sdt.Define1[int]("bbranch", "many389", "v")
-var bbranch_many390 = sdt.Define1[int]("bbranch", "many390", "v")
-var bbranch_many391 = sdt.Define1[int]("bbranch", "many391", "v")
-var bbranch_many392 = sdt.Define1[int]("bbranch", "many392", "v")
-var bbranch_many393 = sdt.Define1[int]("bbranch", "many393", "v")
-var bbranch_many394 = sdt.Define1[int]("bbranch", "many394", "v")
-var bbranch_many395 = sdt.Define1[int]("bbranch", "many395", "v")
-var bbranch_many396 = sdt.Define1[int]("bbranch", "many396", "v")
-var bbranch_many397 = sdt.Define1[int]("bbranch", "many397", "v")
-var bbranch_many398 = sdt.Define1[int]("bbranch", "many398", "v")
-var bbranch_many399 = sdt.Define1[int]("bbranch", "many399", "v")
-var bbranch_many400 = sdt.Define1[int]("bbranch", "many400", "v")
-var bbranch_many401 = sdt.Define1[int]("bbranch", "many401", "v")
-var bbranch_many402 = sdt.Define1[int]("bbranch", "many402", "v")
-var bbranch_many403 = sdt.Define1[int]("bbranch", "many403", "v")
-var bbranch_many404 = sdt.Define1[int]("bbranch", "many404", "v")
-var bbranch_many405 = sdt.Define1[int]("bbranch", "many405", "v")
-var bbranch_many406 = sdt.Define1[int]("bbranch", "many406", "v")
-var bbranch_many407 = sdt.Define1[int]("bbranch", "many407", "v")
-var bbranch_many408 = sdt.Define1[int]("bbranch", "many408", "v")
-var bbranch_many409 = sdt.Define1[int]("bbranch", "many409", "v")
-var bbranch_many410 = sdt.Define1[int]("bbranch", "many410", "v")
-var bbranch_many411 = sdt.Define1[int]("bbranch", "many411", "v")
-var bbranch_many412 = sdt.Define1[int]("bbranch", "many412", "v")
-var bbranch_many413 = sdt.Define1[int]("bbranch", "many413", "v")
-var bbranch_many414 = sdt.Define1[int]("bbranch", "many414", "v")
-var bbranch_many415 = sdt.Define1[int]("bbranch", "many415", "v")
-var bbranch_many416 = sdt.Define1[int]("bbranch", "many416", "v")
-var bbranch_many417 = sdt.Define1[int]("bbranch", "many417", "v")
-var bbranch_many418 = sdt.Define1[int]("bbranch", "many418", "v")
-var bbranch_many419 = sdt.Define1[int]("bbranch", "many419", "v")
-var bbranch_many420 = sdt.Define1[int]("bbranch", "many420", "v")
-var bbranch_many421 = sdt.Define1[int]("bbranch", "many421", "v")
-var bbranch_many422 = sdt.Define1[int]("bbranch", "many422", "v")
-var bbranch_many423 = sdt.Define1[int]("bbranch", "many423", "v")
-var bbranch_many424 = sdt.Define1[int]("bbranch", "many424", "v")
-var bbranch_many425 = sdt.Define1[int]("bbranch", "many425", "v")
-var bbranch_many426 = sdt.Define1[int]("bbranch", "many426", "v")
-var bbranch_many427 = sdt.Define1[int]("bbranch", "many427", "v")
-var bbranch_many428 = sdt.Define1[int]("bbranch", "many428", "v")
-var bbranch_many429 = sdt.Define1[int]("bbranch", "many429", "v")
-var bbranch_many430 = sdt.Define1[int]("bbranch", "many430", "v")
-var bbranch_many431 = sdt.Define1[int]("bbranch", "many431", "v")
-var bbranch_many432 = sdt.Define1[int]("bbranch", "many432", "v")
-var bbranch_many433 = sdt.Define1[int]("bbranch", "many433", "v")
-var bbranch_many434 = sdt.Define1[int]("bbranch", "many434", "v")
-var bbranch_many435 = sdt.Define1[int]("bbranch", "many435", "v")
-var bbranch_many436 = sdt.Define1[int]("bbranch", "many436", "v")
-var bbranch_many437 = sdt.Define1[int]("bbranch", "many437", "v")
-var bbranch_many438 = sdt.Define1[int]("bbranch", "many438", "v")
-var bbranch_many439 = sdt.Define1[int]("bbranch", "many439", "v")
-var bbranch_many440 = sdt.Define1[int]("bbranch", "many440", "v")
-var bbranch_many441 = sdt.Define1[int]("bbranch", "many441", "v")
-var bbranch_many442 = sdt.Define1[int]("bbranch", "many442", "v")
-var bbranch_many443 = sdt.Define1[int]("bbranch", "many443", "v")
-var bbranch_many444 = sdt.Define1[int]("bbranch", "many444", "v")
-var bbranch_many445 = sdt.Define1[int]("bbranch", "many445", "v")
-var bbranch_many446 = sdt.Define1[int]("bbranch", "many446", "v")
-var bbranch_many447 = sdt.Define1[int]("bbranch", "many447", "v")
-var bbranch_many448 = sdt.Define1[int]("bbranch", "many448", "v")
-var bbranch_many449 = sdt.Define1[int]("bbranch", "many449", "v")
-var bbranch_many450 = sdt.Define1[int]("bbranch", "many450", "v")
-var bbranch_many451 = sdt.Define1[int]("bbranch", "many451", "v")
-var bbranch_many452 = sdt.Define1[int]("bbranch", "many452", "v")
-var bbranch_many453 = sdt.Define1[int]("bbranch", "many453", "v")
-var bbranch_many454 = sdt.Define1[int]("bbranch", "many454", "v")
-var bbranch_many455 = sdt.Define1[int]("bbranch", "many455", "v")
-var bbranch_many456 = sdt.Define1[int]("bbranch", "many456", "v")
-var bbranch_many457 = sdt.Define1[int]("bbranch", "many457", "v")
-var bbranch_many458 = sdt.Define1[int]("bbranch", "many458", "v")
-var bbranch_many459 = sdt.Define1[int]("bbranch", "many459", "v")
-var bbranch_many460 = sdt.Define1[int]("bbranch", "many460", "v")
-var bbranch_many461 = sdt.Define1[int]("bbranch", "many461", "v")
-var bbranch_many462 = sdt.Define1[int]("bbranch", "many462", "v")
-var bbranch_many463 = sdt.Define1[int]("bbranch", "many463", "v")
-var bbranch_many464 = sdt.Define1[int]("bbranch", "many464", "v")
-var bbranch_many465 = sdt.Define1[int]("bbranch", "many465", "v")
-var bbranch_many466 = sdt.Define1[int]("bbranch", "many466", "v")
-var bbranch_many467 = sdt.Define1[int]("bbranch", "many467", "v")
-var bbranch_many468 = sdt.Define1[int]("bbranch", "many468", "v")
-var bbranch_many469 = sdt.Define1[int]("bbranch", "many469", "v")
-var bbranch_many470 = sdt.Define1[int]("bbranch", "many470", "v")
-var bbranch_many471 = sdt.Define1[int]("bbranch", "many471", "v")
-var bbranch_many472 = sdt.Define1[int]("bbranch", "many472", "v")
-var bbranch_many473 = sdt.Define1[int]("bbranch", "many473", "v")
-var bbranch_many474 = sdt.Define1[int]("bbranch", "many474", "v")
-var bbranch_many475 = sdt.Define1[int]("bbranch", "many475", "v")
-var bbranch_many476 = sdt.Define1[int]("bbranch", "many476", "v")
-var bbranch_many477 = sdt.Define1[int]("bbranch", "many477", "v")
-var bbranch_many478 = sdt.Define1[int]("bbranch", "many478", "v")
-var bbranch_many479 = sdt.Define1[int]("bbranch", "many479", "v")
-var bbranch_many480 = sdt.Define1[int]("bbranch", "many480", "v")
-var bbranch_many481 = sdt.Define1[int]("bbranch", "many481", "v")
-var bbranch_many482 = sdt.Define1[int]("bbranch", "many482", "v")
-var bbranch_many483 = sdt.Define1[int]("bbranch", "many483", "v")
-var bbranch_many484 = sdt.Define1[int]("bbranch", "many484", "v")
-var bbranch_many485 = sdt.Define1[int]("bbranch", "many485", "v")
-var bbranch_many486 = sdt.Define1[int]("bbranch", "many486", "v")
-var bbranch_many487 = sdt.Define1[int]("bbranch", "many487", "v")
-var bbranch_many488 = sdt.Define1[int]("bbranch", "many488", "v")
-var bbranch_many489 = sdt.Define1[int]("bbranch", "many489", "v")
-var bbranch_many490 = sdt.Define1[int]("bbranch", "many490", "v")
-var bbranch_many491 = sdt.Define1[int]("bbranch", "many491", "v")
-var bbranch_many492 = sdt.Define1[int]("bbranch", "many492", "v")
-var bbranch_many493 = sdt.Define1[int]("bbranch", "many493", "v")
-var bbranch_many494 = sdt.Define1[int]("bbranch", "many494", "v")
-var bbranch_many495 = sdt.Define1[int]("bbranch", "many495", "v")
-var bbranch_many496 = sdt.Define1[int]("bbranch", "many496", "v")
-var bbranch_many497 = sdt.Define1[int]("bbranch", "many497", "v")
-var bbranch_many498 = sdt.Define1[int]("bbranch", "many498", "v")
-var bbranch_many499 = sdt.Define1[int]("bbranch", "many499", "v")
-var bbranch_many500 = sdt.Define1[int]("bbranch", "many500", "v")
-var bbranch_many501 = sdt.Define1[int]("bbranch", "many501", "v")
-var bbranch_many502 = sdt.Define1[int]("bbranch", "many502", "v")
-var bbranch_many503 = sdt.Define1[int]("bbranch", "many503", "v")
-var bbranch_many504 = sdt.Define1[int]("bbranch", "many504", "v")
-var bbranch_many505 = sdt.Define1[int]("bbranch", "many505", "v")
-var bbranch_many506 = sdt.Define1[int]("bbranch", "many506", "v")
-var bbranch_many507 = sdt.Define1[int]("bbranch", "many507", "v")
-var bbranch_many508 = sdt.Define1[int]("bbranch", "many508", "v")
-var bbranch_many509 = sdt.Define1[int]("bbranch", "many509", "v")
-var bbranch_many510 = sdt.Define1[int]("bbranch", "many510", "v")
-var bbranch_many511 = sdt.Define1[int]("bbranch", "many511", "v")
-var bbranch_many512 = sdt.Define1[int]("bbranch", "many512", "v")
-var bbranch_many513 = sdt.Define1[int]("bbranch", "many513", "v")
-var bbranch_many514 = sdt.Define1[int]("bbranch", "many514", "v")
-var bbranch_many515 = sdt.Define1[int]("bbranch", "many515", "v")
-var bbranch_many516 = sdt.Define1[int]("bbranch", "many516", "v")
-var bbranch_many517 = sdt.Define1[int]("bbranch", "many517", "v")
-var bbranch_many518 = sdt.Define1[int]("bbranch", "many518", "v")
-var bbranch_many519 = sdt.Define1[int]("bbranch", "many519", "v")
-var bbranch_many520 = sdt.Define1[int]("bbranch", "many520", "v")
-var bbranch_many521 = sdt.Define1[int]("bbranch", "many521", "v")
-var bbranch_many522 = sdt.Define1[int]("bbranch", "many522", "v")
-var bbranch_many523 = sdt.Define1[int]("bbranch", "many523", "v")
-var bbranch_many524 = sdt.Define1[int]("bbranch", "many524", "v")
-var bbranch_many525 = sdt.Define1[int]("bbranch", "many525", "v")
-var bbranch_many526 = sdt.Define1[int]("bbranch", "many526", "v")
-var bbranch_many527 = sdt.Define1[int]("bbranch", "many527", "v")
-var bbranch_many528 = sdt.Define1[int]("bbranch", "many528", "v")
-var bbranch_many529 = sdt.Define1[int]("bbranch", "many529", "v")
-var bbranch_many530 = sdt.Define1[int]("bbranch", "many530", "v")
-var bbranch_many531 = sdt.Define1[int]("bbranch", "many531", "v")
-var bbranch_many532 = sdt.Define1[int]("bbranch", "many532", "v")
-var bbranch_many533 = sdt.Define1[int]("bbranch", "many533", "v")
-var bbranch_many534 = sdt.Define1[int]("bbranch", "many534", "v")
-var bbranch_many535 = sdt.Define1[int]("bbranch", "many535", "v")
-var bbranch_many536 = sdt.Define1[int]("bbranch", "many536", "v")
-var bbranch_many537 = sdt.Define1[int]("bbranch", "many537", "v")
-var bbranch_many538 = sdt.Define1[int]("bbranch", "many538", "v")
-var bbranch_many539 = sdt.Define1[int]("bbranch", "many539", "v")
-var bbranch_many540 = sdt.Define1[int]("bbranch", "many540", "v")
-var bbranch_many541 = sdt.Define1[int]("bbranch", "many541", "v")
-var bbranch_many542 = sdt.Define1[int]("bbranch", "many542", "v")
-var bbranch_many543 = sdt.Define1[int]("bbranch", "many543", "v")
-var bbranch_many544 = sdt.Define1[int]("bbranch", "many544", "v")
-var bbranch_many545 = sdt.Define1[int]("bbranch", "many545", "v")
-var bbranch_many546 = sdt.Define1[int]("bbranch", "many546", "v")
-var bbranch_many547 = sdt.Define1[int]("bbranch", "many547", "v")
-var bbranch_many548 = sdt.Define1[int]("bbranch", "many548", "v")
-var bbranch_many549 = sdt.Define1[int]("bbranch", "many549", "v")
-var bbranch_many550 = sdt.Define1[int]("bbranch", "many550", "v")
-var bbranch_many551 = sdt.Define1[int]("bbranch", "many551", "v")
-var bbranch_many552 = sdt.Define1[int]("bbranch", "many552", "v")
-var bbranch_many553 = sdt.Define1[int]("bbranch", "many553", "v")
-var bbranch_many554 = sdt.Define1[int]("bbranch", "many554", "v")
-var bbranch_many555 = sdt.Define1[int]("bbranch", "many555", "v")
-var bbranch_many556 = sdt.Define1[int]("bbranch", "many556", "v")
-var bbranch_many557 = sdt.Define1[int]("bbranch", "many557", "v")
-var bbranch_many558 = sdt.Define1[int]("bbranch", "many558", "v")
-var bbranch_many559 = sdt.Define1[int]("bbranch", "many559", "v")
-var bbranch_many560 = sdt.Define1[int]("bbranch", "many560", "v")
-var bbranch_many561 = sdt.Define1[int]("bbranch", "many561", "v")
-var bbranch_many562 = sdt.Define1[int]("bbranch", "many562", "v")
-var bbranch_many563 = sdt.Define1[int]("bbranch", "many563", "v")
-var bbranch_many564 = sdt.Define1[int]("bbranch", "many564", "v")
-var bbranch_many565 = sdt.Define1[int]("bbranch", "many565", "v")
-var bbranch_many566 = sdt.Define1[int]("bbranch", "many566", "v")
-var bbranch_many567 = sdt.Define1[int]("bbranch", "many567", "v")
-var bbranch_many568 = sdt.Define1[int]("bbranch", "many568", "v")
-var bbranch_many569 = sdt.Define1[int]("bbranch", "many569", "v")
-var bbranch_many570 = sdt.Define1[int]("bbranch", "many570", "v")
-var bbranch_many571 = sdt.Define1[int]("bbranch", "many571", "v")
-var bbranch_many572 = sdt.Define1[int]("bbranch", "many572", "v")
-var bbranch_many573 = sdt.Define1[int]("bbranch", "many573", "v")
-var bbranch_many574 = sdt.Define1[int]("bbranch", "many574", "v")
-var bbranch_many575 = sdt.Define1[int]("bbranch", "many575", "v")
-var bbranch_many576 = sdt.Define1[int]("bbranch", "many576", "v")
-var bbranch_many577 = sdt.Define1[int]("bbranch", "many577", "v")
-var bbranch_many578 = sdt.Define1[int]("bbranch", "many578", "v")
-var bbranch_many579 = sdt.Define1[int]("bbranch", "many579", "v")
-var bbranch_many580 = sdt.Define1[int]("bbranch", "many580", "v")
-var bbranch_many581 = sdt.Define1[int]("bbranch", "many581", "v")
-var bbranch_many582 = sdt.Define1[int]("bbranch", "many582", "v")
-var bbranch_many583 = sdt.Define1[int]("bbranch", "many583", "v")
-var bbranch_many584 = sdt.Define1[int]("bbranch", "many584", "v")
-var bbranch_many585 = sdt.Define1[int]("bbranch", "many585", "v")
-var bbranch_many586 = sdt.Define1[int]("bbranch", "many586", "v")
-var bbranch_many587 = sdt.Define1[int]("bbranch", "many587", "v")
-var bbranch_many588 = sdt.Define1[int]("bbranch", "many588", "v")
-var bbranch_many589 = sdt.Define1[int]("bbranch", "many589", "v")
-var bbranch_many590 = sdt.Define1[int]("bbranch", "many590", "v")
-var bbranch_many591 = sdt.Define1[int]("bbranch", "many591", "v")
-var bbranch_many592 = sdt.Define1[int]("bbranch", "many592", "v")
-var bbranch_many593 = sdt.Define1[int]("bbranch", "many593", "v")
-var bbranch_many594 = sdt.Define1[int]("bbranch", "many594", "v")
-var bbranch_many595 = sdt.Define1[int]("bbranch", "many595", "v")
-var bbranch_many596 = sdt.Define1[int]("bbranch", "many596", "v")
-var bbranch_many597 = sdt.Define1[int]("bbranch", "many597", "v")
-var bbranch_many598 = sdt.Define1[int]("bbranch", "many598", "v")
-var bbranch_many599 = sdt.Define1[int]("bbranch", "many599", "v")
-var bbranch_many600 = sdt.Define1[int]("bbranch", "many600", "v")
-var bbranch_many601 = sdt.Define1[int]("bbranch", "many601", "v")
-var bbranch_many602 = sdt.Define1[int]("bbranch", "many602", "v")
-var bbranch_many603 = sdt.Define1[int]("bbranch", "many603", "v")
-var bbranch_many604 = sdt.Define1[int]("bbranch", "many604", "v")
-var bbranch_many605 = sdt.Define1[int]("bbranch", "many605", "v")
-var bbranch_many606 = sdt.Define1[int]("bbranch", "many606", "v")
-var bbranch_many607 = sdt.Define1[int]("bbranch", "many607", "v")
-var bbranch_many608 = sdt.Define1[int]("bbranch", "many608", "v")
-var bbranch_many609 = sdt.Define1[int]("bbranch", "many609", "v")
-var bbranch_many610 = sdt.Define1[int]("bbranch", "many610", "v")
-var bbranch_many611 = sdt.Define1[int]("bbranch", "many611", "v")
-var bbranch_many612 = sdt.Define1[int]("bbranch", "many612", "v")
-var bbranch_many613 = sdt.Define1[int]("bbranch", "many613", "v")
-var bbranch_many614 = sdt.Define1[int]("bbranch", "many614", "v")
-var bbranch_many615 = sdt.Define1[int]("bbranch", "many615", "v")
-var bbranch_many616 = sdt.Define1[int]("bbranch", "many616", "v")
-var bbranch_many617 = sdt.Define1[int]("bbranch", "many617", "v")
-var bbranch_many618 = sdt.Define1[int]("bbranch", "many618", "v")
-var bbranch_many619 = sdt.Define1[int]("bbranch", "many619", "v")
-var bbranch_many620 = sdt.Define1[int]("bbranch", "many620", "v")
-var bbranch_many621 = sdt.Define1[int]("bbranch", "many621", "v")
-var bbranch_many622 = sdt.Define1[int]("bbranch", "many622", "v")
-var bbranch_many623 = sdt.Define1[int]("bbranch", "many623", "v")
-var bbranch_many624 = sdt.Define1[int]("bbranch", "many624", "v")
-var bbranch_many625 = sdt.Define1[int]("bbranch", "many625", "v")
-var bbranch_many626 = sdt.Define1[int]("bbranch", "many626", "v")
-var bbranch_many627 = sdt.Define1[int]("bbranch", "many627", "v")
-var bbranch_many628 = sdt.Define1[int]("bbranch", "many628", "v")
-var bbranch_many629 = sdt.Define1[int]("bbranch", "many629", "v")
-var bbranch_many630 = sdt.Define1[int]("bbranch", "many630", "v")
-var bbranch_many631 = sdt.Define1[int]("bbranch", "many631", "v")
-var bbranch_many632 = sdt.Define1[int]("bbranch", "many632", "v")
-var bbranch_many633 = sdt.Define1[int]("bbranch", "many633", "v")
-var bbranch_many634 = sdt.Define1[int]("bbranch", "many634", "v")
-var bbranch_many635 = sdt.Define1[int]("bbranch", "many635", "v")
-var bbranch_many636 = sdt.Define1[int]("bbranch", "many636", "v")
-var bbranch_many637 = sdt.Define1[int]("bbranch", "many637", "v")
-var bbranch_many638 = sdt.Define1[int]("bbranch", "many638", "v")
-var bbranch_many639 = sdt.Define1[int]("bbranch", "many639", "v")
-var bbranch_many640 = sdt.Define1[int]("bbranch", "many640", "v")
-var bbranch_many641 = sdt.Define1[int]("bbranch", "many641", "v")
-var bbranch_many642 = sdt.Define1[int]("bbranch", "many642", "v")
-var bbranch_many643 = sdt.Define1[int]("bbranch", "many643", "v")
-var bbranch_many644 = sdt.Define1[int]("bbranch", "many644", "v")
-var bbranch_many645 = sdt.Define1[int]("bbranch", "many645", "v")
-var bbranch_many646 = sdt.Define1[int]("bbranch", "many646", "v")
-var bbranch_many647 = sdt.Define1[int]("bbranch", "many647", "v")
-var bbranch_many648 = sdt.Define1[int]("bbranch", "many648", "v")
-var bbranch_many649 = sdt.Define1[int]("bbranch", "many649", "v")
-var bbranch_many650 = sdt.Define1[int]("bbranch", "many650", "v")
-var bbranch_many651 = sdt.Define1[int]("bbranch", "many651", "v")
-var bbranch_many652 = sdt.Define1[int]("bbranch", "many652", "v")
-var bbranch_many653 = sdt.Define1[int]("bbranch", "many653", "v")
-var bbranch_many654 = sdt.Define1[int]("bbranch", "many654", "v")
-var bbranch_many655 = sdt.Define1[int]("bbranch", "many655", "v")
-var bbranch_many656 = sdt.Define1[int]("bbranch", "many656", "v")
-var bbranch_many657 = sdt.Define1[int]("bbranch", "many657", "v")
-var bbranch_many658 = sdt.Define1[int]("bbranch", "many658", "v")
-var bbranch_many659 = sdt.Define1[int]("bbranch", "many659", "v")
-var bbranch_many660 = sdt.Define1[int]("bbranch", "many660", "v")
-var bbranch_many661 = sdt.Define1[int]("bbranch", "many661", "v")
-var bbranch_many662 = sdt.Define1[int]("bbranch", "many662", "v")
-var bbranch_many663 = sdt.Define1[int]("bbranch", "many663", "v")
-var bbranch_many664 = sdt.Define1[int]("bbranch", "many664", "v")
-var bbranch_many665 = sdt.Define1[int]("bbranch", "many665", "v")
-var bbranch_many666 = sdt.Define1[int]("bbranch", "many666", "v")
-var bbranch_many667 = sdt.Define1[int]("bbranch", "many667", "v")
-var bbranch_many668 = sdt.Define1[int]("bbranch", "many668", "v")
-var bbranch_many669 = sdt.Define1[int]("bbranch", "many669", "v")
-var bbranch_many670 = sdt.Define1[int]("bbranch", "many670", "v")
-var bbranch_many671 = sdt.Define1[int]("bbranch", "many671", "v")
-var bbranch_many672 = sdt.Define1[int]("bbranch", "many672", "v")
-var bbranch_many673 = sdt.Define1[int]("bbranch", "many673", "v")
-var bbranch_many674 = sdt.Define1[int]("bbranch", "many674", "v")
-var bbranch_many675 = sdt.Define1[int]("bbranch", "many675", "v")
-var bbranch_many676 = sdt.Define1[int]("bbranch", "many676", "v")
-var bbranch_many677 = sdt.Define1[int]("bbranch", "many677", "v")
-var bbranch_many678 = sdt.Define1[int]("bbranch", "many678", "v")
-var bbranch_many679 = sdt.Define1[int]("bbranch", "many679", "v")
-var bbranch_many680 = sdt.Define1[int]("bbranch", "many680", "v")
-var bbranch_many681 = sdt.Define1[int]("bbranch", "many681", "v")
-var bbranch_many682 = sdt.Define1[int]("bbranch", "many682", "v")
-var bbranch_many683 = sdt.Define1[int]("bbranch", "many683", "v")
-var bbranch_many684 = sdt.Define1[int]("bbranch", "many684", "v")
-var bbranch_many685 = sdt.Define1[int]("bbranch", "many685", "v")
-var bbranch_many686 = sdt.Define1[int]("bbranch", "many686", "v")
-var bbranch_many687 = sdt.Define1[int]("bbranch", "many687", "v")
-var bbranch_many688 = sdt.Define1[int]("bbranch", "many688", "v")
-var bbranch_many689 = sdt.Define1[int]("bbranch", "many689", "v")
-var bbranch_many690 = sdt.Define1[int]("bbranch", "many690", "v")
-var bbranch_many691 = sdt.Define1[int]("bbranch", "many691", "v")
-var bbranch_many692 = sdt.Define1[int]("bbranch", "many692", "v")
-var bbranch_many693 = sdt.Define1[int]("bbranch", "many693", "v")
-var bbranch_many694 = sdt.Define1[int]("bbranch", "many694", "v")
-var bbranch_many695 = sdt.Define1[int]("bbranch", "many695", "v")
-var bbranch_many696 = sdt.Define1[int]("bbranch", "many696", "v")
-var bbranch_many697 = sdt.Define1[int]("bbranch", "many697", "v")
-var bbranch_many698 = sdt.Define1[int]("bbranch", "many698", "v")
-var bbranch_many699 = sdt.Define1[int]("bbranch", "many699", "v")
-var bbranch_many700 = sdt.Define1[int]("bbranch", "many700", "v")
-var bbranch_many701 = sdt.Define1[int]("bbranch", "many701", "v")
-var bbranch_many702 = sdt.Define1[int]("bbranch", "many702", "v")
-var bbranch_many703 = sdt.Define1[int]("bbranch", "many703", "v")
-var bbranch_many704 = sdt.Define1[int]("bbranch", "many704", "v")
-var bbranch_many705 = sdt.Define1[int]("bbranch", "many705", "v")
-var bbranch_many706 = sdt.Define1[int]("bbranch", "many706", "v")
-var bbranch_many707 = sdt.Define1[int]("bbranch", "many707", "v")
-var bbranch_many708 = sdt.Define1[int]("bbranch", "many708", "v")
-var bbranch_many709 = sdt.Define1[int]("bbranch", "many709", "v")
-var bbranch_many710 = sdt.Define1[int]("bbranch", "many710", "v")
-var bbranch_many711 = sdt.Define1[int]("bbranch", "many711", "v")
-var bbranch_many712 = sdt.Define1[int]("bbranch", "many712", "v")
-var bbranch_many713 = sdt.Define1[int]("bbranch", "many713", "v")
-var bbranch_many714 = sdt.Define1[int]("bbranch", "many714", "v")
-var bbranch_many715 = sdt.Define1[int]("bbranch", "many715", "v")
-var bbranch_many716 = sdt.Define1[int]("bbranch", "many716", "v")
-var bbranch_many717 = sdt.Define1[int]("bbranch", "many717", "v")
-var bbranch_many718 = sdt.Define1[int]("bbranch", "many718", "v")
-var bbranch_many719 = sdt.Define1[int]("bbranch", "many719", "v")
-var bbranch_many720 = sdt.Define1[int]("bbranch", "many720", "v")
-var bbranch_many721 = sdt.Define1[int]("bbranch", "many721", "v")
-var bbranch_many722 = sdt.Define1[int]("bbranch", "many722", "v")
-var bbranch_many723 = sdt.Define1[int]("bbranch", "many723", "v")
-var bbranch_many724 = sdt.Define1[int]("bbranch", "many724", "v")
-var bbranch_many725 = sdt.Define1[int]("bbranch", "many725", "v")
-var bbranch_many726 = sdt.Define1[int]("bbranch", "many726", "v")
-var bbranch_many727 = sdt.Define1[int]("bbranch", "many727", "v")
-var bbranch_many728 = sdt.Define1[int]("bbranch", "many728", "v")
-var bbranch_many729 = sdt.Define1[int]("bbranch", "many729", "v")
-var bbranch_many730 = sdt.Define1[int]("bbranch", "many730", "v")
-var bbranch_many731 = sdt.Define1[int]("bbranch", "many731", "v")
-var bbranch_many732 = sdt.Define1[int]("bbranch", "many732", "v")
-var bbranch_many733 = sdt.Define1[int]("bbranch", "many733", "v")
-var bbranch_many734 = sdt.Define1[int]("bbranch", "many734", "v")
-var bbranch_many735 = sdt.Define1[int]("bbranch", "many735", "v")
-var bbranch_many736 = sdt.Define1[int]("bbranch", "many736", "v")
-var bbranch_many737 = sdt.Define1[int]("bbranch", "many737", "v")
-var bbranch_many738 = sdt.Define1[int]("bbranch", "many738", "v")
-var bbranch_many739 = sdt.Define1[int]("bbranch", "many739", "v")
-var bbranch_many740 = sdt.Define1[int]("bbranch", "many740", "v")
-var bbranch_many741 = sdt.Define1[int]("bbranch", "many741", "v")
-var bbranch_many742 = sdt.Define1[int]("bbranch", "many742", "v")
-var bbranch_many743 = sdt.Define1[int]("bbranch", "many743", "v")
-var bbranch_many744 = sdt.Define1[int]("bbranch", "many744", "v")
-var bbranch_many745 = sdt.Define1[int]("bbranch", "many745", "v")
-var bbranch_many746 = sdt.Define1[int]("bbranch", "many746", "v")
-var bbranch_many747 = sdt.Define1[int]("bbranch", "many747", "v")
-var bbranch_many748 = sdt.Define1[int]("bbranch", "many748", "v")
-var bbranch_many749 = sdt.Define1[int]("bbranch", "many749", "v")
-var bbranch_many750 = sdt.Define1[int]("bbranch", "many750", "v")
-var bbranch_many751 = sdt.Define1[int]("bbranch", "many751", "v")
-var bbranch_many752 = sdt.Define1[int]("bbranch", "many752", "v")
-var bbranch_many753 = sdt.Define1[int]("bbranch", "many753", "v")
-var bbranch_many754 = sdt.Define1[int]("bbranch", "many754", "v")
-var bbranch_many755 = sdt.Define1[int]("bbranch", "many755", "v")
-var bbranch_many756 = sdt.Define1[int]("bbranch", "many756", "v")
-var bbranch_many757 = sdt.Define1[int]("bbranch", "many757", "v")
-var bbranch_many758 = sdt.Define1[int]("bbranch", "many758", "v")
-var bbranch_many759 = sdt.Define1[int]("bbranch", "many759", "v")
-var bbranch_many760 = sdt.Define1[int]("bbranch", "many760", "v")
-var bbranch_many761 = sdt.Define1[int]("bbranch", "many761", "v")
-var bbranch_many762 = sdt.Define1[int]("bbranch", "many762", "v")
-var bbranch_many763 = sdt.Define1[int]("bbranch", "many763", "v")
-var bbranch_many764 = sdt.Define1[int]("bbranch", "many764", "v")
-var bbranch_many765 = sdt.Define1[int]("bbranch", "many765", "v")
-var bbranch_many766 = sdt.Define1[int]("bbranch", "many766", "v")
-var bbranch_many767 = sdt.Define1[int]("bbranch", "many767", "v")
-var bbranch_many768 = sdt.Define1[int]("bbranch", "many768", "v")
-var bbranch_many769 = sdt.Define1[int]("bbranch", "many769", "v")
-var bbranch_many770 = sdt.Define1[int]("bbranch", "many770", "v")
-var bbranch_many771 = sdt.Define1[int]("bbranch", "many771", "v")
-var bbranch_many772 = sdt.Define1[int]("bbranch", "many772", "v")
-var bbranch_many773 = sdt.Define1[int]("bbranch", "many773", "v")
-var bbranch_many774 = sdt.Define1[int]("bbranch", "many774", "v")
-var bbranch_many775 = sdt.Define1[int]("bbranch", "many775", "v")
-var bbranch_many776 = sdt.Define1[int]("bbranch", "many776", "v")
-var bbranch_many777 = sdt.Define1[int]("bbranch", "many777", "v")
-var bbranch_many778 = sdt.Define1[int]("bbranch", "many778", "v")
-var bbranch_many779 = sdt.Define1[int]("bbranch", "many779", "v")
-var bbranch_many780 = sdt.Define1[int]("bbranch", "many780", "v")
-var bbranch_many781 = sdt.Define1[int]("bbranch", "many781", "v")
-var bbranch_many782 = sdt.Define1[int]("bbranch", "many782", "v")
-var bbranch_many783 = sdt.Define1[int]("bbranch", "many783", "v")
-var bbranch_many784 = sdt.Define1[int]("bbranch", "many784", "v")
-var bbranch_many785 = sdt.Define1[int]("bbranch", "many785", "v")
-var bbranch_many786 = sdt.Define1[int]("bbranch", "many786", "v")
-var bbranch_many787 = sdt.Define1[int]("bbranch", "many787", "v")
-var bbranch_many788 = sdt.Define1[int]("bbranch", "many788", "v")
-var bbranch_many789 = sdt.Define1[int]("bbranch", "many789", "v")
-var bbranch_many790 = sdt.Define1[int]("bbranch", "many790", "v")
-var bbranch_many791 = sdt.Define1[int]("bbranch", "many791", "v")
-var bbranch_many792 = sdt.Define1[int]("bbranch", "many792", "v")
-var bbranch_many793 = sdt.Define1[int]("bbranch", "many793", "v")
-var bbranch_many794 = sdt.Define1[int]("bbranch", "many794", "v")
-var bbranch_many795 = sdt.Define1[int]("bbranch", "many795", "v")
-var bbranch_many796 = sdt.Define1[int]("bbranch", "many796", "v")
-var bbranch_many797 = sdt.Define1[int]("bbranch", "many797", "v")
-var bbranch_many798 = sdt.Define1[int]("bbranch", "many798", "v")
-var bbranch_many799 = sdt.Define1[int]("bbranch", "many799", "v")
-var bbranch_many800 = sdt.Define1[int]("bbranch", "many800", "v")
-var bbranch_many801 = sdt.Define1[int]("bbranch", "many801", "v")
-var bbranch_many802 = sdt.Define1[int]("bbranch", "many802", "v")
-var bbranch_many803 = sdt.Define1[int]("bbranch", "many803", "v")
-var bbranch_many804 = sdt.Define1[int]("bbranch", "many804", "v")
-var bbranch_many805 = sdt.Define1[int]("bbranch", "many805", "v")
-var bbranch_many806 = sdt.Define1[int]("bbranch", "many806", "v")
-var bbranch_many807 = sdt.Define1[int]("bbranch", "many807", "v")
-var bbranch_many808 = sdt.Define1[int]("bbranch", "many808", "v")
-var bbranch_many809 = sdt.Define1[int]("bbranch", "many809", "v")
-var bbranch_many810 = sdt.Define1[int]("bbranch", "many810", "v")
-var bbranch_many811 = sdt.Define1[int]("bbranch", "many811", "v")
-var bbranch_many812 = sdt.Define1[int]("bbranch", "many812", "v")
-var bbranch_many813 = sdt.Define1[int]("bbranch", "many813", "v")
-var bbranch_many814 = sdt.Define1[int]("bbranch", "many814", "v")
-var bbranch_many815 = sdt.Define1[int]("bbranch", "many815", "v")
-var bbranch_many816 = sdt.Define1[int]("bbranch", "many816", "v")
-var bbranch_many817 = sdt.Define1[int]("bbranch", "many817", "v")
-var bbranch_many818 = sdt.Define1[int]("bbranch", "many818", "v")
-var bbranch_many819 = sdt.Define1[int]("bbranch", "many819", "v")
-var bbranch_many820 = sdt.Define1[int]("bbranch", "many820", "v")
-var bbranch_many821 = sdt.Define1[int]("bbranch", "many821", "v")
-var bbranch_many822 = sdt.Define1[int]("bbranch", "many822", "v")
-var bbranch_many823 = sdt.Define1[int]("bbranch", "many823", "v")
-var bbranch_many824 = sdt.Define1[int]("bbranch", "many824", "v")
-var bbranch_many825 = sdt.Define1[int]("bbranch", "many825", "v")
-var bbranch_many826 = sdt.Define1[int]("bbranch", "many826", "v")
-var bbranch_many827 = sdt.Define1[int]("bbranch", "many827", "v")
-var bbranch_many828 = sdt.Define1[int]("bbranch", "many828", "v")
-var bbranch_many829 = sdt.Define1[int]("bbranch", "many829", "v")
-var bbranch_many830 = sdt.Define1[int]("bbranch", "many830", "v")
-var bbranch_many831 = sdt.Define1[int]("bbranch", "many831", "v")
-var bbranch_many832 = sdt.Define1[int]("bbranch", "many832", "v")
-var bbranch_many833 = sdt.Define1[int]("bbranch", "many833", "v")
-var bbranch_many834 = sdt.Define1[int]("bbranch", "many834", "v")
-var bbranch_many835 = sdt.Define1[int]("bbranch", "many835", "v")
-var bbranch_many836 = sdt.Define1[int]("bbranch", "many836", "v")
-var bbranch_many837 = sdt.Define1[int]("bbranch", "many837", "v")
-var bbranch_many838 = sdt.Define1[int]("bbranch", "many838", "v")
-var bbranch_many839 = sdt.Define1[int]("bbranch", "many839", "v")
-var bbranch_many840 = sdt.Define1[int]("bbranch", "many840", "v")
-var bbranch_many841 = sdt.Define1[int]("bbranch", "many841", "v")
-var bbranch_many842 = sdt.Define1[int]("bbranch", "many842", "v")
-var bbranch_many843 = sdt.Define1[int]("bbranch", "many843", "v")
-var bbranch_many844 = sdt.Define1[int]("bbranch", "many844", "v")
-var bbranch_many845 = sdt.Define1[int]("bbranch", "many845", "v")
-var bbranch_many846 = sdt.Define1[int]("bbranch", "many846", "v")
-var bbranch_many847 = sdt.Define1[int]("bbranch", "many847", "v")
-var bbranch_many848 = sdt.Define1[int]("bbranch", "many848", "v")
-var bbranch_many849 = sdt.Define1[int]("bbranch", "many849", "v")
-var bbranch_many850 = sdt.Define1[int]("bbranch", "many850", "v")
-var bbranch_many851 = sdt.Define1[int]("bbranch", "many851", "v")
-var bbranch_many852 = sdt.Define1[int]("bbranch", "many852", "v")
-var bbranch_many853 = sdt.Define1[int]("bbranch", "many853", "v")
-var bbranch_many854 = sdt.Define1[int]("bbranch", "many854", "v")
-var bbranch_many855 = sdt.Define1[int]("bbranch", "many855", "v")
-var bbranch_many856 = sdt.Define1[int]("bbranch", "many856", "v")
-var bbranch_many857 = sdt.Define1[int]("bbranch", "many857", "v")
-var bbranch_many858 = sdt.Define1[int]("bbranch", "many858", "v")
-var bbranch_many859 = sdt.Define1[int]("bbranch", "many859", "v")
-var bbranch_many860 = sdt.Define1[int]("bbranch", "many860", "v")
-var bbranch_many861 = sdt.Define1[int]("bbranch", "many861", "v")
-var bbranch_many862 = sdt.Define1[int]("bbranch", "many862", "v")
-var bbranch_many863 = sdt.Define1[int]("bbranch", "many863", "v")
-var bbranch_many864 = sdt.Define1[int]("bbranch", "many864", "v")
-var bbranch_many865 = sdt.Define1[int]("bbranch", "many865", "v")
-var bbranch_many866 = sdt.Define1[int]("bbranch", "many866", "v")
-var bbranch_many867 = sdt.Define1[int]("bbranch", "many867", "v")
-var bbranch_many868 = sdt.Define1[int]("bbranch", "many868", "v")
-var bbranch_many869 = sdt.Define1[int]("bbranch", "many869", "v")
-var bbranch_many870 = sdt.Define1[int]("bbranch", "many870", "v")
-var bbranch_many871 = sdt.Define1[int]("bbranch", "many871", "v")
-var bbranch_many872 = sdt.Define1[int]("bbranch", "many872", "v")
-var bbranch_many873 = sdt.Define1[int]("bbranch", "many873", "v")
-var bbranch_many874 = sdt.Define1[int]("bbranch", "many874", "v")
-var bbranch_many875 = sdt.Define1[int]("bbranch", "many875", "v")
-var bbranch_many876 = sdt.Define1[int]("bbranch", "many876", "v")
-var bbranch_many877 = sdt.Define1[int]("bbranch", "many877", "v")
-var bbranch_many878 = sdt.Define1[int]("bbranch", "many878", "v")
-var bbranch_many879 = sdt.Define1[int]("bbranch", "many879", "v")
-var bbranch_many880 = sdt.Define1[int]("bbranch", "many880", "v")
-var bbranch_many881 = sdt.Define1[int]("bbranch", "many881", "v")
-var bbranch_many882 = sdt.Define1[int]("bbranch", "many882", "v")
-var bbranch_many883 = sdt.Define1[int]("bbranch", "many883", "v")
-var bbranch_many884 = sdt.Define1[int]("bbranch", "many884", "v")
-var bbranch_many885 = sdt.Define1[int]("bbranch", "many885", "v")
-var bbranch_many886 = sdt.Define1[int]("bbranch", "many886", "v")
-var bbranch_many887 = sdt.Define1[int]("bbranch", "many887", "v")
-var bbranch_many888 = sdt.Define1[int]("bbranch", "many888", "v")
-var bbranch_many889 = sdt.Define1[int]("bbranch", "many889", "v")
-var bbranch_many890 = sdt.Define1[int]("bbranch", "many890", "v")
-var bbranch_many891 = sdt.Define1[int]("bbranch", "many891", "v")
-var bbranch_many892 = sdt.Define1[int]("bbranch", "many892", "v")
-var bbranch_many893 = sdt.Define1[int]("bbranch", "many893", "v")
-var bbranch_many894 = sdt.Define1[int]("bbranch", "many894", "v")
-var bbranch_many895 = sdt.Define1[int]("bbranch", "many895", "v")
-var bbranch_many896 = sdt.Define1[int]("bbranch", "many896", "v")
-var bbranch_many897 = sdt.Define1[int]("bbranch", "many897", "v")
-var bbranch_many898 = sdt.Define1[int]("bbranch", "many898", "v")
-var bbranch_many899 = sdt.Define1[int]("bbranch", "many899", "v")
-var bbranch_many900 = sdt.Define1[int]("bbranch", "many900", "v")
-var bbranch_many901 = sdt.Define1[int]("bbranch", "many901", "v")
-var bbranch_many902 = sdt.Define1[int]("bbranch", "many902", "v")
-var bbranch_many903 = sdt.Define1[int]("bbranch", "many903", "v")
-var bbranch_many904 = sdt.Define1[int]("bbranch", "many904", "v")
-var bbranch_many905 = sdt.Define1[int]("bbranch", "many905", "v")
-var bbranch_many906 = sdt.Define1[int]("bbranch", "many906", "v")
-var bbranch_many907 = sdt.Define1[int]("bbranch", "many907", "v")
-var bbranch_many908 = sdt.Define1[int]("bbranch", "many908", "v")
-var bbranch_many909 = sdt.Define1[int]("bbranch", "many909", "v")
-var bbranch_many910 = sdt.Define1[int]("bbranch", "many910", "v")
-var bbranch_many911 = sdt.Define1[int]("bbranch", "many911", "v")
-var bbranch_many912 = sdt.Define1[int]("bbranch", "many912", "v")
-var bbranch_many913 = sdt.Define1[int]("bbranch", "many913", "v")
-var bbranch_many914 = sdt.Define1[int]("bbranch", "many914", "v")
-var bbranch_many915 = sdt.Define1[int]("bbranch", "many915", "v")
-var bbranch_many916 = sdt.Define1[int]("bbranch", "many916", "v")
-var bbranch_many917 = sdt.Define1[int]("bbranch", "many917", "v")
-var bbranch_many918 = sdt.Define1[int]("bbranch", "many918", "v")
-var bbranch_many919 = sdt.Define1[int]("bbranch", "many919", "v")
-var bbranch_many920 = sdt.Define1[int]("bbranch", "many920", "v")
-var bbranch_many921 = sdt.Define1[int]("bbranch", "many921", "v")
-var bbranch_many922 = sdt.Define1[int]("bbranch", "many922", "v")
-var bbranch_many923 = sdt.Define1[int]("bbranch", "many923", "v")
-var bbranch_many924 = sdt.Define1[int]("bbranch", "many924", "v")
-var bbranch_many925 = sdt.Define1[int]("bbranch", "many925", "v")
-var bbranch_many926 = sdt.Define1[int]("bbranch", "many926", "v")
-var bbranch_many927 = sdt.Define1[int]("bbranch", "many927", "v")
-var bbranch_many928 = sdt.Define1[int]("bbranch", "many928", "v")
-var bbranch_many929 = sdt.Define1[int]("bbranch", "many929", "v")
-var bbranch_many930 = sdt.Define1[int]("bbranch", "many930", "v")
-var bbranch_many931 = sdt.Define1[int]("bbranch", "many931", "v")
-var bbranch_many932 = sdt.Define1[int]("bbranch", "many932", "v")
-var bbranch_many933 = sdt.Define1[int]("bbranch", "many933", "v")
-var bbranch_many934 = sdt.Define1[int]("bbranch", "many934", "v")
-var bbranch_many935 = sdt.Define1[int]("bbranch", "many935", "v")
-var bbranch_many936 = sdt.Define1[int]("bbranch", "many936", "v")
-var bbranch_many937 = sdt.Define1[int]("bbranch", "many937", "v")
-var bbranch_many938 = sdt.Define1[int]("bbranch", "many938", "v")
-var bbranch_many939 = sdt.Define1[int]("bbranch", "many939", "v")
-var bbranch_many940 = sdt.Define1[int]("bbranch", "many940", "v")
-var bbranch_many941 = sdt.Define1[int]("bbranch", "many941", "v")
-var bbranch_many942 = sdt.Define1[int]("bbranch", "many942", "v")
-var bbranch_many943 = sdt.Define1[int]("bbranch", "many943", "v")
-var bbranch_many944 = sdt.Define1[int]("bbranch", "many944", "v")
-var bbranch_many945 = sdt.Define1[int]("bbranch", "many945", "v")
-var bbranch_many946 = sdt.Define1[int]("bbranch", "many946", "v")
-var bbranch_many947 = sdt.Define1[int]("bbranch", "many947", "v")
-var bbranch_many948 = sdt.Define1[int]("bbranch", "many948", "v")
-var bbranch_many949 = sdt.Define1[int]("bbranch", "many949", "v")
-var bbranch_many950 = sdt.Define1[int]("bbranch", "many950", "v")
-var bbranch_many951 = sdt.Define1[int]("bbranch", "many951", "v")
-var bbranch_many952 = sdt.Define1[int]("bbranch", "many952", "v")
-var bbranch_many953 = sdt.Define1[int]("bbranch", "many953", "v")
-var bbranch_many954 = sdt.Define1[int]("bbranch", "many954", "v")
-var bbranch_many955 = sdt.Define1[int]("bbranch", "many955", "v")
-var bbranch_many956 = sdt.Define1[int]("bbranch", "many956", "v")
-var bbranch_many957 = sdt.Define1[int]("bbranch", "many957", "v")
-var bbranch_many958 = sdt.Define1[int]("bbranch", "many958", "v")
-var bbranch_many959 = sdt.Define1[int]("bbranch", "many959", "v")
-var bbranch_many960 = sdt.Define1[int]("bbranch", "many960", "v")
-var bbranch_many961 = sdt.Define1[int]("bbranch", "many961", "v")
-var bbranch_many962 = sdt.Define1[int]("bbranch", "many962", "v")
-var bbranch_many963 = sdt.Define1[int]("bbranch", "many963", "v")
-var bbranch_many964 = sdt.Define1[int]("bbranch", "many964", "v")
-var bbranch_many965 = sdt.Define1[int]("bbranch", "many965", "v")
-var bbranch_many966 = sdt.Define1[int]("bbranch", "many966", "v")
-var bbranch_many967 = sdt.Define1[int]("bbranch", "many967", "v")
-var bbranch_many968 = sdt.Define1[int]("bbranch", "many968", "v")
-var bbranch_many969 = sdt.Define1[int]("bbranch", "many969", "v")
-var bbranch_many970 = sdt.Define1[int]("bbranch", "many970", "v")
-var bbranch_many971 = sdt.Define1[int]("bbranch", "many971", "v")
-var bbranch_many972 = sdt.Define1[int]("bbranch", "many972", "v")
-var bbranch_many973 = sdt.Define1[int]("bbranch", "many973", "v")
-var bbranch_many974 = sdt.Define1[int]("bbranch", "many974", "v")
-var bbranch_many975 = sdt.Define1[int]("bbranch", "many975", "v")
-var bbranch_many976 = sdt.Define1[int]("bbranch", "many976", "v")
-var bbranch_many977 = sdt.Define1[int]("bbranch", "many977", "v")
-var bbranch_many978 = sdt.Define1[int]("bbranch", "many978", "v")
-var bbranch_many979 = sdt.Define1[int]("bbranch", "many979", "v")
-var bbranch_many980 = sdt.Define1[int]("bbranch", "many980", "v")
-var bbranch_many981 = sdt.Define1[int]("bbranch", "many981", "v")
-var bbranch_many982 = sdt.Define1[int]("bbranch", "many982", "v")
-var bbranch_many983 = sdt.Define1[int]("bbranch", "many983", "v")
-var bbranch_many984 = sdt.Define1[int]("bbranch", "many984", "v")
-var bbranch_many985 = sdt.Define1[int]("bbranch", "many985", "v")
-var bbranch_many986 = sdt.Define1[int]("bbranch", "many986", "v")
-var bbranch_many987 = sdt.Define1[int]("bbranch", "many987", "v")
-var bbranch_many988 = sdt.Define1[int]("bbranch", "many988", "v")
-var bbranch_many989 = sdt.Define1[int]("bbranch", "many989", "v")
-var bbranch_many990 = sdt.Define1[int]("bbranch", "many990", "v")
-var bbranch_many991 = sdt.Define1[int]("bbranch", "many991", "v")
-var bbranch_many992 = sdt.Define1[int]("bbranch", "many992", "v")
-var bbranch_many993 = sdt.Define1[int]("bbranch", "many993", "v")
-var bbranch_many994 = sdt.Define1[int]("bbranch", "many994", "v")
-var bbranch_many995 = sdt.Define1[int]("bbranch", "many995", "v")
-var bbranch_many996 = sdt.Define1[int]("bbranch", "many996", "v")
-var bbranch_many997 = sdt.Define1[int]("bbranch", "many997", "v")
-var bbranch_many998 = sdt.Define1[int]("bbranch", "many998", "v")
-var bbranch_many999 = sdt.Define1[int]("bbranch", "many999", "v")
-var bbranch_many1000 = sdt.Define1[int]("bbranch", "many1000", "v")
-var bbranch_many1001 = sdt.Define1[int]("bbranch", "many1001", "v")
-var bbranch_many1002 = sdt.Define1[int]("bbranch", "many1002", "v")
-var bbranch_many1003 = sdt.Define1[int]("bbranch", "many1003", "v")
-var bbranch_many1004 = sdt.Define1[int]("bbranch", "many1004", "v")
-var bbranch_many1005 = sdt.Define1[int]("bbranch", "many1005", "v")
-var bbranch_many1006 = sdt.Define1[int]("bbranch", "many1006", "v")
-var bbranch_many1007 = sdt.Define1[int]("bbranch", "many1007", "v")
-var bbranch_many1008 = sdt.Define1[int]("bbranch", "many1008", "v")
-var bbranch_many1009 = sdt.Define1[int]("bbranch", "many1009", "v")
-var bbranch_many1010 = sdt.Define1[int]("bbranch", "many1010", "v")
-var bbranch_many1011 = sdt.Define1[int]("bbranch", "many1011", "v")
-var bbranch_many1012 = sdt.Define1[int]("bbranch", "many1012", "v")
-var bbranch_many1013 = sdt.Define1[int]("bbranch", "many1013", "v")
-var bbranch_many1014 = sdt.Define1[int]("bbranch", "many1014", "v")
-var bbranch_many1015 = sdt.Define1[int]("bbranch", "many1015", "v")
-var bbranch_many1016 = sdt.Define1[int]("bbranch", "many1016", "v")
-var bbranch_many1017 = sdt.Define1[int]("bbranch", "many1017", "v")
-var bbranch_many1018 = sdt.Define1[int]("bbranch", "many1018", "v")
-var bbranch_many1019 = sdt.Define1[int]("bbranch", "many1019", "v")
-var bbranch_many1020 = sdt.Define1[int]("bbranch", "many1020", "v")
-var bbranch_many1021 = sdt.Define1[int]("bbranch", "many1021", "v")
-var bbranch_many1022 = sdt.Define1[int]("bbranch", "many1022", "v")
-var bbranch_many1023 = sdt.Define1[int]("bbranch", "many1023", "v")
-var bsealed_chain0 = sdt.Define1[int]("bsealed", "chain0", "v")
-var bsealed_wide0 = sdt.Define1[int]("bsealed", "wide0", "v")
-var bsealed_wide1 = sdt.Define1[int]("bsealed", "wide1", "v")
-var bsealed_wide2 = sdt.Define1[int]("bsealed", "wide2", "v")
-var bsealed_wide3 = sdt.Define1[int]("bsealed", "wide3", "v")
-var bsealed_wide4 = sdt.Define1[int]("bsealed", "wide4", "v")
-var bsealed_wide5 = sdt.Define1[int]("bsealed", "wide5", "v")
-var bsealed_wide6 = sdt.Define1[int]("bsealed", "wide6", "v")
-var bsealed_wide7 = sdt.Define1[int]("bsealed", "wide7", "v")
-var bsealed_cold0 = sdt.Define1[int]("bsealed", "cold0", "v")
-var bsealed_many0 = sdt.Define1[int]("bsealed", "many0", "v")
-var bsealed_many1 = sdt.Define1[int]("bsealed", "many1", "v")
-var bsealed_many2 = sdt.Define1[int]("bsealed", "many2", "v")
-var bsealed_many3 = sdt.Define1[int]("bsealed", "many3", "v")
-var bsealed_many4 = sdt.Define1[int]("bsealed", "many4", "v")
-var bsealed_many5 = sdt.Define1[int]("bsealed", "many5", "v")
-var bsealed_many6 = sdt.Define1[int]("bsealed", "many6", "v")
-var bsealed_many7 = sdt.Define1[int]("bsealed", "many7", "v")
-var bsealed_many8 = sdt.Define1[int]("bsealed", "many8", "v")
-var bsealed_many9 = sdt.Define1[int]("bsealed", "many9", "v")
-var bsealed_many10 = sdt.Define1[int]("bsealed", "many10", "v")
-var bsealed_many11 = sdt.Define1[int]("bsealed", "many11", "v")
-var bsealed_many12 = sdt.Define1[int]("bsealed", "many12", "v")
-var bsealed_many13 = sdt.Define1[int]("bsealed", "many13", "v")
-var bsealed_many14 = sdt.Define1[int]("bsealed", "many14", "v")
-var bsealed_many15 = sdt.Define1[int]("bsealed", "many15", "v")
-var bsealed_many16 = sdt.Define1[int]("bsealed", "many16", "v")
-var bsealed_many17 = sdt.Define1[int]("bsealed", "many17", "v")
-var bsealed_many18 = sdt.Define1[int]("bsealed", "many18", "v")
-var bsealed_many19 = sdt.Define1[int]("bsealed", "many19", "v")
-var bsealed_many20 = sdt.Define1[int]("bsealed", "many20", "v")
-var bsealed_many21 = sdt.Define1[int]("bsealed", "many21", "v")
-var bsealed_many22 = sdt.Define1[int]("bsealed", "many22", "v")
-var bsealed_many23 = sdt.Define1[int]("bsealed", "many23", "v")
-var bsealed_many24 = sdt.Define1[int]("bsealed", "many24", "v")
-var bsealed_many25 = sdt.Define1[int]("bsealed", "many25", "v")
-var bsealed_many26 = sdt.Define1[int]("bsealed", "many26", "v")
-var bsealed_many27 = sdt.Define1[int]("bsealed", "many27", "v")
-var bsealed_many28 = sdt.Define1[int]("bsealed", "many28", "v")
-var bsealed_many29 = sdt.Define1[int]("bsealed", "many29", "v")
-var bsealed_many30 = sdt.Define1[int]("bsealed", "many30", "v")
-var bsealed_many31 = sdt.Define1[int]("bsealed", "many31", "v")
-var bsealed_many32 = sdt.Define1[int]("bsealed", "many32", "v")
-var bsealed_many33 = sdt.Define1[int]("bsealed", "many33", "v")
-var bsealed_many34 = sdt.Define1[int]("bsealed", "many34", "v")
-var bsealed_many35 = sdt.Define1[int]("bsealed", "many35", "v")
-var bsealed_many36 = sdt.Define1[int]("bsealed", "many36", "v")
-var bsealed_many37 = sdt.Define1[int]("bsealed", "many37", "v")
-var bsealed_many38 = sdt.Define1[int]("bsealed", "many38", "v")
-var bsealed_many39 = sdt.Define1[int]("bsealed", "many39", "v")
-var bsealed_many40 = sdt.Define1[int]("bsealed", "many40", "v")
-var bsealed_many41 = sdt.Define1[int]("bsealed", "many41", "v")
-var bsealed_many42 = sdt.Define1[int]("bsealed", "many42", "v")
-var bsealed_many43 = sdt.Define1[int]("bsealed", "many43", "v")
-var bsealed_many44 = sdt.Define1[int]("bsealed", "many44", "v")
-var bsealed_many45 = sdt.Define1[int]("bsealed", "many45", "v")
-var bsealed_many46 = sdt.Define1[int]("bsealed", "many46", "v")
-var bsealed_many47 = sdt.Define1[int]("bsealed", "many47", "v")
-var bsealed_many48 = sdt.Define1[int]("bsealed", "many48", "v")
-var bsealed_many49 = sdt.Define1[int]("bsealed", "many49", "v")
-var bsealed_many50 = sdt.Define1[int]("bsealed", "many50", "v")
-var bsealed_many51 = sdt.Define1[int]("bsealed", "many51", "v")
-var bsealed_many52 = sdt.Define1[int]("bsealed", "many52", "v")
-var bsealed_many53 = sdt.Define1[int]("bsealed", "many53", "v")
-var bsealed_many54 = sdt.Define1[int]("bsealed", "many54", "v")
-var bsealed_many55 = sdt.Define1[int]("bsealed", "many55", "v")
-var bsealed_many56 = sdt.Define1[int]("bsealed", "many56", "v")
-var bsealed_many57 = sdt.Define1[int]("bsealed", "many57", "v")
-var bsealed_many58 = sdt.Define1[int]("bsealed", "many58", "v")
-var bsealed_many59 = sdt.Define1[int]("bsealed", "many59", "v")
-var bsealed_many60 = sdt.Define1[int]("bsealed", "many60", "v")
-var bsealed_many61 = sdt.Define1[int]("bsealed", "many61", "v")
-var bsealed_many62 = sdt.Define1[int]("bsealed", "many62", "v")
-var bsealed_many63 = sdt.Define1[int]("bsealed", "many63", "v")
-var bsealed_many64 = sdt.Define1[int]("bsealed", "many64", "v")
-var bsealed_many65 = sdt.Define1[int]("bsealed", "many65", "v")
-var bsealed_many66 = sdt.Define1[int]("bsealed", "many66", "v")
-var bsealed_many67 = sdt.Define1[int]("bsealed", "many67", "v")
-var bsealed_many68 = sdt.Define1[int]("bsealed", "many68", "v")
-var bsealed_many69 = sdt.Define1[int]("bsealed", "many69", "v")
-var bsealed_many70 = sdt.Define1[int]("bsealed", "many70", "v")
-var bsealed_many71 = sdt.Define1[int]("bsealed", "many71", "v")
-var bsealed_many72 = sdt.Define1[int]("bsealed", "many72", "v")
-var bsealed_many73 = sdt.Define1[int]("bsealed", "many73", "v")
-var bsealed_many74 = sdt.Define1[int]("bsealed", "many74", "v")
-var bsealed_many75 = sdt.Define1[int]("bsealed", "many75", "v")
-var bsealed_many76 = sdt.Define1[int]("bsealed", "many76", "v")
-var bsealed_many77 = sdt.Define1[int]("bsealed", "many77", "v")
-var bsealed_many78 = sdt.Define1[int]("bsealed", "many78", "v")
-var bsealed_many79 = sdt.Define1[int]("bsealed", "many79", "v")
-var bsealed_many80 = sdt.Define1[int]("bsealed", "many80", "v")
-var bsealed_many81 = sdt.Define1[int]("bsealed", "many81", "v")
-var bsealed_many82 = sdt.Define1[int]("bsealed", "many82", "v")
-var bsealed_many83 = sdt.Define1[int]("bsealed", "many83", "v")
-var bsealed_many84 = sdt.Define1[int]("bsealed", "many84", "v")
-var bsealed_many85 = sdt.Define1[int]("bsealed", "many85", "v")
-var bsealed_many86 = sdt.Define1[int]("bsealed", "many86", "v")
-var bsealed_many87 = sdt.Define1[int]("bsealed", "many87", "v")
-var bsealed_many88 = sdt.Define1[int]("bsealed", "many88", "v")
-var bsealed_many89 = sdt.Define1[int]("bsealed", "many89", "v")
-var bsealed_many90 = sdt.Define1[int]("bsealed", "many90", "v")
-var bsealed_many91 = sdt.Define1[int]("bsealed", "many91", "v")
-var bsealed_many92 = sdt.Define1[int]("bsealed", "many92", "v")
-var bsealed_many93 = sdt.Define1[int]("bsealed", "many93", "v")
-var bsealed_many94 = sdt.Define1[int]("bsealed", "many94", "v")
-var bsealed_many95 = sdt.Define1[int]("bsealed", "many95", "v")
-var bsealed_many96 = sdt.Define1[int]("bsealed", "many96", "v")
-var bsealed_many97 = sdt.Define1[int]("bsealed", "many97", "v")
-var bsealed_many98 = sdt.Define1[int]("bsealed", "many98", "v")
-var bsealed_many99 = sdt.Define1[int]("bsealed", "many99", "v")
-var bsealed_many100 = sdt.Define1[int]("bsealed", "many100", "v")
-var bsealed_many101 = sdt.Define1[int]("bsealed", "many101", "v")
-var bsealed_many102 = sdt.Define1[int]("bsealed", "many102", "v")
-var bsealed_many103 = sdt.Define1[int]("bsealed", "many103", "v")
-var bsealed_many104 = sdt.Define1[int]("bsealed", "many104", "v")
-var bsealed_many105 = sdt.Define1[int]("bsealed", "many105", "v")
-var bsealed_many106 = sdt.Define1[int]("bsealed", "many106", "v")
-var bsealed_many107 = sdt.Define1[int]("bsealed", "many107", "v")
-var bsealed_many108 = sdt.Define1[int]("bsealed", "many108", "v")
-var bsealed_many109 = sdt.Define1[int]("bsealed", "many109", "v")
-var bsealed_many110 = sdt.Define1[int]("bsealed", "many110", "v")
-var bsealed_many111 = sdt.Define1[int]("bsealed", "many111", "v")
-var bsealed_many112 = sdt.Define1[int]("bsealed", "many112", "v")
-var bsealed_many113 = sdt.Define1[int]("bsealed", "many113", "v")
-var bsealed_many114 = sdt.Define1[int]("bsealed", "many114", "v")
-var bsealed_many115 = sdt.Define1[int]("bsealed", "many115", "v")
-var bsealed_many116 = sdt.Define1[int]("bsealed", "many116", "v")
-var bsealed_many117 = sdt.Define1[int]("bsealed", "many117", "v")
-var bsealed_many118 = sdt.Define1[int]("bsealed", "many118", "v")
-var bsealed_many119 = sdt.Define1[int]("bsealed", "many119", "v")
-var bsealed_many120 = sdt.Define1[int]("bsealed", "many120", "v")
-var bsealed_many121 = sdt.Define1[int]("bsealed", "many121", "v")
-var bsealed_many122 = sdt.Define1[int]("bsealed", "many122", "v")
-var bsealed_many123 = sdt.Define1[int]("bsealed", "many123", "v")
-var bsealed_many124 = sdt.Define1[int]("bsealed", "many124", "v")
-var bsealed_many125 = sdt.Define1[int]("bsealed", "many125", "v")
-var bsealed_many126 = sdt.Define1[int]("bsealed", "many126", "v")
-var bsealed_many127 = sdt.Define1[int]("bsealed", "many127", "v")
-var bsealed_many128 = sdt.Define1[int]("bsealed", "many128", "v")
-var bsealed_many129 = sdt.Define1[int]("bsealed", "many129", "v")
-var bsealed_many130 = sdt.Define1[int]("bsealed", "many130", "v")
-var bsealed_many131 = sdt.Define1[int]("bsealed", "many131", "v")
-var bsealed_many132 = sdt.Define1[int]("bsealed", "many132", "v")
-var bsealed_many133 = sdt.Define1[int]("bsealed", "many133", "v")
-var bsealed_many134 = sdt.Define1[int]("bsealed", "many134", "v")
-var bsealed_many135 = sdt.Define1[int]("bsealed", "many135", "v")
-var bsealed_many136 = sdt.Define1[int]("bsealed", "many136", "v")
-var bsealed_many137 = sdt.Define1[int]("bsealed", "many137", "v")
-var bsealed_many138 = sdt.Define1[int]("bsealed", "many138", "v")
-var bsealed_many139 = sdt.Define1[int]("bsealed", "many139", "v")
-var bsealed_many140 = sdt.Define1[int]("bsealed", "many140", "v")
-var bsealed_many141 = sdt.Define1[int]("bsealed", "many141", "v")
-var bsealed_many142 = sdt.Define1[int]("bsealed", "many142", "v")
-var bsealed_many143 = sdt.Define1[int]("bsealed", "many143", "v")
-var bsealed_many144 = sdt.Define1[int]("bsealed", "many144", "v")
-var bsealed_many145 = sdt.Define1[int]("bsealed", "many145", "v")
-var bsealed_many146 = sdt.Define1[int]("bsealed", "many146", "v")
-var bsealed_many147 = sdt.Define1[int]("bsealed", "many147", "v")
-var bsealed_many148 = sdt.Define1[int]("bsealed", "many148", "v")
-var bsealed_many149 = sdt.Define1[int]("bsealed", "many149", "v")
-var bsealed_many150 = sdt.Define1[int]("bsealed", "many150", "v")
-var bsealed_many151 = sdt.Define1[int]("bsealed", "many151", "v")
-var bsealed_many152 = sdt.Define1[int]("bsealed", "many152", "v")
-var bsealed_many153 = sdt.Define1[int]("bsealed", "many153", "v")
-var bsealed_many154 = sdt.Define1[int]("bsealed", "many154", "v")
-var bsealed_many155 = sdt.Define1[int]("bsealed", "many155", "v")
-var bsealed_many156 = sdt.Define1[int]("bsealed", "many156", "v")
-var bsealed_many157 = sdt.Define1[int]("bsealed", "many157", "v")
-var bsealed_many158 = sdt.Define1[int]("bsealed", "many158", "v")
-var bsealed_many159 = sdt.Define1[int]("bsealed", "many159", "v")
-var bsealed_many160 = sdt.Define1[int]("bsealed", "many160", "v")
-var bsealed_many161 = sdt.Define1[int]("bsealed", "many161", "v")
-var bsealed_many162 = sdt.Define1[int]("bsealed", "many162", "v")
-var bsealed_many163 = sdt.Define1[int]("bsealed", "many163", "v")
-var bsealed_many164 = sdt.Define1[int]("bsealed", "many164", "v")
-var bsealed_many165 = sdt.Define1[int]("bsealed", "many165", "v")
-var bsealed_many166 = sdt.Define1[int]("bsealed", "many166", "v")
-var bsealed_many167 = sdt.Define1[int]("bsealed", "many167", "v")
-var bsealed_many168 = sdt.Define1[int]("bsealed", "many168", "v")
-var bsealed_many169 = sdt.Define1[int]("bsealed", "many169", "v")
-var bsealed_many170 = sdt.Define1[int]("bsealed", "many170", "v")
-var bsealed_many171 = sdt.Define1[int]("bsealed", "many171", "v")
-var bsealed_many172 = sdt.Define1[int]("bsealed", "many172", "v")
-var bsealed_many173 = sdt.Define1[int]("bsealed", "many173", "v")
-var bsealed_many174 = sdt.Define1[int]("bsealed", "many174", "v")
-var bsealed_many175 = sdt.Define1[int]("bsealed", "many175", "v")
-var bsealed_many176 = sdt.Define1[int]("bsealed", "many176", "v")
-var bsealed_many177 = sdt.Define1[int]("bsealed", "many177", "v")
-var bsealed_many178 = sdt.Define1[int]("bsealed", "many178", "v")
-var bsealed_many179 = sdt.Define1[int]("bsealed", "many179", "v")
-var bsealed_many180 = sdt.Define1[int]("bsealed", "many180", "v")
-var bsealed_many181 = sdt.Define1[int]("bsealed", "many181", "v")
-var bsealed_many182 = sdt.Define1[int]("bsealed", "many182", "v")
-var bsealed_many183 = sdt.Define1[int]("bsealed", "many183", "v")
-var bsealed_many184 = sdt.Define1[int]("bsealed", "many184", "v")
-var bsealed_many185 = sdt.Define1[int]("bsealed", "many185", "v")
-var bsealed_many186 = sdt.Define1[int]("bsealed", "many186", "v")
-var bsealed_many187 = sdt.Define1[int]("bsealed", "many187", "v")
-var bsealed_many188 = sdt.Define1[int]("bsealed", "many188", "v")
-var bsealed_many189 = sdt.Define1[int]("bsealed", "many189", "v")
-var bsealed_many190 = sdt.Define1[int]("bsealed", "many190", "v")
-var bsealed_many191 = sdt.Define1[int]("bsealed", "many191", "v")
-var bsealed_many192 = sdt.Define1[int]("bsealed", "many192", "v")
-var bsealed_many193 = sdt.Define1[int]("bsealed", "many193", "v")
-var bsealed_many194 = sdt.Define1[int]("bsealed", "many194", "v")
-var bsealed_many195 = sdt.Define1[int]("bsealed", "many195", "v")
-var bsealed_many196 = sdt.Define1[int]("bsealed", "many196", "v")
-var bsealed_many197 = sdt.Define1[int]("bsealed", "many197", "v")
-var bsealed_many198 = sdt.Define1[int]("bsealed", "many198", "v")
-var bsealed_many199 = sdt.Define1[int]("bsealed", "many199", "v")
-var bsealed_many200 = sdt.Define1[int]("bsealed", "many200", "v")
-var bsealed_many201 = sdt.Define1[int]("bsealed", "many201", "v")
-var bsealed_many202 = sdt.Define1[int]("bsealed", "many202", "v")
-var bsealed_many203 = sdt.Define1[int]("bsealed", "many203", "v")
-var bsealed_many204 = sdt.Define1[int]("bsealed", "many204", "v")
-var bsealed_many205 = sdt.Define1[int]("bsealed", "many205", "v")
-var bsealed_many206 = sdt.Define1[int]("bsealed", "many206", "v")
-var bsealed_many207 = sdt.Define1[int]("bsealed", "many207", "v")
-var bsealed_many208 = sdt.Define1[int]("bsealed", "many208", "v")
-var bsealed_many209 = sdt.Define1[int]("bsealed", "many209", "v")
-var bsealed_many210 = sdt.Define1[int]("bsealed", "many210", "v")
-var bsealed_many211 = sdt.Define1[int]("bsealed", "many211", "v")
-var bsealed_many212 = sdt.Define1[int]("bsealed", "many212", "v")
-var bsealed_many213 = sdt.Define1[int]("bsealed", "many213", "v")
-var bsealed_many214 = sdt.Define1[int]("bsealed", "many214", "v")
-var bsealed_many215 = sdt.Define1[int]("bsealed", "many215", "v")
-var bsealed_many216 = sdt.Define1[int]("bsealed", "many216", "v")
-var bsealed_many217 = sdt.Define1[int]("bsealed", "many217", "v")
-var bsealed_many218 = sdt.Define1[int]("bsealed", "many218", "v")
-var bsealed_many219 = sdt.Define1[int]("bsealed", "many219", "v")
-var bsealed_many220 = sdt.Define1[int]("bsealed", "many220", "v")
-var bsealed_many221 = sdt.Define1[int]("bsealed", "many221", "v")
-var bsealed_many222 = sdt.Define1[int]("bsealed", "many222", "v")
-var bsealed_many223 = sdt.Define1[int]("bsealed", "many223", "v")
-var bsealed_many224 = sdt.Define1[int]("bsealed", "many224", "v")
-var bsealed_many225 = sdt.Define1[int]("bsealed", "many225", "v")
-var bsealed_many226 = sdt.Define1[int]("bsealed", "many226", "v")
-var bsealed_many227 = sdt.Define1[int]("bsealed", "many227", "v")
-var bsealed_many228 = sdt.Define1[int]("bsealed", "many228", "v")
-var bsealed_many229 = sdt.Define1[int]("bsealed", "many229", "v")
-var bsealed_many230 = sdt.Define1[int]("bsealed", "many230", "v")
-var bsealed_many231 = sdt.Define1[int]("bsealed", "many231", "v")
-var bsealed_many232 = sdt.Define1[int]("bsealed", "many232", "v")
-var bsealed_many233 = sdt.Define1[int]("bsealed", "many233", "v")
-var bsealed_many234 = sdt.Define1[int]("bsealed", "many234", "v")
-var bsealed_many235 = sdt.Define1[int]("bsealed", "many235", "v")
-var bsealed_many236 = sdt.Define1[int]("bsealed", "many236", "v")
-var bsealed_many237 = sdt.Define1[int]("bsealed", "many237", "v")
-var bsealed_many238 = sdt.Define1[int]("bsealed", "many238", "v")
-var bsealed_many239 = sdt.Define1[int]("bsealed", "many239", "v")
-var bsealed_many240 = sdt.Define1[int]("bsealed", "many240", "v")
-var bsealed_many241 = sdt.Define1[int]("bsealed", "many241", "v")
-var bsealed_many242 = sdt.Define1[int]("bsealed", "many242", "v")
-var bsealed_many243 = sdt.Define1[int]("bsealed", "many243", "v")
-var bsealed_many244 = sdt.Define1[int]("bsealed", "many244", "v")
-var bsealed_many245 = sdt.Define1[int]("bsealed", "many245", "v")
-var bsealed_many246 = sdt.Define1[int]("bsealed", "many246", "v")
-var bsealed_many247 = sdt.Define1[int]("bsealed", "many247", "v")
-var bsealed_many248 = sdt.Define1[int]("bsealed", "many248", "v")
-var bsealed_many249 = sdt.Define1[int]("bsealed", "many249", "v")
-var bsealed_many250 = sdt.Define1[int]("bsealed", "many250", "v")
-var bsealed_many251 = sdt.Define1[int]("bsealed", "many251", "v")
-var bsealed_many252 = sdt.Define1[int]("bsealed", "many252", "v")
-var bsealed_many253 = sdt.Define1[int]("bsealed", "many253", "v")
-var bsealed_many254 = sdt.Define1[int]("bsealed", "many254", "v")
-var bsealed_many255 = sdt.Define1[int]("bsealed", "many255", "v")
-var bsealed_many256 = sdt.Define1[int]("bsealed", "many256", "v")
-var bsealed_many257 = sdt.Define1[int]("bsealed", "many257", "v")
-var bsealed_many258 = sdt.Define1[int]("bsealed", "many258", "v")
-var bsealed_many259 = sdt.Define1[int]("bsealed", "many259", "v")
-var bsealed_many260 = sdt.Define1[int]("bsealed", "many260", "v")
-var bsealed_many261 = sdt.Define1[int]("bsealed", "many261", "v")
-var bsealed_many262 = sdt.Define1[int]("bsealed", "many262", "v")
-var bsealed_many263 = sdt.Define1[int]("bsealed", "many263", "v")
-var bsealed_many264 = sdt.Define1[int]("bsealed", "many264", "v")
-var bsealed_many265 = sdt.Define1[int]("bsealed", "many265", "v")
-var bsealed_many266 = sdt.Define1[int]("bsealed", "many266", "v")
-var bsealed_many267 = sdt.Define1[int]("bsealed", "many267", "v")
-var bsealed_many268 = sdt.Define1[int]("bsealed", "many268", "v")
-var bsealed_many269 = sdt.Define1[int]("bsealed", "many269", "v")
-var bsealed_many270 = sdt.Define1[int]("bsealed", "many270", "v")
-var bsealed_many271 = sdt.Define1[int]("bsealed", "many271", "v")
-var bsealed_many272 = sdt.Define1[int]("bsealed", "many272", "v")
-var bsealed_many273 = sdt.Define1[int]("bsealed", "many273", "v")
-var bsealed_many274 = sdt.Define1[int]("bsealed", "many274", "v")
-var bsealed_many275 = sdt.Define1[int]("bsealed", "many275", "v")
-var bsealed_many276 = sdt.Define1[int]("bsealed", "many276", "v")
-var bsealed_many277 = sdt.Define1[int]("bsealed", "many277", "v")
-var bsealed_many278 = sdt.Define1[int]("bsealed", "many278", "v")
-var bsealed_many279 = sdt.Define1[int]("bsealed", "many279", "v")
-var bsealed_many280 = sdt.Define1[int]("bsealed", "many280", "v")
-var bsealed_many281 = sdt.Define1[int]("bsealed", "many281", "v")
-var bsealed_many282 = sdt.Define1[int]("bsealed", "many282", "v")
-var bsealed_many283 = sdt.Define1[int]("bsealed", "many283", "v")
-var bsealed_many284 = sdt.Define1[int]("bsealed", "many284", "v")
-var bsealed_many285 = sdt.Define1[int]("bsealed", "many285", "v")
-var bsealed_many286 = sdt.Define1[int]("bsealed", "many286", "v")
-var bsealed_many287 = sdt.Define1[int]("bsealed", "many287", "v")
-var bsealed_many288 = sdt.Define1[int]("bsealed", "many288", "v")
-var bsealed_many289 = sdt.Define1[int]("bsealed", "many289", "v")
-var bsealed_many290 = sdt.Define1[int]("bsealed", "many290", "v")
-var bsealed_many291 = sdt.Define1[int]("bsealed", "many291", "v")
-var bsealed_many292 = sdt.Define1[int]("bsealed", "many292", "v")
-var bsealed_many293 = sdt.Define1[int]("bsealed", "many293", "v")
-var bsealed_many294 = sdt.Define1[int]("bsealed", "many294", "v")
-var bsealed_many295 = sdt.Define1[int]("bsealed", "many295", "v")
-var bsealed_many296 = sdt.Define1[int]("bsealed", "many296", "v")
-var bsealed_many297 = sdt.Define1[int]("bsealed", "many297", "v")
-var bsealed_many298 = sdt.Define1[int]("bsealed", "many298", "v")
-var bsealed_many299 = sdt.Define1[int]("bsealed", "many299", "v")
-var bsealed_many300 = sdt.Define1[int]("bsealed", "many300", "v")
-var bsealed_many301 = sdt.Define1[int]("bsealed", "many301", "v")
-var bsealed_many302 = sdt.Define1[int]("bsealed", "many302", "v")
-var bsealed_many303 = sdt.Define1[int]("bsealed", "many303", "v")
-var bsealed_many304 = sdt.Define1[int]("bsealed", "many304", "v")
-var bsealed_many305 = sdt.Define1[int]("bsealed", "many305", "v")
-var bsealed_many306 = sdt.Define1[int]("bsealed", "many306", "v")
-var bsealed_many307 = sdt.Define1[int]("bsealed", "many307", "v")
-var bsealed_many308 = sdt.Define1[int]("bsealed", "many308", "v")
-var bsealed_many309 = sdt.Define1[int]("bsealed", "many309", "v")
-var bsealed_many310 = sdt.Define1[int]("bsealed", "many310", "v")
-var bsealed_many311 = sdt.Define1[int]("bsealed", "many311", "v")
-var bsealed_many312 = sdt.Define1[int]("bsealed", "many312", "v")
-var bsealed_many313 = sdt.Define1[int]("bsealed", "many313", "v")
-var bsealed_many314 = sdt.Define1[int]("bsealed", "many314", "v")
-var bsealed_many315 = sdt.Define1[int]("bsealed", "many315", "v")
-var bsealed_many316 = sdt.Define1[int]("bsealed", "many316", "v")
-var bsealed_many317 = sdt.Define1[int]("bsealed", "many317", "v")
-var bsealed_many318 = sdt.Define1[int]("bsealed", "many318", "v")
-var bsealed_many319 = sdt.Define1[int]("bsealed", "many319", "v")
-var bsealed_many320 = sdt.Define1[int]("bsealed", "many320", "v")
-var bsealed_many321 = sdt.Define1[int]("bsealed", "many321", "v")
-var bsealed_many322 = sdt.Define1[int]("bsealed", "many322", "v")
-var bsealed_many323 = sdt.Define1[int]("bsealed", "many323", "v")
-var bsealed_many324 = sdt.Define1[int]("bsealed", "many324", "v")
-var bsealed_many325 = sdt.Define1[int]("bsealed", "many325", "v")
-var bsealed_many326 = sdt.Define1[int]("bsealed", "many326", "v")
-var bsealed_many327 = sdt.Define1[int]("bsealed", "many327", "v")
-var bsealed_many328 = sdt.Define1[int]("bsealed", "many328", "v")
-var bsealed_many329 = sdt.Define1[int]("bsealed", "many329", "v")
-var bsealed_many330 = sdt.Define1[int]("bsealed", "many330", "v")
-var bsealed_many331 = sdt.Define1[int]("bsealed", "many331", "v")
-var bsealed_many332 = sdt.Define1[int]("bsealed", "many332", "v")
-var bsealed_many333 = sdt.Define1[int]("bsealed", "many333", "v")
-var bsealed_many334 = sdt.Define1[int]("bsealed", "many334", "v")
-var bsealed_many335 = sdt.Define1[int]("bsealed", "many335", "v")
-var bsealed_many336 = sdt.Define1[int]("bsealed", "many336", "v")
-var bsealed_many337 = sdt.Define1[int]("bsealed", "many337", "v")
-var bsealed_many338 = sdt.Define1[int]("bsealed", "many338", "v")
-var bsealed_many339 = sdt.Define1[int]("bsealed", "many339", "v")
-var bsealed_many340 = sdt.Define1[int]("bsealed", "many340", "v")
-var bsealed_many341 = sdt.Define1[int]("bsealed", "many341", "v")
-var bsealed_many342 = sdt.Define1[int]("bsealed", "many342", "v")
-var bsealed_many343 = sdt.Define1[int]("bsealed", "many343", "v")
-var bsealed_many344 = sdt.Define1[int]("bsealed", "many344", "v")
-var bsealed_many345 = sdt.Define1[int]("bsealed", "many345", "v")
-var bsealed_many346 = sdt.Define1[int]("bsealed", "many346", "v")
-var bsealed_many347 = sdt.Define1[int]("bsealed", "many347", "v")
-var bsealed_many348 = sdt.Define1[int]("bsealed", "many348", "v")
-var bsealed_many349 = sdt.Define1[int]("bsealed", "many349", "v")
-var bsealed_many350 = sdt.Define1[int]("bsealed", "many350", "v")
-var bsealed_many351 = sdt.Define1[int]("bsealed", "many351", "v")
-var bsealed_many352 = sdt.Define1[int]("bsealed", "many352", "v")
-var bsealed_many353 = sdt.Define1[int]("bsealed", "many353", "v")
-var bsealed_many354 = sdt.Define1[int]("bsealed", "many354", "v")
-var bsealed_many355 = sdt.Define1[int]("bsealed", "many355", "v")
-var bsealed_many356 = sdt.Define1[int]("bsealed", "many356", "v")
-var bsealed_many357 = sdt.Define1[int]("bsealed", "many357", "v")
-var bsealed_many358 = sdt.Define1[int]("bsealed", "many358", "v")
-var bsealed_many359 = sdt.Define1[int]("bsealed", "many359", "v")
-var bsealed_many360 = sdt.Define1[int]("bsealed", "many360", "v")
-var bsealed_many361 = sdt.Define1[int]("bsealed", "many361", "v")
-var bsealed_many362 = sdt.Define1[int]("bsealed", "many362", "v")
-var bsealed_many363 = sdt.Define1[int]("bsealed", "many363", "v")
-var bsealed_many364 = sdt.Define1[int]("bsealed", "many364", "v")
-var bsealed_many365 = sdt.Define1[int]("bsealed", "many365", "v")
-var bsealed_many366 = sdt.Define1[int]("bsealed", "many366", "v")
-var bsealed_many367 = sdt.Define1[int]("bsealed", "many367", "v")
-var bsealed_many368 = sdt.Define1[int]("bsealed", "many368", "v")
-var bsealed_many369 = sdt.Define1[int]("bsealed", "many369", "v")
-var bsealed_many370 = sdt.Define1[int]("bsealed", "many370", "v")
-var bsealed_many371 = sdt.Define1[int]("bsealed", "many371", "v")
-var bsealed_many372 = sdt.Define1[int]("bsealed", "many372", "v")
-var bsealed_many373 = sdt.Define1[int]("bsealed", "many373", "v")
-var bsealed_many374 = sdt.Define1[int]("bsealed", "many374", "v")
-var bsealed_many375 = sdt.Define1[int]("bsealed", "many375", "v")
-var bsealed_many376 = sdt.Define1[int]("bsealed", "many376", "v")
-var bsealed_many377 = sdt.Define1[int]("bsealed", "many377", "v")
-var bsealed_many378 = sdt.Define1[int]("bsealed", "many378", "v")
-var bsealed_many379 = sdt.Define1[int]("bsealed", "many379", "v")
-var bsealed_many380 = sdt.Define1[int]("bsealed", "many380", "v")
-var bsealed_many381 = sdt.Define1[int]("bsealed", "many381", "v")
-var bsealed_many382 = sdt.Define1[int]("bsealed", "many382", "v")
-var bsealed_many383 = sdt.Define1[int]("bsealed", "many383", "v")
-var bsealed_many384 = sdt.Define1[int]("bsealed", "many384", "v")
-var bsealed_many385 = sdt.Define1[int]("bsealed", "many385", "v")
-var bsealed_many386 = sdt.Define1[int]("bsealed", "many386", "v")
-var bsealed_many387 = sdt.Define1[int]("bsealed", "many387", "v")
-var bsealed_many388 = sdt.Define1[int]("bsealed", "many388", "v")
-var bsealed_many389 = sdt.Define1[int]("bsealed", "many389", "v")
-var bsealed_many390 = sdt.Define1[int]("bsealed", "many390", "v")
-var bsealed_many391 = sdt.Define1[int]("bsealed", "many391", "v")
-var bsealed_many392 = sdt.Define1[int]("bsealed", "many392", "v")
-var bsealed_many393 = sdt.Define1[int]("bsealed", "many393", "v")
-var bsealed_many394 = sdt.Define1[int]("bsealed", "many394", "v")
-var bsealed_many395 = sdt.Define1[int]("bsealed", "many395", "v")
-var bsealed_many396 = sdt.Define1[int]("bsealed", "many396", "v")
-var bsealed_many397 = sdt.Define1[int]("bsealed", "many397", "v")
-var bsealed_many398 = sdt.Define1[int]("bsealed", "many398", "v")
-var bsealed_many399 = sdt.Define1[int]("bsealed", "many399", "v")
-var bsealed_many400 = sdt.Define1[int]("bsealed", "many400", "v")
-var bsealed_many401 = sdt.Define1[int]("bsealed", "many401", "v")
-var bsealed_many402 = sdt.Define1[int]("bsealed", "many402", "v")
-var bsealed_many403 = sdt.Define1[int]("bsealed", "many403", "v")
-var bsealed_many404 = sdt.Define1[int]("bsealed", "many404", "v")
-var bsealed_many405 = sdt.Define1[int]("bsealed", "many405", "v")
-var bsealed_many406 = sdt.Define1[int]("bsealed", "many406", "v")
-var bsealed_many407 = sdt.Define1[int]("bsealed", "many407", "v")
-var bsealed_many408 = sdt.Define1[int]("bsealed", "many408", "v")
-var bsealed_many409 = sdt.Define1[int]("bsealed", "many409", "v")
-var bsealed_many410 = sdt.Define1[int]("bsealed", "many410", "v")
-var bsealed_many411 = sdt.Define1[int]("bsealed", "many411", "v")
-var bsealed_many412 = sdt.Define1[int]("bsealed", "many412", "v")
-var bsealed_many413 = sdt.Define1[int]("bsealed", "many413", "v")
-var bsealed_many414 = sdt.Define1[int]("bsealed", "many414", "v")
-var bsealed_many415 = sdt.Define1[int]("bsealed", "many415", "v")
-var bsealed_many416 = sdt.Define1[int]("bsealed", "many416", "v")
-var bsealed_many417 = sdt.Define1[int]("bsealed", "many417", "v")
-var bsealed_many418 = sdt.Define1[int]("bsealed", "many418", "v")
-var bsealed_many419 = sdt.Define1[int]("bsealed", "many419", "v")
-var bsealed_many420 = sdt.Define1[int]("bsealed", "many420", "v")
-var bsealed_many421 = sdt.Define1[int]("bsealed", "many421", "v")
-var bsealed_many422 = sdt.Define1[int]("bsealed", "many422", "v")
-var bsealed_many423 = sdt.Define1[int]("bsealed", "many423", "v")
-var bsealed_many424 = sdt.Define1[int]("bsealed", "many424", "v")
-var bsealed_many425 = sdt.Define1[int]("bsealed", "many425", "v")
-var bsealed_many426 = sdt.Define1[int]("bsealed", "many426", "v")
-var bsealed_many427 = sdt.Define1[int]("bsealed", "many427", "v")
-var bsealed_many428 = sdt.Define1[int]("bsealed", "many428", "v")
-var bsealed_many429 = sdt.Define1[int]("bsealed", "many429", "v")
-var bsealed_many430 = sdt.Define1[int]("bsealed", "many430", "v")
-var bsealed_many431 = sdt.Define1[int]("bsealed", "many431", "v")
-var bsealed_many432 = sdt.Define1[int]("bsealed", "many432", "v")
-var bsealed_many433 = sdt.Define1[int]("bsealed", "many433", "v")
-var bsealed_many434 = sdt.Define1[int]("bsealed", "many434", "v")
-var bsealed_many435 = sdt.Define1[int]("bsealed", "many435", "v")
-var bsealed_many436 = sdt.Define1[int]("bsealed", "many436", "v")
-var bsealed_many437 = sdt.Define1[int]("bsealed", "many437", "v")
-var bsealed_many438 = sdt.Define1[int]("bsealed", "many438", "v")
-var bsealed_many439 = sdt.Define1[int]("bsealed", "many439", "v")
-var bsealed_many440 = sdt.Define1[int]("bsealed", "many440", "v")
-var bsealed_many441 = sdt.Define1[int]("bsealed", "many441", "v")
-var bsealed_many442 = sdt.Define1[int]("bsealed", "many442", "v")
-var bsealed_many443 = sdt.Define1[int]("bsealed", "many443", "v")
-var bsealed_many444 = sdt.Define1[int]("bsealed", "many444", "v")
-var bsealed_many445 = sdt.Define1[int]("bsealed", "many445", "v")
-var bsealed_many446 = sdt.Define1[int]("bsealed", "many446", "v")
-var bsealed_many447 = sdt.Define1[int]("bsealed", "many447", "v")
-var bsealed_many448 = sdt.Define1[int]("bsealed", "many448", "v")
-var bsealed_many449 = sdt.Define1[int]("bsealed", "many449", "v")
-var bsealed_many450 = sdt.Define1[int]("bsealed", "many450", "v")
-var bsealed_many451 = sdt.Define1[int]("bsealed", "many451", "v")
-var bsealed_many452 = sdt.Define1[int]("bsealed", "many452", "v")
-var bsealed_many453 = sdt.Define1[int]("bsealed", "many453", "v")
-var bsealed_many454 = sdt.Define1[int]("bsealed", "many454", "v")
-var bsealed_many455 = sdt.Define1[int]("bsealed", "many455", "v")
-var bsealed_many456 = sdt.Define1[int]("bsealed", "many456", "v")
-var bsealed_many457 = sdt.Define1[int]("bsealed", "many457", "v")
-var bsealed_many458 = sdt.Define1[int]("bsealed", "many458", "v")
-var bsealed_many459 = sdt.Define1[int]("bsealed", "many459", "v")
-var bsealed_many460 = sdt.Define1[int]("bsealed", "many460", "v")
-var bsealed_many461 = sdt.Define1[int]("bsealed", "many461", "v")
-var bsealed_many462 = sdt.Define1[int]("bsealed", "many462", "v")
-var bsealed_many463 = sdt.Define1[int]("bsealed", "many463", "v")
-var bsealed_many464 = sdt.Define1[int]("bsealed", "many464", "v")
-var bsealed_many465 = sdt.Define1[int]("bsealed", "many465", "v")
-var bsealed_many466 = sdt.Define1[int]("bsealed", "many466", "v")
-var bsealed_many467 = sdt.Define1[int]("bsealed", "many467", "v")
-var bsealed_many468 = sdt.Define1[int]("bsealed", "many468", "v")
-var bsealed_many469 = sdt.Define1[int]("bsealed", "many469", "v")
-var bsealed_many470 = sdt.Define1[int]("bsealed", "many470", "v")
-var bsealed_many471 = sdt.Define1[int]("bsealed", "many471", "v")
-var bsealed_many472 = sdt.Define1[int]("bsealed", "many472", "v")
-var bsealed_many473 = sdt.Define1[int]("bsealed", "many473", "v")
-var bsealed_many474 = sdt.Define1[int]("bsealed", "many474", "v")
-var bsealed_many475 = sdt.Define1[int]("bsealed", "many475", "v")
-var bsealed_many476 = sdt.Define1[int]("bsealed", "many476", "v")
-var bsealed_many477 = sdt.Define1[int]("bsealed", "many477", "v")
-var bsealed_many478 = sdt.Define1[int]("bsealed", "many478", "v")
-var bsealed_many479 = sdt.Define1[int]("bsealed", "many479", "v")
-var bsealed_many480 = sdt.Define1[int]("bsealed", "many480", "v")
-var bsealed_many481 = sdt.Define1[int]("bsealed", "many481", "v")
-var bsealed_many482 = sdt.Define1[int]("bsealed", "many482", "v")
-var bsealed_many483 = sdt.Define1[int]("bsealed", "many483", "v")
-var bsealed_many484 = sdt.Define1[int]("bsealed", "many484", "v")
-var bsealed_many485 = sdt.Define1[int]("bsealed", "many485", "v")
-var bsealed_many486 = sdt.Define1[int]("bsealed", "many486", "v")
-var bsealed_many487 = sdt.Define1[int]("bsealed", "many487", "v")
-var bsealed_many488 = sdt.Define1[int]("bsealed", "many488", "v")
-var bsealed_many489 = sdt.Define1[int]("bsealed", "many489", "v")
-var bsealed_many490 = sdt.Define1[int]("bsealed", "many490", "v")
-var bsealed_many491 = sdt.Define1[int]("bsealed", "many491", "v")
-var bsealed_many492 = sdt.Define1[int]("bsealed", "many492", "v")
-var bsealed_many493 = sdt.Define1[int]("bsealed", "many493", "v")
-var bsealed_many494 = sdt.Define1[int]("bsealed", "many494", "v")
-var bsealed_many495 = sdt.Define1[int]("bsealed", "many495", "v")
-var bsealed_many496 = sdt.Define1[int]("bsealed", "many496", "v")
-var bsealed_many497 = sdt.Define1[int]("bsealed", "many497", "v")
-var bsealed_many498 = sdt.Define1[int]("bsealed", "many498", "v")
-var bsealed_many499 = sdt.Define1[int]("bsealed", "many499", "v")
-var bsealed_many500 = sdt.Define1[int]("bsealed", "many500", "v")
-var bsealed_many501 = sdt.Define1[int]("bsealed", "many501", "v")
-var bsealed_many502 = sdt.Define1[int]("bsealed", "many502", "v")
-var bsealed_many503 = sdt.Define1[int]("bsealed", "many503", "v")
-var bsealed_many504 = sdt.Define1[int]("bsealed", "many504", "v")
-var bsealed_many505 = sdt.Define1[int]("bsealed", "many505", "v")
-var bsealed_many506 = sdt.Define1[int]("bsealed", "many506", "v")
-var bsealed_many507 = sdt.Define1[int]("bsealed", "many507", "v")
-var bsealed_many508 = sdt.Define1[int]("bsealed", "many508", "v")
-var bsealed_many509 = sdt.Define1[int]("bsealed", "many509", "v")
-var bsealed_many510 = sdt.Define1[int]("bsealed", "many510", "v")
-var bsealed_many511 = sdt.Define1[int]("bsealed", "many511", "v")
-var bsealed_many512 = sdt.Define1[int]("bsealed", "many512", "v")
-var bsealed_many513 = sdt.Define1[int]("bsealed", "many513", "v")
-var bsealed_many514 = sdt.Define1[int]("bsealed", "many514", "v")
-var bsealed_many515 = sdt.Define1[int]("bsealed", "many515", "v")
-var bsealed_many516 = sdt.Define1[int]("bsealed", "many516", "v")
-var bsealed_many517 = sdt.Define1[int]("bsealed", "many517", "v")
-var bsealed_many518 = sdt.Define1[int]("bsealed", "many518", "v")
-var bsealed_many519 = sdt.Define1[int]("bsealed", "many519", "v")
-var bsealed_many520 = sdt.Define1[int]("bsealed", "many520", "v")
-var bsealed_many521 = sdt.Define1[int]("bsealed", "many521", "v")
-var bsealed_many522 = sdt.Define1[int]("bsealed", "many522", "v")
-var bsealed_many523 = sdt.Define1[int]("bsealed", "many523", "v")
-var bsealed_many524 = sdt.Define1[int]("bsealed", "many524", "v")
-var bsealed_many525 = sdt.Define1[int]("bsealed", "many525", "v")
-var bsealed_many526 = sdt.Define1[int]("bsealed", "many526", "v")
-var bsealed_many527 = sdt.Define1[int]("bsealed", "many527", "v")
-var bsealed_many528 = sdt.Define1[int]("bsealed", "many528", "v")
-var bsealed_many529 = sdt.Define1[int]("bsealed", "many529", "v")
-var bsealed_many530 = sdt.Define1[int]("bsealed", "many530", "v")
-var bsealed_many531 = sdt.Define1[int]("bsealed", "many531", "v")
-var bsealed_many532 = sdt.Define1[int]("bsealed", "many532", "v")
-var bsealed_many533 = sdt.Define1[int]("bsealed", "many533", "v")
-var bsealed_many534 = sdt.Define1[int]("bsealed", "many534", "v")
-var bsealed_many535 = sdt.Define1[int]("bsealed", "many535", "v")
-var bsealed_many536 = sdt.Define1[int]("bsealed", "many536", "v")
-var bsealed_many537 = sdt.Define1[int]("bsealed", "many537", "v")
-var bsealed_many538 = sdt.Define1[int]("bsealed", "many538", "v")
-var bsealed_many539 = sdt.Define1[int]("bsealed", "many539", "v")
-var bsealed_many540 = sdt.Define1[int]("bsealed", "many540", "v")
-var bsealed_many541 = sdt.Define1[int]("bsealed", "many541", "v")
-var bsealed_many542 = sdt.Define1[int]("bsealed", "many542", "v")
-var bsealed_many543 = sdt.Define1[int]("bsealed", "many543", "v")
-var bsealed_many544 = sdt.Define1[int]("bsealed", "many544", "v")
-var bsealed_many545 = sdt.Define1[int]("bsealed", "many545", "v")
-var bsealed_many546 = sdt.Define1[int]("bsealed", "many546", "v")
-var bsealed_many547 = sdt.Define1[int]("bsealed", "many547", "v")
-var bsealed_many548 = sdt.Define1[int]("bsealed", "many548", "v")
-var bsealed_many549 = sdt.Define1[int]("bsealed", "many549", "v")
-var bsealed_many550 = sdt.Define1[int]("bsealed", "many550", "v")
-var bsealed_many551 = sdt.Define1[int]("bsealed", "many551", "v")
-var bsealed_many552 = sdt.Define1[int]("bsealed", "many552", "v")
-var bsealed_many553 = sdt.Define1[int]("bsealed", "many553", "v")
-var bsealed_many554 = sdt.Define1[int]("bsealed", "many554", "v")
-var bsealed_many555 = sdt.Define1[int]("bsealed", "many555", "v")
-var bsealed_many556 = sdt.Define1[int]("bsealed", "many556", "v")
-var bsealed_many557 = sdt.Define1[int]("bsealed", "many557", "v")
-var bsealed_many558 = sdt.Define1[int]("bsealed", "many558", "v")
-var bsealed_many559 = sdt.Define1[int]("bsealed", "many559", "v")
-var bsealed_many560 = sdt.Define1[int]("bsealed", "many560", "v")
-var bsealed_many561 = sdt.Define1[int]("bsealed", "many561", "v")
-var bsealed_many562 = sdt.Define1[int]("bsealed", "many562", "v")
-var bsealed_many563 = sdt.Define1[int]("bsealed", "many563", "v")
-var bsealed_many564 = sdt.Define1[int]("bsealed", "many564", "v")
-var bsealed_many565 = sdt.Define1[int]("bsealed", "many565", "v")
-var bsealed_many566 = sdt.Define1[int]("bsealed", "many566", "v")
-var bsealed_many567 = sdt.Define1[int]("bsealed", "many567", "v")
-var bsealed_many568 = sdt.Define1[int]("bsealed", "many568", "v")
-var bsealed_many569 = sdt.Define1[int]("bsealed", "many569", "v")
-var bsealed_many570 = sdt.Define1[int]("bsealed", "many570", "v")
-var bsealed_many571 = sdt.Define1[int]("bsealed", "many571", "v")
-var bsealed_many572 = sdt.Define1[int]("bsealed", "many572", "v")
-var bsealed_many573 = sdt.Define1[int]("bsealed", "many573", "v")
-var bsealed_many574 = sdt.Define1[int]("bsealed", "many574", "v")
-var bsealed_many575 = sdt.Define1[int]("bsealed", "many575", "v")
-var bsealed_many576 = sdt.Define1[int]("bsealed", "many576", "v")
-var bsealed_many577 = sdt.Define1[int]("bsealed", "many577", "v")
-var bsealed_many578 = sdt.Define1[int]("bsealed", "many578", "v")
-var bsealed_many579 = sdt.Define1[int]("bsealed", "many579", "v")
-var bsealed_many580 = sdt.Define1[int]("bsealed", "many580", "v")
-var bsealed_many581 = sdt.Define1[int]("bsealed", "many581", "v")
-var bsealed_many582 = sdt.Define1[int]("bsealed", "many582", "v")
-var bsealed_many583 = sdt.Define1[int]("bsealed", "many583", "v")
-var bsealed_many584 = sdt.Define1[int]("bsealed", "many584", "v")
-var bsealed_many585 = sdt.Define1[int]("bsealed", "many585", "v")
-var bsealed_many586 = sdt.Define1[int]("bsealed", "many586", "v")
-var bsealed_many587 = sdt.Define1[int]("bsealed", "many587", "v")
-var bsealed_many588 = sdt.Define1[int]("bsealed", "many588", "v")
-var bsealed_many589 = sdt.Define1[int]("bsealed", "many589", "v")
-var bsealed_many590 = sdt.Define1[int]("bsealed", "many590", "v")
-var bsealed_many591 = sdt.Define1[int]("bsealed", "many591", "v")
-var bsealed_many592 = sdt.Define1[int]("bsealed", "many592", "v")
-var bsealed_many593 = sdt.Define1[int]("bsealed", "many593", "v")
-var bsealed_many594 = sdt.Define1[int]("bsealed", "many594", "v")
-var bsealed_many595 = sdt.Define1[int]("bsealed", "many595", "v")
-var bsealed_many596 = sdt.Define1[int]("bsealed", "many596", "v")
-var bsealed_many597 = sdt.Define1[int]("bsealed", "many597", "v")
-var bsealed_many598 = sdt.Define1[int]("bsealed", "many598", "v")
-var bsealed_many599 = sdt.Define1[int]("bsealed", "many599", "v")
-var bsealed_many600 = sdt.Define1[int]("bsealed", "many600", "v")
-var bsealed_many601 = sdt.Define1[int]("bsealed", "many601", "v")
-var bsealed_many602 = sdt.Define1[int]("bsealed", "many602", "v")
-var bsealed_many603 = sdt.Define1[int]("bsealed", "many603", "v")
-var bsealed_many604 = sdt.Define1[int]("bsealed", "many604", "v")
-var bsealed_many605 = sdt.Define1[int]("bsealed", "many605", "v")
-var bsealed_many606 = sdt.Define1[int]("bsealed", "many606", "v")
-var bsealed_many607 = sdt.Define1[int]("bsealed", "many607", "v")
-var bsealed_many608 = sdt.Define1[int]("bsealed", "many608", "v")
-var bsealed_many609 = sdt.Define1[int]("bsealed", "many609", "v")
-var bsealed_many610 = sdt.Define1[int]("bsealed", "many610", "v")
-var bsealed_many611 = sdt.Define1[int]("bsealed", "many611", "v")
-var bsealed_many612 = sdt.Define1[int]("bsealed", "many612", "v")
-var bsealed_many613 = sdt.Define1[int]("bsealed", "many613", "v")
-var bsealed_many614 = sdt.Define1[int]("bsealed", "many614", "v")
-var bsealed_many615 = sdt.Define1[int]("bsealed", "many615", "v")
-var bsealed_many616 = sdt.Define1[int]("bsealed", "many616", "v")
-var bsealed_many617 = sdt.Define1[int]("bsealed", "many617", "v")
-var bsealed_many618 = sdt.Define1[int]("bsealed", "many618", "v")
-var bsealed_many619 = sdt.Define1[int]("bsealed", "many619", "v")
-var bsealed_many620 = sdt.Define1[int]("bsealed", "many620", "v")
-var bsealed_many621 = sdt.Define1[int]("bsealed", "many621", "v")
-var bsealed_many622 = sdt.Define1[int]("bsealed", "many622", "v")
-var bsealed_many623 = sdt.Define1[int]("bsealed", "many623", "v")
-var bsealed_many624 = sdt.Define1[int]("bsealed", "many624", "v")
-var bsealed_many625 = sdt.Define1[int]("bsealed", "many625", "v")
-var bsealed_many626 = sdt.Define1[int]("bsealed", "many626", "v")
-var bsealed_many627 = sdt.Define1[int]("bsealed", "many627", "v")
-var bsealed_many628 = sdt.Define1[int]("bsealed", "many628", "v")
-var bsealed_many629 = sdt.Define1[int]("bsealed", "many629", "v")
-var bsealed_many630 = sdt.Define1[int]("bsealed", "many630", "v")
-var bsealed_many631 = sdt.Define1[int]("bsealed", "many631", "v")
-var bsealed_many632 = sdt.Define1[int]("bsealed", "many632", "v")
-var bsealed_many633 = sdt.Define1[int]("bsealed", "many633", "v")
-var bsealed_many634 = sdt.Define1[int]("bsealed", "many634", "v")
-var bsealed_many635 = sdt.Define1[int]("bsealed", "many635", "v")
-var bsealed_many636 = sdt.Define1[int]("bsealed", "many636", "v")
-var bsealed_many637 = sdt.Define1[int]("bsealed", "many637", "v")
-var bsealed_many638 = sdt.Define1[int]("bsealed", "many638", "v")
-var bsealed_many639 = sdt.Define1[int]("bsealed", "many639", "v")
-var bsealed_many640 = sdt.Define1[int]("bsealed", "many640", "v")
-var bsealed_many641 = sdt.Define1[int]("bsealed", "many641", "v")
-var bsealed_many642 = sdt.Define1[int]("bsealed", "many642", "v")
-var bsealed_many643 = sdt.Define1[int]("bsealed", "many643", "v")
-var bsealed_many644 = sdt.Define1[int]("bsealed", "many644", "v")
-var bsealed_many645 = sdt.Define1[int]("bsealed", "many645", "v")
-var bsealed_many646 = sdt.Define1[int]("bsealed", "many646", "v")
-var bsealed_many647 = sdt.Define1[int]("bsealed", "many647", "v")
-var bsealed_many648 = sdt.Define1[int]("bsealed", "many648", "v")
-var bsealed_many649 = sdt.Define1[int]("bsealed", "many649", "v")
-var bsealed_many650 = sdt.Define1[int]("bsealed", "many650", "v")
-var bsealed_many651 = sdt.Define1[int]("bsealed", "many651", "v")
-var bsealed_many652 = sdt.Define1[int]("bsealed", "many652", "v")
-var bsealed_many653 = sdt.Define1[int]("bsealed", "many653", "v")
-var bsealed_many654 = sdt.Define1[int]("bsealed", "many654", "v")
-var bsealed_many655 = sdt.Define1[int]("bsealed", "many655", "v")
-var bsealed_many656 = sdt.Define1[int]("bsealed", "many656", "v")
-var bsealed_many657 = sdt.Define1[int]("bsealed", "many657", "v")
-var bsealed_many658 = sdt.Define1[int]("bsealed", "many658", "v")
-var bsealed_many659 = sdt.Define1[int]("bsealed", "many659", "v")
-var bsealed_many660 = sdt.Define1[int]("bsealed", "many660", "v")
-var bsealed_many661 = sdt.Define1[int]("bsealed", "many661", "v")
-var bsealed_many662 = sdt.Define1[int]("bsealed", "many662", "v")
-var bsealed_many663 = sdt.Define1[int]("bsealed", "many663", "v")
-var bsealed_many664 = sdt.Define1[int]("bsealed", "many664", "v")
-var bsealed_many665 = sdt.Define1[int]("bsealed", "many665", "v")
-var bsealed_many666 = sdt.Define1[int]("bsealed", "many666", "v")
-var bsealed_many667 = sdt.Define1[int]("bsealed", "many667", "v")
-var bsealed_many668 = sdt.Define1[int]("bsealed", "many668", "v")
-var bsealed_many669 = sdt.Define1[int]("bsealed", "many669", "v")
-var bsealed_many670 = sdt.Define1[int]("bsealed", "many670", "v")
-var bsealed_many671 = sdt.Define1[int]("bsealed", "many671", "v")
-var bsealed_many672 = sdt.Define1[int]("bsealed", "many672", "v")
-var bsealed_many673 = sdt.Define1[int]("bsealed", "many673", "v")
-var bsealed_many674 = sdt.Define1[int]("bsealed", "many674", "v")
-var bsealed_many675 = sdt.Define1[int]("bsealed", "many675", "v")
-var bsealed_many676 = sdt.Define1[int]("bsealed", "many676", "v")
-var bsealed_many677 = sdt.Define1[int]("bsealed", "many677", "v")
-var bsealed_many678 = sdt.Define1[int]("bsealed", "many678", "v")
-var bsealed_many679 = sdt.Define1[int]("bsealed", "many679", "v")
-var bsealed_many680 = sdt.Define1[int]("bsealed", "many680", "v")
-var bsealed_many681 = sdt.Define1[int]("bsealed", "many681", "v")
-var bsealed_many682 = sdt.Define1[int]("bsealed", "many682", "v")
-var bsealed_many683 = sdt.Define1[int]("bsealed", "many683", "v")
-var bsealed_many684 = sdt.Define1[int]("bsealed", "many684", "v")
-var bsealed_many685 = sdt.Define1[int]("bsealed", "many685", "v")
-var bsealed_many686 = sdt.Define1[int]("bsealed", "many686", "v")
-var bsealed_many687 = sdt.Define1[int]("bsealed", "many687", "v")
-var bsealed_many688 = sdt.Define1[int]("bsealed", "many688", "v")
-var bsealed_many689 = sdt.Define1[int]("bsealed", "many689", "v")
-var bsealed_many690 = sdt.Define1[int]("bsealed", "many690", "v")
-var bsealed_many691 = sdt.Define1[int]("bsealed", "many691", "v")
-var bsealed_many692 = sdt.Define1[int]("bsealed", "many692", "v")
-var bsealed_many693 = sdt.Define1[int]("bsealed", "many693", "v")
-var bsealed_many694 = sdt.Define1[int]("bsealed", "many694", "v")
-var bsealed_many695 = sdt.Define1[int]("bsealed", "many695", "v")
-var bsealed_many696 = sdt.Define1[int]("bsealed", "many696", "v")
-var bsealed_many697 = sdt.Define1[int]("bsealed", "many697", "v")
-var bsealed_many698 = sdt.Define1[int]("bsealed", "many698", "v")
-var bsealed_many699 = sdt.Define1[int]("bsealed", "many699", "v")
-var bsealed_many700 = sdt.Define1[int]("bsealed", "many700", "v")
-var bsealed_many701 = sdt.Define1[int]("bsealed", "many701", "v")
-var bsealed_many702 = sdt.Define1[int]("bsealed", "many702", "v")
-var bsealed_many703 = sdt.Define1[int]("bsealed", "many703", "v")
-var bsealed_many704 = sdt.Define1[int]("bsealed", "many704", "v")
-var bsealed_many705 = sdt.Define1[int]("bsealed", "many705", "v")
-var bsealed_many706 = sdt.Define1[int]("bsealed", "many706", "v")
-var bsealed_many707 = sdt.Define1[int]("bsealed", "many707", "v")
-var bsealed_many708 = sdt.Define1[int]("bsealed", "many708", "v")
-var bsealed_many709 = sdt.Define1[int]("bsealed", "many709", "v")
-var bsealed_many710 = sdt.Define1[int]("bsealed", "many710", "v")
-var bsealed_many711 = sdt.Define1[int]("bsealed", "many711", "v")
-var bsealed_many712 = sdt.Define1[int]("bsealed", "many712", "v")
-var bsealed_many713 = sdt.Define1[int]("bsealed", "many713", "v")
-var bsealed_many714 = sdt.Define1[int]("bsealed", "many714", "v")
-var bsealed_many715 = sdt.Define1[int]("bsealed", "many715", "v")
-var bsealed_many716 = sdt.Define1[int]("bsealed", "many716", "v")
-var bsealed_many717 = sdt.Define1[int]("bsealed", "many717", "v")
-var bsealed_many718 = sdt.Define1[int]("bsealed", "many718", "v")
-var bsealed_many719 = sdt.Define1[int]("bsealed", "many719", "v")
-var bsealed_many720 = sdt.Define1[int]("bsealed", "many720", "v")
-var bsealed_many721 = sdt.Define1[int]("bsealed", "many721", "v")
-var bsealed_many722 = sdt.Define1[int]("bsealed", "many722", "v")
-var bsealed_many723 = sdt.Define1[int]("bsealed", "many723", "v")
-var bsealed_many724 = sdt.Define1[int]("bsealed", "many724", "v")
-var bsealed_many725 = sdt.Define1[int]("bsealed", "many725", "v")
-var bsealed_many726 = sdt.Define1[int]("bsealed", "many726", "v")
-var bsealed_many727 = sdt.Define1[int]("bsealed", "many727", "v")
-var bsealed_many728 = sdt.Define1[int]("bsealed", "many728", "v")
-var bsealed_many729 = sdt.Define1[int]("bsealed", "many729", "v")
-var bsealed_many730 = sdt.Define1[int]("bsealed", "many730", "v")
-var bsealed_many731 = sdt.Define1[int]("bsealed", "many731", "v")
-var bsealed_many732 = sdt.Define1[int]("bsealed", "many732", "v")
-var bsealed_many733 = sdt.Define1[int]("bsealed", "many733", "v")
-var bsealed_many734 = sdt.Define1[int]("bsealed", "many734", "v")
-var bsealed_many735 = sdt.Define1[int]("bsealed", "many735", "v")
-var bsealed_many736 = sdt.Define1[int]("bsealed", "many736", "v")
-var bsealed_many737 = sdt.Define1[int]("bsealed", "many737", "v")
-var bsealed_many738 = sdt.Define1[int]("bsealed", "many738", "v")
-var bsealed_many739 = sdt.Define1[int]("bsealed", "many739", "v")
-var bsealed_many740 = sdt.Define1[int]("bsealed", "many740", "v")
-var bsealed_many741 = sdt.Define1[int]("bsealed", "many741", "v")
-var bsealed_many742 = sdt.Define1[int]("bsealed", "many742", "v")
-var bsealed_many743 = sdt.Define1[int]("bsealed", "many743", "v")
-var bsealed_many744 = sdt.Define1[int]("bsealed", "many744", "v")
-var bsealed_many745 = sdt.Define1[int]("bsealed", "many745", "v")
-var bsealed_many746 = sdt.Define1[int]("bsealed", "many746", "v")
-var bsealed_many747 = sdt.Define1[int]("bsealed", "many747", "v")
-var bsealed_many748 = sdt.Define1[int]("bsealed", "many748", "v")
-var bsealed_many749 = sdt.Define1[int]("bsealed", "many749", "v")
-var bsealed_many750 = sdt.Define1[int]("bsealed", "many750", "v")
-var bsealed_many751 = sdt.Define1[int]("bsealed", "many751", "v")
-var bsealed_many752 = sdt.Define1[int]("bsealed", "many752", "v")
-var bsealed_many753 = sdt.Define1[int]("bsealed", "many753", "v")
-var bsealed_many754 = sdt.Define1[int]("bsealed", "many754", "v")
-var bsealed_many755 = sdt.Define1[int]("bsealed", "many755", "v")
-var bsealed_many756 = sdt.Define1[int]("bsealed", "many756", "v")
-var bsealed_many757 = sdt.Define1[int]("bsealed", "many757", "v")
-var bsealed_many758 = sdt.Define1[int]("bsealed", "many758", "v")
-var bsealed_many759 = sdt.Define1[int]("bsealed", "many759", "v")
-var bsealed_many760 = sdt.Define1[int]("bsealed", "many760", "v")
-var bsealed_many761 = sdt.Define1[int]("bsealed", "many761", "v")
-var bsealed_many762 = sdt.Define1[int]("bsealed", "many762", "v")
-var bsealed_many763 = sdt.Define1[int]("bsealed", "many763", "v")
-var bsealed_many764 = sdt.Define1[int]("bsealed", "many764", "v")
-var bsealed_many765 = sdt.Define1[int]("bsealed", "many765", "v")
-var bsealed_many766 = sdt.Define1[int]("bsealed", "many766", "v")
-var bsealed_many767 = sdt.Define1[int]("bsealed", "many767", "v")
-var bsealed_many768 = sdt.Define1[int]("bsealed", "many768", "v")
-var bsealed_many769 = sdt.Define1[int]("bsealed", "many769", "v")
-var bsealed_many770 = sdt.Define1[int]("bsealed", "many770", "v")
-var bsealed_many771 = sdt.Define1[int]("bsealed", "many771", "v")
-var bsealed_many772 = sdt.Define1[int]("bsealed", "many772", "v")
-var bsealed_many773 = sdt.Define1[int]("bsealed", "many773", "v")
-var bsealed_many774 = sdt.Define1[int]("bsealed", "many774", "v")
-var bsealed_many775 = sdt.Define1[int]("bsealed", "many775", "v")
-var bsealed_many776 = sdt.Define1[int]("bsealed", "many776", "v")
-var bsealed_many777 = sdt.Define1[int]("bsealed", "many777", "v")
-var bsealed_many778 = sdt.Define1[int]("bsealed", "many778", "v")
-var bsealed_many779 = sdt.Define1[int]("bsealed", "many779", "v")
-var bsealed_many780 = sdt.Define1[int]("bsealed", "many780", "v")
-var bsealed_many781 = sdt.Define1[int]("bsealed", "many781", "v")
-var bsealed_many782 = sdt.Define1[int]("bsealed", "many782", "v")
-var bsealed_many783 = sdt.Define1[int]("bsealed", "many783", "v")
-var bsealed_many784 = sdt.Define1[int]("bsealed", "many784", "v")
-var bsealed_many785 = sdt.Define1[int]("bsealed", "many785", "v")
-var bsealed_many786 = sdt.Define1[int]("bsealed", "many786", "v")
-var bsealed_many787 = sdt.Define1[int]("bsealed", "many787", "v")
-var bsealed_many788 = sdt.Define1[int]("bsealed", "many788", "v")
-var bsealed_many789 = sdt.Define1[int]("bsealed", "many789", "v")
-var bsealed_many790 = sdt.Define1[int]("bsealed", "many790", "v")
-var bsealed_many791 = sdt.Define1[int]("bsealed", "many791", "v")
-var bsealed_many792 = sdt.Define1[int]("bsealed", "many792", "v")
-var bsealed_many793 = sdt.Define1[int]("bsealed", "many793", "v")
-var bsealed_many794 = sdt.Define1[int]("bsealed", "many794", "v")
-var bsealed_many795 = sdt.Define1[int]("bsealed", "many795", "v")
-var bsealed_many796 = sdt.Define1[int]("bsealed", "many796", "v")
-var bsealed_many797 = sdt.Define1[int]("bsealed", "many797", "v")
-var bsealed_many798 = sdt.Define1[int]("bsealed", "many798", "v")
-var bsealed_many799 = sdt.Define1[int]("bsealed", "many799", "v")
-var bsealed_many800 = sdt.Define1[int]("bsealed", "many800", "v")
-var bsealed_many801 = sdt.Define1[int]("bsealed", "many801", "v")
-var bsealed_many802 = sdt.Define1[int]("bsealed", "many802", "v")
-var bsealed_many803 = sdt.Define1[int]("bsealed", "many803", "v")
-var bsealed_many804 = sdt.Define1[int]("bsealed", "many804", "v")
-var bsealed_many805 = sdt.Define1[int]("bsealed", "many805", "v")
-var bsealed_many806 = sdt.Define1[int]("bsealed", "many806", "v")
-var bsealed_many807 = sdt.Define1[int]("bsealed", "many807", "v")
-var bsealed_many808 = sdt.Define1[int]("bsealed", "many808", "v")
-var bsealed_many809 = sdt.Define1[int]("bsealed", "many809", "v")
-var bsealed_many810 = sdt.Define1[int]("bsealed", "many810", "v")
-var bsealed_many811 = sdt.Define1[int]("bsealed", "many811", "v")
-var bsealed_many812 = sdt.Define1[int]("bsealed", "many812", "v")
-var bsealed_many813 = sdt.Define1[int]("bsealed", "many813", "v")
-var bsealed_many814 = sdt.Define1[int]("bsealed", "many814", "v")
-var bsealed_many815 = sdt.Define1[int]("bsealed", "many815", "v")
-var bsealed_many816 = sdt.Define1[int]("bsealed", "many816", "v")
-var bsealed_many817 = sdt.Define1[int]("bsealed", "many817", "v")
-var bsealed_many818 = sdt.Define1[int]("bsealed", "many818", "v")
-var bsealed_many819 = sdt.Define1[int]("bsealed", "many819", "v")
-var bsealed_many820 = sdt.Define1[int]("bsealed", "many820", "v")
-var bsealed_many821 = sdt.Define1[int]("bsealed", "many821", "v")
-var bsealed_many822 = sdt.Define1[int]("bsealed", "many822", "v")
-var bsealed_many823 = sdt.Define1[int]("bsealed", "many823", "v")
-var bsealed_many824 = sdt.Define1[int]("bsealed", "many824", "v")
-var bsealed_many825 = sdt.Define1[int]("bsealed", "many825", "v")
-var bsealed_many826 = sdt.Define1[int]("bsealed", "many826", "v")
-var bsealed_many827 = sdt.Define1[int]("bsealed", "many827", "v")
-var bsealed_many828 = sdt.Define1[int]("bsealed", "many828", "v")
-var bsealed_many829 = sdt.Define1[int]("bsealed", "many829", "v")
-var bsealed_many830 = sdt.Define1[int]("bsealed", "many830", "v")
-var bsealed_many831 = sdt.Define1[int]("bsealed", "many831", "v")
-var bsealed_many832 = sdt.Define1[int]("bsealed", "many832", "v")
-var bsealed_many833 = sdt.Define1[int]("bsealed", "many833", "v")
-var bsealed_many834 = sdt.Define1[int]("bsealed", "many834", "v")
-var bsealed_many835 = sdt.Define1[int]("bsealed", "many835", "v")
-var bsealed_many836 = sdt.Define1[int]("bsealed", "many836", "v")
-var bsealed_many837 = sdt.Define1[int]("bsealed", "many837", "v")
-var bsealed_many838 = sdt.Define1[int]("bsealed", "many838", "v")
-var bsealed_many839 = sdt.Define1[int]("bsealed", "many839", "v")
-var bsealed_many840 = sdt.Define1[int]("bsealed", "many840", "v")
-var bsealed_many841 = sdt.Define1[int]("bsealed", "many841", "v")
-var bsealed_many842 = sdt.Define1[int]("bsealed", "many842", "v")
-var bsealed_many843 = sdt.Define1[int]("bsealed", "many843", "v")
-var bsealed_many844 = sdt.Define1[int]("bsealed", "many844", "v")
-var bsealed_many845 = sdt.Define1[int]("bsealed", "many845", "v")
-var bsealed_many846 = sdt.Define1[int]("bsealed", "many846", "v")
-var bsealed_many847 = sdt.Define1[int]("bsealed", "many847", "v")
-var bsealed_many848 = sdt.Define1[int]("bsealed", "many848", "v")
-var bsealed_many849 = sdt.Define1[int]("bsealed", "many849", "v")
-var bsealed_many850 = sdt.Define1[int]("bsealed", "many850", "v")
-var bsealed_many851 = sdt.Define1[int]("bsealed", "many851", "v")
-var bsealed_many852 = sdt.Define1[int]("bsealed", "many852", "v")
-var bsealed_many853 = sdt.Define1[int]("bsealed", "many853", "v")
-var bsealed_many854 = sdt.Define1[int]("bsealed", "many854", "v")
-var bsealed_many855 = sdt.Define1[int]("bsealed", "many855", "v")
-var bsealed_many856 = sdt.Define1[int]("bsealed", "many856", "v")
-var bsealed_many857 = sdt.Define1[int]("bsealed", "many857", "v")
-var bsealed_many858 = sdt.Define1[int]("bsealed", "many858", "v")
-var bsealed_many859 = sdt.Define1[int]("bsealed", "many859", "v")
-var bsealed_many860 = sdt.Define1[int]("bsealed", "many860", "v")
-var bsealed_many861 = sdt.Define1[int]("bsealed", "many861", "v")
-var bsealed_many862 = sdt.Define1[int]("bsealed", "many862", "v")
-var bsealed_many863 = sdt.Define1[int]("bsealed", "many863", "v")
-var bsealed_many864 = sdt.Define1[int]("bsealed", "many864", "v")
-var bsealed_many865 = sdt.Define1[int]("bsealed", "many865", "v")
-var bsealed_many866 = sdt.Define1[int]("bsealed", "many866", "v")
-var bsealed_many867 = sdt.Define1[int]("bsealed", "many867", "v")
-var bsealed_many868 = sdt.Define1[int]("bsealed", "many868", "v")
-var bsealed_many869 = sdt.Define1[int]("bsealed", "many869", "v")
-var bsealed_many870 = sdt.Define1[int]("bsealed", "many870", "v")
-var bsealed_many871 = sdt.Define1[int]("bsealed", "many871", "v")
-var bsealed_many872 = sdt.Define1[int]("bsealed", "many872", "v")
-var bsealed_many873 = sdt.Define1[int]("bsealed", "many873", "v")
-var bsealed_many874 = sdt.Define1[int]("bsealed", "many874", "v")
-var bsealed_many875 = sdt.Define1[int]("bsealed", "many875", "v")
-var bsealed_many876 = sdt.Define1[int]("bsealed", "many876", "v")
-var bsealed_many877 = sdt.Define1[int]("bsealed", "many877", "v")
-var bsealed_many878 = sdt.Define1[int]("bsealed", "many878", "v")
-var bsealed_many879 = sdt.Define1[int]("bsealed", "many879", "v")
-var bsealed_many880 = sdt.Define1[int]("bsealed", "many880", "v")
-var bsealed_many881 = sdt.Define1[int]("bsealed", "many881", "v")
-var bsealed_many882 = sdt.Define1[int]("bsealed", "many882", "v")
-var bsealed_many883 = sdt.Define1[int]("bsealed", "many883", "v")
-var bsealed_many884 = sdt.Define1[int]("bsealed", "many884", "v")
-var bsealed_many885 = sdt.Define1[int]("bsealed", "many885", "v")
-var bsealed_many886 = sdt.Define1[int]("bsealed", "many886", "v")
-var bsealed_many887 = sdt.Define1[int]("bsealed", "many887", "v")
-var bsealed_many888 = sdt.Define1[int]("bsealed", "many888", "v")
-var bsealed_many889 = sdt.Define1[int]("bsealed", "many889", "v")
-var bsealed_many890 = sdt.Define1[int]("bsealed", "many890", "v")
-var bsealed_many891 = sdt.Define1[int]("bsealed", "many891", "v")
-var bsealed_many892 = sdt.Define1[int]("bsealed", "many892", "v")
-var bsealed_many893 = sdt.Define1[int]("bsealed", "many893", "v")
-var bsealed_many894 = sdt.Define1[int]("bsealed", "many894", "v")
-var bsealed_many895 = sdt.Define1[int]("bsealed", "many895", "v")
-var bsealed_many896 = sdt.Define1[int]("bsealed", "many896", "v")
-var bsealed_many897 = sdt.Define1[int]("bsealed", "many897", "v")
-var bsealed_many898 = sdt.Define1[int]("bsealed", "many898", "v")
-var bsealed_many899 = sdt.Define1[int]("bsealed", "many899", "v")
-var bsealed_many900 = sdt.Define1[int]("bsealed", "many900", "v")
-var bsealed_many901 = sdt.Define1[int]("bsealed", "many901", "v")
-var bsealed_many902 = sdt.Define1[int]("bsealed", "many902", "v")
-var bsealed_many903 = sdt.Define1[int]("bsealed", "many903", "v")
-var bsealed_many904 = sdt.Define1[int]("bsealed", "many904", "v")
-var bsealed_many905 = sdt.Define1[int]("bsealed", "many905", "v")
-var bsealed_many906 = sdt.Define1[int]("bsealed", "many906", "v")
-var bsealed_many907 = sdt.Define1[int]("bsealed", "many907", "v")
-var bsealed_many908 = sdt.Define1[int]("bsealed", "many908", "v")
-var bsealed_many909 = sdt.Define1[int]("bsealed", "many909", "v")
-var bsealed_many910 = sdt.Define1[int]("bsealed", "many910", "v")
-var bsealed_many911 = sdt.Define1[int]("bsealed", "many911", "v")
-var bsealed_many912 = sdt.Define1[int]("bsealed", "many912", "v")
-var bsealed_many913 = sdt.Define1[int]("bsealed", "many913", "v")
-var bsealed_many914 = sdt.Define1[int]("bsealed", "many914", "v")
-var bsealed_many915 = sdt.Define1[int]("bsealed", "many915", "v")
-var bsealed_many916 = sdt.Define1[int]("bsealed", "many916", "v")
-var bsealed_many917 = sdt.Define1[int]("bsealed", "many917", "v")
-var bsealed_many918 = sdt.Define1[int]("bsealed", "many918", "v")
-var bsealed_many919 = sdt.Define1[int]("bsealed", "many919", "v")
-var bsealed_many920 = sdt.Define1[int]("bsealed", "many920", "v")
-var bsealed_many921 = sdt.Define1[int]("bsealed", "many921", "v")
-var bsealed_many922 = sdt.Define1[int]("bsealed", "many922", "v")
-var bsealed_many923 = sdt.Define1[int]("bsealed", "many923", "v")
-var bsealed_many924 = sdt.Define1[int]("bsealed", "many924", "v")
-var bsealed_many925 = sdt.Define1[int]("bsealed", "many925", "v")
-var bsealed_many926 = sdt.Define1[int]("bsealed", "many926", "v")
-var bsealed_many927 = sdt.Define1[int]("bsealed", "many927", "v")
-var bsealed_many928 = sdt.Define1[int]("bsealed", "many928", "v")
-var bsealed_many929 = sdt.Define1[int]("bsealed", "many929", "v")
-var bsealed_many930 = sdt.Define1[int]("bsealed", "many930", "v")
-var bsealed_many931 = sdt.Define1[int]("bsealed", "many931", "v")
-var bsealed_many932 = sdt.Define1[int]("bsealed", "many932", "v")
-var bsealed_many933 = sdt.Define1[int]("bsealed", "many933", "v")
-var bsealed_many934 = sdt.Define1[int]("bsealed", "many934", "v")
-var bsealed_many935 = sdt.Define1[int]("bsealed", "many935", "v")
-var bsealed_many936 = sdt.Define1[int]("bsealed", "many936", "v")
-var bsealed_many937 = sdt.Define1[int]("bsealed", "many937", "v")
-var bsealed_many938 = sdt.Define1[int]("bsealed", "many938", "v")
-var bsealed_many939 = sdt.Define1[int]("bsealed", "many939", "v")
-var bsealed_many940 = sdt.Define1[int]("bsealed", "many940", "v")
-var bsealed_many941 = sdt.Define1[int]("bsealed", "many941", "v")
-var bsealed_many942 = sdt.Define1[int]("bsealed", "many942", "v")
-var bsealed_many943 = sdt.Define1[int]("bsealed", "many943", "v")
-var bsealed_many944 = sdt.Define1[int]("bsealed", "many944", "v")
-var bsealed_many945 = sdt.Define1[int]("bsealed", "many945", "v")
-var bsealed_many946 = sdt.Define1[int]("bsealed", "many946", "v")
-var bsealed_many947 = sdt.Define1[int]("bsealed", "many947", "v")
-var bsealed_many948 = sdt.Define1[int]("bsealed", "many948", "v")
-var bsealed_many949 = sdt.Define1[int]("bsealed", "many949", "v")
-var bsealed_many950 = sdt.Define1[int]("bsealed", "many950", "v")
-var bsealed_many951 = sdt.Define1[int]("bsealed", "many951", "v")
-var bsealed_many952 = sdt.Define1[int]("bsealed", "many952", "v")
-var bsealed_many953 = sdt.Define1[int]("bsealed", "many953", "v")
-var bsealed_many954 = sdt.Define1[int]("bsealed", "many954", "v")
-var bsealed_many955 = sdt.Define1[int]("bsealed", "many955", "v")
-var bsealed_many956 = sdt.Define1[int]("bsealed", "many956", "v")
-var bsealed_many957 = sdt.Define1[int]("bsealed", "many957", "v")
-var bsealed_many958 = sdt.Define1[int]("bsealed", "many958", "v")
-var bsealed_many959 = sdt.Define1[int]("bsealed", "many959", "v")
-var bsealed_many960 = sdt.Define1[int]("bsealed", "many960", "v")
-var bsealed_many961 = sdt.Define1[int]("bsealed", "many961", "v")
-var bsealed_many962 = sdt.Define1[int]("bsealed", "many962", "v")
-var bsealed_many963 = sdt.Define1[int]("bsealed", "many963", "v")
-var bsealed_many964 = sdt.Define1[int]("bsealed", "many964", "v")
-var bsealed_many965 = sdt.Define1[int]("bsealed", "many965", "v")
-var bsealed_many966 = sdt.Define1[int]("bsealed", "many966", "v")
-var bsealed_many967 = sdt.Define1[int]("bsealed", "many967", "v")
-var bsealed_many968 = sdt.Define1[int]("bsealed", "many968", "v")
-var bsealed_many969 = sdt.Define1[int]("bsealed", "many969", "v")
-var bsealed_many970 = sdt.Define1[int]("bsealed", "many970", "v")
-var bsealed_many971 = sdt.Define1[int]("bsealed", "many971", "v")
-var bsealed_many972 = sdt.Define1[int]("bsealed", "many972", "v")
-var bsealed_many973 = sdt.Define1[int]("bsealed", "many973", "v")
-var bsealed_many974 = sdt.Define1[int]("bsealed", "many974", "v")
-var bsealed_many975 = sdt.Define1[int]("bsealed", "many975", "v")
-var bsealed_many976 = sdt.Define1[int]("bsealed", "many976", "v")
-var bsealed_many977 = sdt.Define1[int]("bsealed", "many977", "v")
-var bsealed_many978 = sdt.Define1[int]("bsealed", "many978", "v")
-var bsealed_many979 = sdt.Define1[int]("bsealed", "many979", "v")
-var bsealed_many980 = sdt.Define1[int]("bsealed", "many980", "v")
-var bsealed_many981 = sdt.Define1[int]("bsealed", "many981", "v")
-var bsealed_many982 = sdt.Define1[int]("bsealed", "many982", "v")
-var bsealed_many983 = sdt.Define1[int]("bsealed", "many983", "v")
-var bsealed_many984 = sdt.Define1[int]("bsealed", "many984", "v")
-var bsealed_many985 = sdt.Define1[int]("bsealed", "many985", "v")
-var bsealed_many986 = sdt.Define1[int]("bsealed", "many986", "v")
-var bsealed_many987 = sdt.Define1[int]("bsealed", "many987", "v")
-var bsealed_many988 = sdt.Define1[int]("bsealed", "many988", "v")
-var bsealed_many989 = sdt.Define1[int]("bsealed", "many989", "v")
-var bsealed_many990 = sdt.Define1[int]("bsealed", "many990", "v")
-var bsealed_many991 = sdt.Define1[int]("bsealed", "many991", "v")
-var bsealed_many992 = sdt.Define1[int]("bsealed", "many992", "v")
-var bsealed_many993 = sdt.Define1[int]("bsealed", "many993", "v")
-var bsealed_many994 = sdt.Define1[int]("bsealed", "many994", "v")
-var bsealed_many995 = sdt.Define1[int]("bsealed", "many995", "v")
-var bsealed_many996 = sdt.Define1[int]("bsealed", "many996", "v")
-var bsealed_many997 = sdt.Define1[int]("bsealed", "many997", "v")
-var bsealed_many998 = sdt.Define1[int]("bsealed", "many998", "v")
-var bsealed_many999 = sdt.Define1[int]("bsealed", "many999", "v")
-var bsealed_many1000 = sdt.Define1[int]("bsealed", "many1000", "v")
-var bsealed_many1001 = sdt.Define1[int]("bsealed", "many1001", "v")
-var bsealed_many1002 = sdt.Define1[int]("bsealed", "many1002", "v")
-var bsealed_many1003 = sdt.Define1[int]("bsealed", "many1003", "v")
-var bsealed_many1004 = sdt.Define1[int]("bsealed", "many1004", "v")
-var bsealed_many1005 = sdt.Define1[int]("bsealed", "many1005", "v")
-var bsealed_many1006 = sdt.Define1[int]("bsealed", "many1006", "v")
-var bsealed_many1007 = sdt.Define1[int]("bsealed", "many1007", "v")
-var bsealed_many1008 = sdt.Define1[int]("bsealed", "many1008", "v")
-var bsealed_many1009 = sdt.Define1[int]("bsealed", "many1009", "v")
-var bsealed_many1010 = sdt.Define1[int]("bsealed", "many1010", "v")
-var bsealed_many1011 = sdt.Define1[int]("bsealed", "many1011", "v")
-var bsealed_many1012 = sdt.Define1[int]("bsealed", "many1012", "v")
-var bsealed_many1013 = sdt.Define1[int]("bsealed", "many1013", "v")
-var bsealed_many1014 = sdt.Define1[int]("bsealed", "many1014", "v")
-var bsealed_many1015 = sdt.Define1[int]("bsealed", "many1015", "v")
-var bsealed_many1016 = sdt.Define1[int]("bsealed", "many1016", "v")
-var bsealed_many1017 = sdt.Define1[int]("bsealed", "many1017", "v")
-var bsealed_many1018 = sdt.Define1[int]("bsealed", "many1018", "v")
-var bsealed_many1019 = sdt.Define1[int]("bsealed", "many1019", "v")
-var bsealed_many1020 = sdt.Define1[int]("bsealed", "many1020", "v")
-var bsealed_many1021 = sdt.Define1[int]("bsealed", "many1021", "v")
-var bsealed_many1022 = sdt.Define1[int]("bsealed", "many1022", "v")
-var bsealed_many1023 = sdt.Define1[int]("bsealed", "many1023", "v")
+var bsdt_chain0 = sdt.Define1[int]("bsdt", "chain0", "v")
+var bsdt_wide0 = sdt.Define1[int]("bsdt", "wide0", "v")
+var bsdt_wide1 = sdt.Define1[int]("bsdt", "wide1", "v")
+var bsdt_wide2 = sdt.Define1[int]("bsdt", "wide2", "v")
+var bsdt_wide3 = sdt.Define1[int]("bsdt", "wide3", "v")
+var bsdt_wide4 = sdt.Define1[int]("bsdt", "wide4", "v")
+var bsdt_wide5 = sdt.Define1[int]("bsdt", "wide5", "v")
+var bsdt_wide6 = sdt.Define1[int]("bsdt", "wide6", "v")
+var bsdt_wide7 = sdt.Define1[int]("bsdt", "wide7", "v")
+var bsdt_cold0 = sdt.Define1[int]("bsdt", "cold0", "v")
+var bsdt_many0 = sdt.Define1[int]("bsdt", "many0", "v")
+var bsdt_many1 = sdt.Define1[int]("bsdt", "many1", "v")
+var bsdt_many2 = sdt.Define1[int]("bsdt", "many2", "v")
+var bsdt_many3 = sdt.Define1[int]("bsdt", "many3", "v")
+var bsdt_many4 = sdt.Define1[int]("bsdt", "many4", "v")
+var bsdt_many5 = sdt.Define1[int]("bsdt", "many5", "v")
+var bsdt_many6 = sdt.Define1[int]("bsdt", "many6", "v")
+var bsdt_many7 = sdt.Define1[int]("bsdt", "many7", "v")
+var bsdt_many8 = sdt.Define1[int]("bsdt", "many8", "v")
+var bsdt_many9 = sdt.Define1[int]("bsdt", "many9", "v")
+var bsdt_many10 = sdt.Define1[int]("bsdt", "many10", "v")
+var bsdt_many11 = sdt.Define1[int]("bsdt", "many11", "v")
+var bsdt_many12 = sdt.Define1[int]("bsdt", "many12", "v")
+var bsdt_many13 = sdt.Define1[int]("bsdt", "many13", "v")
+var bsdt_many14 = sdt.Define1[int]("bsdt", "many14", "v")
+var bsdt_many15 = sdt.Define1[int]("bsdt", "many15", "v")
+var bsdt_many16 = sdt.Define1[int]("bsdt", "many16", "v")
+var bsdt_many17 = sdt.Define1[int]("bsdt", "many17", "v")
+var bsdt_many18 = sdt.Define1[int]("bsdt", "many18", "v")
+var bsdt_many19 = sdt.Define1[int]("bsdt", "many19", "v")
+var bsdt_many20 = sdt.Define1[int]("bsdt", "many20", "v")
+var bsdt_many21 = sdt.Define1[int]("bsdt", "many21", "v")
+var bsdt_many22 = sdt.Define1[int]("bsdt", "many22", "v")
+var bsdt_many23 = sdt.Define1[int]("bsdt", "many23", "v")
+var bsdt_many24 = sdt.Define1[int]("bsdt", "many24", "v")
+var bsdt_many25 = sdt.Define1[int]("bsdt", "many25", "v")
+var bsdt_many26 = sdt.Define1[int]("bsdt", "many26", "v")
+var bsdt_many27 = sdt.Define1[int]("bsdt", "many27", "v")
+var bsdt_many28 = sdt.Define1[int]("bsdt", "many28", "v")
+var bsdt_many29 = sdt.Define1[int]("bsdt", "many29", "v")
+var bsdt_many30 = sdt.Define1[int]("bsdt", "many30", "v")
+var bsdt_many31 = sdt.Define1[int]("bsdt", "many31", "v")
+var bsdt_many32 = sdt.Define1[int]("bsdt", "many32", "v")
+var bsdt_many33 = sdt.Define1[int]("bsdt", "many33", "v")
+var bsdt_many34 = sdt.Define1[int]("bsdt", "many34", "v")
+var bsdt_many35 = sdt.Define1[int]("bsdt", "many35", "v")
+var bsdt_many36 = sdt.Define1[int]("bsdt", "many36", "v")
+var bsdt_many37 = sdt.Define1[int]("bsdt", "many37", "v")
+var bsdt_many38 = sdt.Define1[int]("bsdt", "many38", "v")
+var bsdt_many39 = sdt.Define1[int]("bsdt", "many39", "v")
+var bsdt_many40 = sdt.Define1[int]("bsdt", "many40", "v")
+var bsdt_many41 = sdt.Define1[int]("bsdt", "many41", "v")
+var bsdt_many42 = sdt.Define1[int]("bsdt", "many42", "v")
+var bsdt_many43 = sdt.Define1[int]("bsdt", "many43", "v")
+var bsdt_many44 = sdt.Define1[int]("bsdt", "many44", "v")
+var bsdt_many45 = sdt.Define1[int]("bsdt", "many45", "v")
+var bsdt_many46 = sdt.Define1[int]("bsdt", "many46", "v")
+var bsdt_many47 = sdt.Define1[int]("bsdt", "many47", "v")
+var bsdt_many48 = sdt.Define1[int]("bsdt", "many48", "v")
+var bsdt_many49 = sdt.Define1[int]("bsdt", "many49", "v")
+var bsdt_many50 = sdt.Define1[int]("bsdt", "many50", "v")
+var bsdt_many51 = sdt.Define1[int]("bsdt", "many51", "v")
+var bsdt_many52 = sdt.Define1[int]("bsdt", "many52", "v")
+var bsdt_many53 = sdt.Define1[int]("bsdt", "many53", "v")
+var bsdt_many54 = sdt.Define1[int]("bsdt", "many54", "v")
+var bsdt_many55 = sdt.Define1[int]("bsdt", "many55", "v")
+var bsdt_many56 = sdt.Define1[int]("bsdt", "many56", "v")
+var bsdt_many57 = sdt.Define1[int]("bsdt", "many57", "v")
+var bsdt_many58 = sdt.Define1[int]("bsdt", "many58", "v")
+var bsdt_many59 = sdt.Define1[int]("bsdt", "many59", "v")
+var bsdt_many60 = sdt.Define1[int]("bsdt", "many60", "v")
+var bsdt_many61 = sdt.Define1[int]("bsdt", "many61", "v")
+var bsdt_many62 = sdt.Define1[int]("bsdt", "many62", "v")
+var bsdt_many63 = sdt.Define1[int]("bsdt", "many63", "v")
+var bsdt_many64 = sdt.Define1[int]("bsdt", "many64", "v")
+var bsdt_many65 = sdt.Define1[int]("bsdt", "many65", "v")
+var bsdt_many66 = sdt.Define1[int]("bsdt", "many66", "v")
+var bsdt_many67 = sdt.Define1[int]("bsdt", "many67", "v")
+var bsdt_many68 = sdt.Define1[int]("bsdt", "many68", "v")
+var bsdt_many69 = sdt.Define1[int]("bsdt", "many69", "v")
+var bsdt_many70 = sdt.Define1[int]("bsdt", "many70", "v")
+var bsdt_many71 = sdt.Define1[int]("bsdt", "many71", "v")
+var bsdt_many72 = sdt.Define1[int]("bsdt", "many72", "v")
+var bsdt_many73 = sdt.Define1[int]("bsdt", "many73", "v")
+var bsdt_many74 = sdt.Define1[int]("bsdt", "many74", "v")
+var bsdt_many75 = sdt.Define1[int]("bsdt", "many75", "v")
+var bsdt_many76 = sdt.Define1[int]("bsdt", "many76", "v")
+var bsdt_many77 = sdt.Define1[int]("bsdt", "many77", "v")
+var bsdt_many78 = sdt.Define1[int]("bsdt", "many78", "v")
+var bsdt_many79 = sdt.Define1[int]("bsdt", "many79", "v")
+var bsdt_many80 = sdt.Define1[int]("bsdt", "many80", "v")
+var bsdt_many81 = sdt.Define1[int]("bsdt", "many81", "v")
+var bsdt_many82 = sdt.Define1[int]("bsdt", "many82", "v")
+var bsdt_many83 = sdt.Define1[int]("bsdt", "many83", "v")
+var bsdt_many84 = sdt.Define1[int]("bsdt", "many84", "v")
+var bsdt_many85 = sdt.Define1[int]("bsdt", "many85", "v")
+var bsdt_many86 = sdt.Define1[int]("bsdt", "many86", "v")
+var bsdt_many87 = sdt.Define1[int]("bsdt", "many87", "v")
+var bsdt_many88 = sdt.Define1[int]("bsdt", "many88", "v")
+var bsdt_many89 = sdt.Define1[int]("bsdt", "many89", "v")
+var bsdt_many90 = sdt.Define1[int]("bsdt", "many90", "v")
+var bsdt_many91 = sdt.Define1[int]("bsdt", "many91", "v")
+var bsdt_many92 = sdt.Define1[int]("bsdt", "many92", "v")
+var bsdt_many93 = sdt.Define1[int]("bsdt", "many93", "v")
+var bsdt_many94 = sdt.Define1[int]("bsdt", "many94", "v")
+var bsdt_many95 = sdt.Define1[int]("bsdt", "many95", "v")
+var bsdt_many96 = sdt.Define1[int]("bsdt", "many96", "v")
+var bsdt_many97 = sdt.Define1[int]("bsdt", "many97", "v")
+var bsdt_many98 = sdt.Define1[int]("bsdt", "many98", "v")
+var bsdt_many99 = sdt.Define1[int]("bsdt", "many99", "v")
+var bsdt_many100 = sdt.Define1[int]("bsdt", "many100", "v")
+var bsdt_many101 = sdt.Define1[int]("bsdt", "many101", "v")
+var bsdt_many102 = sdt.Define1[int]("bsdt", "many102", "v")
+var bsdt_many103 = sdt.Define1[int]("bsdt", "many103", "v")
+var bsdt_many104 = sdt.Define1[int]("bsdt", "many104", "v")
+var bsdt_many105 = sdt.Define1[int]("bsdt", "many105", "v")
+var bsdt_many106 = sdt.Define1[int]("bsdt", "many106", "v")
+var bsdt_many107 = sdt.Define1[int]("bsdt", "many107", "v")
+var bsdt_many108 = sdt.Define1[int]("bsdt", "many108", "v")
+var bsdt_many109 = sdt.Define1[int]("bsdt", "many109", "v")
+var bsdt_many110 = sdt.Define1[int]("bsdt", "many110", "v")
+var bsdt_many111 = sdt.Define1[int]("bsdt", "many111", "v")
+var bsdt_many112 = sdt.Define1[int]("bsdt", "many112", "v")
+var bsdt_many113 = sdt.Define1[int]("bsdt", "many113", "v")
+var bsdt_many114 = sdt.Define1[int]("bsdt", "many114", "v")
+var bsdt_many115 = sdt.Define1[int]("bsdt", "many115", "v")
+var bsdt_many116 = sdt.Define1[int]("bsdt", "many116", "v")
+var bsdt_many117 = sdt.Define1[int]("bsdt", "many117", "v")
+var bsdt_many118 = sdt.Define1[int]("bsdt", "many118", "v")
+var bsdt_many119 = sdt.Define1[int]("bsdt", "many119", "v")
+var bsdt_many120 = sdt.Define1[int]("bsdt", "many120", "v")
+var bsdt_many121 = sdt.Define1[int]("bsdt", "many121", "v")
+var bsdt_many122 = sdt.Define1[int]("bsdt", "many122", "v")
+var bsdt_many123 = sdt.Define1[int]("bsdt", "many123", "v")
+var bsdt_many124 = sdt.Define1[int]("bsdt", "many124", "v")
+var bsdt_many125 = sdt.Define1[int]("bsdt", "many125", "v")
+var bsdt_many126 = sdt.Define1[int]("bsdt", "many126", "v")
+var bsdt_many127 = sdt.Define1[int]("bsdt", "many127", "v")
+var bsdt_many128 = sdt.Define1[int]("bsdt", "many128", "v")
+var bsdt_many129 = sdt.Define1[int]("bsdt", "many129", "v")
+var bsdt_many130 = sdt.Define1[int]("bsdt", "many130", "v")
+var bsdt_many131 = sdt.Define1[int]("bsdt", "many131", "v")
+var bsdt_many132 = sdt.Define1[int]("bsdt", "many132", "v")
+var bsdt_many133 = sdt.Define1[int]("bsdt", "many133", "v")
+var bsdt_many134 = sdt.Define1[int]("bsdt", "many134", "v")
+var bsdt_many135 = sdt.Define1[int]("bsdt", "many135", "v")
+var bsdt_many136 = sdt.Define1[int]("bsdt", "many136", "v")
+var bsdt_many137 = sdt.Define1[int]("bsdt", "many137", "v")
+var bsdt_many138 = sdt.Define1[int]("bsdt", "many138", "v")
+var bsdt_many139 = sdt.Define1[int]("bsdt", "many139", "v")
+var bsdt_many140 = sdt.Define1[int]("bsdt", "many140", "v")
+var bsdt_many141 = sdt.Define1[int]("bsdt", "many141", "v")
+var bsdt_many142 = sdt.Define1[int]("bsdt", "many142", "v")
+var bsdt_many143 = sdt.Define1[int]("bsdt", "many143", "v")
+var bsdt_many144 = sdt.Define1[int]("bsdt", "many144", "v")
+var bsdt_many145 = sdt.Define1[int]("bsdt", "many145", "v")
+var bsdt_many146 = sdt.Define1[int]("bsdt", "many146", "v")
+var bsdt_many147 = sdt.Define1[int]("bsdt", "many147", "v")
+var bsdt_many148 = sdt.Define1[int]("bsdt", "many148", "v")
+var bsdt_many149 = sdt.Define1[int]("bsdt", "many149", "v")
+var bsdt_many150 = sdt.Define1[int]("bsdt", "many150", "v")
+var bsdt_many151 = sdt.Define1[int]("bsdt", "many151", "v")
+var bsdt_many152 = sdt.Define1[int]("bsdt", "many152", "v")
+var bsdt_many153 = sdt.Define1[int]("bsdt", "many153", "v")
+var bsdt_many154 = sdt.Define1[int]("bsdt", "many154", "v")
+var bsdt_many155 = sdt.Define1[int]("bsdt", "many155", "v")
+var bsdt_many156 = sdt.Define1[int]("bsdt", "many156", "v")
+var bsdt_many157 = sdt.Define1[int]("bsdt", "many157", "v")
+var bsdt_many158 = sdt.Define1[int]("bsdt", "many158", "v")
+var bsdt_many159 = sdt.Define1[int]("bsdt", "many159", "v")
+var bsdt_many160 = sdt.Define1[int]("bsdt", "many160", "v")
+var bsdt_many161 = sdt.Define1[int]("bsdt", "many161", "v")
+var bsdt_many162 = sdt.Define1[int]("bsdt", "many162", "v")
+var bsdt_many163 = sdt.Define1[int]("bsdt", "many163", "v")
+var bsdt_many164 = sdt.Define1[int]("bsdt", "many164", "v")
+var bsdt_many165 = sdt.Define1[int]("bsdt", "many165", "v")
+var bsdt_many166 = sdt.Define1[int]("bsdt", "many166", "v")
+var bsdt_many167 = sdt.Define1[int]("bsdt", "many167", "v")
+var bsdt_many168 = sdt.Define1[int]("bsdt", "many168", "v")
+var bsdt_many169 = sdt.Define1[int]("bsdt", "many169", "v")
+var bsdt_many170 = sdt.Define1[int]("bsdt", "many170", "v")
+var bsdt_many171 = sdt.Define1[int]("bsdt", "many171", "v")
+var bsdt_many172 = sdt.Define1[int]("bsdt", "many172", "v")
+var bsdt_many173 = sdt.Define1[int]("bsdt", "many173", "v")
+var bsdt_many174 = sdt.Define1[int]("bsdt", "many174", "v")
+var bsdt_many175 = sdt.Define1[int]("bsdt", "many175", "v")
+var bsdt_many176 = sdt.Define1[int]("bsdt", "many176", "v")
+var bsdt_many177 = sdt.Define1[int]("bsdt", "many177", "v")
+var bsdt_many178 = sdt.Define1[int]("bsdt", "many178", "v")
+var bsdt_many179 = sdt.Define1[int]("bsdt", "many179", "v")
+var bsdt_many180 = sdt.Define1[int]("bsdt", "many180", "v")
+var bsdt_many181 = sdt.Define1[int]("bsdt", "many181", "v")
+var bsdt_many182 = sdt.Define1[int]("bsdt", "many182", "v")
+var bsdt_many183 = sdt.Define1[int]("bsdt", "many183", "v")
+var bsdt_many184 = sdt.Define1[int]("bsdt", "many184", "v")
+var bsdt_many185 = sdt.Define1[int]("bsdt", "many185", "v")
+var bsdt_many186 = sdt.Define1[int]("bsdt", "many186", "v")
+var bsdt_many187 = sdt.Define1[int]("bsdt", "many187", "v")
+var bsdt_many188 = sdt.Define1[int]("bsdt", "many188", "v")
+var bsdt_many189 = sdt.Define1[int]("bsdt", "many189", "v")
+var bsdt_many190 = sdt.Define1[int]("bsdt", "many190", "v")
+var bsdt_many191 = sdt.Define1[int]("bsdt", "many191", "v")
+var bsdt_many192 = sdt.Define1[int]("bsdt", "many192", "v")
+var bsdt_many193 = sdt.Define1[int]("bsdt", "many193", "v")
+var bsdt_many194 = sdt.Define1[int]("bsdt", "many194", "v")
+var bsdt_many195 = sdt.Define1[int]("bsdt", "many195", "v")
+var bsdt_many196 = sdt.Define1[int]("bsdt", "many196", "v")
+var bsdt_many197 = sdt.Define1[int]("bsdt", "many197", "v")
+var bsdt_many198 = sdt.Define1[int]("bsdt", "many198", "v")
+var bsdt_many199 = sdt.Define1[int]("bsdt", "many199", "v")
+var bsdt_many200 = sdt.Define1[int]("bsdt", "many200", "v")
+var bsdt_many201 = sdt.Define1[int]("bsdt", "many201", "v")
+var bsdt_many202 = sdt.Define1[int]("bsdt", "many202", "v")
+var bsdt_many203 = sdt.Define1[int]("bsdt", "many203", "v")
+var bsdt_many204 = sdt.Define1[int]("bsdt", "many204", "v")
+var bsdt_many205 = sdt.Define1[int]("bsdt", "many205", "v")
+var bsdt_many206 = sdt.Define1[int]("bsdt", "many206", "v")
+var bsdt_many207 = sdt.Define1[int]("bsdt", "many207", "v")
+var bsdt_many208 = sdt.Define1[int]("bsdt", "many208", "v")
+var bsdt_many209 = sdt.Define1[int]("bsdt", "many209", "v")
+var bsdt_many210 = sdt.Define1[int]("bsdt", "many210", "v")
+var bsdt_many211 = sdt.Define1[int]("bsdt", "many211", "v")
+var bsdt_many212 = sdt.Define1[int]("bsdt", "many212", "v")
+var bsdt_many213 = sdt.Define1[int]("bsdt", "many213", "v")
+var bsdt_many214 = sdt.Define1[int]("bsdt", "many214", "v")
+var bsdt_many215 = sdt.Define1[int]("bsdt", "many215", "v")
+var bsdt_many216 = sdt.Define1[int]("bsdt", "many216", "v")
+var bsdt_many217 = sdt.Define1[int]("bsdt", "many217", "v")
+var bsdt_many218 = sdt.Define1[int]("bsdt", "many218", "v")
+var bsdt_many219 = sdt.Define1[int]("bsdt", "many219", "v")
+var bsdt_many220 = sdt.Define1[int]("bsdt", "many220", "v")
+var bsdt_many221 = sdt.Define1[int]("bsdt", "many221", "v")
+var bsdt_many222 = sdt.Define1[int]("bsdt", "many222", "v")
+var bsdt_many223 = sdt.Define1[int]("bsdt", "many223", "v")
+var bsdt_many224 = sdt.Define1[int]("bsdt", "many224", "v")
+var bsdt_many225 = sdt.Define1[int]("bsdt", "many225", "v")
+var bsdt_many226 = sdt.Define1[int]("bsdt", "many226", "v")
+var bsdt_many227 = sdt.Define1[int]("bsdt", "many227", "v")
+var bsdt_many228 = sdt.Define1[int]("bsdt", "many228", "v")
+var bsdt_many229 = sdt.Define1[int]("bsdt", "many229", "v")
+var bsdt_many230 = sdt.Define1[int]("bsdt", "many230", "v")
+var bsdt_many231 = sdt.Define1[int]("bsdt", "many231", "v")
+var bsdt_many232 = sdt.Define1[int]("bsdt", "many232", "v")
+var bsdt_many233 = sdt.Define1[int]("bsdt", "many233", "v")
+var bsdt_many234 = sdt.Define1[int]("bsdt", "many234", "v")
+var bsdt_many235 = sdt.Define1[int]("bsdt", "many235", "v")
+var bsdt_many236 = sdt.Define1[int]("bsdt", "many236", "v")
+var bsdt_many237 = sdt.Define1[int]("bsdt", "many237", "v")
+var bsdt_many238 = sdt.Define1[int]("bsdt", "many238", "v")
+var bsdt_many239 = sdt.Define1[int]("bsdt", "many239", "v")
+var bsdt_many240 = sdt.Define1[int]("bsdt", "many240", "v")
+var bsdt_many241 = sdt.Define1[int]("bsdt", "many241", "v")
+var bsdt_many242 = sdt.Define1[int]("bsdt", "many242", "v")
+var bsdt_many243 = sdt.Define1[int]("bsdt", "many243", "v")
+var bsdt_many244 = sdt.Define1[int]("bsdt", "many244", "v")
+var bsdt_many245 = sdt.Define1[int]("bsdt", "many245", "v")
+var bsdt_many246 = sdt.Define1[int]("bsdt", "many246", "v")
+var bsdt_many247 = sdt.Define1[int]("bsdt", "many247", "v")
+var bsdt_many248 = sdt.Define1[int]("bsdt", "many248", "v")
+var bsdt_many249 = sdt.Define1[int]("bsdt", "many249", "v")
+var bsdt_many250 = sdt.Define1[int]("bsdt", "many250", "v")
+var bsdt_many251 = sdt.Define1[int]("bsdt", "many251", "v")
+var bsdt_many252 = sdt.Define1[int]("bsdt", "many252", "v")
+var bsdt_many253 = sdt.Define1[int]("bsdt", "many253", "v")
+var bsdt_many254 = sdt.Define1[int]("bsdt", "many254", "v")
+var bsdt_many255 = sdt.Define1[int]("bsdt", "many255", "v")
+var bsdt_many256 = sdt.Define1[int]("bsdt", "many256", "v")
+var bsdt_many257 = sdt.Define1[int]("bsdt", "many257", "v")
+var bsdt_many258 = sdt.Define1[int]("bsdt", "many258", "v")
+var bsdt_many259 = sdt.Define1[int]("bsdt", "many259", "v")
+var bsdt_many260 = sdt.Define1[int]("bsdt", "many260", "v")
+var bsdt_many261 = sdt.Define1[int]("bsdt", "many261", "v")
+var bsdt_many262 = sdt.Define1[int]("bsdt", "many262", "v")
+var bsdt_many263 = sdt.Define1[int]("bsdt", "many263", "v")
+var bsdt_many264 = sdt.Define1[int]("bsdt", "many264", "v")
+var bsdt_many265 = sdt.Define1[int]("bsdt", "many265", "v")
+var bsdt_many266 = sdt.Define1[int]("bsdt", "many266", "v")
+var bsdt_many267 = sdt.Define1[int]("bsdt", "many267", "v")
+var bsdt_many268 = sdt.Define1[int]("bsdt", "many268", "v")
+var bsdt_many269 = sdt.Define1[int]("bsdt", "many269", "v")
+var bsdt_many270 = sdt.Define1[int]("bsdt", "many270", "v")
+var bsdt_many271 = sdt.Define1[int]("bsdt", "many271", "v")
+var bsdt_many272 = sdt.Define1[int]("bsdt", "many272", "v")
+var bsdt_many273 = sdt.Define1[int]("bsdt", "many273", "v")
+var bsdt_many274 = sdt.Define1[int]("bsdt", "many274", "v")
+var bsdt_many275 = sdt.Define1[int]("bsdt", "many275", "v")
+var bsdt_many276 = sdt.Define1[int]("bsdt", "many276", "v")
+var bsdt_many277 = sdt.Define1[int]("bsdt", "many277", "v")
+var bsdt_many278 = sdt.Define1[int]("bsdt", "many278", "v")
+var bsdt_many279 = sdt.Define1[int]("bsdt", "many279", "v")
+var bsdt_many280 = sdt.Define1[int]("bsdt", "many280", "v")
+var bsdt_many281 = sdt.Define1[int]("bsdt", "many281", "v")
+var bsdt_many282 = sdt.Define1[int]("bsdt", "many282", "v")
+var bsdt_many283 = sdt.Define1[int]("bsdt", "many283", "v")
+var bsdt_many284 = sdt.Define1[int]("bsdt", "many284", "v")
+var bsdt_many285 = sdt.Define1[int]("bsdt", "many285", "v")
+var bsdt_many286 = sdt.Define1[int]("bsdt", "many286", "v")
+var bsdt_many287 = sdt.Define1[int]("bsdt", "many287", "v")
+var bsdt_many288 = sdt.Define1[int]("bsdt", "many288", "v")
+var bsdt_many289 = sdt.Define1[int]("bsdt", "many289", "v")
+var bsdt_many290 = sdt.Define1[int]("bsdt", "many290", "v")
+var bsdt_many291 = sdt.Define1[int]("bsdt", "many291", "v")
+var bsdt_many292 = sdt.Define1[int]("bsdt", "many292", "v")
+var bsdt_many293 = sdt.Define1[int]("bsdt", "many293", "v")
+var bsdt_many294 = sdt.Define1[int]("bsdt", "many294", "v")
+var bsdt_many295 = sdt.Define1[int]("bsdt", "many295", "v")
+var bsdt_many296 = sdt.Define1[int]("bsdt", "many296", "v")
+var bsdt_many297 = sdt.Define1[int]("bsdt", "many297", "v")
+var bsdt_many298 = sdt.Define1[int]("bsdt", "many298", "v")
+var bsdt_many299 = sdt.Define1[int]("bsdt", "many299", "v")
+var bsdt_many300 = sdt.Define1[int]("bsdt", "many300", "v")
+var bsdt_many301 = sdt.Define1[int]("bsdt", "many301", "v")
+var bsdt_many302 = sdt.Define1[int]("bsdt", "many302", "v")
+var bsdt_many303 = sdt.Define1[int]("bsdt", "many303", "v")
+var bsdt_many304 = sdt.Define1[int]("bsdt", "many304", "v")
+var bsdt_many305 = sdt.Define1[int]("bsdt", "many305", "v")
+var bsdt_many306 = sdt.Define1[int]("bsdt", "many306", "v")
+var bsdt_many307 = sdt.Define1[int]("bsdt", "many307", "v")
+var bsdt_many308 = sdt.Define1[int]("bsdt", "many308", "v")
+var bsdt_many309 = sdt.Define1[int]("bsdt", "many309", "v")
+var bsdt_many310 = sdt.Define1[int]("bsdt", "many310", "v")
+var bsdt_many311 = sdt.Define1[int]("bsdt", "many311", "v")
+var bsdt_many312 = sdt.Define1[int]("bsdt", "many312", "v")
+var bsdt_many313 = sdt.Define1[int]("bsdt", "many313", "v")
+var bsdt_many314 = sdt.Define1[int]("bsdt", "many314", "v")
+var bsdt_many315 = sdt.Define1[int]("bsdt", "many315", "v")
+var bsdt_many316 = sdt.Define1[int]("bsdt", "many316", "v")
+var bsdt_many317 = sdt.Define1[int]("bsdt", "many317", "v")
+var bsdt_many318 = sdt.Define1[int]("bsdt", "many318", "v")
+var bsdt_many319 = sdt.Define1[int]("bsdt", "many319", "v")
+var bsdt_many320 = sdt.Define1[int]("bsdt", "many320", "v")
+var bsdt_many321 = sdt.Define1[int]("bsdt", "many321", "v")
+var bsdt_many322 = sdt.Define1[int]("bsdt", "many322", "v")
+var bsdt_many323 = sdt.Define1[int]("bsdt", "many323", "v")
+var bsdt_many324 = sdt.Define1[int]("bsdt", "many324", "v")
+var bsdt_many325 = sdt.Define1[int]("bsdt", "many325", "v")
+var bsdt_many326 = sdt.Define1[int]("bsdt", "many326", "v")
+var bsdt_many327 = sdt.Define1[int]("bsdt", "many327", "v")
+var bsdt_many328 = sdt.Define1[int]("bsdt", "many328", "v")
+var bsdt_many329 = sdt.Define1[int]("bsdt", "many329", "v")
+var bsdt_many330 = sdt.Define1[int]("bsdt", "many330", "v")
+var bsdt_many331 = sdt.Define1[int]("bsdt", "many331", "v")
+var bsdt_many332 = sdt.Define1[int]("bsdt", "many332", "v")
+var bsdt_many333 = sdt.Define1[int]("bsdt", "many333", "v")
+var bsdt_many334 = sdt.Define1[int]("bsdt", "many334", "v")
+var bsdt_many335 = sdt.Define1[int]("bsdt", "many335", "v")
+var bsdt_many336 = sdt.Define1[int]("bsdt", "many336", "v")
+var bsdt_many337 = sdt.Define1[int]("bsdt", "many337", "v")
+var bsdt_many338 = sdt.Define1[int]("bsdt", "many338", "v")
+var bsdt_many339 = sdt.Define1[int]("bsdt", "many339", "v")
+var bsdt_many340 = sdt.Define1[int]("bsdt", "many340", "v")
+var bsdt_many341 = sdt.Define1[int]("bsdt", "many341", "v")
+var bsdt_many342 = sdt.Define1[int]("bsdt", "many342", "v")
+var bsdt_many343 = sdt.Define1[int]("bsdt", "many343", "v")
+var bsdt_many344 = sdt.Define1[int]("bsdt", "many344", "v")
+var bsdt_many345 = sdt.Define1[int]("bsdt", "many345", "v")
+var bsdt_many346 = sdt.Define1[int]("bsdt", "many346", "v")
+var bsdt_many347 = sdt.Define1[int]("bsdt", "many347", "v")
+var bsdt_many348 = sdt.Define1[int]("bsdt", "many348", "v")
+var bsdt_many349 = sdt.Define1[int]("bsdt", "many349", "v")
+var bsdt_many350 = sdt.Define1[int]("bsdt", "many350", "v")
+var bsdt_many351 = sdt.Define1[int]("bsdt", "many351", "v")
+var bsdt_many352 = sdt.Define1[int]("bsdt", "many352", "v")
+var bsdt_many353 = sdt.Define1[int]("bsdt", "many353", "v")
+var bsdt_many354 = sdt.Define1[int]("bsdt", "many354", "v")
+var bsdt_many355 = sdt.Define1[int]("bsdt", "many355", "v")
+var bsdt_many356 = sdt.Define1[int]("bsdt", "many356", "v")
+var bsdt_many357 = sdt.Define1[int]("bsdt", "many357", "v")
+var bsdt_many358 = sdt.Define1[int]("bsdt", "many358", "v")
+var bsdt_many359 = sdt.Define1[int]("bsdt", "many359", "v")
+var bsdt_many360 = sdt.Define1[int]("bsdt", "many360", "v")
+var bsdt_many361 = sdt.Define1[int]("bsdt", "many361", "v")
+var bsdt_many362 = sdt.Define1[int]("bsdt", "many362", "v")
+var bsdt_many363 = sdt.Define1[int]("bsdt", "many363", "v")
+var bsdt_many364 = sdt.Define1[int]("bsdt", "many364", "v")
+var bsdt_many365 = sdt.Define1[int]("bsdt", "many365", "v")
+var bsdt_many366 = sdt.Define1[int]("bsdt", "many366", "v")
+var bsdt_many367 = sdt.Define1[int]("bsdt", "many367", "v")
+var bsdt_many368 = sdt.Define1[int]("bsdt", "many368", "v")
+var bsdt_many369 = sdt.Define1[int]("bsdt", "many369", "v")
+var bsdt_many370 = sdt.Define1[int]("bsdt", "many370", "v")
+var bsdt_many371 = sdt.Define1[int]("bsdt", "many371", "v")
+var bsdt_many372 = sdt.Define1[int]("bsdt", "many372", "v")
+var bsdt_many373 = sdt.Define1[int]("bsdt", "many373", "v")
+var bsdt_many374 = sdt.Define1[int]("bsdt", "many374", "v")
+var bsdt_many375 = sdt.Define1[int]("bsdt", "many375", "v")
+var bsdt_many376 = sdt.Define1[int]("bsdt", "many376", "v")
+var bsdt_many377 = sdt.Define1[int]("bsdt", "many377", "v")
+var bsdt_many378 = sdt.Define1[int]("bsdt", "many378", "v")
+var bsdt_many379 = sdt.Define1[int]("bsdt", "many379", "v")
+var bsdt_many380 = sdt.Define1[int]("bsdt", "many380", "v")
+var bsdt_many381 = sdt.Define1[int]("bsdt", "many381", "v")
+var bsdt_many382 = sdt.Define1[int]("bsdt", "many382", "v")
+var bsdt_many383 = sdt.Define1[int]("bsdt", "many383", "v")
+var bsdt_many384 = sdt.Define1[int]("bsdt", "many384", "v")
+var bsdt_many385 = sdt.Define1[int]("bsdt", "many385", "v")
+var bsdt_many386 = sdt.Define1[int]("bsdt", "many386", "v")
+var bsdt_many387 = sdt.Define1[int]("bsdt", "many387", "v")
+var bsdt_many388 = sdt.Define1[int]("bsdt", "many388", "v")
+var bsdt_many389 = sdt.Define1[int]("bsdt", "many389", "v")
+var bsdt_many390 = sdt.Define1[int]("bsdt", "many390", "v")
+var bsdt_many391 = sdt.Define1[int]("bsdt", "many391", "v")
+var bsdt_many392 = sdt.Define1[int]("bsdt", "many392", "v")
+var bsdt_many393 = sdt.Define1[int]("bsdt", "many393", "v")
+var bsdt_many394 = sdt.Define1[int]("bsdt", "many394", "v")
+var bsdt_many395 = sdt.Define1[int]("bsdt", "many395", "v")
+var bsdt_many396 = sdt.Define1[int]("bsdt", "many396", "v")
+var bsdt_many397 = sdt.Define1[int]("bsdt", "many397", "v")
+var bsdt_many398 = sdt.Define1[int]("bsdt", "many398", "v")
+var bsdt_many399 = sdt.Define1[int]("bsdt", "many399", "v")
+var bsdt_many400 = sdt.Define1[int]("bsdt", "many400", "v")
+var bsdt_many401 = sdt.Define1[int]("bsdt", "many401", "v")
+var bsdt_many402 = sdt.Define1[int]("bsdt", "many402", "v")
+var bsdt_many403 = sdt.Define1[int]("bsdt", "many403", "v")
+var bsdt_many404 = sdt.Define1[int]("bsdt", "many404", "v")
+var bsdt_many405 = sdt.Define1[int]("bsdt", "many405", "v")
+var bsdt_many406 = sdt.Define1[int]("bsdt", "many406", "v")
+var bsdt_many407 = sdt.Define1[int]("bsdt", "many407", "v")
+var bsdt_many408 = sdt.Define1[int]("bsdt", "many408", "v")
+var bsdt_many409 = sdt.Define1[int]("bsdt", "many409", "v")
+var bsdt_many410 = sdt.Define1[int]("bsdt", "many410", "v")
+var bsdt_many411 = sdt.Define1[int]("bsdt", "many411", "v")
+var bsdt_many412 = sdt.Define1[int]("bsdt", "many412", "v")
+var bsdt_many413 = sdt.Define1[int]("bsdt", "many413", "v")
+var bsdt_many414 = sdt.Define1[int]("bsdt", "many414", "v")
+var bsdt_many415 = sdt.Define1[int]("bsdt", "many415", "v")
+var bsdt_many416 = sdt.Define1[int]("bsdt", "many416", "v")
+var bsdt_many417 = sdt.Define1[int]("bsdt", "many417", "v")
+var bsdt_many418 = sdt.Define1[int]("bsdt", "many418", "v")
+var bsdt_many419 = sdt.Define1[int]("bsdt", "many419", "v")
+var bsdt_many420 = sdt.Define1[int]("bsdt", "many420", "v")
+var bsdt_many421 = sdt.Define1[int]("bsdt", "many421", "v")
+var bsdt_many422 = sdt.Define1[int]("bsdt", "many422", "v")
+var bsdt_many423 = sdt.Define1[int]("bsdt", "many423", "v")
+var bsdt_many424 = sdt.Define1[int]("bsdt", "many424", "v")
+var bsdt_many425 = sdt.Define1[int]("bsdt", "many425", "v")
+var bsdt_many426 = sdt.Define1[int]("bsdt", "many426", "v")
+var bsdt_many427 = sdt.Define1[int]("bsdt", "many427", "v")
+var bsdt_many428 = sdt.Define1[int]("bsdt", "many428", "v")
+var bsdt_many429 = sdt.Define1[int]("bsdt", "many429", "v")
+var bsdt_many430 = sdt.Define1[int]("bsdt", "many430", "v")
+var bsdt_many431 = sdt.Define1[int]("bsdt", "many431", "v")
+var bsdt_many432 = sdt.Define1[int]("bsdt", "many432", "v")
+var bsdt_many433 = sdt.Define1[int]("bsdt", "many433", "v")
+var bsdt_many434 = sdt.Define1[int]("bsdt", "many434", "v")
+var bsdt_many435 = sdt.Define1[int]("bsdt", "many435", "v")
+var bsdt_many436 = sdt.Define1[int]("bsdt", "many436", "v")
+var bsdt_many437 = sdt.Define1[int]("bsdt", "many437", "v")
+var bsdt_many438 = sdt.Define1[int]("bsdt", "many438", "v")
+var bsdt_many439 = sdt.Define1[int]("bsdt", "many439", "v")
+var bsdt_many440 = sdt.Define1[int]("bsdt", "many440", "v")
+var bsdt_many441 = sdt.Define1[int]("bsdt", "many441", "v")
+var bsdt_many442 = sdt.Define1[int]("bsdt", "many442", "v")
+var bsdt_many443 = sdt.Define1[int]("bsdt", "many443", "v")
+var bsdt_many444 = sdt.Define1[int]("bsdt", "many444", "v")
+var bsdt_many445 = sdt.Define1[int]("bsdt", "many445", "v")
+var bsdt_many446 = sdt.Define1[int]("bsdt", "many446", "v")
+var bsdt_many447 = sdt.Define1[int]("bsdt", "many447", "v")
+var bsdt_many448 = sdt.Define1[int]("bsdt", "many448", "v")
+var bsdt_many449 = sdt.Define1[int]("bsdt", "many449", "v")
+var bsdt_many450 = sdt.Define1[int]("bsdt", "many450", "v")
+var bsdt_many451 = sdt.Define1[int]("bsdt", "many451", "v")
+var bsdt_many452 = sdt.Define1[int]("bsdt", "many452", "v")
+var bsdt_many453 = sdt.Define1[int]("bsdt", "many453", "v")
+var bsdt_many454 = sdt.Define1[int]("bsdt", "many454", "v")
+var bsdt_many455 = sdt.Define1[int]("bsdt", "many455", "v")
+var bsdt_many456 = sdt.Define1[int]("bsdt", "many456", "v")
+var bsdt_many457 = sdt.Define1[int]("bsdt", "many457", "v")
+var bsdt_many458 = sdt.Define1[int]("bsdt", "many458", "v")
+var bsdt_many459 = sdt.Define1[int]("bsdt", "many459", "v")
+var bsdt_many460 = sdt.Define1[int]("bsdt", "many460", "v")
+var bsdt_many461 = sdt.Define1[int]("bsdt", "many461", "v")
+var bsdt_many462 = sdt.Define1[int]("bsdt", "many462", "v")
+var bsdt_many463 = sdt.Define1[int]("bsdt", "many463", "v")
+var bsdt_many464 = sdt.Define1[int]("bsdt", "many464", "v")
+var bsdt_many465 = sdt.Define1[int]("bsdt", "many465", "v")
+var bsdt_many466 = sdt.Define1[int]("bsdt", "many466", "v")
+var bsdt_many467 = sdt.Define1[int]("bsdt", "many467", "v")
+var bsdt_many468 = sdt.Define1[int]("bsdt", "many468", "v")
+var bsdt_many469 = sdt.Define1[int]("bsdt", "many469", "v")
+var bsdt_many470 = sdt.Define1[int]("bsdt", "many470", "v")
+var bsdt_many471 = sdt.Define1[int]("bsdt", "many471", "v")
+var bsdt_many472 = sdt.Define1[int]("bsdt", "many472", "v")
+var bsdt_many473 = sdt.Define1[int]("bsdt", "many473", "v")
+var bsdt_many474 = sdt.Define1[int]("bsdt", "many474", "v")
+var bsdt_many475 = sdt.Define1[int]("bsdt", "many475", "v")
+var bsdt_many476 = sdt.Define1[int]("bsdt", "many476", "v")
+var bsdt_many477 = sdt.Define1[int]("bsdt", "many477", "v")
+var bsdt_many478 = sdt.Define1[int]("bsdt", "many478", "v")
+var bsdt_many479 = sdt.Define1[int]("bsdt", "many479", "v")
+var bsdt_many480 = sdt.Define1[int]("bsdt", "many480", "v")
+var bsdt_many481 = sdt.Define1[int]("bsdt", "many481", "v")
+var bsdt_many482 = sdt.Define1[int]("bsdt", "many482", "v")
+var bsdt_many483 = sdt.Define1[int]("bsdt", "many483", "v")
+var bsdt_many484 = sdt.Define1[int]("bsdt", "many484", "v")
+var bsdt_many485 = sdt.Define1[int]("bsdt", "many485", "v")
+var bsdt_many486 = sdt.Define1[int]("bsdt", "many486", "v")
+var bsdt_many487 = sdt.Define1[int]("bsdt", "many487", "v")
+var bsdt_many488 = sdt.Define1[int]("bsdt", "many488", "v")
+var bsdt_many489 = sdt.Define1[int]("bsdt", "many489", "v")
+var bsdt_many490 = sdt.Define1[int]("bsdt", "many490", "v")
+var bsdt_many491 = sdt.Define1[int]("bsdt", "many491", "v")
+var bsdt_many492 = sdt.Define1[int]("bsdt", "many492", "v")
+var bsdt_many493 = sdt.Define1[int]("bsdt", "many493", "v")
+var bsdt_many494 = sdt.Define1[int]("bsdt", "many494", "v")
+var bsdt_many495 = sdt.Define1[int]("bsdt", "many495", "v")
+var bsdt_many496 = sdt.Define1[int]("bsdt", "many496", "v")
+var bsdt_many497 = sdt.Define1[int]("bsdt", "many497", "v")
+var bsdt_many498 = sdt.Define1[int]("bsdt", "many498", "v")
+var bsdt_many499 = sdt.Define1[int]("bsdt", "many499", "v")
+var bsdt_many500 = sdt.Define1[int]("bsdt", "many500", "v")
+var bsdt_many501 = sdt.Define1[int]("bsdt", "many501", "v")
+var bsdt_many502 = sdt.Define1[int]("bsdt", "many502", "v")
+var bsdt_many503 = sdt.Define1[int]("bsdt", "many503", "v")
+var bsdt_many504 = sdt.Define1[int]("bsdt", "many504", "v")
+var bsdt_many505 = sdt.Define1[int]("bsdt", "many505", "v")
+var bsdt_many506 = sdt.Define1[int]("bsdt", "many506", "v")
+var bsdt_many507 = sdt.Define1[int]("bsdt", "many507", "v")
+var bsdt_many508 = sdt.Define1[int]("bsdt", "many508", "v")
+var bsdt_many509 = sdt.Define1[int]("bsdt", "many509", "v")
+var bsdt_many510 = sdt.Define1[int]("bsdt", "many510", "v")
+var bsdt_many511 = sdt.Define1[int]("bsdt", "many511", "v")
+var bsdt_many512 = sdt.Define1[int]("bsdt", "many512", "v")
+var bsdt_many513 = sdt.Define1[int]("bsdt", "many513", "v")
+var bsdt_many514 = sdt.Define1[int]("bsdt", "many514", "v")
+var bsdt_many515 = sdt.Define1[int]("bsdt", "many515", "v")
+var bsdt_many516 = sdt.Define1[int]("bsdt", "many516", "v")
+var bsdt_many517 = sdt.Define1[int]("bsdt", "many517", "v")
+var bsdt_many518 = sdt.Define1[int]("bsdt", "many518", "v")
+var bsdt_many519 = sdt.Define1[int]("bsdt", "many519", "v")
+var bsdt_many520 = sdt.Define1[int]("bsdt", "many520", "v")
+var bsdt_many521 = sdt.Define1[int]("bsdt", "many521", "v")
+var bsdt_many522 = sdt.Define1[int]("bsdt", "many522", "v")
+var bsdt_many523 = sdt.Define1[int]("bsdt", "many523", "v")
+var bsdt_many524 = sdt.Define1[int]("bsdt", "many524", "v")
+var bsdt_many525 = sdt.Define1[int]("bsdt", "many525", "v")
+var bsdt_many526 = sdt.Define1[int]("bsdt", "many526", "v")
+var bsdt_many527 = sdt.Define1[int]("bsdt", "many527", "v")
+var bsdt_many528 = sdt.Define1[int]("bsdt", "many528", "v")
+var bsdt_many529 = sdt.Define1[int]("bsdt", "many529", "v")
+var bsdt_many530 = sdt.Define1[int]("bsdt", "many530", "v")
+var bsdt_many531 = sdt.Define1[int]("bsdt", "many531", "v")
+var bsdt_many532 = sdt.Define1[int]("bsdt", "many532", "v")
+var bsdt_many533 = sdt.Define1[int]("bsdt", "many533", "v")
+var bsdt_many534 = sdt.Define1[int]("bsdt", "many534", "v")
+var bsdt_many535 = sdt.Define1[int]("bsdt", "many535", "v")
+var bsdt_many536 = sdt.Define1[int]("bsdt", "many536", "v")
+var bsdt_many537 = sdt.Define1[int]("bsdt", "many537", "v")
+var bsdt_many538 = sdt.Define1[int]("bsdt", "many538", "v")
+var bsdt_many539 = sdt.Define1[int]("bsdt", "many539", "v")
+var bsdt_many540 = sdt.Define1[int]("bsdt", "many540", "v")
+var bsdt_many541 = sdt.Define1[int]("bsdt", "many541", "v")
+var bsdt_many542 = sdt.Define1[int]("bsdt", "many542", "v")
+var bsdt_many543 = sdt.Define1[int]("bsdt", "many543", "v")
+var bsdt_many544 = sdt.Define1[int]("bsdt", "many544", "v")
+var bsdt_many545 = sdt.Define1[int]("bsdt", "many545", "v")
+var bsdt_many546 = sdt.Define1[int]("bsdt", "many546", "v")
+var bsdt_many547 = sdt.Define1[int]("bsdt", "many547", "v")
+var bsdt_many548 = sdt.Define1[int]("bsdt", "many548", "v")
+var bsdt_many549 = sdt.Define1[int]("bsdt", "many549", "v")
+var bsdt_many550 = sdt.Define1[int]("bsdt", "many550", "v")
+var bsdt_many551 = sdt.Define1[int]("bsdt", "many551", "v")
+var bsdt_many552 = sdt.Define1[int]("bsdt", "many552", "v")
+var bsdt_many553 = sdt.Define1[int]("bsdt", "many553", "v")
+var bsdt_many554 = sdt.Define1[int]("bsdt", "many554", "v")
+var bsdt_many555 = sdt.Define1[int]("bsdt", "many555", "v")
+var bsdt_many556 = sdt.Define1[int]("bsdt", "many556", "v")
+var bsdt_many557 = sdt.Define1[int]("bsdt", "many557", "v")
+var bsdt_many558 = sdt.Define1[int]("bsdt", "many558", "v")
+var bsdt_many559 = sdt.Define1[int]("bsdt", "many559", "v")
+var bsdt_many560 = sdt.Define1[int]("bsdt", "many560", "v")
+var bsdt_many561 = sdt.Define1[int]("bsdt", "many561", "v")
+var bsdt_many562 = sdt.Define1[int]("bsdt", "many562", "v")
+var bsdt_many563 = sdt.Define1[int]("bsdt", "many563", "v")
+var bsdt_many564 = sdt.Define1[int]("bsdt", "many564", "v")
+var bsdt_many565 = sdt.Define1[int]("bsdt", "many565", "v")
+var bsdt_many566 = sdt.Define1[int]("bsdt", "many566", "v")
+var bsdt_many567 = sdt.Define1[int]("bsdt", "many567", "v")
+var bsdt_many568 = sdt.Define1[int]("bsdt", "many568", "v")
+var bsdt_many569 = sdt.Define1[int]("bsdt", "many569", "v")
+var bsdt_many570 = sdt.Define1[int]("bsdt", "many570", "v")
+var bsdt_many571 = sdt.Define1[int]("bsdt", "many571", "v")
+var bsdt_many572 = sdt.Define1[int]("bsdt", "many572", "v")
+var bsdt_many573 = sdt.Define1[int]("bsdt", "many573", "v")
+var bsdt_many574 = sdt.Define1[int]("bsdt", "many574", "v")
+var bsdt_many575 = sdt.Define1[int]("bsdt", "many575", "v")
+var bsdt_many576 = sdt.Define1[int]("bsdt", "many576", "v")
+var bsdt_many577 = sdt.Define1[int]("bsdt", "many577", "v")
+var bsdt_many578 = sdt.Define1[int]("bsdt", "many578", "v")
+var bsdt_many579 = sdt.Define1[int]("bsdt", "many579", "v")
+var bsdt_many580 = sdt.Define1[int]("bsdt", "many580", "v")
+var bsdt_many581 = sdt.Define1[int]("bsdt", "many581", "v")
+var bsdt_many582 = sdt.Define1[int]("bsdt", "many582", "v")
+var bsdt_many583 = sdt.Define1[int]("bsdt", "many583", "v")
+var bsdt_many584 = sdt.Define1[int]("bsdt", "many584", "v")
+var bsdt_many585 = sdt.Define1[int]("bsdt", "many585", "v")
+var bsdt_many586 = sdt.Define1[int]("bsdt", "many586", "v")
+var bsdt_many587 = sdt.Define1[int]("bsdt", "many587", "v")
+var bsdt_many588 = sdt.Define1[int]("bsdt", "many588", "v")
+var bsdt_many589 = sdt.Define1[int]("bsdt", "many589", "v")
+var bsdt_many590 = sdt.Define1[int]("bsdt", "many590", "v")
+var bsdt_many591 = sdt.Define1[int]("bsdt", "many591", "v")
+var bsdt_many592 = sdt.Define1[int]("bsdt", "many592", "v")
+var bsdt_many593 = sdt.Define1[int]("bsdt", "many593", "v")
+var bsdt_many594 = sdt.Define1[int]("bsdt", "many594", "v")
+var bsdt_many595 = sdt.Define1[int]("bsdt", "many595", "v")
+var bsdt_many596 = sdt.Define1[int]("bsdt", "many596", "v")
+var bsdt_many597 = sdt.Define1[int]("bsdt", "many597", "v")
+var bsdt_many598 = sdt.Define1[int]("bsdt", "many598", "v")
+var bsdt_many599 = sdt.Define1[int]("bsdt", "many599", "v")
+var bsdt_many600 = sdt.Define1[int]("bsdt", "many600", "v")
+var bsdt_many601 = sdt.Define1[int]("bsdt", "many601", "v")
+var bsdt_many602 = sdt.Define1[int]("bsdt", "many602", "v")
+var bsdt_many603 = sdt.Define1[int]("bsdt", "many603", "v")
+var bsdt_many604 = sdt.Define1[int]("bsdt", "many604", "v")
+var bsdt_many605 = sdt.Define1[int]("bsdt", "many605", "v")
+var bsdt_many606 = sdt.Define1[int]("bsdt", "many606", "v")
+var bsdt_many607 = sdt.Define1[int]("bsdt", "many607", "v")
+var bsdt_many608 = sdt.Define1[int]("bsdt", "many608", "v")
+var bsdt_many609 = sdt.Define1[int]("bsdt", "many609", "v")
+var bsdt_many610 = sdt.Define1[int]("bsdt", "many610", "v")
+var bsdt_many611 = sdt.Define1[int]("bsdt", "many611", "v")
+var bsdt_many612 = sdt.Define1[int]("bsdt", "many612", "v")
+var bsdt_many613 = sdt.Define1[int]("bsdt", "many613", "v")
+var bsdt_many614 = sdt.Define1[int]("bsdt", "many614", "v")
+var bsdt_many615 = sdt.Define1[int]("bsdt", "many615", "v")
+var bsdt_many616 = sdt.Define1[int]("bsdt", "many616", "v")
+var bsdt_many617 = sdt.Define1[int]("bsdt", "many617", "v")
+var bsdt_many618 = sdt.Define1[int]("bsdt", "many618", "v")
+var bsdt_many619 = sdt.Define1[int]("bsdt", "many619", "v")
+var bsdt_many620 = sdt.Define1[int]("bsdt", "many620", "v")
+var bsdt_many621 = sdt.Define1[int]("bsdt", "many621", "v")
+var bsdt_many622 = sdt.Define1[int]("bsdt", "many622", "v")
+var bsdt_many623 = sdt.Define1[int]("bsdt", "many623", "v")
+var bsdt_many624 = sdt.Define1[int]("bsdt", "many624", "v")
+var bsdt_many625 = sdt.Define1[int]("bsdt", "many625", "v")
+var bsdt_many626 = sdt.Define1[int]("bsdt", "many626", "v")
+var bsdt_many627 = sdt.Define1[int]("bsdt", "many627", "v")
+var bsdt_many628 = sdt.Define1[int]("bsdt", "many628", "v")
+var bsdt_many629 = sdt.Define1[int]("bsdt", "many629", "v")
+var bsdt_many630 = sdt.Define1[int]("bsdt", "many630", "v")
+var bsdt_many631 = sdt.Define1[int]("bsdt", "many631", "v")
+var bsdt_many632 = sdt.Define1[int]("bsdt", "many632", "v")
+var bsdt_many633 = sdt.Define1[int]("bsdt", "many633", "v")
+var bsdt_many634 = sdt.Define1[int]("bsdt", "many634", "v")
+var bsdt_many635 = sdt.Define1[int]("bsdt", "many635", "v")
+var bsdt_many636 = sdt.Define1[int]("bsdt", "many636", "v")
+var bsdt_many637 = sdt.Define1[int]("bsdt", "many637", "v")
+var bsdt_many638 = sdt.Define1[int]("bsdt", "many638", "v")
+var bsdt_many639 = sdt.Define1[int]("bsdt", "many639", "v")
+var bsdt_many640 = sdt.Define1[int]("bsdt", "many640", "v")
+var bsdt_many641 = sdt.Define1[int]("bsdt", "many641", "v")
+var bsdt_many642 = sdt.Define1[int]("bsdt", "many642", "v")
+var bsdt_many643 = sdt.Define1[int]("bsdt", "many643", "v")
+var bsdt_many644 = sdt.Define1[int]("bsdt", "many644", "v")
+var bsdt_many645 = sdt.Define1[int]("bsdt", "many645", "v")
+var bsdt_many646 = sdt.Define1[int]("bsdt", "many646", "v")
+var bsdt_many647 = sdt.Define1[int]("bsdt", "many647", "v")
+var bsdt_many648 = sdt.Define1[int]("bsdt", "many648", "v")
+var bsdt_many649 = sdt.Define1[int]("bsdt", "many649", "v")
+var bsdt_many650 = sdt.Define1[int]("bsdt", "many650", "v")
+var bsdt_many651 = sdt.Define1[int]("bsdt", "many651", "v")
+var bsdt_many652 = sdt.Define1[int]("bsdt", "many652", "v")
+var bsdt_many653 = sdt.Define1[int]("bsdt", "many653", "v")
+var bsdt_many654 = sdt.Define1[int]("bsdt", "many654", "v")
+var bsdt_many655 = sdt.Define1[int]("bsdt", "many655", "v")
+var bsdt_many656 = sdt.Define1[int]("bsdt", "many656", "v")
+var bsdt_many657 = sdt.Define1[int]("bsdt", "many657", "v")
+var bsdt_many658 = sdt.Define1[int]("bsdt", "many658", "v")
+var bsdt_many659 = sdt.Define1[int]("bsdt", "many659", "v")
+var bsdt_many660 = sdt.Define1[int]("bsdt", "many660", "v")
+var bsdt_many661 = sdt.Define1[int]("bsdt", "many661", "v")
+var bsdt_many662 = sdt.Define1[int]("bsdt", "many662", "v")
+var bsdt_many663 = sdt.Define1[int]("bsdt", "many663", "v")
+var bsdt_many664 = sdt.Define1[int]("bsdt", "many664", "v")
+var bsdt_many665 = sdt.Define1[int]("bsdt", "many665", "v")
+var bsdt_many666 = sdt.Define1[int]("bsdt", "many666", "v")
+var bsdt_many667 = sdt.Define1[int]("bsdt", "many667", "v")
+var bsdt_many668 = sdt.Define1[int]("bsdt", "many668", "v")
+var bsdt_many669 = sdt.Define1[int]("bsdt", "many669", "v")
+var bsdt_many670 = sdt.Define1[int]("bsdt", "many670", "v")
+var bsdt_many671 = sdt.Define1[int]("bsdt", "many671", "v")
+var bsdt_many672 = sdt.Define1[int]("bsdt", "many672", "v")
+var bsdt_many673 = sdt.Define1[int]("bsdt", "many673", "v")
+var bsdt_many674 = sdt.Define1[int]("bsdt", "many674", "v")
+var bsdt_many675 = sdt.Define1[int]("bsdt", "many675", "v")
+var bsdt_many676 = sdt.Define1[int]("bsdt", "many676", "v")
+var bsdt_many677 = sdt.Define1[int]("bsdt", "many677", "v")
+var bsdt_many678 = sdt.Define1[int]("bsdt", "many678", "v")
+var bsdt_many679 = sdt.Define1[int]("bsdt", "many679", "v")
+var bsdt_many680 = sdt.Define1[int]("bsdt", "many680", "v")
+var bsdt_many681 = sdt.Define1[int]("bsdt", "many681", "v")
+var bsdt_many682 = sdt.Define1[int]("bsdt", "many682", "v")
+var bsdt_many683 = sdt.Define1[int]("bsdt", "many683", "v")
+var bsdt_many684 = sdt.Define1[int]("bsdt", "many684", "v")
+var bsdt_many685 = sdt.Define1[int]("bsdt", "many685", "v")
+var bsdt_many686 = sdt.Define1[int]("bsdt", "many686", "v")
+var bsdt_many687 = sdt.Define1[int]("bsdt", "many687", "v")
+var bsdt_many688 = sdt.Define1[int]("bsdt", "many688", "v")
+var bsdt_many689 = sdt.Define1[int]("bsdt", "many689", "v")
+var bsdt_many690 = sdt.Define1[int]("bsdt", "many690", "v")
+var bsdt_many691 = sdt.Define1[int]("bsdt", "many691", "v")
+var bsdt_many692 = sdt.Define1[int]("bsdt", "many692", "v")
+var bsdt_many693 = sdt.Define1[int]("bsdt", "many693", "v")
+var bsdt_many694 = sdt.Define1[int]("bsdt", "many694", "v")
+var bsdt_many695 = sdt.Define1[int]("bsdt", "many695", "v")
+var bsdt_many696 = sdt.Define1[int]("bsdt", "many696", "v")
+var bsdt_many697 = sdt.Define1[int]("bsdt", "many697", "v")
+var bsdt_many698 = sdt.Define1[int]("bsdt", "many698", "v")
+var bsdt_many699 = sdt.Define1[int]("bsdt", "many699", "v")
+var bsdt_many700 = sdt.Define1[int]("bsdt", "many700", "v")
+var bsdt_many701 = sdt.Define1[int]("bsdt", "many701", "v")
+var bsdt_many702 = sdt.Define1[int]("bsdt", "many702", "v")
+var bsdt_many703 = sdt.Define1[int]("bsdt", "many703", "v")
+var bsdt_many704 = sdt.Define1[int]("bsdt", "many704", "v")
+var bsdt_many705 = sdt.Define1[int]("bsdt", "many705", "v")
+var bsdt_many706 = sdt.Define1[int]("bsdt", "many706", "v")
+var bsdt_many707 = sdt.Define1[int]("bsdt", "many707", "v")
+var bsdt_many708 = sdt.Define1[int]("bsdt", "many708", "v")
+var bsdt_many709 = sdt.Define1[int]("bsdt", "many709", "v")
+var bsdt_many710 = sdt.Define1[int]("bsdt", "many710", "v")
+var bsdt_many711 = sdt.Define1[int]("bsdt", "many711", "v")
+var bsdt_many712 = sdt.Define1[int]("bsdt", "many712", "v")
+var bsdt_many713 = sdt.Define1[int]("bsdt", "many713", "v")
+var bsdt_many714 = sdt.Define1[int]("bsdt", "many714", "v")
+var bsdt_many715 = sdt.Define1[int]("bsdt", "many715", "v")
+var bsdt_many716 = sdt.Define1[int]("bsdt", "many716", "v")
+var bsdt_many717 = sdt.Define1[int]("bsdt", "many717", "v")
+var bsdt_many718 = sdt.Define1[int]("bsdt", "many718", "v")
+var bsdt_many719 = sdt.Define1[int]("bsdt", "many719", "v")
+var bsdt_many720 = sdt.Define1[int]("bsdt", "many720", "v")
+var bsdt_many721 = sdt.Define1[int]("bsdt", "many721", "v")
+var bsdt_many722 = sdt.Define1[int]("bsdt", "many722", "v")
+var bsdt_many723 = sdt.Define1[int]("bsdt", "many723", "v")
+var bsdt_many724 = sdt.Define1[int]("bsdt", "many724", "v")
+var bsdt_many725 = sdt.Define1[int]("bsdt", "many725", "v")
+var bsdt_many726 = sdt.Define1[int]("bsdt", "many726", "v")
+var bsdt_many727 = sdt.Define1[int]("bsdt", "many727", "v")
+var bsdt_many728 = sdt.Define1[int]("bsdt", "many728", "v")
+var bsdt_many729 = sdt.Define1[int]("bsdt", "many729", "v")
+var bsdt_many730 = sdt.Define1[int]("bsdt", "many730", "v")
+var bsdt_many731 = sdt.Define1[int]("bsdt", "many731", "v")
+var bsdt_many732 = sdt.Define1[int]("bsdt", "many732", "v")
+var bsdt_many733 = sdt.Define1[int]("bsdt", "many733", "v")
+var bsdt_many734 = sdt.Define1[int]("bsdt", "many734", "v")
+var bsdt_many735 = sdt.Define1[int]("bsdt", "many735", "v")
+var bsdt_many736 = sdt.Define1[int]("bsdt", "many736", "v")
+var bsdt_many737 = sdt.Define1[int]("bsdt", "many737", "v")
+var bsdt_many738 = sdt.Define1[int]("bsdt", "many738", "v")
+var bsdt_many739 = sdt.Define1[int]("bsdt", "many739", "v")
+var bsdt_many740 = sdt.Define1[int]("bsdt", "many740", "v")
+var bsdt_many741 = sdt.Define1[int]("bsdt", "many741", "v")
+var bsdt_many742 = sdt.Define1[int]("bsdt", "many742", "v")
+var bsdt_many743 = sdt.Define1[int]("bsdt", "many743", "v")
+var bsdt_many744 = sdt.Define1[int]("bsdt", "many744", "v")
+var bsdt_many745 = sdt.Define1[int]("bsdt", "many745", "v")
+var bsdt_many746 = sdt.Define1[int]("bsdt", "many746", "v")
+var bsdt_many747 = sdt.Define1[int]("bsdt", "many747", "v")
+var bsdt_many748 = sdt.Define1[int]("bsdt", "many748", "v")
+var bsdt_many749 = sdt.Define1[int]("bsdt", "many749", "v")
+var bsdt_many750 = sdt.Define1[int]("bsdt", "many750", "v")
+var bsdt_many751 = sdt.Define1[int]("bsdt", "many751", "v")
+var bsdt_many752 = sdt.Define1[int]("bsdt", "many752", "v")
+var bsdt_many753 = sdt.Define1[int]("bsdt", "many753", "v")
+var bsdt_many754 = sdt.Define1[int]("bsdt", "many754", "v")
+var bsdt_many755 = sdt.Define1[int]("bsdt", "many755", "v")
+var bsdt_many756 = sdt.Define1[int]("bsdt", "many756", "v")
+var bsdt_many757 = sdt.Define1[int]("bsdt", "many757", "v")
+var bsdt_many758 = sdt.Define1[int]("bsdt", "many758", "v")
+var bsdt_many759 = sdt.Define1[int]("bsdt", "many759", "v")
+var bsdt_many760 = sdt.Define1[int]("bsdt", "many760", "v")
+var bsdt_many761 = sdt.Define1[int]("bsdt", "many761", "v")
+var bsdt_many762 = sdt.Define1[int]("bsdt", "many762", "v")
+var bsdt_many763 = sdt.Define1[int]("bsdt", "many763", "v")
+var bsdt_many764 = sdt.Define1[int]("bsdt", "many764", "v")
+var bsdt_many765 = sdt.Define1[int]("bsdt", "many765", "v")
+var bsdt_many766 = sdt.Define1[int]("bsdt", "many766", "v")
+var bsdt_many767 = sdt.Define1[int]("bsdt", "many767", "v")
+var bsdt_many768 = sdt.Define1[int]("bsdt", "many768", "v")
+var bsdt_many769 = sdt.Define1[int]("bsdt", "many769", "v")
+var bsdt_many770 = sdt.Define1[int]("bsdt", "many770", "v")
+var bsdt_many771 = sdt.Define1[int]("bsdt", "many771", "v")
+var bsdt_many772 = sdt.Define1[int]("bsdt", "many772", "v")
+var bsdt_many773 = sdt.Define1[int]("bsdt", "many773", "v")
+var bsdt_many774 = sdt.Define1[int]("bsdt", "many774", "v")
+var bsdt_many775 = sdt.Define1[int]("bsdt", "many775", "v")
+var bsdt_many776 = sdt.Define1[int]("bsdt", "many776", "v")
+var bsdt_many777 = sdt.Define1[int]("bsdt", "many777", "v")
+var bsdt_many778 = sdt.Define1[int]("bsdt", "many778", "v")
+var bsdt_many779 = sdt.Define1[int]("bsdt", "many779", "v")
+var bsdt_many780 = sdt.Define1[int]("bsdt", "many780", "v")
+var bsdt_many781 = sdt.Define1[int]("bsdt", "many781", "v")
+var bsdt_many782 = sdt.Define1[int]("bsdt", "many782", "v")
+var bsdt_many783 = sdt.Define1[int]("bsdt", "many783", "v")
+var bsdt_many784 = sdt.Define1[int]("bsdt", "many784", "v")
+var bsdt_many785 = sdt.Define1[int]("bsdt", "many785", "v")
+var bsdt_many786 = sdt.Define1[int]("bsdt", "many786", "v")
+var bsdt_many787 = sdt.Define1[int]("bsdt", "many787", "v")
+var bsdt_many788 = sdt.Define1[int]("bsdt", "many788", "v")
+var bsdt_many789 = sdt.Define1[int]("bsdt", "many789", "v")
+var bsdt_many790 = sdt.Define1[int]("bsdt", "many790", "v")
+var bsdt_many791 = sdt.Define1[int]("bsdt", "many791", "v")
+var bsdt_many792 = sdt.Define1[int]("bsdt", "many792", "v")
+var bsdt_many793 = sdt.Define1[int]("bsdt", "many793", "v")
+var bsdt_many794 = sdt.Define1[int]("bsdt", "many794", "v")
+var bsdt_many795 = sdt.Define1[int]("bsdt", "many795", "v")
+var bsdt_many796 = sdt.Define1[int]("bsdt", "many796", "v")
+var bsdt_many797 = sdt.Define1[int]("bsdt", "many797", "v")
+var bsdt_many798 = sdt.Define1[int]("bsdt", "many798", "v")
+var bsdt_many799 = sdt.Define1[int]("bsdt", "many799", "v")
+var bsdt_many800 = sdt.Define1[int]("bsdt", "many800", "v")
+var bsdt_many801 = sdt.Define1[int]("bsdt", "many801", "v")
+var bsdt_many802 = sdt.Define1[int]("bsdt", "many802", "v")
+var bsdt_many803 = sdt.Define1[int]("bsdt", "many803", "v")
+var bsdt_many804 = sdt.Define1[int]("bsdt", "many804", "v")
+var bsdt_many805 = sdt.Define1[int]("bsdt", "many805", "v")
+var bsdt_many806 = sdt.Define1[int]("bsdt", "many806", "v")
+var bsdt_many807 = sdt.Define1[int]("bsdt", "many807", "v")
+var bsdt_many808 = sdt.Define1[int]("bsdt", "many808", "v")
+var bsdt_many809 = sdt.Define1[int]("bsdt", "many809", "v")
+var bsdt_many810 = sdt.Define1[int]("bsdt", "many810", "v")
+var bsdt_many811 = sdt.Define1[int]("bsdt", "many811", "v")
+var bsdt_many812 = sdt.Define1[int]("bsdt", "many812", "v")
+var bsdt_many813 = sdt.Define1[int]("bsdt", "many813", "v")
+var bsdt_many814 = sdt.Define1[int]("bsdt", "many814", "v")
+var bsdt_many815 = sdt.Define1[int]("bsdt", "many815", "v")
+var bsdt_many816 = sdt.Define1[int]("bsdt", "many816", "v")
+var bsdt_many817 = sdt.Define1[int]("bsdt", "many817", "v")
+var bsdt_many818 = sdt.Define1[int]("bsdt", "many818", "v")
+var bsdt_many819 = sdt.Define1[int]("bsdt", "many819", "v")
+var bsdt_many820 = sdt.Define1[int]("bsdt", "many820", "v")
+var bsdt_many821 = sdt.Define1[int]("bsdt", "many821", "v")
+var bsdt_many822 = sdt.Define1[int]("bsdt", "many822", "v")
+var bsdt_many823 = sdt.Define1[int]("bsdt", "many823", "v")
+var bsdt_many824 = sdt.Define1[int]("bsdt", "many824", "v")
+var bsdt_many825 = sdt.Define1[int]("bsdt", "many825", "v")
+var bsdt_many826 = sdt.Define1[int]("bsdt", "many826", "v")
+var bsdt_many827 = sdt.Define1[int]("bsdt", "many827", "v")
+var bsdt_many828 = sdt.Define1[int]("bsdt", "many828", "v")
+var bsdt_many829 = sdt.Define1[int]("bsdt", "many829", "v")
+var bsdt_many830 = sdt.Define1[int]("bsdt", "many830", "v")
+var bsdt_many831 = sdt.Define1[int]("bsdt", "many831", "v")
+var bsdt_many832 = sdt.Define1[int]("bsdt", "many832", "v")
+var bsdt_many833 = sdt.Define1[int]("bsdt", "many833", "v")
+var bsdt_many834 = sdt.Define1[int]("bsdt", "many834", "v")
+var bsdt_many835 = sdt.Define1[int]("bsdt", "many835", "v")
+var bsdt_many836 = sdt.Define1[int]("bsdt", "many836", "v")
+var bsdt_many837 = sdt.Define1[int]("bsdt", "many837", "v")
+var bsdt_many838 = sdt.Define1[int]("bsdt", "many838", "v")
+var bsdt_many839 = sdt.Define1[int]("bsdt", "many839", "v")
+var bsdt_many840 = sdt.Define1[int]("bsdt", "many840", "v")
+var bsdt_many841 = sdt.Define1[int]("bsdt", "many841", "v")
+var bsdt_many842 = sdt.Define1[int]("bsdt", "many842", "v")
+var bsdt_many843 = sdt.Define1[int]("bsdt", "many843", "v")
+var bsdt_many844 = sdt.Define1[int]("bsdt", "many844", "v")
+var bsdt_many845 = sdt.Define1[int]("bsdt", "many845", "v")
+var bsdt_many846 = sdt.Define1[int]("bsdt", "many846", "v")
+var bsdt_many847 = sdt.Define1[int]("bsdt", "many847", "v")
+var bsdt_many848 = sdt.Define1[int]("bsdt", "many848", "v")
+var bsdt_many849 = sdt.Define1[int]("bsdt", "many849", "v")
+var bsdt_many850 = sdt.Define1[int]("bsdt", "many850", "v")
+var bsdt_many851 = sdt.Define1[int]("bsdt", "many851", "v")
+var bsdt_many852 = sdt.Define1[int]("bsdt", "many852", "v")
+var bsdt_many853 = sdt.Define1[int]("bsdt", "many853", "v")
+var bsdt_many854 = sdt.Define1[int]("bsdt", "many854", "v")
+var bsdt_many855 = sdt.Define1[int]("bsdt", "many855", "v")
+var bsdt_many856 = sdt.Define1[int]("bsdt", "many856", "v")
+var bsdt_many857 = sdt.Define1[int]("bsdt", "many857", "v")
+var bsdt_many858 = sdt.Define1[int]("bsdt", "many858", "v")
+var bsdt_many859 = sdt.Define1[int]("bsdt", "many859", "v")
+var bsdt_many860 = sdt.Define1[int]("bsdt", "many860", "v")
+var bsdt_many861 = sdt.Define1[int]("bsdt", "many861", "v")
+var bsdt_many862 = sdt.Define1[int]("bsdt", "many862", "v")
+var bsdt_many863 = sdt.Define1[int]("bsdt", "many863", "v")
+var bsdt_many864 = sdt.Define1[int]("bsdt", "many864", "v")
+var bsdt_many865 = sdt.Define1[int]("bsdt", "many865", "v")
+var bsdt_many866 = sdt.Define1[int]("bsdt", "many866", "v")
+var bsdt_many867 = sdt.Define1[int]("bsdt", "many867", "v")
+var bsdt_many868 = sdt.Define1[int]("bsdt", "many868", "v")
+var bsdt_many869 = sdt.Define1[int]("bsdt", "many869", "v")
+var bsdt_many870 = sdt.Define1[int]("bsdt", "many870", "v")
+var bsdt_many871 = sdt.Define1[int]("bsdt", "many871", "v")
+var bsdt_many872 = sdt.Define1[int]("bsdt", "many872", "v")
+var bsdt_many873 = sdt.Define1[int]("bsdt", "many873", "v")
+var bsdt_many874 = sdt.Define1[int]("bsdt", "many874", "v")
+var bsdt_many875 = sdt.Define1[int]("bsdt", "many875", "v")
+var bsdt_many876 = sdt.Define1[int]("bsdt", "many876", "v")
+var bsdt_many877 = sdt.Define1[int]("bsdt", "many877", "v")
+var bsdt_many878 = sdt.Define1[int]("bsdt", "many878", "v")
+var bsdt_many879 = sdt.Define1[int]("bsdt", "many879", "v")
+var bsdt_many880 = sdt.Define1[int]("bsdt", "many880", "v")
+var bsdt_many881 = sdt.Define1[int]("bsdt", "many881", "v")
+var bsdt_many882 = sdt.Define1[int]("bsdt", "many882", "v")
+var bsdt_many883 = sdt.Define1[int]("bsdt", "many883", "v")
+var bsdt_many884 = sdt.Define1[int]("bsdt", "many884", "v")
+var bsdt_many885 = sdt.Define1[int]("bsdt", "many885", "v")
+var bsdt_many886 = sdt.Define1[int]("bsdt", "many886", "v")
+var bsdt_many887 = sdt.Define1[int]("bsdt", "many887", "v")
+var bsdt_many888 = sdt.Define1[int]("bsdt", "many888", "v")
+var bsdt_many889 = sdt.Define1[int]("bsdt", "many889", "v")
+var bsdt_many890 = sdt.Define1[int]("bsdt", "many890", "v")
+var bsdt_many891 = sdt.Define1[int]("bsdt", "many891", "v")
+var bsdt_many892 = sdt.Define1[int]("bsdt", "many892", "v")
+var bsdt_many893 = sdt.Define1[int]("bsdt", "many893", "v")
+var bsdt_many894 = sdt.Define1[int]("bsdt", "many894", "v")
+var bsdt_many895 = sdt.Define1[int]("bsdt", "many895", "v")
+var bsdt_many896 = sdt.Define1[int]("bsdt", "many896", "v")
+var bsdt_many897 = sdt.Define1[int]("bsdt", "many897", "v")
+var bsdt_many898 = sdt.Define1[int]("bsdt", "many898", "v")
+var bsdt_many899 = sdt.Define1[int]("bsdt", "many899", "v")
+var bsdt_many900 = sdt.Define1[int]("bsdt", "many900", "v")
+var bsdt_many901 = sdt.Define1[int]("bsdt", "many901", "v")
+var bsdt_many902 = sdt.Define1[int]("bsdt", "many902", "v")
+var bsdt_many903 = sdt.Define1[int]("bsdt", "many903", "v")
+var bsdt_many904 = sdt.Define1[int]("bsdt", "many904", "v")
+var bsdt_many905 = sdt.Define1[int]("bsdt", "many905", "v")
+var bsdt_many906 = sdt.Define1[int]("bsdt", "many906", "v")
+var bsdt_many907 = sdt.Define1[int]("bsdt", "many907", "v")
+var bsdt_many908 = sdt.Define1[int]("bsdt", "many908", "v")
+var bsdt_many909 = sdt.Define1[int]("bsdt", "many909", "v")
+var bsdt_many910 = sdt.Define1[int]("bsdt", "many910", "v")
+var bsdt_many911 = sdt.Define1[int]("bsdt", "many911", "v")
+var bsdt_many912 = sdt.Define1[int]("bsdt", "many912", "v")
+var bsdt_many913 = sdt.Define1[int]("bsdt", "many913", "v")
+var bsdt_many914 = sdt.Define1[int]("bsdt", "many914", "v")
+var bsdt_many915 = sdt.Define1[int]("bsdt", "many915", "v")
+var bsdt_many916 = sdt.Define1[int]("bsdt", "many916", "v")
+var bsdt_many917 = sdt.Define1[int]("bsdt", "many917", "v")
+var bsdt_many918 = sdt.Define1[int]("bsdt", "many918", "v")
+var bsdt_many919 = sdt.Define1[int]("bsdt", "many919", "v")
+var bsdt_many920 = sdt.Define1[int]("bsdt", "many920", "v")
+var bsdt_many921 = sdt.Define1[int]("bsdt", "many921", "v")
+var bsdt_many922 = sdt.Define1[int]("bsdt", "many922", "v")
+var bsdt_many923 = sdt.Define1[int]("bsdt", "many923", "v")
+var bsdt_many924 = sdt.Define1[int]("bsdt", "many924", "v")
+var bsdt_many925 = sdt.Define1[int]("bsdt", "many925", "v")
+var bsdt_many926 = sdt.Define1[int]("bsdt", "many926", "v")
+var bsdt_many927 = sdt.Define1[int]("bsdt", "many927", "v")
+var bsdt_many928 = sdt.Define1[int]("bsdt", "many928", "v")
+var bsdt_many929 = sdt.Define1[int]("bsdt", "many929", "v")
+var bsdt_many930 = sdt.Define1[int]("bsdt", "many930", "v")
+var bsdt_many931 = sdt.Define1[int]("bsdt", "many931", "v")
+var bsdt_many932 = sdt.Define1[int]("bsdt", "many932", "v")
+var bsdt_many933 = sdt.Define1[int]("bsdt", "many933", "v")
+var bsdt_many934 = sdt.Define1[int]("bsdt", "many934", "v")
+var bsdt_many935 = sdt.Define1[int]("bsdt", "many935", "v")
+var bsdt_many936 = sdt.Define1[int]("bsdt", "many936", "v")
+var bsdt_many937 = sdt.Define1[int]("bsdt", "many937", "v")
+var bsdt_many938 = sdt.Define1[int]("bsdt", "many938", "v")
+var bsdt_many939 = sdt.Define1[int]("bsdt", "many939", "v")
+var bsdt_many940 = sdt.Define1[int]("bsdt", "many940", "v")
+var bsdt_many941 = sdt.Define1[int]("bsdt", "many941", "v")
+var bsdt_many942 = sdt.Define1[int]("bsdt", "many942", "v")
+var bsdt_many943 = sdt.Define1[int]("bsdt", "many943", "v")
+var bsdt_many944 = sdt.Define1[int]("bsdt", "many944", "v")
+var bsdt_many945 = sdt.Define1[int]("bsdt", "many945", "v")
+var bsdt_many946 = sdt.Define1[int]("bsdt", "many946", "v")
+var bsdt_many947 = sdt.Define1[int]("bsdt", "many947", "v")
+var bsdt_many948 = sdt.Define1[int]("bsdt", "many948", "v")
+var bsdt_many949 = sdt.Define1[int]("bsdt", "many949", "v")
+var bsdt_many950 = sdt.Define1[int]("bsdt", "many950", "v")
+var bsdt_many951 = sdt.Define1[int]("bsdt", "many951", "v")
+var bsdt_many952 = sdt.Define1[int]("bsdt", "many952", "v")
+var bsdt_many953 = sdt.Define1[int]("bsdt", "many953", "v")
+var bsdt_many954 = sdt.Define1[int]("bsdt", "many954", "v")
+var bsdt_many955 = sdt.Define1[int]("bsdt", "many955", "v")
+var bsdt_many956 = sdt.Define1[int]("bsdt", "many956", "v")
+var bsdt_many957 = sdt.Define1[int]("bsdt", "many957", "v")
+var bsdt_many958 = sdt.Define1[int]("bsdt", "many958", "v")
+var bsdt_many959 = sdt.Define1[int]("bsdt", "many959", "v")
+var bsdt_many960 = sdt.Define1[int]("bsdt", "many960", "v")
+var bsdt_many961 = sdt.Define1[int]("bsdt", "many961", "v")
+var bsdt_many962 = sdt.Define1[int]("bsdt", "many962", "v")
+var bsdt_many963 = sdt.Define1[int]("bsdt", "many963", "v")
+var bsdt_many964 = sdt.Define1[int]("bsdt", "many964", "v")
+var bsdt_many965 = sdt.Define1[int]("bsdt", "many965", "v")
+var bsdt_many966 = sdt.Define1[int]("bsdt", "many966", "v")
+var bsdt_many967 = sdt.Define1[int]("bsdt", "many967", "v")
+var bsdt_many968 = sdt.Define1[int]("bsdt", "many968", "v")
+var bsdt_many969 = sdt.Define1[int]("bsdt", "many969", "v")
+var bsdt_many970 = sdt.Define1[int]("bsdt", "many970", "v")
+var bsdt_many971 = sdt.Define1[int]("bsdt", "many971", "v")
+var bsdt_many972 = sdt.Define1[int]("bsdt", "many972", "v")
+var bsdt_many973 = sdt.Define1[int]("bsdt", "many973", "v")
+var bsdt_many974 = sdt.Define1[int]("bsdt", "many974", "v")
+var bsdt_many975 = sdt.Define1[int]("bsdt", "many975", "v")
+var bsdt_many976 = sdt.Define1[int]("bsdt", "many976", "v")
+var bsdt_many977 = sdt.Define1[int]("bsdt", "many977", "v")
+var bsdt_many978 = sdt.Define1[int]("bsdt", "many978", "v")
+var bsdt_many979 = sdt.Define1[int]("bsdt", "many979", "v")
+var bsdt_many980 = sdt.Define1[int]("bsdt", "many980", "v")
+var bsdt_many981 = sdt.Define1[int]("bsdt", "many981", "v")
+var bsdt_many982 = sdt.Define1[int]("bsdt", "many982", "v")
+var bsdt_many983 = sdt.Define1[int]("bsdt", "many983", "v")
+var bsdt_many984 = sdt.Define1[int]("bsdt", "many984", "v")
+var bsdt_many985 = sdt.Define1[int]("bsdt", "many985", "v")
+var bsdt_many986 = sdt.Define1[int]("bsdt", "many986", "v")
+var bsdt_many987 = sdt.Define1[int]("bsdt", "many987", "v")
+var bsdt_many988 = sdt.Define1[int]("bsdt", "many988", "v")
+var bsdt_many989 = sdt.Define1[int]("bsdt", "many989", "v")
+var bsdt_many990 = sdt.Define1[int]("bsdt", "many990", "v")
+var bsdt_many991 = sdt.Define1[int]("bsdt", "many991", "v")
+var bsdt_many992 = sdt.Define1[int]("bsdt", "many992", "v")
+var bsdt_many993 = sdt.Define1[int]("bsdt", "many993", "v")
+var bsdt_many994 = sdt.Define1[int]("bsdt", "many994", "v")
+var bsdt_many995 = sdt.Define1[int]("bsdt", "many995", "v")
+var bsdt_many996 = sdt.Define1[int]("bsdt", "many996", "v")
+var bsdt_many997 = sdt.Define1[int]("bsdt", "many997", "v")
+var bsdt_many998 = sdt.Define1[int]("bsdt", "many998", "v")
+var bsdt_many999 = sdt.Define1[int]("bsdt", "many999", "v")
+var bsdt_many1000 = sdt.Define1[int]("bsdt", "many1000", "v")
+var bsdt_many1001 = sdt.Define1[int]("bsdt", "many1001", "v")
+var bsdt_many1002 = sdt.Define1[int]("bsdt", "many1002", "v")
+var bsdt_many1003 = sdt.Define1[int]("bsdt", "many1003", "v")
+var bsdt_many1004 = sdt.Define1[int]("bsdt", "many1004", "v")
+var bsdt_many1005 = sdt.Define1[int]("bsdt", "many1005", "v")
+var bsdt_many1006 = sdt.Define1[int]("bsdt", "many1006", "v")
+var bsdt_many1007 = sdt.Define1[int]("bsdt", "many1007", "v")
+var bsdt_many1008 = sdt.Define1[int]("bsdt", "many1008", "v")
+var bsdt_many1009 = sdt.Define1[int]("bsdt", "many1009", "v")
+var bsdt_many1010 = sdt.Define1[int]("bsdt", "many1010", "v")
+var bsdt_many1011 = sdt.Define1[int]("bsdt", "many1011", "v")
+var bsdt_many1012 = sdt.Define1[int]("bsdt", "many1012", "v")
+var bsdt_many1013 = sdt.Define1[int]("bsdt", "many1013", "v")
+var bsdt_many1014 = sdt.Define1[int]("bsdt", "many1014", "v")
+var bsdt_many1015 = sdt.Define1[int]("bsdt", "many1015", "v")
+var bsdt_many1016 = sdt.Define1[int]("bsdt", "many1016", "v")
+var bsdt_many1017 = sdt.Define1[int]("bsdt", "many1017", "v")
+var bsdt_many1018 = sdt.Define1[int]("bsdt", "many1018", "v")
+var bsdt_many1019 = sdt.Define1[int]("bsdt", "many1019", "v")
+var bsdt_many1020 = sdt.Define1[int]("bsdt", "many1020", "v")
+var bsdt_many1021 = sdt.Define1[int]("bsdt", "many1021", "v")
+var bsdt_many1022 = sdt.Define1[int]("bsdt", "many1022", "v")
+var bsdt_many1023 = sdt.Define1[int]("bsdt", "many1023", "v")
 var flag_chain0 atomic.Bool
 var flag_wide0 atomic.Bool
 var flag_wide1 atomic.Bool
@@ -3127,20 +2093,11 @@ func chain_none(b *testing.B) {
 	sink = x
 }
 
-func chain_branch(b *testing.B) {
+func chain_gosdt(b *testing.B) {
 	x := uint64(1)
 	for b.Loop() {
 		x = x*6364136223846793005 + 1442695040888963407
-		sdt.Probe1(&bbranch_chain0, int(x))
-	}
-	sink = x
-}
-
-func chain_sealed(b *testing.B) {
-	x := uint64(1)
-	for b.Loop() {
-		x = x*6364136223846793005 + 1442695040888963407
-		sdt.Probe1(&bsealed_chain0, int(x))
+		sdt.Probe1(&bsdt_chain0, int(x))
 	}
 	sink = x
 }
@@ -3201,48 +2158,25 @@ func wide_none(b *testing.B) {
 	sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
 }
 
-func wide_branch(b *testing.B) {
+func wide_gosdt(b *testing.B) {
 	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
 	for b.Loop() {
 		a0 += 0x9e3779b97f4a7c15
-		sdt.Probe1(&bbranch_wide0, int(a0))
+		sdt.Probe1(&bsdt_wide0, int(a0))
 		a1 += 0xdaa66d2c7ddf743f
-		sdt.Probe1(&bbranch_wide1, int(a1))
+		sdt.Probe1(&bsdt_wide1, int(a1))
 		a2 += 0x1715609f7c746c69
-		sdt.Probe1(&bbranch_wide2, int(a2))
+		sdt.Probe1(&bsdt_wide2, int(a2))
 		a3 += 0x538454127b096493
-		sdt.Probe1(&bbranch_wide3, int(a3))
+		sdt.Probe1(&bsdt_wide3, int(a3))
 		a4 += 0x8ff34785799e5cbd
-		sdt.Probe1(&bbranch_wide4, int(a4))
+		sdt.Probe1(&bsdt_wide4, int(a4))
 		a5 += 0xcc623af8783354e7
-		sdt.Probe1(&bbranch_wide5, int(a5))
+		sdt.Probe1(&bsdt_wide5, int(a5))
 		a6 += 0x8d12e6b76c84d11
-		sdt.Probe1(&bbranch_wide6, int(a6))
+		sdt.Probe1(&bsdt_wide6, int(a6))
 		a7 += 0x454021de755d453b
-		sdt.Probe1(&bbranch_wide7, int(a7))
-	}
-	sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
-}
-
-func wide_sealed(b *testing.B) {
-	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
-	for b.Loop() {
-		a0 += 0x9e3779b97f4a7c15
-		sdt.Probe1(&bsealed_wide0, int(a0))
-		a1 += 0xdaa66d2c7ddf743f
-		sdt.Probe1(&bsealed_wide1, int(a1))
-		a2 += 0x1715609f7c746c69
-		sdt.Probe1(&bsealed_wide2, int(a2))
-		a3 += 0x538454127b096493
-		sdt.Probe1(&bsealed_wide3, int(a3))
-		a4 += 0x8ff34785799e5cbd
-		sdt.Probe1(&bsealed_wide4, int(a4))
-		a5 += 0xcc623af8783354e7
-		sdt.Probe1(&bsealed_wide5, int(a5))
-		a6 += 0x8d12e6b76c84d11
-		sdt.Probe1(&bsealed_wide6, int(a6))
-		a7 += 0x454021de755d453b
-		sdt.Probe1(&bsealed_wide7, int(a7))
+		sdt.Probe1(&bsdt_wide7, int(a7))
 	}
 	sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
 }
@@ -3374,22 +2308,12 @@ func cold_none(b *testing.B) {
 	sink = x
 }
 
-func cold_branch(b *testing.B) {
+func cold_gosdt(b *testing.B) {
 	x := uint64(1)
 	for b.Loop() {
-		evict(unsafe.Pointer(&bbranch_cold0))
+		evict(unsafe.Pointer(&bsdt_cold0))
 		x = x*6364136223846793005 + 1442695040888963407
-		sdt.Probe1(&bbranch_cold0, int(x))
-	}
-	sink = x
-}
-
-func cold_sealed(b *testing.B) {
-	x := uint64(1)
-	for b.Loop() {
-		evict(unsafe.Pointer(&bsealed_cold0))
-		x = x*6364136223846793005 + 1442695040888963407
-		sdt.Probe1(&bsealed_cold0, int(x))
+		sdt.Probe1(&bsdt_cold0, int(x))
 	}
 	sink = x
 }
@@ -3426,18 +2350,10 @@ func many_none(b *testing.B) {
 	sink = x
 }
 
-func many_branch(b *testing.B) {
+func many_gosdt(b *testing.B) {
 	x := uint64(1)
 	for b.Loop() {
-		x = sites_branch(x)
-	}
-	sink = x
-}
-
-func many_sealed(b *testing.B) {
-	x := uint64(1)
-	for b.Loop() {
-		x = sites_sealed(x)
+		x = sites_gosdt(x)
 	}
 	sink = x
 }
@@ -4608,20 +3524,20 @@ func sites_none_7(x uint64) uint64 {
 }
 
 //go:noinline
-func sites_branch(x uint64) uint64 {
-	x = sites_branch_0(x)
-	x = sites_branch_1(x)
-	x = sites_branch_2(x)
-	x = sites_branch_3(x)
-	x = sites_branch_4(x)
-	x = sites_branch_5(x)
-	x = sites_branch_6(x)
-	x = sites_branch_7(x)
+func sites_gosdt(x uint64) uint64 {
+	x = sites_gosdt_0(x)
+	x = sites_gosdt_1(x)
+	x = sites_gosdt_2(x)
+	x = sites_gosdt_3(x)
+	x = sites_gosdt_4(x)
+	x = sites_gosdt_5(x)
+	x = sites_gosdt_6(x)
+	x = sites_gosdt_7(x)
 	return x
 }
 
 //go:noinline
-func sites_branch_0(x uint64) uint64 {
+func sites_gosdt_0(x uint64) uint64 {
 	a0 := x + 0
 	a1 := x + 1
 	a2 := x + 2
@@ -4631,266 +3547,266 @@ func sites_branch_0(x uint64) uint64 {
 	a6 := x + 6
 	a7 := x + 7
 	a0 = bits.RotateLeft64(a0, 1) + 0x9e3779b97f4a7c15
-	sdt.Probe1(&bbranch_many0, int(a0))
+	sdt.Probe1(&bsdt_many0, int(a0))
 	a1 = bits.RotateLeft64(a1, 2) + 0xdaa66d2c7ddf743f
-	sdt.Probe1(&bbranch_many1, int(a1))
+	sdt.Probe1(&bsdt_many1, int(a1))
 	a2 = bits.RotateLeft64(a2, 3) + 0x1715609f7c746c69
-	sdt.Probe1(&bbranch_many2, int(a2))
+	sdt.Probe1(&bsdt_many2, int(a2))
 	a3 = bits.RotateLeft64(a3, 4) + 0x538454127b096493
-	sdt.Probe1(&bbranch_many3, int(a3))
+	sdt.Probe1(&bsdt_many3, int(a3))
 	a4 = bits.RotateLeft64(a4, 5) + 0x8ff34785799e5cbd
-	sdt.Probe1(&bbranch_many4, int(a4))
+	sdt.Probe1(&bsdt_many4, int(a4))
 	a5 = bits.RotateLeft64(a5, 6) + 0xcc623af8783354e7
-	sdt.Probe1(&bbranch_many5, int(a5))
+	sdt.Probe1(&bsdt_many5, int(a5))
 	a6 = bits.RotateLeft64(a6, 7) + 0x8d12e6b76c84d11
-	sdt.Probe1(&bbranch_many6, int(a6))
+	sdt.Probe1(&bsdt_many6, int(a6))
 	a7 = bits.RotateLeft64(a7, 8) + 0x454021de755d453b
-	sdt.Probe1(&bbranch_many7, int(a7))
+	sdt.Probe1(&bsdt_many7, int(a7))
 	a0 = bits.RotateLeft64(a0, 9) + 0x81af155173f23d65
-	sdt.Probe1(&bbranch_many8, int(a0))
+	sdt.Probe1(&bsdt_many8, int(a0))
 	a1 = bits.RotateLeft64(a1, 10) + 0xbe1e08c47287358f
-	sdt.Probe1(&bbranch_many9, int(a1))
+	sdt.Probe1(&bsdt_many9, int(a1))
 	a2 = bits.RotateLeft64(a2, 11) + 0xfa8cfc37711c2db9
-	sdt.Probe1(&bbranch_many10, int(a2))
+	sdt.Probe1(&bsdt_many10, int(a2))
 	a3 = bits.RotateLeft64(a3, 12) + 0x36fbefaa6fb125e3
-	sdt.Probe1(&bbranch_many11, int(a3))
+	sdt.Probe1(&bsdt_many11, int(a3))
 	a4 = bits.RotateLeft64(a4, 13) + 0x736ae31d6e461e0d
-	sdt.Probe1(&bbranch_many12, int(a4))
+	sdt.Probe1(&bsdt_many12, int(a4))
 	a5 = bits.RotateLeft64(a5, 14) + 0xafd9d6906cdb1637
-	sdt.Probe1(&bbranch_many13, int(a5))
+	sdt.Probe1(&bsdt_many13, int(a5))
 	a6 = bits.RotateLeft64(a6, 15) + 0xec48ca036b700e61
-	sdt.Probe1(&bbranch_many14, int(a6))
+	sdt.Probe1(&bsdt_many14, int(a6))
 	a7 = bits.RotateLeft64(a7, 16) + 0x28b7bd766a05068b
-	sdt.Probe1(&bbranch_many15, int(a7))
+	sdt.Probe1(&bsdt_many15, int(a7))
 	a0 = bits.RotateLeft64(a0, 17) + 0x6526b0e96899feb5
-	sdt.Probe1(&bbranch_many16, int(a0))
+	sdt.Probe1(&bsdt_many16, int(a0))
 	a1 = bits.RotateLeft64(a1, 18) + 0xa195a45c672ef6df
-	sdt.Probe1(&bbranch_many17, int(a1))
+	sdt.Probe1(&bsdt_many17, int(a1))
 	a2 = bits.RotateLeft64(a2, 19) + 0xde0497cf65c3ef09
-	sdt.Probe1(&bbranch_many18, int(a2))
+	sdt.Probe1(&bsdt_many18, int(a2))
 	a3 = bits.RotateLeft64(a3, 20) + 0x1a738b426458e733
-	sdt.Probe1(&bbranch_many19, int(a3))
+	sdt.Probe1(&bsdt_many19, int(a3))
 	a4 = bits.RotateLeft64(a4, 21) + 0x56e27eb562eddf5d
-	sdt.Probe1(&bbranch_many20, int(a4))
+	sdt.Probe1(&bsdt_many20, int(a4))
 	a5 = bits.RotateLeft64(a5, 22) + 0x935172286182d787
-	sdt.Probe1(&bbranch_many21, int(a5))
+	sdt.Probe1(&bsdt_many21, int(a5))
 	a6 = bits.RotateLeft64(a6, 23) + 0xcfc0659b6017cfb1
-	sdt.Probe1(&bbranch_many22, int(a6))
+	sdt.Probe1(&bsdt_many22, int(a6))
 	a7 = bits.RotateLeft64(a7, 24) + 0xc2f590e5eacc7db
-	sdt.Probe1(&bbranch_many23, int(a7))
+	sdt.Probe1(&bsdt_many23, int(a7))
 	a0 = bits.RotateLeft64(a0, 25) + 0x489e4c815d41c005
-	sdt.Probe1(&bbranch_many24, int(a0))
+	sdt.Probe1(&bsdt_many24, int(a0))
 	a1 = bits.RotateLeft64(a1, 26) + 0x850d3ff45bd6b82f
-	sdt.Probe1(&bbranch_many25, int(a1))
+	sdt.Probe1(&bsdt_many25, int(a1))
 	a2 = bits.RotateLeft64(a2, 27) + 0xc17c33675a6bb059
-	sdt.Probe1(&bbranch_many26, int(a2))
+	sdt.Probe1(&bsdt_many26, int(a2))
 	a3 = bits.RotateLeft64(a3, 28) + 0xfdeb26da5900a883
-	sdt.Probe1(&bbranch_many27, int(a3))
+	sdt.Probe1(&bsdt_many27, int(a3))
 	a4 = bits.RotateLeft64(a4, 29) + 0x3a5a1a4d5795a0ad
-	sdt.Probe1(&bbranch_many28, int(a4))
+	sdt.Probe1(&bsdt_many28, int(a4))
 	a5 = bits.RotateLeft64(a5, 30) + 0x76c90dc0562a98d7
-	sdt.Probe1(&bbranch_many29, int(a5))
+	sdt.Probe1(&bsdt_many29, int(a5))
 	a6 = bits.RotateLeft64(a6, 31) + 0xb338013354bf9101
-	sdt.Probe1(&bbranch_many30, int(a6))
+	sdt.Probe1(&bsdt_many30, int(a6))
 	a7 = bits.RotateLeft64(a7, 32) + 0xefa6f4a65354892b
-	sdt.Probe1(&bbranch_many31, int(a7))
+	sdt.Probe1(&bsdt_many31, int(a7))
 	a0 = bits.RotateLeft64(a0, 33) + 0x2c15e81951e98155
-	sdt.Probe1(&bbranch_many32, int(a0))
+	sdt.Probe1(&bsdt_many32, int(a0))
 	a1 = bits.RotateLeft64(a1, 34) + 0x6884db8c507e797f
-	sdt.Probe1(&bbranch_many33, int(a1))
+	sdt.Probe1(&bsdt_many33, int(a1))
 	a2 = bits.RotateLeft64(a2, 35) + 0xa4f3ceff4f1371a9
-	sdt.Probe1(&bbranch_many34, int(a2))
+	sdt.Probe1(&bsdt_many34, int(a2))
 	a3 = bits.RotateLeft64(a3, 36) + 0xe162c2724da869d3
-	sdt.Probe1(&bbranch_many35, int(a3))
+	sdt.Probe1(&bsdt_many35, int(a3))
 	a4 = bits.RotateLeft64(a4, 37) + 0x1dd1b5e54c3d61fd
-	sdt.Probe1(&bbranch_many36, int(a4))
+	sdt.Probe1(&bsdt_many36, int(a4))
 	a5 = bits.RotateLeft64(a5, 38) + 0x5a40a9584ad25a27
-	sdt.Probe1(&bbranch_many37, int(a5))
+	sdt.Probe1(&bsdt_many37, int(a5))
 	a6 = bits.RotateLeft64(a6, 39) + 0x96af9ccb49675251
-	sdt.Probe1(&bbranch_many38, int(a6))
+	sdt.Probe1(&bsdt_many38, int(a6))
 	a7 = bits.RotateLeft64(a7, 40) + 0xd31e903e47fc4a7b
-	sdt.Probe1(&bbranch_many39, int(a7))
+	sdt.Probe1(&bsdt_many39, int(a7))
 	a0 = bits.RotateLeft64(a0, 41) + 0xf8d83b1469142a5
-	sdt.Probe1(&bbranch_many40, int(a0))
+	sdt.Probe1(&bsdt_many40, int(a0))
 	a1 = bits.RotateLeft64(a1, 42) + 0x4bfc772445263acf
-	sdt.Probe1(&bbranch_many41, int(a1))
+	sdt.Probe1(&bsdt_many41, int(a1))
 	a2 = bits.RotateLeft64(a2, 43) + 0x886b6a9743bb32f9
-	sdt.Probe1(&bbranch_many42, int(a2))
+	sdt.Probe1(&bsdt_many42, int(a2))
 	a3 = bits.RotateLeft64(a3, 44) + 0xc4da5e0a42502b23
-	sdt.Probe1(&bbranch_many43, int(a3))
+	sdt.Probe1(&bsdt_many43, int(a3))
 	a4 = bits.RotateLeft64(a4, 45) + 0x149517d40e5234d
-	sdt.Probe1(&bbranch_many44, int(a4))
+	sdt.Probe1(&bsdt_many44, int(a4))
 	a5 = bits.RotateLeft64(a5, 46) + 0x3db844f03f7a1b77
-	sdt.Probe1(&bbranch_many45, int(a5))
+	sdt.Probe1(&bsdt_many45, int(a5))
 	a6 = bits.RotateLeft64(a6, 47) + 0x7a2738633e0f13a1
-	sdt.Probe1(&bbranch_many46, int(a6))
+	sdt.Probe1(&bsdt_many46, int(a6))
 	a7 = bits.RotateLeft64(a7, 48) + 0xb6962bd63ca40bcb
-	sdt.Probe1(&bbranch_many47, int(a7))
+	sdt.Probe1(&bsdt_many47, int(a7))
 	a0 = bits.RotateLeft64(a0, 49) + 0xf3051f493b3903f5
-	sdt.Probe1(&bbranch_many48, int(a0))
+	sdt.Probe1(&bsdt_many48, int(a0))
 	a1 = bits.RotateLeft64(a1, 50) + 0x2f7412bc39cdfc1f
-	sdt.Probe1(&bbranch_many49, int(a1))
+	sdt.Probe1(&bsdt_many49, int(a1))
 	a2 = bits.RotateLeft64(a2, 51) + 0x6be3062f3862f449
-	sdt.Probe1(&bbranch_many50, int(a2))
+	sdt.Probe1(&bsdt_many50, int(a2))
 	a3 = bits.RotateLeft64(a3, 52) + 0xa851f9a236f7ec73
-	sdt.Probe1(&bbranch_many51, int(a3))
+	sdt.Probe1(&bsdt_many51, int(a3))
 	a4 = bits.RotateLeft64(a4, 53) + 0xe4c0ed15358ce49d
-	sdt.Probe1(&bbranch_many52, int(a4))
+	sdt.Probe1(&bsdt_many52, int(a4))
 	a5 = bits.RotateLeft64(a5, 54) + 0x212fe0883421dcc7
-	sdt.Probe1(&bbranch_many53, int(a5))
+	sdt.Probe1(&bsdt_many53, int(a5))
 	a6 = bits.RotateLeft64(a6, 55) + 0x5d9ed3fb32b6d4f1
-	sdt.Probe1(&bbranch_many54, int(a6))
+	sdt.Probe1(&bsdt_many54, int(a6))
 	a7 = bits.RotateLeft64(a7, 56) + 0x9a0dc76e314bcd1b
-	sdt.Probe1(&bbranch_many55, int(a7))
+	sdt.Probe1(&bsdt_many55, int(a7))
 	a0 = bits.RotateLeft64(a0, 57) + 0xd67cbae12fe0c545
-	sdt.Probe1(&bbranch_many56, int(a0))
+	sdt.Probe1(&bsdt_many56, int(a0))
 	a1 = bits.RotateLeft64(a1, 58) + 0x12ebae542e75bd6f
-	sdt.Probe1(&bbranch_many57, int(a1))
+	sdt.Probe1(&bsdt_many57, int(a1))
 	a2 = bits.RotateLeft64(a2, 59) + 0x4f5aa1c72d0ab599
-	sdt.Probe1(&bbranch_many58, int(a2))
+	sdt.Probe1(&bsdt_many58, int(a2))
 	a3 = bits.RotateLeft64(a3, 60) + 0x8bc9953a2b9fadc3
-	sdt.Probe1(&bbranch_many59, int(a3))
+	sdt.Probe1(&bsdt_many59, int(a3))
 	a4 = bits.RotateLeft64(a4, 61) + 0xc83888ad2a34a5ed
-	sdt.Probe1(&bbranch_many60, int(a4))
+	sdt.Probe1(&bsdt_many60, int(a4))
 	a5 = bits.RotateLeft64(a5, 62) + 0x4a77c2028c99e17
-	sdt.Probe1(&bbranch_many61, int(a5))
+	sdt.Probe1(&bsdt_many61, int(a5))
 	a6 = bits.RotateLeft64(a6, 63) + 0x41166f93275e9641
-	sdt.Probe1(&bbranch_many62, int(a6))
+	sdt.Probe1(&bsdt_many62, int(a6))
 	a7 = bits.RotateLeft64(a7, 1) + 0x7d85630625f38e6b
-	sdt.Probe1(&bbranch_many63, int(a7))
+	sdt.Probe1(&bsdt_many63, int(a7))
 	a0 = bits.RotateLeft64(a0, 2) + 0xb9f4567924888695
-	sdt.Probe1(&bbranch_many64, int(a0))
+	sdt.Probe1(&bsdt_many64, int(a0))
 	a1 = bits.RotateLeft64(a1, 3) + 0xf66349ec231d7ebf
-	sdt.Probe1(&bbranch_many65, int(a1))
+	sdt.Probe1(&bsdt_many65, int(a1))
 	a2 = bits.RotateLeft64(a2, 4) + 0x32d23d5f21b276e9
-	sdt.Probe1(&bbranch_many66, int(a2))
+	sdt.Probe1(&bsdt_many66, int(a2))
 	a3 = bits.RotateLeft64(a3, 5) + 0x6f4130d220476f13
-	sdt.Probe1(&bbranch_many67, int(a3))
+	sdt.Probe1(&bsdt_many67, int(a3))
 	a4 = bits.RotateLeft64(a4, 6) + 0xabb024451edc673d
-	sdt.Probe1(&bbranch_many68, int(a4))
+	sdt.Probe1(&bsdt_many68, int(a4))
 	a5 = bits.RotateLeft64(a5, 7) + 0xe81f17b81d715f67
-	sdt.Probe1(&bbranch_many69, int(a5))
+	sdt.Probe1(&bsdt_many69, int(a5))
 	a6 = bits.RotateLeft64(a6, 8) + 0x248e0b2b1c065791
-	sdt.Probe1(&bbranch_many70, int(a6))
+	sdt.Probe1(&bsdt_many70, int(a6))
 	a7 = bits.RotateLeft64(a7, 9) + 0x60fcfe9e1a9b4fbb
-	sdt.Probe1(&bbranch_many71, int(a7))
+	sdt.Probe1(&bsdt_many71, int(a7))
 	a0 = bits.RotateLeft64(a0, 10) + 0x9d6bf211193047e5
-	sdt.Probe1(&bbranch_many72, int(a0))
+	sdt.Probe1(&bsdt_many72, int(a0))
 	a1 = bits.RotateLeft64(a1, 11) + 0xd9dae58417c5400f
-	sdt.Probe1(&bbranch_many73, int(a1))
+	sdt.Probe1(&bsdt_many73, int(a1))
 	a2 = bits.RotateLeft64(a2, 12) + 0x1649d8f7165a3839
-	sdt.Probe1(&bbranch_many74, int(a2))
+	sdt.Probe1(&bsdt_many74, int(a2))
 	a3 = bits.RotateLeft64(a3, 13) + 0x52b8cc6a14ef3063
-	sdt.Probe1(&bbranch_many75, int(a3))
+	sdt.Probe1(&bsdt_many75, int(a3))
 	a4 = bits.RotateLeft64(a4, 14) + 0x8f27bfdd1384288d
-	sdt.Probe1(&bbranch_many76, int(a4))
+	sdt.Probe1(&bsdt_many76, int(a4))
 	a5 = bits.RotateLeft64(a5, 15) + 0xcb96b350121920b7
-	sdt.Probe1(&bbranch_many77, int(a5))
+	sdt.Probe1(&bsdt_many77, int(a5))
 	a6 = bits.RotateLeft64(a6, 16) + 0x805a6c310ae18e1
-	sdt.Probe1(&bbranch_many78, int(a6))
+	sdt.Probe1(&bsdt_many78, int(a6))
 	a7 = bits.RotateLeft64(a7, 17) + 0x44749a360f43110b
-	sdt.Probe1(&bbranch_many79, int(a7))
+	sdt.Probe1(&bsdt_many79, int(a7))
 	a0 = bits.RotateLeft64(a0, 18) + 0x80e38da90dd80935
-	sdt.Probe1(&bbranch_many80, int(a0))
+	sdt.Probe1(&bsdt_many80, int(a0))
 	a1 = bits.RotateLeft64(a1, 19) + 0xbd52811c0c6d015f
-	sdt.Probe1(&bbranch_many81, int(a1))
+	sdt.Probe1(&bsdt_many81, int(a1))
 	a2 = bits.RotateLeft64(a2, 20) + 0xf9c1748f0b01f989
-	sdt.Probe1(&bbranch_many82, int(a2))
+	sdt.Probe1(&bsdt_many82, int(a2))
 	a3 = bits.RotateLeft64(a3, 21) + 0x363068020996f1b3
-	sdt.Probe1(&bbranch_many83, int(a3))
+	sdt.Probe1(&bsdt_many83, int(a3))
 	a4 = bits.RotateLeft64(a4, 22) + 0x729f5b75082be9dd
-	sdt.Probe1(&bbranch_many84, int(a4))
+	sdt.Probe1(&bsdt_many84, int(a4))
 	a5 = bits.RotateLeft64(a5, 23) + 0xaf0e4ee806c0e207
-	sdt.Probe1(&bbranch_many85, int(a5))
+	sdt.Probe1(&bsdt_many85, int(a5))
 	a6 = bits.RotateLeft64(a6, 24) + 0xeb7d425b0555da31
-	sdt.Probe1(&bbranch_many86, int(a6))
+	sdt.Probe1(&bsdt_many86, int(a6))
 	a7 = bits.RotateLeft64(a7, 25) + 0x27ec35ce03ead25b
-	sdt.Probe1(&bbranch_many87, int(a7))
+	sdt.Probe1(&bsdt_many87, int(a7))
 	a0 = bits.RotateLeft64(a0, 26) + 0x645b2941027fca85
-	sdt.Probe1(&bbranch_many88, int(a0))
+	sdt.Probe1(&bsdt_many88, int(a0))
 	a1 = bits.RotateLeft64(a1, 27) + 0xa0ca1cb40114c2af
-	sdt.Probe1(&bbranch_many89, int(a1))
+	sdt.Probe1(&bsdt_many89, int(a1))
 	a2 = bits.RotateLeft64(a2, 28) + 0xdd391026ffa9bad9
-	sdt.Probe1(&bbranch_many90, int(a2))
+	sdt.Probe1(&bsdt_many90, int(a2))
 	a3 = bits.RotateLeft64(a3, 29) + 0x19a80399fe3eb303
-	sdt.Probe1(&bbranch_many91, int(a3))
+	sdt.Probe1(&bsdt_many91, int(a3))
 	a4 = bits.RotateLeft64(a4, 30) + 0x5616f70cfcd3ab2d
-	sdt.Probe1(&bbranch_many92, int(a4))
+	sdt.Probe1(&bsdt_many92, int(a4))
 	a5 = bits.RotateLeft64(a5, 31) + 0x9285ea7ffb68a357
-	sdt.Probe1(&bbranch_many93, int(a5))
+	sdt.Probe1(&bsdt_many93, int(a5))
 	a6 = bits.RotateLeft64(a6, 32) + 0xcef4ddf2f9fd9b81
-	sdt.Probe1(&bbranch_many94, int(a6))
+	sdt.Probe1(&bsdt_many94, int(a6))
 	a7 = bits.RotateLeft64(a7, 33) + 0xb63d165f89293ab
-	sdt.Probe1(&bbranch_many95, int(a7))
+	sdt.Probe1(&bsdt_many95, int(a7))
 	a0 = bits.RotateLeft64(a0, 34) + 0x47d2c4d8f7278bd5
-	sdt.Probe1(&bbranch_many96, int(a0))
+	sdt.Probe1(&bsdt_many96, int(a0))
 	a1 = bits.RotateLeft64(a1, 35) + 0x8441b84bf5bc83ff
-	sdt.Probe1(&bbranch_many97, int(a1))
+	sdt.Probe1(&bsdt_many97, int(a1))
 	a2 = bits.RotateLeft64(a2, 36) + 0xc0b0abbef4517c29
-	sdt.Probe1(&bbranch_many98, int(a2))
+	sdt.Probe1(&bsdt_many98, int(a2))
 	a3 = bits.RotateLeft64(a3, 37) + 0xfd1f9f31f2e67453
-	sdt.Probe1(&bbranch_many99, int(a3))
+	sdt.Probe1(&bsdt_many99, int(a3))
 	a4 = bits.RotateLeft64(a4, 38) + 0x398e92a4f17b6c7d
-	sdt.Probe1(&bbranch_many100, int(a4))
+	sdt.Probe1(&bsdt_many100, int(a4))
 	a5 = bits.RotateLeft64(a5, 39) + 0x75fd8617f01064a7
-	sdt.Probe1(&bbranch_many101, int(a5))
+	sdt.Probe1(&bsdt_many101, int(a5))
 	a6 = bits.RotateLeft64(a6, 40) + 0xb26c798aeea55cd1
-	sdt.Probe1(&bbranch_many102, int(a6))
+	sdt.Probe1(&bsdt_many102, int(a6))
 	a7 = bits.RotateLeft64(a7, 41) + 0xeedb6cfded3a54fb
-	sdt.Probe1(&bbranch_many103, int(a7))
+	sdt.Probe1(&bsdt_many103, int(a7))
 	a0 = bits.RotateLeft64(a0, 42) + 0x2b4a6070ebcf4d25
-	sdt.Probe1(&bbranch_many104, int(a0))
+	sdt.Probe1(&bsdt_many104, int(a0))
 	a1 = bits.RotateLeft64(a1, 43) + 0x67b953e3ea64454f
-	sdt.Probe1(&bbranch_many105, int(a1))
+	sdt.Probe1(&bsdt_many105, int(a1))
 	a2 = bits.RotateLeft64(a2, 44) + 0xa4284756e8f93d79
-	sdt.Probe1(&bbranch_many106, int(a2))
+	sdt.Probe1(&bsdt_many106, int(a2))
 	a3 = bits.RotateLeft64(a3, 45) + 0xe0973ac9e78e35a3
-	sdt.Probe1(&bbranch_many107, int(a3))
+	sdt.Probe1(&bsdt_many107, int(a3))
 	a4 = bits.RotateLeft64(a4, 46) + 0x1d062e3ce6232dcd
-	sdt.Probe1(&bbranch_many108, int(a4))
+	sdt.Probe1(&bsdt_many108, int(a4))
 	a5 = bits.RotateLeft64(a5, 47) + 0x597521afe4b825f7
-	sdt.Probe1(&bbranch_many109, int(a5))
+	sdt.Probe1(&bsdt_many109, int(a5))
 	a6 = bits.RotateLeft64(a6, 48) + 0x95e41522e34d1e21
-	sdt.Probe1(&bbranch_many110, int(a6))
+	sdt.Probe1(&bsdt_many110, int(a6))
 	a7 = bits.RotateLeft64(a7, 49) + 0xd2530895e1e2164b
-	sdt.Probe1(&bbranch_many111, int(a7))
+	sdt.Probe1(&bsdt_many111, int(a7))
 	a0 = bits.RotateLeft64(a0, 50) + 0xec1fc08e0770e75
-	sdt.Probe1(&bbranch_many112, int(a0))
+	sdt.Probe1(&bsdt_many112, int(a0))
 	a1 = bits.RotateLeft64(a1, 51) + 0x4b30ef7bdf0c069f
-	sdt.Probe1(&bbranch_many113, int(a1))
+	sdt.Probe1(&bsdt_many113, int(a1))
 	a2 = bits.RotateLeft64(a2, 52) + 0x879fe2eedda0fec9
-	sdt.Probe1(&bbranch_many114, int(a2))
+	sdt.Probe1(&bsdt_many114, int(a2))
 	a3 = bits.RotateLeft64(a3, 53) + 0xc40ed661dc35f6f3
-	sdt.Probe1(&bbranch_many115, int(a3))
+	sdt.Probe1(&bsdt_many115, int(a3))
 	a4 = bits.RotateLeft64(a4, 54) + 0x7dc9d4dacaef1d
-	sdt.Probe1(&bbranch_many116, int(a4))
+	sdt.Probe1(&bsdt_many116, int(a4))
 	a5 = bits.RotateLeft64(a5, 55) + 0x3cecbd47d95fe747
-	sdt.Probe1(&bbranch_many117, int(a5))
+	sdt.Probe1(&bsdt_many117, int(a5))
 	a6 = bits.RotateLeft64(a6, 56) + 0x795bb0bad7f4df71
-	sdt.Probe1(&bbranch_many118, int(a6))
+	sdt.Probe1(&bsdt_many118, int(a6))
 	a7 = bits.RotateLeft64(a7, 57) + 0xb5caa42dd689d79b
-	sdt.Probe1(&bbranch_many119, int(a7))
+	sdt.Probe1(&bsdt_many119, int(a7))
 	a0 = bits.RotateLeft64(a0, 58) + 0xf23997a0d51ecfc5
-	sdt.Probe1(&bbranch_many120, int(a0))
+	sdt.Probe1(&bsdt_many120, int(a0))
 	a1 = bits.RotateLeft64(a1, 59) + 0x2ea88b13d3b3c7ef
-	sdt.Probe1(&bbranch_many121, int(a1))
+	sdt.Probe1(&bsdt_many121, int(a1))
 	a2 = bits.RotateLeft64(a2, 60) + 0x6b177e86d248c019
-	sdt.Probe1(&bbranch_many122, int(a2))
+	sdt.Probe1(&bsdt_many122, int(a2))
 	a3 = bits.RotateLeft64(a3, 61) + 0xa78671f9d0ddb843
-	sdt.Probe1(&bbranch_many123, int(a3))
+	sdt.Probe1(&bsdt_many123, int(a3))
 	a4 = bits.RotateLeft64(a4, 62) + 0xe3f5656ccf72b06d
-	sdt.Probe1(&bbranch_many124, int(a4))
+	sdt.Probe1(&bsdt_many124, int(a4))
 	a5 = bits.RotateLeft64(a5, 63) + 0x206458dfce07a897
-	sdt.Probe1(&bbranch_many125, int(a5))
+	sdt.Probe1(&bsdt_many125, int(a5))
 	a6 = bits.RotateLeft64(a6, 1) + 0x5cd34c52cc9ca0c1
-	sdt.Probe1(&bbranch_many126, int(a6))
+	sdt.Probe1(&bsdt_many126, int(a6))
 	a7 = bits.RotateLeft64(a7, 2) + 0x99423fc5cb3198eb
-	sdt.Probe1(&bbranch_many127, int(a7))
+	sdt.Probe1(&bsdt_many127, int(a7))
 	return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
 }
 
 //go:noinline
-func sites_branch_1(x uint64) uint64 {
+func sites_gosdt_1(x uint64) uint64 {
 	a0 := x + 0
 	a1 := x + 1
 	a2 := x + 2
@@ -4900,266 +3816,266 @@ func sites_branch_1(x uint64) uint64 {
 	a6 := x + 6
 	a7 := x + 7
 	a0 = bits.RotateLeft64(a0, 3) + 0xd5b13338c9c69115
-	sdt.Probe1(&bbranch_many128, int(a0))
+	sdt.Probe1(&bsdt_many128, int(a0))
 	a1 = bits.RotateLeft64(a1, 4) + 0x122026abc85b893f
-	sdt.Probe1(&bbranch_many129, int(a1))
+	sdt.Probe1(&bsdt_many129, int(a1))
 	a2 = bits.RotateLeft64(a2, 5) + 0x4e8f1a1ec6f08169
-	sdt.Probe1(&bbranch_many130, int(a2))
+	sdt.Probe1(&bsdt_many130, int(a2))
 	a3 = bits.RotateLeft64(a3, 6) + 0x8afe0d91c5857993
-	sdt.Probe1(&bbranch_many131, int(a3))
+	sdt.Probe1(&bsdt_many131, int(a3))
 	a4 = bits.RotateLeft64(a4, 7) + 0xc76d0104c41a71bd
-	sdt.Probe1(&bbranch_many132, int(a4))
+	sdt.Probe1(&bsdt_many132, int(a4))
 	a5 = bits.RotateLeft64(a5, 8) + 0x3dbf477c2af69e7
-	sdt.Probe1(&bbranch_many133, int(a5))
+	sdt.Probe1(&bsdt_many133, int(a5))
 	a6 = bits.RotateLeft64(a6, 9) + 0x404ae7eac1446211
-	sdt.Probe1(&bbranch_many134, int(a6))
+	sdt.Probe1(&bsdt_many134, int(a6))
 	a7 = bits.RotateLeft64(a7, 10) + 0x7cb9db5dbfd95a3b
-	sdt.Probe1(&bbranch_many135, int(a7))
+	sdt.Probe1(&bsdt_many135, int(a7))
 	a0 = bits.RotateLeft64(a0, 11) + 0xb928ced0be6e5265
-	sdt.Probe1(&bbranch_many136, int(a0))
+	sdt.Probe1(&bsdt_many136, int(a0))
 	a1 = bits.RotateLeft64(a1, 12) + 0xf597c243bd034a8f
-	sdt.Probe1(&bbranch_many137, int(a1))
+	sdt.Probe1(&bsdt_many137, int(a1))
 	a2 = bits.RotateLeft64(a2, 13) + 0x3206b5b6bb9842b9
-	sdt.Probe1(&bbranch_many138, int(a2))
+	sdt.Probe1(&bsdt_many138, int(a2))
 	a3 = bits.RotateLeft64(a3, 14) + 0x6e75a929ba2d3ae3
-	sdt.Probe1(&bbranch_many139, int(a3))
+	sdt.Probe1(&bsdt_many139, int(a3))
 	a4 = bits.RotateLeft64(a4, 15) + 0xaae49c9cb8c2330d
-	sdt.Probe1(&bbranch_many140, int(a4))
+	sdt.Probe1(&bsdt_many140, int(a4))
 	a5 = bits.RotateLeft64(a5, 16) + 0xe753900fb7572b37
-	sdt.Probe1(&bbranch_many141, int(a5))
+	sdt.Probe1(&bsdt_many141, int(a5))
 	a6 = bits.RotateLeft64(a6, 17) + 0x23c28382b5ec2361
-	sdt.Probe1(&bbranch_many142, int(a6))
+	sdt.Probe1(&bsdt_many142, int(a6))
 	a7 = bits.RotateLeft64(a7, 18) + 0x603176f5b4811b8b
-	sdt.Probe1(&bbranch_many143, int(a7))
+	sdt.Probe1(&bsdt_many143, int(a7))
 	a0 = bits.RotateLeft64(a0, 19) + 0x9ca06a68b31613b5
-	sdt.Probe1(&bbranch_many144, int(a0))
+	sdt.Probe1(&bsdt_many144, int(a0))
 	a1 = bits.RotateLeft64(a1, 20) + 0xd90f5ddbb1ab0bdf
-	sdt.Probe1(&bbranch_many145, int(a1))
+	sdt.Probe1(&bsdt_many145, int(a1))
 	a2 = bits.RotateLeft64(a2, 21) + 0x157e514eb0400409
-	sdt.Probe1(&bbranch_many146, int(a2))
+	sdt.Probe1(&bsdt_many146, int(a2))
 	a3 = bits.RotateLeft64(a3, 22) + 0x51ed44c1aed4fc33
-	sdt.Probe1(&bbranch_many147, int(a3))
+	sdt.Probe1(&bsdt_many147, int(a3))
 	a4 = bits.RotateLeft64(a4, 23) + 0x8e5c3834ad69f45d
-	sdt.Probe1(&bbranch_many148, int(a4))
+	sdt.Probe1(&bsdt_many148, int(a4))
 	a5 = bits.RotateLeft64(a5, 24) + 0xcacb2ba7abfeec87
-	sdt.Probe1(&bbranch_many149, int(a5))
+	sdt.Probe1(&bsdt_many149, int(a5))
 	a6 = bits.RotateLeft64(a6, 25) + 0x73a1f1aaa93e4b1
-	sdt.Probe1(&bbranch_many150, int(a6))
+	sdt.Probe1(&bsdt_many150, int(a6))
 	a7 = bits.RotateLeft64(a7, 26) + 0x43a9128da928dcdb
-	sdt.Probe1(&bbranch_many151, int(a7))
+	sdt.Probe1(&bsdt_many151, int(a7))
 	a0 = bits.RotateLeft64(a0, 27) + 0x80180600a7bdd505
-	sdt.Probe1(&bbranch_many152, int(a0))
+	sdt.Probe1(&bsdt_many152, int(a0))
 	a1 = bits.RotateLeft64(a1, 28) + 0xbc86f973a652cd2f
-	sdt.Probe1(&bbranch_many153, int(a1))
+	sdt.Probe1(&bsdt_many153, int(a1))
 	a2 = bits.RotateLeft64(a2, 29) + 0xf8f5ece6a4e7c559
-	sdt.Probe1(&bbranch_many154, int(a2))
+	sdt.Probe1(&bsdt_many154, int(a2))
 	a3 = bits.RotateLeft64(a3, 30) + 0x3564e059a37cbd83
-	sdt.Probe1(&bbranch_many155, int(a3))
+	sdt.Probe1(&bsdt_many155, int(a3))
 	a4 = bits.RotateLeft64(a4, 31) + 0x71d3d3cca211b5ad
-	sdt.Probe1(&bbranch_many156, int(a4))
+	sdt.Probe1(&bsdt_many156, int(a4))
 	a5 = bits.RotateLeft64(a5, 32) + 0xae42c73fa0a6add7
-	sdt.Probe1(&bbranch_many157, int(a5))
+	sdt.Probe1(&bsdt_many157, int(a5))
 	a6 = bits.RotateLeft64(a6, 33) + 0xeab1bab29f3ba601
-	sdt.Probe1(&bbranch_many158, int(a6))
+	sdt.Probe1(&bsdt_many158, int(a6))
 	a7 = bits.RotateLeft64(a7, 34) + 0x2720ae259dd09e2b
-	sdt.Probe1(&bbranch_many159, int(a7))
+	sdt.Probe1(&bsdt_many159, int(a7))
 	a0 = bits.RotateLeft64(a0, 35) + 0x638fa1989c659655
-	sdt.Probe1(&bbranch_many160, int(a0))
+	sdt.Probe1(&bsdt_many160, int(a0))
 	a1 = bits.RotateLeft64(a1, 36) + 0x9ffe950b9afa8e7f
-	sdt.Probe1(&bbranch_many161, int(a1))
+	sdt.Probe1(&bsdt_many161, int(a1))
 	a2 = bits.RotateLeft64(a2, 37) + 0xdc6d887e998f86a9
-	sdt.Probe1(&bbranch_many162, int(a2))
+	sdt.Probe1(&bsdt_many162, int(a2))
 	a3 = bits.RotateLeft64(a3, 38) + 0x18dc7bf198247ed3
-	sdt.Probe1(&bbranch_many163, int(a3))
+	sdt.Probe1(&bsdt_many163, int(a3))
 	a4 = bits.RotateLeft64(a4, 39) + 0x554b6f6496b976fd
-	sdt.Probe1(&bbranch_many164, int(a4))
+	sdt.Probe1(&bsdt_many164, int(a4))
 	a5 = bits.RotateLeft64(a5, 40) + 0x91ba62d7954e6f27
-	sdt.Probe1(&bbranch_many165, int(a5))
+	sdt.Probe1(&bsdt_many165, int(a5))
 	a6 = bits.RotateLeft64(a6, 41) + 0xce29564a93e36751
-	sdt.Probe1(&bbranch_many166, int(a6))
+	sdt.Probe1(&bsdt_many166, int(a6))
 	a7 = bits.RotateLeft64(a7, 42) + 0xa9849bd92785f7b
-	sdt.Probe1(&bbranch_many167, int(a7))
+	sdt.Probe1(&bsdt_many167, int(a7))
 	a0 = bits.RotateLeft64(a0, 43) + 0x47073d30910d57a5
-	sdt.Probe1(&bbranch_many168, int(a0))
+	sdt.Probe1(&bsdt_many168, int(a0))
 	a1 = bits.RotateLeft64(a1, 44) + 0x837630a38fa24fcf
-	sdt.Probe1(&bbranch_many169, int(a1))
+	sdt.Probe1(&bsdt_many169, int(a1))
 	a2 = bits.RotateLeft64(a2, 45) + 0xbfe524168e3747f9
-	sdt.Probe1(&bbranch_many170, int(a2))
+	sdt.Probe1(&bsdt_many170, int(a2))
 	a3 = bits.RotateLeft64(a3, 46) + 0xfc5417898ccc4023
-	sdt.Probe1(&bbranch_many171, int(a3))
+	sdt.Probe1(&bsdt_many171, int(a3))
 	a4 = bits.RotateLeft64(a4, 47) + 0x38c30afc8b61384d
-	sdt.Probe1(&bbranch_many172, int(a4))
+	sdt.Probe1(&bsdt_many172, int(a4))
 	a5 = bits.RotateLeft64(a5, 48) + 0x7531fe6f89f63077
-	sdt.Probe1(&bbranch_many173, int(a5))
+	sdt.Probe1(&bsdt_many173, int(a5))
 	a6 = bits.RotateLeft64(a6, 49) + 0xb1a0f1e2888b28a1
-	sdt.Probe1(&bbranch_many174, int(a6))
+	sdt.Probe1(&bsdt_many174, int(a6))
 	a7 = bits.RotateLeft64(a7, 50) + 0xee0fe555872020cb
-	sdt.Probe1(&bbranch_many175, int(a7))
+	sdt.Probe1(&bsdt_many175, int(a7))
 	a0 = bits.RotateLeft64(a0, 51) + 0x2a7ed8c885b518f5
-	sdt.Probe1(&bbranch_many176, int(a0))
+	sdt.Probe1(&bsdt_many176, int(a0))
 	a1 = bits.RotateLeft64(a1, 52) + 0x66edcc3b844a111f
-	sdt.Probe1(&bbranch_many177, int(a1))
+	sdt.Probe1(&bsdt_many177, int(a1))
 	a2 = bits.RotateLeft64(a2, 53) + 0xa35cbfae82df0949
-	sdt.Probe1(&bbranch_many178, int(a2))
+	sdt.Probe1(&bsdt_many178, int(a2))
 	a3 = bits.RotateLeft64(a3, 54) + 0xdfcbb32181740173
-	sdt.Probe1(&bbranch_many179, int(a3))
+	sdt.Probe1(&bsdt_many179, int(a3))
 	a4 = bits.RotateLeft64(a4, 55) + 0x1c3aa6948008f99d
-	sdt.Probe1(&bbranch_many180, int(a4))
+	sdt.Probe1(&bsdt_many180, int(a4))
 	a5 = bits.RotateLeft64(a5, 56) + 0x58a99a077e9df1c7
-	sdt.Probe1(&bbranch_many181, int(a5))
+	sdt.Probe1(&bsdt_many181, int(a5))
 	a6 = bits.RotateLeft64(a6, 57) + 0x95188d7a7d32e9f1
-	sdt.Probe1(&bbranch_many182, int(a6))
+	sdt.Probe1(&bsdt_many182, int(a6))
 	a7 = bits.RotateLeft64(a7, 58) + 0xd18780ed7bc7e21b
-	sdt.Probe1(&bbranch_many183, int(a7))
+	sdt.Probe1(&bsdt_many183, int(a7))
 	a0 = bits.RotateLeft64(a0, 59) + 0xdf674607a5cda45
-	sdt.Probe1(&bbranch_many184, int(a0))
+	sdt.Probe1(&bsdt_many184, int(a0))
 	a1 = bits.RotateLeft64(a1, 60) + 0x4a6567d378f1d26f
-	sdt.Probe1(&bbranch_many185, int(a1))
+	sdt.Probe1(&bsdt_many185, int(a1))
 	a2 = bits.RotateLeft64(a2, 61) + 0x86d45b467786ca99
-	sdt.Probe1(&bbranch_many186, int(a2))
+	sdt.Probe1(&bsdt_many186, int(a2))
 	a3 = bits.RotateLeft64(a3, 62) + 0xc3434eb9761bc2c3
-	sdt.Probe1(&bbranch_many187, int(a3))
+	sdt.Probe1(&bsdt_many187, int(a3))
 	a4 = bits.RotateLeft64(a4, 63) + 0xffb2422c74b0baed
-	sdt.Probe1(&bbranch_many188, int(a4))
+	sdt.Probe1(&bsdt_many188, int(a4))
 	a5 = bits.RotateLeft64(a5, 1) + 0x3c21359f7345b317
-	sdt.Probe1(&bbranch_many189, int(a5))
+	sdt.Probe1(&bsdt_many189, int(a5))
 	a6 = bits.RotateLeft64(a6, 2) + 0x7890291271daab41
-	sdt.Probe1(&bbranch_many190, int(a6))
+	sdt.Probe1(&bsdt_many190, int(a6))
 	a7 = bits.RotateLeft64(a7, 3) + 0xb4ff1c85706fa36b
-	sdt.Probe1(&bbranch_many191, int(a7))
+	sdt.Probe1(&bsdt_many191, int(a7))
 	a0 = bits.RotateLeft64(a0, 4) + 0xf16e0ff86f049b95
-	sdt.Probe1(&bbranch_many192, int(a0))
+	sdt.Probe1(&bsdt_many192, int(a0))
 	a1 = bits.RotateLeft64(a1, 5) + 0x2ddd036b6d9993bf
-	sdt.Probe1(&bbranch_many193, int(a1))
+	sdt.Probe1(&bsdt_many193, int(a1))
 	a2 = bits.RotateLeft64(a2, 6) + 0x6a4bf6de6c2e8be9
-	sdt.Probe1(&bbranch_many194, int(a2))
+	sdt.Probe1(&bsdt_many194, int(a2))
 	a3 = bits.RotateLeft64(a3, 7) + 0xa6baea516ac38413
-	sdt.Probe1(&bbranch_many195, int(a3))
+	sdt.Probe1(&bsdt_many195, int(a3))
 	a4 = bits.RotateLeft64(a4, 8) + 0xe329ddc469587c3d
-	sdt.Probe1(&bbranch_many196, int(a4))
+	sdt.Probe1(&bsdt_many196, int(a4))
 	a5 = bits.RotateLeft64(a5, 9) + 0x1f98d13767ed7467
-	sdt.Probe1(&bbranch_many197, int(a5))
+	sdt.Probe1(&bsdt_many197, int(a5))
 	a6 = bits.RotateLeft64(a6, 10) + 0x5c07c4aa66826c91
-	sdt.Probe1(&bbranch_many198, int(a6))
+	sdt.Probe1(&bsdt_many198, int(a6))
 	a7 = bits.RotateLeft64(a7, 11) + 0x9876b81d651764bb
-	sdt.Probe1(&bbranch_many199, int(a7))
+	sdt.Probe1(&bsdt_many199, int(a7))
 	a0 = bits.RotateLeft64(a0, 12) + 0xd4e5ab9063ac5ce5
-	sdt.Probe1(&bbranch_many200, int(a0))
+	sdt.Probe1(&bsdt_many200, int(a0))
 	a1 = bits.RotateLeft64(a1, 13) + 0x11549f036241550f
-	sdt.Probe1(&bbranch_many201, int(a1))
+	sdt.Probe1(&bsdt_many201, int(a1))
 	a2 = bits.RotateLeft64(a2, 14) + 0x4dc3927660d64d39
-	sdt.Probe1(&bbranch_many202, int(a2))
+	sdt.Probe1(&bsdt_many202, int(a2))
 	a3 = bits.RotateLeft64(a3, 15) + 0x8a3285e95f6b4563
-	sdt.Probe1(&bbranch_many203, int(a3))
+	sdt.Probe1(&bsdt_many203, int(a3))
 	a4 = bits.RotateLeft64(a4, 16) + 0xc6a1795c5e003d8d
-	sdt.Probe1(&bbranch_many204, int(a4))
+	sdt.Probe1(&bsdt_many204, int(a4))
 	a5 = bits.RotateLeft64(a5, 17) + 0x3106ccf5c9535b7
-	sdt.Probe1(&bbranch_many205, int(a5))
+	sdt.Probe1(&bsdt_many205, int(a5))
 	a6 = bits.RotateLeft64(a6, 18) + 0x3f7f60425b2a2de1
-	sdt.Probe1(&bbranch_many206, int(a6))
+	sdt.Probe1(&bsdt_many206, int(a6))
 	a7 = bits.RotateLeft64(a7, 19) + 0x7bee53b559bf260b
-	sdt.Probe1(&bbranch_many207, int(a7))
+	sdt.Probe1(&bsdt_many207, int(a7))
 	a0 = bits.RotateLeft64(a0, 20) + 0xb85d472858541e35
-	sdt.Probe1(&bbranch_many208, int(a0))
+	sdt.Probe1(&bsdt_many208, int(a0))
 	a1 = bits.RotateLeft64(a1, 21) + 0xf4cc3a9b56e9165f
-	sdt.Probe1(&bbranch_many209, int(a1))
+	sdt.Probe1(&bsdt_many209, int(a1))
 	a2 = bits.RotateLeft64(a2, 22) + 0x313b2e0e557e0e89
-	sdt.Probe1(&bbranch_many210, int(a2))
+	sdt.Probe1(&bsdt_many210, int(a2))
 	a3 = bits.RotateLeft64(a3, 23) + 0x6daa2181541306b3
-	sdt.Probe1(&bbranch_many211, int(a3))
+	sdt.Probe1(&bsdt_many211, int(a3))
 	a4 = bits.RotateLeft64(a4, 24) + 0xaa1914f452a7fedd
-	sdt.Probe1(&bbranch_many212, int(a4))
+	sdt.Probe1(&bsdt_many212, int(a4))
 	a5 = bits.RotateLeft64(a5, 25) + 0xe6880867513cf707
-	sdt.Probe1(&bbranch_many213, int(a5))
+	sdt.Probe1(&bsdt_many213, int(a5))
 	a6 = bits.RotateLeft64(a6, 26) + 0x22f6fbda4fd1ef31
-	sdt.Probe1(&bbranch_many214, int(a6))
+	sdt.Probe1(&bsdt_many214, int(a6))
 	a7 = bits.RotateLeft64(a7, 27) + 0x5f65ef4d4e66e75b
-	sdt.Probe1(&bbranch_many215, int(a7))
+	sdt.Probe1(&bsdt_many215, int(a7))
 	a0 = bits.RotateLeft64(a0, 28) + 0x9bd4e2c04cfbdf85
-	sdt.Probe1(&bbranch_many216, int(a0))
+	sdt.Probe1(&bsdt_many216, int(a0))
 	a1 = bits.RotateLeft64(a1, 29) + 0xd843d6334b90d7af
-	sdt.Probe1(&bbranch_many217, int(a1))
+	sdt.Probe1(&bsdt_many217, int(a1))
 	a2 = bits.RotateLeft64(a2, 30) + 0x14b2c9a64a25cfd9
-	sdt.Probe1(&bbranch_many218, int(a2))
+	sdt.Probe1(&bsdt_many218, int(a2))
 	a3 = bits.RotateLeft64(a3, 31) + 0x5121bd1948bac803
-	sdt.Probe1(&bbranch_many219, int(a3))
+	sdt.Probe1(&bsdt_many219, int(a3))
 	a4 = bits.RotateLeft64(a4, 32) + 0x8d90b08c474fc02d
-	sdt.Probe1(&bbranch_many220, int(a4))
+	sdt.Probe1(&bsdt_many220, int(a4))
 	a5 = bits.RotateLeft64(a5, 33) + 0xc9ffa3ff45e4b857
-	sdt.Probe1(&bbranch_many221, int(a5))
+	sdt.Probe1(&bsdt_many221, int(a5))
 	a6 = bits.RotateLeft64(a6, 34) + 0x66e97724479b081
-	sdt.Probe1(&bbranch_many222, int(a6))
+	sdt.Probe1(&bsdt_many222, int(a6))
 	a7 = bits.RotateLeft64(a7, 35) + 0x42dd8ae5430ea8ab
-	sdt.Probe1(&bbranch_many223, int(a7))
+	sdt.Probe1(&bsdt_many223, int(a7))
 	a0 = bits.RotateLeft64(a0, 36) + 0x7f4c7e5841a3a0d5
-	sdt.Probe1(&bbranch_many224, int(a0))
+	sdt.Probe1(&bsdt_many224, int(a0))
 	a1 = bits.RotateLeft64(a1, 37) + 0xbbbb71cb403898ff
-	sdt.Probe1(&bbranch_many225, int(a1))
+	sdt.Probe1(&bsdt_many225, int(a1))
 	a2 = bits.RotateLeft64(a2, 38) + 0xf82a653e3ecd9129
-	sdt.Probe1(&bbranch_many226, int(a2))
+	sdt.Probe1(&bsdt_many226, int(a2))
 	a3 = bits.RotateLeft64(a3, 39) + 0x349958b13d628953
-	sdt.Probe1(&bbranch_many227, int(a3))
+	sdt.Probe1(&bsdt_many227, int(a3))
 	a4 = bits.RotateLeft64(a4, 40) + 0x71084c243bf7817d
-	sdt.Probe1(&bbranch_many228, int(a4))
+	sdt.Probe1(&bsdt_many228, int(a4))
 	a5 = bits.RotateLeft64(a5, 41) + 0xad773f973a8c79a7
-	sdt.Probe1(&bbranch_many229, int(a5))
+	sdt.Probe1(&bsdt_many229, int(a5))
 	a6 = bits.RotateLeft64(a6, 42) + 0xe9e6330a392171d1
-	sdt.Probe1(&bbranch_many230, int(a6))
+	sdt.Probe1(&bsdt_many230, int(a6))
 	a7 = bits.RotateLeft64(a7, 43) + 0x2655267d37b669fb
-	sdt.Probe1(&bbranch_many231, int(a7))
+	sdt.Probe1(&bsdt_many231, int(a7))
 	a0 = bits.RotateLeft64(a0, 44) + 0x62c419f0364b6225
-	sdt.Probe1(&bbranch_many232, int(a0))
+	sdt.Probe1(&bsdt_many232, int(a0))
 	a1 = bits.RotateLeft64(a1, 45) + 0x9f330d6334e05a4f
-	sdt.Probe1(&bbranch_many233, int(a1))
+	sdt.Probe1(&bsdt_many233, int(a1))
 	a2 = bits.RotateLeft64(a2, 46) + 0xdba200d633755279
-	sdt.Probe1(&bbranch_many234, int(a2))
+	sdt.Probe1(&bsdt_many234, int(a2))
 	a3 = bits.RotateLeft64(a3, 47) + 0x1810f449320a4aa3
-	sdt.Probe1(&bbranch_many235, int(a3))
+	sdt.Probe1(&bsdt_many235, int(a3))
 	a4 = bits.RotateLeft64(a4, 48) + 0x547fe7bc309f42cd
-	sdt.Probe1(&bbranch_many236, int(a4))
+	sdt.Probe1(&bsdt_many236, int(a4))
 	a5 = bits.RotateLeft64(a5, 49) + 0x90eedb2f2f343af7
-	sdt.Probe1(&bbranch_many237, int(a5))
+	sdt.Probe1(&bsdt_many237, int(a5))
 	a6 = bits.RotateLeft64(a6, 50) + 0xcd5dcea22dc93321
-	sdt.Probe1(&bbranch_many238, int(a6))
+	sdt.Probe1(&bsdt_many238, int(a6))
 	a7 = bits.RotateLeft64(a7, 51) + 0x9ccc2152c5e2b4b
-	sdt.Probe1(&bbranch_many239, int(a7))
+	sdt.Probe1(&bsdt_many239, int(a7))
 	a0 = bits.RotateLeft64(a0, 52) + 0x463bb5882af32375
-	sdt.Probe1(&bbranch_many240, int(a0))
+	sdt.Probe1(&bsdt_many240, int(a0))
 	a1 = bits.RotateLeft64(a1, 53) + 0x82aaa8fb29881b9f
-	sdt.Probe1(&bbranch_many241, int(a1))
+	sdt.Probe1(&bsdt_many241, int(a1))
 	a2 = bits.RotateLeft64(a2, 54) + 0xbf199c6e281d13c9
-	sdt.Probe1(&bbranch_many242, int(a2))
+	sdt.Probe1(&bsdt_many242, int(a2))
 	a3 = bits.RotateLeft64(a3, 55) + 0xfb888fe126b20bf3
-	sdt.Probe1(&bbranch_many243, int(a3))
+	sdt.Probe1(&bsdt_many243, int(a3))
 	a4 = bits.RotateLeft64(a4, 56) + 0x37f783542547041d
-	sdt.Probe1(&bbranch_many244, int(a4))
+	sdt.Probe1(&bsdt_many244, int(a4))
 	a5 = bits.RotateLeft64(a5, 57) + 0x746676c723dbfc47
-	sdt.Probe1(&bbranch_many245, int(a5))
+	sdt.Probe1(&bsdt_many245, int(a5))
 	a6 = bits.RotateLeft64(a6, 58) + 0xb0d56a3a2270f471
-	sdt.Probe1(&bbranch_many246, int(a6))
+	sdt.Probe1(&bsdt_many246, int(a6))
 	a7 = bits.RotateLeft64(a7, 59) + 0xed445dad2105ec9b
-	sdt.Probe1(&bbranch_many247, int(a7))
+	sdt.Probe1(&bsdt_many247, int(a7))
 	a0 = bits.RotateLeft64(a0, 60) + 0x29b351201f9ae4c5
-	sdt.Probe1(&bbranch_many248, int(a0))
+	sdt.Probe1(&bsdt_many248, int(a0))
 	a1 = bits.RotateLeft64(a1, 61) + 0x662244931e2fdcef
-	sdt.Probe1(&bbranch_many249, int(a1))
+	sdt.Probe1(&bsdt_many249, int(a1))
 	a2 = bits.RotateLeft64(a2, 62) + 0xa29138061cc4d519
-	sdt.Probe1(&bbranch_many250, int(a2))
+	sdt.Probe1(&bsdt_many250, int(a2))
 	a3 = bits.RotateLeft64(a3, 63) + 0xdf002b791b59cd43
-	sdt.Probe1(&bbranch_many251, int(a3))
+	sdt.Probe1(&bsdt_many251, int(a3))
 	a4 = bits.RotateLeft64(a4, 1) + 0x1b6f1eec19eec56d
-	sdt.Probe1(&bbranch_many252, int(a4))
+	sdt.Probe1(&bsdt_many252, int(a4))
 	a5 = bits.RotateLeft64(a5, 2) + 0x57de125f1883bd97
-	sdt.Probe1(&bbranch_many253, int(a5))
+	sdt.Probe1(&bsdt_many253, int(a5))
 	a6 = bits.RotateLeft64(a6, 3) + 0x944d05d21718b5c1
-	sdt.Probe1(&bbranch_many254, int(a6))
+	sdt.Probe1(&bsdt_many254, int(a6))
 	a7 = bits.RotateLeft64(a7, 4) + 0xd0bbf94515adadeb
-	sdt.Probe1(&bbranch_many255, int(a7))
+	sdt.Probe1(&bsdt_many255, int(a7))
 	return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
 }
 
 //go:noinline
-func sites_branch_2(x uint64) uint64 {
+func sites_gosdt_2(x uint64) uint64 {
 	a0 := x + 0
 	a1 := x + 1
 	a2 := x + 2
@@ -5169,266 +4085,266 @@ func sites_branch_2(x uint64) uint64 {
 	a6 := x + 6
 	a7 := x + 7
 	a0 = bits.RotateLeft64(a0, 5) + 0xd2aecb81442a615
-	sdt.Probe1(&bbranch_many256, int(a0))
+	sdt.Probe1(&bsdt_many256, int(a0))
 	a1 = bits.RotateLeft64(a1, 6) + 0x4999e02b12d79e3f
-	sdt.Probe1(&bbranch_many257, int(a1))
+	sdt.Probe1(&bsdt_many257, int(a1))
 	a2 = bits.RotateLeft64(a2, 7) + 0x8608d39e116c9669
-	sdt.Probe1(&bbranch_many258, int(a2))
+	sdt.Probe1(&bsdt_many258, int(a2))
 	a3 = bits.RotateLeft64(a3, 8) + 0xc277c71110018e93
-	sdt.Probe1(&bbranch_many259, int(a3))
+	sdt.Probe1(&bsdt_many259, int(a3))
 	a4 = bits.RotateLeft64(a4, 9) + 0xfee6ba840e9686bd
-	sdt.Probe1(&bbranch_many260, int(a4))
+	sdt.Probe1(&bsdt_many260, int(a4))
 	a5 = bits.RotateLeft64(a5, 10) + 0x3b55adf70d2b7ee7
-	sdt.Probe1(&bbranch_many261, int(a5))
+	sdt.Probe1(&bsdt_many261, int(a5))
 	a6 = bits.RotateLeft64(a6, 11) + 0x77c4a16a0bc07711
-	sdt.Probe1(&bbranch_many262, int(a6))
+	sdt.Probe1(&bsdt_many262, int(a6))
 	a7 = bits.RotateLeft64(a7, 12) + 0xb43394dd0a556f3b
-	sdt.Probe1(&bbranch_many263, int(a7))
+	sdt.Probe1(&bsdt_many263, int(a7))
 	a0 = bits.RotateLeft64(a0, 13) + 0xf0a2885008ea6765
-	sdt.Probe1(&bbranch_many264, int(a0))
+	sdt.Probe1(&bsdt_many264, int(a0))
 	a1 = bits.RotateLeft64(a1, 14) + 0x2d117bc3077f5f8f
-	sdt.Probe1(&bbranch_many265, int(a1))
+	sdt.Probe1(&bsdt_many265, int(a1))
 	a2 = bits.RotateLeft64(a2, 15) + 0x69806f36061457b9
-	sdt.Probe1(&bbranch_many266, int(a2))
+	sdt.Probe1(&bsdt_many266, int(a2))
 	a3 = bits.RotateLeft64(a3, 16) + 0xa5ef62a904a94fe3
-	sdt.Probe1(&bbranch_many267, int(a3))
+	sdt.Probe1(&bsdt_many267, int(a3))
 	a4 = bits.RotateLeft64(a4, 17) + 0xe25e561c033e480d
-	sdt.Probe1(&bbranch_many268, int(a4))
+	sdt.Probe1(&bsdt_many268, int(a4))
 	a5 = bits.RotateLeft64(a5, 18) + 0x1ecd498f01d34037
-	sdt.Probe1(&bbranch_many269, int(a5))
+	sdt.Probe1(&bsdt_many269, int(a5))
 	a6 = bits.RotateLeft64(a6, 19) + 0x5b3c3d0200683861
-	sdt.Probe1(&bbranch_many270, int(a6))
+	sdt.Probe1(&bsdt_many270, int(a6))
 	a7 = bits.RotateLeft64(a7, 20) + 0x97ab3074fefd308b
-	sdt.Probe1(&bbranch_many271, int(a7))
+	sdt.Probe1(&bsdt_many271, int(a7))
 	a0 = bits.RotateLeft64(a0, 21) + 0xd41a23e7fd9228b5
-	sdt.Probe1(&bbranch_many272, int(a0))
+	sdt.Probe1(&bsdt_many272, int(a0))
 	a1 = bits.RotateLeft64(a1, 22) + 0x1089175afc2720df
-	sdt.Probe1(&bbranch_many273, int(a1))
+	sdt.Probe1(&bsdt_many273, int(a1))
 	a2 = bits.RotateLeft64(a2, 23) + 0x4cf80acdfabc1909
-	sdt.Probe1(&bbranch_many274, int(a2))
+	sdt.Probe1(&bsdt_many274, int(a2))
 	a3 = bits.RotateLeft64(a3, 24) + 0x8966fe40f9511133
-	sdt.Probe1(&bbranch_many275, int(a3))
+	sdt.Probe1(&bsdt_many275, int(a3))
 	a4 = bits.RotateLeft64(a4, 25) + 0xc5d5f1b3f7e6095d
-	sdt.Probe1(&bbranch_many276, int(a4))
+	sdt.Probe1(&bsdt_many276, int(a4))
 	a5 = bits.RotateLeft64(a5, 26) + 0x244e526f67b0187
-	sdt.Probe1(&bbranch_many277, int(a5))
+	sdt.Probe1(&bsdt_many277, int(a5))
 	a6 = bits.RotateLeft64(a6, 27) + 0x3eb3d899f50ff9b1
-	sdt.Probe1(&bbranch_many278, int(a6))
+	sdt.Probe1(&bsdt_many278, int(a6))
 	a7 = bits.RotateLeft64(a7, 28) + 0x7b22cc0cf3a4f1db
-	sdt.Probe1(&bbranch_many279, int(a7))
+	sdt.Probe1(&bsdt_many279, int(a7))
 	a0 = bits.RotateLeft64(a0, 29) + 0xb791bf7ff239ea05
-	sdt.Probe1(&bbranch_many280, int(a0))
+	sdt.Probe1(&bsdt_many280, int(a0))
 	a1 = bits.RotateLeft64(a1, 30) + 0xf400b2f2f0cee22f
-	sdt.Probe1(&bbranch_many281, int(a1))
+	sdt.Probe1(&bsdt_many281, int(a1))
 	a2 = bits.RotateLeft64(a2, 31) + 0x306fa665ef63da59
-	sdt.Probe1(&bbranch_many282, int(a2))
+	sdt.Probe1(&bsdt_many282, int(a2))
 	a3 = bits.RotateLeft64(a3, 32) + 0x6cde99d8edf8d283
-	sdt.Probe1(&bbranch_many283, int(a3))
+	sdt.Probe1(&bsdt_many283, int(a3))
 	a4 = bits.RotateLeft64(a4, 33) + 0xa94d8d4bec8dcaad
-	sdt.Probe1(&bbranch_many284, int(a4))
+	sdt.Probe1(&bsdt_many284, int(a4))
 	a5 = bits.RotateLeft64(a5, 34) + 0xe5bc80beeb22c2d7
-	sdt.Probe1(&bbranch_many285, int(a5))
+	sdt.Probe1(&bsdt_many285, int(a5))
 	a6 = bits.RotateLeft64(a6, 35) + 0x222b7431e9b7bb01
-	sdt.Probe1(&bbranch_many286, int(a6))
+	sdt.Probe1(&bsdt_many286, int(a6))
 	a7 = bits.RotateLeft64(a7, 36) + 0x5e9a67a4e84cb32b
-	sdt.Probe1(&bbranch_many287, int(a7))
+	sdt.Probe1(&bsdt_many287, int(a7))
 	a0 = bits.RotateLeft64(a0, 37) + 0x9b095b17e6e1ab55
-	sdt.Probe1(&bbranch_many288, int(a0))
+	sdt.Probe1(&bsdt_many288, int(a0))
 	a1 = bits.RotateLeft64(a1, 38) + 0xd7784e8ae576a37f
-	sdt.Probe1(&bbranch_many289, int(a1))
+	sdt.Probe1(&bsdt_many289, int(a1))
 	a2 = bits.RotateLeft64(a2, 39) + 0x13e741fde40b9ba9
-	sdt.Probe1(&bbranch_many290, int(a2))
+	sdt.Probe1(&bsdt_many290, int(a2))
 	a3 = bits.RotateLeft64(a3, 40) + 0x50563570e2a093d3
-	sdt.Probe1(&bbranch_many291, int(a3))
+	sdt.Probe1(&bsdt_many291, int(a3))
 	a4 = bits.RotateLeft64(a4, 41) + 0x8cc528e3e1358bfd
-	sdt.Probe1(&bbranch_many292, int(a4))
+	sdt.Probe1(&bsdt_many292, int(a4))
 	a5 = bits.RotateLeft64(a5, 42) + 0xc9341c56dfca8427
-	sdt.Probe1(&bbranch_many293, int(a5))
+	sdt.Probe1(&bsdt_many293, int(a5))
 	a6 = bits.RotateLeft64(a6, 43) + 0x5a30fc9de5f7c51
-	sdt.Probe1(&bbranch_many294, int(a6))
+	sdt.Probe1(&bsdt_many294, int(a6))
 	a7 = bits.RotateLeft64(a7, 44) + 0x4212033cdcf4747b
-	sdt.Probe1(&bbranch_many295, int(a7))
+	sdt.Probe1(&bsdt_many295, int(a7))
 	a0 = bits.RotateLeft64(a0, 45) + 0x7e80f6afdb896ca5
-	sdt.Probe1(&bbranch_many296, int(a0))
+	sdt.Probe1(&bsdt_many296, int(a0))
 	a1 = bits.RotateLeft64(a1, 46) + 0xbaefea22da1e64cf
-	sdt.Probe1(&bbranch_many297, int(a1))
+	sdt.Probe1(&bsdt_many297, int(a1))
 	a2 = bits.RotateLeft64(a2, 47) + 0xf75edd95d8b35cf9
-	sdt.Probe1(&bbranch_many298, int(a2))
+	sdt.Probe1(&bsdt_many298, int(a2))
 	a3 = bits.RotateLeft64(a3, 48) + 0x33cdd108d7485523
-	sdt.Probe1(&bbranch_many299, int(a3))
+	sdt.Probe1(&bsdt_many299, int(a3))
 	a4 = bits.RotateLeft64(a4, 49) + 0x703cc47bd5dd4d4d
-	sdt.Probe1(&bbranch_many300, int(a4))
+	sdt.Probe1(&bsdt_many300, int(a4))
 	a5 = bits.RotateLeft64(a5, 50) + 0xacabb7eed4724577
-	sdt.Probe1(&bbranch_many301, int(a5))
+	sdt.Probe1(&bsdt_many301, int(a5))
 	a6 = bits.RotateLeft64(a6, 51) + 0xe91aab61d3073da1
-	sdt.Probe1(&bbranch_many302, int(a6))
+	sdt.Probe1(&bsdt_many302, int(a6))
 	a7 = bits.RotateLeft64(a7, 52) + 0x25899ed4d19c35cb
-	sdt.Probe1(&bbranch_many303, int(a7))
+	sdt.Probe1(&bsdt_many303, int(a7))
 	a0 = bits.RotateLeft64(a0, 53) + 0x61f89247d0312df5
-	sdt.Probe1(&bbranch_many304, int(a0))
+	sdt.Probe1(&bsdt_many304, int(a0))
 	a1 = bits.RotateLeft64(a1, 54) + 0x9e6785bacec6261f
-	sdt.Probe1(&bbranch_many305, int(a1))
+	sdt.Probe1(&bsdt_many305, int(a1))
 	a2 = bits.RotateLeft64(a2, 55) + 0xdad6792dcd5b1e49
-	sdt.Probe1(&bbranch_many306, int(a2))
+	sdt.Probe1(&bsdt_many306, int(a2))
 	a3 = bits.RotateLeft64(a3, 56) + 0x17456ca0cbf01673
-	sdt.Probe1(&bbranch_many307, int(a3))
+	sdt.Probe1(&bsdt_many307, int(a3))
 	a4 = bits.RotateLeft64(a4, 57) + 0x53b46013ca850e9d
-	sdt.Probe1(&bbranch_many308, int(a4))
+	sdt.Probe1(&bsdt_many308, int(a4))
 	a5 = bits.RotateLeft64(a5, 58) + 0x90235386c91a06c7
-	sdt.Probe1(&bbranch_many309, int(a5))
+	sdt.Probe1(&bsdt_many309, int(a5))
 	a6 = bits.RotateLeft64(a6, 59) + 0xcc9246f9c7aefef1
-	sdt.Probe1(&bbranch_many310, int(a6))
+	sdt.Probe1(&bsdt_many310, int(a6))
 	a7 = bits.RotateLeft64(a7, 60) + 0x9013a6cc643f71b
-	sdt.Probe1(&bbranch_many311, int(a7))
+	sdt.Probe1(&bsdt_many311, int(a7))
 	a0 = bits.RotateLeft64(a0, 61) + 0x45702ddfc4d8ef45
-	sdt.Probe1(&bbranch_many312, int(a0))
+	sdt.Probe1(&bsdt_many312, int(a0))
 	a1 = bits.RotateLeft64(a1, 62) + 0x81df2152c36de76f
-	sdt.Probe1(&bbranch_many313, int(a1))
+	sdt.Probe1(&bsdt_many313, int(a1))
 	a2 = bits.RotateLeft64(a2, 63) + 0xbe4e14c5c202df99
-	sdt.Probe1(&bbranch_many314, int(a2))
+	sdt.Probe1(&bsdt_many314, int(a2))
 	a3 = bits.RotateLeft64(a3, 1) + 0xfabd0838c097d7c3
-	sdt.Probe1(&bbranch_many315, int(a3))
+	sdt.Probe1(&bsdt_many315, int(a3))
 	a4 = bits.RotateLeft64(a4, 2) + 0x372bfbabbf2ccfed
-	sdt.Probe1(&bbranch_many316, int(a4))
+	sdt.Probe1(&bsdt_many316, int(a4))
 	a5 = bits.RotateLeft64(a5, 3) + 0x739aef1ebdc1c817
-	sdt.Probe1(&bbranch_many317, int(a5))
+	sdt.Probe1(&bsdt_many317, int(a5))
 	a6 = bits.RotateLeft64(a6, 4) + 0xb009e291bc56c041
-	sdt.Probe1(&bbranch_many318, int(a6))
+	sdt.Probe1(&bsdt_many318, int(a6))
 	a7 = bits.RotateLeft64(a7, 5) + 0xec78d604baebb86b
-	sdt.Probe1(&bbranch_many319, int(a7))
+	sdt.Probe1(&bsdt_many319, int(a7))
 	a0 = bits.RotateLeft64(a0, 6) + 0x28e7c977b980b095
-	sdt.Probe1(&bbranch_many320, int(a0))
+	sdt.Probe1(&bsdt_many320, int(a0))
 	a1 = bits.RotateLeft64(a1, 7) + 0x6556bceab815a8bf
-	sdt.Probe1(&bbranch_many321, int(a1))
+	sdt.Probe1(&bsdt_many321, int(a1))
 	a2 = bits.RotateLeft64(a2, 8) + 0xa1c5b05db6aaa0e9
-	sdt.Probe1(&bbranch_many322, int(a2))
+	sdt.Probe1(&bsdt_many322, int(a2))
 	a3 = bits.RotateLeft64(a3, 9) + 0xde34a3d0b53f9913
-	sdt.Probe1(&bbranch_many323, int(a3))
+	sdt.Probe1(&bsdt_many323, int(a3))
 	a4 = bits.RotateLeft64(a4, 10) + 0x1aa39743b3d4913d
-	sdt.Probe1(&bbranch_many324, int(a4))
+	sdt.Probe1(&bsdt_many324, int(a4))
 	a5 = bits.RotateLeft64(a5, 11) + 0x57128ab6b2698967
-	sdt.Probe1(&bbranch_many325, int(a5))
+	sdt.Probe1(&bsdt_many325, int(a5))
 	a6 = bits.RotateLeft64(a6, 12) + 0x93817e29b0fe8191
-	sdt.Probe1(&bbranch_many326, int(a6))
+	sdt.Probe1(&bsdt_many326, int(a6))
 	a7 = bits.RotateLeft64(a7, 13) + 0xcff0719caf9379bb
-	sdt.Probe1(&bbranch_many327, int(a7))
+	sdt.Probe1(&bsdt_many327, int(a7))
 	a0 = bits.RotateLeft64(a0, 14) + 0xc5f650fae2871e5
-	sdt.Probe1(&bbranch_many328, int(a0))
+	sdt.Probe1(&bsdt_many328, int(a0))
 	a1 = bits.RotateLeft64(a1, 15) + 0x48ce5882acbd6a0f
-	sdt.Probe1(&bbranch_many329, int(a1))
+	sdt.Probe1(&bsdt_many329, int(a1))
 	a2 = bits.RotateLeft64(a2, 16) + 0x853d4bf5ab526239
-	sdt.Probe1(&bbranch_many330, int(a2))
+	sdt.Probe1(&bsdt_many330, int(a2))
 	a3 = bits.RotateLeft64(a3, 17) + 0xc1ac3f68a9e75a63
-	sdt.Probe1(&bbranch_many331, int(a3))
+	sdt.Probe1(&bsdt_many331, int(a3))
 	a4 = bits.RotateLeft64(a4, 18) + 0xfe1b32dba87c528d
-	sdt.Probe1(&bbranch_many332, int(a4))
+	sdt.Probe1(&bsdt_many332, int(a4))
 	a5 = bits.RotateLeft64(a5, 19) + 0x3a8a264ea7114ab7
-	sdt.Probe1(&bbranch_many333, int(a5))
+	sdt.Probe1(&bsdt_many333, int(a5))
 	a6 = bits.RotateLeft64(a6, 20) + 0x76f919c1a5a642e1
-	sdt.Probe1(&bbranch_many334, int(a6))
+	sdt.Probe1(&bsdt_many334, int(a6))
 	a7 = bits.RotateLeft64(a7, 21) + 0xb3680d34a43b3b0b
-	sdt.Probe1(&bbranch_many335, int(a7))
+	sdt.Probe1(&bsdt_many335, int(a7))
 	a0 = bits.RotateLeft64(a0, 22) + 0xefd700a7a2d03335
-	sdt.Probe1(&bbranch_many336, int(a0))
+	sdt.Probe1(&bsdt_many336, int(a0))
 	a1 = bits.RotateLeft64(a1, 23) + 0x2c45f41aa1652b5f
-	sdt.Probe1(&bbranch_many337, int(a1))
+	sdt.Probe1(&bsdt_many337, int(a1))
 	a2 = bits.RotateLeft64(a2, 24) + 0x68b4e78d9ffa2389
-	sdt.Probe1(&bbranch_many338, int(a2))
+	sdt.Probe1(&bsdt_many338, int(a2))
 	a3 = bits.RotateLeft64(a3, 25) + 0xa523db009e8f1bb3
-	sdt.Probe1(&bbranch_many339, int(a3))
+	sdt.Probe1(&bsdt_many339, int(a3))
 	a4 = bits.RotateLeft64(a4, 26) + 0xe192ce739d2413dd
-	sdt.Probe1(&bbranch_many340, int(a4))
+	sdt.Probe1(&bsdt_many340, int(a4))
 	a5 = bits.RotateLeft64(a5, 27) + 0x1e01c1e69bb90c07
-	sdt.Probe1(&bbranch_many341, int(a5))
+	sdt.Probe1(&bsdt_many341, int(a5))
 	a6 = bits.RotateLeft64(a6, 28) + 0x5a70b5599a4e0431
-	sdt.Probe1(&bbranch_many342, int(a6))
+	sdt.Probe1(&bsdt_many342, int(a6))
 	a7 = bits.RotateLeft64(a7, 29) + 0x96dfa8cc98e2fc5b
-	sdt.Probe1(&bbranch_many343, int(a7))
+	sdt.Probe1(&bsdt_many343, int(a7))
 	a0 = bits.RotateLeft64(a0, 30) + 0xd34e9c3f9777f485
-	sdt.Probe1(&bbranch_many344, int(a0))
+	sdt.Probe1(&bsdt_many344, int(a0))
 	a1 = bits.RotateLeft64(a1, 31) + 0xfbd8fb2960cecaf
-	sdt.Probe1(&bbranch_many345, int(a1))
+	sdt.Probe1(&bsdt_many345, int(a1))
 	a2 = bits.RotateLeft64(a2, 32) + 0x4c2c832594a1e4d9
-	sdt.Probe1(&bbranch_many346, int(a2))
+	sdt.Probe1(&bsdt_many346, int(a2))
 	a3 = bits.RotateLeft64(a3, 33) + 0x889b76989336dd03
-	sdt.Probe1(&bbranch_many347, int(a3))
+	sdt.Probe1(&bsdt_many347, int(a3))
 	a4 = bits.RotateLeft64(a4, 34) + 0xc50a6a0b91cbd52d
-	sdt.Probe1(&bbranch_many348, int(a4))
+	sdt.Probe1(&bsdt_many348, int(a4))
 	a5 = bits.RotateLeft64(a5, 35) + 0x1795d7e9060cd57
-	sdt.Probe1(&bbranch_many349, int(a5))
+	sdt.Probe1(&bsdt_many349, int(a5))
 	a6 = bits.RotateLeft64(a6, 36) + 0x3de850f18ef5c581
-	sdt.Probe1(&bbranch_many350, int(a6))
+	sdt.Probe1(&bsdt_many350, int(a6))
 	a7 = bits.RotateLeft64(a7, 37) + 0x7a5744648d8abdab
-	sdt.Probe1(&bbranch_many351, int(a7))
+	sdt.Probe1(&bsdt_many351, int(a7))
 	a0 = bits.RotateLeft64(a0, 38) + 0xb6c637d78c1fb5d5
-	sdt.Probe1(&bbranch_many352, int(a0))
+	sdt.Probe1(&bsdt_many352, int(a0))
 	a1 = bits.RotateLeft64(a1, 39) + 0xf3352b4a8ab4adff
-	sdt.Probe1(&bbranch_many353, int(a1))
+	sdt.Probe1(&bsdt_many353, int(a1))
 	a2 = bits.RotateLeft64(a2, 40) + 0x2fa41ebd8949a629
-	sdt.Probe1(&bbranch_many354, int(a2))
+	sdt.Probe1(&bsdt_many354, int(a2))
 	a3 = bits.RotateLeft64(a3, 41) + 0x6c13123087de9e53
-	sdt.Probe1(&bbranch_many355, int(a3))
+	sdt.Probe1(&bsdt_many355, int(a3))
 	a4 = bits.RotateLeft64(a4, 42) + 0xa88205a38673967d
-	sdt.Probe1(&bbranch_many356, int(a4))
+	sdt.Probe1(&bsdt_many356, int(a4))
 	a5 = bits.RotateLeft64(a5, 43) + 0xe4f0f91685088ea7
-	sdt.Probe1(&bbranch_many357, int(a5))
+	sdt.Probe1(&bsdt_many357, int(a5))
 	a6 = bits.RotateLeft64(a6, 44) + 0x215fec89839d86d1
-	sdt.Probe1(&bbranch_many358, int(a6))
+	sdt.Probe1(&bsdt_many358, int(a6))
 	a7 = bits.RotateLeft64(a7, 45) + 0x5dcedffc82327efb
-	sdt.Probe1(&bbranch_many359, int(a7))
+	sdt.Probe1(&bsdt_many359, int(a7))
 	a0 = bits.RotateLeft64(a0, 46) + 0x9a3dd36f80c77725
-	sdt.Probe1(&bbranch_many360, int(a0))
+	sdt.Probe1(&bsdt_many360, int(a0))
 	a1 = bits.RotateLeft64(a1, 47) + 0xd6acc6e27f5c6f4f
-	sdt.Probe1(&bbranch_many361, int(a1))
+	sdt.Probe1(&bsdt_many361, int(a1))
 	a2 = bits.RotateLeft64(a2, 48) + 0x131bba557df16779
-	sdt.Probe1(&bbranch_many362, int(a2))
+	sdt.Probe1(&bsdt_many362, int(a2))
 	a3 = bits.RotateLeft64(a3, 49) + 0x4f8aadc87c865fa3
-	sdt.Probe1(&bbranch_many363, int(a3))
+	sdt.Probe1(&bsdt_many363, int(a3))
 	a4 = bits.RotateLeft64(a4, 50) + 0x8bf9a13b7b1b57cd
-	sdt.Probe1(&bbranch_many364, int(a4))
+	sdt.Probe1(&bsdt_many364, int(a4))
 	a5 = bits.RotateLeft64(a5, 51) + 0xc86894ae79b04ff7
-	sdt.Probe1(&bbranch_many365, int(a5))
+	sdt.Probe1(&bsdt_many365, int(a5))
 	a6 = bits.RotateLeft64(a6, 52) + 0x4d7882178454821
-	sdt.Probe1(&bbranch_many366, int(a6))
+	sdt.Probe1(&bsdt_many366, int(a6))
 	a7 = bits.RotateLeft64(a7, 53) + 0x41467b9476da404b
-	sdt.Probe1(&bbranch_many367, int(a7))
+	sdt.Probe1(&bsdt_many367, int(a7))
 	a0 = bits.RotateLeft64(a0, 54) + 0x7db56f07756f3875
-	sdt.Probe1(&bbranch_many368, int(a0))
+	sdt.Probe1(&bsdt_many368, int(a0))
 	a1 = bits.RotateLeft64(a1, 55) + 0xba24627a7404309f
-	sdt.Probe1(&bbranch_many369, int(a1))
+	sdt.Probe1(&bsdt_many369, int(a1))
 	a2 = bits.RotateLeft64(a2, 56) + 0xf69355ed729928c9
-	sdt.Probe1(&bbranch_many370, int(a2))
+	sdt.Probe1(&bsdt_many370, int(a2))
 	a3 = bits.RotateLeft64(a3, 57) + 0x33024960712e20f3
-	sdt.Probe1(&bbranch_many371, int(a3))
+	sdt.Probe1(&bsdt_many371, int(a3))
 	a4 = bits.RotateLeft64(a4, 58) + 0x6f713cd36fc3191d
-	sdt.Probe1(&bbranch_many372, int(a4))
+	sdt.Probe1(&bsdt_many372, int(a4))
 	a5 = bits.RotateLeft64(a5, 59) + 0xabe030466e581147
-	sdt.Probe1(&bbranch_many373, int(a5))
+	sdt.Probe1(&bsdt_many373, int(a5))
 	a6 = bits.RotateLeft64(a6, 60) + 0xe84f23b96ced0971
-	sdt.Probe1(&bbranch_many374, int(a6))
+	sdt.Probe1(&bsdt_many374, int(a6))
 	a7 = bits.RotateLeft64(a7, 61) + 0x24be172c6b82019b
-	sdt.Probe1(&bbranch_many375, int(a7))
+	sdt.Probe1(&bsdt_many375, int(a7))
 	a0 = bits.RotateLeft64(a0, 62) + 0x612d0a9f6a16f9c5
-	sdt.Probe1(&bbranch_many376, int(a0))
+	sdt.Probe1(&bsdt_many376, int(a0))
 	a1 = bits.RotateLeft64(a1, 63) + 0x9d9bfe1268abf1ef
-	sdt.Probe1(&bbranch_many377, int(a1))
+	sdt.Probe1(&bsdt_many377, int(a1))
 	a2 = bits.RotateLeft64(a2, 1) + 0xda0af1856740ea19
-	sdt.Probe1(&bbranch_many378, int(a2))
+	sdt.Probe1(&bsdt_many378, int(a2))
 	a3 = bits.RotateLeft64(a3, 2) + 0x1679e4f865d5e243
-	sdt.Probe1(&bbranch_many379, int(a3))
+	sdt.Probe1(&bsdt_many379, int(a3))
 	a4 = bits.RotateLeft64(a4, 3) + 0x52e8d86b646ada6d
-	sdt.Probe1(&bbranch_many380, int(a4))
+	sdt.Probe1(&bsdt_many380, int(a4))
 	a5 = bits.RotateLeft64(a5, 4) + 0x8f57cbde62ffd297
-	sdt.Probe1(&bbranch_many381, int(a5))
+	sdt.Probe1(&bsdt_many381, int(a5))
 	a6 = bits.RotateLeft64(a6, 5) + 0xcbc6bf516194cac1
-	sdt.Probe1(&bbranch_many382, int(a6))
+	sdt.Probe1(&bsdt_many382, int(a6))
 	a7 = bits.RotateLeft64(a7, 6) + 0x835b2c46029c2eb
-	sdt.Probe1(&bbranch_many383, int(a7))
+	sdt.Probe1(&bsdt_many383, int(a7))
 	return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
 }
 
 //go:noinline
-func sites_branch_3(x uint64) uint64 {
+func sites_gosdt_3(x uint64) uint64 {
 	a0 := x + 0
 	a1 := x + 1
 	a2 := x + 2
@@ -5438,266 +4354,266 @@ func sites_branch_3(x uint64) uint64 {
 	a6 := x + 6
 	a7 := x + 7
 	a0 = bits.RotateLeft64(a0, 7) + 0x44a4a6375ebebb15
-	sdt.Probe1(&bbranch_many384, int(a0))
+	sdt.Probe1(&bsdt_many384, int(a0))
 	a1 = bits.RotateLeft64(a1, 8) + 0x811399aa5d53b33f
-	sdt.Probe1(&bbranch_many385, int(a1))
+	sdt.Probe1(&bsdt_many385, int(a1))
 	a2 = bits.RotateLeft64(a2, 9) + 0xbd828d1d5be8ab69
-	sdt.Probe1(&bbranch_many386, int(a2))
+	sdt.Probe1(&bsdt_many386, int(a2))
 	a3 = bits.RotateLeft64(a3, 10) + 0xf9f180905a7da393
-	sdt.Probe1(&bbranch_many387, int(a3))
+	sdt.Probe1(&bsdt_many387, int(a3))
 	a4 = bits.RotateLeft64(a4, 11) + 0x3660740359129bbd
-	sdt.Probe1(&bbranch_many388, int(a4))
+	sdt.Probe1(&bsdt_many388, int(a4))
 	a5 = bits.RotateLeft64(a5, 12) + 0x72cf677657a793e7
-	sdt.Probe1(&bbranch_many389, int(a5))
+	sdt.Probe1(&bsdt_many389, int(a5))
 	a6 = bits.RotateLeft64(a6, 13) + 0xaf3e5ae9563c8c11
-	sdt.Probe1(&bbranch_many390, int(a6))
+	sdt.Probe1(&bsdt_many390, int(a6))
 	a7 = bits.RotateLeft64(a7, 14) + 0xebad4e5c54d1843b
-	sdt.Probe1(&bbranch_many391, int(a7))
+	sdt.Probe1(&bsdt_many391, int(a7))
 	a0 = bits.RotateLeft64(a0, 15) + 0x281c41cf53667c65
-	sdt.Probe1(&bbranch_many392, int(a0))
+	sdt.Probe1(&bsdt_many392, int(a0))
 	a1 = bits.RotateLeft64(a1, 16) + 0x648b354251fb748f
-	sdt.Probe1(&bbranch_many393, int(a1))
+	sdt.Probe1(&bsdt_many393, int(a1))
 	a2 = bits.RotateLeft64(a2, 17) + 0xa0fa28b550906cb9
-	sdt.Probe1(&bbranch_many394, int(a2))
+	sdt.Probe1(&bsdt_many394, int(a2))
 	a3 = bits.RotateLeft64(a3, 18) + 0xdd691c284f2564e3
-	sdt.Probe1(&bbranch_many395, int(a3))
+	sdt.Probe1(&bsdt_many395, int(a3))
 	a4 = bits.RotateLeft64(a4, 19) + 0x19d80f9b4dba5d0d
-	sdt.Probe1(&bbranch_many396, int(a4))
+	sdt.Probe1(&bsdt_many396, int(a4))
 	a5 = bits.RotateLeft64(a5, 20) + 0x5647030e4c4f5537
-	sdt.Probe1(&bbranch_many397, int(a5))
+	sdt.Probe1(&bsdt_many397, int(a5))
 	a6 = bits.RotateLeft64(a6, 21) + 0x92b5f6814ae44d61
-	sdt.Probe1(&bbranch_many398, int(a6))
+	sdt.Probe1(&bsdt_many398, int(a6))
 	a7 = bits.RotateLeft64(a7, 22) + 0xcf24e9f44979458b
-	sdt.Probe1(&bbranch_many399, int(a7))
+	sdt.Probe1(&bsdt_many399, int(a7))
 	a0 = bits.RotateLeft64(a0, 23) + 0xb93dd67480e3db5
-	sdt.Probe1(&bbranch_many400, int(a0))
+	sdt.Probe1(&bsdt_many400, int(a0))
 	a1 = bits.RotateLeft64(a1, 24) + 0x4802d0da46a335df
-	sdt.Probe1(&bbranch_many401, int(a1))
+	sdt.Probe1(&bsdt_many401, int(a1))
 	a2 = bits.RotateLeft64(a2, 25) + 0x8471c44d45382e09
-	sdt.Probe1(&bbranch_many402, int(a2))
+	sdt.Probe1(&bsdt_many402, int(a2))
 	a3 = bits.RotateLeft64(a3, 26) + 0xc0e0b7c043cd2633
-	sdt.Probe1(&bbranch_many403, int(a3))
+	sdt.Probe1(&bsdt_many403, int(a3))
 	a4 = bits.RotateLeft64(a4, 27) + 0xfd4fab3342621e5d
-	sdt.Probe1(&bbranch_many404, int(a4))
+	sdt.Probe1(&bsdt_many404, int(a4))
 	a5 = bits.RotateLeft64(a5, 28) + 0x39be9ea640f71687
-	sdt.Probe1(&bbranch_many405, int(a5))
+	sdt.Probe1(&bsdt_many405, int(a5))
 	a6 = bits.RotateLeft64(a6, 29) + 0x762d92193f8c0eb1
-	sdt.Probe1(&bbranch_many406, int(a6))
+	sdt.Probe1(&bsdt_many406, int(a6))
 	a7 = bits.RotateLeft64(a7, 30) + 0xb29c858c3e2106db
-	sdt.Probe1(&bbranch_many407, int(a7))
+	sdt.Probe1(&bsdt_many407, int(a7))
 	a0 = bits.RotateLeft64(a0, 31) + 0xef0b78ff3cb5ff05
-	sdt.Probe1(&bbranch_many408, int(a0))
+	sdt.Probe1(&bsdt_many408, int(a0))
 	a1 = bits.RotateLeft64(a1, 32) + 0x2b7a6c723b4af72f
-	sdt.Probe1(&bbranch_many409, int(a1))
+	sdt.Probe1(&bsdt_many409, int(a1))
 	a2 = bits.RotateLeft64(a2, 33) + 0x67e95fe539dfef59
-	sdt.Probe1(&bbranch_many410, int(a2))
+	sdt.Probe1(&bsdt_many410, int(a2))
 	a3 = bits.RotateLeft64(a3, 34) + 0xa45853583874e783
-	sdt.Probe1(&bbranch_many411, int(a3))
+	sdt.Probe1(&bsdt_many411, int(a3))
 	a4 = bits.RotateLeft64(a4, 35) + 0xe0c746cb3709dfad
-	sdt.Probe1(&bbranch_many412, int(a4))
+	sdt.Probe1(&bsdt_many412, int(a4))
 	a5 = bits.RotateLeft64(a5, 36) + 0x1d363a3e359ed7d7
-	sdt.Probe1(&bbranch_many413, int(a5))
+	sdt.Probe1(&bsdt_many413, int(a5))
 	a6 = bits.RotateLeft64(a6, 37) + 0x59a52db13433d001
-	sdt.Probe1(&bbranch_many414, int(a6))
+	sdt.Probe1(&bsdt_many414, int(a6))
 	a7 = bits.RotateLeft64(a7, 38) + 0x9614212432c8c82b
-	sdt.Probe1(&bbranch_many415, int(a7))
+	sdt.Probe1(&bsdt_many415, int(a7))
 	a0 = bits.RotateLeft64(a0, 39) + 0xd2831497315dc055
-	sdt.Probe1(&bbranch_many416, int(a0))
+	sdt.Probe1(&bsdt_many416, int(a0))
 	a1 = bits.RotateLeft64(a1, 40) + 0xef2080a2ff2b87f
-	sdt.Probe1(&bbranch_many417, int(a1))
+	sdt.Probe1(&bsdt_many417, int(a1))
 	a2 = bits.RotateLeft64(a2, 41) + 0x4b60fb7d2e87b0a9
-	sdt.Probe1(&bbranch_many418, int(a2))
+	sdt.Probe1(&bsdt_many418, int(a2))
 	a3 = bits.RotateLeft64(a3, 42) + 0x87cfeef02d1ca8d3
-	sdt.Probe1(&bbranch_many419, int(a3))
+	sdt.Probe1(&bsdt_many419, int(a3))
 	a4 = bits.RotateLeft64(a4, 43) + 0xc43ee2632bb1a0fd
-	sdt.Probe1(&bbranch_many420, int(a4))
+	sdt.Probe1(&bsdt_many420, int(a4))
 	a5 = bits.RotateLeft64(a5, 44) + 0xadd5d62a469927
-	sdt.Probe1(&bbranch_many421, int(a5))
+	sdt.Probe1(&bsdt_many421, int(a5))
 	a6 = bits.RotateLeft64(a6, 45) + 0x3d1cc94928db9151
-	sdt.Probe1(&bbranch_many422, int(a6))
+	sdt.Probe1(&bsdt_many422, int(a6))
 	a7 = bits.RotateLeft64(a7, 46) + 0x798bbcbc2770897b
-	sdt.Probe1(&bbranch_many423, int(a7))
+	sdt.Probe1(&bsdt_many423, int(a7))
 	a0 = bits.RotateLeft64(a0, 47) + 0xb5fab02f260581a5
-	sdt.Probe1(&bbranch_many424, int(a0))
+	sdt.Probe1(&bsdt_many424, int(a0))
 	a1 = bits.RotateLeft64(a1, 48) + 0xf269a3a2249a79cf
-	sdt.Probe1(&bbranch_many425, int(a1))
+	sdt.Probe1(&bsdt_many425, int(a1))
 	a2 = bits.RotateLeft64(a2, 49) + 0x2ed89715232f71f9
-	sdt.Probe1(&bbranch_many426, int(a2))
+	sdt.Probe1(&bsdt_many426, int(a2))
 	a3 = bits.RotateLeft64(a3, 50) + 0x6b478a8821c46a23
-	sdt.Probe1(&bbranch_many427, int(a3))
+	sdt.Probe1(&bsdt_many427, int(a3))
 	a4 = bits.RotateLeft64(a4, 51) + 0xa7b67dfb2059624d
-	sdt.Probe1(&bbranch_many428, int(a4))
+	sdt.Probe1(&bsdt_many428, int(a4))
 	a5 = bits.RotateLeft64(a5, 52) + 0xe425716e1eee5a77
-	sdt.Probe1(&bbranch_many429, int(a5))
+	sdt.Probe1(&bsdt_many429, int(a5))
 	a6 = bits.RotateLeft64(a6, 53) + 0x209464e11d8352a1
-	sdt.Probe1(&bbranch_many430, int(a6))
+	sdt.Probe1(&bsdt_many430, int(a6))
 	a7 = bits.RotateLeft64(a7, 54) + 0x5d0358541c184acb
-	sdt.Probe1(&bbranch_many431, int(a7))
+	sdt.Probe1(&bsdt_many431, int(a7))
 	a0 = bits.RotateLeft64(a0, 55) + 0x99724bc71aad42f5
-	sdt.Probe1(&bbranch_many432, int(a0))
+	sdt.Probe1(&bsdt_many432, int(a0))
 	a1 = bits.RotateLeft64(a1, 56) + 0xd5e13f3a19423b1f
-	sdt.Probe1(&bbranch_many433, int(a1))
+	sdt.Probe1(&bsdt_many433, int(a1))
 	a2 = bits.RotateLeft64(a2, 57) + 0x125032ad17d73349
-	sdt.Probe1(&bbranch_many434, int(a2))
+	sdt.Probe1(&bsdt_many434, int(a2))
 	a3 = bits.RotateLeft64(a3, 58) + 0x4ebf2620166c2b73
-	sdt.Probe1(&bbranch_many435, int(a3))
+	sdt.Probe1(&bsdt_many435, int(a3))
 	a4 = bits.RotateLeft64(a4, 59) + 0x8b2e19931501239d
-	sdt.Probe1(&bbranch_many436, int(a4))
+	sdt.Probe1(&bsdt_many436, int(a4))
 	a5 = bits.RotateLeft64(a5, 60) + 0xc79d0d0613961bc7
-	sdt.Probe1(&bbranch_many437, int(a5))
+	sdt.Probe1(&bsdt_many437, int(a5))
 	a6 = bits.RotateLeft64(a6, 61) + 0x40c0079122b13f1
-	sdt.Probe1(&bbranch_many438, int(a6))
+	sdt.Probe1(&bsdt_many438, int(a6))
 	a7 = bits.RotateLeft64(a7, 62) + 0x407af3ec10c00c1b
-	sdt.Probe1(&bbranch_many439, int(a7))
+	sdt.Probe1(&bsdt_many439, int(a7))
 	a0 = bits.RotateLeft64(a0, 63) + 0x7ce9e75f0f550445
-	sdt.Probe1(&bbranch_many440, int(a0))
+	sdt.Probe1(&bsdt_many440, int(a0))
 	a1 = bits.RotateLeft64(a1, 1) + 0xb958dad20de9fc6f
-	sdt.Probe1(&bbranch_many441, int(a1))
+	sdt.Probe1(&bsdt_many441, int(a1))
 	a2 = bits.RotateLeft64(a2, 2) + 0xf5c7ce450c7ef499
-	sdt.Probe1(&bbranch_many442, int(a2))
+	sdt.Probe1(&bsdt_many442, int(a2))
 	a3 = bits.RotateLeft64(a3, 3) + 0x3236c1b80b13ecc3
-	sdt.Probe1(&bbranch_many443, int(a3))
+	sdt.Probe1(&bsdt_many443, int(a3))
 	a4 = bits.RotateLeft64(a4, 4) + 0x6ea5b52b09a8e4ed
-	sdt.Probe1(&bbranch_many444, int(a4))
+	sdt.Probe1(&bsdt_many444, int(a4))
 	a5 = bits.RotateLeft64(a5, 5) + 0xab14a89e083ddd17
-	sdt.Probe1(&bbranch_many445, int(a5))
+	sdt.Probe1(&bsdt_many445, int(a5))
 	a6 = bits.RotateLeft64(a6, 6) + 0xe7839c1106d2d541
-	sdt.Probe1(&bbranch_many446, int(a6))
+	sdt.Probe1(&bsdt_many446, int(a6))
 	a7 = bits.RotateLeft64(a7, 7) + 0x23f28f840567cd6b
-	sdt.Probe1(&bbranch_many447, int(a7))
+	sdt.Probe1(&bsdt_many447, int(a7))
 	a0 = bits.RotateLeft64(a0, 8) + 0x606182f703fcc595
-	sdt.Probe1(&bbranch_many448, int(a0))
+	sdt.Probe1(&bsdt_many448, int(a0))
 	a1 = bits.RotateLeft64(a1, 9) + 0x9cd0766a0291bdbf
-	sdt.Probe1(&bbranch_many449, int(a1))
+	sdt.Probe1(&bsdt_many449, int(a1))
 	a2 = bits.RotateLeft64(a2, 10) + 0xd93f69dd0126b5e9
-	sdt.Probe1(&bbranch_many450, int(a2))
+	sdt.Probe1(&bsdt_many450, int(a2))
 	a3 = bits.RotateLeft64(a3, 11) + 0x15ae5d4fffbbae13
-	sdt.Probe1(&bbranch_many451, int(a3))
+	sdt.Probe1(&bsdt_many451, int(a3))
 	a4 = bits.RotateLeft64(a4, 12) + 0x521d50c2fe50a63d
-	sdt.Probe1(&bbranch_many452, int(a4))
+	sdt.Probe1(&bsdt_many452, int(a4))
 	a5 = bits.RotateLeft64(a5, 13) + 0x8e8c4435fce59e67
-	sdt.Probe1(&bbranch_many453, int(a5))
+	sdt.Probe1(&bsdt_many453, int(a5))
 	a6 = bits.RotateLeft64(a6, 14) + 0xcafb37a8fb7a9691
-	sdt.Probe1(&bbranch_many454, int(a6))
+	sdt.Probe1(&bsdt_many454, int(a6))
 	a7 = bits.RotateLeft64(a7, 15) + 0x76a2b1bfa0f8ebb
-	sdt.Probe1(&bbranch_many455, int(a7))
+	sdt.Probe1(&bsdt_many455, int(a7))
 	a0 = bits.RotateLeft64(a0, 16) + 0x43d91e8ef8a486e5
-	sdt.Probe1(&bbranch_many456, int(a0))
+	sdt.Probe1(&bsdt_many456, int(a0))
 	a1 = bits.RotateLeft64(a1, 17) + 0x80481201f7397f0f
-	sdt.Probe1(&bbranch_many457, int(a1))
+	sdt.Probe1(&bsdt_many457, int(a1))
 	a2 = bits.RotateLeft64(a2, 18) + 0xbcb70574f5ce7739
-	sdt.Probe1(&bbranch_many458, int(a2))
+	sdt.Probe1(&bsdt_many458, int(a2))
 	a3 = bits.RotateLeft64(a3, 19) + 0xf925f8e7f4636f63
-	sdt.Probe1(&bbranch_many459, int(a3))
+	sdt.Probe1(&bsdt_many459, int(a3))
 	a4 = bits.RotateLeft64(a4, 20) + 0x3594ec5af2f8678d
-	sdt.Probe1(&bbranch_many460, int(a4))
+	sdt.Probe1(&bsdt_many460, int(a4))
 	a5 = bits.RotateLeft64(a5, 21) + 0x7203dfcdf18d5fb7
-	sdt.Probe1(&bbranch_many461, int(a5))
+	sdt.Probe1(&bsdt_many461, int(a5))
 	a6 = bits.RotateLeft64(a6, 22) + 0xae72d340f02257e1
-	sdt.Probe1(&bbranch_many462, int(a6))
+	sdt.Probe1(&bsdt_many462, int(a6))
 	a7 = bits.RotateLeft64(a7, 23) + 0xeae1c6b3eeb7500b
-	sdt.Probe1(&bbranch_many463, int(a7))
+	sdt.Probe1(&bsdt_many463, int(a7))
 	a0 = bits.RotateLeft64(a0, 24) + 0x2750ba26ed4c4835
-	sdt.Probe1(&bbranch_many464, int(a0))
+	sdt.Probe1(&bsdt_many464, int(a0))
 	a1 = bits.RotateLeft64(a1, 25) + 0x63bfad99ebe1405f
-	sdt.Probe1(&bbranch_many465, int(a1))
+	sdt.Probe1(&bsdt_many465, int(a1))
 	a2 = bits.RotateLeft64(a2, 26) + 0xa02ea10cea763889
-	sdt.Probe1(&bbranch_many466, int(a2))
+	sdt.Probe1(&bsdt_many466, int(a2))
 	a3 = bits.RotateLeft64(a3, 27) + 0xdc9d947fe90b30b3
-	sdt.Probe1(&bbranch_many467, int(a3))
+	sdt.Probe1(&bsdt_many467, int(a3))
 	a4 = bits.RotateLeft64(a4, 28) + 0x190c87f2e7a028dd
-	sdt.Probe1(&bbranch_many468, int(a4))
+	sdt.Probe1(&bsdt_many468, int(a4))
 	a5 = bits.RotateLeft64(a5, 29) + 0x557b7b65e6352107
-	sdt.Probe1(&bbranch_many469, int(a5))
+	sdt.Probe1(&bsdt_many469, int(a5))
 	a6 = bits.RotateLeft64(a6, 30) + 0x91ea6ed8e4ca1931
-	sdt.Probe1(&bbranch_many470, int(a6))
+	sdt.Probe1(&bsdt_many470, int(a6))
 	a7 = bits.RotateLeft64(a7, 31) + 0xce59624be35f115b
-	sdt.Probe1(&bbranch_many471, int(a7))
+	sdt.Probe1(&bsdt_many471, int(a7))
 	a0 = bits.RotateLeft64(a0, 32) + 0xac855bee1f40985
-	sdt.Probe1(&bbranch_many472, int(a0))
+	sdt.Probe1(&bsdt_many472, int(a0))
 	a1 = bits.RotateLeft64(a1, 33) + 0x47374931e08901af
-	sdt.Probe1(&bbranch_many473, int(a1))
+	sdt.Probe1(&bsdt_many473, int(a1))
 	a2 = bits.RotateLeft64(a2, 34) + 0x83a63ca4df1df9d9
-	sdt.Probe1(&bbranch_many474, int(a2))
+	sdt.Probe1(&bsdt_many474, int(a2))
 	a3 = bits.RotateLeft64(a3, 35) + 0xc0153017ddb2f203
-	sdt.Probe1(&bbranch_many475, int(a3))
+	sdt.Probe1(&bsdt_many475, int(a3))
 	a4 = bits.RotateLeft64(a4, 36) + 0xfc84238adc47ea2d
-	sdt.Probe1(&bbranch_many476, int(a4))
+	sdt.Probe1(&bsdt_many476, int(a4))
 	a5 = bits.RotateLeft64(a5, 37) + 0x38f316fddadce257
-	sdt.Probe1(&bbranch_many477, int(a5))
+	sdt.Probe1(&bsdt_many477, int(a5))
 	a6 = bits.RotateLeft64(a6, 38) + 0x75620a70d971da81
-	sdt.Probe1(&bbranch_many478, int(a6))
+	sdt.Probe1(&bsdt_many478, int(a6))
 	a7 = bits.RotateLeft64(a7, 39) + 0xb1d0fde3d806d2ab
-	sdt.Probe1(&bbranch_many479, int(a7))
+	sdt.Probe1(&bsdt_many479, int(a7))
 	a0 = bits.RotateLeft64(a0, 40) + 0xee3ff156d69bcad5
-	sdt.Probe1(&bbranch_many480, int(a0))
+	sdt.Probe1(&bsdt_many480, int(a0))
 	a1 = bits.RotateLeft64(a1, 41) + 0x2aaee4c9d530c2ff
-	sdt.Probe1(&bbranch_many481, int(a1))
+	sdt.Probe1(&bsdt_many481, int(a1))
 	a2 = bits.RotateLeft64(a2, 42) + 0x671dd83cd3c5bb29
-	sdt.Probe1(&bbranch_many482, int(a2))
+	sdt.Probe1(&bsdt_many482, int(a2))
 	a3 = bits.RotateLeft64(a3, 43) + 0xa38ccbafd25ab353
-	sdt.Probe1(&bbranch_many483, int(a3))
+	sdt.Probe1(&bsdt_many483, int(a3))
 	a4 = bits.RotateLeft64(a4, 44) + 0xdffbbf22d0efab7d
-	sdt.Probe1(&bbranch_many484, int(a4))
+	sdt.Probe1(&bsdt_many484, int(a4))
 	a5 = bits.RotateLeft64(a5, 45) + 0x1c6ab295cf84a3a7
-	sdt.Probe1(&bbranch_many485, int(a5))
+	sdt.Probe1(&bsdt_many485, int(a5))
 	a6 = bits.RotateLeft64(a6, 46) + 0x58d9a608ce199bd1
-	sdt.Probe1(&bbranch_many486, int(a6))
+	sdt.Probe1(&bsdt_many486, int(a6))
 	a7 = bits.RotateLeft64(a7, 47) + 0x9548997bccae93fb
-	sdt.Probe1(&bbranch_many487, int(a7))
+	sdt.Probe1(&bsdt_many487, int(a7))
 	a0 = bits.RotateLeft64(a0, 48) + 0xd1b78ceecb438c25
-	sdt.Probe1(&bbranch_many488, int(a0))
+	sdt.Probe1(&bsdt_many488, int(a0))
 	a1 = bits.RotateLeft64(a1, 49) + 0xe268061c9d8844f
-	sdt.Probe1(&bbranch_many489, int(a1))
+	sdt.Probe1(&bsdt_many489, int(a1))
 	a2 = bits.RotateLeft64(a2, 50) + 0x4a9573d4c86d7c79
-	sdt.Probe1(&bbranch_many490, int(a2))
+	sdt.Probe1(&bsdt_many490, int(a2))
 	a3 = bits.RotateLeft64(a3, 51) + 0x87046747c70274a3
-	sdt.Probe1(&bbranch_many491, int(a3))
+	sdt.Probe1(&bsdt_many491, int(a3))
 	a4 = bits.RotateLeft64(a4, 52) + 0xc3735abac5976ccd
-	sdt.Probe1(&bbranch_many492, int(a4))
+	sdt.Probe1(&bsdt_many492, int(a4))
 	a5 = bits.RotateLeft64(a5, 53) + 0xffe24e2dc42c64f7
-	sdt.Probe1(&bbranch_many493, int(a5))
+	sdt.Probe1(&bsdt_many493, int(a5))
 	a6 = bits.RotateLeft64(a6, 54) + 0x3c5141a0c2c15d21
-	sdt.Probe1(&bbranch_many494, int(a6))
+	sdt.Probe1(&bsdt_many494, int(a6))
 	a7 = bits.RotateLeft64(a7, 55) + 0x78c03513c156554b
-	sdt.Probe1(&bbranch_many495, int(a7))
+	sdt.Probe1(&bsdt_many495, int(a7))
 	a0 = bits.RotateLeft64(a0, 56) + 0xb52f2886bfeb4d75
-	sdt.Probe1(&bbranch_many496, int(a0))
+	sdt.Probe1(&bsdt_many496, int(a0))
 	a1 = bits.RotateLeft64(a1, 57) + 0xf19e1bf9be80459f
-	sdt.Probe1(&bbranch_many497, int(a1))
+	sdt.Probe1(&bsdt_many497, int(a1))
 	a2 = bits.RotateLeft64(a2, 58) + 0x2e0d0f6cbd153dc9
-	sdt.Probe1(&bbranch_many498, int(a2))
+	sdt.Probe1(&bsdt_many498, int(a2))
 	a3 = bits.RotateLeft64(a3, 59) + 0x6a7c02dfbbaa35f3
-	sdt.Probe1(&bbranch_many499, int(a3))
+	sdt.Probe1(&bsdt_many499, int(a3))
 	a4 = bits.RotateLeft64(a4, 60) + 0xa6eaf652ba3f2e1d
-	sdt.Probe1(&bbranch_many500, int(a4))
+	sdt.Probe1(&bsdt_many500, int(a4))
 	a5 = bits.RotateLeft64(a5, 61) + 0xe359e9c5b8d42647
-	sdt.Probe1(&bbranch_many501, int(a5))
+	sdt.Probe1(&bsdt_many501, int(a5))
 	a6 = bits.RotateLeft64(a6, 62) + 0x1fc8dd38b7691e71
-	sdt.Probe1(&bbranch_many502, int(a6))
+	sdt.Probe1(&bsdt_many502, int(a6))
 	a7 = bits.RotateLeft64(a7, 63) + 0x5c37d0abb5fe169b
-	sdt.Probe1(&bbranch_many503, int(a7))
+	sdt.Probe1(&bsdt_many503, int(a7))
 	a0 = bits.RotateLeft64(a0, 1) + 0x98a6c41eb4930ec5
-	sdt.Probe1(&bbranch_many504, int(a0))
+	sdt.Probe1(&bsdt_many504, int(a0))
 	a1 = bits.RotateLeft64(a1, 2) + 0xd515b791b32806ef
-	sdt.Probe1(&bbranch_many505, int(a1))
+	sdt.Probe1(&bsdt_many505, int(a1))
 	a2 = bits.RotateLeft64(a2, 3) + 0x1184ab04b1bcff19
-	sdt.Probe1(&bbranch_many506, int(a2))
+	sdt.Probe1(&bsdt_many506, int(a2))
 	a3 = bits.RotateLeft64(a3, 4) + 0x4df39e77b051f743
-	sdt.Probe1(&bbranch_many507, int(a3))
+	sdt.Probe1(&bsdt_many507, int(a3))
 	a4 = bits.RotateLeft64(a4, 5) + 0x8a6291eaaee6ef6d
-	sdt.Probe1(&bbranch_many508, int(a4))
+	sdt.Probe1(&bsdt_many508, int(a4))
 	a5 = bits.RotateLeft64(a5, 6) + 0xc6d1855dad7be797
-	sdt.Probe1(&bbranch_many509, int(a5))
+	sdt.Probe1(&bsdt_many509, int(a5))
 	a6 = bits.RotateLeft64(a6, 7) + 0x34078d0ac10dfc1
-	sdt.Probe1(&bbranch_many510, int(a6))
+	sdt.Probe1(&bsdt_many510, int(a6))
 	a7 = bits.RotateLeft64(a7, 8) + 0x3faf6c43aaa5d7eb
-	sdt.Probe1(&bbranch_many511, int(a7))
+	sdt.Probe1(&bsdt_many511, int(a7))
 	return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
 }
 
 //go:noinline
-func sites_branch_4(x uint64) uint64 {
+func sites_gosdt_4(x uint64) uint64 {
 	a0 := x + 0
 	a1 := x + 1
 	a2 := x + 2
@@ -5707,266 +4623,266 @@ func sites_branch_4(x uint64) uint64 {
 	a6 := x + 6
 	a7 := x + 7
 	a0 = bits.RotateLeft64(a0, 9) + 0x7c1e5fb6a93ad015
-	sdt.Probe1(&bbranch_many512, int(a0))
+	sdt.Probe1(&bsdt_many512, int(a0))
 	a1 = bits.RotateLeft64(a1, 10) + 0xb88d5329a7cfc83f
-	sdt.Probe1(&bbranch_many513, int(a1))
+	sdt.Probe1(&bsdt_many513, int(a1))
 	a2 = bits.RotateLeft64(a2, 11) + 0xf4fc469ca664c069
-	sdt.Probe1(&bbranch_many514, int(a2))
+	sdt.Probe1(&bsdt_many514, int(a2))
 	a3 = bits.RotateLeft64(a3, 12) + 0x316b3a0fa4f9b893
-	sdt.Probe1(&bbranch_many515, int(a3))
+	sdt.Probe1(&bsdt_many515, int(a3))
 	a4 = bits.RotateLeft64(a4, 13) + 0x6dda2d82a38eb0bd
-	sdt.Probe1(&bbranch_many516, int(a4))
+	sdt.Probe1(&bsdt_many516, int(a4))
 	a5 = bits.RotateLeft64(a5, 14) + 0xaa4920f5a223a8e7
-	sdt.Probe1(&bbranch_many517, int(a5))
+	sdt.Probe1(&bsdt_many517, int(a5))
 	a6 = bits.RotateLeft64(a6, 15) + 0xe6b81468a0b8a111
-	sdt.Probe1(&bbranch_many518, int(a6))
+	sdt.Probe1(&bsdt_many518, int(a6))
 	a7 = bits.RotateLeft64(a7, 16) + 0x232707db9f4d993b
-	sdt.Probe1(&bbranch_many519, int(a7))
+	sdt.Probe1(&bsdt_many519, int(a7))
 	a0 = bits.RotateLeft64(a0, 17) + 0x5f95fb4e9de29165
-	sdt.Probe1(&bbranch_many520, int(a0))
+	sdt.Probe1(&bsdt_many520, int(a0))
 	a1 = bits.RotateLeft64(a1, 18) + 0x9c04eec19c77898f
-	sdt.Probe1(&bbranch_many521, int(a1))
+	sdt.Probe1(&bsdt_many521, int(a1))
 	a2 = bits.RotateLeft64(a2, 19) + 0xd873e2349b0c81b9
-	sdt.Probe1(&bbranch_many522, int(a2))
+	sdt.Probe1(&bsdt_many522, int(a2))
 	a3 = bits.RotateLeft64(a3, 20) + 0x14e2d5a799a179e3
-	sdt.Probe1(&bbranch_many523, int(a3))
+	sdt.Probe1(&bsdt_many523, int(a3))
 	a4 = bits.RotateLeft64(a4, 21) + 0x5151c91a9836720d
-	sdt.Probe1(&bbranch_many524, int(a4))
+	sdt.Probe1(&bsdt_many524, int(a4))
 	a5 = bits.RotateLeft64(a5, 22) + 0x8dc0bc8d96cb6a37
-	sdt.Probe1(&bbranch_many525, int(a5))
+	sdt.Probe1(&bsdt_many525, int(a5))
 	a6 = bits.RotateLeft64(a6, 23) + 0xca2fb00095606261
-	sdt.Probe1(&bbranch_many526, int(a6))
+	sdt.Probe1(&bsdt_many526, int(a6))
 	a7 = bits.RotateLeft64(a7, 24) + 0x69ea37393f55a8b
-	sdt.Probe1(&bbranch_many527, int(a7))
+	sdt.Probe1(&bsdt_many527, int(a7))
 	a0 = bits.RotateLeft64(a0, 25) + 0x430d96e6928a52b5
-	sdt.Probe1(&bbranch_many528, int(a0))
+	sdt.Probe1(&bsdt_many528, int(a0))
 	a1 = bits.RotateLeft64(a1, 26) + 0x7f7c8a59911f4adf
-	sdt.Probe1(&bbranch_many529, int(a1))
+	sdt.Probe1(&bsdt_many529, int(a1))
 	a2 = bits.RotateLeft64(a2, 27) + 0xbbeb7dcc8fb44309
-	sdt.Probe1(&bbranch_many530, int(a2))
+	sdt.Probe1(&bsdt_many530, int(a2))
 	a3 = bits.RotateLeft64(a3, 28) + 0xf85a713f8e493b33
-	sdt.Probe1(&bbranch_many531, int(a3))
+	sdt.Probe1(&bsdt_many531, int(a3))
 	a4 = bits.RotateLeft64(a4, 29) + 0x34c964b28cde335d
-	sdt.Probe1(&bbranch_many532, int(a4))
+	sdt.Probe1(&bsdt_many532, int(a4))
 	a5 = bits.RotateLeft64(a5, 30) + 0x713858258b732b87
-	sdt.Probe1(&bbranch_many533, int(a5))
+	sdt.Probe1(&bsdt_many533, int(a5))
 	a6 = bits.RotateLeft64(a6, 31) + 0xada74b988a0823b1
-	sdt.Probe1(&bbranch_many534, int(a6))
+	sdt.Probe1(&bsdt_many534, int(a6))
 	a7 = bits.RotateLeft64(a7, 32) + 0xea163f0b889d1bdb
-	sdt.Probe1(&bbranch_many535, int(a7))
+	sdt.Probe1(&bsdt_many535, int(a7))
 	a0 = bits.RotateLeft64(a0, 33) + 0x2685327e87321405
-	sdt.Probe1(&bbranch_many536, int(a0))
+	sdt.Probe1(&bsdt_many536, int(a0))
 	a1 = bits.RotateLeft64(a1, 34) + 0x62f425f185c70c2f
-	sdt.Probe1(&bbranch_many537, int(a1))
+	sdt.Probe1(&bsdt_many537, int(a1))
 	a2 = bits.RotateLeft64(a2, 35) + 0x9f631964845c0459
-	sdt.Probe1(&bbranch_many538, int(a2))
+	sdt.Probe1(&bsdt_many538, int(a2))
 	a3 = bits.RotateLeft64(a3, 36) + 0xdbd20cd782f0fc83
-	sdt.Probe1(&bbranch_many539, int(a3))
+	sdt.Probe1(&bsdt_many539, int(a3))
 	a4 = bits.RotateLeft64(a4, 37) + 0x1841004a8185f4ad
-	sdt.Probe1(&bbranch_many540, int(a4))
+	sdt.Probe1(&bsdt_many540, int(a4))
 	a5 = bits.RotateLeft64(a5, 38) + 0x54aff3bd801aecd7
-	sdt.Probe1(&bbranch_many541, int(a5))
+	sdt.Probe1(&bsdt_many541, int(a5))
 	a6 = bits.RotateLeft64(a6, 39) + 0x911ee7307eafe501
-	sdt.Probe1(&bbranch_many542, int(a6))
+	sdt.Probe1(&bsdt_many542, int(a6))
 	a7 = bits.RotateLeft64(a7, 40) + 0xcd8ddaa37d44dd2b
-	sdt.Probe1(&bbranch_many543, int(a7))
+	sdt.Probe1(&bsdt_many543, int(a7))
 	a0 = bits.RotateLeft64(a0, 41) + 0x9fcce167bd9d555
-	sdt.Probe1(&bbranch_many544, int(a0))
+	sdt.Probe1(&bsdt_many544, int(a0))
 	a1 = bits.RotateLeft64(a1, 42) + 0x466bc1897a6ecd7f
-	sdt.Probe1(&bbranch_many545, int(a1))
+	sdt.Probe1(&bsdt_many545, int(a1))
 	a2 = bits.RotateLeft64(a2, 43) + 0x82dab4fc7903c5a9
-	sdt.Probe1(&bbranch_many546, int(a2))
+	sdt.Probe1(&bsdt_many546, int(a2))
 	a3 = bits.RotateLeft64(a3, 44) + 0xbf49a86f7798bdd3
-	sdt.Probe1(&bbranch_many547, int(a3))
+	sdt.Probe1(&bsdt_many547, int(a3))
 	a4 = bits.RotateLeft64(a4, 45) + 0xfbb89be2762db5fd
-	sdt.Probe1(&bbranch_many548, int(a4))
+	sdt.Probe1(&bsdt_many548, int(a4))
 	a5 = bits.RotateLeft64(a5, 46) + 0x38278f5574c2ae27
-	sdt.Probe1(&bbranch_many549, int(a5))
+	sdt.Probe1(&bsdt_many549, int(a5))
 	a6 = bits.RotateLeft64(a6, 47) + 0x749682c87357a651
-	sdt.Probe1(&bbranch_many550, int(a6))
+	sdt.Probe1(&bsdt_many550, int(a6))
 	a7 = bits.RotateLeft64(a7, 48) + 0xb105763b71ec9e7b
-	sdt.Probe1(&bbranch_many551, int(a7))
+	sdt.Probe1(&bsdt_many551, int(a7))
 	a0 = bits.RotateLeft64(a0, 49) + 0xed7469ae708196a5
-	sdt.Probe1(&bbranch_many552, int(a0))
+	sdt.Probe1(&bsdt_many552, int(a0))
 	a1 = bits.RotateLeft64(a1, 50) + 0x29e35d216f168ecf
-	sdt.Probe1(&bbranch_many553, int(a1))
+	sdt.Probe1(&bsdt_many553, int(a1))
 	a2 = bits.RotateLeft64(a2, 51) + 0x665250946dab86f9
-	sdt.Probe1(&bbranch_many554, int(a2))
+	sdt.Probe1(&bsdt_many554, int(a2))
 	a3 = bits.RotateLeft64(a3, 52) + 0xa2c144076c407f23
-	sdt.Probe1(&bbranch_many555, int(a3))
+	sdt.Probe1(&bsdt_many555, int(a3))
 	a4 = bits.RotateLeft64(a4, 53) + 0xdf30377a6ad5774d
-	sdt.Probe1(&bbranch_many556, int(a4))
+	sdt.Probe1(&bsdt_many556, int(a4))
 	a5 = bits.RotateLeft64(a5, 54) + 0x1b9f2aed696a6f77
-	sdt.Probe1(&bbranch_many557, int(a5))
+	sdt.Probe1(&bsdt_many557, int(a5))
 	a6 = bits.RotateLeft64(a6, 55) + 0x580e1e6067ff67a1
-	sdt.Probe1(&bbranch_many558, int(a6))
+	sdt.Probe1(&bsdt_many558, int(a6))
 	a7 = bits.RotateLeft64(a7, 56) + 0x947d11d366945fcb
-	sdt.Probe1(&bbranch_many559, int(a7))
+	sdt.Probe1(&bsdt_many559, int(a7))
 	a0 = bits.RotateLeft64(a0, 57) + 0xd0ec0546652957f5
-	sdt.Probe1(&bbranch_many560, int(a0))
+	sdt.Probe1(&bsdt_many560, int(a0))
 	a1 = bits.RotateLeft64(a1, 58) + 0xd5af8b963be501f
-	sdt.Probe1(&bbranch_many561, int(a1))
+	sdt.Probe1(&bsdt_many561, int(a1))
 	a2 = bits.RotateLeft64(a2, 59) + 0x49c9ec2c62534849
-	sdt.Probe1(&bbranch_many562, int(a2))
+	sdt.Probe1(&bsdt_many562, int(a2))
 	a3 = bits.RotateLeft64(a3, 60) + 0x8638df9f60e84073
-	sdt.Probe1(&bbranch_many563, int(a3))
+	sdt.Probe1(&bsdt_many563, int(a3))
 	a4 = bits.RotateLeft64(a4, 61) + 0xc2a7d3125f7d389d
-	sdt.Probe1(&bbranch_many564, int(a4))
+	sdt.Probe1(&bsdt_many564, int(a4))
 	a5 = bits.RotateLeft64(a5, 62) + 0xff16c6855e1230c7
-	sdt.Probe1(&bbranch_many565, int(a5))
+	sdt.Probe1(&bsdt_many565, int(a5))
 	a6 = bits.RotateLeft64(a6, 63) + 0x3b85b9f85ca728f1
-	sdt.Probe1(&bbranch_many566, int(a6))
+	sdt.Probe1(&bsdt_many566, int(a6))
 	a7 = bits.RotateLeft64(a7, 1) + 0x77f4ad6b5b3c211b
-	sdt.Probe1(&bbranch_many567, int(a7))
+	sdt.Probe1(&bsdt_many567, int(a7))
 	a0 = bits.RotateLeft64(a0, 2) + 0xb463a0de59d11945
-	sdt.Probe1(&bbranch_many568, int(a0))
+	sdt.Probe1(&bsdt_many568, int(a0))
 	a1 = bits.RotateLeft64(a1, 3) + 0xf0d294515866116f
-	sdt.Probe1(&bbranch_many569, int(a1))
+	sdt.Probe1(&bsdt_many569, int(a1))
 	a2 = bits.RotateLeft64(a2, 4) + 0x2d4187c456fb0999
-	sdt.Probe1(&bbranch_many570, int(a2))
+	sdt.Probe1(&bsdt_many570, int(a2))
 	a3 = bits.RotateLeft64(a3, 5) + 0x69b07b37559001c3
-	sdt.Probe1(&bbranch_many571, int(a3))
+	sdt.Probe1(&bsdt_many571, int(a3))
 	a4 = bits.RotateLeft64(a4, 6) + 0xa61f6eaa5424f9ed
-	sdt.Probe1(&bbranch_many572, int(a4))
+	sdt.Probe1(&bsdt_many572, int(a4))
 	a5 = bits.RotateLeft64(a5, 7) + 0xe28e621d52b9f217
-	sdt.Probe1(&bbranch_many573, int(a5))
+	sdt.Probe1(&bsdt_many573, int(a5))
 	a6 = bits.RotateLeft64(a6, 8) + 0x1efd5590514eea41
-	sdt.Probe1(&bbranch_many574, int(a6))
+	sdt.Probe1(&bsdt_many574, int(a6))
 	a7 = bits.RotateLeft64(a7, 9) + 0x5b6c49034fe3e26b
-	sdt.Probe1(&bbranch_many575, int(a7))
+	sdt.Probe1(&bsdt_many575, int(a7))
 	a0 = bits.RotateLeft64(a0, 10) + 0x97db3c764e78da95
-	sdt.Probe1(&bbranch_many576, int(a0))
+	sdt.Probe1(&bsdt_many576, int(a0))
 	a1 = bits.RotateLeft64(a1, 11) + 0xd44a2fe94d0dd2bf
-	sdt.Probe1(&bbranch_many577, int(a1))
+	sdt.Probe1(&bsdt_many577, int(a1))
 	a2 = bits.RotateLeft64(a2, 12) + 0x10b9235c4ba2cae9
-	sdt.Probe1(&bbranch_many578, int(a2))
+	sdt.Probe1(&bsdt_many578, int(a2))
 	a3 = bits.RotateLeft64(a3, 13) + 0x4d2816cf4a37c313
-	sdt.Probe1(&bbranch_many579, int(a3))
+	sdt.Probe1(&bsdt_many579, int(a3))
 	a4 = bits.RotateLeft64(a4, 14) + 0x89970a4248ccbb3d
-	sdt.Probe1(&bbranch_many580, int(a4))
+	sdt.Probe1(&bsdt_many580, int(a4))
 	a5 = bits.RotateLeft64(a5, 15) + 0xc605fdb54761b367
-	sdt.Probe1(&bbranch_many581, int(a5))
+	sdt.Probe1(&bsdt_many581, int(a5))
 	a6 = bits.RotateLeft64(a6, 16) + 0x274f12845f6ab91
-	sdt.Probe1(&bbranch_many582, int(a6))
+	sdt.Probe1(&bsdt_many582, int(a6))
 	a7 = bits.RotateLeft64(a7, 17) + 0x3ee3e49b448ba3bb
-	sdt.Probe1(&bbranch_many583, int(a7))
+	sdt.Probe1(&bsdt_many583, int(a7))
 	a0 = bits.RotateLeft64(a0, 18) + 0x7b52d80e43209be5
-	sdt.Probe1(&bbranch_many584, int(a0))
+	sdt.Probe1(&bsdt_many584, int(a0))
 	a1 = bits.RotateLeft64(a1, 19) + 0xb7c1cb8141b5940f
-	sdt.Probe1(&bbranch_many585, int(a1))
+	sdt.Probe1(&bsdt_many585, int(a1))
 	a2 = bits.RotateLeft64(a2, 20) + 0xf430bef4404a8c39
-	sdt.Probe1(&bbranch_many586, int(a2))
+	sdt.Probe1(&bsdt_many586, int(a2))
 	a3 = bits.RotateLeft64(a3, 21) + 0x309fb2673edf8463
-	sdt.Probe1(&bbranch_many587, int(a3))
+	sdt.Probe1(&bsdt_many587, int(a3))
 	a4 = bits.RotateLeft64(a4, 22) + 0x6d0ea5da3d747c8d
-	sdt.Probe1(&bbranch_many588, int(a4))
+	sdt.Probe1(&bsdt_many588, int(a4))
 	a5 = bits.RotateLeft64(a5, 23) + 0xa97d994d3c0974b7
-	sdt.Probe1(&bbranch_many589, int(a5))
+	sdt.Probe1(&bsdt_many589, int(a5))
 	a6 = bits.RotateLeft64(a6, 24) + 0xe5ec8cc03a9e6ce1
-	sdt.Probe1(&bbranch_many590, int(a6))
+	sdt.Probe1(&bsdt_many590, int(a6))
 	a7 = bits.RotateLeft64(a7, 25) + 0x225b80333933650b
-	sdt.Probe1(&bbranch_many591, int(a7))
+	sdt.Probe1(&bsdt_many591, int(a7))
 	a0 = bits.RotateLeft64(a0, 26) + 0x5eca73a637c85d35
-	sdt.Probe1(&bbranch_many592, int(a0))
+	sdt.Probe1(&bsdt_many592, int(a0))
 	a1 = bits.RotateLeft64(a1, 27) + 0x9b396719365d555f
-	sdt.Probe1(&bbranch_many593, int(a1))
+	sdt.Probe1(&bsdt_many593, int(a1))
 	a2 = bits.RotateLeft64(a2, 28) + 0xd7a85a8c34f24d89
-	sdt.Probe1(&bbranch_many594, int(a2))
+	sdt.Probe1(&bsdt_many594, int(a2))
 	a3 = bits.RotateLeft64(a3, 29) + 0x14174dff338745b3
-	sdt.Probe1(&bbranch_many595, int(a3))
+	sdt.Probe1(&bsdt_many595, int(a3))
 	a4 = bits.RotateLeft64(a4, 30) + 0x50864172321c3ddd
-	sdt.Probe1(&bbranch_many596, int(a4))
+	sdt.Probe1(&bsdt_many596, int(a4))
 	a5 = bits.RotateLeft64(a5, 31) + 0x8cf534e530b13607
-	sdt.Probe1(&bbranch_many597, int(a5))
+	sdt.Probe1(&bsdt_many597, int(a5))
 	a6 = bits.RotateLeft64(a6, 32) + 0xc96428582f462e31
-	sdt.Probe1(&bbranch_many598, int(a6))
+	sdt.Probe1(&bsdt_many598, int(a6))
 	a7 = bits.RotateLeft64(a7, 33) + 0x5d31bcb2ddb265b
-	sdt.Probe1(&bbranch_many599, int(a7))
+	sdt.Probe1(&bsdt_many599, int(a7))
 	a0 = bits.RotateLeft64(a0, 34) + 0x42420f3e2c701e85
-	sdt.Probe1(&bbranch_many600, int(a0))
+	sdt.Probe1(&bsdt_many600, int(a0))
 	a1 = bits.RotateLeft64(a1, 35) + 0x7eb102b12b0516af
-	sdt.Probe1(&bbranch_many601, int(a1))
+	sdt.Probe1(&bsdt_many601, int(a1))
 	a2 = bits.RotateLeft64(a2, 36) + 0xbb1ff624299a0ed9
-	sdt.Probe1(&bbranch_many602, int(a2))
+	sdt.Probe1(&bsdt_many602, int(a2))
 	a3 = bits.RotateLeft64(a3, 37) + 0xf78ee997282f0703
-	sdt.Probe1(&bbranch_many603, int(a3))
+	sdt.Probe1(&bsdt_many603, int(a3))
 	a4 = bits.RotateLeft64(a4, 38) + 0x33fddd0a26c3ff2d
-	sdt.Probe1(&bbranch_many604, int(a4))
+	sdt.Probe1(&bsdt_many604, int(a4))
 	a5 = bits.RotateLeft64(a5, 39) + 0x706cd07d2558f757
-	sdt.Probe1(&bbranch_many605, int(a5))
+	sdt.Probe1(&bsdt_many605, int(a5))
 	a6 = bits.RotateLeft64(a6, 40) + 0xacdbc3f023edef81
-	sdt.Probe1(&bbranch_many606, int(a6))
+	sdt.Probe1(&bsdt_many606, int(a6))
 	a7 = bits.RotateLeft64(a7, 41) + 0xe94ab7632282e7ab
-	sdt.Probe1(&bbranch_many607, int(a7))
+	sdt.Probe1(&bsdt_many607, int(a7))
 	a0 = bits.RotateLeft64(a0, 42) + 0x25b9aad62117dfd5
-	sdt.Probe1(&bbranch_many608, int(a0))
+	sdt.Probe1(&bsdt_many608, int(a0))
 	a1 = bits.RotateLeft64(a1, 43) + 0x62289e491facd7ff
-	sdt.Probe1(&bbranch_many609, int(a1))
+	sdt.Probe1(&bsdt_many609, int(a1))
 	a2 = bits.RotateLeft64(a2, 44) + 0x9e9791bc1e41d029
-	sdt.Probe1(&bbranch_many610, int(a2))
+	sdt.Probe1(&bsdt_many610, int(a2))
 	a3 = bits.RotateLeft64(a3, 45) + 0xdb06852f1cd6c853
-	sdt.Probe1(&bbranch_many611, int(a3))
+	sdt.Probe1(&bsdt_many611, int(a3))
 	a4 = bits.RotateLeft64(a4, 46) + 0x177578a21b6bc07d
-	sdt.Probe1(&bbranch_many612, int(a4))
+	sdt.Probe1(&bsdt_many612, int(a4))
 	a5 = bits.RotateLeft64(a5, 47) + 0x53e46c151a00b8a7
-	sdt.Probe1(&bbranch_many613, int(a5))
+	sdt.Probe1(&bsdt_many613, int(a5))
 	a6 = bits.RotateLeft64(a6, 48) + 0x90535f881895b0d1
-	sdt.Probe1(&bbranch_many614, int(a6))
+	sdt.Probe1(&bsdt_many614, int(a6))
 	a7 = bits.RotateLeft64(a7, 49) + 0xccc252fb172aa8fb
-	sdt.Probe1(&bbranch_many615, int(a7))
+	sdt.Probe1(&bsdt_many615, int(a7))
 	a0 = bits.RotateLeft64(a0, 50) + 0x931466e15bfa125
-	sdt.Probe1(&bbranch_many616, int(a0))
+	sdt.Probe1(&bsdt_many616, int(a0))
 	a1 = bits.RotateLeft64(a1, 51) + 0x45a039e11454994f
-	sdt.Probe1(&bbranch_many617, int(a1))
+	sdt.Probe1(&bsdt_many617, int(a1))
 	a2 = bits.RotateLeft64(a2, 52) + 0x820f2d5412e99179
-	sdt.Probe1(&bbranch_many618, int(a2))
+	sdt.Probe1(&bsdt_many618, int(a2))
 	a3 = bits.RotateLeft64(a3, 53) + 0xbe7e20c7117e89a3
-	sdt.Probe1(&bbranch_many619, int(a3))
+	sdt.Probe1(&bsdt_many619, int(a3))
 	a4 = bits.RotateLeft64(a4, 54) + 0xfaed143a101381cd
-	sdt.Probe1(&bbranch_many620, int(a4))
+	sdt.Probe1(&bsdt_many620, int(a4))
 	a5 = bits.RotateLeft64(a5, 55) + 0x375c07ad0ea879f7
-	sdt.Probe1(&bbranch_many621, int(a5))
+	sdt.Probe1(&bsdt_many621, int(a5))
 	a6 = bits.RotateLeft64(a6, 56) + 0x73cafb200d3d7221
-	sdt.Probe1(&bbranch_many622, int(a6))
+	sdt.Probe1(&bsdt_many622, int(a6))
 	a7 = bits.RotateLeft64(a7, 57) + 0xb039ee930bd26a4b
-	sdt.Probe1(&bbranch_many623, int(a7))
+	sdt.Probe1(&bsdt_many623, int(a7))
 	a0 = bits.RotateLeft64(a0, 58) + 0xeca8e2060a676275
-	sdt.Probe1(&bbranch_many624, int(a0))
+	sdt.Probe1(&bsdt_many624, int(a0))
 	a1 = bits.RotateLeft64(a1, 59) + 0x2917d57908fc5a9f
-	sdt.Probe1(&bbranch_many625, int(a1))
+	sdt.Probe1(&bsdt_many625, int(a1))
 	a2 = bits.RotateLeft64(a2, 60) + 0x6586c8ec079152c9
-	sdt.Probe1(&bbranch_many626, int(a2))
+	sdt.Probe1(&bsdt_many626, int(a2))
 	a3 = bits.RotateLeft64(a3, 61) + 0xa1f5bc5f06264af3
-	sdt.Probe1(&bbranch_many627, int(a3))
+	sdt.Probe1(&bsdt_many627, int(a3))
 	a4 = bits.RotateLeft64(a4, 62) + 0xde64afd204bb431d
-	sdt.Probe1(&bbranch_many628, int(a4))
+	sdt.Probe1(&bsdt_many628, int(a4))
 	a5 = bits.RotateLeft64(a5, 63) + 0x1ad3a34503503b47
-	sdt.Probe1(&bbranch_many629, int(a5))
+	sdt.Probe1(&bsdt_many629, int(a5))
 	a6 = bits.RotateLeft64(a6, 1) + 0x574296b801e53371
-	sdt.Probe1(&bbranch_many630, int(a6))
+	sdt.Probe1(&bsdt_many630, int(a6))
 	a7 = bits.RotateLeft64(a7, 2) + 0x93b18a2b007a2b9b
-	sdt.Probe1(&bbranch_many631, int(a7))
+	sdt.Probe1(&bsdt_many631, int(a7))
 	a0 = bits.RotateLeft64(a0, 3) + 0xd0207d9dff0f23c5
-	sdt.Probe1(&bbranch_many632, int(a0))
+	sdt.Probe1(&bsdt_many632, int(a0))
 	a1 = bits.RotateLeft64(a1, 4) + 0xc8f7110fda41bef
-	sdt.Probe1(&bbranch_many633, int(a1))
+	sdt.Probe1(&bsdt_many633, int(a1))
 	a2 = bits.RotateLeft64(a2, 5) + 0x48fe6483fc391419
-	sdt.Probe1(&bbranch_many634, int(a2))
+	sdt.Probe1(&bsdt_many634, int(a2))
 	a3 = bits.RotateLeft64(a3, 6) + 0x856d57f6face0c43
-	sdt.Probe1(&bbranch_many635, int(a3))
+	sdt.Probe1(&bsdt_many635, int(a3))
 	a4 = bits.RotateLeft64(a4, 7) + 0xc1dc4b69f963046d
-	sdt.Probe1(&bbranch_many636, int(a4))
+	sdt.Probe1(&bsdt_many636, int(a4))
 	a5 = bits.RotateLeft64(a5, 8) + 0xfe4b3edcf7f7fc97
-	sdt.Probe1(&bbranch_many637, int(a5))
+	sdt.Probe1(&bsdt_many637, int(a5))
 	a6 = bits.RotateLeft64(a6, 9) + 0x3aba324ff68cf4c1
-	sdt.Probe1(&bbranch_many638, int(a6))
+	sdt.Probe1(&bsdt_many638, int(a6))
 	a7 = bits.RotateLeft64(a7, 10) + 0x772925c2f521eceb
-	sdt.Probe1(&bbranch_many639, int(a7))
+	sdt.Probe1(&bsdt_many639, int(a7))
 	return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
 }
 
 //go:noinline
-func sites_branch_5(x uint64) uint64 {
+func sites_gosdt_5(x uint64) uint64 {
 	a0 := x + 0
 	a1 := x + 1
 	a2 := x + 2
@@ -5976,266 +4892,266 @@ func sites_branch_5(x uint64) uint64 {
 	a6 := x + 6
 	a7 := x + 7
 	a0 = bits.RotateLeft64(a0, 11) + 0xb3981935f3b6e515
-	sdt.Probe1(&bbranch_many640, int(a0))
+	sdt.Probe1(&bsdt_many640, int(a0))
 	a1 = bits.RotateLeft64(a1, 12) + 0xf0070ca8f24bdd3f
-	sdt.Probe1(&bbranch_many641, int(a1))
+	sdt.Probe1(&bsdt_many641, int(a1))
 	a2 = bits.RotateLeft64(a2, 13) + 0x2c76001bf0e0d569
-	sdt.Probe1(&bbranch_many642, int(a2))
+	sdt.Probe1(&bsdt_many642, int(a2))
 	a3 = bits.RotateLeft64(a3, 14) + 0x68e4f38eef75cd93
-	sdt.Probe1(&bbranch_many643, int(a3))
+	sdt.Probe1(&bsdt_many643, int(a3))
 	a4 = bits.RotateLeft64(a4, 15) + 0xa553e701ee0ac5bd
-	sdt.Probe1(&bbranch_many644, int(a4))
+	sdt.Probe1(&bsdt_many644, int(a4))
 	a5 = bits.RotateLeft64(a5, 16) + 0xe1c2da74ec9fbde7
-	sdt.Probe1(&bbranch_many645, int(a5))
+	sdt.Probe1(&bsdt_many645, int(a5))
 	a6 = bits.RotateLeft64(a6, 17) + 0x1e31cde7eb34b611
-	sdt.Probe1(&bbranch_many646, int(a6))
+	sdt.Probe1(&bsdt_many646, int(a6))
 	a7 = bits.RotateLeft64(a7, 18) + 0x5aa0c15ae9c9ae3b
-	sdt.Probe1(&bbranch_many647, int(a7))
+	sdt.Probe1(&bsdt_many647, int(a7))
 	a0 = bits.RotateLeft64(a0, 19) + 0x970fb4cde85ea665
-	sdt.Probe1(&bbranch_many648, int(a0))
+	sdt.Probe1(&bsdt_many648, int(a0))
 	a1 = bits.RotateLeft64(a1, 20) + 0xd37ea840e6f39e8f
-	sdt.Probe1(&bbranch_many649, int(a1))
+	sdt.Probe1(&bsdt_many649, int(a1))
 	a2 = bits.RotateLeft64(a2, 21) + 0xfed9bb3e58896b9
-	sdt.Probe1(&bbranch_many650, int(a2))
+	sdt.Probe1(&bsdt_many650, int(a2))
 	a3 = bits.RotateLeft64(a3, 22) + 0x4c5c8f26e41d8ee3
-	sdt.Probe1(&bbranch_many651, int(a3))
+	sdt.Probe1(&bsdt_many651, int(a3))
 	a4 = bits.RotateLeft64(a4, 23) + 0x88cb8299e2b2870d
-	sdt.Probe1(&bbranch_many652, int(a4))
+	sdt.Probe1(&bsdt_many652, int(a4))
 	a5 = bits.RotateLeft64(a5, 24) + 0xc53a760ce1477f37
-	sdt.Probe1(&bbranch_many653, int(a5))
+	sdt.Probe1(&bsdt_many653, int(a5))
 	a6 = bits.RotateLeft64(a6, 25) + 0x1a9697fdfdc7761
-	sdt.Probe1(&bbranch_many654, int(a6))
+	sdt.Probe1(&bsdt_many654, int(a6))
 	a7 = bits.RotateLeft64(a7, 26) + 0x3e185cf2de716f8b
-	sdt.Probe1(&bbranch_many655, int(a7))
+	sdt.Probe1(&bsdt_many655, int(a7))
 	a0 = bits.RotateLeft64(a0, 27) + 0x7a875065dd0667b5
-	sdt.Probe1(&bbranch_many656, int(a0))
+	sdt.Probe1(&bsdt_many656, int(a0))
 	a1 = bits.RotateLeft64(a1, 28) + 0xb6f643d8db9b5fdf
-	sdt.Probe1(&bbranch_many657, int(a1))
+	sdt.Probe1(&bsdt_many657, int(a1))
 	a2 = bits.RotateLeft64(a2, 29) + 0xf365374bda305809
-	sdt.Probe1(&bbranch_many658, int(a2))
+	sdt.Probe1(&bsdt_many658, int(a2))
 	a3 = bits.RotateLeft64(a3, 30) + 0x2fd42abed8c55033
-	sdt.Probe1(&bbranch_many659, int(a3))
+	sdt.Probe1(&bsdt_many659, int(a3))
 	a4 = bits.RotateLeft64(a4, 31) + 0x6c431e31d75a485d
-	sdt.Probe1(&bbranch_many660, int(a4))
+	sdt.Probe1(&bsdt_many660, int(a4))
 	a5 = bits.RotateLeft64(a5, 32) + 0xa8b211a4d5ef4087
-	sdt.Probe1(&bbranch_many661, int(a5))
+	sdt.Probe1(&bsdt_many661, int(a5))
 	a6 = bits.RotateLeft64(a6, 33) + 0xe5210517d48438b1
-	sdt.Probe1(&bbranch_many662, int(a6))
+	sdt.Probe1(&bsdt_many662, int(a6))
 	a7 = bits.RotateLeft64(a7, 34) + 0x218ff88ad31930db
-	sdt.Probe1(&bbranch_many663, int(a7))
+	sdt.Probe1(&bsdt_many663, int(a7))
 	a0 = bits.RotateLeft64(a0, 35) + 0x5dfeebfdd1ae2905
-	sdt.Probe1(&bbranch_many664, int(a0))
+	sdt.Probe1(&bsdt_many664, int(a0))
 	a1 = bits.RotateLeft64(a1, 36) + 0x9a6ddf70d043212f
-	sdt.Probe1(&bbranch_many665, int(a1))
+	sdt.Probe1(&bsdt_many665, int(a1))
 	a2 = bits.RotateLeft64(a2, 37) + 0xd6dcd2e3ced81959
-	sdt.Probe1(&bbranch_many666, int(a2))
+	sdt.Probe1(&bsdt_many666, int(a2))
 	a3 = bits.RotateLeft64(a3, 38) + 0x134bc656cd6d1183
-	sdt.Probe1(&bbranch_many667, int(a3))
+	sdt.Probe1(&bsdt_many667, int(a3))
 	a4 = bits.RotateLeft64(a4, 39) + 0x4fbab9c9cc0209ad
-	sdt.Probe1(&bbranch_many668, int(a4))
+	sdt.Probe1(&bsdt_many668, int(a4))
 	a5 = bits.RotateLeft64(a5, 40) + 0x8c29ad3cca9701d7
-	sdt.Probe1(&bbranch_many669, int(a5))
+	sdt.Probe1(&bsdt_many669, int(a5))
 	a6 = bits.RotateLeft64(a6, 41) + 0xc898a0afc92bfa01
-	sdt.Probe1(&bbranch_many670, int(a6))
+	sdt.Probe1(&bsdt_many670, int(a6))
 	a7 = bits.RotateLeft64(a7, 42) + 0x5079422c7c0f22b
-	sdt.Probe1(&bbranch_many671, int(a7))
+	sdt.Probe1(&bsdt_many671, int(a7))
 	a0 = bits.RotateLeft64(a0, 43) + 0x41768795c655ea55
-	sdt.Probe1(&bbranch_many672, int(a0))
+	sdt.Probe1(&bsdt_many672, int(a0))
 	a1 = bits.RotateLeft64(a1, 44) + 0x7de57b08c4eae27f
-	sdt.Probe1(&bbranch_many673, int(a1))
+	sdt.Probe1(&bsdt_many673, int(a1))
 	a2 = bits.RotateLeft64(a2, 45) + 0xba546e7bc37fdaa9
-	sdt.Probe1(&bbranch_many674, int(a2))
+	sdt.Probe1(&bsdt_many674, int(a2))
 	a3 = bits.RotateLeft64(a3, 46) + 0xf6c361eec214d2d3
-	sdt.Probe1(&bbranch_many675, int(a3))
+	sdt.Probe1(&bsdt_many675, int(a3))
 	a4 = bits.RotateLeft64(a4, 47) + 0x33325561c0a9cafd
-	sdt.Probe1(&bbranch_many676, int(a4))
+	sdt.Probe1(&bsdt_many676, int(a4))
 	a5 = bits.RotateLeft64(a5, 48) + 0x6fa148d4bf3ec327
-	sdt.Probe1(&bbranch_many677, int(a5))
+	sdt.Probe1(&bsdt_many677, int(a5))
 	a6 = bits.RotateLeft64(a6, 49) + 0xac103c47bdd3bb51
-	sdt.Probe1(&bbranch_many678, int(a6))
+	sdt.Probe1(&bsdt_many678, int(a6))
 	a7 = bits.RotateLeft64(a7, 50) + 0xe87f2fbabc68b37b
-	sdt.Probe1(&bbranch_many679, int(a7))
+	sdt.Probe1(&bsdt_many679, int(a7))
 	a0 = bits.RotateLeft64(a0, 51) + 0x24ee232dbafdaba5
-	sdt.Probe1(&bbranch_many680, int(a0))
+	sdt.Probe1(&bsdt_many680, int(a0))
 	a1 = bits.RotateLeft64(a1, 52) + 0x615d16a0b992a3cf
-	sdt.Probe1(&bbranch_many681, int(a1))
+	sdt.Probe1(&bsdt_many681, int(a1))
 	a2 = bits.RotateLeft64(a2, 53) + 0x9dcc0a13b8279bf9
-	sdt.Probe1(&bbranch_many682, int(a2))
+	sdt.Probe1(&bsdt_many682, int(a2))
 	a3 = bits.RotateLeft64(a3, 54) + 0xda3afd86b6bc9423
-	sdt.Probe1(&bbranch_many683, int(a3))
+	sdt.Probe1(&bsdt_many683, int(a3))
 	a4 = bits.RotateLeft64(a4, 55) + 0x16a9f0f9b5518c4d
-	sdt.Probe1(&bbranch_many684, int(a4))
+	sdt.Probe1(&bsdt_many684, int(a4))
 	a5 = bits.RotateLeft64(a5, 56) + 0x5318e46cb3e68477
-	sdt.Probe1(&bbranch_many685, int(a5))
+	sdt.Probe1(&bsdt_many685, int(a5))
 	a6 = bits.RotateLeft64(a6, 57) + 0x8f87d7dfb27b7ca1
-	sdt.Probe1(&bbranch_many686, int(a6))
+	sdt.Probe1(&bsdt_many686, int(a6))
 	a7 = bits.RotateLeft64(a7, 58) + 0xcbf6cb52b11074cb
-	sdt.Probe1(&bbranch_many687, int(a7))
+	sdt.Probe1(&bsdt_many687, int(a7))
 	a0 = bits.RotateLeft64(a0, 59) + 0x865bec5afa56cf5
-	sdt.Probe1(&bbranch_many688, int(a0))
+	sdt.Probe1(&bsdt_many688, int(a0))
 	a1 = bits.RotateLeft64(a1, 60) + 0x44d4b238ae3a651f
-	sdt.Probe1(&bbranch_many689, int(a1))
+	sdt.Probe1(&bsdt_many689, int(a1))
 	a2 = bits.RotateLeft64(a2, 61) + 0x8143a5abaccf5d49
-	sdt.Probe1(&bbranch_many690, int(a2))
+	sdt.Probe1(&bsdt_many690, int(a2))
 	a3 = bits.RotateLeft64(a3, 62) + 0xbdb2991eab645573
-	sdt.Probe1(&bbranch_many691, int(a3))
+	sdt.Probe1(&bsdt_many691, int(a3))
 	a4 = bits.RotateLeft64(a4, 63) + 0xfa218c91a9f94d9d
-	sdt.Probe1(&bbranch_many692, int(a4))
+	sdt.Probe1(&bsdt_many692, int(a4))
 	a5 = bits.RotateLeft64(a5, 1) + 0x36908004a88e45c7
-	sdt.Probe1(&bbranch_many693, int(a5))
+	sdt.Probe1(&bsdt_many693, int(a5))
 	a6 = bits.RotateLeft64(a6, 2) + 0x72ff7377a7233df1
-	sdt.Probe1(&bbranch_many694, int(a6))
+	sdt.Probe1(&bsdt_many694, int(a6))
 	a7 = bits.RotateLeft64(a7, 3) + 0xaf6e66eaa5b8361b
-	sdt.Probe1(&bbranch_many695, int(a7))
+	sdt.Probe1(&bsdt_many695, int(a7))
 	a0 = bits.RotateLeft64(a0, 4) + 0xebdd5a5da44d2e45
-	sdt.Probe1(&bbranch_many696, int(a0))
+	sdt.Probe1(&bsdt_many696, int(a0))
 	a1 = bits.RotateLeft64(a1, 5) + 0x284c4dd0a2e2266f
-	sdt.Probe1(&bbranch_many697, int(a1))
+	sdt.Probe1(&bsdt_many697, int(a1))
 	a2 = bits.RotateLeft64(a2, 6) + 0x64bb4143a1771e99
-	sdt.Probe1(&bbranch_many698, int(a2))
+	sdt.Probe1(&bsdt_many698, int(a2))
 	a3 = bits.RotateLeft64(a3, 7) + 0xa12a34b6a00c16c3
-	sdt.Probe1(&bbranch_many699, int(a3))
+	sdt.Probe1(&bsdt_many699, int(a3))
 	a4 = bits.RotateLeft64(a4, 8) + 0xdd9928299ea10eed
-	sdt.Probe1(&bbranch_many700, int(a4))
+	sdt.Probe1(&bsdt_many700, int(a4))
 	a5 = bits.RotateLeft64(a5, 9) + 0x1a081b9c9d360717
-	sdt.Probe1(&bbranch_many701, int(a5))
+	sdt.Probe1(&bsdt_many701, int(a5))
 	a6 = bits.RotateLeft64(a6, 10) + 0x56770f0f9bcaff41
-	sdt.Probe1(&bbranch_many702, int(a6))
+	sdt.Probe1(&bsdt_many702, int(a6))
 	a7 = bits.RotateLeft64(a7, 11) + 0x92e602829a5ff76b
-	sdt.Probe1(&bbranch_many703, int(a7))
+	sdt.Probe1(&bsdt_many703, int(a7))
 	a0 = bits.RotateLeft64(a0, 12) + 0xcf54f5f598f4ef95
-	sdt.Probe1(&bbranch_many704, int(a0))
+	sdt.Probe1(&bsdt_many704, int(a0))
 	a1 = bits.RotateLeft64(a1, 13) + 0xbc3e9689789e7bf
-	sdt.Probe1(&bbranch_many705, int(a1))
+	sdt.Probe1(&bsdt_many705, int(a1))
 	a2 = bits.RotateLeft64(a2, 14) + 0x4832dcdb961edfe9
-	sdt.Probe1(&bbranch_many706, int(a2))
+	sdt.Probe1(&bsdt_many706, int(a2))
 	a3 = bits.RotateLeft64(a3, 15) + 0x84a1d04e94b3d813
-	sdt.Probe1(&bbranch_many707, int(a3))
+	sdt.Probe1(&bsdt_many707, int(a3))
 	a4 = bits.RotateLeft64(a4, 16) + 0xc110c3c19348d03d
-	sdt.Probe1(&bbranch_many708, int(a4))
+	sdt.Probe1(&bsdt_many708, int(a4))
 	a5 = bits.RotateLeft64(a5, 17) + 0xfd7fb73491ddc867
-	sdt.Probe1(&bbranch_many709, int(a5))
+	sdt.Probe1(&bsdt_many709, int(a5))
 	a6 = bits.RotateLeft64(a6, 18) + 0x39eeaaa79072c091
-	sdt.Probe1(&bbranch_many710, int(a6))
+	sdt.Probe1(&bsdt_many710, int(a6))
 	a7 = bits.RotateLeft64(a7, 19) + 0x765d9e1a8f07b8bb
-	sdt.Probe1(&bbranch_many711, int(a7))
+	sdt.Probe1(&bsdt_many711, int(a7))
 	a0 = bits.RotateLeft64(a0, 20) + 0xb2cc918d8d9cb0e5
-	sdt.Probe1(&bbranch_many712, int(a0))
+	sdt.Probe1(&bsdt_many712, int(a0))
 	a1 = bits.RotateLeft64(a1, 21) + 0xef3b85008c31a90f
-	sdt.Probe1(&bbranch_many713, int(a1))
+	sdt.Probe1(&bsdt_many713, int(a1))
 	a2 = bits.RotateLeft64(a2, 22) + 0x2baa78738ac6a139
-	sdt.Probe1(&bbranch_many714, int(a2))
+	sdt.Probe1(&bsdt_many714, int(a2))
 	a3 = bits.RotateLeft64(a3, 23) + 0x68196be6895b9963
-	sdt.Probe1(&bbranch_many715, int(a3))
+	sdt.Probe1(&bsdt_many715, int(a3))
 	a4 = bits.RotateLeft64(a4, 24) + 0xa4885f5987f0918d
-	sdt.Probe1(&bbranch_many716, int(a4))
+	sdt.Probe1(&bsdt_many716, int(a4))
 	a5 = bits.RotateLeft64(a5, 25) + 0xe0f752cc868589b7
-	sdt.Probe1(&bbranch_many717, int(a5))
+	sdt.Probe1(&bsdt_many717, int(a5))
 	a6 = bits.RotateLeft64(a6, 26) + 0x1d66463f851a81e1
-	sdt.Probe1(&bbranch_many718, int(a6))
+	sdt.Probe1(&bsdt_many718, int(a6))
 	a7 = bits.RotateLeft64(a7, 27) + 0x59d539b283af7a0b
-	sdt.Probe1(&bbranch_many719, int(a7))
+	sdt.Probe1(&bsdt_many719, int(a7))
 	a0 = bits.RotateLeft64(a0, 28) + 0x96442d2582447235
-	sdt.Probe1(&bbranch_many720, int(a0))
+	sdt.Probe1(&bsdt_many720, int(a0))
 	a1 = bits.RotateLeft64(a1, 29) + 0xd2b3209880d96a5f
-	sdt.Probe1(&bbranch_many721, int(a1))
+	sdt.Probe1(&bsdt_many721, int(a1))
 	a2 = bits.RotateLeft64(a2, 30) + 0xf22140b7f6e6289
-	sdt.Probe1(&bbranch_many722, int(a2))
+	sdt.Probe1(&bsdt_many722, int(a2))
 	a3 = bits.RotateLeft64(a3, 31) + 0x4b91077e7e035ab3
-	sdt.Probe1(&bbranch_many723, int(a3))
+	sdt.Probe1(&bsdt_many723, int(a3))
 	a4 = bits.RotateLeft64(a4, 32) + 0x87fffaf17c9852dd
-	sdt.Probe1(&bbranch_many724, int(a4))
+	sdt.Probe1(&bsdt_many724, int(a4))
 	a5 = bits.RotateLeft64(a5, 33) + 0xc46eee647b2d4b07
-	sdt.Probe1(&bbranch_many725, int(a5))
+	sdt.Probe1(&bsdt_many725, int(a5))
 	a6 = bits.RotateLeft64(a6, 34) + 0xdde1d779c24331
-	sdt.Probe1(&bbranch_many726, int(a6))
+	sdt.Probe1(&bsdt_many726, int(a6))
 	a7 = bits.RotateLeft64(a7, 35) + 0x3d4cd54a78573b5b
-	sdt.Probe1(&bbranch_many727, int(a7))
+	sdt.Probe1(&bsdt_many727, int(a7))
 	a0 = bits.RotateLeft64(a0, 36) + 0x79bbc8bd76ec3385
-	sdt.Probe1(&bbranch_many728, int(a0))
+	sdt.Probe1(&bsdt_many728, int(a0))
 	a1 = bits.RotateLeft64(a1, 37) + 0xb62abc3075812baf
-	sdt.Probe1(&bbranch_many729, int(a1))
+	sdt.Probe1(&bsdt_many729, int(a1))
 	a2 = bits.RotateLeft64(a2, 38) + 0xf299afa3741623d9
-	sdt.Probe1(&bbranch_many730, int(a2))
+	sdt.Probe1(&bsdt_many730, int(a2))
 	a3 = bits.RotateLeft64(a3, 39) + 0x2f08a31672ab1c03
-	sdt.Probe1(&bbranch_many731, int(a3))
+	sdt.Probe1(&bsdt_many731, int(a3))
 	a4 = bits.RotateLeft64(a4, 40) + 0x6b7796897140142d
-	sdt.Probe1(&bbranch_many732, int(a4))
+	sdt.Probe1(&bsdt_many732, int(a4))
 	a5 = bits.RotateLeft64(a5, 41) + 0xa7e689fc6fd50c57
-	sdt.Probe1(&bbranch_many733, int(a5))
+	sdt.Probe1(&bsdt_many733, int(a5))
 	a6 = bits.RotateLeft64(a6, 42) + 0xe4557d6f6e6a0481
-	sdt.Probe1(&bbranch_many734, int(a6))
+	sdt.Probe1(&bsdt_many734, int(a6))
 	a7 = bits.RotateLeft64(a7, 43) + 0x20c470e26cfefcab
-	sdt.Probe1(&bbranch_many735, int(a7))
+	sdt.Probe1(&bsdt_many735, int(a7))
 	a0 = bits.RotateLeft64(a0, 44) + 0x5d3364556b93f4d5
-	sdt.Probe1(&bbranch_many736, int(a0))
+	sdt.Probe1(&bsdt_many736, int(a0))
 	a1 = bits.RotateLeft64(a1, 45) + 0x99a257c86a28ecff
-	sdt.Probe1(&bbranch_many737, int(a1))
+	sdt.Probe1(&bsdt_many737, int(a1))
 	a2 = bits.RotateLeft64(a2, 46) + 0xd6114b3b68bde529
-	sdt.Probe1(&bbranch_many738, int(a2))
+	sdt.Probe1(&bsdt_many738, int(a2))
 	a3 = bits.RotateLeft64(a3, 47) + 0x12803eae6752dd53
-	sdt.Probe1(&bbranch_many739, int(a3))
+	sdt.Probe1(&bsdt_many739, int(a3))
 	a4 = bits.RotateLeft64(a4, 48) + 0x4eef322165e7d57d
-	sdt.Probe1(&bbranch_many740, int(a4))
+	sdt.Probe1(&bsdt_many740, int(a4))
 	a5 = bits.RotateLeft64(a5, 49) + 0x8b5e2594647ccda7
-	sdt.Probe1(&bbranch_many741, int(a5))
+	sdt.Probe1(&bsdt_many741, int(a5))
 	a6 = bits.RotateLeft64(a6, 50) + 0xc7cd19076311c5d1
-	sdt.Probe1(&bbranch_many742, int(a6))
+	sdt.Probe1(&bsdt_many742, int(a6))
 	a7 = bits.RotateLeft64(a7, 51) + 0x43c0c7a61a6bdfb
-	sdt.Probe1(&bbranch_many743, int(a7))
+	sdt.Probe1(&bsdt_many743, int(a7))
 	a0 = bits.RotateLeft64(a0, 52) + 0x40aaffed603bb625
-	sdt.Probe1(&bbranch_many744, int(a0))
+	sdt.Probe1(&bsdt_many744, int(a0))
 	a1 = bits.RotateLeft64(a1, 53) + 0x7d19f3605ed0ae4f
-	sdt.Probe1(&bbranch_many745, int(a1))
+	sdt.Probe1(&bsdt_many745, int(a1))
 	a2 = bits.RotateLeft64(a2, 54) + 0xb988e6d35d65a679
-	sdt.Probe1(&bbranch_many746, int(a2))
+	sdt.Probe1(&bsdt_many746, int(a2))
 	a3 = bits.RotateLeft64(a3, 55) + 0xf5f7da465bfa9ea3
-	sdt.Probe1(&bbranch_many747, int(a3))
+	sdt.Probe1(&bsdt_many747, int(a3))
 	a4 = bits.RotateLeft64(a4, 56) + 0x3266cdb95a8f96cd
-	sdt.Probe1(&bbranch_many748, int(a4))
+	sdt.Probe1(&bsdt_many748, int(a4))
 	a5 = bits.RotateLeft64(a5, 57) + 0x6ed5c12c59248ef7
-	sdt.Probe1(&bbranch_many749, int(a5))
+	sdt.Probe1(&bsdt_many749, int(a5))
 	a6 = bits.RotateLeft64(a6, 58) + 0xab44b49f57b98721
-	sdt.Probe1(&bbranch_many750, int(a6))
+	sdt.Probe1(&bsdt_many750, int(a6))
 	a7 = bits.RotateLeft64(a7, 59) + 0xe7b3a812564e7f4b
-	sdt.Probe1(&bbranch_many751, int(a7))
+	sdt.Probe1(&bsdt_many751, int(a7))
 	a0 = bits.RotateLeft64(a0, 60) + 0x24229b8554e37775
-	sdt.Probe1(&bbranch_many752, int(a0))
+	sdt.Probe1(&bsdt_many752, int(a0))
 	a1 = bits.RotateLeft64(a1, 61) + 0x60918ef853786f9f
-	sdt.Probe1(&bbranch_many753, int(a1))
+	sdt.Probe1(&bsdt_many753, int(a1))
 	a2 = bits.RotateLeft64(a2, 62) + 0x9d00826b520d67c9
-	sdt.Probe1(&bbranch_many754, int(a2))
+	sdt.Probe1(&bsdt_many754, int(a2))
 	a3 = bits.RotateLeft64(a3, 63) + 0xd96f75de50a25ff3
-	sdt.Probe1(&bbranch_many755, int(a3))
+	sdt.Probe1(&bsdt_many755, int(a3))
 	a4 = bits.RotateLeft64(a4, 1) + 0x15de69514f37581d
-	sdt.Probe1(&bbranch_many756, int(a4))
+	sdt.Probe1(&bsdt_many756, int(a4))
 	a5 = bits.RotateLeft64(a5, 2) + 0x524d5cc44dcc5047
-	sdt.Probe1(&bbranch_many757, int(a5))
+	sdt.Probe1(&bsdt_many757, int(a5))
 	a6 = bits.RotateLeft64(a6, 3) + 0x8ebc50374c614871
-	sdt.Probe1(&bbranch_many758, int(a6))
+	sdt.Probe1(&bsdt_many758, int(a6))
 	a7 = bits.RotateLeft64(a7, 4) + 0xcb2b43aa4af6409b
-	sdt.Probe1(&bbranch_many759, int(a7))
+	sdt.Probe1(&bsdt_many759, int(a7))
 	a0 = bits.RotateLeft64(a0, 5) + 0x79a371d498b38c5
-	sdt.Probe1(&bbranch_many760, int(a0))
+	sdt.Probe1(&bsdt_many760, int(a0))
 	a1 = bits.RotateLeft64(a1, 6) + 0x44092a90482030ef
-	sdt.Probe1(&bbranch_many761, int(a1))
+	sdt.Probe1(&bsdt_many761, int(a1))
 	a2 = bits.RotateLeft64(a2, 7) + 0x80781e0346b52919
-	sdt.Probe1(&bbranch_many762, int(a2))
+	sdt.Probe1(&bsdt_many762, int(a2))
 	a3 = bits.RotateLeft64(a3, 8) + 0xbce71176454a2143
-	sdt.Probe1(&bbranch_many763, int(a3))
+	sdt.Probe1(&bsdt_many763, int(a3))
 	a4 = bits.RotateLeft64(a4, 9) + 0xf95604e943df196d
-	sdt.Probe1(&bbranch_many764, int(a4))
+	sdt.Probe1(&bsdt_many764, int(a4))
 	a5 = bits.RotateLeft64(a5, 10) + 0x35c4f85c42741197
-	sdt.Probe1(&bbranch_many765, int(a5))
+	sdt.Probe1(&bsdt_many765, int(a5))
 	a6 = bits.RotateLeft64(a6, 11) + 0x7233ebcf410909c1
-	sdt.Probe1(&bbranch_many766, int(a6))
+	sdt.Probe1(&bsdt_many766, int(a6))
 	a7 = bits.RotateLeft64(a7, 12) + 0xaea2df423f9e01eb
-	sdt.Probe1(&bbranch_many767, int(a7))
+	sdt.Probe1(&bsdt_many767, int(a7))
 	return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
 }
 
 //go:noinline
-func sites_branch_6(x uint64) uint64 {
+func sites_gosdt_6(x uint64) uint64 {
 	a0 := x + 0
 	a1 := x + 1
 	a2 := x + 2
@@ -6245,266 +5161,266 @@ func sites_branch_6(x uint64) uint64 {
 	a6 := x + 6
 	a7 := x + 7
 	a0 = bits.RotateLeft64(a0, 13) + 0xeb11d2b53e32fa15
-	sdt.Probe1(&bbranch_many768, int(a0))
+	sdt.Probe1(&bsdt_many768, int(a0))
 	a1 = bits.RotateLeft64(a1, 14) + 0x2780c6283cc7f23f
-	sdt.Probe1(&bbranch_many769, int(a1))
+	sdt.Probe1(&bsdt_many769, int(a1))
 	a2 = bits.RotateLeft64(a2, 15) + 0x63efb99b3b5cea69
-	sdt.Probe1(&bbranch_many770, int(a2))
+	sdt.Probe1(&bsdt_many770, int(a2))
 	a3 = bits.RotateLeft64(a3, 16) + 0xa05ead0e39f1e293
-	sdt.Probe1(&bbranch_many771, int(a3))
+	sdt.Probe1(&bsdt_many771, int(a3))
 	a4 = bits.RotateLeft64(a4, 17) + 0xdccda0813886dabd
-	sdt.Probe1(&bbranch_many772, int(a4))
+	sdt.Probe1(&bsdt_many772, int(a4))
 	a5 = bits.RotateLeft64(a5, 18) + 0x193c93f4371bd2e7
-	sdt.Probe1(&bbranch_many773, int(a5))
+	sdt.Probe1(&bsdt_many773, int(a5))
 	a6 = bits.RotateLeft64(a6, 19) + 0x55ab876735b0cb11
-	sdt.Probe1(&bbranch_many774, int(a6))
+	sdt.Probe1(&bsdt_many774, int(a6))
 	a7 = bits.RotateLeft64(a7, 20) + 0x921a7ada3445c33b
-	sdt.Probe1(&bbranch_many775, int(a7))
+	sdt.Probe1(&bsdt_many775, int(a7))
 	a0 = bits.RotateLeft64(a0, 21) + 0xce896e4d32dabb65
-	sdt.Probe1(&bbranch_many776, int(a0))
+	sdt.Probe1(&bsdt_many776, int(a0))
 	a1 = bits.RotateLeft64(a1, 22) + 0xaf861c0316fb38f
-	sdt.Probe1(&bbranch_many777, int(a1))
+	sdt.Probe1(&bsdt_many777, int(a1))
 	a2 = bits.RotateLeft64(a2, 23) + 0x476755333004abb9
-	sdt.Probe1(&bbranch_many778, int(a2))
+	sdt.Probe1(&bsdt_many778, int(a2))
 	a3 = bits.RotateLeft64(a3, 24) + 0x83d648a62e99a3e3
-	sdt.Probe1(&bbranch_many779, int(a3))
+	sdt.Probe1(&bsdt_many779, int(a3))
 	a4 = bits.RotateLeft64(a4, 25) + 0xc0453c192d2e9c0d
-	sdt.Probe1(&bbranch_many780, int(a4))
+	sdt.Probe1(&bsdt_many780, int(a4))
 	a5 = bits.RotateLeft64(a5, 26) + 0xfcb42f8c2bc39437
-	sdt.Probe1(&bbranch_many781, int(a5))
+	sdt.Probe1(&bsdt_many781, int(a5))
 	a6 = bits.RotateLeft64(a6, 27) + 0x392322ff2a588c61
-	sdt.Probe1(&bbranch_many782, int(a6))
+	sdt.Probe1(&bsdt_many782, int(a6))
 	a7 = bits.RotateLeft64(a7, 28) + 0x7592167228ed848b
-	sdt.Probe1(&bbranch_many783, int(a7))
+	sdt.Probe1(&bsdt_many783, int(a7))
 	a0 = bits.RotateLeft64(a0, 29) + 0xb20109e527827cb5
-	sdt.Probe1(&bbranch_many784, int(a0))
+	sdt.Probe1(&bsdt_many784, int(a0))
 	a1 = bits.RotateLeft64(a1, 30) + 0xee6ffd58261774df
-	sdt.Probe1(&bbranch_many785, int(a1))
+	sdt.Probe1(&bsdt_many785, int(a1))
 	a2 = bits.RotateLeft64(a2, 31) + 0x2adef0cb24ac6d09
-	sdt.Probe1(&bbranch_many786, int(a2))
+	sdt.Probe1(&bsdt_many786, int(a2))
 	a3 = bits.RotateLeft64(a3, 32) + 0x674de43e23416533
-	sdt.Probe1(&bbranch_many787, int(a3))
+	sdt.Probe1(&bsdt_many787, int(a3))
 	a4 = bits.RotateLeft64(a4, 33) + 0xa3bcd7b121d65d5d
-	sdt.Probe1(&bbranch_many788, int(a4))
+	sdt.Probe1(&bsdt_many788, int(a4))
 	a5 = bits.RotateLeft64(a5, 34) + 0xe02bcb24206b5587
-	sdt.Probe1(&bbranch_many789, int(a5))
+	sdt.Probe1(&bsdt_many789, int(a5))
 	a6 = bits.RotateLeft64(a6, 35) + 0x1c9abe971f004db1
-	sdt.Probe1(&bbranch_many790, int(a6))
+	sdt.Probe1(&bsdt_many790, int(a6))
 	a7 = bits.RotateLeft64(a7, 36) + 0x5909b20a1d9545db
-	sdt.Probe1(&bbranch_many791, int(a7))
+	sdt.Probe1(&bsdt_many791, int(a7))
 	a0 = bits.RotateLeft64(a0, 37) + 0x9578a57d1c2a3e05
-	sdt.Probe1(&bbranch_many792, int(a0))
+	sdt.Probe1(&bsdt_many792, int(a0))
 	a1 = bits.RotateLeft64(a1, 38) + 0xd1e798f01abf362f
-	sdt.Probe1(&bbranch_many793, int(a1))
+	sdt.Probe1(&bsdt_many793, int(a1))
 	a2 = bits.RotateLeft64(a2, 39) + 0xe568c6319542e59
-	sdt.Probe1(&bbranch_many794, int(a2))
+	sdt.Probe1(&bsdt_many794, int(a2))
 	a3 = bits.RotateLeft64(a3, 40) + 0x4ac57fd617e92683
-	sdt.Probe1(&bbranch_many795, int(a3))
+	sdt.Probe1(&bsdt_many795, int(a3))
 	a4 = bits.RotateLeft64(a4, 41) + 0x87347349167e1ead
-	sdt.Probe1(&bbranch_many796, int(a4))
+	sdt.Probe1(&bsdt_many796, int(a4))
 	a5 = bits.RotateLeft64(a5, 42) + 0xc3a366bc151316d7
-	sdt.Probe1(&bbranch_many797, int(a5))
+	sdt.Probe1(&bsdt_many797, int(a5))
 	a6 = bits.RotateLeft64(a6, 43) + 0x125a2f13a80f01
-	sdt.Probe1(&bbranch_many798, int(a6))
+	sdt.Probe1(&bsdt_many798, int(a6))
 	a7 = bits.RotateLeft64(a7, 44) + 0x3c814da2123d072b
-	sdt.Probe1(&bbranch_many799, int(a7))
+	sdt.Probe1(&bsdt_many799, int(a7))
 	a0 = bits.RotateLeft64(a0, 45) + 0x78f0411510d1ff55
-	sdt.Probe1(&bbranch_many800, int(a0))
+	sdt.Probe1(&bsdt_many800, int(a0))
 	a1 = bits.RotateLeft64(a1, 46) + 0xb55f34880f66f77f
-	sdt.Probe1(&bbranch_many801, int(a1))
+	sdt.Probe1(&bsdt_many801, int(a1))
 	a2 = bits.RotateLeft64(a2, 47) + 0xf1ce27fb0dfbefa9
-	sdt.Probe1(&bbranch_many802, int(a2))
+	sdt.Probe1(&bsdt_many802, int(a2))
 	a3 = bits.RotateLeft64(a3, 48) + 0x2e3d1b6e0c90e7d3
-	sdt.Probe1(&bbranch_many803, int(a3))
+	sdt.Probe1(&bsdt_many803, int(a3))
 	a4 = bits.RotateLeft64(a4, 49) + 0x6aac0ee10b25dffd
-	sdt.Probe1(&bbranch_many804, int(a4))
+	sdt.Probe1(&bsdt_many804, int(a4))
 	a5 = bits.RotateLeft64(a5, 50) + 0xa71b025409bad827
-	sdt.Probe1(&bbranch_many805, int(a5))
+	sdt.Probe1(&bsdt_many805, int(a5))
 	a6 = bits.RotateLeft64(a6, 51) + 0xe389f5c7084fd051
-	sdt.Probe1(&bbranch_many806, int(a6))
+	sdt.Probe1(&bsdt_many806, int(a6))
 	a7 = bits.RotateLeft64(a7, 52) + 0x1ff8e93a06e4c87b
-	sdt.Probe1(&bbranch_many807, int(a7))
+	sdt.Probe1(&bsdt_many807, int(a7))
 	a0 = bits.RotateLeft64(a0, 53) + 0x5c67dcad0579c0a5
-	sdt.Probe1(&bbranch_many808, int(a0))
+	sdt.Probe1(&bsdt_many808, int(a0))
 	a1 = bits.RotateLeft64(a1, 54) + 0x98d6d020040eb8cf
-	sdt.Probe1(&bbranch_many809, int(a1))
+	sdt.Probe1(&bsdt_many809, int(a1))
 	a2 = bits.RotateLeft64(a2, 55) + 0xd545c39302a3b0f9
-	sdt.Probe1(&bbranch_many810, int(a2))
+	sdt.Probe1(&bsdt_many810, int(a2))
 	a3 = bits.RotateLeft64(a3, 56) + 0x11b4b7060138a923
-	sdt.Probe1(&bbranch_many811, int(a3))
+	sdt.Probe1(&bsdt_many811, int(a3))
 	a4 = bits.RotateLeft64(a4, 57) + 0x4e23aa78ffcda14d
-	sdt.Probe1(&bbranch_many812, int(a4))
+	sdt.Probe1(&bsdt_many812, int(a4))
 	a5 = bits.RotateLeft64(a5, 58) + 0x8a929debfe629977
-	sdt.Probe1(&bbranch_many813, int(a5))
+	sdt.Probe1(&bsdt_many813, int(a5))
 	a6 = bits.RotateLeft64(a6, 59) + 0xc701915efcf791a1
-	sdt.Probe1(&bbranch_many814, int(a6))
+	sdt.Probe1(&bsdt_many814, int(a6))
 	a7 = bits.RotateLeft64(a7, 60) + 0x37084d1fb8c89cb
-	sdt.Probe1(&bbranch_many815, int(a7))
+	sdt.Probe1(&bsdt_many815, int(a7))
 	a0 = bits.RotateLeft64(a0, 61) + 0x3fdf7844fa2181f5
-	sdt.Probe1(&bbranch_many816, int(a0))
+	sdt.Probe1(&bsdt_many816, int(a0))
 	a1 = bits.RotateLeft64(a1, 62) + 0x7c4e6bb7f8b67a1f
-	sdt.Probe1(&bbranch_many817, int(a1))
+	sdt.Probe1(&bsdt_many817, int(a1))
 	a2 = bits.RotateLeft64(a2, 63) + 0xb8bd5f2af74b7249
-	sdt.Probe1(&bbranch_many818, int(a2))
+	sdt.Probe1(&bsdt_many818, int(a2))
 	a3 = bits.RotateLeft64(a3, 1) + 0xf52c529df5e06a73
-	sdt.Probe1(&bbranch_many819, int(a3))
+	sdt.Probe1(&bsdt_many819, int(a3))
 	a4 = bits.RotateLeft64(a4, 2) + 0x319b4610f475629d
-	sdt.Probe1(&bbranch_many820, int(a4))
+	sdt.Probe1(&bsdt_many820, int(a4))
 	a5 = bits.RotateLeft64(a5, 3) + 0x6e0a3983f30a5ac7
-	sdt.Probe1(&bbranch_many821, int(a5))
+	sdt.Probe1(&bsdt_many821, int(a5))
 	a6 = bits.RotateLeft64(a6, 4) + 0xaa792cf6f19f52f1
-	sdt.Probe1(&bbranch_many822, int(a6))
+	sdt.Probe1(&bsdt_many822, int(a6))
 	a7 = bits.RotateLeft64(a7, 5) + 0xe6e82069f0344b1b
-	sdt.Probe1(&bbranch_many823, int(a7))
+	sdt.Probe1(&bsdt_many823, int(a7))
 	a0 = bits.RotateLeft64(a0, 6) + 0x235713dceec94345
-	sdt.Probe1(&bbranch_many824, int(a0))
+	sdt.Probe1(&bsdt_many824, int(a0))
 	a1 = bits.RotateLeft64(a1, 7) + 0x5fc6074fed5e3b6f
-	sdt.Probe1(&bbranch_many825, int(a1))
+	sdt.Probe1(&bsdt_many825, int(a1))
 	a2 = bits.RotateLeft64(a2, 8) + 0x9c34fac2ebf33399
-	sdt.Probe1(&bbranch_many826, int(a2))
+	sdt.Probe1(&bsdt_many826, int(a2))
 	a3 = bits.RotateLeft64(a3, 9) + 0xd8a3ee35ea882bc3
-	sdt.Probe1(&bbranch_many827, int(a3))
+	sdt.Probe1(&bsdt_many827, int(a3))
 	a4 = bits.RotateLeft64(a4, 10) + 0x1512e1a8e91d23ed
-	sdt.Probe1(&bbranch_many828, int(a4))
+	sdt.Probe1(&bsdt_many828, int(a4))
 	a5 = bits.RotateLeft64(a5, 11) + 0x5181d51be7b21c17
-	sdt.Probe1(&bbranch_many829, int(a5))
+	sdt.Probe1(&bsdt_many829, int(a5))
 	a6 = bits.RotateLeft64(a6, 12) + 0x8df0c88ee6471441
-	sdt.Probe1(&bbranch_many830, int(a6))
+	sdt.Probe1(&bsdt_many830, int(a6))
 	a7 = bits.RotateLeft64(a7, 13) + 0xca5fbc01e4dc0c6b
-	sdt.Probe1(&bbranch_many831, int(a7))
+	sdt.Probe1(&bsdt_many831, int(a7))
 	a0 = bits.RotateLeft64(a0, 14) + 0x6ceaf74e3710495
-	sdt.Probe1(&bbranch_many832, int(a0))
+	sdt.Probe1(&bsdt_many832, int(a0))
 	a1 = bits.RotateLeft64(a1, 15) + 0x433da2e7e205fcbf
-	sdt.Probe1(&bbranch_many833, int(a1))
+	sdt.Probe1(&bsdt_many833, int(a1))
 	a2 = bits.RotateLeft64(a2, 16) + 0x7fac965ae09af4e9
-	sdt.Probe1(&bbranch_many834, int(a2))
+	sdt.Probe1(&bsdt_many834, int(a2))
 	a3 = bits.RotateLeft64(a3, 17) + 0xbc1b89cddf2fed13
-	sdt.Probe1(&bbranch_many835, int(a3))
+	sdt.Probe1(&bsdt_many835, int(a3))
 	a4 = bits.RotateLeft64(a4, 18) + 0xf88a7d40ddc4e53d
-	sdt.Probe1(&bbranch_many836, int(a4))
+	sdt.Probe1(&bsdt_many836, int(a4))
 	a5 = bits.RotateLeft64(a5, 19) + 0x34f970b3dc59dd67
-	sdt.Probe1(&bbranch_many837, int(a5))
+	sdt.Probe1(&bsdt_many837, int(a5))
 	a6 = bits.RotateLeft64(a6, 20) + 0x71686426daeed591
-	sdt.Probe1(&bbranch_many838, int(a6))
+	sdt.Probe1(&bsdt_many838, int(a6))
 	a7 = bits.RotateLeft64(a7, 21) + 0xadd75799d983cdbb
-	sdt.Probe1(&bbranch_many839, int(a7))
+	sdt.Probe1(&bsdt_many839, int(a7))
 	a0 = bits.RotateLeft64(a0, 22) + 0xea464b0cd818c5e5
-	sdt.Probe1(&bbranch_many840, int(a0))
+	sdt.Probe1(&bsdt_many840, int(a0))
 	a1 = bits.RotateLeft64(a1, 23) + 0x26b53e7fd6adbe0f
-	sdt.Probe1(&bbranch_many841, int(a1))
+	sdt.Probe1(&bsdt_many841, int(a1))
 	a2 = bits.RotateLeft64(a2, 24) + 0x632431f2d542b639
-	sdt.Probe1(&bbranch_many842, int(a2))
+	sdt.Probe1(&bsdt_many842, int(a2))
 	a3 = bits.RotateLeft64(a3, 25) + 0x9f932565d3d7ae63
-	sdt.Probe1(&bbranch_many843, int(a3))
+	sdt.Probe1(&bsdt_many843, int(a3))
 	a4 = bits.RotateLeft64(a4, 26) + 0xdc0218d8d26ca68d
-	sdt.Probe1(&bbranch_many844, int(a4))
+	sdt.Probe1(&bsdt_many844, int(a4))
 	a5 = bits.RotateLeft64(a5, 27) + 0x18710c4bd1019eb7
-	sdt.Probe1(&bbranch_many845, int(a5))
+	sdt.Probe1(&bsdt_many845, int(a5))
 	a6 = bits.RotateLeft64(a6, 28) + 0x54dfffbecf9696e1
-	sdt.Probe1(&bbranch_many846, int(a6))
+	sdt.Probe1(&bsdt_many846, int(a6))
 	a7 = bits.RotateLeft64(a7, 29) + 0x914ef331ce2b8f0b
-	sdt.Probe1(&bbranch_many847, int(a7))
+	sdt.Probe1(&bsdt_many847, int(a7))
 	a0 = bits.RotateLeft64(a0, 30) + 0xcdbde6a4ccc08735
-	sdt.Probe1(&bbranch_many848, int(a0))
+	sdt.Probe1(&bsdt_many848, int(a0))
 	a1 = bits.RotateLeft64(a1, 31) + 0xa2cda17cb557f5f
-	sdt.Probe1(&bbranch_many849, int(a1))
+	sdt.Probe1(&bsdt_many849, int(a1))
 	a2 = bits.RotateLeft64(a2, 32) + 0x469bcd8ac9ea7789
-	sdt.Probe1(&bbranch_many850, int(a2))
+	sdt.Probe1(&bsdt_many850, int(a2))
 	a3 = bits.RotateLeft64(a3, 33) + 0x830ac0fdc87f6fb3
-	sdt.Probe1(&bbranch_many851, int(a3))
+	sdt.Probe1(&bsdt_many851, int(a3))
 	a4 = bits.RotateLeft64(a4, 34) + 0xbf79b470c71467dd
-	sdt.Probe1(&bbranch_many852, int(a4))
+	sdt.Probe1(&bsdt_many852, int(a4))
 	a5 = bits.RotateLeft64(a5, 35) + 0xfbe8a7e3c5a96007
-	sdt.Probe1(&bbranch_many853, int(a5))
+	sdt.Probe1(&bsdt_many853, int(a5))
 	a6 = bits.RotateLeft64(a6, 36) + 0x38579b56c43e5831
-	sdt.Probe1(&bbranch_many854, int(a6))
+	sdt.Probe1(&bsdt_many854, int(a6))
 	a7 = bits.RotateLeft64(a7, 37) + 0x74c68ec9c2d3505b
-	sdt.Probe1(&bbranch_many855, int(a7))
+	sdt.Probe1(&bsdt_many855, int(a7))
 	a0 = bits.RotateLeft64(a0, 38) + 0xb135823cc1684885
-	sdt.Probe1(&bbranch_many856, int(a0))
+	sdt.Probe1(&bsdt_many856, int(a0))
 	a1 = bits.RotateLeft64(a1, 39) + 0xeda475afbffd40af
-	sdt.Probe1(&bbranch_many857, int(a1))
+	sdt.Probe1(&bsdt_many857, int(a1))
 	a2 = bits.RotateLeft64(a2, 40) + 0x2a136922be9238d9
-	sdt.Probe1(&bbranch_many858, int(a2))
+	sdt.Probe1(&bsdt_many858, int(a2))
 	a3 = bits.RotateLeft64(a3, 41) + 0x66825c95bd273103
-	sdt.Probe1(&bbranch_many859, int(a3))
+	sdt.Probe1(&bsdt_many859, int(a3))
 	a4 = bits.RotateLeft64(a4, 42) + 0xa2f15008bbbc292d
-	sdt.Probe1(&bbranch_many860, int(a4))
+	sdt.Probe1(&bsdt_many860, int(a4))
 	a5 = bits.RotateLeft64(a5, 43) + 0xdf60437bba512157
-	sdt.Probe1(&bbranch_many861, int(a5))
+	sdt.Probe1(&bsdt_many861, int(a5))
 	a6 = bits.RotateLeft64(a6, 44) + 0x1bcf36eeb8e61981
-	sdt.Probe1(&bbranch_many862, int(a6))
+	sdt.Probe1(&bsdt_many862, int(a6))
 	a7 = bits.RotateLeft64(a7, 45) + 0x583e2a61b77b11ab
-	sdt.Probe1(&bbranch_many863, int(a7))
+	sdt.Probe1(&bsdt_many863, int(a7))
 	a0 = bits.RotateLeft64(a0, 46) + 0x94ad1dd4b61009d5
-	sdt.Probe1(&bbranch_many864, int(a0))
+	sdt.Probe1(&bsdt_many864, int(a0))
 	a1 = bits.RotateLeft64(a1, 47) + 0xd11c1147b4a501ff
-	sdt.Probe1(&bbranch_many865, int(a1))
+	sdt.Probe1(&bsdt_many865, int(a1))
 	a2 = bits.RotateLeft64(a2, 48) + 0xd8b04bab339fa29
-	sdt.Probe1(&bbranch_many866, int(a2))
+	sdt.Probe1(&bsdt_many866, int(a2))
 	a3 = bits.RotateLeft64(a3, 49) + 0x49f9f82db1cef253
-	sdt.Probe1(&bbranch_many867, int(a3))
+	sdt.Probe1(&bsdt_many867, int(a3))
 	a4 = bits.RotateLeft64(a4, 50) + 0x8668eba0b063ea7d
-	sdt.Probe1(&bbranch_many868, int(a4))
+	sdt.Probe1(&bsdt_many868, int(a4))
 	a5 = bits.RotateLeft64(a5, 51) + 0xc2d7df13aef8e2a7
-	sdt.Probe1(&bbranch_many869, int(a5))
+	sdt.Probe1(&bsdt_many869, int(a5))
 	a6 = bits.RotateLeft64(a6, 52) + 0xff46d286ad8ddad1
-	sdt.Probe1(&bbranch_many870, int(a6))
+	sdt.Probe1(&bsdt_many870, int(a6))
 	a7 = bits.RotateLeft64(a7, 53) + 0x3bb5c5f9ac22d2fb
-	sdt.Probe1(&bbranch_many871, int(a7))
+	sdt.Probe1(&bsdt_many871, int(a7))
 	a0 = bits.RotateLeft64(a0, 54) + 0x7824b96caab7cb25
-	sdt.Probe1(&bbranch_many872, int(a0))
+	sdt.Probe1(&bsdt_many872, int(a0))
 	a1 = bits.RotateLeft64(a1, 55) + 0xb493acdfa94cc34f
-	sdt.Probe1(&bbranch_many873, int(a1))
+	sdt.Probe1(&bsdt_many873, int(a1))
 	a2 = bits.RotateLeft64(a2, 56) + 0xf102a052a7e1bb79
-	sdt.Probe1(&bbranch_many874, int(a2))
+	sdt.Probe1(&bsdt_many874, int(a2))
 	a3 = bits.RotateLeft64(a3, 57) + 0x2d7193c5a676b3a3
-	sdt.Probe1(&bbranch_many875, int(a3))
+	sdt.Probe1(&bsdt_many875, int(a3))
 	a4 = bits.RotateLeft64(a4, 58) + 0x69e08738a50babcd
-	sdt.Probe1(&bbranch_many876, int(a4))
+	sdt.Probe1(&bsdt_many876, int(a4))
 	a5 = bits.RotateLeft64(a5, 59) + 0xa64f7aaba3a0a3f7
-	sdt.Probe1(&bbranch_many877, int(a5))
+	sdt.Probe1(&bsdt_many877, int(a5))
 	a6 = bits.RotateLeft64(a6, 60) + 0xe2be6e1ea2359c21
-	sdt.Probe1(&bbranch_many878, int(a6))
+	sdt.Probe1(&bsdt_many878, int(a6))
 	a7 = bits.RotateLeft64(a7, 61) + 0x1f2d6191a0ca944b
-	sdt.Probe1(&bbranch_many879, int(a7))
+	sdt.Probe1(&bsdt_many879, int(a7))
 	a0 = bits.RotateLeft64(a0, 62) + 0x5b9c55049f5f8c75
-	sdt.Probe1(&bbranch_many880, int(a0))
+	sdt.Probe1(&bsdt_many880, int(a0))
 	a1 = bits.RotateLeft64(a1, 63) + 0x980b48779df4849f
-	sdt.Probe1(&bbranch_many881, int(a1))
+	sdt.Probe1(&bsdt_many881, int(a1))
 	a2 = bits.RotateLeft64(a2, 1) + 0xd47a3bea9c897cc9
-	sdt.Probe1(&bbranch_many882, int(a2))
+	sdt.Probe1(&bsdt_many882, int(a2))
 	a3 = bits.RotateLeft64(a3, 2) + 0x10e92f5d9b1e74f3
-	sdt.Probe1(&bbranch_many883, int(a3))
+	sdt.Probe1(&bsdt_many883, int(a3))
 	a4 = bits.RotateLeft64(a4, 3) + 0x4d5822d099b36d1d
-	sdt.Probe1(&bbranch_many884, int(a4))
+	sdt.Probe1(&bsdt_many884, int(a4))
 	a5 = bits.RotateLeft64(a5, 4) + 0x89c7164398486547
-	sdt.Probe1(&bbranch_many885, int(a5))
+	sdt.Probe1(&bsdt_many885, int(a5))
 	a6 = bits.RotateLeft64(a6, 5) + 0xc63609b696dd5d71
-	sdt.Probe1(&bbranch_many886, int(a6))
+	sdt.Probe1(&bsdt_many886, int(a6))
 	a7 = bits.RotateLeft64(a7, 6) + 0x2a4fd299572559b
-	sdt.Probe1(&bbranch_many887, int(a7))
+	sdt.Probe1(&bsdt_many887, int(a7))
 	a0 = bits.RotateLeft64(a0, 7) + 0x3f13f09c94074dc5
-	sdt.Probe1(&bbranch_many888, int(a0))
+	sdt.Probe1(&bsdt_many888, int(a0))
 	a1 = bits.RotateLeft64(a1, 8) + 0x7b82e40f929c45ef
-	sdt.Probe1(&bbranch_many889, int(a1))
+	sdt.Probe1(&bsdt_many889, int(a1))
 	a2 = bits.RotateLeft64(a2, 9) + 0xb7f1d78291313e19
-	sdt.Probe1(&bbranch_many890, int(a2))
+	sdt.Probe1(&bsdt_many890, int(a2))
 	a3 = bits.RotateLeft64(a3, 10) + 0xf460caf58fc63643
-	sdt.Probe1(&bbranch_many891, int(a3))
+	sdt.Probe1(&bsdt_many891, int(a3))
 	a4 = bits.RotateLeft64(a4, 11) + 0x30cfbe688e5b2e6d
-	sdt.Probe1(&bbranch_many892, int(a4))
+	sdt.Probe1(&bsdt_many892, int(a4))
 	a5 = bits.RotateLeft64(a5, 12) + 0x6d3eb1db8cf02697
-	sdt.Probe1(&bbranch_many893, int(a5))
+	sdt.Probe1(&bsdt_many893, int(a5))
 	a6 = bits.RotateLeft64(a6, 13) + 0xa9ada54e8b851ec1
-	sdt.Probe1(&bbranch_many894, int(a6))
+	sdt.Probe1(&bsdt_many894, int(a6))
 	a7 = bits.RotateLeft64(a7, 14) + 0xe61c98c18a1a16eb
-	sdt.Probe1(&bbranch_many895, int(a7))
+	sdt.Probe1(&bsdt_many895, int(a7))
 	return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
 }
 
 //go:noinline
-func sites_branch_7(x uint64) uint64 {
+func sites_gosdt_7(x uint64) uint64 {
 	a0 := x + 0
 	a1 := x + 1
 	a2 := x + 2
@@ -6514,2426 +5430,261 @@ func sites_branch_7(x uint64) uint64 {
 	a6 := x + 6
 	a7 := x + 7
 	a0 = bits.RotateLeft64(a0, 15) + 0x228b8c3488af0f15
-	sdt.Probe1(&bbranch_many896, int(a0))
+	sdt.Probe1(&bsdt_many896, int(a0))
 	a1 = bits.RotateLeft64(a1, 16) + 0x5efa7fa78744073f
-	sdt.Probe1(&bbranch_many897, int(a1))
+	sdt.Probe1(&bsdt_many897, int(a1))
 	a2 = bits.RotateLeft64(a2, 17) + 0x9b69731a85d8ff69
-	sdt.Probe1(&bbranch_many898, int(a2))
+	sdt.Probe1(&bsdt_many898, int(a2))
 	a3 = bits.RotateLeft64(a3, 18) + 0xd7d8668d846df793
-	sdt.Probe1(&bbranch_many899, int(a3))
+	sdt.Probe1(&bsdt_many899, int(a3))
 	a4 = bits.RotateLeft64(a4, 19) + 0x14475a008302efbd
-	sdt.Probe1(&bbranch_many900, int(a4))
+	sdt.Probe1(&bsdt_many900, int(a4))
 	a5 = bits.RotateLeft64(a5, 20) + 0x50b64d738197e7e7
-	sdt.Probe1(&bbranch_many901, int(a5))
+	sdt.Probe1(&bsdt_many901, int(a5))
 	a6 = bits.RotateLeft64(a6, 21) + 0x8d2540e6802ce011
-	sdt.Probe1(&bbranch_many902, int(a6))
+	sdt.Probe1(&bsdt_many902, int(a6))
 	a7 = bits.RotateLeft64(a7, 22) + 0xc99434597ec1d83b
-	sdt.Probe1(&bbranch_many903, int(a7))
+	sdt.Probe1(&bsdt_many903, int(a7))
 	a0 = bits.RotateLeft64(a0, 23) + 0x60327cc7d56d065
-	sdt.Probe1(&bbranch_many904, int(a0))
+	sdt.Probe1(&bsdt_many904, int(a0))
 	a1 = bits.RotateLeft64(a1, 24) + 0x42721b3f7bebc88f
-	sdt.Probe1(&bbranch_many905, int(a1))
+	sdt.Probe1(&bsdt_many905, int(a1))
 	a2 = bits.RotateLeft64(a2, 25) + 0x7ee10eb27a80c0b9
-	sdt.Probe1(&bbranch_many906, int(a2))
+	sdt.Probe1(&bsdt_many906, int(a2))
 	a3 = bits.RotateLeft64(a3, 26) + 0xbb5002257915b8e3
-	sdt.Probe1(&bbranch_many907, int(a3))
+	sdt.Probe1(&bsdt_many907, int(a3))
 	a4 = bits.RotateLeft64(a4, 27) + 0xf7bef59877aab10d
-	sdt.Probe1(&bbranch_many908, int(a4))
+	sdt.Probe1(&bsdt_many908, int(a4))
 	a5 = bits.RotateLeft64(a5, 28) + 0x342de90b763fa937
-	sdt.Probe1(&bbranch_many909, int(a5))
+	sdt.Probe1(&bsdt_many909, int(a5))
 	a6 = bits.RotateLeft64(a6, 29) + 0x709cdc7e74d4a161
-	sdt.Probe1(&bbranch_many910, int(a6))
+	sdt.Probe1(&bsdt_many910, int(a6))
 	a7 = bits.RotateLeft64(a7, 30) + 0xad0bcff17369998b
-	sdt.Probe1(&bbranch_many911, int(a7))
+	sdt.Probe1(&bsdt_many911, int(a7))
 	a0 = bits.RotateLeft64(a0, 31) + 0xe97ac36471fe91b5
-	sdt.Probe1(&bbranch_many912, int(a0))
+	sdt.Probe1(&bsdt_many912, int(a0))
 	a1 = bits.RotateLeft64(a1, 32) + 0x25e9b6d7709389df
-	sdt.Probe1(&bbranch_many913, int(a1))
+	sdt.Probe1(&bsdt_many913, int(a1))
 	a2 = bits.RotateLeft64(a2, 33) + 0x6258aa4a6f288209
-	sdt.Probe1(&bbranch_many914, int(a2))
+	sdt.Probe1(&bsdt_many914, int(a2))
 	a3 = bits.RotateLeft64(a3, 34) + 0x9ec79dbd6dbd7a33
-	sdt.Probe1(&bbranch_many915, int(a3))
+	sdt.Probe1(&bsdt_many915, int(a3))
 	a4 = bits.RotateLeft64(a4, 35) + 0xdb3691306c52725d
-	sdt.Probe1(&bbranch_many916, int(a4))
+	sdt.Probe1(&bsdt_many916, int(a4))
 	a5 = bits.RotateLeft64(a5, 36) + 0x17a584a36ae76a87
-	sdt.Probe1(&bbranch_many917, int(a5))
+	sdt.Probe1(&bsdt_many917, int(a5))
 	a6 = bits.RotateLeft64(a6, 37) + 0x54147816697c62b1
-	sdt.Probe1(&bbranch_many918, int(a6))
+	sdt.Probe1(&bsdt_many918, int(a6))
 	a7 = bits.RotateLeft64(a7, 38) + 0x90836b8968115adb
-	sdt.Probe1(&bbranch_many919, int(a7))
+	sdt.Probe1(&bsdt_many919, int(a7))
 	a0 = bits.RotateLeft64(a0, 39) + 0xccf25efc66a65305
-	sdt.Probe1(&bbranch_many920, int(a0))
+	sdt.Probe1(&bsdt_many920, int(a0))
 	a1 = bits.RotateLeft64(a1, 40) + 0x961526f653b4b2f
-	sdt.Probe1(&bbranch_many921, int(a1))
+	sdt.Probe1(&bsdt_many921, int(a1))
 	a2 = bits.RotateLeft64(a2, 41) + 0x45d045e263d04359
-	sdt.Probe1(&bbranch_many922, int(a2))
+	sdt.Probe1(&bsdt_many922, int(a2))
 	a3 = bits.RotateLeft64(a3, 42) + 0x823f395562653b83
-	sdt.Probe1(&bbranch_many923, int(a3))
+	sdt.Probe1(&bsdt_many923, int(a3))
 	a4 = bits.RotateLeft64(a4, 43) + 0xbeae2cc860fa33ad
-	sdt.Probe1(&bbranch_many924, int(a4))
+	sdt.Probe1(&bsdt_many924, int(a4))
 	a5 = bits.RotateLeft64(a5, 44) + 0xfb1d203b5f8f2bd7
-	sdt.Probe1(&bbranch_many925, int(a5))
+	sdt.Probe1(&bsdt_many925, int(a5))
 	a6 = bits.RotateLeft64(a6, 45) + 0x378c13ae5e242401
-	sdt.Probe1(&bbranch_many926, int(a6))
+	sdt.Probe1(&bsdt_many926, int(a6))
 	a7 = bits.RotateLeft64(a7, 46) + 0x73fb07215cb91c2b
-	sdt.Probe1(&bbranch_many927, int(a7))
+	sdt.Probe1(&bsdt_many927, int(a7))
 	a0 = bits.RotateLeft64(a0, 47) + 0xb069fa945b4e1455
-	sdt.Probe1(&bbranch_many928, int(a0))
+	sdt.Probe1(&bsdt_many928, int(a0))
 	a1 = bits.RotateLeft64(a1, 48) + 0xecd8ee0759e30c7f
-	sdt.Probe1(&bbranch_many929, int(a1))
+	sdt.Probe1(&bsdt_many929, int(a1))
 	a2 = bits.RotateLeft64(a2, 49) + 0x2947e17a587804a9
-	sdt.Probe1(&bbranch_many930, int(a2))
+	sdt.Probe1(&bsdt_many930, int(a2))
 	a3 = bits.RotateLeft64(a3, 50) + 0x65b6d4ed570cfcd3
-	sdt.Probe1(&bbranch_many931, int(a3))
+	sdt.Probe1(&bsdt_many931, int(a3))
 	a4 = bits.RotateLeft64(a4, 51) + 0xa225c86055a1f4fd
-	sdt.Probe1(&bbranch_many932, int(a4))
+	sdt.Probe1(&bsdt_many932, int(a4))
 	a5 = bits.RotateLeft64(a5, 52) + 0xde94bbd35436ed27
-	sdt.Probe1(&bbranch_many933, int(a5))
+	sdt.Probe1(&bsdt_many933, int(a5))
 	a6 = bits.RotateLeft64(a6, 53) + 0x1b03af4652cbe551
-	sdt.Probe1(&bbranch_many934, int(a6))
+	sdt.Probe1(&bsdt_many934, int(a6))
 	a7 = bits.RotateLeft64(a7, 54) + 0x5772a2b95160dd7b
-	sdt.Probe1(&bbranch_many935, int(a7))
+	sdt.Probe1(&bsdt_many935, int(a7))
 	a0 = bits.RotateLeft64(a0, 55) + 0x93e1962c4ff5d5a5
-	sdt.Probe1(&bbranch_many936, int(a0))
+	sdt.Probe1(&bsdt_many936, int(a0))
 	a1 = bits.RotateLeft64(a1, 56) + 0xd050899f4e8acdcf
-	sdt.Probe1(&bbranch_many937, int(a1))
+	sdt.Probe1(&bsdt_many937, int(a1))
 	a2 = bits.RotateLeft64(a2, 57) + 0xcbf7d124d1fc5f9
-	sdt.Probe1(&bbranch_many938, int(a2))
+	sdt.Probe1(&bsdt_many938, int(a2))
 	a3 = bits.RotateLeft64(a3, 58) + 0x492e70854bb4be23
-	sdt.Probe1(&bbranch_many939, int(a3))
+	sdt.Probe1(&bsdt_many939, int(a3))
 	a4 = bits.RotateLeft64(a4, 59) + 0x859d63f84a49b64d
-	sdt.Probe1(&bbranch_many940, int(a4))
+	sdt.Probe1(&bsdt_many940, int(a4))
 	a5 = bits.RotateLeft64(a5, 60) + 0xc20c576b48deae77
-	sdt.Probe1(&bbranch_many941, int(a5))
+	sdt.Probe1(&bsdt_many941, int(a5))
 	a6 = bits.RotateLeft64(a6, 61) + 0xfe7b4ade4773a6a1
-	sdt.Probe1(&bbranch_many942, int(a6))
+	sdt.Probe1(&bsdt_many942, int(a6))
 	a7 = bits.RotateLeft64(a7, 62) + 0x3aea3e5146089ecb
-	sdt.Probe1(&bbranch_many943, int(a7))
+	sdt.Probe1(&bsdt_many943, int(a7))
 	a0 = bits.RotateLeft64(a0, 63) + 0x775931c4449d96f5
-	sdt.Probe1(&bbranch_many944, int(a0))
+	sdt.Probe1(&bsdt_many944, int(a0))
 	a1 = bits.RotateLeft64(a1, 1) + 0xb3c8253743328f1f
-	sdt.Probe1(&bbranch_many945, int(a1))
+	sdt.Probe1(&bsdt_many945, int(a1))
 	a2 = bits.RotateLeft64(a2, 2) + 0xf03718aa41c78749
-	sdt.Probe1(&bbranch_many946, int(a2))
+	sdt.Probe1(&bsdt_many946, int(a2))
 	a3 = bits.RotateLeft64(a3, 3) + 0x2ca60c1d405c7f73
-	sdt.Probe1(&bbranch_many947, int(a3))
+	sdt.Probe1(&bsdt_many947, int(a3))
 	a4 = bits.RotateLeft64(a4, 4) + 0x6914ff903ef1779d
-	sdt.Probe1(&bbranch_many948, int(a4))
+	sdt.Probe1(&bsdt_many948, int(a4))
 	a5 = bits.RotateLeft64(a5, 5) + 0xa583f3033d866fc7
-	sdt.Probe1(&bbranch_many949, int(a5))
+	sdt.Probe1(&bsdt_many949, int(a5))
 	a6 = bits.RotateLeft64(a6, 6) + 0xe1f2e6763c1b67f1
-	sdt.Probe1(&bbranch_many950, int(a6))
+	sdt.Probe1(&bsdt_many950, int(a6))
 	a7 = bits.RotateLeft64(a7, 7) + 0x1e61d9e93ab0601b
-	sdt.Probe1(&bbranch_many951, int(a7))
+	sdt.Probe1(&bsdt_many951, int(a7))
 	a0 = bits.RotateLeft64(a0, 8) + 0x5ad0cd5c39455845
-	sdt.Probe1(&bbranch_many952, int(a0))
+	sdt.Probe1(&bsdt_many952, int(a0))
 	a1 = bits.RotateLeft64(a1, 9) + 0x973fc0cf37da506f
-	sdt.Probe1(&bbranch_many953, int(a1))
+	sdt.Probe1(&bsdt_many953, int(a1))
 	a2 = bits.RotateLeft64(a2, 10) + 0xd3aeb442366f4899
-	sdt.Probe1(&bbranch_many954, int(a2))
+	sdt.Probe1(&bsdt_many954, int(a2))
 	a3 = bits.RotateLeft64(a3, 11) + 0x101da7b5350440c3
-	sdt.Probe1(&bbranch_many955, int(a3))
+	sdt.Probe1(&bsdt_many955, int(a3))
 	a4 = bits.RotateLeft64(a4, 12) + 0x4c8c9b28339938ed
-	sdt.Probe1(&bbranch_many956, int(a4))
+	sdt.Probe1(&bsdt_many956, int(a4))
 	a5 = bits.RotateLeft64(a5, 13) + 0x88fb8e9b322e3117
-	sdt.Probe1(&bbranch_many957, int(a5))
+	sdt.Probe1(&bsdt_many957, int(a5))
 	a6 = bits.RotateLeft64(a6, 14) + 0xc56a820e30c32941
-	sdt.Probe1(&bbranch_many958, int(a6))
+	sdt.Probe1(&bsdt_many958, int(a6))
 	a7 = bits.RotateLeft64(a7, 15) + 0x1d975812f58216b
-	sdt.Probe1(&bbranch_many959, int(a7))
+	sdt.Probe1(&bsdt_many959, int(a7))
 	a0 = bits.RotateLeft64(a0, 16) + 0x3e4868f42ded1995
-	sdt.Probe1(&bbranch_many960, int(a0))
+	sdt.Probe1(&bsdt_many960, int(a0))
 	a1 = bits.RotateLeft64(a1, 17) + 0x7ab75c672c8211bf
-	sdt.Probe1(&bbranch_many961, int(a1))
+	sdt.Probe1(&bsdt_many961, int(a1))
 	a2 = bits.RotateLeft64(a2, 18) + 0xb7264fda2b1709e9
-	sdt.Probe1(&bbranch_many962, int(a2))
+	sdt.Probe1(&bsdt_many962, int(a2))
 	a3 = bits.RotateLeft64(a3, 19) + 0xf395434d29ac0213
-	sdt.Probe1(&bbranch_many963, int(a3))
+	sdt.Probe1(&bsdt_many963, int(a3))
 	a4 = bits.RotateLeft64(a4, 20) + 0x300436c02840fa3d
-	sdt.Probe1(&bbranch_many964, int(a4))
+	sdt.Probe1(&bsdt_many964, int(a4))
 	a5 = bits.RotateLeft64(a5, 21) + 0x6c732a3326d5f267
-	sdt.Probe1(&bbranch_many965, int(a5))
+	sdt.Probe1(&bsdt_many965, int(a5))
 	a6 = bits.RotateLeft64(a6, 22) + 0xa8e21da6256aea91
-	sdt.Probe1(&bbranch_many966, int(a6))
+	sdt.Probe1(&bsdt_many966, int(a6))
 	a7 = bits.RotateLeft64(a7, 23) + 0xe551111923ffe2bb
-	sdt.Probe1(&bbranch_many967, int(a7))
+	sdt.Probe1(&bsdt_many967, int(a7))
 	a0 = bits.RotateLeft64(a0, 24) + 0x21c0048c2294dae5
-	sdt.Probe1(&bbranch_many968, int(a0))
+	sdt.Probe1(&bsdt_many968, int(a0))
 	a1 = bits.RotateLeft64(a1, 25) + 0x5e2ef7ff2129d30f
-	sdt.Probe1(&bbranch_many969, int(a1))
+	sdt.Probe1(&bsdt_many969, int(a1))
 	a2 = bits.RotateLeft64(a2, 26) + 0x9a9deb721fbecb39
-	sdt.Probe1(&bbranch_many970, int(a2))
+	sdt.Probe1(&bsdt_many970, int(a2))
 	a3 = bits.RotateLeft64(a3, 27) + 0xd70cdee51e53c363
-	sdt.Probe1(&bbranch_many971, int(a3))
+	sdt.Probe1(&bsdt_many971, int(a3))
 	a4 = bits.RotateLeft64(a4, 28) + 0x137bd2581ce8bb8d
-	sdt.Probe1(&bbranch_many972, int(a4))
+	sdt.Probe1(&bsdt_many972, int(a4))
 	a5 = bits.RotateLeft64(a5, 29) + 0x4feac5cb1b7db3b7
-	sdt.Probe1(&bbranch_many973, int(a5))
+	sdt.Probe1(&bsdt_many973, int(a5))
 	a6 = bits.RotateLeft64(a6, 30) + 0x8c59b93e1a12abe1
-	sdt.Probe1(&bbranch_many974, int(a6))
+	sdt.Probe1(&bsdt_many974, int(a6))
 	a7 = bits.RotateLeft64(a7, 31) + 0xc8c8acb118a7a40b
-	sdt.Probe1(&bbranch_many975, int(a7))
+	sdt.Probe1(&bsdt_many975, int(a7))
 	a0 = bits.RotateLeft64(a0, 32) + 0x537a024173c9c35
-	sdt.Probe1(&bbranch_many976, int(a0))
+	sdt.Probe1(&bsdt_many976, int(a0))
 	a1 = bits.RotateLeft64(a1, 33) + 0x41a6939715d1945f
-	sdt.Probe1(&bbranch_many977, int(a1))
+	sdt.Probe1(&bsdt_many977, int(a1))
 	a2 = bits.RotateLeft64(a2, 34) + 0x7e15870a14668c89
-	sdt.Probe1(&bbranch_many978, int(a2))
+	sdt.Probe1(&bsdt_many978, int(a2))
 	a3 = bits.RotateLeft64(a3, 35) + 0xba847a7d12fb84b3
-	sdt.Probe1(&bbranch_many979, int(a3))
+	sdt.Probe1(&bsdt_many979, int(a3))
 	a4 = bits.RotateLeft64(a4, 36) + 0xf6f36df011907cdd
-	sdt.Probe1(&bbranch_many980, int(a4))
+	sdt.Probe1(&bsdt_many980, int(a4))
 	a5 = bits.RotateLeft64(a5, 37) + 0x3362616310257507
-	sdt.Probe1(&bbranch_many981, int(a5))
+	sdt.Probe1(&bsdt_many981, int(a5))
 	a6 = bits.RotateLeft64(a6, 38) + 0x6fd154d60eba6d31
-	sdt.Probe1(&bbranch_many982, int(a6))
+	sdt.Probe1(&bsdt_many982, int(a6))
 	a7 = bits.RotateLeft64(a7, 39) + 0xac4048490d4f655b
-	sdt.Probe1(&bbranch_many983, int(a7))
+	sdt.Probe1(&bsdt_many983, int(a7))
 	a0 = bits.RotateLeft64(a0, 40) + 0xe8af3bbc0be45d85
-	sdt.Probe1(&bbranch_many984, int(a0))
+	sdt.Probe1(&bsdt_many984, int(a0))
 	a1 = bits.RotateLeft64(a1, 41) + 0x251e2f2f0a7955af
-	sdt.Probe1(&bbranch_many985, int(a1))
+	sdt.Probe1(&bsdt_many985, int(a1))
 	a2 = bits.RotateLeft64(a2, 42) + 0x618d22a2090e4dd9
-	sdt.Probe1(&bbranch_many986, int(a2))
+	sdt.Probe1(&bsdt_many986, int(a2))
 	a3 = bits.RotateLeft64(a3, 43) + 0x9dfc161507a34603
-	sdt.Probe1(&bbranch_many987, int(a3))
+	sdt.Probe1(&bsdt_many987, int(a3))
 	a4 = bits.RotateLeft64(a4, 44) + 0xda6b098806383e2d
-	sdt.Probe1(&bbranch_many988, int(a4))
+	sdt.Probe1(&bsdt_many988, int(a4))
 	a5 = bits.RotateLeft64(a5, 45) + 0x16d9fcfb04cd3657
-	sdt.Probe1(&bbranch_many989, int(a5))
+	sdt.Probe1(&bsdt_many989, int(a5))
 	a6 = bits.RotateLeft64(a6, 46) + 0x5348f06e03622e81
-	sdt.Probe1(&bbranch_many990, int(a6))
+	sdt.Probe1(&bsdt_many990, int(a6))
 	a7 = bits.RotateLeft64(a7, 47) + 0x8fb7e3e101f726ab
-	sdt.Probe1(&bbranch_many991, int(a7))
+	sdt.Probe1(&bsdt_many991, int(a7))
 	a0 = bits.RotateLeft64(a0, 48) + 0xcc26d754008c1ed5
-	sdt.Probe1(&bbranch_many992, int(a0))
+	sdt.Probe1(&bsdt_many992, int(a0))
 	a1 = bits.RotateLeft64(a1, 49) + 0x895cac6ff2116ff
-	sdt.Probe1(&bbranch_many993, int(a1))
+	sdt.Probe1(&bsdt_many993, int(a1))
 	a2 = bits.RotateLeft64(a2, 50) + 0x4504be39fdb60f29
-	sdt.Probe1(&bbranch_many994, int(a2))
+	sdt.Probe1(&bsdt_many994, int(a2))
 	a3 = bits.RotateLeft64(a3, 51) + 0x8173b1acfc4b0753
-	sdt.Probe1(&bbranch_many995, int(a3))
+	sdt.Probe1(&bsdt_many995, int(a3))
 	a4 = bits.RotateLeft64(a4, 52) + 0xbde2a51ffadfff7d
-	sdt.Probe1(&bbranch_many996, int(a4))
+	sdt.Probe1(&bsdt_many996, int(a4))
 	a5 = bits.RotateLeft64(a5, 53) + 0xfa519892f974f7a7
-	sdt.Probe1(&bbranch_many997, int(a5))
+	sdt.Probe1(&bsdt_many997, int(a5))
 	a6 = bits.RotateLeft64(a6, 54) + 0x36c08c05f809efd1
-	sdt.Probe1(&bbranch_many998, int(a6))
+	sdt.Probe1(&bsdt_many998, int(a6))
 	a7 = bits.RotateLeft64(a7, 55) + 0x732f7f78f69ee7fb
-	sdt.Probe1(&bbranch_many999, int(a7))
+	sdt.Probe1(&bsdt_many999, int(a7))
 	a0 = bits.RotateLeft64(a0, 56) + 0xaf9e72ebf533e025
-	sdt.Probe1(&bbranch_many1000, int(a0))
+	sdt.Probe1(&bsdt_many1000, int(a0))
 	a1 = bits.RotateLeft64(a1, 57) + 0xec0d665ef3c8d84f
-	sdt.Probe1(&bbranch_many1001, int(a1))
+	sdt.Probe1(&bsdt_many1001, int(a1))
 	a2 = bits.RotateLeft64(a2, 58) + 0x287c59d1f25dd079
-	sdt.Probe1(&bbranch_many1002, int(a2))
+	sdt.Probe1(&bsdt_many1002, int(a2))
 	a3 = bits.RotateLeft64(a3, 59) + 0x64eb4d44f0f2c8a3
-	sdt.Probe1(&bbranch_many1003, int(a3))
+	sdt.Probe1(&bsdt_many1003, int(a3))
 	a4 = bits.RotateLeft64(a4, 60) + 0xa15a40b7ef87c0cd
-	sdt.Probe1(&bbranch_many1004, int(a4))
+	sdt.Probe1(&bsdt_many1004, int(a4))
 	a5 = bits.RotateLeft64(a5, 61) + 0xddc9342aee1cb8f7
-	sdt.Probe1(&bbranch_many1005, int(a5))
+	sdt.Probe1(&bsdt_many1005, int(a5))
 	a6 = bits.RotateLeft64(a6, 62) + 0x1a38279decb1b121
-	sdt.Probe1(&bbranch_many1006, int(a6))
+	sdt.Probe1(&bsdt_many1006, int(a6))
 	a7 = bits.RotateLeft64(a7, 63) + 0x56a71b10eb46a94b
-	sdt.Probe1(&bbranch_many1007, int(a7))
+	sdt.Probe1(&bsdt_many1007, int(a7))
 	a0 = bits.RotateLeft64(a0, 1) + 0x93160e83e9dba175
-	sdt.Probe1(&bbranch_many1008, int(a0))
+	sdt.Probe1(&bsdt_many1008, int(a0))
 	a1 = bits.RotateLeft64(a1, 2) + 0xcf8501f6e870999f
-	sdt.Probe1(&bbranch_many1009, int(a1))
+	sdt.Probe1(&bsdt_many1009, int(a1))
 	a2 = bits.RotateLeft64(a2, 3) + 0xbf3f569e70591c9
-	sdt.Probe1(&bbranch_many1010, int(a2))
+	sdt.Probe1(&bsdt_many1010, int(a2))
 	a3 = bits.RotateLeft64(a3, 4) + 0x4862e8dce59a89f3
-	sdt.Probe1(&bbranch_many1011, int(a3))
+	sdt.Probe1(&bsdt_many1011, int(a3))
 	a4 = bits.RotateLeft64(a4, 5) + 0x84d1dc4fe42f821d
-	sdt.Probe1(&bbranch_many1012, int(a4))
+	sdt.Probe1(&bsdt_many1012, int(a4))
 	a5 = bits.RotateLeft64(a5, 6) + 0xc140cfc2e2c47a47
-	sdt.Probe1(&bbranch_many1013, int(a5))
+	sdt.Probe1(&bsdt_many1013, int(a5))
 	a6 = bits.RotateLeft64(a6, 7) + 0xfdafc335e1597271
-	sdt.Probe1(&bbranch_many1014, int(a6))
+	sdt.Probe1(&bsdt_many1014, int(a6))
 	a7 = bits.RotateLeft64(a7, 8) + 0x3a1eb6a8dfee6a9b
-	sdt.Probe1(&bbranch_many1015, int(a7))
+	sdt.Probe1(&bsdt_many1015, int(a7))
 	a0 = bits.RotateLeft64(a0, 9) + 0x768daa1bde8362c5
-	sdt.Probe1(&bbranch_many1016, int(a0))
+	sdt.Probe1(&bsdt_many1016, int(a0))
 	a1 = bits.RotateLeft64(a1, 10) + 0xb2fc9d8edd185aef
-	sdt.Probe1(&bbranch_many1017, int(a1))
+	sdt.Probe1(&bsdt_many1017, int(a1))
 	a2 = bits.RotateLeft64(a2, 11) + 0xef6b9101dbad5319
-	sdt.Probe1(&bbranch_many1018, int(a2))
+	sdt.Probe1(&bsdt_many1018, int(a2))
 	a3 = bits.RotateLeft64(a3, 12) + 0x2bda8474da424b43
-	sdt.Probe1(&bbranch_many1019, int(a3))
+	sdt.Probe1(&bsdt_many1019, int(a3))
 	a4 = bits.RotateLeft64(a4, 13) + 0x684977e7d8d7436d
-	sdt.Probe1(&bbranch_many1020, int(a4))
+	sdt.Probe1(&bsdt_many1020, int(a4))
 	a5 = bits.RotateLeft64(a5, 14) + 0xa4b86b5ad76c3b97
-	sdt.Probe1(&bbranch_many1021, int(a5))
+	sdt.Probe1(&bsdt_many1021, int(a5))
 	a6 = bits.RotateLeft64(a6, 15) + 0xe1275ecdd60133c1
-	sdt.Probe1(&bbranch_many1022, int(a6))
+	sdt.Probe1(&bsdt_many1022, int(a6))
 	a7 = bits.RotateLeft64(a7, 16) + 0x1d965240d4962beb
-	sdt.Probe1(&bbranch_many1023, int(a7))
-	return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
-}
-
-//go:noinline
-func sites_sealed(x uint64) uint64 {
-	x = sites_sealed_0(x)
-	x = sites_sealed_1(x)
-	x = sites_sealed_2(x)
-	x = sites_sealed_3(x)
-	x = sites_sealed_4(x)
-	x = sites_sealed_5(x)
-	x = sites_sealed_6(x)
-	x = sites_sealed_7(x)
-	return x
-}
-
-//go:noinline
-func sites_sealed_0(x uint64) uint64 {
-	a0 := x + 0
-	a1 := x + 1
-	a2 := x + 2
-	a3 := x + 3
-	a4 := x + 4
-	a5 := x + 5
-	a6 := x + 6
-	a7 := x + 7
-	a0 = bits.RotateLeft64(a0, 1) + 0x9e3779b97f4a7c15
-	sdt.Probe1(&bsealed_many0, int(a0))
-	a1 = bits.RotateLeft64(a1, 2) + 0xdaa66d2c7ddf743f
-	sdt.Probe1(&bsealed_many1, int(a1))
-	a2 = bits.RotateLeft64(a2, 3) + 0x1715609f7c746c69
-	sdt.Probe1(&bsealed_many2, int(a2))
-	a3 = bits.RotateLeft64(a3, 4) + 0x538454127b096493
-	sdt.Probe1(&bsealed_many3, int(a3))
-	a4 = bits.RotateLeft64(a4, 5) + 0x8ff34785799e5cbd
-	sdt.Probe1(&bsealed_many4, int(a4))
-	a5 = bits.RotateLeft64(a5, 6) + 0xcc623af8783354e7
-	sdt.Probe1(&bsealed_many5, int(a5))
-	a6 = bits.RotateLeft64(a6, 7) + 0x8d12e6b76c84d11
-	sdt.Probe1(&bsealed_many6, int(a6))
-	a7 = bits.RotateLeft64(a7, 8) + 0x454021de755d453b
-	sdt.Probe1(&bsealed_many7, int(a7))
-	a0 = bits.RotateLeft64(a0, 9) + 0x81af155173f23d65
-	sdt.Probe1(&bsealed_many8, int(a0))
-	a1 = bits.RotateLeft64(a1, 10) + 0xbe1e08c47287358f
-	sdt.Probe1(&bsealed_many9, int(a1))
-	a2 = bits.RotateLeft64(a2, 11) + 0xfa8cfc37711c2db9
-	sdt.Probe1(&bsealed_many10, int(a2))
-	a3 = bits.RotateLeft64(a3, 12) + 0x36fbefaa6fb125e3
-	sdt.Probe1(&bsealed_many11, int(a3))
-	a4 = bits.RotateLeft64(a4, 13) + 0x736ae31d6e461e0d
-	sdt.Probe1(&bsealed_many12, int(a4))
-	a5 = bits.RotateLeft64(a5, 14) + 0xafd9d6906cdb1637
-	sdt.Probe1(&bsealed_many13, int(a5))
-	a6 = bits.RotateLeft64(a6, 15) + 0xec48ca036b700e61
-	sdt.Probe1(&bsealed_many14, int(a6))
-	a7 = bits.RotateLeft64(a7, 16) + 0x28b7bd766a05068b
-	sdt.Probe1(&bsealed_many15, int(a7))
-	a0 = bits.RotateLeft64(a0, 17) + 0x6526b0e96899feb5
-	sdt.Probe1(&bsealed_many16, int(a0))
-	a1 = bits.RotateLeft64(a1, 18) + 0xa195a45c672ef6df
-	sdt.Probe1(&bsealed_many17, int(a1))
-	a2 = bits.RotateLeft64(a2, 19) + 0xde0497cf65c3ef09
-	sdt.Probe1(&bsealed_many18, int(a2))
-	a3 = bits.RotateLeft64(a3, 20) + 0x1a738b426458e733
-	sdt.Probe1(&bsealed_many19, int(a3))
-	a4 = bits.RotateLeft64(a4, 21) + 0x56e27eb562eddf5d
-	sdt.Probe1(&bsealed_many20, int(a4))
-	a5 = bits.RotateLeft64(a5, 22) + 0x935172286182d787
-	sdt.Probe1(&bsealed_many21, int(a5))
-	a6 = bits.RotateLeft64(a6, 23) + 0xcfc0659b6017cfb1
-	sdt.Probe1(&bsealed_many22, int(a6))
-	a7 = bits.RotateLeft64(a7, 24) + 0xc2f590e5eacc7db
-	sdt.Probe1(&bsealed_many23, int(a7))
-	a0 = bits.RotateLeft64(a0, 25) + 0x489e4c815d41c005
-	sdt.Probe1(&bsealed_many24, int(a0))
-	a1 = bits.RotateLeft64(a1, 26) + 0x850d3ff45bd6b82f
-	sdt.Probe1(&bsealed_many25, int(a1))
-	a2 = bits.RotateLeft64(a2, 27) + 0xc17c33675a6bb059
-	sdt.Probe1(&bsealed_many26, int(a2))
-	a3 = bits.RotateLeft64(a3, 28) + 0xfdeb26da5900a883
-	sdt.Probe1(&bsealed_many27, int(a3))
-	a4 = bits.RotateLeft64(a4, 29) + 0x3a5a1a4d5795a0ad
-	sdt.Probe1(&bsealed_many28, int(a4))
-	a5 = bits.RotateLeft64(a5, 30) + 0x76c90dc0562a98d7
-	sdt.Probe1(&bsealed_many29, int(a5))
-	a6 = bits.RotateLeft64(a6, 31) + 0xb338013354bf9101
-	sdt.Probe1(&bsealed_many30, int(a6))
-	a7 = bits.RotateLeft64(a7, 32) + 0xefa6f4a65354892b
-	sdt.Probe1(&bsealed_many31, int(a7))
-	a0 = bits.RotateLeft64(a0, 33) + 0x2c15e81951e98155
-	sdt.Probe1(&bsealed_many32, int(a0))
-	a1 = bits.RotateLeft64(a1, 34) + 0x6884db8c507e797f
-	sdt.Probe1(&bsealed_many33, int(a1))
-	a2 = bits.RotateLeft64(a2, 35) + 0xa4f3ceff4f1371a9
-	sdt.Probe1(&bsealed_many34, int(a2))
-	a3 = bits.RotateLeft64(a3, 36) + 0xe162c2724da869d3
-	sdt.Probe1(&bsealed_many35, int(a3))
-	a4 = bits.RotateLeft64(a4, 37) + 0x1dd1b5e54c3d61fd
-	sdt.Probe1(&bsealed_many36, int(a4))
-	a5 = bits.RotateLeft64(a5, 38) + 0x5a40a9584ad25a27
-	sdt.Probe1(&bsealed_many37, int(a5))
-	a6 = bits.RotateLeft64(a6, 39) + 0x96af9ccb49675251
-	sdt.Probe1(&bsealed_many38, int(a6))
-	a7 = bits.RotateLeft64(a7, 40) + 0xd31e903e47fc4a7b
-	sdt.Probe1(&bsealed_many39, int(a7))
-	a0 = bits.RotateLeft64(a0, 41) + 0xf8d83b1469142a5
-	sdt.Probe1(&bsealed_many40, int(a0))
-	a1 = bits.RotateLeft64(a1, 42) + 0x4bfc772445263acf
-	sdt.Probe1(&bsealed_many41, int(a1))
-	a2 = bits.RotateLeft64(a2, 43) + 0x886b6a9743bb32f9
-	sdt.Probe1(&bsealed_many42, int(a2))
-	a3 = bits.RotateLeft64(a3, 44) + 0xc4da5e0a42502b23
-	sdt.Probe1(&bsealed_many43, int(a3))
-	a4 = bits.RotateLeft64(a4, 45) + 0x149517d40e5234d
-	sdt.Probe1(&bsealed_many44, int(a4))
-	a5 = bits.RotateLeft64(a5, 46) + 0x3db844f03f7a1b77
-	sdt.Probe1(&bsealed_many45, int(a5))
-	a6 = bits.RotateLeft64(a6, 47) + 0x7a2738633e0f13a1
-	sdt.Probe1(&bsealed_many46, int(a6))
-	a7 = bits.RotateLeft64(a7, 48) + 0xb6962bd63ca40bcb
-	sdt.Probe1(&bsealed_many47, int(a7))
-	a0 = bits.RotateLeft64(a0, 49) + 0xf3051f493b3903f5
-	sdt.Probe1(&bsealed_many48, int(a0))
-	a1 = bits.RotateLeft64(a1, 50) + 0x2f7412bc39cdfc1f
-	sdt.Probe1(&bsealed_many49, int(a1))
-	a2 = bits.RotateLeft64(a2, 51) + 0x6be3062f3862f449
-	sdt.Probe1(&bsealed_many50, int(a2))
-	a3 = bits.RotateLeft64(a3, 52) + 0xa851f9a236f7ec73
-	sdt.Probe1(&bsealed_many51, int(a3))
-	a4 = bits.RotateLeft64(a4, 53) + 0xe4c0ed15358ce49d
-	sdt.Probe1(&bsealed_many52, int(a4))
-	a5 = bits.RotateLeft64(a5, 54) + 0x212fe0883421dcc7
-	sdt.Probe1(&bsealed_many53, int(a5))
-	a6 = bits.RotateLeft64(a6, 55) + 0x5d9ed3fb32b6d4f1
-	sdt.Probe1(&bsealed_many54, int(a6))
-	a7 = bits.RotateLeft64(a7, 56) + 0x9a0dc76e314bcd1b
-	sdt.Probe1(&bsealed_many55, int(a7))
-	a0 = bits.RotateLeft64(a0, 57) + 0xd67cbae12fe0c545
-	sdt.Probe1(&bsealed_many56, int(a0))
-	a1 = bits.RotateLeft64(a1, 58) + 0x12ebae542e75bd6f
-	sdt.Probe1(&bsealed_many57, int(a1))
-	a2 = bits.RotateLeft64(a2, 59) + 0x4f5aa1c72d0ab599
-	sdt.Probe1(&bsealed_many58, int(a2))
-	a3 = bits.RotateLeft64(a3, 60) + 0x8bc9953a2b9fadc3
-	sdt.Probe1(&bsealed_many59, int(a3))
-	a4 = bits.RotateLeft64(a4, 61) + 0xc83888ad2a34a5ed
-	sdt.Probe1(&bsealed_many60, int(a4))
-	a5 = bits.RotateLeft64(a5, 62) + 0x4a77c2028c99e17
-	sdt.Probe1(&bsealed_many61, int(a5))
-	a6 = bits.RotateLeft64(a6, 63) + 0x41166f93275e9641
-	sdt.Probe1(&bsealed_many62, int(a6))
-	a7 = bits.RotateLeft64(a7, 1) + 0x7d85630625f38e6b
-	sdt.Probe1(&bsealed_many63, int(a7))
-	a0 = bits.RotateLeft64(a0, 2) + 0xb9f4567924888695
-	sdt.Probe1(&bsealed_many64, int(a0))
-	a1 = bits.RotateLeft64(a1, 3) + 0xf66349ec231d7ebf
-	sdt.Probe1(&bsealed_many65, int(a1))
-	a2 = bits.RotateLeft64(a2, 4) + 0x32d23d5f21b276e9
-	sdt.Probe1(&bsealed_many66, int(a2))
-	a3 = bits.RotateLeft64(a3, 5) + 0x6f4130d220476f13
-	sdt.Probe1(&bsealed_many67, int(a3))
-	a4 = bits.RotateLeft64(a4, 6) + 0xabb024451edc673d
-	sdt.Probe1(&bsealed_many68, int(a4))
-	a5 = bits.RotateLeft64(a5, 7) + 0xe81f17b81d715f67
-	sdt.Probe1(&bsealed_many69, int(a5))
-	a6 = bits.RotateLeft64(a6, 8) + 0x248e0b2b1c065791
-	sdt.Probe1(&bsealed_many70, int(a6))
-	a7 = bits.RotateLeft64(a7, 9) + 0x60fcfe9e1a9b4fbb
-	sdt.Probe1(&bsealed_many71, int(a7))
-	a0 = bits.RotateLeft64(a0, 10) + 0x9d6bf211193047e5
-	sdt.Probe1(&bsealed_many72, int(a0))
-	a1 = bits.RotateLeft64(a1, 11) + 0xd9dae58417c5400f
-	sdt.Probe1(&bsealed_many73, int(a1))
-	a2 = bits.RotateLeft64(a2, 12) + 0x1649d8f7165a3839
-	sdt.Probe1(&bsealed_many74, int(a2))
-	a3 = bits.RotateLeft64(a3, 13) + 0x52b8cc6a14ef3063
-	sdt.Probe1(&bsealed_many75, int(a3))
-	a4 = bits.RotateLeft64(a4, 14) + 0x8f27bfdd1384288d
-	sdt.Probe1(&bsealed_many76, int(a4))
-	a5 = bits.RotateLeft64(a5, 15) + 0xcb96b350121920b7
-	sdt.Probe1(&bsealed_many77, int(a5))
-	a6 = bits.RotateLeft64(a6, 16) + 0x805a6c310ae18e1
-	sdt.Probe1(&bsealed_many78, int(a6))
-	a7 = bits.RotateLeft64(a7, 17) + 0x44749a360f43110b
-	sdt.Probe1(&bsealed_many79, int(a7))
-	a0 = bits.RotateLeft64(a0, 18) + 0x80e38da90dd80935
-	sdt.Probe1(&bsealed_many80, int(a0))
-	a1 = bits.RotateLeft64(a1, 19) + 0xbd52811c0c6d015f
-	sdt.Probe1(&bsealed_many81, int(a1))
-	a2 = bits.RotateLeft64(a2, 20) + 0xf9c1748f0b01f989
-	sdt.Probe1(&bsealed_many82, int(a2))
-	a3 = bits.RotateLeft64(a3, 21) + 0x363068020996f1b3
-	sdt.Probe1(&bsealed_many83, int(a3))
-	a4 = bits.RotateLeft64(a4, 22) + 0x729f5b75082be9dd
-	sdt.Probe1(&bsealed_many84, int(a4))
-	a5 = bits.RotateLeft64(a5, 23) + 0xaf0e4ee806c0e207
-	sdt.Probe1(&bsealed_many85, int(a5))
-	a6 = bits.RotateLeft64(a6, 24) + 0xeb7d425b0555da31
-	sdt.Probe1(&bsealed_many86, int(a6))
-	a7 = bits.RotateLeft64(a7, 25) + 0x27ec35ce03ead25b
-	sdt.Probe1(&bsealed_many87, int(a7))
-	a0 = bits.RotateLeft64(a0, 26) + 0x645b2941027fca85
-	sdt.Probe1(&bsealed_many88, int(a0))
-	a1 = bits.RotateLeft64(a1, 27) + 0xa0ca1cb40114c2af
-	sdt.Probe1(&bsealed_many89, int(a1))
-	a2 = bits.RotateLeft64(a2, 28) + 0xdd391026ffa9bad9
-	sdt.Probe1(&bsealed_many90, int(a2))
-	a3 = bits.RotateLeft64(a3, 29) + 0x19a80399fe3eb303
-	sdt.Probe1(&bsealed_many91, int(a3))
-	a4 = bits.RotateLeft64(a4, 30) + 0x5616f70cfcd3ab2d
-	sdt.Probe1(&bsealed_many92, int(a4))
-	a5 = bits.RotateLeft64(a5, 31) + 0x9285ea7ffb68a357
-	sdt.Probe1(&bsealed_many93, int(a5))
-	a6 = bits.RotateLeft64(a6, 32) + 0xcef4ddf2f9fd9b81
-	sdt.Probe1(&bsealed_many94, int(a6))
-	a7 = bits.RotateLeft64(a7, 33) + 0xb63d165f89293ab
-	sdt.Probe1(&bsealed_many95, int(a7))
-	a0 = bits.RotateLeft64(a0, 34) + 0x47d2c4d8f7278bd5
-	sdt.Probe1(&bsealed_many96, int(a0))
-	a1 = bits.RotateLeft64(a1, 35) + 0x8441b84bf5bc83ff
-	sdt.Probe1(&bsealed_many97, int(a1))
-	a2 = bits.RotateLeft64(a2, 36) + 0xc0b0abbef4517c29
-	sdt.Probe1(&bsealed_many98, int(a2))
-	a3 = bits.RotateLeft64(a3, 37) + 0xfd1f9f31f2e67453
-	sdt.Probe1(&bsealed_many99, int(a3))
-	a4 = bits.RotateLeft64(a4, 38) + 0x398e92a4f17b6c7d
-	sdt.Probe1(&bsealed_many100, int(a4))
-	a5 = bits.RotateLeft64(a5, 39) + 0x75fd8617f01064a7
-	sdt.Probe1(&bsealed_many101, int(a5))
-	a6 = bits.RotateLeft64(a6, 40) + 0xb26c798aeea55cd1
-	sdt.Probe1(&bsealed_many102, int(a6))
-	a7 = bits.RotateLeft64(a7, 41) + 0xeedb6cfded3a54fb
-	sdt.Probe1(&bsealed_many103, int(a7))
-	a0 = bits.RotateLeft64(a0, 42) + 0x2b4a6070ebcf4d25
-	sdt.Probe1(&bsealed_many104, int(a0))
-	a1 = bits.RotateLeft64(a1, 43) + 0x67b953e3ea64454f
-	sdt.Probe1(&bsealed_many105, int(a1))
-	a2 = bits.RotateLeft64(a2, 44) + 0xa4284756e8f93d79
-	sdt.Probe1(&bsealed_many106, int(a2))
-	a3 = bits.RotateLeft64(a3, 45) + 0xe0973ac9e78e35a3
-	sdt.Probe1(&bsealed_many107, int(a3))
-	a4 = bits.RotateLeft64(a4, 46) + 0x1d062e3ce6232dcd
-	sdt.Probe1(&bsealed_many108, int(a4))
-	a5 = bits.RotateLeft64(a5, 47) + 0x597521afe4b825f7
-	sdt.Probe1(&bsealed_many109, int(a5))
-	a6 = bits.RotateLeft64(a6, 48) + 0x95e41522e34d1e21
-	sdt.Probe1(&bsealed_many110, int(a6))
-	a7 = bits.RotateLeft64(a7, 49) + 0xd2530895e1e2164b
-	sdt.Probe1(&bsealed_many111, int(a7))
-	a0 = bits.RotateLeft64(a0, 50) + 0xec1fc08e0770e75
-	sdt.Probe1(&bsealed_many112, int(a0))
-	a1 = bits.RotateLeft64(a1, 51) + 0x4b30ef7bdf0c069f
-	sdt.Probe1(&bsealed_many113, int(a1))
-	a2 = bits.RotateLeft64(a2, 52) + 0x879fe2eedda0fec9
-	sdt.Probe1(&bsealed_many114, int(a2))
-	a3 = bits.RotateLeft64(a3, 53) + 0xc40ed661dc35f6f3
-	sdt.Probe1(&bsealed_many115, int(a3))
-	a4 = bits.RotateLeft64(a4, 54) + 0x7dc9d4dacaef1d
-	sdt.Probe1(&bsealed_many116, int(a4))
-	a5 = bits.RotateLeft64(a5, 55) + 0x3cecbd47d95fe747
-	sdt.Probe1(&bsealed_many117, int(a5))
-	a6 = bits.RotateLeft64(a6, 56) + 0x795bb0bad7f4df71
-	sdt.Probe1(&bsealed_many118, int(a6))
-	a7 = bits.RotateLeft64(a7, 57) + 0xb5caa42dd689d79b
-	sdt.Probe1(&bsealed_many119, int(a7))
-	a0 = bits.RotateLeft64(a0, 58) + 0xf23997a0d51ecfc5
-	sdt.Probe1(&bsealed_many120, int(a0))
-	a1 = bits.RotateLeft64(a1, 59) + 0x2ea88b13d3b3c7ef
-	sdt.Probe1(&bsealed_many121, int(a1))
-	a2 = bits.RotateLeft64(a2, 60) + 0x6b177e86d248c019
-	sdt.Probe1(&bsealed_many122, int(a2))
-	a3 = bits.RotateLeft64(a3, 61) + 0xa78671f9d0ddb843
-	sdt.Probe1(&bsealed_many123, int(a3))
-	a4 = bits.RotateLeft64(a4, 62) + 0xe3f5656ccf72b06d
-	sdt.Probe1(&bsealed_many124, int(a4))
-	a5 = bits.RotateLeft64(a5, 63) + 0x206458dfce07a897
-	sdt.Probe1(&bsealed_many125, int(a5))
-	a6 = bits.RotateLeft64(a6, 1) + 0x5cd34c52cc9ca0c1
-	sdt.Probe1(&bsealed_many126, int(a6))
-	a7 = bits.RotateLeft64(a7, 2) + 0x99423fc5cb3198eb
-	sdt.Probe1(&bsealed_many127, int(a7))
-	return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
-}
-
-//go:noinline
-func sites_sealed_1(x uint64) uint64 {
-	a0 := x + 0
-	a1 := x + 1
-	a2 := x + 2
-	a3 := x + 3
-	a4 := x + 4
-	a5 := x + 5
-	a6 := x + 6
-	a7 := x + 7
-	a0 = bits.RotateLeft64(a0, 3) + 0xd5b13338c9c69115
-	sdt.Probe1(&bsealed_many128, int(a0))
-	a1 = bits.RotateLeft64(a1, 4) + 0x122026abc85b893f
-	sdt.Probe1(&bsealed_many129, int(a1))
-	a2 = bits.RotateLeft64(a2, 5) + 0x4e8f1a1ec6f08169
-	sdt.Probe1(&bsealed_many130, int(a2))
-	a3 = bits.RotateLeft64(a3, 6) + 0x8afe0d91c5857993
-	sdt.Probe1(&bsealed_many131, int(a3))
-	a4 = bits.RotateLeft64(a4, 7) + 0xc76d0104c41a71bd
-	sdt.Probe1(&bsealed_many132, int(a4))
-	a5 = bits.RotateLeft64(a5, 8) + 0x3dbf477c2af69e7
-	sdt.Probe1(&bsealed_many133, int(a5))
-	a6 = bits.RotateLeft64(a6, 9) + 0x404ae7eac1446211
-	sdt.Probe1(&bsealed_many134, int(a6))
-	a7 = bits.RotateLeft64(a7, 10) + 0x7cb9db5dbfd95a3b
-	sdt.Probe1(&bsealed_many135, int(a7))
-	a0 = bits.RotateLeft64(a0, 11) + 0xb928ced0be6e5265
-	sdt.Probe1(&bsealed_many136, int(a0))
-	a1 = bits.RotateLeft64(a1, 12) + 0xf597c243bd034a8f
-	sdt.Probe1(&bsealed_many137, int(a1))
-	a2 = bits.RotateLeft64(a2, 13) + 0x3206b5b6bb9842b9
-	sdt.Probe1(&bsealed_many138, int(a2))
-	a3 = bits.RotateLeft64(a3, 14) + 0x6e75a929ba2d3ae3
-	sdt.Probe1(&bsealed_many139, int(a3))
-	a4 = bits.RotateLeft64(a4, 15) + 0xaae49c9cb8c2330d
-	sdt.Probe1(&bsealed_many140, int(a4))
-	a5 = bits.RotateLeft64(a5, 16) + 0xe753900fb7572b37
-	sdt.Probe1(&bsealed_many141, int(a5))
-	a6 = bits.RotateLeft64(a6, 17) + 0x23c28382b5ec2361
-	sdt.Probe1(&bsealed_many142, int(a6))
-	a7 = bits.RotateLeft64(a7, 18) + 0x603176f5b4811b8b
-	sdt.Probe1(&bsealed_many143, int(a7))
-	a0 = bits.RotateLeft64(a0, 19) + 0x9ca06a68b31613b5
-	sdt.Probe1(&bsealed_many144, int(a0))
-	a1 = bits.RotateLeft64(a1, 20) + 0xd90f5ddbb1ab0bdf
-	sdt.Probe1(&bsealed_many145, int(a1))
-	a2 = bits.RotateLeft64(a2, 21) + 0x157e514eb0400409
-	sdt.Probe1(&bsealed_many146, int(a2))
-	a3 = bits.RotateLeft64(a3, 22) + 0x51ed44c1aed4fc33
-	sdt.Probe1(&bsealed_many147, int(a3))
-	a4 = bits.RotateLeft64(a4, 23) + 0x8e5c3834ad69f45d
-	sdt.Probe1(&bsealed_many148, int(a4))
-	a5 = bits.RotateLeft64(a5, 24) + 0xcacb2ba7abfeec87
-	sdt.Probe1(&bsealed_many149, int(a5))
-	a6 = bits.RotateLeft64(a6, 25) + 0x73a1f1aaa93e4b1
-	sdt.Probe1(&bsealed_many150, int(a6))
-	a7 = bits.RotateLeft64(a7, 26) + 0x43a9128da928dcdb
-	sdt.Probe1(&bsealed_many151, int(a7))
-	a0 = bits.RotateLeft64(a0, 27) + 0x80180600a7bdd505
-	sdt.Probe1(&bsealed_many152, int(a0))
-	a1 = bits.RotateLeft64(a1, 28) + 0xbc86f973a652cd2f
-	sdt.Probe1(&bsealed_many153, int(a1))
-	a2 = bits.RotateLeft64(a2, 29) + 0xf8f5ece6a4e7c559
-	sdt.Probe1(&bsealed_many154, int(a2))
-	a3 = bits.RotateLeft64(a3, 30) + 0x3564e059a37cbd83
-	sdt.Probe1(&bsealed_many155, int(a3))
-	a4 = bits.RotateLeft64(a4, 31) + 0x71d3d3cca211b5ad
-	sdt.Probe1(&bsealed_many156, int(a4))
-	a5 = bits.RotateLeft64(a5, 32) + 0xae42c73fa0a6add7
-	sdt.Probe1(&bsealed_many157, int(a5))
-	a6 = bits.RotateLeft64(a6, 33) + 0xeab1bab29f3ba601
-	sdt.Probe1(&bsealed_many158, int(a6))
-	a7 = bits.RotateLeft64(a7, 34) + 0x2720ae259dd09e2b
-	sdt.Probe1(&bsealed_many159, int(a7))
-	a0 = bits.RotateLeft64(a0, 35) + 0x638fa1989c659655
-	sdt.Probe1(&bsealed_many160, int(a0))
-	a1 = bits.RotateLeft64(a1, 36) + 0x9ffe950b9afa8e7f
-	sdt.Probe1(&bsealed_many161, int(a1))
-	a2 = bits.RotateLeft64(a2, 37) + 0xdc6d887e998f86a9
-	sdt.Probe1(&bsealed_many162, int(a2))
-	a3 = bits.RotateLeft64(a3, 38) + 0x18dc7bf198247ed3
-	sdt.Probe1(&bsealed_many163, int(a3))
-	a4 = bits.RotateLeft64(a4, 39) + 0x554b6f6496b976fd
-	sdt.Probe1(&bsealed_many164, int(a4))
-	a5 = bits.RotateLeft64(a5, 40) + 0x91ba62d7954e6f27
-	sdt.Probe1(&bsealed_many165, int(a5))
-	a6 = bits.RotateLeft64(a6, 41) + 0xce29564a93e36751
-	sdt.Probe1(&bsealed_many166, int(a6))
-	a7 = bits.RotateLeft64(a7, 42) + 0xa9849bd92785f7b
-	sdt.Probe1(&bsealed_many167, int(a7))
-	a0 = bits.RotateLeft64(a0, 43) + 0x47073d30910d57a5
-	sdt.Probe1(&bsealed_many168, int(a0))
-	a1 = bits.RotateLeft64(a1, 44) + 0x837630a38fa24fcf
-	sdt.Probe1(&bsealed_many169, int(a1))
-	a2 = bits.RotateLeft64(a2, 45) + 0xbfe524168e3747f9
-	sdt.Probe1(&bsealed_many170, int(a2))
-	a3 = bits.RotateLeft64(a3, 46) + 0xfc5417898ccc4023
-	sdt.Probe1(&bsealed_many171, int(a3))
-	a4 = bits.RotateLeft64(a4, 47) + 0x38c30afc8b61384d
-	sdt.Probe1(&bsealed_many172, int(a4))
-	a5 = bits.RotateLeft64(a5, 48) + 0x7531fe6f89f63077
-	sdt.Probe1(&bsealed_many173, int(a5))
-	a6 = bits.RotateLeft64(a6, 49) + 0xb1a0f1e2888b28a1
-	sdt.Probe1(&bsealed_many174, int(a6))
-	a7 = bits.RotateLeft64(a7, 50) + 0xee0fe555872020cb
-	sdt.Probe1(&bsealed_many175, int(a7))
-	a0 = bits.RotateLeft64(a0, 51) + 0x2a7ed8c885b518f5
-	sdt.Probe1(&bsealed_many176, int(a0))
-	a1 = bits.RotateLeft64(a1, 52) + 0x66edcc3b844a111f
-	sdt.Probe1(&bsealed_many177, int(a1))
-	a2 = bits.RotateLeft64(a2, 53) + 0xa35cbfae82df0949
-	sdt.Probe1(&bsealed_many178, int(a2))
-	a3 = bits.RotateLeft64(a3, 54) + 0xdfcbb32181740173
-	sdt.Probe1(&bsealed_many179, int(a3))
-	a4 = bits.RotateLeft64(a4, 55) + 0x1c3aa6948008f99d
-	sdt.Probe1(&bsealed_many180, int(a4))
-	a5 = bits.RotateLeft64(a5, 56) + 0x58a99a077e9df1c7
-	sdt.Probe1(&bsealed_many181, int(a5))
-	a6 = bits.RotateLeft64(a6, 57) + 0x95188d7a7d32e9f1
-	sdt.Probe1(&bsealed_many182, int(a6))
-	a7 = bits.RotateLeft64(a7, 58) + 0xd18780ed7bc7e21b
-	sdt.Probe1(&bsealed_many183, int(a7))
-	a0 = bits.RotateLeft64(a0, 59) + 0xdf674607a5cda45
-	sdt.Probe1(&bsealed_many184, int(a0))
-	a1 = bits.RotateLeft64(a1, 60) + 0x4a6567d378f1d26f
-	sdt.Probe1(&bsealed_many185, int(a1))
-	a2 = bits.RotateLeft64(a2, 61) + 0x86d45b467786ca99
-	sdt.Probe1(&bsealed_many186, int(a2))
-	a3 = bits.RotateLeft64(a3, 62) + 0xc3434eb9761bc2c3
-	sdt.Probe1(&bsealed_many187, int(a3))
-	a4 = bits.RotateLeft64(a4, 63) + 0xffb2422c74b0baed
-	sdt.Probe1(&bsealed_many188, int(a4))
-	a5 = bits.RotateLeft64(a5, 1) + 0x3c21359f7345b317
-	sdt.Probe1(&bsealed_many189, int(a5))
-	a6 = bits.RotateLeft64(a6, 2) + 0x7890291271daab41
-	sdt.Probe1(&bsealed_many190, int(a6))
-	a7 = bits.RotateLeft64(a7, 3) + 0xb4ff1c85706fa36b
-	sdt.Probe1(&bsealed_many191, int(a7))
-	a0 = bits.RotateLeft64(a0, 4) + 0xf16e0ff86f049b95
-	sdt.Probe1(&bsealed_many192, int(a0))
-	a1 = bits.RotateLeft64(a1, 5) + 0x2ddd036b6d9993bf
-	sdt.Probe1(&bsealed_many193, int(a1))
-	a2 = bits.RotateLeft64(a2, 6) + 0x6a4bf6de6c2e8be9
-	sdt.Probe1(&bsealed_many194, int(a2))
-	a3 = bits.RotateLeft64(a3, 7) + 0xa6baea516ac38413
-	sdt.Probe1(&bsealed_many195, int(a3))
-	a4 = bits.RotateLeft64(a4, 8) + 0xe329ddc469587c3d
-	sdt.Probe1(&bsealed_many196, int(a4))
-	a5 = bits.RotateLeft64(a5, 9) + 0x1f98d13767ed7467
-	sdt.Probe1(&bsealed_many197, int(a5))
-	a6 = bits.RotateLeft64(a6, 10) + 0x5c07c4aa66826c91
-	sdt.Probe1(&bsealed_many198, int(a6))
-	a7 = bits.RotateLeft64(a7, 11) + 0x9876b81d651764bb
-	sdt.Probe1(&bsealed_many199, int(a7))
-	a0 = bits.RotateLeft64(a0, 12) + 0xd4e5ab9063ac5ce5
-	sdt.Probe1(&bsealed_many200, int(a0))
-	a1 = bits.RotateLeft64(a1, 13) + 0x11549f036241550f
-	sdt.Probe1(&bsealed_many201, int(a1))
-	a2 = bits.RotateLeft64(a2, 14) + 0x4dc3927660d64d39
-	sdt.Probe1(&bsealed_many202, int(a2))
-	a3 = bits.RotateLeft64(a3, 15) + 0x8a3285e95f6b4563
-	sdt.Probe1(&bsealed_many203, int(a3))
-	a4 = bits.RotateLeft64(a4, 16) + 0xc6a1795c5e003d8d
-	sdt.Probe1(&bsealed_many204, int(a4))
-	a5 = bits.RotateLeft64(a5, 17) + 0x3106ccf5c9535b7
-	sdt.Probe1(&bsealed_many205, int(a5))
-	a6 = bits.RotateLeft64(a6, 18) + 0x3f7f60425b2a2de1
-	sdt.Probe1(&bsealed_many206, int(a6))
-	a7 = bits.RotateLeft64(a7, 19) + 0x7bee53b559bf260b
-	sdt.Probe1(&bsealed_many207, int(a7))
-	a0 = bits.RotateLeft64(a0, 20) + 0xb85d472858541e35
-	sdt.Probe1(&bsealed_many208, int(a0))
-	a1 = bits.RotateLeft64(a1, 21) + 0xf4cc3a9b56e9165f
-	sdt.Probe1(&bsealed_many209, int(a1))
-	a2 = bits.RotateLeft64(a2, 22) + 0x313b2e0e557e0e89
-	sdt.Probe1(&bsealed_many210, int(a2))
-	a3 = bits.RotateLeft64(a3, 23) + 0x6daa2181541306b3
-	sdt.Probe1(&bsealed_many211, int(a3))
-	a4 = bits.RotateLeft64(a4, 24) + 0xaa1914f452a7fedd
-	sdt.Probe1(&bsealed_many212, int(a4))
-	a5 = bits.RotateLeft64(a5, 25) + 0xe6880867513cf707
-	sdt.Probe1(&bsealed_many213, int(a5))
-	a6 = bits.RotateLeft64(a6, 26) + 0x22f6fbda4fd1ef31
-	sdt.Probe1(&bsealed_many214, int(a6))
-	a7 = bits.RotateLeft64(a7, 27) + 0x5f65ef4d4e66e75b
-	sdt.Probe1(&bsealed_many215, int(a7))
-	a0 = bits.RotateLeft64(a0, 28) + 0x9bd4e2c04cfbdf85
-	sdt.Probe1(&bsealed_many216, int(a0))
-	a1 = bits.RotateLeft64(a1, 29) + 0xd843d6334b90d7af
-	sdt.Probe1(&bsealed_many217, int(a1))
-	a2 = bits.RotateLeft64(a2, 30) + 0x14b2c9a64a25cfd9
-	sdt.Probe1(&bsealed_many218, int(a2))
-	a3 = bits.RotateLeft64(a3, 31) + 0x5121bd1948bac803
-	sdt.Probe1(&bsealed_many219, int(a3))
-	a4 = bits.RotateLeft64(a4, 32) + 0x8d90b08c474fc02d
-	sdt.Probe1(&bsealed_many220, int(a4))
-	a5 = bits.RotateLeft64(a5, 33) + 0xc9ffa3ff45e4b857
-	sdt.Probe1(&bsealed_many221, int(a5))
-	a6 = bits.RotateLeft64(a6, 34) + 0x66e97724479b081
-	sdt.Probe1(&bsealed_many222, int(a6))
-	a7 = bits.RotateLeft64(a7, 35) + 0x42dd8ae5430ea8ab
-	sdt.Probe1(&bsealed_many223, int(a7))
-	a0 = bits.RotateLeft64(a0, 36) + 0x7f4c7e5841a3a0d5
-	sdt.Probe1(&bsealed_many224, int(a0))
-	a1 = bits.RotateLeft64(a1, 37) + 0xbbbb71cb403898ff
-	sdt.Probe1(&bsealed_many225, int(a1))
-	a2 = bits.RotateLeft64(a2, 38) + 0xf82a653e3ecd9129
-	sdt.Probe1(&bsealed_many226, int(a2))
-	a3 = bits.RotateLeft64(a3, 39) + 0x349958b13d628953
-	sdt.Probe1(&bsealed_many227, int(a3))
-	a4 = bits.RotateLeft64(a4, 40) + 0x71084c243bf7817d
-	sdt.Probe1(&bsealed_many228, int(a4))
-	a5 = bits.RotateLeft64(a5, 41) + 0xad773f973a8c79a7
-	sdt.Probe1(&bsealed_many229, int(a5))
-	a6 = bits.RotateLeft64(a6, 42) + 0xe9e6330a392171d1
-	sdt.Probe1(&bsealed_many230, int(a6))
-	a7 = bits.RotateLeft64(a7, 43) + 0x2655267d37b669fb
-	sdt.Probe1(&bsealed_many231, int(a7))
-	a0 = bits.RotateLeft64(a0, 44) + 0x62c419f0364b6225
-	sdt.Probe1(&bsealed_many232, int(a0))
-	a1 = bits.RotateLeft64(a1, 45) + 0x9f330d6334e05a4f
-	sdt.Probe1(&bsealed_many233, int(a1))
-	a2 = bits.RotateLeft64(a2, 46) + 0xdba200d633755279
-	sdt.Probe1(&bsealed_many234, int(a2))
-	a3 = bits.RotateLeft64(a3, 47) + 0x1810f449320a4aa3
-	sdt.Probe1(&bsealed_many235, int(a3))
-	a4 = bits.RotateLeft64(a4, 48) + 0x547fe7bc309f42cd
-	sdt.Probe1(&bsealed_many236, int(a4))
-	a5 = bits.RotateLeft64(a5, 49) + 0x90eedb2f2f343af7
-	sdt.Probe1(&bsealed_many237, int(a5))
-	a6 = bits.RotateLeft64(a6, 50) + 0xcd5dcea22dc93321
-	sdt.Probe1(&bsealed_many238, int(a6))
-	a7 = bits.RotateLeft64(a7, 51) + 0x9ccc2152c5e2b4b
-	sdt.Probe1(&bsealed_many239, int(a7))
-	a0 = bits.RotateLeft64(a0, 52) + 0x463bb5882af32375
-	sdt.Probe1(&bsealed_many240, int(a0))
-	a1 = bits.RotateLeft64(a1, 53) + 0x82aaa8fb29881b9f
-	sdt.Probe1(&bsealed_many241, int(a1))
-	a2 = bits.RotateLeft64(a2, 54) + 0xbf199c6e281d13c9
-	sdt.Probe1(&bsealed_many242, int(a2))
-	a3 = bits.RotateLeft64(a3, 55) + 0xfb888fe126b20bf3
-	sdt.Probe1(&bsealed_many243, int(a3))
-	a4 = bits.RotateLeft64(a4, 56) + 0x37f783542547041d
-	sdt.Probe1(&bsealed_many244, int(a4))
-	a5 = bits.RotateLeft64(a5, 57) + 0x746676c723dbfc47
-	sdt.Probe1(&bsealed_many245, int(a5))
-	a6 = bits.RotateLeft64(a6, 58) + 0xb0d56a3a2270f471
-	sdt.Probe1(&bsealed_many246, int(a6))
-	a7 = bits.RotateLeft64(a7, 59) + 0xed445dad2105ec9b
-	sdt.Probe1(&bsealed_many247, int(a7))
-	a0 = bits.RotateLeft64(a0, 60) + 0x29b351201f9ae4c5
-	sdt.Probe1(&bsealed_many248, int(a0))
-	a1 = bits.RotateLeft64(a1, 61) + 0x662244931e2fdcef
-	sdt.Probe1(&bsealed_many249, int(a1))
-	a2 = bits.RotateLeft64(a2, 62) + 0xa29138061cc4d519
-	sdt.Probe1(&bsealed_many250, int(a2))
-	a3 = bits.RotateLeft64(a3, 63) + 0xdf002b791b59cd43
-	sdt.Probe1(&bsealed_many251, int(a3))
-	a4 = bits.RotateLeft64(a4, 1) + 0x1b6f1eec19eec56d
-	sdt.Probe1(&bsealed_many252, int(a4))
-	a5 = bits.RotateLeft64(a5, 2) + 0x57de125f1883bd97
-	sdt.Probe1(&bsealed_many253, int(a5))
-	a6 = bits.RotateLeft64(a6, 3) + 0x944d05d21718b5c1
-	sdt.Probe1(&bsealed_many254, int(a6))
-	a7 = bits.RotateLeft64(a7, 4) + 0xd0bbf94515adadeb
-	sdt.Probe1(&bsealed_many255, int(a7))
-	return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
-}
-
-//go:noinline
-func sites_sealed_2(x uint64) uint64 {
-	a0 := x + 0
-	a1 := x + 1
-	a2 := x + 2
-	a3 := x + 3
-	a4 := x + 4
-	a5 := x + 5
-	a6 := x + 6
-	a7 := x + 7
-	a0 = bits.RotateLeft64(a0, 5) + 0xd2aecb81442a615
-	sdt.Probe1(&bsealed_many256, int(a0))
-	a1 = bits.RotateLeft64(a1, 6) + 0x4999e02b12d79e3f
-	sdt.Probe1(&bsealed_many257, int(a1))
-	a2 = bits.RotateLeft64(a2, 7) + 0x8608d39e116c9669
-	sdt.Probe1(&bsealed_many258, int(a2))
-	a3 = bits.RotateLeft64(a3, 8) + 0xc277c71110018e93
-	sdt.Probe1(&bsealed_many259, int(a3))
-	a4 = bits.RotateLeft64(a4, 9) + 0xfee6ba840e9686bd
-	sdt.Probe1(&bsealed_many260, int(a4))
-	a5 = bits.RotateLeft64(a5, 10) + 0x3b55adf70d2b7ee7
-	sdt.Probe1(&bsealed_many261, int(a5))
-	a6 = bits.RotateLeft64(a6, 11) + 0x77c4a16a0bc07711
-	sdt.Probe1(&bsealed_many262, int(a6))
-	a7 = bits.RotateLeft64(a7, 12) + 0xb43394dd0a556f3b
-	sdt.Probe1(&bsealed_many263, int(a7))
-	a0 = bits.RotateLeft64(a0, 13) + 0xf0a2885008ea6765
-	sdt.Probe1(&bsealed_many264, int(a0))
-	a1 = bits.RotateLeft64(a1, 14) + 0x2d117bc3077f5f8f
-	sdt.Probe1(&bsealed_many265, int(a1))
-	a2 = bits.RotateLeft64(a2, 15) + 0x69806f36061457b9
-	sdt.Probe1(&bsealed_many266, int(a2))
-	a3 = bits.RotateLeft64(a3, 16) + 0xa5ef62a904a94fe3
-	sdt.Probe1(&bsealed_many267, int(a3))
-	a4 = bits.RotateLeft64(a4, 17) + 0xe25e561c033e480d
-	sdt.Probe1(&bsealed_many268, int(a4))
-	a5 = bits.RotateLeft64(a5, 18) + 0x1ecd498f01d34037
-	sdt.Probe1(&bsealed_many269, int(a5))
-	a6 = bits.RotateLeft64(a6, 19) + 0x5b3c3d0200683861
-	sdt.Probe1(&bsealed_many270, int(a6))
-	a7 = bits.RotateLeft64(a7, 20) + 0x97ab3074fefd308b
-	sdt.Probe1(&bsealed_many271, int(a7))
-	a0 = bits.RotateLeft64(a0, 21) + 0xd41a23e7fd9228b5
-	sdt.Probe1(&bsealed_many272, int(a0))
-	a1 = bits.RotateLeft64(a1, 22) + 0x1089175afc2720df
-	sdt.Probe1(&bsealed_many273, int(a1))
-	a2 = bits.RotateLeft64(a2, 23) + 0x4cf80acdfabc1909
-	sdt.Probe1(&bsealed_many274, int(a2))
-	a3 = bits.RotateLeft64(a3, 24) + 0x8966fe40f9511133
-	sdt.Probe1(&bsealed_many275, int(a3))
-	a4 = bits.RotateLeft64(a4, 25) + 0xc5d5f1b3f7e6095d
-	sdt.Probe1(&bsealed_many276, int(a4))
-	a5 = bits.RotateLeft64(a5, 26) + 0x244e526f67b0187
-	sdt.Probe1(&bsealed_many277, int(a5))
-	a6 = bits.RotateLeft64(a6, 27) + 0x3eb3d899f50ff9b1
-	sdt.Probe1(&bsealed_many278, int(a6))
-	a7 = bits.RotateLeft64(a7, 28) + 0x7b22cc0cf3a4f1db
-	sdt.Probe1(&bsealed_many279, int(a7))
-	a0 = bits.RotateLeft64(a0, 29) + 0xb791bf7ff239ea05
-	sdt.Probe1(&bsealed_many280, int(a0))
-	a1 = bits.RotateLeft64(a1, 30) + 0xf400b2f2f0cee22f
-	sdt.Probe1(&bsealed_many281, int(a1))
-	a2 = bits.RotateLeft64(a2, 31) + 0x306fa665ef63da59
-	sdt.Probe1(&bsealed_many282, int(a2))
-	a3 = bits.RotateLeft64(a3, 32) + 0x6cde99d8edf8d283
-	sdt.Probe1(&bsealed_many283, int(a3))
-	a4 = bits.RotateLeft64(a4, 33) + 0xa94d8d4bec8dcaad
-	sdt.Probe1(&bsealed_many284, int(a4))
-	a5 = bits.RotateLeft64(a5, 34) + 0xe5bc80beeb22c2d7
-	sdt.Probe1(&bsealed_many285, int(a5))
-	a6 = bits.RotateLeft64(a6, 35) + 0x222b7431e9b7bb01
-	sdt.Probe1(&bsealed_many286, int(a6))
-	a7 = bits.RotateLeft64(a7, 36) + 0x5e9a67a4e84cb32b
-	sdt.Probe1(&bsealed_many287, int(a7))
-	a0 = bits.RotateLeft64(a0, 37) + 0x9b095b17e6e1ab55
-	sdt.Probe1(&bsealed_many288, int(a0))
-	a1 = bits.RotateLeft64(a1, 38) + 0xd7784e8ae576a37f
-	sdt.Probe1(&bsealed_many289, int(a1))
-	a2 = bits.RotateLeft64(a2, 39) + 0x13e741fde40b9ba9
-	sdt.Probe1(&bsealed_many290, int(a2))
-	a3 = bits.RotateLeft64(a3, 40) + 0x50563570e2a093d3
-	sdt.Probe1(&bsealed_many291, int(a3))
-	a4 = bits.RotateLeft64(a4, 41) + 0x8cc528e3e1358bfd
-	sdt.Probe1(&bsealed_many292, int(a4))
-	a5 = bits.RotateLeft64(a5, 42) + 0xc9341c56dfca8427
-	sdt.Probe1(&bsealed_many293, int(a5))
-	a6 = bits.RotateLeft64(a6, 43) + 0x5a30fc9de5f7c51
-	sdt.Probe1(&bsealed_many294, int(a6))
-	a7 = bits.RotateLeft64(a7, 44) + 0x4212033cdcf4747b
-	sdt.Probe1(&bsealed_many295, int(a7))
-	a0 = bits.RotateLeft64(a0, 45) + 0x7e80f6afdb896ca5
-	sdt.Probe1(&bsealed_many296, int(a0))
-	a1 = bits.RotateLeft64(a1, 46) + 0xbaefea22da1e64cf
-	sdt.Probe1(&bsealed_many297, int(a1))
-	a2 = bits.RotateLeft64(a2, 47) + 0xf75edd95d8b35cf9
-	sdt.Probe1(&bsealed_many298, int(a2))
-	a3 = bits.RotateLeft64(a3, 48) + 0x33cdd108d7485523
-	sdt.Probe1(&bsealed_many299, int(a3))
-	a4 = bits.RotateLeft64(a4, 49) + 0x703cc47bd5dd4d4d
-	sdt.Probe1(&bsealed_many300, int(a4))
-	a5 = bits.RotateLeft64(a5, 50) + 0xacabb7eed4724577
-	sdt.Probe1(&bsealed_many301, int(a5))
-	a6 = bits.RotateLeft64(a6, 51) + 0xe91aab61d3073da1
-	sdt.Probe1(&bsealed_many302, int(a6))
-	a7 = bits.RotateLeft64(a7, 52) + 0x25899ed4d19c35cb
-	sdt.Probe1(&bsealed_many303, int(a7))
-	a0 = bits.RotateLeft64(a0, 53) + 0x61f89247d0312df5
-	sdt.Probe1(&bsealed_many304, int(a0))
-	a1 = bits.RotateLeft64(a1, 54) + 0x9e6785bacec6261f
-	sdt.Probe1(&bsealed_many305, int(a1))
-	a2 = bits.RotateLeft64(a2, 55) + 0xdad6792dcd5b1e49
-	sdt.Probe1(&bsealed_many306, int(a2))
-	a3 = bits.RotateLeft64(a3, 56) + 0x17456ca0cbf01673
-	sdt.Probe1(&bsealed_many307, int(a3))
-	a4 = bits.RotateLeft64(a4, 57) + 0x53b46013ca850e9d
-	sdt.Probe1(&bsealed_many308, int(a4))
-	a5 = bits.RotateLeft64(a5, 58) + 0x90235386c91a06c7
-	sdt.Probe1(&bsealed_many309, int(a5))
-	a6 = bits.RotateLeft64(a6, 59) + 0xcc9246f9c7aefef1
-	sdt.Probe1(&bsealed_many310, int(a6))
-	a7 = bits.RotateLeft64(a7, 60) + 0x9013a6cc643f71b
-	sdt.Probe1(&bsealed_many311, int(a7))
-	a0 = bits.RotateLeft64(a0, 61) + 0x45702ddfc4d8ef45
-	sdt.Probe1(&bsealed_many312, int(a0))
-	a1 = bits.RotateLeft64(a1, 62) + 0x81df2152c36de76f
-	sdt.Probe1(&bsealed_many313, int(a1))
-	a2 = bits.RotateLeft64(a2, 63) + 0xbe4e14c5c202df99
-	sdt.Probe1(&bsealed_many314, int(a2))
-	a3 = bits.RotateLeft64(a3, 1) + 0xfabd0838c097d7c3
-	sdt.Probe1(&bsealed_many315, int(a3))
-	a4 = bits.RotateLeft64(a4, 2) + 0x372bfbabbf2ccfed
-	sdt.Probe1(&bsealed_many316, int(a4))
-	a5 = bits.RotateLeft64(a5, 3) + 0x739aef1ebdc1c817
-	sdt.Probe1(&bsealed_many317, int(a5))
-	a6 = bits.RotateLeft64(a6, 4) + 0xb009e291bc56c041
-	sdt.Probe1(&bsealed_many318, int(a6))
-	a7 = bits.RotateLeft64(a7, 5) + 0xec78d604baebb86b
-	sdt.Probe1(&bsealed_many319, int(a7))
-	a0 = bits.RotateLeft64(a0, 6) + 0x28e7c977b980b095
-	sdt.Probe1(&bsealed_many320, int(a0))
-	a1 = bits.RotateLeft64(a1, 7) + 0x6556bceab815a8bf
-	sdt.Probe1(&bsealed_many321, int(a1))
-	a2 = bits.RotateLeft64(a2, 8) + 0xa1c5b05db6aaa0e9
-	sdt.Probe1(&bsealed_many322, int(a2))
-	a3 = bits.RotateLeft64(a3, 9) + 0xde34a3d0b53f9913
-	sdt.Probe1(&bsealed_many323, int(a3))
-	a4 = bits.RotateLeft64(a4, 10) + 0x1aa39743b3d4913d
-	sdt.Probe1(&bsealed_many324, int(a4))
-	a5 = bits.RotateLeft64(a5, 11) + 0x57128ab6b2698967
-	sdt.Probe1(&bsealed_many325, int(a5))
-	a6 = bits.RotateLeft64(a6, 12) + 0x93817e29b0fe8191
-	sdt.Probe1(&bsealed_many326, int(a6))
-	a7 = bits.RotateLeft64(a7, 13) + 0xcff0719caf9379bb
-	sdt.Probe1(&bsealed_many327, int(a7))
-	a0 = bits.RotateLeft64(a0, 14) + 0xc5f650fae2871e5
-	sdt.Probe1(&bsealed_many328, int(a0))
-	a1 = bits.RotateLeft64(a1, 15) + 0x48ce5882acbd6a0f
-	sdt.Probe1(&bsealed_many329, int(a1))
-	a2 = bits.RotateLeft64(a2, 16) + 0x853d4bf5ab526239
-	sdt.Probe1(&bsealed_many330, int(a2))
-	a3 = bits.RotateLeft64(a3, 17) + 0xc1ac3f68a9e75a63
-	sdt.Probe1(&bsealed_many331, int(a3))
-	a4 = bits.RotateLeft64(a4, 18) + 0xfe1b32dba87c528d
-	sdt.Probe1(&bsealed_many332, int(a4))
-	a5 = bits.RotateLeft64(a5, 19) + 0x3a8a264ea7114ab7
-	sdt.Probe1(&bsealed_many333, int(a5))
-	a6 = bits.RotateLeft64(a6, 20) + 0x76f919c1a5a642e1
-	sdt.Probe1(&bsealed_many334, int(a6))
-	a7 = bits.RotateLeft64(a7, 21) + 0xb3680d34a43b3b0b
-	sdt.Probe1(&bsealed_many335, int(a7))
-	a0 = bits.RotateLeft64(a0, 22) + 0xefd700a7a2d03335
-	sdt.Probe1(&bsealed_many336, int(a0))
-	a1 = bits.RotateLeft64(a1, 23) + 0x2c45f41aa1652b5f
-	sdt.Probe1(&bsealed_many337, int(a1))
-	a2 = bits.RotateLeft64(a2, 24) + 0x68b4e78d9ffa2389
-	sdt.Probe1(&bsealed_many338, int(a2))
-	a3 = bits.RotateLeft64(a3, 25) + 0xa523db009e8f1bb3
-	sdt.Probe1(&bsealed_many339, int(a3))
-	a4 = bits.RotateLeft64(a4, 26) + 0xe192ce739d2413dd
-	sdt.Probe1(&bsealed_many340, int(a4))
-	a5 = bits.RotateLeft64(a5, 27) + 0x1e01c1e69bb90c07
-	sdt.Probe1(&bsealed_many341, int(a5))
-	a6 = bits.RotateLeft64(a6, 28) + 0x5a70b5599a4e0431
-	sdt.Probe1(&bsealed_many342, int(a6))
-	a7 = bits.RotateLeft64(a7, 29) + 0x96dfa8cc98e2fc5b
-	sdt.Probe1(&bsealed_many343, int(a7))
-	a0 = bits.RotateLeft64(a0, 30) + 0xd34e9c3f9777f485
-	sdt.Probe1(&bsealed_many344, int(a0))
-	a1 = bits.RotateLeft64(a1, 31) + 0xfbd8fb2960cecaf
-	sdt.Probe1(&bsealed_many345, int(a1))
-	a2 = bits.RotateLeft64(a2, 32) + 0x4c2c832594a1e4d9
-	sdt.Probe1(&bsealed_many346, int(a2))
-	a3 = bits.RotateLeft64(a3, 33) + 0x889b76989336dd03
-	sdt.Probe1(&bsealed_many347, int(a3))
-	a4 = bits.RotateLeft64(a4, 34) + 0xc50a6a0b91cbd52d
-	sdt.Probe1(&bsealed_many348, int(a4))
-	a5 = bits.RotateLeft64(a5, 35) + 0x1795d7e9060cd57
-	sdt.Probe1(&bsealed_many349, int(a5))
-	a6 = bits.RotateLeft64(a6, 36) + 0x3de850f18ef5c581
-	sdt.Probe1(&bsealed_many350, int(a6))
-	a7 = bits.RotateLeft64(a7, 37) + 0x7a5744648d8abdab
-	sdt.Probe1(&bsealed_many351, int(a7))
-	a0 = bits.RotateLeft64(a0, 38) + 0xb6c637d78c1fb5d5
-	sdt.Probe1(&bsealed_many352, int(a0))
-	a1 = bits.RotateLeft64(a1, 39) + 0xf3352b4a8ab4adff
-	sdt.Probe1(&bsealed_many353, int(a1))
-	a2 = bits.RotateLeft64(a2, 40) + 0x2fa41ebd8949a629
-	sdt.Probe1(&bsealed_many354, int(a2))
-	a3 = bits.RotateLeft64(a3, 41) + 0x6c13123087de9e53
-	sdt.Probe1(&bsealed_many355, int(a3))
-	a4 = bits.RotateLeft64(a4, 42) + 0xa88205a38673967d
-	sdt.Probe1(&bsealed_many356, int(a4))
-	a5 = bits.RotateLeft64(a5, 43) + 0xe4f0f91685088ea7
-	sdt.Probe1(&bsealed_many357, int(a5))
-	a6 = bits.RotateLeft64(a6, 44) + 0x215fec89839d86d1
-	sdt.Probe1(&bsealed_many358, int(a6))
-	a7 = bits.RotateLeft64(a7, 45) + 0x5dcedffc82327efb
-	sdt.Probe1(&bsealed_many359, int(a7))
-	a0 = bits.RotateLeft64(a0, 46) + 0x9a3dd36f80c77725
-	sdt.Probe1(&bsealed_many360, int(a0))
-	a1 = bits.RotateLeft64(a1, 47) + 0xd6acc6e27f5c6f4f
-	sdt.Probe1(&bsealed_many361, int(a1))
-	a2 = bits.RotateLeft64(a2, 48) + 0x131bba557df16779
-	sdt.Probe1(&bsealed_many362, int(a2))
-	a3 = bits.RotateLeft64(a3, 49) + 0x4f8aadc87c865fa3
-	sdt.Probe1(&bsealed_many363, int(a3))
-	a4 = bits.RotateLeft64(a4, 50) + 0x8bf9a13b7b1b57cd
-	sdt.Probe1(&bsealed_many364, int(a4))
-	a5 = bits.RotateLeft64(a5, 51) + 0xc86894ae79b04ff7
-	sdt.Probe1(&bsealed_many365, int(a5))
-	a6 = bits.RotateLeft64(a6, 52) + 0x4d7882178454821
-	sdt.Probe1(&bsealed_many366, int(a6))
-	a7 = bits.RotateLeft64(a7, 53) + 0x41467b9476da404b
-	sdt.Probe1(&bsealed_many367, int(a7))
-	a0 = bits.RotateLeft64(a0, 54) + 0x7db56f07756f3875
-	sdt.Probe1(&bsealed_many368, int(a0))
-	a1 = bits.RotateLeft64(a1, 55) + 0xba24627a7404309f
-	sdt.Probe1(&bsealed_many369, int(a1))
-	a2 = bits.RotateLeft64(a2, 56) + 0xf69355ed729928c9
-	sdt.Probe1(&bsealed_many370, int(a2))
-	a3 = bits.RotateLeft64(a3, 57) + 0x33024960712e20f3
-	sdt.Probe1(&bsealed_many371, int(a3))
-	a4 = bits.RotateLeft64(a4, 58) + 0x6f713cd36fc3191d
-	sdt.Probe1(&bsealed_many372, int(a4))
-	a5 = bits.RotateLeft64(a5, 59) + 0xabe030466e581147
-	sdt.Probe1(&bsealed_many373, int(a5))
-	a6 = bits.RotateLeft64(a6, 60) + 0xe84f23b96ced0971
-	sdt.Probe1(&bsealed_many374, int(a6))
-	a7 = bits.RotateLeft64(a7, 61) + 0x24be172c6b82019b
-	sdt.Probe1(&bsealed_many375, int(a7))
-	a0 = bits.RotateLeft64(a0, 62) + 0x612d0a9f6a16f9c5
-	sdt.Probe1(&bsealed_many376, int(a0))
-	a1 = bits.RotateLeft64(a1, 63) + 0x9d9bfe1268abf1ef
-	sdt.Probe1(&bsealed_many377, int(a1))
-	a2 = bits.RotateLeft64(a2, 1) + 0xda0af1856740ea19
-	sdt.Probe1(&bsealed_many378, int(a2))
-	a3 = bits.RotateLeft64(a3, 2) + 0x1679e4f865d5e243
-	sdt.Probe1(&bsealed_many379, int(a3))
-	a4 = bits.RotateLeft64(a4, 3) + 0x52e8d86b646ada6d
-	sdt.Probe1(&bsealed_many380, int(a4))
-	a5 = bits.RotateLeft64(a5, 4) + 0x8f57cbde62ffd297
-	sdt.Probe1(&bsealed_many381, int(a5))
-	a6 = bits.RotateLeft64(a6, 5) + 0xcbc6bf516194cac1
-	sdt.Probe1(&bsealed_many382, int(a6))
-	a7 = bits.RotateLeft64(a7, 6) + 0x835b2c46029c2eb
-	sdt.Probe1(&bsealed_many383, int(a7))
-	return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
-}
-
-//go:noinline
-func sites_sealed_3(x uint64) uint64 {
-	a0 := x + 0
-	a1 := x + 1
-	a2 := x + 2
-	a3 := x + 3
-	a4 := x + 4
-	a5 := x + 5
-	a6 := x + 6
-	a7 := x + 7
-	a0 = bits.RotateLeft64(a0, 7) + 0x44a4a6375ebebb15
-	sdt.Probe1(&bsealed_many384, int(a0))
-	a1 = bits.RotateLeft64(a1, 8) + 0x811399aa5d53b33f
-	sdt.Probe1(&bsealed_many385, int(a1))
-	a2 = bits.RotateLeft64(a2, 9) + 0xbd828d1d5be8ab69
-	sdt.Probe1(&bsealed_many386, int(a2))
-	a3 = bits.RotateLeft64(a3, 10) + 0xf9f180905a7da393
-	sdt.Probe1(&bsealed_many387, int(a3))
-	a4 = bits.RotateLeft64(a4, 11) + 0x3660740359129bbd
-	sdt.Probe1(&bsealed_many388, int(a4))
-	a5 = bits.RotateLeft64(a5, 12) + 0x72cf677657a793e7
-	sdt.Probe1(&bsealed_many389, int(a5))
-	a6 = bits.RotateLeft64(a6, 13) + 0xaf3e5ae9563c8c11
-	sdt.Probe1(&bsealed_many390, int(a6))
-	a7 = bits.RotateLeft64(a7, 14) + 0xebad4e5c54d1843b
-	sdt.Probe1(&bsealed_many391, int(a7))
-	a0 = bits.RotateLeft64(a0, 15) + 0x281c41cf53667c65
-	sdt.Probe1(&bsealed_many392, int(a0))
-	a1 = bits.RotateLeft64(a1, 16) + 0x648b354251fb748f
-	sdt.Probe1(&bsealed_many393, int(a1))
-	a2 = bits.RotateLeft64(a2, 17) + 0xa0fa28b550906cb9
-	sdt.Probe1(&bsealed_many394, int(a2))
-	a3 = bits.RotateLeft64(a3, 18) + 0xdd691c284f2564e3
-	sdt.Probe1(&bsealed_many395, int(a3))
-	a4 = bits.RotateLeft64(a4, 19) + 0x19d80f9b4dba5d0d
-	sdt.Probe1(&bsealed_many396, int(a4))
-	a5 = bits.RotateLeft64(a5, 20) + 0x5647030e4c4f5537
-	sdt.Probe1(&bsealed_many397, int(a5))
-	a6 = bits.RotateLeft64(a6, 21) + 0x92b5f6814ae44d61
-	sdt.Probe1(&bsealed_many398, int(a6))
-	a7 = bits.RotateLeft64(a7, 22) + 0xcf24e9f44979458b
-	sdt.Probe1(&bsealed_many399, int(a7))
-	a0 = bits.RotateLeft64(a0, 23) + 0xb93dd67480e3db5
-	sdt.Probe1(&bsealed_many400, int(a0))
-	a1 = bits.RotateLeft64(a1, 24) + 0x4802d0da46a335df
-	sdt.Probe1(&bsealed_many401, int(a1))
-	a2 = bits.RotateLeft64(a2, 25) + 0x8471c44d45382e09
-	sdt.Probe1(&bsealed_many402, int(a2))
-	a3 = bits.RotateLeft64(a3, 26) + 0xc0e0b7c043cd2633
-	sdt.Probe1(&bsealed_many403, int(a3))
-	a4 = bits.RotateLeft64(a4, 27) + 0xfd4fab3342621e5d
-	sdt.Probe1(&bsealed_many404, int(a4))
-	a5 = bits.RotateLeft64(a5, 28) + 0x39be9ea640f71687
-	sdt.Probe1(&bsealed_many405, int(a5))
-	a6 = bits.RotateLeft64(a6, 29) + 0x762d92193f8c0eb1
-	sdt.Probe1(&bsealed_many406, int(a6))
-	a7 = bits.RotateLeft64(a7, 30) + 0xb29c858c3e2106db
-	sdt.Probe1(&bsealed_many407, int(a7))
-	a0 = bits.RotateLeft64(a0, 31) + 0xef0b78ff3cb5ff05
-	sdt.Probe1(&bsealed_many408, int(a0))
-	a1 = bits.RotateLeft64(a1, 32) + 0x2b7a6c723b4af72f
-	sdt.Probe1(&bsealed_many409, int(a1))
-	a2 = bits.RotateLeft64(a2, 33) + 0x67e95fe539dfef59
-	sdt.Probe1(&bsealed_many410, int(a2))
-	a3 = bits.RotateLeft64(a3, 34) + 0xa45853583874e783
-	sdt.Probe1(&bsealed_many411, int(a3))
-	a4 = bits.RotateLeft64(a4, 35) + 0xe0c746cb3709dfad
-	sdt.Probe1(&bsealed_many412, int(a4))
-	a5 = bits.RotateLeft64(a5, 36) + 0x1d363a3e359ed7d7
-	sdt.Probe1(&bsealed_many413, int(a5))
-	a6 = bits.RotateLeft64(a6, 37) + 0x59a52db13433d001
-	sdt.Probe1(&bsealed_many414, int(a6))
-	a7 = bits.RotateLeft64(a7, 38) + 0x9614212432c8c82b
-	sdt.Probe1(&bsealed_many415, int(a7))
-	a0 = bits.RotateLeft64(a0, 39) + 0xd2831497315dc055
-	sdt.Probe1(&bsealed_many416, int(a0))
-	a1 = bits.RotateLeft64(a1, 40) + 0xef2080a2ff2b87f
-	sdt.Probe1(&bsealed_many417, int(a1))
-	a2 = bits.RotateLeft64(a2, 41) + 0x4b60fb7d2e87b0a9
-	sdt.Probe1(&bsealed_many418, int(a2))
-	a3 = bits.RotateLeft64(a3, 42) + 0x87cfeef02d1ca8d3
-	sdt.Probe1(&bsealed_many419, int(a3))
-	a4 = bits.RotateLeft64(a4, 43) + 0xc43ee2632bb1a0fd
-	sdt.Probe1(&bsealed_many420, int(a4))
-	a5 = bits.RotateLeft64(a5, 44) + 0xadd5d62a469927
-	sdt.Probe1(&bsealed_many421, int(a5))
-	a6 = bits.RotateLeft64(a6, 45) + 0x3d1cc94928db9151
-	sdt.Probe1(&bsealed_many422, int(a6))
-	a7 = bits.RotateLeft64(a7, 46) + 0x798bbcbc2770897b
-	sdt.Probe1(&bsealed_many423, int(a7))
-	a0 = bits.RotateLeft64(a0, 47) + 0xb5fab02f260581a5
-	sdt.Probe1(&bsealed_many424, int(a0))
-	a1 = bits.RotateLeft64(a1, 48) + 0xf269a3a2249a79cf
-	sdt.Probe1(&bsealed_many425, int(a1))
-	a2 = bits.RotateLeft64(a2, 49) + 0x2ed89715232f71f9
-	sdt.Probe1(&bsealed_many426, int(a2))
-	a3 = bits.RotateLeft64(a3, 50) + 0x6b478a8821c46a23
-	sdt.Probe1(&bsealed_many427, int(a3))
-	a4 = bits.RotateLeft64(a4, 51) + 0xa7b67dfb2059624d
-	sdt.Probe1(&bsealed_many428, int(a4))
-	a5 = bits.RotateLeft64(a5, 52) + 0xe425716e1eee5a77
-	sdt.Probe1(&bsealed_many429, int(a5))
-	a6 = bits.RotateLeft64(a6, 53) + 0x209464e11d8352a1
-	sdt.Probe1(&bsealed_many430, int(a6))
-	a7 = bits.RotateLeft64(a7, 54) + 0x5d0358541c184acb
-	sdt.Probe1(&bsealed_many431, int(a7))
-	a0 = bits.RotateLeft64(a0, 55) + 0x99724bc71aad42f5
-	sdt.Probe1(&bsealed_many432, int(a0))
-	a1 = bits.RotateLeft64(a1, 56) + 0xd5e13f3a19423b1f
-	sdt.Probe1(&bsealed_many433, int(a1))
-	a2 = bits.RotateLeft64(a2, 57) + 0x125032ad17d73349
-	sdt.Probe1(&bsealed_many434, int(a2))
-	a3 = bits.RotateLeft64(a3, 58) + 0x4ebf2620166c2b73
-	sdt.Probe1(&bsealed_many435, int(a3))
-	a4 = bits.RotateLeft64(a4, 59) + 0x8b2e19931501239d
-	sdt.Probe1(&bsealed_many436, int(a4))
-	a5 = bits.RotateLeft64(a5, 60) + 0xc79d0d0613961bc7
-	sdt.Probe1(&bsealed_many437, int(a5))
-	a6 = bits.RotateLeft64(a6, 61) + 0x40c0079122b13f1
-	sdt.Probe1(&bsealed_many438, int(a6))
-	a7 = bits.RotateLeft64(a7, 62) + 0x407af3ec10c00c1b
-	sdt.Probe1(&bsealed_many439, int(a7))
-	a0 = bits.RotateLeft64(a0, 63) + 0x7ce9e75f0f550445
-	sdt.Probe1(&bsealed_many440, int(a0))
-	a1 = bits.RotateLeft64(a1, 1) + 0xb958dad20de9fc6f
-	sdt.Probe1(&bsealed_many441, int(a1))
-	a2 = bits.RotateLeft64(a2, 2) + 0xf5c7ce450c7ef499
-	sdt.Probe1(&bsealed_many442, int(a2))
-	a3 = bits.RotateLeft64(a3, 3) + 0x3236c1b80b13ecc3
-	sdt.Probe1(&bsealed_many443, int(a3))
-	a4 = bits.RotateLeft64(a4, 4) + 0x6ea5b52b09a8e4ed
-	sdt.Probe1(&bsealed_many444, int(a4))
-	a5 = bits.RotateLeft64(a5, 5) + 0xab14a89e083ddd17
-	sdt.Probe1(&bsealed_many445, int(a5))
-	a6 = bits.RotateLeft64(a6, 6) + 0xe7839c1106d2d541
-	sdt.Probe1(&bsealed_many446, int(a6))
-	a7 = bits.RotateLeft64(a7, 7) + 0x23f28f840567cd6b
-	sdt.Probe1(&bsealed_many447, int(a7))
-	a0 = bits.RotateLeft64(a0, 8) + 0x606182f703fcc595
-	sdt.Probe1(&bsealed_many448, int(a0))
-	a1 = bits.RotateLeft64(a1, 9) + 0x9cd0766a0291bdbf
-	sdt.Probe1(&bsealed_many449, int(a1))
-	a2 = bits.RotateLeft64(a2, 10) + 0xd93f69dd0126b5e9
-	sdt.Probe1(&bsealed_many450, int(a2))
-	a3 = bits.RotateLeft64(a3, 11) + 0x15ae5d4fffbbae13
-	sdt.Probe1(&bsealed_many451, int(a3))
-	a4 = bits.RotateLeft64(a4, 12) + 0x521d50c2fe50a63d
-	sdt.Probe1(&bsealed_many452, int(a4))
-	a5 = bits.RotateLeft64(a5, 13) + 0x8e8c4435fce59e67
-	sdt.Probe1(&bsealed_many453, int(a5))
-	a6 = bits.RotateLeft64(a6, 14) + 0xcafb37a8fb7a9691
-	sdt.Probe1(&bsealed_many454, int(a6))
-	a7 = bits.RotateLeft64(a7, 15) + 0x76a2b1bfa0f8ebb
-	sdt.Probe1(&bsealed_many455, int(a7))
-	a0 = bits.RotateLeft64(a0, 16) + 0x43d91e8ef8a486e5
-	sdt.Probe1(&bsealed_many456, int(a0))
-	a1 = bits.RotateLeft64(a1, 17) + 0x80481201f7397f0f
-	sdt.Probe1(&bsealed_many457, int(a1))
-	a2 = bits.RotateLeft64(a2, 18) + 0xbcb70574f5ce7739
-	sdt.Probe1(&bsealed_many458, int(a2))
-	a3 = bits.RotateLeft64(a3, 19) + 0xf925f8e7f4636f63
-	sdt.Probe1(&bsealed_many459, int(a3))
-	a4 = bits.RotateLeft64(a4, 20) + 0x3594ec5af2f8678d
-	sdt.Probe1(&bsealed_many460, int(a4))
-	a5 = bits.RotateLeft64(a5, 21) + 0x7203dfcdf18d5fb7
-	sdt.Probe1(&bsealed_many461, int(a5))
-	a6 = bits.RotateLeft64(a6, 22) + 0xae72d340f02257e1
-	sdt.Probe1(&bsealed_many462, int(a6))
-	a7 = bits.RotateLeft64(a7, 23) + 0xeae1c6b3eeb7500b
-	sdt.Probe1(&bsealed_many463, int(a7))
-	a0 = bits.RotateLeft64(a0, 24) + 0x2750ba26ed4c4835
-	sdt.Probe1(&bsealed_many464, int(a0))
-	a1 = bits.RotateLeft64(a1, 25) + 0x63bfad99ebe1405f
-	sdt.Probe1(&bsealed_many465, int(a1))
-	a2 = bits.RotateLeft64(a2, 26) + 0xa02ea10cea763889
-	sdt.Probe1(&bsealed_many466, int(a2))
-	a3 = bits.RotateLeft64(a3, 27) + 0xdc9d947fe90b30b3
-	sdt.Probe1(&bsealed_many467, int(a3))
-	a4 = bits.RotateLeft64(a4, 28) + 0x190c87f2e7a028dd
-	sdt.Probe1(&bsealed_many468, int(a4))
-	a5 = bits.RotateLeft64(a5, 29) + 0x557b7b65e6352107
-	sdt.Probe1(&bsealed_many469, int(a5))
-	a6 = bits.RotateLeft64(a6, 30) + 0x91ea6ed8e4ca1931
-	sdt.Probe1(&bsealed_many470, int(a6))
-	a7 = bits.RotateLeft64(a7, 31) + 0xce59624be35f115b
-	sdt.Probe1(&bsealed_many471, int(a7))
-	a0 = bits.RotateLeft64(a0, 32) + 0xac855bee1f40985
-	sdt.Probe1(&bsealed_many472, int(a0))
-	a1 = bits.RotateLeft64(a1, 33) + 0x47374931e08901af
-	sdt.Probe1(&bsealed_many473, int(a1))
-	a2 = bits.RotateLeft64(a2, 34) + 0x83a63ca4df1df9d9
-	sdt.Probe1(&bsealed_many474, int(a2))
-	a3 = bits.RotateLeft64(a3, 35) + 0xc0153017ddb2f203
-	sdt.Probe1(&bsealed_many475, int(a3))
-	a4 = bits.RotateLeft64(a4, 36) + 0xfc84238adc47ea2d
-	sdt.Probe1(&bsealed_many476, int(a4))
-	a5 = bits.RotateLeft64(a5, 37) + 0x38f316fddadce257
-	sdt.Probe1(&bsealed_many477, int(a5))
-	a6 = bits.RotateLeft64(a6, 38) + 0x75620a70d971da81
-	sdt.Probe1(&bsealed_many478, int(a6))
-	a7 = bits.RotateLeft64(a7, 39) + 0xb1d0fde3d806d2ab
-	sdt.Probe1(&bsealed_many479, int(a7))
-	a0 = bits.RotateLeft64(a0, 40) + 0xee3ff156d69bcad5
-	sdt.Probe1(&bsealed_many480, int(a0))
-	a1 = bits.RotateLeft64(a1, 41) + 0x2aaee4c9d530c2ff
-	sdt.Probe1(&bsealed_many481, int(a1))
-	a2 = bits.RotateLeft64(a2, 42) + 0x671dd83cd3c5bb29
-	sdt.Probe1(&bsealed_many482, int(a2))
-	a3 = bits.RotateLeft64(a3, 43) + 0xa38ccbafd25ab353
-	sdt.Probe1(&bsealed_many483, int(a3))
-	a4 = bits.RotateLeft64(a4, 44) + 0xdffbbf22d0efab7d
-	sdt.Probe1(&bsealed_many484, int(a4))
-	a5 = bits.RotateLeft64(a5, 45) + 0x1c6ab295cf84a3a7
-	sdt.Probe1(&bsealed_many485, int(a5))
-	a6 = bits.RotateLeft64(a6, 46) + 0x58d9a608ce199bd1
-	sdt.Probe1(&bsealed_many486, int(a6))
-	a7 = bits.RotateLeft64(a7, 47) + 0x9548997bccae93fb
-	sdt.Probe1(&bsealed_many487, int(a7))
-	a0 = bits.RotateLeft64(a0, 48) + 0xd1b78ceecb438c25
-	sdt.Probe1(&bsealed_many488, int(a0))
-	a1 = bits.RotateLeft64(a1, 49) + 0xe268061c9d8844f
-	sdt.Probe1(&bsealed_many489, int(a1))
-	a2 = bits.RotateLeft64(a2, 50) + 0x4a9573d4c86d7c79
-	sdt.Probe1(&bsealed_many490, int(a2))
-	a3 = bits.RotateLeft64(a3, 51) + 0x87046747c70274a3
-	sdt.Probe1(&bsealed_many491, int(a3))
-	a4 = bits.RotateLeft64(a4, 52) + 0xc3735abac5976ccd
-	sdt.Probe1(&bsealed_many492, int(a4))
-	a5 = bits.RotateLeft64(a5, 53) + 0xffe24e2dc42c64f7
-	sdt.Probe1(&bsealed_many493, int(a5))
-	a6 = bits.RotateLeft64(a6, 54) + 0x3c5141a0c2c15d21
-	sdt.Probe1(&bsealed_many494, int(a6))
-	a7 = bits.RotateLeft64(a7, 55) + 0x78c03513c156554b
-	sdt.Probe1(&bsealed_many495, int(a7))
-	a0 = bits.RotateLeft64(a0, 56) + 0xb52f2886bfeb4d75
-	sdt.Probe1(&bsealed_many496, int(a0))
-	a1 = bits.RotateLeft64(a1, 57) + 0xf19e1bf9be80459f
-	sdt.Probe1(&bsealed_many497, int(a1))
-	a2 = bits.RotateLeft64(a2, 58) + 0x2e0d0f6cbd153dc9
-	sdt.Probe1(&bsealed_many498, int(a2))
-	a3 = bits.RotateLeft64(a3, 59) + 0x6a7c02dfbbaa35f3
-	sdt.Probe1(&bsealed_many499, int(a3))
-	a4 = bits.RotateLeft64(a4, 60) + 0xa6eaf652ba3f2e1d
-	sdt.Probe1(&bsealed_many500, int(a4))
-	a5 = bits.RotateLeft64(a5, 61) + 0xe359e9c5b8d42647
-	sdt.Probe1(&bsealed_many501, int(a5))
-	a6 = bits.RotateLeft64(a6, 62) + 0x1fc8dd38b7691e71
-	sdt.Probe1(&bsealed_many502, int(a6))
-	a7 = bits.RotateLeft64(a7, 63) + 0x5c37d0abb5fe169b
-	sdt.Probe1(&bsealed_many503, int(a7))
-	a0 = bits.RotateLeft64(a0, 1) + 0x98a6c41eb4930ec5
-	sdt.Probe1(&bsealed_many504, int(a0))
-	a1 = bits.RotateLeft64(a1, 2) + 0xd515b791b32806ef
-	sdt.Probe1(&bsealed_many505, int(a1))
-	a2 = bits.RotateLeft64(a2, 3) + 0x1184ab04b1bcff19
-	sdt.Probe1(&bsealed_many506, int(a2))
-	a3 = bits.RotateLeft64(a3, 4) + 0x4df39e77b051f743
-	sdt.Probe1(&bsealed_many507, int(a3))
-	a4 = bits.RotateLeft64(a4, 5) + 0x8a6291eaaee6ef6d
-	sdt.Probe1(&bsealed_many508, int(a4))
-	a5 = bits.RotateLeft64(a5, 6) + 0xc6d1855dad7be797
-	sdt.Probe1(&bsealed_many509, int(a5))
-	a6 = bits.RotateLeft64(a6, 7) + 0x34078d0ac10dfc1
-	sdt.Probe1(&bsealed_many510, int(a6))
-	a7 = bits.RotateLeft64(a7, 8) + 0x3faf6c43aaa5d7eb
-	sdt.Probe1(&bsealed_many511, int(a7))
-	return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
-}
-
-//go:noinline
-func sites_sealed_4(x uint64) uint64 {
-	a0 := x + 0
-	a1 := x + 1
-	a2 := x + 2
-	a3 := x + 3
-	a4 := x + 4
-	a5 := x + 5
-	a6 := x + 6
-	a7 := x + 7
-	a0 = bits.RotateLeft64(a0, 9) + 0x7c1e5fb6a93ad015
-	sdt.Probe1(&bsealed_many512, int(a0))
-	a1 = bits.RotateLeft64(a1, 10) + 0xb88d5329a7cfc83f
-	sdt.Probe1(&bsealed_many513, int(a1))
-	a2 = bits.RotateLeft64(a2, 11) + 0xf4fc469ca664c069
-	sdt.Probe1(&bsealed_many514, int(a2))
-	a3 = bits.RotateLeft64(a3, 12) + 0x316b3a0fa4f9b893
-	sdt.Probe1(&bsealed_many515, int(a3))
-	a4 = bits.RotateLeft64(a4, 13) + 0x6dda2d82a38eb0bd
-	sdt.Probe1(&bsealed_many516, int(a4))
-	a5 = bits.RotateLeft64(a5, 14) + 0xaa4920f5a223a8e7
-	sdt.Probe1(&bsealed_many517, int(a5))
-	a6 = bits.RotateLeft64(a6, 15) + 0xe6b81468a0b8a111
-	sdt.Probe1(&bsealed_many518, int(a6))
-	a7 = bits.RotateLeft64(a7, 16) + 0x232707db9f4d993b
-	sdt.Probe1(&bsealed_many519, int(a7))
-	a0 = bits.RotateLeft64(a0, 17) + 0x5f95fb4e9de29165
-	sdt.Probe1(&bsealed_many520, int(a0))
-	a1 = bits.RotateLeft64(a1, 18) + 0x9c04eec19c77898f
-	sdt.Probe1(&bsealed_many521, int(a1))
-	a2 = bits.RotateLeft64(a2, 19) + 0xd873e2349b0c81b9
-	sdt.Probe1(&bsealed_many522, int(a2))
-	a3 = bits.RotateLeft64(a3, 20) + 0x14e2d5a799a179e3
-	sdt.Probe1(&bsealed_many523, int(a3))
-	a4 = bits.RotateLeft64(a4, 21) + 0x5151c91a9836720d
-	sdt.Probe1(&bsealed_many524, int(a4))
-	a5 = bits.RotateLeft64(a5, 22) + 0x8dc0bc8d96cb6a37
-	sdt.Probe1(&bsealed_many525, int(a5))
-	a6 = bits.RotateLeft64(a6, 23) + 0xca2fb00095606261
-	sdt.Probe1(&bsealed_many526, int(a6))
-	a7 = bits.RotateLeft64(a7, 24) + 0x69ea37393f55a8b
-	sdt.Probe1(&bsealed_many527, int(a7))
-	a0 = bits.RotateLeft64(a0, 25) + 0x430d96e6928a52b5
-	sdt.Probe1(&bsealed_many528, int(a0))
-	a1 = bits.RotateLeft64(a1, 26) + 0x7f7c8a59911f4adf
-	sdt.Probe1(&bsealed_many529, int(a1))
-	a2 = bits.RotateLeft64(a2, 27) + 0xbbeb7dcc8fb44309
-	sdt.Probe1(&bsealed_many530, int(a2))
-	a3 = bits.RotateLeft64(a3, 28) + 0xf85a713f8e493b33
-	sdt.Probe1(&bsealed_many531, int(a3))
-	a4 = bits.RotateLeft64(a4, 29) + 0x34c964b28cde335d
-	sdt.Probe1(&bsealed_many532, int(a4))
-	a5 = bits.RotateLeft64(a5, 30) + 0x713858258b732b87
-	sdt.Probe1(&bsealed_many533, int(a5))
-	a6 = bits.RotateLeft64(a6, 31) + 0xada74b988a0823b1
-	sdt.Probe1(&bsealed_many534, int(a6))
-	a7 = bits.RotateLeft64(a7, 32) + 0xea163f0b889d1bdb
-	sdt.Probe1(&bsealed_many535, int(a7))
-	a0 = bits.RotateLeft64(a0, 33) + 0x2685327e87321405
-	sdt.Probe1(&bsealed_many536, int(a0))
-	a1 = bits.RotateLeft64(a1, 34) + 0x62f425f185c70c2f
-	sdt.Probe1(&bsealed_many537, int(a1))
-	a2 = bits.RotateLeft64(a2, 35) + 0x9f631964845c0459
-	sdt.Probe1(&bsealed_many538, int(a2))
-	a3 = bits.RotateLeft64(a3, 36) + 0xdbd20cd782f0fc83
-	sdt.Probe1(&bsealed_many539, int(a3))
-	a4 = bits.RotateLeft64(a4, 37) + 0x1841004a8185f4ad
-	sdt.Probe1(&bsealed_many540, int(a4))
-	a5 = bits.RotateLeft64(a5, 38) + 0x54aff3bd801aecd7
-	sdt.Probe1(&bsealed_many541, int(a5))
-	a6 = bits.RotateLeft64(a6, 39) + 0x911ee7307eafe501
-	sdt.Probe1(&bsealed_many542, int(a6))
-	a7 = bits.RotateLeft64(a7, 40) + 0xcd8ddaa37d44dd2b
-	sdt.Probe1(&bsealed_many543, int(a7))
-	a0 = bits.RotateLeft64(a0, 41) + 0x9fcce167bd9d555
-	sdt.Probe1(&bsealed_many544, int(a0))
-	a1 = bits.RotateLeft64(a1, 42) + 0x466bc1897a6ecd7f
-	sdt.Probe1(&bsealed_many545, int(a1))
-	a2 = bits.RotateLeft64(a2, 43) + 0x82dab4fc7903c5a9
-	sdt.Probe1(&bsealed_many546, int(a2))
-	a3 = bits.RotateLeft64(a3, 44) + 0xbf49a86f7798bdd3
-	sdt.Probe1(&bsealed_many547, int(a3))
-	a4 = bits.RotateLeft64(a4, 45) + 0xfbb89be2762db5fd
-	sdt.Probe1(&bsealed_many548, int(a4))
-	a5 = bits.RotateLeft64(a5, 46) + 0x38278f5574c2ae27
-	sdt.Probe1(&bsealed_many549, int(a5))
-	a6 = bits.RotateLeft64(a6, 47) + 0x749682c87357a651
-	sdt.Probe1(&bsealed_many550, int(a6))
-	a7 = bits.RotateLeft64(a7, 48) + 0xb105763b71ec9e7b
-	sdt.Probe1(&bsealed_many551, int(a7))
-	a0 = bits.RotateLeft64(a0, 49) + 0xed7469ae708196a5
-	sdt.Probe1(&bsealed_many552, int(a0))
-	a1 = bits.RotateLeft64(a1, 50) + 0x29e35d216f168ecf
-	sdt.Probe1(&bsealed_many553, int(a1))
-	a2 = bits.RotateLeft64(a2, 51) + 0x665250946dab86f9
-	sdt.Probe1(&bsealed_many554, int(a2))
-	a3 = bits.RotateLeft64(a3, 52) + 0xa2c144076c407f23
-	sdt.Probe1(&bsealed_many555, int(a3))
-	a4 = bits.RotateLeft64(a4, 53) + 0xdf30377a6ad5774d
-	sdt.Probe1(&bsealed_many556, int(a4))
-	a5 = bits.RotateLeft64(a5, 54) + 0x1b9f2aed696a6f77
-	sdt.Probe1(&bsealed_many557, int(a5))
-	a6 = bits.RotateLeft64(a6, 55) + 0x580e1e6067ff67a1
-	sdt.Probe1(&bsealed_many558, int(a6))
-	a7 = bits.RotateLeft64(a7, 56) + 0x947d11d366945fcb
-	sdt.Probe1(&bsealed_many559, int(a7))
-	a0 = bits.RotateLeft64(a0, 57) + 0xd0ec0546652957f5
-	sdt.Probe1(&bsealed_many560, int(a0))
-	a1 = bits.RotateLeft64(a1, 58) + 0xd5af8b963be501f
-	sdt.Probe1(&bsealed_many561, int(a1))
-	a2 = bits.RotateLeft64(a2, 59) + 0x49c9ec2c62534849
-	sdt.Probe1(&bsealed_many562, int(a2))
-	a3 = bits.RotateLeft64(a3, 60) + 0x8638df9f60e84073
-	sdt.Probe1(&bsealed_many563, int(a3))
-	a4 = bits.RotateLeft64(a4, 61) + 0xc2a7d3125f7d389d
-	sdt.Probe1(&bsealed_many564, int(a4))
-	a5 = bits.RotateLeft64(a5, 62) + 0xff16c6855e1230c7
-	sdt.Probe1(&bsealed_many565, int(a5))
-	a6 = bits.RotateLeft64(a6, 63) + 0x3b85b9f85ca728f1
-	sdt.Probe1(&bsealed_many566, int(a6))
-	a7 = bits.RotateLeft64(a7, 1) + 0x77f4ad6b5b3c211b
-	sdt.Probe1(&bsealed_many567, int(a7))
-	a0 = bits.RotateLeft64(a0, 2) + 0xb463a0de59d11945
-	sdt.Probe1(&bsealed_many568, int(a0))
-	a1 = bits.RotateLeft64(a1, 3) + 0xf0d294515866116f
-	sdt.Probe1(&bsealed_many569, int(a1))
-	a2 = bits.RotateLeft64(a2, 4) + 0x2d4187c456fb0999
-	sdt.Probe1(&bsealed_many570, int(a2))
-	a3 = bits.RotateLeft64(a3, 5) + 0x69b07b37559001c3
-	sdt.Probe1(&bsealed_many571, int(a3))
-	a4 = bits.RotateLeft64(a4, 6) + 0xa61f6eaa5424f9ed
-	sdt.Probe1(&bsealed_many572, int(a4))
-	a5 = bits.RotateLeft64(a5, 7) + 0xe28e621d52b9f217
-	sdt.Probe1(&bsealed_many573, int(a5))
-	a6 = bits.RotateLeft64(a6, 8) + 0x1efd5590514eea41
-	sdt.Probe1(&bsealed_many574, int(a6))
-	a7 = bits.RotateLeft64(a7, 9) + 0x5b6c49034fe3e26b
-	sdt.Probe1(&bsealed_many575, int(a7))
-	a0 = bits.RotateLeft64(a0, 10) + 0x97db3c764e78da95
-	sdt.Probe1(&bsealed_many576, int(a0))
-	a1 = bits.RotateLeft64(a1, 11) + 0xd44a2fe94d0dd2bf
-	sdt.Probe1(&bsealed_many577, int(a1))
-	a2 = bits.RotateLeft64(a2, 12) + 0x10b9235c4ba2cae9
-	sdt.Probe1(&bsealed_many578, int(a2))
-	a3 = bits.RotateLeft64(a3, 13) + 0x4d2816cf4a37c313
-	sdt.Probe1(&bsealed_many579, int(a3))
-	a4 = bits.RotateLeft64(a4, 14) + 0x89970a4248ccbb3d
-	sdt.Probe1(&bsealed_many580, int(a4))
-	a5 = bits.RotateLeft64(a5, 15) + 0xc605fdb54761b367
-	sdt.Probe1(&bsealed_many581, int(a5))
-	a6 = bits.RotateLeft64(a6, 16) + 0x274f12845f6ab91
-	sdt.Probe1(&bsealed_many582, int(a6))
-	a7 = bits.RotateLeft64(a7, 17) + 0x3ee3e49b448ba3bb
-	sdt.Probe1(&bsealed_many583, int(a7))
-	a0 = bits.RotateLeft64(a0, 18) + 0x7b52d80e43209be5
-	sdt.Probe1(&bsealed_many584, int(a0))
-	a1 = bits.RotateLeft64(a1, 19) + 0xb7c1cb8141b5940f
-	sdt.Probe1(&bsealed_many585, int(a1))
-	a2 = bits.RotateLeft64(a2, 20) + 0xf430bef4404a8c39
-	sdt.Probe1(&bsealed_many586, int(a2))
-	a3 = bits.RotateLeft64(a3, 21) + 0x309fb2673edf8463
-	sdt.Probe1(&bsealed_many587, int(a3))
-	a4 = bits.RotateLeft64(a4, 22) + 0x6d0ea5da3d747c8d
-	sdt.Probe1(&bsealed_many588, int(a4))
-	a5 = bits.RotateLeft64(a5, 23) + 0xa97d994d3c0974b7
-	sdt.Probe1(&bsealed_many589, int(a5))
-	a6 = bits.RotateLeft64(a6, 24) + 0xe5ec8cc03a9e6ce1
-	sdt.Probe1(&bsealed_many590, int(a6))
-	a7 = bits.RotateLeft64(a7, 25) + 0x225b80333933650b
-	sdt.Probe1(&bsealed_many591, int(a7))
-	a0 = bits.RotateLeft64(a0, 26) + 0x5eca73a637c85d35
-	sdt.Probe1(&bsealed_many592, int(a0))
-	a1 = bits.RotateLeft64(a1, 27) + 0x9b396719365d555f
-	sdt.Probe1(&bsealed_many593, int(a1))
-	a2 = bits.RotateLeft64(a2, 28) + 0xd7a85a8c34f24d89
-	sdt.Probe1(&bsealed_many594, int(a2))
-	a3 = bits.RotateLeft64(a3, 29) + 0x14174dff338745b3
-	sdt.Probe1(&bsealed_many595, int(a3))
-	a4 = bits.RotateLeft64(a4, 30) + 0x50864172321c3ddd
-	sdt.Probe1(&bsealed_many596, int(a4))
-	a5 = bits.RotateLeft64(a5, 31) + 0x8cf534e530b13607
-	sdt.Probe1(&bsealed_many597, int(a5))
-	a6 = bits.RotateLeft64(a6, 32) + 0xc96428582f462e31
-	sdt.Probe1(&bsealed_many598, int(a6))
-	a7 = bits.RotateLeft64(a7, 33) + 0x5d31bcb2ddb265b
-	sdt.Probe1(&bsealed_many599, int(a7))
-	a0 = bits.RotateLeft64(a0, 34) + 0x42420f3e2c701e85
-	sdt.Probe1(&bsealed_many600, int(a0))
-	a1 = bits.RotateLeft64(a1, 35) + 0x7eb102b12b0516af
-	sdt.Probe1(&bsealed_many601, int(a1))
-	a2 = bits.RotateLeft64(a2, 36) + 0xbb1ff624299a0ed9
-	sdt.Probe1(&bsealed_many602, int(a2))
-	a3 = bits.RotateLeft64(a3, 37) + 0xf78ee997282f0703
-	sdt.Probe1(&bsealed_many603, int(a3))
-	a4 = bits.RotateLeft64(a4, 38) + 0x33fddd0a26c3ff2d
-	sdt.Probe1(&bsealed_many604, int(a4))
-	a5 = bits.RotateLeft64(a5, 39) + 0x706cd07d2558f757
-	sdt.Probe1(&bsealed_many605, int(a5))
-	a6 = bits.RotateLeft64(a6, 40) + 0xacdbc3f023edef81
-	sdt.Probe1(&bsealed_many606, int(a6))
-	a7 = bits.RotateLeft64(a7, 41) + 0xe94ab7632282e7ab
-	sdt.Probe1(&bsealed_many607, int(a7))
-	a0 = bits.RotateLeft64(a0, 42) + 0x25b9aad62117dfd5
-	sdt.Probe1(&bsealed_many608, int(a0))
-	a1 = bits.RotateLeft64(a1, 43) + 0x62289e491facd7ff
-	sdt.Probe1(&bsealed_many609, int(a1))
-	a2 = bits.RotateLeft64(a2, 44) + 0x9e9791bc1e41d029
-	sdt.Probe1(&bsealed_many610, int(a2))
-	a3 = bits.RotateLeft64(a3, 45) + 0xdb06852f1cd6c853
-	sdt.Probe1(&bsealed_many611, int(a3))
-	a4 = bits.RotateLeft64(a4, 46) + 0x177578a21b6bc07d
-	sdt.Probe1(&bsealed_many612, int(a4))
-	a5 = bits.RotateLeft64(a5, 47) + 0x53e46c151a00b8a7
-	sdt.Probe1(&bsealed_many613, int(a5))
-	a6 = bits.RotateLeft64(a6, 48) + 0x90535f881895b0d1
-	sdt.Probe1(&bsealed_many614, int(a6))
-	a7 = bits.RotateLeft64(a7, 49) + 0xccc252fb172aa8fb
-	sdt.Probe1(&bsealed_many615, int(a7))
-	a0 = bits.RotateLeft64(a0, 50) + 0x931466e15bfa125
-	sdt.Probe1(&bsealed_many616, int(a0))
-	a1 = bits.RotateLeft64(a1, 51) + 0x45a039e11454994f
-	sdt.Probe1(&bsealed_many617, int(a1))
-	a2 = bits.RotateLeft64(a2, 52) + 0x820f2d5412e99179
-	sdt.Probe1(&bsealed_many618, int(a2))
-	a3 = bits.RotateLeft64(a3, 53) + 0xbe7e20c7117e89a3
-	sdt.Probe1(&bsealed_many619, int(a3))
-	a4 = bits.RotateLeft64(a4, 54) + 0xfaed143a101381cd
-	sdt.Probe1(&bsealed_many620, int(a4))
-	a5 = bits.RotateLeft64(a5, 55) + 0x375c07ad0ea879f7
-	sdt.Probe1(&bsealed_many621, int(a5))
-	a6 = bits.RotateLeft64(a6, 56) + 0x73cafb200d3d7221
-	sdt.Probe1(&bsealed_many622, int(a6))
-	a7 = bits.RotateLeft64(a7, 57) + 0xb039ee930bd26a4b
-	sdt.Probe1(&bsealed_many623, int(a7))
-	a0 = bits.RotateLeft64(a0, 58) + 0xeca8e2060a676275
-	sdt.Probe1(&bsealed_many624, int(a0))
-	a1 = bits.RotateLeft64(a1, 59) + 0x2917d57908fc5a9f
-	sdt.Probe1(&bsealed_many625, int(a1))
-	a2 = bits.RotateLeft64(a2, 60) + 0x6586c8ec079152c9
-	sdt.Probe1(&bsealed_many626, int(a2))
-	a3 = bits.RotateLeft64(a3, 61) + 0xa1f5bc5f06264af3
-	sdt.Probe1(&bsealed_many627, int(a3))
-	a4 = bits.RotateLeft64(a4, 62) + 0xde64afd204bb431d
-	sdt.Probe1(&bsealed_many628, int(a4))
-	a5 = bits.RotateLeft64(a5, 63) + 0x1ad3a34503503b47
-	sdt.Probe1(&bsealed_many629, int(a5))
-	a6 = bits.RotateLeft64(a6, 1) + 0x574296b801e53371
-	sdt.Probe1(&bsealed_many630, int(a6))
-	a7 = bits.RotateLeft64(a7, 2) + 0x93b18a2b007a2b9b
-	sdt.Probe1(&bsealed_many631, int(a7))
-	a0 = bits.RotateLeft64(a0, 3) + 0xd0207d9dff0f23c5
-	sdt.Probe1(&bsealed_many632, int(a0))
-	a1 = bits.RotateLeft64(a1, 4) + 0xc8f7110fda41bef
-	sdt.Probe1(&bsealed_many633, int(a1))
-	a2 = bits.RotateLeft64(a2, 5) + 0x48fe6483fc391419
-	sdt.Probe1(&bsealed_many634, int(a2))
-	a3 = bits.RotateLeft64(a3, 6) + 0x856d57f6face0c43
-	sdt.Probe1(&bsealed_many635, int(a3))
-	a4 = bits.RotateLeft64(a4, 7) + 0xc1dc4b69f963046d
-	sdt.Probe1(&bsealed_many636, int(a4))
-	a5 = bits.RotateLeft64(a5, 8) + 0xfe4b3edcf7f7fc97
-	sdt.Probe1(&bsealed_many637, int(a5))
-	a6 = bits.RotateLeft64(a6, 9) + 0x3aba324ff68cf4c1
-	sdt.Probe1(&bsealed_many638, int(a6))
-	a7 = bits.RotateLeft64(a7, 10) + 0x772925c2f521eceb
-	sdt.Probe1(&bsealed_many639, int(a7))
-	return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
-}
-
-//go:noinline
-func sites_sealed_5(x uint64) uint64 {
-	a0 := x + 0
-	a1 := x + 1
-	a2 := x + 2
-	a3 := x + 3
-	a4 := x + 4
-	a5 := x + 5
-	a6 := x + 6
-	a7 := x + 7
-	a0 = bits.RotateLeft64(a0, 11) + 0xb3981935f3b6e515
-	sdt.Probe1(&bsealed_many640, int(a0))
-	a1 = bits.RotateLeft64(a1, 12) + 0xf0070ca8f24bdd3f
-	sdt.Probe1(&bsealed_many641, int(a1))
-	a2 = bits.RotateLeft64(a2, 13) + 0x2c76001bf0e0d569
-	sdt.Probe1(&bsealed_many642, int(a2))
-	a3 = bits.RotateLeft64(a3, 14) + 0x68e4f38eef75cd93
-	sdt.Probe1(&bsealed_many643, int(a3))
-	a4 = bits.RotateLeft64(a4, 15) + 0xa553e701ee0ac5bd
-	sdt.Probe1(&bsealed_many644, int(a4))
-	a5 = bits.RotateLeft64(a5, 16) + 0xe1c2da74ec9fbde7
-	sdt.Probe1(&bsealed_many645, int(a5))
-	a6 = bits.RotateLeft64(a6, 17) + 0x1e31cde7eb34b611
-	sdt.Probe1(&bsealed_many646, int(a6))
-	a7 = bits.RotateLeft64(a7, 18) + 0x5aa0c15ae9c9ae3b
-	sdt.Probe1(&bsealed_many647, int(a7))
-	a0 = bits.RotateLeft64(a0, 19) + 0x970fb4cde85ea665
-	sdt.Probe1(&bsealed_many648, int(a0))
-	a1 = bits.RotateLeft64(a1, 20) + 0xd37ea840e6f39e8f
-	sdt.Probe1(&bsealed_many649, int(a1))
-	a2 = bits.RotateLeft64(a2, 21) + 0xfed9bb3e58896b9
-	sdt.Probe1(&bsealed_many650, int(a2))
-	a3 = bits.RotateLeft64(a3, 22) + 0x4c5c8f26e41d8ee3
-	sdt.Probe1(&bsealed_many651, int(a3))
-	a4 = bits.RotateLeft64(a4, 23) + 0x88cb8299e2b2870d
-	sdt.Probe1(&bsealed_many652, int(a4))
-	a5 = bits.RotateLeft64(a5, 24) + 0xc53a760ce1477f37
-	sdt.Probe1(&bsealed_many653, int(a5))
-	a6 = bits.RotateLeft64(a6, 25) + 0x1a9697fdfdc7761
-	sdt.Probe1(&bsealed_many654, int(a6))
-	a7 = bits.RotateLeft64(a7, 26) + 0x3e185cf2de716f8b
-	sdt.Probe1(&bsealed_many655, int(a7))
-	a0 = bits.RotateLeft64(a0, 27) + 0x7a875065dd0667b5
-	sdt.Probe1(&bsealed_many656, int(a0))
-	a1 = bits.RotateLeft64(a1, 28) + 0xb6f643d8db9b5fdf
-	sdt.Probe1(&bsealed_many657, int(a1))
-	a2 = bits.RotateLeft64(a2, 29) + 0xf365374bda305809
-	sdt.Probe1(&bsealed_many658, int(a2))
-	a3 = bits.RotateLeft64(a3, 30) + 0x2fd42abed8c55033
-	sdt.Probe1(&bsealed_many659, int(a3))
-	a4 = bits.RotateLeft64(a4, 31) + 0x6c431e31d75a485d
-	sdt.Probe1(&bsealed_many660, int(a4))
-	a5 = bits.RotateLeft64(a5, 32) + 0xa8b211a4d5ef4087
-	sdt.Probe1(&bsealed_many661, int(a5))
-	a6 = bits.RotateLeft64(a6, 33) + 0xe5210517d48438b1
-	sdt.Probe1(&bsealed_many662, int(a6))
-	a7 = bits.RotateLeft64(a7, 34) + 0x218ff88ad31930db
-	sdt.Probe1(&bsealed_many663, int(a7))
-	a0 = bits.RotateLeft64(a0, 35) + 0x5dfeebfdd1ae2905
-	sdt.Probe1(&bsealed_many664, int(a0))
-	a1 = bits.RotateLeft64(a1, 36) + 0x9a6ddf70d043212f
-	sdt.Probe1(&bsealed_many665, int(a1))
-	a2 = bits.RotateLeft64(a2, 37) + 0xd6dcd2e3ced81959
-	sdt.Probe1(&bsealed_many666, int(a2))
-	a3 = bits.RotateLeft64(a3, 38) + 0x134bc656cd6d1183
-	sdt.Probe1(&bsealed_many667, int(a3))
-	a4 = bits.RotateLeft64(a4, 39) + 0x4fbab9c9cc0209ad
-	sdt.Probe1(&bsealed_many668, int(a4))
-	a5 = bits.RotateLeft64(a5, 40) + 0x8c29ad3cca9701d7
-	sdt.Probe1(&bsealed_many669, int(a5))
-	a6 = bits.RotateLeft64(a6, 41) + 0xc898a0afc92bfa01
-	sdt.Probe1(&bsealed_many670, int(a6))
-	a7 = bits.RotateLeft64(a7, 42) + 0x5079422c7c0f22b
-	sdt.Probe1(&bsealed_many671, int(a7))
-	a0 = bits.RotateLeft64(a0, 43) + 0x41768795c655ea55
-	sdt.Probe1(&bsealed_many672, int(a0))
-	a1 = bits.RotateLeft64(a1, 44) + 0x7de57b08c4eae27f
-	sdt.Probe1(&bsealed_many673, int(a1))
-	a2 = bits.RotateLeft64(a2, 45) + 0xba546e7bc37fdaa9
-	sdt.Probe1(&bsealed_many674, int(a2))
-	a3 = bits.RotateLeft64(a3, 46) + 0xf6c361eec214d2d3
-	sdt.Probe1(&bsealed_many675, int(a3))
-	a4 = bits.RotateLeft64(a4, 47) + 0x33325561c0a9cafd
-	sdt.Probe1(&bsealed_many676, int(a4))
-	a5 = bits.RotateLeft64(a5, 48) + 0x6fa148d4bf3ec327
-	sdt.Probe1(&bsealed_many677, int(a5))
-	a6 = bits.RotateLeft64(a6, 49) + 0xac103c47bdd3bb51
-	sdt.Probe1(&bsealed_many678, int(a6))
-	a7 = bits.RotateLeft64(a7, 50) + 0xe87f2fbabc68b37b
-	sdt.Probe1(&bsealed_many679, int(a7))
-	a0 = bits.RotateLeft64(a0, 51) + 0x24ee232dbafdaba5
-	sdt.Probe1(&bsealed_many680, int(a0))
-	a1 = bits.RotateLeft64(a1, 52) + 0x615d16a0b992a3cf
-	sdt.Probe1(&bsealed_many681, int(a1))
-	a2 = bits.RotateLeft64(a2, 53) + 0x9dcc0a13b8279bf9
-	sdt.Probe1(&bsealed_many682, int(a2))
-	a3 = bits.RotateLeft64(a3, 54) + 0xda3afd86b6bc9423
-	sdt.Probe1(&bsealed_many683, int(a3))
-	a4 = bits.RotateLeft64(a4, 55) + 0x16a9f0f9b5518c4d
-	sdt.Probe1(&bsealed_many684, int(a4))
-	a5 = bits.RotateLeft64(a5, 56) + 0x5318e46cb3e68477
-	sdt.Probe1(&bsealed_many685, int(a5))
-	a6 = bits.RotateLeft64(a6, 57) + 0x8f87d7dfb27b7ca1
-	sdt.Probe1(&bsealed_many686, int(a6))
-	a7 = bits.RotateLeft64(a7, 58) + 0xcbf6cb52b11074cb
-	sdt.Probe1(&bsealed_many687, int(a7))
-	a0 = bits.RotateLeft64(a0, 59) + 0x865bec5afa56cf5
-	sdt.Probe1(&bsealed_many688, int(a0))
-	a1 = bits.RotateLeft64(a1, 60) + 0x44d4b238ae3a651f
-	sdt.Probe1(&bsealed_many689, int(a1))
-	a2 = bits.RotateLeft64(a2, 61) + 0x8143a5abaccf5d49
-	sdt.Probe1(&bsealed_many690, int(a2))
-	a3 = bits.RotateLeft64(a3, 62) + 0xbdb2991eab645573
-	sdt.Probe1(&bsealed_many691, int(a3))
-	a4 = bits.RotateLeft64(a4, 63) + 0xfa218c91a9f94d9d
-	sdt.Probe1(&bsealed_many692, int(a4))
-	a5 = bits.RotateLeft64(a5, 1) + 0x36908004a88e45c7
-	sdt.Probe1(&bsealed_many693, int(a5))
-	a6 = bits.RotateLeft64(a6, 2) + 0x72ff7377a7233df1
-	sdt.Probe1(&bsealed_many694, int(a6))
-	a7 = bits.RotateLeft64(a7, 3) + 0xaf6e66eaa5b8361b
-	sdt.Probe1(&bsealed_many695, int(a7))
-	a0 = bits.RotateLeft64(a0, 4) + 0xebdd5a5da44d2e45
-	sdt.Probe1(&bsealed_many696, int(a0))
-	a1 = bits.RotateLeft64(a1, 5) + 0x284c4dd0a2e2266f
-	sdt.Probe1(&bsealed_many697, int(a1))
-	a2 = bits.RotateLeft64(a2, 6) + 0x64bb4143a1771e99
-	sdt.Probe1(&bsealed_many698, int(a2))
-	a3 = bits.RotateLeft64(a3, 7) + 0xa12a34b6a00c16c3
-	sdt.Probe1(&bsealed_many699, int(a3))
-	a4 = bits.RotateLeft64(a4, 8) + 0xdd9928299ea10eed
-	sdt.Probe1(&bsealed_many700, int(a4))
-	a5 = bits.RotateLeft64(a5, 9) + 0x1a081b9c9d360717
-	sdt.Probe1(&bsealed_many701, int(a5))
-	a6 = bits.RotateLeft64(a6, 10) + 0x56770f0f9bcaff41
-	sdt.Probe1(&bsealed_many702, int(a6))
-	a7 = bits.RotateLeft64(a7, 11) + 0x92e602829a5ff76b
-	sdt.Probe1(&bsealed_many703, int(a7))
-	a0 = bits.RotateLeft64(a0, 12) + 0xcf54f5f598f4ef95
-	sdt.Probe1(&bsealed_many704, int(a0))
-	a1 = bits.RotateLeft64(a1, 13) + 0xbc3e9689789e7bf
-	sdt.Probe1(&bsealed_many705, int(a1))
-	a2 = bits.RotateLeft64(a2, 14) + 0x4832dcdb961edfe9
-	sdt.Probe1(&bsealed_many706, int(a2))
-	a3 = bits.RotateLeft64(a3, 15) + 0x84a1d04e94b3d813
-	sdt.Probe1(&bsealed_many707, int(a3))
-	a4 = bits.RotateLeft64(a4, 16) + 0xc110c3c19348d03d
-	sdt.Probe1(&bsealed_many708, int(a4))
-	a5 = bits.RotateLeft64(a5, 17) + 0xfd7fb73491ddc867
-	sdt.Probe1(&bsealed_many709, int(a5))
-	a6 = bits.RotateLeft64(a6, 18) + 0x39eeaaa79072c091
-	sdt.Probe1(&bsealed_many710, int(a6))
-	a7 = bits.RotateLeft64(a7, 19) + 0x765d9e1a8f07b8bb
-	sdt.Probe1(&bsealed_many711, int(a7))
-	a0 = bits.RotateLeft64(a0, 20) + 0xb2cc918d8d9cb0e5
-	sdt.Probe1(&bsealed_many712, int(a0))
-	a1 = bits.RotateLeft64(a1, 21) + 0xef3b85008c31a90f
-	sdt.Probe1(&bsealed_many713, int(a1))
-	a2 = bits.RotateLeft64(a2, 22) + 0x2baa78738ac6a139
-	sdt.Probe1(&bsealed_many714, int(a2))
-	a3 = bits.RotateLeft64(a3, 23) + 0x68196be6895b9963
-	sdt.Probe1(&bsealed_many715, int(a3))
-	a4 = bits.RotateLeft64(a4, 24) + 0xa4885f5987f0918d
-	sdt.Probe1(&bsealed_many716, int(a4))
-	a5 = bits.RotateLeft64(a5, 25) + 0xe0f752cc868589b7
-	sdt.Probe1(&bsealed_many717, int(a5))
-	a6 = bits.RotateLeft64(a6, 26) + 0x1d66463f851a81e1
-	sdt.Probe1(&bsealed_many718, int(a6))
-	a7 = bits.RotateLeft64(a7, 27) + 0x59d539b283af7a0b
-	sdt.Probe1(&bsealed_many719, int(a7))
-	a0 = bits.RotateLeft64(a0, 28) + 0x96442d2582447235
-	sdt.Probe1(&bsealed_many720, int(a0))
-	a1 = bits.RotateLeft64(a1, 29) + 0xd2b3209880d96a5f
-	sdt.Probe1(&bsealed_many721, int(a1))
-	a2 = bits.RotateLeft64(a2, 30) + 0xf22140b7f6e6289
-	sdt.Probe1(&bsealed_many722, int(a2))
-	a3 = bits.RotateLeft64(a3, 31) + 0x4b91077e7e035ab3
-	sdt.Probe1(&bsealed_many723, int(a3))
-	a4 = bits.RotateLeft64(a4, 32) + 0x87fffaf17c9852dd
-	sdt.Probe1(&bsealed_many724, int(a4))
-	a5 = bits.RotateLeft64(a5, 33) + 0xc46eee647b2d4b07
-	sdt.Probe1(&bsealed_many725, int(a5))
-	a6 = bits.RotateLeft64(a6, 34) + 0xdde1d779c24331
-	sdt.Probe1(&bsealed_many726, int(a6))
-	a7 = bits.RotateLeft64(a7, 35) + 0x3d4cd54a78573b5b
-	sdt.Probe1(&bsealed_many727, int(a7))
-	a0 = bits.RotateLeft64(a0, 36) + 0x79bbc8bd76ec3385
-	sdt.Probe1(&bsealed_many728, int(a0))
-	a1 = bits.RotateLeft64(a1, 37) + 0xb62abc3075812baf
-	sdt.Probe1(&bsealed_many729, int(a1))
-	a2 = bits.RotateLeft64(a2, 38) + 0xf299afa3741623d9
-	sdt.Probe1(&bsealed_many730, int(a2))
-	a3 = bits.RotateLeft64(a3, 39) + 0x2f08a31672ab1c03
-	sdt.Probe1(&bsealed_many731, int(a3))
-	a4 = bits.RotateLeft64(a4, 40) + 0x6b7796897140142d
-	sdt.Probe1(&bsealed_many732, int(a4))
-	a5 = bits.RotateLeft64(a5, 41) + 0xa7e689fc6fd50c57
-	sdt.Probe1(&bsealed_many733, int(a5))
-	a6 = bits.RotateLeft64(a6, 42) + 0xe4557d6f6e6a0481
-	sdt.Probe1(&bsealed_many734, int(a6))
-	a7 = bits.RotateLeft64(a7, 43) + 0x20c470e26cfefcab
-	sdt.Probe1(&bsealed_many735, int(a7))
-	a0 = bits.RotateLeft64(a0, 44) + 0x5d3364556b93f4d5
-	sdt.Probe1(&bsealed_many736, int(a0))
-	a1 = bits.RotateLeft64(a1, 45) + 0x99a257c86a28ecff
-	sdt.Probe1(&bsealed_many737, int(a1))
-	a2 = bits.RotateLeft64(a2, 46) + 0xd6114b3b68bde529
-	sdt.Probe1(&bsealed_many738, int(a2))
-	a3 = bits.RotateLeft64(a3, 47) + 0x12803eae6752dd53
-	sdt.Probe1(&bsealed_many739, int(a3))
-	a4 = bits.RotateLeft64(a4, 48) + 0x4eef322165e7d57d
-	sdt.Probe1(&bsealed_many740, int(a4))
-	a5 = bits.RotateLeft64(a5, 49) + 0x8b5e2594647ccda7
-	sdt.Probe1(&bsealed_many741, int(a5))
-	a6 = bits.RotateLeft64(a6, 50) + 0xc7cd19076311c5d1
-	sdt.Probe1(&bsealed_many742, int(a6))
-	a7 = bits.RotateLeft64(a7, 51) + 0x43c0c7a61a6bdfb
-	sdt.Probe1(&bsealed_many743, int(a7))
-	a0 = bits.RotateLeft64(a0, 52) + 0x40aaffed603bb625
-	sdt.Probe1(&bsealed_many744, int(a0))
-	a1 = bits.RotateLeft64(a1, 53) + 0x7d19f3605ed0ae4f
-	sdt.Probe1(&bsealed_many745, int(a1))
-	a2 = bits.RotateLeft64(a2, 54) + 0xb988e6d35d65a679
-	sdt.Probe1(&bsealed_many746, int(a2))
-	a3 = bits.RotateLeft64(a3, 55) + 0xf5f7da465bfa9ea3
-	sdt.Probe1(&bsealed_many747, int(a3))
-	a4 = bits.RotateLeft64(a4, 56) + 0x3266cdb95a8f96cd
-	sdt.Probe1(&bsealed_many748, int(a4))
-	a5 = bits.RotateLeft64(a5, 57) + 0x6ed5c12c59248ef7
-	sdt.Probe1(&bsealed_many749, int(a5))
-	a6 = bits.RotateLeft64(a6, 58) + 0xab44b49f57b98721
-	sdt.Probe1(&bsealed_many750, int(a6))
-	a7 = bits.RotateLeft64(a7, 59) + 0xe7b3a812564e7f4b
-	sdt.Probe1(&bsealed_many751, int(a7))
-	a0 = bits.RotateLeft64(a0, 60) + 0x24229b8554e37775
-	sdt.Probe1(&bsealed_many752, int(a0))
-	a1 = bits.RotateLeft64(a1, 61) + 0x60918ef853786f9f
-	sdt.Probe1(&bsealed_many753, int(a1))
-	a2 = bits.RotateLeft64(a2, 62) + 0x9d00826b520d67c9
-	sdt.Probe1(&bsealed_many754, int(a2))
-	a3 = bits.RotateLeft64(a3, 63) + 0xd96f75de50a25ff3
-	sdt.Probe1(&bsealed_many755, int(a3))
-	a4 = bits.RotateLeft64(a4, 1) + 0x15de69514f37581d
-	sdt.Probe1(&bsealed_many756, int(a4))
-	a5 = bits.RotateLeft64(a5, 2) + 0x524d5cc44dcc5047
-	sdt.Probe1(&bsealed_many757, int(a5))
-	a6 = bits.RotateLeft64(a6, 3) + 0x8ebc50374c614871
-	sdt.Probe1(&bsealed_many758, int(a6))
-	a7 = bits.RotateLeft64(a7, 4) + 0xcb2b43aa4af6409b
-	sdt.Probe1(&bsealed_many759, int(a7))
-	a0 = bits.RotateLeft64(a0, 5) + 0x79a371d498b38c5
-	sdt.Probe1(&bsealed_many760, int(a0))
-	a1 = bits.RotateLeft64(a1, 6) + 0x44092a90482030ef
-	sdt.Probe1(&bsealed_many761, int(a1))
-	a2 = bits.RotateLeft64(a2, 7) + 0x80781e0346b52919
-	sdt.Probe1(&bsealed_many762, int(a2))
-	a3 = bits.RotateLeft64(a3, 8) + 0xbce71176454a2143
-	sdt.Probe1(&bsealed_many763, int(a3))
-	a4 = bits.RotateLeft64(a4, 9) + 0xf95604e943df196d
-	sdt.Probe1(&bsealed_many764, int(a4))
-	a5 = bits.RotateLeft64(a5, 10) + 0x35c4f85c42741197
-	sdt.Probe1(&bsealed_many765, int(a5))
-	a6 = bits.RotateLeft64(a6, 11) + 0x7233ebcf410909c1
-	sdt.Probe1(&bsealed_many766, int(a6))
-	a7 = bits.RotateLeft64(a7, 12) + 0xaea2df423f9e01eb
-	sdt.Probe1(&bsealed_many767, int(a7))
-	return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
-}
-
-//go:noinline
-func sites_sealed_6(x uint64) uint64 {
-	a0 := x + 0
-	a1 := x + 1
-	a2 := x + 2
-	a3 := x + 3
-	a4 := x + 4
-	a5 := x + 5
-	a6 := x + 6
-	a7 := x + 7
-	a0 = bits.RotateLeft64(a0, 13) + 0xeb11d2b53e32fa15
-	sdt.Probe1(&bsealed_many768, int(a0))
-	a1 = bits.RotateLeft64(a1, 14) + 0x2780c6283cc7f23f
-	sdt.Probe1(&bsealed_many769, int(a1))
-	a2 = bits.RotateLeft64(a2, 15) + 0x63efb99b3b5cea69
-	sdt.Probe1(&bsealed_many770, int(a2))
-	a3 = bits.RotateLeft64(a3, 16) + 0xa05ead0e39f1e293
-	sdt.Probe1(&bsealed_many771, int(a3))
-	a4 = bits.RotateLeft64(a4, 17) + 0xdccda0813886dabd
-	sdt.Probe1(&bsealed_many772, int(a4))
-	a5 = bits.RotateLeft64(a5, 18) + 0x193c93f4371bd2e7
-	sdt.Probe1(&bsealed_many773, int(a5))
-	a6 = bits.RotateLeft64(a6, 19) + 0x55ab876735b0cb11
-	sdt.Probe1(&bsealed_many774, int(a6))
-	a7 = bits.RotateLeft64(a7, 20) + 0x921a7ada3445c33b
-	sdt.Probe1(&bsealed_many775, int(a7))
-	a0 = bits.RotateLeft64(a0, 21) + 0xce896e4d32dabb65
-	sdt.Probe1(&bsealed_many776, int(a0))
-	a1 = bits.RotateLeft64(a1, 22) + 0xaf861c0316fb38f
-	sdt.Probe1(&bsealed_many777, int(a1))
-	a2 = bits.RotateLeft64(a2, 23) + 0x476755333004abb9
-	sdt.Probe1(&bsealed_many778, int(a2))
-	a3 = bits.RotateLeft64(a3, 24) + 0x83d648a62e99a3e3
-	sdt.Probe1(&bsealed_many779, int(a3))
-	a4 = bits.RotateLeft64(a4, 25) + 0xc0453c192d2e9c0d
-	sdt.Probe1(&bsealed_many780, int(a4))
-	a5 = bits.RotateLeft64(a5, 26) + 0xfcb42f8c2bc39437
-	sdt.Probe1(&bsealed_many781, int(a5))
-	a6 = bits.RotateLeft64(a6, 27) + 0x392322ff2a588c61
-	sdt.Probe1(&bsealed_many782, int(a6))
-	a7 = bits.RotateLeft64(a7, 28) + 0x7592167228ed848b
-	sdt.Probe1(&bsealed_many783, int(a7))
-	a0 = bits.RotateLeft64(a0, 29) + 0xb20109e527827cb5
-	sdt.Probe1(&bsealed_many784, int(a0))
-	a1 = bits.RotateLeft64(a1, 30) + 0xee6ffd58261774df
-	sdt.Probe1(&bsealed_many785, int(a1))
-	a2 = bits.RotateLeft64(a2, 31) + 0x2adef0cb24ac6d09
-	sdt.Probe1(&bsealed_many786, int(a2))
-	a3 = bits.RotateLeft64(a3, 32) + 0x674de43e23416533
-	sdt.Probe1(&bsealed_many787, int(a3))
-	a4 = bits.RotateLeft64(a4, 33) + 0xa3bcd7b121d65d5d
-	sdt.Probe1(&bsealed_many788, int(a4))
-	a5 = bits.RotateLeft64(a5, 34) + 0xe02bcb24206b5587
-	sdt.Probe1(&bsealed_many789, int(a5))
-	a6 = bits.RotateLeft64(a6, 35) + 0x1c9abe971f004db1
-	sdt.Probe1(&bsealed_many790, int(a6))
-	a7 = bits.RotateLeft64(a7, 36) + 0x5909b20a1d9545db
-	sdt.Probe1(&bsealed_many791, int(a7))
-	a0 = bits.RotateLeft64(a0, 37) + 0x9578a57d1c2a3e05
-	sdt.Probe1(&bsealed_many792, int(a0))
-	a1 = bits.RotateLeft64(a1, 38) + 0xd1e798f01abf362f
-	sdt.Probe1(&bsealed_many793, int(a1))
-	a2 = bits.RotateLeft64(a2, 39) + 0xe568c6319542e59
-	sdt.Probe1(&bsealed_many794, int(a2))
-	a3 = bits.RotateLeft64(a3, 40) + 0x4ac57fd617e92683
-	sdt.Probe1(&bsealed_many795, int(a3))
-	a4 = bits.RotateLeft64(a4, 41) + 0x87347349167e1ead
-	sdt.Probe1(&bsealed_many796, int(a4))
-	a5 = bits.RotateLeft64(a5, 42) + 0xc3a366bc151316d7
-	sdt.Probe1(&bsealed_many797, int(a5))
-	a6 = bits.RotateLeft64(a6, 43) + 0x125a2f13a80f01
-	sdt.Probe1(&bsealed_many798, int(a6))
-	a7 = bits.RotateLeft64(a7, 44) + 0x3c814da2123d072b
-	sdt.Probe1(&bsealed_many799, int(a7))
-	a0 = bits.RotateLeft64(a0, 45) + 0x78f0411510d1ff55
-	sdt.Probe1(&bsealed_many800, int(a0))
-	a1 = bits.RotateLeft64(a1, 46) + 0xb55f34880f66f77f
-	sdt.Probe1(&bsealed_many801, int(a1))
-	a2 = bits.RotateLeft64(a2, 47) + 0xf1ce27fb0dfbefa9
-	sdt.Probe1(&bsealed_many802, int(a2))
-	a3 = bits.RotateLeft64(a3, 48) + 0x2e3d1b6e0c90e7d3
-	sdt.Probe1(&bsealed_many803, int(a3))
-	a4 = bits.RotateLeft64(a4, 49) + 0x6aac0ee10b25dffd
-	sdt.Probe1(&bsealed_many804, int(a4))
-	a5 = bits.RotateLeft64(a5, 50) + 0xa71b025409bad827
-	sdt.Probe1(&bsealed_many805, int(a5))
-	a6 = bits.RotateLeft64(a6, 51) + 0xe389f5c7084fd051
-	sdt.Probe1(&bsealed_many806, int(a6))
-	a7 = bits.RotateLeft64(a7, 52) + 0x1ff8e93a06e4c87b
-	sdt.Probe1(&bsealed_many807, int(a7))
-	a0 = bits.RotateLeft64(a0, 53) + 0x5c67dcad0579c0a5
-	sdt.Probe1(&bsealed_many808, int(a0))
-	a1 = bits.RotateLeft64(a1, 54) + 0x98d6d020040eb8cf
-	sdt.Probe1(&bsealed_many809, int(a1))
-	a2 = bits.RotateLeft64(a2, 55) + 0xd545c39302a3b0f9
-	sdt.Probe1(&bsealed_many810, int(a2))
-	a3 = bits.RotateLeft64(a3, 56) + 0x11b4b7060138a923
-	sdt.Probe1(&bsealed_many811, int(a3))
-	a4 = bits.RotateLeft64(a4, 57) + 0x4e23aa78ffcda14d
-	sdt.Probe1(&bsealed_many812, int(a4))
-	a5 = bits.RotateLeft64(a5, 58) + 0x8a929debfe629977
-	sdt.Probe1(&bsealed_many813, int(a5))
-	a6 = bits.RotateLeft64(a6, 59) + 0xc701915efcf791a1
-	sdt.Probe1(&bsealed_many814, int(a6))
-	a7 = bits.RotateLeft64(a7, 60) + 0x37084d1fb8c89cb
-	sdt.Probe1(&bsealed_many815, int(a7))
-	a0 = bits.RotateLeft64(a0, 61) + 0x3fdf7844fa2181f5
-	sdt.Probe1(&bsealed_many816, int(a0))
-	a1 = bits.RotateLeft64(a1, 62) + 0x7c4e6bb7f8b67a1f
-	sdt.Probe1(&bsealed_many817, int(a1))
-	a2 = bits.RotateLeft64(a2, 63) + 0xb8bd5f2af74b7249
-	sdt.Probe1(&bsealed_many818, int(a2))
-	a3 = bits.RotateLeft64(a3, 1) + 0xf52c529df5e06a73
-	sdt.Probe1(&bsealed_many819, int(a3))
-	a4 = bits.RotateLeft64(a4, 2) + 0x319b4610f475629d
-	sdt.Probe1(&bsealed_many820, int(a4))
-	a5 = bits.RotateLeft64(a5, 3) + 0x6e0a3983f30a5ac7
-	sdt.Probe1(&bsealed_many821, int(a5))
-	a6 = bits.RotateLeft64(a6, 4) + 0xaa792cf6f19f52f1
-	sdt.Probe1(&bsealed_many822, int(a6))
-	a7 = bits.RotateLeft64(a7, 5) + 0xe6e82069f0344b1b
-	sdt.Probe1(&bsealed_many823, int(a7))
-	a0 = bits.RotateLeft64(a0, 6) + 0x235713dceec94345
-	sdt.Probe1(&bsealed_many824, int(a0))
-	a1 = bits.RotateLeft64(a1, 7) + 0x5fc6074fed5e3b6f
-	sdt.Probe1(&bsealed_many825, int(a1))
-	a2 = bits.RotateLeft64(a2, 8) + 0x9c34fac2ebf33399
-	sdt.Probe1(&bsealed_many826, int(a2))
-	a3 = bits.RotateLeft64(a3, 9) + 0xd8a3ee35ea882bc3
-	sdt.Probe1(&bsealed_many827, int(a3))
-	a4 = bits.RotateLeft64(a4, 10) + 0x1512e1a8e91d23ed
-	sdt.Probe1(&bsealed_many828, int(a4))
-	a5 = bits.RotateLeft64(a5, 11) + 0x5181d51be7b21c17
-	sdt.Probe1(&bsealed_many829, int(a5))
-	a6 = bits.RotateLeft64(a6, 12) + 0x8df0c88ee6471441
-	sdt.Probe1(&bsealed_many830, int(a6))
-	a7 = bits.RotateLeft64(a7, 13) + 0xca5fbc01e4dc0c6b
-	sdt.Probe1(&bsealed_many831, int(a7))
-	a0 = bits.RotateLeft64(a0, 14) + 0x6ceaf74e3710495
-	sdt.Probe1(&bsealed_many832, int(a0))
-	a1 = bits.RotateLeft64(a1, 15) + 0x433da2e7e205fcbf
-	sdt.Probe1(&bsealed_many833, int(a1))
-	a2 = bits.RotateLeft64(a2, 16) + 0x7fac965ae09af4e9
-	sdt.Probe1(&bsealed_many834, int(a2))
-	a3 = bits.RotateLeft64(a3, 17) + 0xbc1b89cddf2fed13
-	sdt.Probe1(&bsealed_many835, int(a3))
-	a4 = bits.RotateLeft64(a4, 18) + 0xf88a7d40ddc4e53d
-	sdt.Probe1(&bsealed_many836, int(a4))
-	a5 = bits.RotateLeft64(a5, 19) + 0x34f970b3dc59dd67
-	sdt.Probe1(&bsealed_many837, int(a5))
-	a6 = bits.RotateLeft64(a6, 20) + 0x71686426daeed591
-	sdt.Probe1(&bsealed_many838, int(a6))
-	a7 = bits.RotateLeft64(a7, 21) + 0xadd75799d983cdbb
-	sdt.Probe1(&bsealed_many839, int(a7))
-	a0 = bits.RotateLeft64(a0, 22) + 0xea464b0cd818c5e5
-	sdt.Probe1(&bsealed_many840, int(a0))
-	a1 = bits.RotateLeft64(a1, 23) + 0x26b53e7fd6adbe0f
-	sdt.Probe1(&bsealed_many841, int(a1))
-	a2 = bits.RotateLeft64(a2, 24) + 0x632431f2d542b639
-	sdt.Probe1(&bsealed_many842, int(a2))
-	a3 = bits.RotateLeft64(a3, 25) + 0x9f932565d3d7ae63
-	sdt.Probe1(&bsealed_many843, int(a3))
-	a4 = bits.RotateLeft64(a4, 26) + 0xdc0218d8d26ca68d
-	sdt.Probe1(&bsealed_many844, int(a4))
-	a5 = bits.RotateLeft64(a5, 27) + 0x18710c4bd1019eb7
-	sdt.Probe1(&bsealed_many845, int(a5))
-	a6 = bits.RotateLeft64(a6, 28) + 0x54dfffbecf9696e1
-	sdt.Probe1(&bsealed_many846, int(a6))
-	a7 = bits.RotateLeft64(a7, 29) + 0x914ef331ce2b8f0b
-	sdt.Probe1(&bsealed_many847, int(a7))
-	a0 = bits.RotateLeft64(a0, 30) + 0xcdbde6a4ccc08735
-	sdt.Probe1(&bsealed_many848, int(a0))
-	a1 = bits.RotateLeft64(a1, 31) + 0xa2cda17cb557f5f
-	sdt.Probe1(&bsealed_many849, int(a1))
-	a2 = bits.RotateLeft64(a2, 32) + 0x469bcd8ac9ea7789
-	sdt.Probe1(&bsealed_many850, int(a2))
-	a3 = bits.RotateLeft64(a3, 33) + 0x830ac0fdc87f6fb3
-	sdt.Probe1(&bsealed_many851, int(a3))
-	a4 = bits.RotateLeft64(a4, 34) + 0xbf79b470c71467dd
-	sdt.Probe1(&bsealed_many852, int(a4))
-	a5 = bits.RotateLeft64(a5, 35) + 0xfbe8a7e3c5a96007
-	sdt.Probe1(&bsealed_many853, int(a5))
-	a6 = bits.RotateLeft64(a6, 36) + 0x38579b56c43e5831
-	sdt.Probe1(&bsealed_many854, int(a6))
-	a7 = bits.RotateLeft64(a7, 37) + 0x74c68ec9c2d3505b
-	sdt.Probe1(&bsealed_many855, int(a7))
-	a0 = bits.RotateLeft64(a0, 38) + 0xb135823cc1684885
-	sdt.Probe1(&bsealed_many856, int(a0))
-	a1 = bits.RotateLeft64(a1, 39) + 0xeda475afbffd40af
-	sdt.Probe1(&bsealed_many857, int(a1))
-	a2 = bits.RotateLeft64(a2, 40) + 0x2a136922be9238d9
-	sdt.Probe1(&bsealed_many858, int(a2))
-	a3 = bits.RotateLeft64(a3, 41) + 0x66825c95bd273103
-	sdt.Probe1(&bsealed_many859, int(a3))
-	a4 = bits.RotateLeft64(a4, 42) + 0xa2f15008bbbc292d
-	sdt.Probe1(&bsealed_many860, int(a4))
-	a5 = bits.RotateLeft64(a5, 43) + 0xdf60437bba512157
-	sdt.Probe1(&bsealed_many861, int(a5))
-	a6 = bits.RotateLeft64(a6, 44) + 0x1bcf36eeb8e61981
-	sdt.Probe1(&bsealed_many862, int(a6))
-	a7 = bits.RotateLeft64(a7, 45) + 0x583e2a61b77b11ab
-	sdt.Probe1(&bsealed_many863, int(a7))
-	a0 = bits.RotateLeft64(a0, 46) + 0x94ad1dd4b61009d5
-	sdt.Probe1(&bsealed_many864, int(a0))
-	a1 = bits.RotateLeft64(a1, 47) + 0xd11c1147b4a501ff
-	sdt.Probe1(&bsealed_many865, int(a1))
-	a2 = bits.RotateLeft64(a2, 48) + 0xd8b04bab339fa29
-	sdt.Probe1(&bsealed_many866, int(a2))
-	a3 = bits.RotateLeft64(a3, 49) + 0x49f9f82db1cef253
-	sdt.Probe1(&bsealed_many867, int(a3))
-	a4 = bits.RotateLeft64(a4, 50) + 0x8668eba0b063ea7d
-	sdt.Probe1(&bsealed_many868, int(a4))
-	a5 = bits.RotateLeft64(a5, 51) + 0xc2d7df13aef8e2a7
-	sdt.Probe1(&bsealed_many869, int(a5))
-	a6 = bits.RotateLeft64(a6, 52) + 0xff46d286ad8ddad1
-	sdt.Probe1(&bsealed_many870, int(a6))
-	a7 = bits.RotateLeft64(a7, 53) + 0x3bb5c5f9ac22d2fb
-	sdt.Probe1(&bsealed_many871, int(a7))
-	a0 = bits.RotateLeft64(a0, 54) + 0x7824b96caab7cb25
-	sdt.Probe1(&bsealed_many872, int(a0))
-	a1 = bits.RotateLeft64(a1, 55) + 0xb493acdfa94cc34f
-	sdt.Probe1(&bsealed_many873, int(a1))
-	a2 = bits.RotateLeft64(a2, 56) + 0xf102a052a7e1bb79
-	sdt.Probe1(&bsealed_many874, int(a2))
-	a3 = bits.RotateLeft64(a3, 57) + 0x2d7193c5a676b3a3
-	sdt.Probe1(&bsealed_many875, int(a3))
-	a4 = bits.RotateLeft64(a4, 58) + 0x69e08738a50babcd
-	sdt.Probe1(&bsealed_many876, int(a4))
-	a5 = bits.RotateLeft64(a5, 59) + 0xa64f7aaba3a0a3f7
-	sdt.Probe1(&bsealed_many877, int(a5))
-	a6 = bits.RotateLeft64(a6, 60) + 0xe2be6e1ea2359c21
-	sdt.Probe1(&bsealed_many878, int(a6))
-	a7 = bits.RotateLeft64(a7, 61) + 0x1f2d6191a0ca944b
-	sdt.Probe1(&bsealed_many879, int(a7))
-	a0 = bits.RotateLeft64(a0, 62) + 0x5b9c55049f5f8c75
-	sdt.Probe1(&bsealed_many880, int(a0))
-	a1 = bits.RotateLeft64(a1, 63) + 0x980b48779df4849f
-	sdt.Probe1(&bsealed_many881, int(a1))
-	a2 = bits.RotateLeft64(a2, 1) + 0xd47a3bea9c897cc9
-	sdt.Probe1(&bsealed_many882, int(a2))
-	a3 = bits.RotateLeft64(a3, 2) + 0x10e92f5d9b1e74f3
-	sdt.Probe1(&bsealed_many883, int(a3))
-	a4 = bits.RotateLeft64(a4, 3) + 0x4d5822d099b36d1d
-	sdt.Probe1(&bsealed_many884, int(a4))
-	a5 = bits.RotateLeft64(a5, 4) + 0x89c7164398486547
-	sdt.Probe1(&bsealed_many885, int(a5))
-	a6 = bits.RotateLeft64(a6, 5) + 0xc63609b696dd5d71
-	sdt.Probe1(&bsealed_many886, int(a6))
-	a7 = bits.RotateLeft64(a7, 6) + 0x2a4fd299572559b
-	sdt.Probe1(&bsealed_many887, int(a7))
-	a0 = bits.RotateLeft64(a0, 7) + 0x3f13f09c94074dc5
-	sdt.Probe1(&bsealed_many888, int(a0))
-	a1 = bits.RotateLeft64(a1, 8) + 0x7b82e40f929c45ef
-	sdt.Probe1(&bsealed_many889, int(a1))
-	a2 = bits.RotateLeft64(a2, 9) + 0xb7f1d78291313e19
-	sdt.Probe1(&bsealed_many890, int(a2))
-	a3 = bits.RotateLeft64(a3, 10) + 0xf460caf58fc63643
-	sdt.Probe1(&bsealed_many891, int(a3))
-	a4 = bits.RotateLeft64(a4, 11) + 0x30cfbe688e5b2e6d
-	sdt.Probe1(&bsealed_many892, int(a4))
-	a5 = bits.RotateLeft64(a5, 12) + 0x6d3eb1db8cf02697
-	sdt.Probe1(&bsealed_many893, int(a5))
-	a6 = bits.RotateLeft64(a6, 13) + 0xa9ada54e8b851ec1
-	sdt.Probe1(&bsealed_many894, int(a6))
-	a7 = bits.RotateLeft64(a7, 14) + 0xe61c98c18a1a16eb
-	sdt.Probe1(&bsealed_many895, int(a7))
-	return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
-}
-
-//go:noinline
-func sites_sealed_7(x uint64) uint64 {
-	a0 := x + 0
-	a1 := x + 1
-	a2 := x + 2
-	a3 := x + 3
-	a4 := x + 4
-	a5 := x + 5
-	a6 := x + 6
-	a7 := x + 7
-	a0 = bits.RotateLeft64(a0, 15) + 0x228b8c3488af0f15
-	sdt.Probe1(&bsealed_many896, int(a0))
-	a1 = bits.RotateLeft64(a1, 16) + 0x5efa7fa78744073f
-	sdt.Probe1(&bsealed_many897, int(a1))
-	a2 = bits.RotateLeft64(a2, 17) + 0x9b69731a85d8ff69
-	sdt.Probe1(&bsealed_many898, int(a2))
-	a3 = bits.RotateLeft64(a3, 18) + 0xd7d8668d846df793
-	sdt.Probe1(&bsealed_many899, int(a3))
-	a4 = bits.RotateLeft64(a4, 19) + 0x14475a008302efbd
-	sdt.Probe1(&bsealed_many900, int(a4))
-	a5 = bits.RotateLeft64(a5, 20) + 0x50b64d738197e7e7
-	sdt.Probe1(&bsealed_many901, int(a5))
-	a6 = bits.RotateLeft64(a6, 21) + 0x8d2540e6802ce011
-	sdt.Probe1(&bsealed_many902, int(a6))
-	a7 = bits.RotateLeft64(a7, 22) + 0xc99434597ec1d83b
-	sdt.Probe1(&bsealed_many903, int(a7))
-	a0 = bits.RotateLeft64(a0, 23) + 0x60327cc7d56d065
-	sdt.Probe1(&bsealed_many904, int(a0))
-	a1 = bits.RotateLeft64(a1, 24) + 0x42721b3f7bebc88f
-	sdt.Probe1(&bsealed_many905, int(a1))
-	a2 = bits.RotateLeft64(a2, 25) + 0x7ee10eb27a80c0b9
-	sdt.Probe1(&bsealed_many906, int(a2))
-	a3 = bits.RotateLeft64(a3, 26) + 0xbb5002257915b8e3
-	sdt.Probe1(&bsealed_many907, int(a3))
-	a4 = bits.RotateLeft64(a4, 27) + 0xf7bef59877aab10d
-	sdt.Probe1(&bsealed_many908, int(a4))
-	a5 = bits.RotateLeft64(a5, 28) + 0x342de90b763fa937
-	sdt.Probe1(&bsealed_many909, int(a5))
-	a6 = bits.RotateLeft64(a6, 29) + 0x709cdc7e74d4a161
-	sdt.Probe1(&bsealed_many910, int(a6))
-	a7 = bits.RotateLeft64(a7, 30) + 0xad0bcff17369998b
-	sdt.Probe1(&bsealed_many911, int(a7))
-	a0 = bits.RotateLeft64(a0, 31) + 0xe97ac36471fe91b5
-	sdt.Probe1(&bsealed_many912, int(a0))
-	a1 = bits.RotateLeft64(a1, 32) + 0x25e9b6d7709389df
-	sdt.Probe1(&bsealed_many913, int(a1))
-	a2 = bits.RotateLeft64(a2, 33) + 0x6258aa4a6f288209
-	sdt.Probe1(&bsealed_many914, int(a2))
-	a3 = bits.RotateLeft64(a3, 34) + 0x9ec79dbd6dbd7a33
-	sdt.Probe1(&bsealed_many915, int(a3))
-	a4 = bits.RotateLeft64(a4, 35) + 0xdb3691306c52725d
-	sdt.Probe1(&bsealed_many916, int(a4))
-	a5 = bits.RotateLeft64(a5, 36) + 0x17a584a36ae76a87
-	sdt.Probe1(&bsealed_many917, int(a5))
-	a6 = bits.RotateLeft64(a6, 37) + 0x54147816697c62b1
-	sdt.Probe1(&bsealed_many918, int(a6))
-	a7 = bits.RotateLeft64(a7, 38) + 0x90836b8968115adb
-	sdt.Probe1(&bsealed_many919, int(a7))
-	a0 = bits.RotateLeft64(a0, 39) + 0xccf25efc66a65305
-	sdt.Probe1(&bsealed_many920, int(a0))
-	a1 = bits.RotateLeft64(a1, 40) + 0x961526f653b4b2f
-	sdt.Probe1(&bsealed_many921, int(a1))
-	a2 = bits.RotateLeft64(a2, 41) + 0x45d045e263d04359
-	sdt.Probe1(&bsealed_many922, int(a2))
-	a3 = bits.RotateLeft64(a3, 42) + 0x823f395562653b83
-	sdt.Probe1(&bsealed_many923, int(a3))
-	a4 = bits.RotateLeft64(a4, 43) + 0xbeae2cc860fa33ad
-	sdt.Probe1(&bsealed_many924, int(a4))
-	a5 = bits.RotateLeft64(a5, 44) + 0xfb1d203b5f8f2bd7
-	sdt.Probe1(&bsealed_many925, int(a5))
-	a6 = bits.RotateLeft64(a6, 45) + 0x378c13ae5e242401
-	sdt.Probe1(&bsealed_many926, int(a6))
-	a7 = bits.RotateLeft64(a7, 46) + 0x73fb07215cb91c2b
-	sdt.Probe1(&bsealed_many927, int(a7))
-	a0 = bits.RotateLeft64(a0, 47) + 0xb069fa945b4e1455
-	sdt.Probe1(&bsealed_many928, int(a0))
-	a1 = bits.RotateLeft64(a1, 48) + 0xecd8ee0759e30c7f
-	sdt.Probe1(&bsealed_many929, int(a1))
-	a2 = bits.RotateLeft64(a2, 49) + 0x2947e17a587804a9
-	sdt.Probe1(&bsealed_many930, int(a2))
-	a3 = bits.RotateLeft64(a3, 50) + 0x65b6d4ed570cfcd3
-	sdt.Probe1(&bsealed_many931, int(a3))
-	a4 = bits.RotateLeft64(a4, 51) + 0xa225c86055a1f4fd
-	sdt.Probe1(&bsealed_many932, int(a4))
-	a5 = bits.RotateLeft64(a5, 52) + 0xde94bbd35436ed27
-	sdt.Probe1(&bsealed_many933, int(a5))
-	a6 = bits.RotateLeft64(a6, 53) + 0x1b03af4652cbe551
-	sdt.Probe1(&bsealed_many934, int(a6))
-	a7 = bits.RotateLeft64(a7, 54) + 0x5772a2b95160dd7b
-	sdt.Probe1(&bsealed_many935, int(a7))
-	a0 = bits.RotateLeft64(a0, 55) + 0x93e1962c4ff5d5a5
-	sdt.Probe1(&bsealed_many936, int(a0))
-	a1 = bits.RotateLeft64(a1, 56) + 0xd050899f4e8acdcf
-	sdt.Probe1(&bsealed_many937, int(a1))
-	a2 = bits.RotateLeft64(a2, 57) + 0xcbf7d124d1fc5f9
-	sdt.Probe1(&bsealed_many938, int(a2))
-	a3 = bits.RotateLeft64(a3, 58) + 0x492e70854bb4be23
-	sdt.Probe1(&bsealed_many939, int(a3))
-	a4 = bits.RotateLeft64(a4, 59) + 0x859d63f84a49b64d
-	sdt.Probe1(&bsealed_many940, int(a4))
-	a5 = bits.RotateLeft64(a5, 60) + 0xc20c576b48deae77
-	sdt.Probe1(&bsealed_many941, int(a5))
-	a6 = bits.RotateLeft64(a6, 61) + 0xfe7b4ade4773a6a1
-	sdt.Probe1(&bsealed_many942, int(a6))
-	a7 = bits.RotateLeft64(a7, 62) + 0x3aea3e5146089ecb
-	sdt.Probe1(&bsealed_many943, int(a7))
-	a0 = bits.RotateLeft64(a0, 63) + 0x775931c4449d96f5
-	sdt.Probe1(&bsealed_many944, int(a0))
-	a1 = bits.RotateLeft64(a1, 1) + 0xb3c8253743328f1f
-	sdt.Probe1(&bsealed_many945, int(a1))
-	a2 = bits.RotateLeft64(a2, 2) + 0xf03718aa41c78749
-	sdt.Probe1(&bsealed_many946, int(a2))
-	a3 = bits.RotateLeft64(a3, 3) + 0x2ca60c1d405c7f73
-	sdt.Probe1(&bsealed_many947, int(a3))
-	a4 = bits.RotateLeft64(a4, 4) + 0x6914ff903ef1779d
-	sdt.Probe1(&bsealed_many948, int(a4))
-	a5 = bits.RotateLeft64(a5, 5) + 0xa583f3033d866fc7
-	sdt.Probe1(&bsealed_many949, int(a5))
-	a6 = bits.RotateLeft64(a6, 6) + 0xe1f2e6763c1b67f1
-	sdt.Probe1(&bsealed_many950, int(a6))
-	a7 = bits.RotateLeft64(a7, 7) + 0x1e61d9e93ab0601b
-	sdt.Probe1(&bsealed_many951, int(a7))
-	a0 = bits.RotateLeft64(a0, 8) + 0x5ad0cd5c39455845
-	sdt.Probe1(&bsealed_many952, int(a0))
-	a1 = bits.RotateLeft64(a1, 9) + 0x973fc0cf37da506f
-	sdt.Probe1(&bsealed_many953, int(a1))
-	a2 = bits.RotateLeft64(a2, 10) + 0xd3aeb442366f4899
-	sdt.Probe1(&bsealed_many954, int(a2))
-	a3 = bits.RotateLeft64(a3, 11) + 0x101da7b5350440c3
-	sdt.Probe1(&bsealed_many955, int(a3))
-	a4 = bits.RotateLeft64(a4, 12) + 0x4c8c9b28339938ed
-	sdt.Probe1(&bsealed_many956, int(a4))
-	a5 = bits.RotateLeft64(a5, 13) + 0x88fb8e9b322e3117
-	sdt.Probe1(&bsealed_many957, int(a5))
-	a6 = bits.RotateLeft64(a6, 14) + 0xc56a820e30c32941
-	sdt.Probe1(&bsealed_many958, int(a6))
-	a7 = bits.RotateLeft64(a7, 15) + 0x1d975812f58216b
-	sdt.Probe1(&bsealed_many959, int(a7))
-	a0 = bits.RotateLeft64(a0, 16) + 0x3e4868f42ded1995
-	sdt.Probe1(&bsealed_many960, int(a0))
-	a1 = bits.RotateLeft64(a1, 17) + 0x7ab75c672c8211bf
-	sdt.Probe1(&bsealed_many961, int(a1))
-	a2 = bits.RotateLeft64(a2, 18) + 0xb7264fda2b1709e9
-	sdt.Probe1(&bsealed_many962, int(a2))
-	a3 = bits.RotateLeft64(a3, 19) + 0xf395434d29ac0213
-	sdt.Probe1(&bsealed_many963, int(a3))
-	a4 = bits.RotateLeft64(a4, 20) + 0x300436c02840fa3d
-	sdt.Probe1(&bsealed_many964, int(a4))
-	a5 = bits.RotateLeft64(a5, 21) + 0x6c732a3326d5f267
-	sdt.Probe1(&bsealed_many965, int(a5))
-	a6 = bits.RotateLeft64(a6, 22) + 0xa8e21da6256aea91
-	sdt.Probe1(&bsealed_many966, int(a6))
-	a7 = bits.RotateLeft64(a7, 23) + 0xe551111923ffe2bb
-	sdt.Probe1(&bsealed_many967, int(a7))
-	a0 = bits.RotateLeft64(a0, 24) + 0x21c0048c2294dae5
-	sdt.Probe1(&bsealed_many968, int(a0))
-	a1 = bits.RotateLeft64(a1, 25) + 0x5e2ef7ff2129d30f
-	sdt.Probe1(&bsealed_many969, int(a1))
-	a2 = bits.RotateLeft64(a2, 26) + 0x9a9deb721fbecb39
-	sdt.Probe1(&bsealed_many970, int(a2))
-	a3 = bits.RotateLeft64(a3, 27) + 0xd70cdee51e53c363
-	sdt.Probe1(&bsealed_many971, int(a3))
-	a4 = bits.RotateLeft64(a4, 28) + 0x137bd2581ce8bb8d
-	sdt.Probe1(&bsealed_many972, int(a4))
-	a5 = bits.RotateLeft64(a5, 29) + 0x4feac5cb1b7db3b7
-	sdt.Probe1(&bsealed_many973, int(a5))
-	a6 = bits.RotateLeft64(a6, 30) + 0x8c59b93e1a12abe1
-	sdt.Probe1(&bsealed_many974, int(a6))
-	a7 = bits.RotateLeft64(a7, 31) + 0xc8c8acb118a7a40b
-	sdt.Probe1(&bsealed_many975, int(a7))
-	a0 = bits.RotateLeft64(a0, 32) + 0x537a024173c9c35
-	sdt.Probe1(&bsealed_many976, int(a0))
-	a1 = bits.RotateLeft64(a1, 33) + 0x41a6939715d1945f
-	sdt.Probe1(&bsealed_many977, int(a1))
-	a2 = bits.RotateLeft64(a2, 34) + 0x7e15870a14668c89
-	sdt.Probe1(&bsealed_many978, int(a2))
-	a3 = bits.RotateLeft64(a3, 35) + 0xba847a7d12fb84b3
-	sdt.Probe1(&bsealed_many979, int(a3))
-	a4 = bits.RotateLeft64(a4, 36) + 0xf6f36df011907cdd
-	sdt.Probe1(&bsealed_many980, int(a4))
-	a5 = bits.RotateLeft64(a5, 37) + 0x3362616310257507
-	sdt.Probe1(&bsealed_many981, int(a5))
-	a6 = bits.RotateLeft64(a6, 38) + 0x6fd154d60eba6d31
-	sdt.Probe1(&bsealed_many982, int(a6))
-	a7 = bits.RotateLeft64(a7, 39) + 0xac4048490d4f655b
-	sdt.Probe1(&bsealed_many983, int(a7))
-	a0 = bits.RotateLeft64(a0, 40) + 0xe8af3bbc0be45d85
-	sdt.Probe1(&bsealed_many984, int(a0))
-	a1 = bits.RotateLeft64(a1, 41) + 0x251e2f2f0a7955af
-	sdt.Probe1(&bsealed_many985, int(a1))
-	a2 = bits.RotateLeft64(a2, 42) + 0x618d22a2090e4dd9
-	sdt.Probe1(&bsealed_many986, int(a2))
-	a3 = bits.RotateLeft64(a3, 43) + 0x9dfc161507a34603
-	sdt.Probe1(&bsealed_many987, int(a3))
-	a4 = bits.RotateLeft64(a4, 44) + 0xda6b098806383e2d
-	sdt.Probe1(&bsealed_many988, int(a4))
-	a5 = bits.RotateLeft64(a5, 45) + 0x16d9fcfb04cd3657
-	sdt.Probe1(&bsealed_many989, int(a5))
-	a6 = bits.RotateLeft64(a6, 46) + 0x5348f06e03622e81
-	sdt.Probe1(&bsealed_many990, int(a6))
-	a7 = bits.RotateLeft64(a7, 47) + 0x8fb7e3e101f726ab
-	sdt.Probe1(&bsealed_many991, int(a7))
-	a0 = bits.RotateLeft64(a0, 48) + 0xcc26d754008c1ed5
-	sdt.Probe1(&bsealed_many992, int(a0))
-	a1 = bits.RotateLeft64(a1, 49) + 0x895cac6ff2116ff
-	sdt.Probe1(&bsealed_many993, int(a1))
-	a2 = bits.RotateLeft64(a2, 50) + 0x4504be39fdb60f29
-	sdt.Probe1(&bsealed_many994, int(a2))
-	a3 = bits.RotateLeft64(a3, 51) + 0x8173b1acfc4b0753
-	sdt.Probe1(&bsealed_many995, int(a3))
-	a4 = bits.RotateLeft64(a4, 52) + 0xbde2a51ffadfff7d
-	sdt.Probe1(&bsealed_many996, int(a4))
-	a5 = bits.RotateLeft64(a5, 53) + 0xfa519892f974f7a7
-	sdt.Probe1(&bsealed_many997, int(a5))
-	a6 = bits.RotateLeft64(a6, 54) + 0x36c08c05f809efd1
-	sdt.Probe1(&bsealed_many998, int(a6))
-	a7 = bits.RotateLeft64(a7, 55) + 0x732f7f78f69ee7fb
-	sdt.Probe1(&bsealed_many999, int(a7))
-	a0 = bits.RotateLeft64(a0, 56) + 0xaf9e72ebf533e025
-	sdt.Probe1(&bsealed_many1000, int(a0))
-	a1 = bits.RotateLeft64(a1, 57) + 0xec0d665ef3c8d84f
-	sdt.Probe1(&bsealed_many1001, int(a1))
-	a2 = bits.RotateLeft64(a2, 58) + 0x287c59d1f25dd079
-	sdt.Probe1(&bsealed_many1002, int(a2))
-	a3 = bits.RotateLeft64(a3, 59) + 0x64eb4d44f0f2c8a3
-	sdt.Probe1(&bsealed_many1003, int(a3))
-	a4 = bits.RotateLeft64(a4, 60) + 0xa15a40b7ef87c0cd
-	sdt.Probe1(&bsealed_many1004, int(a4))
-	a5 = bits.RotateLeft64(a5, 61) + 0xddc9342aee1cb8f7
-	sdt.Probe1(&bsealed_many1005, int(a5))
-	a6 = bits.RotateLeft64(a6, 62) + 0x1a38279decb1b121
-	sdt.Probe1(&bsealed_many1006, int(a6))
-	a7 = bits.RotateLeft64(a7, 63) + 0x56a71b10eb46a94b
-	sdt.Probe1(&bsealed_many1007, int(a7))
-	a0 = bits.RotateLeft64(a0, 1) + 0x93160e83e9dba175
-	sdt.Probe1(&bsealed_many1008, int(a0))
-	a1 = bits.RotateLeft64(a1, 2) + 0xcf8501f6e870999f
-	sdt.Probe1(&bsealed_many1009, int(a1))
-	a2 = bits.RotateLeft64(a2, 3) + 0xbf3f569e70591c9
-	sdt.Probe1(&bsealed_many1010, int(a2))
-	a3 = bits.RotateLeft64(a3, 4) + 0x4862e8dce59a89f3
-	sdt.Probe1(&bsealed_many1011, int(a3))
-	a4 = bits.RotateLeft64(a4, 5) + 0x84d1dc4fe42f821d
-	sdt.Probe1(&bsealed_many1012, int(a4))
-	a5 = bits.RotateLeft64(a5, 6) + 0xc140cfc2e2c47a47
-	sdt.Probe1(&bsealed_many1013, int(a5))
-	a6 = bits.RotateLeft64(a6, 7) + 0xfdafc335e1597271
-	sdt.Probe1(&bsealed_many1014, int(a6))
-	a7 = bits.RotateLeft64(a7, 8) + 0x3a1eb6a8dfee6a9b
-	sdt.Probe1(&bsealed_many1015, int(a7))
-	a0 = bits.RotateLeft64(a0, 9) + 0x768daa1bde8362c5
-	sdt.Probe1(&bsealed_many1016, int(a0))
-	a1 = bits.RotateLeft64(a1, 10) + 0xb2fc9d8edd185aef
-	sdt.Probe1(&bsealed_many1017, int(a1))
-	a2 = bits.RotateLeft64(a2, 11) + 0xef6b9101dbad5319
-	sdt.Probe1(&bsealed_many1018, int(a2))
-	a3 = bits.RotateLeft64(a3, 12) + 0x2bda8474da424b43
-	sdt.Probe1(&bsealed_many1019, int(a3))
-	a4 = bits.RotateLeft64(a4, 13) + 0x684977e7d8d7436d
-	sdt.Probe1(&bsealed_many1020, int(a4))
-	a5 = bits.RotateLeft64(a5, 14) + 0xa4b86b5ad76c3b97
-	sdt.Probe1(&bsealed_many1021, int(a5))
-	a6 = bits.RotateLeft64(a6, 15) + 0xe1275ecdd60133c1
-	sdt.Probe1(&bsealed_many1022, int(a6))
-	a7 = bits.RotateLeft64(a7, 16) + 0x1d965240d4962beb
-	sdt.Probe1(&bsealed_many1023, int(a7))
+	sdt.Probe1(&bsdt_many1023, int(a7))
 	return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
 }
 
@@ -21590,8 +18341,7 @@ var kernels = []struct {
 		fn   func(*testing.B)
 	}{
 		{"none", chain_none},
-		{"branch", chain_branch},
-		{"sealed", chain_sealed},
+		{"gosdt", chain_gosdt},
 		{"slog", chain_slog},
 		{"trace", chain_trace},
 		{"atomicbool", chain_atomicbool},
@@ -21601,8 +18351,7 @@ var kernels = []struct {
 		fn   func(*testing.B)
 	}{
 		{"none", wide_none},
-		{"branch", wide_branch},
-		{"sealed", wide_sealed},
+		{"gosdt", wide_gosdt},
 		{"slog", wide_slog},
 		{"trace", wide_trace},
 		{"atomicbool", wide_atomicbool},
@@ -21612,8 +18361,7 @@ var kernels = []struct {
 		fn   func(*testing.B)
 	}{
 		{"none", cold_none},
-		{"branch", cold_branch},
-		{"sealed", cold_sealed},
+		{"gosdt", cold_gosdt},
 		{"slog", cold_slog},
 		{"atomicbool", cold_atomicbool},
 	}},
@@ -21622,8 +18370,7 @@ var kernels = []struct {
 		fn   func(*testing.B)
 	}{
 		{"none", many_none},
-		{"branch", many_branch},
-		{"sealed", many_sealed},
+		{"gosdt", many_gosdt},
 		{"slog", many_slog},
 		{"trace", many_trace},
 		{"atomicbool", many_atomicbool},

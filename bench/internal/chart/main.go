@@ -50,7 +50,19 @@ func parse(r io.Reader) (*series, error) {
 		}
 		s.values[k] = append(s.values[k], v)
 	}
+	for _, sh := range s.shapes {
+		slices.SortStableFunc(s.variants[sh], func(a, b string) int { return rank(a) - rank(b) })
+	}
 	return s, sc.Err()
+}
+
+// rank orders variants as the README reads them; the report merges runs in which
+// branch comes last.
+func rank(v string) int {
+	if i := slices.Index([]string{"none", "branch", "sealed", "slog", "trace", "atomicbool"}, v); i >= 0 {
+		return i
+	}
+	return 100
 }
 
 func median(xs []float64) float64 {
