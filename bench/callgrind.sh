@@ -26,7 +26,7 @@ for mode in on off; do
 	callgrind_annotate --inclusive=yes --threshold=100 "$tmp/cg.$mode" >"$tmp/annotate.$mode" 2>/dev/null
 done
 # Run lines: "chain_sealed iterations=200000 sites=1 fn=chain_gosdt".
-# Annotate lines: "12,345,678 (1.2%)  ???:main.wide_gosdt [/tmp/.../prog]".
+# Annotate lines: "12,345,678 (1.2%)  ???:github.com/gosdt/gosdt/bench/internal/kernels.wide_gosdt [/tmp/.../prog]".
 # From the SDT_PATCH=off run only the branch kernels are kept (the rest repeat).
 summarize() { # run annotate keep-regexp
 	awk -v runs="$1" -v keep="$3" '
@@ -38,8 +38,8 @@ summarize() { # run annotate keep-regexp
 		}
 	}
 	{
-		for (i = 1; i <= NF; i++) if ($i ~ /:main\.[a-z]+_[a-z]+$/) {
-			name = $i; sub(/.*:main\./, "", name)
+		for (i = 1; i <= NF; i++) if ($i ~ /kernels\.[a-z]+_[a-z]+$/) {
+			name = $i; sub(/.*kernels\./, "", name)
 			ir = $1; gsub(",", "", ir)
 			if (!(name in irs)) irs[name] = ir
 		}

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/gosdt/gosdt/bench/internal/kernels"
 	"github.com/gosdt/gosdt/sdt"
 )
 
@@ -23,7 +24,7 @@ import (
 //	trace       if trace.IsEnabled() { trace.Log(...) }
 //	atomicbool  if flag.Load() { hook(v) }, one package-level atomic.Bool per site
 //
-// Shapes (kernels_gen_test.go, written by internal/gen):
+// Shapes (internal/kernels, written by internal/gen):
 //
 //	chain  one site after a multiply-add that depends on the previous iteration
 //	wide   8 independent add chains, one site after each
@@ -32,19 +33,19 @@ import (
 //	many   one call of a function with 1024 distinct sites (front-end pressure);
 //	       ns/site is ns/op divided by 1024
 func BenchmarkDisabled(b *testing.B) {
-	for _, k := range kernels {
-		if k.shape == "cold" && !evicts {
+	for _, k := range kernels.Kernels {
+		if k.Shape == "cold" && !kernels.Evicts {
 			continue
 		}
-		for _, v := range k.variants {
-			name := v.name
+		for _, v := range k.Variants {
+			name := v.Name
 			if name == "gosdt" {
 				name = gosdtVariant
 			}
-			b.Run("shape="+k.shape+"/variant="+name, func(b *testing.B) {
-				v.fn(b)
-				if k.shape == "many" {
-					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(k.sites), "ns/site")
+			b.Run("shape="+k.Shape+"/variant="+name, func(b *testing.B) {
+				v.Fn(b.N)
+				if k.Shape == "many" {
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(k.Sites), "ns/site")
 				}
 			})
 		}

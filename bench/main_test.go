@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/gosdt/gosdt/bench/internal/kernels"
 	"github.com/gosdt/gosdt/sdt"
 )
 
@@ -37,8 +38,8 @@ func siteStates() (string, error) {
 		return "", err
 	}
 	want := 0
-	for _, k := range kernels {
-		want += k.sites
+	for _, k := range kernels.Kernels {
+		want += k.Sites
 	}
 	n := 0
 	states := map[sdt.SiteState]int{}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/gosdt/gosdt/bench/internal/kernels"
 	"github.com/gosdt/gosdt/sdt"
 )
 
@@ -22,22 +23,22 @@ func main() {
 		fmt.Fprintln(os.Stderr, "callgrindprog:", err)
 		os.Exit(1)
 	}
-	for _, k := range kernels {
-		if k.shape == "cold" { // the same instructions as chain
+	for _, k := range kernels.Kernels {
+		if k.Shape == "cold" { // the same instructions as chain, plus the flush
 			continue
 		}
-		for _, v := range k.variants {
+		for _, v := range k.Variants {
 			iters := *n
-			if k.shape == "many" {
-				iters = max(1, *n/k.sites)
+			if k.Shape == "many" {
+				iters = max(1, *n/k.Sites)
 			}
-			v.fn(iters)
+			v.Fn(iters)
 			// fn names the function callgrind counts; variant is what it measured.
-			name := v.name
+			name := v.Name
 			if name == "gosdt" {
 				name = state
 			}
-			fmt.Printf("%s_%s iterations=%d sites=%d fn=%s_%s\n", k.shape, name, iters, k.sites, k.shape, v.name)
+			fmt.Printf("%s_%s iterations=%d sites=%d fn=%s_%s\n", k.Shape, name, iters, k.Sites, k.Shape, v.Name)
 		}
 	}
 }
