@@ -125,7 +125,7 @@ func format(v float64) string {
 }
 
 // table prints, per shape, each variant's median, its added time over none, and
-// that added time as a fraction of branch's.
+// that added time as a fraction of branch's (when branch's is not within noise).
 func table(w io.Writer, s *series) {
 	fmt.Fprintln(w, "| shape | variant | median ns/op | added over none | added / branch's added |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|")
@@ -135,7 +135,8 @@ func table(w io.Writer, s *series) {
 		for _, v := range s.variants[shape] {
 			m := median(s.values[[2]string{shape, v}])
 			ratio := "-"
-			if v != "none" && branch > 0 {
+			// A ratio to an added time within noise (under 5% of none) means nothing.
+			if v != "none" && branch > 0.05*none {
 				ratio = fmt.Sprintf("%.2f", (m-none)/branch)
 			}
 			fmt.Fprintf(w, "| %s | %s | %s | %+.2f | %s |\n", shape, v, format(m), m-none, ratio)
