@@ -1,12 +1,18 @@
 #!/bin/sh
 # callgrind.sh: deterministic instructions per disabled site, per variant.
 #
-# Builds bench/internal/callgrindprog, runs it under callgrind and prints, for every
-# shape and variant, the instructions its kernel retired per site:
-# (Ir(variant) - Ir(none)) / (iterations * sites), Ir inclusive of callees.
-# --smc-check=all is required: gosdt rewrites its own text at start-up, and valgrind
-# must re-translate the patched code. GODEBUG=asyncpreemptoff=1: callgrind 3.19
-# aborts on the SIGURG of Go's asynchronous preemption (threads.c:247 assertion).
+# Builds bench/internal/callgrindprog and runs it under callgrind twice: as is (the
+# gosdt kernels' sites sealed) and with SDT_PATCH=off (the same kernels, same
+# addresses, keeping the compiler's branch check). Prints, for every shape and
+# variant, the instructions its kernel retired per site:
+# (Ir(variant) - Ir(none)) / (iterations * sites), Ir inclusive of callees, "none"
+# from the same run. --smc-check=all is required: gosdt rewrites its own text at
+# start-up, and valgrind must re-translate the patched code. GODEBUG=asyncpreemptoff=1:
+# callgrind 3.19 aborts on the SIGURG of Go's asynchronous preemption.
+# GOMAXPROCS=1: with more Ps, a kernel that calls functions (slog) is descheduled at
+# their prologue by sysmon's preemption and the scheduler's work on its thread is
+# counted inclusive of that kernel (seen at GOMAXPROCS=2: chain slog 389, 450 and 467
+# instructions per site in three runs; 57.0 in every run at GOMAXPROCS=1).
 #
 # Usage: bench/callgrind.sh [iterations]   (default 200000)
 set -eu
@@ -15,33 +21,42 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$here" && go build -o "$tmp/prog" ./internal/callgrindprog)
-GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --smc-check=all --callgrind-out-file="$tmp/cg.out" \
-	"$tmp/prog" -n "$n" >"$tmp/run.txt" 2>"$tmp/valgrind.txt" || {
-	cat "$tmp/valgrind.txt" "$tmp/run.txt" >&2
-	exit 1
-}
-callgrind_annotate --inclusive=yes --threshold=100 "$tmp/cg.out" >"$tmp/annotate.txt" 2>/dev/null
-# Lines look like: "12,345,678 (1.2%)  ???:main.wide_sealed [/tmp/.../prog]".
-awk -v runs="$tmp/run.txt" '
-BEGIN {
-	while ((getline line < runs) > 0) {
-		split(line, f, " "); k = f[1]
-		sub("iterations=", "", f[2]); sub("sites=", "", f[3])
-		iters[k] = f[2]; sites[k] = f[3]; order[++n] = k
+for mode in on off; do
+	SDT_PATCH=$mode GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --smc-check=all \
+		--callgrind-out-file="$tmp/cg.$mode" "$tmp/prog" -n "$n" >"$tmp/run.$mode" 2>"$tmp/valgrind.$mode" || {
+		cat "$tmp/valgrind.$mode" "$tmp/run.$mode" >&2
+		exit 1
 	}
-}
-{
-	for (i = 1; i <= NF; i++) if ($i ~ /:main\.[a-z]+_[a-z]+$/) {
-		name = $i; sub(/.*:main\./, "", name)
-		ir = $1; gsub(",", "", ir)
-		if (!(name in irs)) irs[name] = ir
+	callgrind_annotate --inclusive=yes --threshold=100 "$tmp/cg.$mode" >"$tmp/annotate.$mode" 2>/dev/null
+done
+# Run lines: "chain_sealed iterations=200000 sites=1 fn=chain_gosdt".
+# Annotate lines: "12,345,678 (1.2%)  ???:github.com/gosdt/gosdt/bench/internal/kernels.wide_gosdt [/tmp/.../prog]".
+# From the SDT_PATCH=off run only the branch kernels are kept (the rest repeat).
+summarize() { # run annotate keep-regexp
+	awk -v runs="$1" -v keep="$3" '
+	BEGIN {
+		while ((getline line < runs) > 0) {
+			split(line, f, " "); k = f[1]; fn = f[4]
+			sub("iterations=", "", f[2]); sub("sites=", "", f[3]); sub("fn=", "", fn)
+			iters[k] = f[2]; sites[k] = f[3]; fns[k] = fn; order[++n] = k
+		}
 	}
-}
-END {
-	printf "%-18s %14s %10s %6s %14s %12s\n", "kernel", "Ir", "iters", "sites", "Ir/iteration", "added/site"
-	for (i = 1; i <= n; i++) {
-		k = order[i]; shape = k; sub(/_.*/, "", shape)
-		per = irs[k] / iters[k]; base = irs[shape "_none"] / iters[shape "_none"]
-		printf "%-18s %14d %10d %6d %14.2f %12.2f\n", k, irs[k], iters[k], sites[k], per, (per - base) / sites[k]
+	{
+		for (i = 1; i <= NF; i++) if ($i ~ /kernels\.[a-z]+_[a-z]+$/) {
+			name = $i; sub(/.*kernels\./, "", name)
+			ir = $1; gsub(",", "", ir)
+			if (!(name in irs)) irs[name] = ir
+		}
 	}
-}' "$tmp/annotate.txt"
+	END {
+		for (i = 1; i <= n; i++) {
+			k = order[i]; if (k !~ keep) continue
+			shape = k; sub(/_.*/, "", shape)
+			per = irs[fns[k]] / iters[k]; base = irs[shape "_none"] / iters[shape "_none"]
+			printf "%-18s %14d %10d %6d %14.2f %12.2f\n", k, irs[fns[k]], iters[k], sites[k], per, (per - base) / sites[k]
+		}
+	}' "$2"
+}
+printf "%-18s %14s %10s %6s %14s %12s\n" "kernel" "Ir" "iters" "sites" "Ir/iteration" "added/site"
+summarize "$tmp/run.on" "$tmp/annotate.on" '.'
+summarize "$tmp/run.off" "$tmp/annotate.off" '_branch$'

@@ -2,11 +2,15 @@ package bench
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gosdt/gosdt/patch"
 	"github.com/gosdt/gosdt/sdt"
@@ -45,6 +49,20 @@ func BenchmarkToggle(b *testing.B) {
 					stop := sync.OnceFunc(startBusy(busy, procs))
 					defer stop()
 					var st toggleState
+					if n := fixedCount(); n > 0 {
+						// A trial switch there and back, untimed; see fixedBudget.
+						start := time.Now()
+						for range 2 {
+							if err := st.toggle(); err != nil {
+								b.Fatal(err)
+							}
+						}
+						if per := time.Since(start) / 2; time.Duration(n)*per > fixedBudget {
+							b.Skipf("-benchtime %dx at ~%v per switch would take %v (> %v); use a time -benchtime",
+								n, per.Round(time.Microsecond), (time.Duration(n) * per).Round(time.Second), fixedBudget)
+						}
+						st.timeouts = 0
+					}
 					for b.Loop() {
 						if err := st.toggle(); err != nil {
 							b.Fatal(err)
@@ -61,6 +79,30 @@ func BenchmarkToggle(b *testing.B) {
 			}
 		}
 	}
+}
+
+// fixedBudget bounds a sub-benchmark under -benchtime Nx: a rendezvous against busy
+// goroutines costs up to a sysmon preemption (~100 ms) per switch, so -benchtime 200x
+// spent minutes in them. A time -benchtime bounds itself (b.N adapts); under Nx a
+// sub-benchmark whose trial switch says it would take longer than this is skipped,
+// with its estimated cost in the skip message.
+const fixedBudget = 2 * time.Second
+
+// fixedCount is N of -test.benchtime Nx, or 0 for a time.
+func fixedCount() int {
+	f := flag.Lookup("test.benchtime")
+	if f == nil {
+		return 0
+	}
+	s := f.Value.String()
+	if !strings.HasSuffix(s, "x") {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(s, "x"))
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // toggleState alternates Enable and Disable of btoggle:::site.

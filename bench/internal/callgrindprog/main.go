@@ -1,8 +1,9 @@
 // Command callgrindprog runs every disabled variant of the chain, wide and many
 // shapes for -n iterations, each in its own function (<shape>_<variant>), so that
 // callgrind can count the instructions each retires; see bench/callgrind.sh. Before
-// any kernel runs it unseals the branch variant's probes and checks every site's
-// state, exiting non-zero if the comparison would be wrong.
+// any kernel runs it checks that the gosdt kernels' sites are all sealed, or all
+// branch checks (SDT_PATCH=off), exiting non-zero if not. callgrind.sh runs it in
+// both states: the same function at the same address.
 package main
 
 import (
@@ -10,56 +11,63 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/gosdt/gosdt/bench/internal/kernels"
 	"github.com/gosdt/gosdt/sdt"
 )
 
 func main() {
 	n := flag.Int("n", 1_000_000, "iterations per kernel")
 	flag.Parse()
-	if err := check(); err != nil {
+	state, err := check()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "callgrindprog:", err)
 		os.Exit(1)
 	}
-	for _, k := range kernels {
-		if k.shape == "cold" { // the same instructions as chain
+	for _, k := range kernels.Kernels {
+		if k.Shape == "cold" { // the same instructions as chain, plus the flush
 			continue
 		}
-		for _, v := range k.variants {
+		for _, v := range k.Variants {
 			iters := *n
-			if k.shape == "many" {
-				iters = max(1, *n/k.sites)
+			if k.Shape == "many" {
+				iters = max(1, *n/k.Sites)
 			}
-			v.fn(iters)
-			fmt.Printf("%s_%s iterations=%d sites=%d\n", k.shape, v.name, iters, k.sites)
+			v.Fn(iters)
+			// fn names the function callgrind counts; variant is what it measured.
+			name := v.Name
+			if name == "gosdt" {
+				name = state
+			}
+			fmt.Printf("%s_%s iterations=%d sites=%d fn=%s_%s\n", k.Shape, name, iters, k.Sites, k.Shape, v.Name)
 		}
 	}
 }
 
-// check unseals the branch variant and verifies both gosdt variants' site states.
-func check() error {
+// check says in which state the gosdt kernels' sites all are ("sealed", or
+// "branch" under SDT_PATCH=off) and fails if they are missing or mixed.
+func check() (string, error) {
 	if d := sdt.Discovery(); d.Reason != "" {
-		return fmt.Errorf("no discovery on this platform: %s", d.Reason)
+		return "", fmt.Errorf("no discovery on this platform: %s", d.Reason)
 	}
-	if _, err := sdt.Unseal("bbranch:::"); err != nil {
-		return err
+	probes, err := sdt.List("bsdt:::")
+	if err != nil {
+		return "", err
 	}
-	for provider, want := range map[string]sdt.SiteState{"bsealed": sdt.SealedOff, "bbranch": sdt.BranchOnly} {
-		probes, err := sdt.List(provider + ":::")
-		if err != nil {
-			return err
-		}
-		n := 0
-		for _, p := range probes {
-			for _, s := range p.Sites {
-				n++
-				if s.State != want {
-					return fmt.Errorf("%s: site %#x is %v (%s), want %v", p, s.Addr, s.State, s.Reason, want)
-				}
-			}
-		}
-		if n == 0 {
-			return fmt.Errorf("%s: no site found", provider)
+	n := 0
+	states := map[sdt.SiteState]int{}
+	for _, p := range probes {
+		for _, s := range p.Sites {
+			n++
+			states[s.State]++
 		}
 	}
-	return nil
+	switch {
+	case n == 0:
+		return "", fmt.Errorf("bsdt: no site found")
+	case states[sdt.SealedOff] == n:
+		return "sealed", nil
+	case states[sdt.BranchOnly] == n:
+		return "branch", nil
+	}
+	return "", fmt.Errorf("bsdt sites are in mixed states %v", states)
 }

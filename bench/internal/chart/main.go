@@ -50,7 +50,19 @@ func parse(r io.Reader) (*series, error) {
 		}
 		s.values[k] = append(s.values[k], v)
 	}
+	for _, sh := range s.shapes {
+		slices.SortStableFunc(s.variants[sh], func(a, b string) int { return rank(a) - rank(b) })
+	}
 	return s, sc.Err()
+}
+
+// rank orders variants as the README reads them; the report merges runs in which
+// branch comes last.
+func rank(v string) int {
+	if i := slices.Index([]string{"none", "branch", "sealed", "slog", "trace", "atomicbool"}, v); i >= 0 {
+		return i
+	}
+	return 100
 }
 
 func median(xs []float64) float64 {
@@ -113,7 +125,7 @@ func format(v float64) string {
 }
 
 // table prints, per shape, each variant's median, its added time over none, and
-// that added time as a fraction of branch's.
+// that added time as a fraction of branch's (when branch's is not within noise).
 func table(w io.Writer, s *series) {
 	fmt.Fprintln(w, "| shape | variant | median ns/op | added over none | added / branch's added |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|")
@@ -123,7 +135,8 @@ func table(w io.Writer, s *series) {
 		for _, v := range s.variants[shape] {
 			m := median(s.values[[2]string{shape, v}])
 			ratio := "-"
-			if v != "none" && branch > 0 {
+			// A ratio to an added time within noise (under 5% of none) means nothing.
+			if v != "none" && branch > 0.05*none {
 				ratio = fmt.Sprintf("%.2f", (m-none)/branch)
 			}
 			fmt.Fprintf(w, "| %s | %s | %s | %+.2f | %s |\n", shape, v, format(m), m-none, ratio)

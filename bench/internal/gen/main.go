@@ -1,8 +1,8 @@
 // Command gen writes the disabled-cost kernels of package bench: one function per
 // shape and variant, whose bodies differ only in the site snippet, so that every
-// variant runs exactly the same loop. It writes two files: the benchmarks
-// (bench/kernels_gen_test.go, loops of b.Loop) and the callgrind program's kernels
-// (bench/internal/callgrindprog/kernels_gen.go, loops of n iterations).
+// variant runs exactly the same loop. It writes one file,
+// bench/internal/kernels/kernels_gen.go (loops of n iterations), which both the
+// benchmarks and the callgrind program (bench/internal/callgrindprog) run.
 //
 // Run it from bench/ with `go generate` (see bench/generate.go).
 package main
@@ -34,10 +34,16 @@ type variant struct {
 	flag func() string
 }
 
+// gosdt is the gosdt variant: one kernel whose sites are sealed at start-up, or keep
+// the compiler's branch check when the process runs with SDT_PATCH=off. The benchmark
+// names it "sealed" or "branch" by the state its sites are in, so that the headline
+// comparison is one function at one address, run twice, with only the sites' bytes
+// differing (issue 15: separate functions at separate addresses measured alignment
+// more than the site on some cores).
 func gosdt(provider string) variant {
 	pv := func(shape string, i int) string { return fmt.Sprintf("%s_%s%d", provider, shape, i) }
 	return variant{
-		name: strings.TrimPrefix(provider, "b"),
+		name: "gosdt",
 		site: func(shape string, i int, v string) string {
 			return fmt.Sprintf("sdt.Probe1(&%s, int(%s))", pv(shape, i), v)
 		},
@@ -55,8 +61,7 @@ var variants = []variant{
 		decl: func(string, int) string { return "" },
 		flag: func() string { return "unsafe.Pointer(&noneLine[64])" },
 	},
-	gosdt("bbranch"),
-	gosdt("bsealed"),
+	gosdt("bsdt"),
 	{
 		// The cheap idiomatic form: the Enabled guard, then LogAttrs (no boxing).
 		name: "slog",
@@ -100,7 +105,7 @@ func konst(i int) string { return fmt.Sprintf("%#x", uint64(0x9E3779B97F4A7C15)*
 var shapes = []shape{
 	{name: "chain", sites: 1, body: func(w *bytes.Buffer, v variant, loop string) {
 		// Each iteration depends on the previous one through x.
-		fmt.Fprintf(w, "x := uint64(1)\n%s\nx = x*6364136223846793005 + 1442695040888963407\n%s\n}\nsink = x\n",
+		fmt.Fprintf(w, "x := uint64(1)\n%s\nx = x*6364136223846793005 + 1442695040888963407\n%s\n}\nSink = x\n",
 			loop, v.site("chain", 0, "x"))
 	}},
 	{name: "wide", sites: wideSites, body: func(w *bytes.Buffer, v variant, loop string) {
@@ -113,15 +118,15 @@ var shapes = []shape{
 		for i := range wideSites {
 			fmt.Fprintf(w, "a%d += %s\n%s\n", i, konst(i), v.site("wide", i, fmt.Sprintf("a%d", i)))
 		}
-		fmt.Fprintf(w, "}\nsink = %s\n", strings.Join(acc, " ^ "))
+		fmt.Fprintf(w, "}\nSink = %s\n", strings.Join(acc, " ^ "))
 	}},
 	{name: "cold", sites: 1, cold: true, body: func(w *bytes.Buffer, v variant, loop string) {
 		// The flag's cache line is flushed before every check.
-		fmt.Fprintf(w, "x := uint64(1)\n%s\nevict(%s)\nx = x*6364136223846793005 + 1442695040888963407\n%s\n}\nsink = x\n",
+		fmt.Fprintf(w, "x := uint64(1)\n%s\nevict(%s)\nx = x*6364136223846793005 + 1442695040888963407\n%s\n}\nSink = x\n",
 			loop, v.flag(), v.site("cold", 0, "x"))
 	}},
 	{name: "many", sites: ManySites, body: func(w *bytes.Buffer, v variant, loop string) {
-		fmt.Fprintf(w, "x := uint64(1)\n%s\nx = sites_%s(x)\n}\nsink = x\n", loop, v.name)
+		fmt.Fprintf(w, "x := uint64(1)\n%s\nx = sites_%s(x)\n}\nSink = x\n", loop, v.name)
 	}},
 }
 
@@ -204,10 +209,10 @@ func kernels(w *bytes.Buffer, sig, loop string) {
 }
 
 // table writes the list of kernels by shape, in variant order.
-func table(w *bytes.Buffer, typ string) {
-	fmt.Fprintf(w, "\n// kernels lists every shape's variants, \"none\" first.\nvar kernels = []struct {\n\tshape string\n\tsites int\n\tvariants []struct{ name string; fn %s }\n}{\n", typ)
+func table(w *bytes.Buffer) {
+	fmt.Fprintf(w, "\n// Kernels lists every shape's variants, \"none\" first.\nvar Kernels = []Kernel{\n")
 	for _, s := range shapes {
-		fmt.Fprintf(w, "{%q, %d, []struct{ name string; fn %s }{\n", s.name, s.sites, typ)
+		fmt.Fprintf(w, "{%q, %d, []Variant{\n", s.name, s.sites)
 		for _, v := range variants {
 			if s.cold && v.flag() == "" {
 				continue
@@ -234,16 +239,23 @@ func main() {
 	imports := []string{"log/slog", "math/bits", "runtime/trace", "strconv", "sync/atomic", "unsafe", "github.com/gosdt/gosdt/sdt"}
 
 	var b bytes.Buffer
-	header(&b, "bench", append([]string{"testing"}, imports...)...)
-	decls(&b)
-	kernels(&b, "(b *testing.B)", "for b.Loop() {")
-	table(&b, "func(*testing.B)")
-	write("kernels_gen_test.go", &b)
+	header(&b, "kernels", imports...)
+	fmt.Fprint(&b, `
+// Kernel is one shape's variants.
+type Kernel struct {
+	Shape    string
+	Sites    int // sites per iteration
+	Variants []Variant
+}
 
-	b.Reset()
-	header(&b, "main", imports...)
+// Variant is one way of writing the shape's checks: Fn runs n iterations.
+type Variant struct {
+	Name string
+	Fn   func(n int)
+}
+`)
 	decls(&b)
 	kernels(&b, "(n int)", "for range n {")
-	table(&b, "func(int)")
-	write("internal/callgrindprog/kernels_gen.go", &b)
+	table(&b)
+	write("internal/kernels/kernels_gen.go", &b)
 }

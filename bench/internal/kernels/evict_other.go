@@ -1,14 +1,14 @@
 //go:build !amd64
 
-package bench
+package kernels
 
 import "unsafe"
 
 // evict is a no-op where there is no flush in Go assembly here: the cold shape is
-// skipped (see evicts).
+// skipped (see Evicts).
 //
 //go:noinline
 func evict(p unsafe.Pointer) { _ = p }
 
-// evicts says whether evict really flushes on this architecture.
-const evicts = false
+// Evicts says whether evict really flushes on this architecture.
+const Evicts = false

@@ -1,4 +1,4 @@
-package bench
+package kernels
 
 import "unsafe"
 
@@ -8,5 +8,5 @@ import "unsafe"
 //go:noescape
 func evict(p unsafe.Pointer)
 
-// evicts says whether evict really flushes on this architecture.
-const evicts = true
+// Evicts says whether evict really flushes on this architecture.
+const Evicts = true

@@ -1,0 +1,352 @@
+// Command report measures what a disabled gosdt probe costs on this machine and
+// rewrites the figures in bench/README.md (between the "report:begin" and
+// "report:end" markers) and bench/disabled.svg, so that anyone can refresh them:
+//
+//	go run ./bench/cmd/report          # full run, ~10 minutes on a 2-core VM
+//	go run ./bench/cmd/report -quick   # smoke run: a few seconds of benchmarks, README untouched
+//
+// The headline comparison, sealed against branch, is one function at one address: the
+// benchmark binary runs alternately as is (sites sealed at start-up) and with
+// SDT_PATCH=off (the same sites keep the compiler's check), -count times each, and
+// only the "branch" lines of the SDT_PATCH=off runs are kept. Alternating spreads the
+// VM's drift over both states. The peers (slog, runtime/trace, atomic.Bool) are
+// other functions at other addresses and are compared as such.
+//
+// It needs benchstat (go install golang.org/x/perf/cmd/benchstat@latest; looked up in
+// PATH, then in $(go env GOPATH)/bin) and valgrind for the instruction counts; each
+// missing tool is said in the output and in the README, and the rest still runs.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+func main() {
+	quick := flag.Bool("quick", false, "smoke run: tiny counts, results in a temporary directory, README untouched")
+	count := flag.Int("count", 10, "runs of BenchmarkDisabled per state (sealed, branch)")
+	benchtime := flag.String("benchtime", "0.1s", "-test.benchtime of each BenchmarkDisabled run")
+	iters := flag.Int("callgrind", 200000, "iterations per kernel under callgrind (0: skip)")
+	out := flag.String("o", "", "directory for results/, disabled.svg and README.md (default: bench/ of this module; with -quick a temporary directory)")
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("report: ")
+
+	root, err := moduleRoot()
+	if err != nil {
+		log.Fatal(err)
+	}
+	bench := filepath.Join(root, "bench")
+	dir := *out
+	if *quick {
+		*count, *benchtime, *iters = 2, "2000x", 2000
+		if dir == "" {
+			if dir, err = os.MkdirTemp("", "gosdt-report"); err != nil {
+				log.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+		}
+	}
+	if dir == "" {
+		dir = bench
+	}
+	r := &run{root: root, bench: bench, dir: dir, quick: *quick}
+	if err := r.all(*count, *benchtime, *iters); err != nil {
+		log.Fatal(err)
+	}
+}
+
+type run struct {
+	root, bench, dir string
+	quick            bool
+}
+
+func (r *run) all(count int, benchtime string, iters int) error {
+	if err := os.MkdirAll(filepath.Join(r.dir, "results"), 0o755); err != nil {
+		return err
+	}
+	machine := describeMachine()
+	log.Print(machine)
+
+	bin := filepath.Join(r.dir, "bench.test")
+	defer os.Remove(bin)
+	if err := r.cmd(nil, "go", "test", "-c", "-o", bin, "./bench").Run(); err != nil {
+		return fmt.Errorf("build the benchmarks: %w", err)
+	}
+
+	// BenchmarkDisabled, alternating the two states of the gosdt kernels.
+	var raw bytes.Buffer
+	for i := range count {
+		for _, state := range []string{"sealed", "branch"} {
+			env := []string{"SDT_PATCH=on"}
+			if state == "branch" {
+				env = []string{"SDT_PATCH=off"}
+			}
+			c := r.cmd(env, bin, "-test.run", "^$", "-test.bench", "^BenchmarkDisabled$", "-test.count", "1", "-test.benchtime", benchtime)
+			c.Dir = r.bench
+			c.Stdout = nil
+			o, err := c.Output()
+			if err != nil {
+				return fmt.Errorf("BenchmarkDisabled (%s): %w\n%s", state, err, o)
+			}
+			keepLines(&raw, o, i == 0 && state == "sealed", state)
+		}
+		log.Printf("BenchmarkDisabled: run %d/%d", i+1, count)
+	}
+	if !strings.Contains(raw.String(), "/variant=branch") || !strings.Contains(raw.String(), "/variant=sealed") {
+		return errors.New("BenchmarkDisabled: the runs did not give both a sealed and a branch variant (is patching possible here?)")
+	}
+	benchTxt := filepath.Join(r.dir, "results", "bench.txt")
+	if err := os.WriteFile(benchTxt, raw.Bytes(), 0o644); err != nil {
+		return err
+	}
+
+	// Chart and table of medians.
+	var table bytes.Buffer
+	chart := r.cmd(nil, "go", "run", "./bench/internal/chart", "-o", filepath.Join(r.dir, "disabled.svg"))
+	chart.Stdin, chart.Stdout = bytes.NewReader(raw.Bytes()), &table
+	if err := chart.Run(); err != nil {
+		return fmt.Errorf("chart: %w", err)
+	}
+
+	// benchstat.
+	stat := "benchstat not found: go install golang.org/x/perf/cmd/benchstat@latest"
+	if bs := findBenchstat(); bs != "" {
+		// The headline first: branch as the base, sealed against it; then every variant
+		// against none.
+		var all []string
+		for _, col := range []string{"/variant@(branch sealed)", "/variant@(none branch sealed slog trace atomicbool)"} {
+			c := r.cmd(nil, bs, "-col", col, "-filter", ".name:Disabled", benchTxt)
+			c.Stdout = nil
+			o, err := c.Output()
+			if err != nil {
+				return fmt.Errorf("benchstat -col %s: %w", col, err)
+			}
+			all = append(all, "$ benchstat -col '"+col+"' -filter .name:Disabled results/bench.txt\n"+strings.TrimSpace(string(o)))
+		}
+		stat = strings.Join(all, "\n\n")
+	} else {
+		log.Print(stat)
+	}
+
+	// Instruction counts.
+	cg := "valgrind not found: instruction counts not measured"
+	if iters > 0 {
+		if _, err := exec.LookPath("valgrind"); err != nil {
+			log.Print(cg)
+		} else {
+			c := r.cmd(nil, "sh", filepath.Join(r.bench, "callgrind.sh"), fmt.Sprint(iters))
+			c.Stdout = nil
+			o, err := c.Output()
+			if err != nil {
+				return fmt.Errorf("callgrind.sh: %w", err)
+			}
+			if err := os.WriteFile(filepath.Join(r.dir, "results", "callgrind.txt"), o, 0o644); err != nil {
+				return err
+			}
+			cg = callgrindTable(string(o))
+		}
+	}
+
+	section := fmt.Sprintf(`%s
+Load when the report started: %s. Command: `+"`go run ./bench/cmd/report -count %d -benchtime %s -callgrind %d`"+`.
+Raw outputs: results/bench.txt, results/callgrind.txt.
+
+### Instructions per disabled site (callgrind, deterministic)
+
+(Ir(variant) − Ir(none)) / (iterations × sites). sealed and branch are the same
+function at the same address, run as is and with SDT_PATCH=off.
+
+%s
+
+### Time per loop iteration (medians of %d runs per state, alternating sealed and branch)
+
+![chart](disabled.svg)
+
+%s
+benchstat (sealed and branch: same function, same address; the others: other functions):
+
+`+"```"+`
+%s
+`+"```"+`
+`, machine, loadavg(), count, benchtime, iters, cg, count, strings.TrimSpace(table.String())+"\n", stat)
+
+	readme := filepath.Join(r.dir, "README.md")
+	if r.quick && r.dir != r.bench {
+		src, err := os.ReadFile(filepath.Join(r.bench, "README.md"))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(readme, src, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := replaceSection(readme, section); err != nil {
+		return err
+	}
+	log.Printf("wrote %s, %s, %s", readme, filepath.Join(r.dir, "disabled.svg"), benchTxt)
+	return nil
+}
+
+// keepLines appends the benchmark lines of out to w (and its header lines when
+// header): for state "branch", only the gosdt kernels' lines, which are the only ones
+// SDT_PATCH=off changes.
+func keepLines(w *bytes.Buffer, out []byte, header bool, state string) {
+	for _, l := range strings.SplitAfter(string(out), "\n") {
+		switch {
+		case strings.HasPrefix(l, "Benchmark"):
+			if state == "branch" && !strings.Contains(l, "/variant=branch") {
+				continue
+			}
+			w.WriteString(l)
+		case header && (strings.HasPrefix(l, "goos:") || strings.HasPrefix(l, "goarch:") ||
+			strings.HasPrefix(l, "pkg:") || strings.HasPrefix(l, "cpu:")):
+			w.WriteString(l)
+		}
+	}
+}
+
+// callgrindTable turns callgrind.sh's output into a Markdown table of added/site,
+// shapes in rows and variants in columns.
+func callgrindTable(out string) string {
+	var shapes, variants []string
+	val := map[[2]string]string{}
+	for _, l := range strings.Split(out, "\n")[1:] {
+		f := strings.Fields(l)
+		if len(f) != 6 {
+			continue
+		}
+		shape, variant, ok := strings.Cut(f[0], "_")
+		if !ok || variant == "none" {
+			continue
+		}
+		if !contains(shapes, shape) {
+			shapes = append(shapes, shape)
+		}
+		if !contains(variants, variant) {
+			variants = append(variants, variant)
+		}
+		val[[2]string{shape, variant}] = f[5]
+	}
+	// sealed and branch first: they are the headline.
+	order := []string{"branch", "sealed"}
+	for _, v := range variants {
+		if v != "branch" && v != "sealed" {
+			order = append(order, v)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "| shape | %s |\n|---|%s\n", strings.Join(order, " | "), strings.Repeat("---:|", len(order)))
+	for _, s := range shapes {
+		fmt.Fprintf(&b, "| %s |", s)
+		for _, v := range order {
+			fmt.Fprintf(&b, " %s |", val[[2]string{s, v}])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+const (
+	beginMarker = "<!-- report:begin (written by go run ./bench/cmd/report; do not edit) -->"
+	endMarker   = "<!-- report:end -->"
+)
+
+// replaceSection puts section between the markers of the README at path.
+func replaceSection(path, section string) error {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(src)
+	i, j := strings.Index(s, beginMarker), strings.Index(s, endMarker)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s: no %q ... %q markers", path, beginMarker, endMarker)
+	}
+	s = s[:i+len(beginMarker)] + "\n" + section + s[j:]
+	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+func (r *run) cmd(env []string, name string, args ...string) *exec.Cmd {
+	c := exec.Command(name, args...)
+	c.Dir = r.root
+	c.Env = append(os.Environ(), env...)
+	c.Stdout, c.Stderr = os.Stderr, os.Stderr
+	return c
+}
+
+func moduleRoot() (string, error) {
+	o, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(o))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("not inside the gosdt module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+func findBenchstat() string {
+	if p, err := exec.LookPath("benchstat"); err == nil {
+		return p
+	}
+	if o, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		for _, d := range filepath.SplitList(strings.TrimSpace(string(o))) {
+			p := filepath.Join(d, "bin", "benchstat")
+			if _, err := os.Stat(p); err == nil {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// describeMachine names the CPU model, kernel, Go version and date of the figures.
+func describeMachine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	kernel := runtime.GOOS
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = "Linux " + strings.TrimSpace(string(b))
+	}
+	return fmt.Sprintf("Measured %s on **%s** (%d logical CPUs), %s, %s %s/%s.",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), model, runtime.NumCPU(), kernel, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return "load average " + strings.Join(f[:3], ", ")
+}

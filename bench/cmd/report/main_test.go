@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestQuick runs the report's smoke mode end to end into a temporary directory and
+// checks that it wrote both states of the same-address comparison and a README
+// section naming the CPU. It builds the benchmark binary (tens of seconds), so it
+// does not run under -short.
+func TestQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the benchmarks: not under -short")
+	}
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skipf("the sealed/branch comparison needs patching (linux/amd64), not %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("go", "run", ".", "-quick", "-callgrind", "0", "-o", dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("report -quick: %v\n%s", err, out)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "results", "bench.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"shape=chain/variant=sealed", "shape=chain/variant=branch", "shape=wide/variant=none"} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("results/bench.txt has no %s line", want)
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := string(readme)[strings.Index(string(readme), beginMarker):]
+	if !strings.Contains(sec, "Measured ") || !strings.Contains(sec, "| chain | sealed |") {
+		t.Errorf("README section lacks the machine line or the table:\n%s", sec)
+	}
+}
+
+func TestCallgrindTable(t *testing.T) {
+	out := `kernel Ir iters sites Ir/iteration added/site
+chain_none 14007 2000 1 7.00 0.00
+chain_sealed 18016 2000 1 9.01 2.00
+chain_slog 128016 2000 1 64.01 57.00
+chain_branch 20016 2000 1 10.01 3.00
+`
+	got := callgrindTable(out)
+	want := "| shape | branch | sealed | slog |\n|---|---:|---:|---:|\n| chain | 3.00 | 2.00 | 57.00 |\n"
+	if got != want {
+		t.Errorf("callgrindTable:\n%s\nwant\n%s", got, want)
+	}
+}
