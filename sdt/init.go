@@ -44,6 +44,7 @@ func init() {
 		for _, s := range reg.sites {
 			s.on.Store(true)
 			s.everOn = true
+			s.owners = []*owner{programOwner} // as if the program had enabled it
 		}
 	}
 	for n, s := range reg.sites {

@@ -11,8 +11,9 @@ import (
 type ProbeInfo struct {
 	Provider, Module, Function, Name string
 	Args                             []ArgInfo
-	Enabled                          bool   // at least one of its sites (or the definition as a whole) is on
-	Hits                             uint64 // fires delivered
+	Enabled                          bool     // at least one of its sites (or the definition as a whole) is on
+	Hits                             uint64   // fires delivered
+	HeldBy                           []string // who holds its sites (or it as a whole) on
 	Sites                            []SiteInfo
 }
 
@@ -49,6 +50,7 @@ type SiteInfo struct {
 	Reason  string // why a branch-only site is not sealed
 	Note    string // a sealed site's caveat (arm64: the flag load kept, and why)
 	Hits    uint64
+	HeldBy  []string // who holds it on: "program", "signal", "usdt ...", "sdtctl pid N ..."
 }
 
 // String is the probe's full name.
@@ -89,6 +91,11 @@ func List(specText string) ([]ProbeInfo, error) {
 			pi.Sites = append(pi.Sites, si)
 			pi.Hits += si.Hits
 			pi.Enabled = pi.Enabled || si.Enabled
+			for _, h := range si.HeldBy {
+				if !slices.Contains(pi.HeldBy, h) {
+					pi.HeldBy = append(pi.HeldBy, h)
+				}
+			}
 		}
 		for _, k := range order {
 			out = append(out, *byFunc[k])
@@ -96,6 +103,7 @@ func List(specText string) ([]ProbeInfo, error) {
 		if (len(p.sites) == 0 || p.hits.Load() > 0) && sp.Match(p.provider, p.module, "", p.name) {
 			pi := p.info(p.module, "")
 			pi.Hits, pi.Enabled = p.hits.Load(), p.wide.Load()
+			pi.HeldBy = holderNames(holdKey{p: p})
 			out = append(out, *pi)
 		}
 	}
@@ -116,7 +124,8 @@ func (p *probe) info(module, fn string) *ProbeInfo {
 
 func (s *site) info() SiteInfo {
 	si := SiteInfo{Addr: s.Addr, File: s.File, Line: s.Line, Kind: s.Kind.String(),
-		Enabled: s.on.Load(), Reason: s.Reason, Note: s.Note, Hits: s.hitCount(), State: BranchOnly}
+		Enabled: s.on.Load(), Reason: s.Reason, Note: s.Note, Hits: s.hitCount(), State: BranchOnly,
+		HeldBy: holderNames(holdKey{s: s})}
 	if s.Patchable() {
 		si.State = SealedOff
 		if si.Enabled {

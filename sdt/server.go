@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,37 +22,9 @@ import (
 // platform-independent part: one goroutine per connection, and the holds that tie
 // what a connection enabled to its life.
 
-// holdKey is something a client can hold on: a site, or a definition as a whole.
-type holdKey struct {
-	s *site
-	p *probe
-}
-
-// holder is a connection, one trace or stat of it, or the process (persistent
-// enables).
-type holder struct{ keys map[holdKey]bool }
-
-func newHolder() *holder { return &holder{keys: map[holdKey]bool{}} }
-
-// holds counts, per key, the holders that want it on. Lock order: holds.mu, then
-// reg.mu.
-var holds struct {
-	mu      sync.Mutex
-	n       map[holdKey]int
-	process *holder
-}
-
-func init() {
-	holds.n = map[holdKey]int{}
-	holds.process = newHolder()
-}
-
-func (k holdKey) on() bool {
-	if k.s != nil {
-		return k.s.on.Load()
-	}
-	return k.p.wide.Load()
-}
+// persistOwner holds what sdtctl enable switched on: it outlives the connection,
+// until an sdtctl disable releases it.
+var persistOwner = newOwner("sdtctl enable")
 
 // matchKeys resolves a spec to hold keys. Call with reg.mu held.
 func matchKeys(specText string) ([]holdKey, error) {
@@ -64,152 +37,90 @@ func matchKeys(specText string) ([]holdKey, error) {
 	if len(sites) == 0 && len(wides) == 0 {
 		return nil, ctlproto.Errorf(ctlproto.CodeNoMatch, "%q matches no probe", specText)
 	}
-	keys := make([]holdKey, 0, len(sites)+len(wides))
-	for _, s := range sites {
-		keys = append(keys, holdKey{s: s})
-	}
-	for _, p := range wides {
-		keys = append(keys, holdKey{p: p})
-	}
-	return keys, nil
+	return keysOf(sites, wides), nil
 }
 
-func switchKeys(keys []holdKey, enable bool, what string) (int, error) {
-	if len(keys) == 0 {
-		return 0, nil
-	}
-	var sites []*site
-	var wides []*probe
-	for _, k := range keys {
-		if k.s != nil {
-			sites = append(sites, k.s)
-		} else {
-			wides = append(wides, k.p)
+// matchAll resolves specs to hold keys; any spec that fails fails them all. Call with
+// reg.mu held.
+func matchAll(specs []string) ([]holdKey, error) {
+	var all []holdKey
+	for _, sp := range specs {
+		keys, err := matchKeys(sp)
+		if err != nil {
+			return nil, err
 		}
+		all = append(all, keys...)
 	}
-	return reg.switchLocked(sites, wides, enable, what)
+	return all, nil
 }
 
-// hold enables what specs match on behalf of h. A key that is on without any holder
-// (the program enabled it, or SDT_MODE=on) is left alone and not held: nobody will
-// switch it off on h's behalf. All specs are checked before anything changes. n counts
-// the sites switched on; already the sites that matched but were on before (held by
-// another client, by h itself, or by the program).
-func (h *holder) hold(specs []string) (n, already int, err error) {
-	return h.holdMatching(fmt.Sprint(specs), func() ([]holdKey, error) {
-		var all []holdKey
-		for _, sp := range specs {
-			keys, err := matchKeys(sp)
-			if err != nil {
-				return nil, err
-			}
-			all = append(all, keys...)
-		}
-		return all, nil
-	})
-}
-
-// holdMatching is hold for the keys match returns; match runs with reg.mu held.
-func (h *holder) holdMatching(what string, match func() ([]holdKey, error)) (n, already int, err error) {
-	holds.mu.Lock()
-	defer holds.mu.Unlock()
+// hold enables what specs match on behalf of o. All specs are checked before
+// anything changes. n counts the sites switched on; already the sites that matched
+// but were on before (held by another owner, or by o itself).
+func hold(o *owner, specs []string) (n, already int, err error) {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
-	all, err := match()
+	keys, err := matchAll(specs)
 	if err != nil {
 		return 0, 0, err
 	}
-	var take []holdKey
 	seen := map[holdKey]bool{}
-	for _, k := range all {
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		if k.s != nil && k.on() {
+	for _, k := range keys {
+		if k.s != nil && !seen[k] && k.s.on.Load() {
 			already++
 		}
-		if h.keys[k] || (k.on() && holds.n[k] == 0) {
-			continue
-		}
-		h.keys[k] = true
-		holds.n[k]++
-		take = append(take, k)
+		seen[k] = true
 	}
-	n, err = switchKeys(take, true, what)
+	n, err = reg.holdLocked(o, keys, true, fmt.Sprint(specs))
 	if err != nil {
-		for _, k := range take {
-			delete(h.keys, k)
-			holds.n[k]--
-		}
 		return 0, 0, err
 	}
 	return n, already, nil
 }
 
-// releaseLocked drops h's holds on keys (all of them when keys is nil) and returns
-// the keys nobody holds any more. Call with holds.mu held.
-func (h *holder) releaseLocked(keys []holdKey) []holdKey {
-	if keys == nil {
-		for k := range h.keys {
-			keys = append(keys, k)
-		}
-	}
-	var off []holdKey
-	for _, k := range keys {
-		if !h.keys[k] {
-			continue
-		}
-		delete(h.keys, k)
-		if holds.n[k]--; holds.n[k] <= 0 {
-			delete(holds.n, k)
-			off = append(off, k)
-		}
-	}
-	return off
-}
-
-// release drops all of h's holds, disabling what nobody else holds.
-func (h *holder) release() {
-	holds.mu.Lock()
-	defer holds.mu.Unlock()
+// release drops all of o's holds, disabling what nobody else holds.
+func release(o *owner) {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
-	if _, err := switchKeys(h.releaseLocked(nil), false, "release"); err != nil {
-		warnf("control: disabling a closed client's probes: %v", err)
+	var keys []holdKey
+	for _, s := range reg.sites {
+		if slices.Contains(s.owners, o) {
+			keys = append(keys, holdKey{s: s})
+		}
+	}
+	for _, p := range reg.probes {
+		if slices.Contains(p.wideOwners, o) {
+			keys = append(keys, holdKey{p: p})
+		}
+	}
+	if _, err := reg.holdLocked(o, keys, false, "release of "+o.name); err != nil {
+		warnf("control: disabling what %s held: %v", o.name, err)
 	}
 }
 
-// unhold is an explicit disable from h: it releases h's and the process's holds on
-// what specs match and disables what nobody else holds; kept counts the keys other
-// clients still hold.
-func (h *holder) unhold(specs []string) (n, kept int, err error) {
-	holds.mu.Lock()
-	defer holds.mu.Unlock()
+// unhold is an explicit disable from a client: it releases that connection's and the
+// persistent (sdtctl enable) holds on what specs match and disables what no other
+// owner holds. kept counts the keys others still hold, keptBy names those owners.
+func unhold(o *owner, specs []string) (n, kept int, keptBy []string, err error) {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
-	var all []holdKey
-	for _, sp := range specs {
-		keys, err := matchKeys(sp)
-		if err != nil {
-			return 0, 0, err
-		}
-		all = append(all, keys...)
+	keys, err := matchAll(specs)
+	if err != nil {
+		return 0, 0, nil, err
 	}
-	h.releaseLocked(all)
-	if h != holds.process {
-		holds.process.releaseLocked(all)
+	what := fmt.Sprint(specs)
+	if n, err = reg.holdLocked(o, keys, false, what); err != nil {
+		return 0, 0, nil, err
 	}
-	var off []holdKey
-	for _, k := range all {
-		if holds.n[k] > 0 {
-			kept++
-		} else {
-			off = append(off, k)
-		}
+	m, err := reg.holdLocked(persistOwner, keys, false, what)
+	if err != nil {
+		return n, 0, nil, err
 	}
-	n, err = switchKeys(off, false, fmt.Sprint(specs))
-	return n, kept, err
+	var sh *StillHeldError
+	if errors.As(stillHeld(what, keys), &sh) {
+		kept, keptBy = sh.Sites, sh.Holders
+	}
+	return n + m, kept, keptBy, nil
 }
 
 // errCode maps an sdt error to a protocol error.
@@ -231,7 +142,8 @@ func errCode(err error) error {
 type conn struct {
 	c     net.Conn
 	wmu   sync.Mutex
-	h     *holder
+	o     *owner // what the connection holds, released when it ends
+	name  string // "sdtctl pid N", for the owners it creates
 	names map[[2]uintptr]string
 }
 
@@ -247,9 +159,13 @@ func (cc *conn) fail(err error) error { return cc.send(ctlproto.ErrorResponse(er
 // serve runs one connection to its end. It never panics: a panic is recovered,
 // logged, and ends the connection; the connection's holds are released in any case.
 func serve(c net.Conn) {
-	cc := &conn{c: c, h: newHolder(), names: map[[2]uintptr]string{}}
+	name := "sdtctl"
+	if pid := peerPid(c); pid > 0 {
+		name = fmt.Sprintf("sdtctl pid %d", pid)
+	}
+	cc := &conn{c: c, o: newOwner(name), name: name, names: map[[2]uintptr]string{}}
 	defer c.Close()
-	defer cc.h.release()
+	defer release(cc.o)
 	defer func() {
 		if r := recover(); r != nil {
 			warnf("control: recovered from panic serving a client: %v\n%s", r, debug.Stack())
@@ -305,18 +221,19 @@ func serve(c net.Conn) {
 		case ctlproto.OpList:
 			err = cc.list(q)
 		case ctlproto.OpEnable:
-			h := cc.h
+			o := cc.o
 			if q.Persist {
-				h = holds.process
+				o = persistOwner
 			}
 			var n, already int
-			if n, already, err = h.hold(q.Specs); err == nil {
+			if n, already, err = hold(o, q.Specs); err == nil {
 				err = cc.send(&ctlproto.Response{Kind: ctlproto.KindOK, N: n, AlreadyOn: already})
 			}
 		case ctlproto.OpDisable:
 			var n, kept int
-			if n, kept, err = cc.h.unhold(q.Specs); err == nil {
-				err = cc.send(&ctlproto.Response{Kind: ctlproto.KindOK, N: n, Kept: kept})
+			var keptBy []string
+			if n, kept, keptBy, err = unhold(cc.o, q.Specs); err == nil {
+				err = cc.send(&ctlproto.Response{Kind: ctlproto.KindOK, N: n, Kept: kept, KeptBy: keptBy})
 			}
 		case ctlproto.OpTrace, ctlproto.OpStat:
 			var closed bool
@@ -371,13 +288,13 @@ func (cc *conn) list(q *ctlproto.Request) error {
 	}
 	r := &ctlproto.Response{Kind: ctlproto.KindList, Probes: []ctlproto.Probe{}}
 	for _, pi := range list {
-		p := ctlproto.Probe{Name: pi.String(), Enabled: pi.Enabled, Hits: pi.Hits, Sites: []ctlproto.Site{}}
+		p := ctlproto.Probe{Name: pi.String(), Enabled: pi.Enabled, Hits: pi.Hits, HeldBy: pi.HeldBy, Sites: []ctlproto.Site{}}
 		for _, a := range pi.Args {
 			p.Args = append(p.Args, ctlproto.Arg{Name: a.Name, Type: a.Type})
 		}
 		for _, s := range pi.Sites {
 			p.Sites = append(p.Sites, ctlproto.Site{Addr: uint64(s.Addr), File: s.File, Line: s.Line, Kind: s.Kind,
-				State: s.State.String(), Enabled: s.Enabled, Reason: s.Reason, Hits: s.Hits})
+				State: s.State.String(), Enabled: s.Enabled, Reason: s.Reason, Hits: s.Hits, HeldBy: s.HeldBy})
 		}
 		r.Probes = append(r.Probes, p)
 	}
@@ -416,11 +333,11 @@ func (cc *conn) runStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (e
 		return nil, false, errCode(err)
 	}
 	defer sub.close()
-	h := newHolder()
-	if _, _, err := h.hold([]string{q.Spec}); err != nil {
+	o := newOwner(cc.name + " " + q.Op)
+	if _, _, err := hold(o, []string{q.Spec}); err != nil {
 		return nil, false, errCode(err)
 	}
-	defer h.release()
+	defer release(o)
 	var events chan Event
 	var lost func() uint64
 	if agg == nil {

@@ -132,6 +132,25 @@ func accept(ln *net.UnixListener) {
 	}
 }
 
+// peerPid is the pid of the process at the other end of c, 0 when unknown.
+func peerPid(c net.Conn) int {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return 0
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var pid int
+	raw.Control(func(fd uintptr) {
+		if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
+			pid = int(cred.Pid)
+		}
+	})
+	return pid
+}
+
 // permitted checks the peer's uid: ours or root. A refused uid is logged once.
 func permitted(c *net.UnixConn) bool {
 	raw, err := c.SyscallConn()
