@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/gosdt/gosdt/internal/hooks"
 	"os"
 	"testing"
 
@@ -14,7 +15,7 @@ import (
 // (providers bbranch and bsealed), so the sealed variant is untouched.
 func TestMain(m *testing.M) {
 	if d := sdt.Discovery(); d.Reason == "" {
-		if _, err := sdt.Unseal("bbranch:::"); err != nil {
+		if _, err := hooks.Unseal("bbranch:::"); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: unseal the branch variant:", err)
 			os.Exit(2)
 		}

@@ -32,7 +32,7 @@ func init() {
 		// of a short-lived program by the rest of the wait.)
 		patch.Prepare()
 	}
-	reg.layout = sled.Self()
+	reg.layout = selfLayout()
 	reg.table = sled.Discover(sled.Config{ProbePackage: pkgPath, IsFire: isFire})
 	for _, ss := range reg.table.Sites {
 		s := &site{Site: ss}

@@ -3,8 +3,6 @@ package sdt
 import (
 	"cmp"
 	"slices"
-
-	"github.com/gosdt/gosdt/internal/spec"
 )
 
 // ProbeInfo describes one logical probe: a definition as it appears in one function.
@@ -61,13 +59,10 @@ func (pi ProbeInfo) String() string {
 // List describes the logical probes that spec matches ("" matches all), sorted by name.
 // A definition whose fires come from code that could not be attributed to a site
 // (non-inlined builds, pointer uses) is listed with an empty function.
-func List(specText string) ([]ProbeInfo, error) {
-	sp := spec.Spec{}
-	if specText != "" {
-		var err error
-		if sp, err = spec.Parse(specText); err != nil {
-			return nil, err
-		}
+func List(spec string) ([]ProbeInfo, error) {
+	sp, err := parseListSpec(spec)
+	if err != nil {
+		return nil, err
 	}
 	reg.mu.Lock()
 	defer reg.mu.Unlock()

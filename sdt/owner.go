@@ -140,6 +140,26 @@ func stillHeld(what string, keys []holdKey) error {
 	return &e
 }
 
+// switchable returns an ErrNotSupported error when nothing keys name can be
+// switched: no patchable site, and no definition whose variable was found (js/wasm
+// has no data segment to search, so a definition without a verified site cannot be
+// located, and setting its flag is impossible). Call with reg.mu held.
+func switchable(what string, keys []holdKey) error {
+	for _, k := range keys {
+		p := k.p
+		if k.s != nil {
+			if k.s.Patchable() {
+				return nil
+			}
+			p = k.s.probe
+		}
+		if p != nil && len(p.heads) > 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("%q: %w: no site of it was verified and its variable could not be located, so nothing can switch it", what, ErrNotSupported)
+}
+
 // holderNames is who holds k on, for List.
 func holderNames(k holdKey) []string {
 	hs := *k.owners()

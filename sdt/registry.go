@@ -1,7 +1,6 @@
 package sdt
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -45,9 +44,6 @@ type registry struct {
 }
 
 var reg registry
-
-// ErrNoMatch is returned (wrapped) when a probe spec matches no probe.
-var ErrNoMatch = errors.New("spec matches no probe")
 
 func (r *registry) add(p *probe) {
 	r.mu.Lock()
@@ -144,7 +140,7 @@ func (p *probe) syncFlag() {
 // definition says off. A disable that leaves sites on for other owners switches off
 // the rest and returns a *StillHeldError naming those owners.
 func (r *registry) setBy(o *owner, specText string, enable bool) (int, error) {
-	sp, err := spec.Parse(specText)
+	sp, err := parseSpec(specText)
 	if err != nil {
 		return 0, err
 	}
@@ -156,6 +152,11 @@ func (r *registry) setBy(o *owner, specText string, enable bool) (int, error) {
 		return 0, fmt.Errorf("%q: %w", specText, ErrNoMatch)
 	}
 	keys := keysOf(sites, wides)
+	if enable {
+		if err := switchable(specText, keys); err != nil {
+			return 0, err
+		}
+	}
 	n, err := r.holdLocked(o, keys, enable, specText)
 	if err != nil || enable {
 		return n, err

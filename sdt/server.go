@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
-	"github.com/gosdt/gosdt/internal/spec"
 )
 
 // The control server answers sdtctl over a unix socket (see server_linux.go for the
@@ -28,7 +27,7 @@ var persistOwner = newOwner("sdtctl enable")
 
 // matchKeys resolves a spec to hold keys. Call with reg.mu held.
 func matchKeys(specText string) ([]holdKey, error) {
-	sp, err := spec.Parse(specText)
+	sp, err := parseSpec(specText)
 	if err != nil {
 		return nil, ctlproto.Errorf(ctlproto.CodeBadSpec, "%v", err)
 	}
@@ -62,6 +61,9 @@ func hold(o *owner, specs []string) (n, already int, err error) {
 	defer reg.mu.Unlock()
 	keys, err := matchAll(specs)
 	if err != nil {
+		return 0, 0, err
+	}
+	if err := switchable(fmt.Sprint(specs), keys); err != nil {
 		return 0, 0, err
 	}
 	seen := map[holdKey]bool{}
@@ -126,14 +128,15 @@ func unhold(o *owner, specs []string) (n, kept int, keptBy []string, err error) 
 // errCode maps an sdt error to a protocol error.
 func errCode(err error) error {
 	var pe *ctlproto.Error
-	var se *spec.Error
 	switch {
 	case errors.As(err, &pe):
 		return err
-	case errors.As(err, &se):
+	case errors.Is(err, ErrMalformedSpec):
 		return ctlproto.Errorf(ctlproto.CodeBadSpec, "%v", err)
 	case errors.Is(err, ErrNoMatch):
 		return ctlproto.Errorf(ctlproto.CodeNoMatch, "%v", err)
+	case errors.Is(err, ErrNotSupported):
+		return ctlproto.Errorf(ctlproto.CodeNotSupported, "%v", err)
 	}
 	return ctlproto.Errorf(ctlproto.CodeInternal, "%v", err)
 }
@@ -316,13 +319,13 @@ func (cc *conn) stream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (clos
 func (cc *conn) runStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (end *ctlproto.Response, closed bool, err error) {
 	var agg *aggregation
 	if q.Op == ctlproto.OpStat {
-		by, err := ParseAggBy(q.By)
+		by, err := parseAggBy(q.By)
 		if err != nil {
 			return nil, false, ctlproto.Errorf(ctlproto.CodeBadRequest, "%v", err)
 		}
 		val := -1
 		if q.Hist != "" {
-			if val, err = ParseArgN(q.Hist); err != nil {
+			if val, err = argIndex(q.Hist); err != nil {
 				return nil, false, ctlproto.Errorf(ctlproto.CodeBadRequest, "hist: %v", err)
 			}
 		}
@@ -338,7 +341,7 @@ func (cc *conn) runStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (e
 		return nil, false, errCode(err)
 	}
 	defer release(o)
-	var events chan Event
+	var events chan event
 	var lost func() uint64
 	if agg == nil {
 		events, lost = dispatchTo(sub.bit)
@@ -363,9 +366,9 @@ func (cc *conn) runStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (e
 		defer t.Stop()
 		tick = t.C
 	}
-	drops0 := RingDrops()
+	drops0 := ringDrops()
 	drops := func() uint64 {
-		d := RingDrops() - drops0
+		d := ringDrops() - drops0
 		if lost != nil {
 			d += lost()
 		}
@@ -411,7 +414,7 @@ func (cc *conn) runStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (e
 	}
 }
 
-func toStat(s AggSnapshot) *ctlproto.Stat {
+func toStat(s aggSnapshot) *ctlproto.Stat {
 	st := &ctlproto.Stat{Time: time.Now(), By: s.By, Value: s.Value, Overflow: s.Overflow, Rows: []ctlproto.Row{}}
 	for _, r := range s.Rows {
 		row := ctlproto.Row{Key: r.Key, Count: r.Count, Sum: r.Sum, Min: r.Min, Max: r.Max, Avg: r.Avg}
@@ -424,9 +427,9 @@ func toStat(s AggSnapshot) *ctlproto.Stat {
 }
 
 // event converts a ring event for the wire.
-func (cc *conn) event(e *Event) *ctlproto.Event {
+func (cc *conn) event(e *event) *ctlproto.Event {
 	p := probeByID(e.Probe)
-	out := &ctlproto.Event{Time: EventTime(e.Time), Site: uint64(e.Site)}
+	out := &ctlproto.Event{Time: eventTime(e.Time), Site: uint64(e.Site)}
 	if p == nil {
 		out.Probe = "?"
 		return out
@@ -447,7 +450,7 @@ func (cc *conn) event(e *Event) *ctlproto.Event {
 	}
 	out.Probe = name
 	for i := 0; i < int(e.NArgs) && i < len(p.args); i++ {
-		out.Args = append(out.Args, ctlproto.Arg{Name: p.args[i], Type: p.types[i], Value: e.String(i), Cut: e.Trunc&(1<<i) != 0})
+		out.Args = append(out.Args, ctlproto.Arg{Name: p.args[i], Type: p.types[i], Value: e.format(i), Cut: e.Trunc&(1<<i) != 0})
 	}
 	return out
 }
@@ -462,13 +465,13 @@ var disp struct {
 }
 
 type traceOut struct {
-	ch   chan Event
+	ch   chan event
 	lost sync.Mutex
 	n    uint64
 }
 
-func dispatchTo(bit uint64) (chan Event, func() uint64) {
-	o := &traceOut{ch: make(chan Event, 1024)}
+func dispatchTo(bit uint64) (chan event, func() uint64) {
+	o := &traceOut{ch: make(chan event, 1024)}
 	disp.mu.Lock()
 	defer disp.mu.Unlock()
 	disp.outs[bitIndex(bit)] = o
@@ -489,7 +492,7 @@ func bitIndex(bit uint64) int { return bits.TrailingZeros64(bit) }
 
 func dispatch() {
 	r := procRing.Load()
-	var e Event
+	var e event
 	idle := 0
 	for {
 		if !r.get(&e) {

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
+	"github.com/gosdt/gosdt/internal/quantize"
 	"github.com/gosdt/gosdt/internal/spec"
-	"github.com/gosdt/gosdt/sdt"
 )
 
 func printJSON(w io.Writer, v any) {
@@ -343,7 +343,7 @@ func printStat(w io.Writer, pid int, s *ctlproto.Stat) {
 	for _, r := range s.Rows {
 		if len(r.Hist) > 0 {
 			fmt.Fprintf(w, "\n  %s\n", r.Key)
-			quantize(w, r.Hist)
+			printHist(w, r.Hist)
 		}
 	}
 	if s.Overflow > 0 {
@@ -352,9 +352,9 @@ func printStat(w io.Writer, pid int, s *ctlproto.Stat) {
 	fmt.Fprintln(w)
 }
 
-// quantize prints a histogram as DTrace does: a row of zero above and below.
-func quantize(w io.Writer, hist []ctlproto.Bucket) {
-	idx := sdt.Bucket
+// printHist prints a histogram as DTrace does: a row of zero above and below.
+func printHist(w io.Writer, hist []ctlproto.Bucket) {
+	idx := quantize.Bucket
 	lo, hi := idx(hist[0].Low), idx(hist[len(hist)-1].Low)
 	counts := map[int]uint64{}
 	var total uint64
@@ -367,7 +367,7 @@ func quantize(w io.Writer, hist []ctlproto.Bucket) {
 	for i := lo; i <= hi; i++ {
 		n := counts[i]
 		bar := int(float64(n) / float64(total) * 40)
-		fmt.Fprintf(w, "  %16d |%-40s %d\n", sdt.BucketLow(i), strings.Repeat("@", bar), n)
+		fmt.Fprintf(w, "  %16d |%-40s %d\n", quantize.Low(i), strings.Repeat("@", bar), n)
 	}
 }
 

@@ -22,12 +22,13 @@ const (
 
 // Error codes.
 const (
-	CodeBadSpec    = "badspec"
-	CodeNoMatch    = "nomatch"
-	CodeBadRequest = "badrequest"
-	CodeVersion    = "version"
-	CodePermission = "permission"
-	CodeInternal   = "internal"
+	CodeBadSpec      = "badspec"
+	CodeNoMatch      = "nomatch"
+	CodeBadRequest   = "badrequest"
+	CodeVersion      = "version"
+	CodePermission   = "permission"
+	CodeInternal     = "internal"
+	CodeNotSupported = "notsupported"
 )
 
 // Request ops.

@@ -8,6 +8,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/gosdt/gosdt/internal/hooks"
 	"os"
 
 	"github.com/gosdt/gosdt/sdt"
@@ -40,7 +41,7 @@ func check() error {
 	if d := sdt.Discovery(); d.Reason != "" {
 		return fmt.Errorf("no discovery on this platform: %s", d.Reason)
 	}
-	if _, err := sdt.Unseal("bbranch:::"); err != nil {
+	if _, err := hooks.Unseal("bbranch:::"); err != nil {
 		return err
 	}
 	for provider, want := range map[string]sdt.SiteState{"bsealed": sdt.SealedOff, "bbranch": sdt.BranchOnly} {
