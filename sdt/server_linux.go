@@ -15,8 +15,8 @@ import (
 
 // The control socket, Linux: $XDG_RUNTIME_DIR/gosdt/<pid>.sock or
 // /tmp/gosdt-<uid>/<pid>.sock, in a directory of mode 0700 that must belong to us.
-// Peers are checked with SO_PEERCRED. This file's init runs after init.go's (files
-// initialise in name order), so the registry is complete before the first request.
+// Peers are checked with SO_PEERCRED. init.go starts it last, once the registry is
+// complete, so that the first request finds every site.
 
 var control struct {
 	mu     sync.Mutex
@@ -25,7 +25,8 @@ var control struct {
 	warned map[uint32]bool
 }
 
-func init() {
+// startControlFromEnv starts the control server unless SDT_CONTROL=off.
+func startControlFromEnv() {
 	if v := os.Getenv("SDT_CONTROL"); v == "off" {
 		return
 	} else if v != "" && v != "on" {
