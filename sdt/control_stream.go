@@ -33,22 +33,11 @@ func (cc *conn) runStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (e
 		}
 		agg = newAggregation(by, val, val >= 0)
 	}
-	sub, err := subscribe(q.Spec, agg)
+	c, err := openConsumer(cc.name+" "+q.Op, q.Spec, agg)
 	if err != nil {
 		return nil, false, errCode(err)
 	}
-	defer sub.close()
-	o := newOwner(cc.name + " " + q.Op)
-	if _, _, err := hold(o, []string{q.Spec}); err != nil {
-		return nil, false, errCode(err)
-	}
-	defer release(o)
-	var events chan event
-	var lost func() uint64
-	if agg == nil {
-		events, lost = dispatchTo(sub.bit)
-		defer undispatch(sub.bit)
-	}
+	defer c.close()
 	if err := cc.send(&ctlproto.Response{Kind: ctlproto.KindStarted}); err != nil {
 		return nil, true, nil
 	}
@@ -68,14 +57,6 @@ func (cc *conn) runStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (e
 		defer t.Stop()
 		tick = t.C
 	}
-	drops0 := ringDrops()
-	drops := func() uint64 {
-		d := ringDrops() - drops0
-		if lost != nil {
-			d += lost()
-		}
-		return d
-	}
 	lastStat := time.Now()
 	statNow := func() error {
 		lastStat = time.Now()
@@ -84,12 +65,12 @@ func (cc *conn) runStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (e
 	count := 0
 	for {
 		select {
-		case e := <-events:
+		case e := <-c.events:
 			if err := cc.send(&ctlproto.Response{Kind: ctlproto.KindEvent, Event: cc.event(&e)}); err != nil {
 				return nil, true, nil
 			}
 			if count++; q.Count > 0 && count >= q.Count {
-				return &ctlproto.Response{Kind: ctlproto.KindEnd, Drops: drops()}, false, nil
+				return &ctlproto.Response{Kind: ctlproto.KindEnd, Drops: c.drops()}, false, nil
 			}
 		case <-tick:
 			if err := statNow(); err != nil {
@@ -99,7 +80,7 @@ func (cc *conn) runStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (e
 			if agg != nil && time.Since(lastStat) > 100*time.Millisecond {
 				statNow()
 			}
-			return &ctlproto.Response{Kind: ctlproto.KindEnd, Drops: drops()}, false, nil
+			return &ctlproto.Response{Kind: ctlproto.KindEnd, Drops: c.drops()}, false, nil
 		case r, ok := <-reqs:
 			if !ok {
 				return nil, true, nil
@@ -111,7 +92,7 @@ func (cc *conn) runStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (e
 			if agg != nil {
 				statNow()
 			}
-			return &ctlproto.Response{Kind: ctlproto.KindEnd, Drops: drops()}, false, nil
+			return &ctlproto.Response{Kind: ctlproto.KindEnd, Drops: c.drops()}, false, nil
 		}
 	}
 }
