@@ -112,6 +112,9 @@ func unhold(o *owner, specs []string) (n, kept int, keptBy []string, err error) 
 	var sh *StillHeldError
 	if errors.As(stillHeld(what, keys), &sh) {
 		kept, keptBy = sh.Sites, sh.Holders
+		if kept == 0 {
+			kept = sh.Definitions // no site verified here: whole definitions
+		}
 	}
 	return n + m, kept, keptBy, nil
 }

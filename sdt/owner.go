@@ -47,13 +47,18 @@ var ErrStillHeld = errors.New("still held on by others")
 // StillHeldError is returned by Disable when the caller's hold is released but other
 // owners still hold some of what the spec matches on: those sites stay on.
 type StillHeldError struct {
-	Spec    string
-	Sites   int      // sites (or whole definitions) that stay on
-	Holders []string // who holds them, e.g. "sdtctl pid 4242 trace"
+	Spec        string
+	Sites       int      // sites that stay on
+	Definitions int      // definitions that stay on as a whole (fires not attributed to a site)
+	Holders     []string // who holds them, e.g. "sdtctl pid 4242 trace"
 }
 
 func (e *StillHeldError) Error() string {
-	return fmt.Sprintf("%q: %d sites stay on, held by %s", e.Spec, e.Sites, strings.Join(e.Holders, ", "))
+	what := fmt.Sprintf("%d sites", e.Sites)
+	if e.Sites == 0 {
+		what = fmt.Sprintf("%d definitions", e.Definitions)
+	}
+	return fmt.Sprintf("%q: %s stay on, held by %s", e.Spec, what, strings.Join(e.Holders, ", "))
 }
 
 func (e *StillHeldError) Is(target error) bool { return target == ErrStillHeld }
@@ -125,14 +130,18 @@ func stillHeld(what string, keys []holdKey) error {
 			continue
 		}
 		seen[k] = true
-		e.Sites++
+		if k.s != nil {
+			e.Sites++
+		} else {
+			e.Definitions++
+		}
 		for _, o := range hs {
 			if !slices.Contains(e.Holders, o.name) {
 				e.Holders = append(e.Holders, o.name)
 			}
 		}
 	}
-	if e.Sites == 0 {
+	if e.Sites == 0 && e.Definitions == 0 {
 		return nil
 	}
 	e.Spec = what

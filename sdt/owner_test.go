@@ -121,7 +121,7 @@ func TestProgramDisableKeepsTrace(t *testing.T) {
 	if !errors.As(err, &sh) || !errors.Is(err, ErrStillHeld) {
 		t.Fatalf("Disable while a trace holds the probe: %d, %v; want a StillHeldError", n, err)
 	}
-	if n != 0 || sh.Sites == 0 || !slices.Equal(sh.Holders, []string{"sdtctl trace"}) {
+	if n != 0 || sh.Sites+sh.Definitions == 0 || !slices.Equal(sh.Holders, []string{"sdtctl trace"}) {
 		t.Fatalf("Disable: %d switched, %+v; want 0 switched and the trace named", n, sh)
 	}
 	if !ownerTick.Enabled() {
