@@ -175,6 +175,17 @@ func subscribe(specText string, agg *aggregation) (*subscription, error) {
 	return sub, nil
 }
 
+// probeIDs is the ids of the probes the subscription covers, as events carry them.
+func (sub *subscription) probeIDs() map[uint32]bool {
+	cons.mu.Lock()
+	defer cons.mu.Unlock()
+	ids := make(map[uint32]bool, len(sub.filters))
+	for p := range sub.filters {
+		ids[probeID(p)] = true
+	}
+	return ids
+}
+
 // close detaches the subscription.
 func (sub *subscription) close() {
 	cons.mu.Lock()

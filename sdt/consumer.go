@@ -17,6 +17,7 @@ type consumer struct {
 // openConsumer subscribes to what spec matches (a trace when agg is nil) and holds it
 // on on behalf of who. Close it when done.
 func openConsumer(who, spec string, agg *aggregation) (*consumer, error) {
+	since := nanotime()
 	sub, err := subscribe(spec, agg)
 	if err != nil {
 		return nil, err
@@ -27,7 +28,7 @@ func openConsumer(who, spec string, agg *aggregation) (*consumer, error) {
 		return nil, err
 	}
 	if agg == nil {
-		c.events, c.lost = dispatchTo(sub.bit)
+		c.events, c.lost = dispatchTo(sub.bit, sub.probeIDs(), since)
 	}
 	return c, nil
 }

@@ -15,14 +15,19 @@ var disp struct {
 	running bool
 }
 
+// traceOut is one trace's channel. A subscription bit is reused once its trace ends,
+// and the ring may still hold events marked with it: a trace takes only events of its
+// own probes (ids) fired since it began.
 type traceOut struct {
-	ch   chan event
-	lost sync.Mutex
-	n    uint64
+	ch    chan event
+	ids   map[uint32]bool
+	since int64
+	lost  sync.Mutex
+	n     uint64
 }
 
-func dispatchTo(bit uint64) (chan event, func() uint64) {
-	o := &traceOut{ch: make(chan event, 1024)}
+func dispatchTo(bit uint64, ids map[uint32]bool, since int64) (chan event, func() uint64) {
+	o := &traceOut{ch: make(chan event, 1024), ids: ids, since: since}
 	disp.mu.Lock()
 	defer disp.mu.Unlock()
 	disp.outs[bitIndex(bit)] = o
@@ -69,7 +74,7 @@ func dispatch() {
 		disp.mu.Lock()
 		for m := e.Subs; m != 0; m &= m - 1 {
 			o := disp.outs[bitIndex(m&-m)]
-			if o == nil {
+			if o == nil || !o.ids[e.Probe] || e.Time < o.since {
 				continue
 			}
 			select {
