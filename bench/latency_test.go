@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/gosdt/gosdt/internal/hooks"
 	"runtime"
 	"strconv"
 	"strings"
@@ -45,7 +46,7 @@ func BenchmarkToggle(b *testing.B) {
 				name := fmt.Sprintf("protocol=%v/procs=%d/busy=%s", proto, procs, busy)
 				b.Run(name, func(b *testing.B) {
 					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-					defer sdt.SetPatchOptions(sdt.SetPatchOptions(patch.Options{Protocol: proto}))
+					defer hooks.SetPatchOptions(hooks.SetPatchOptions(patch.Options{Protocol: proto}))
 					stop := sync.OnceFunc(startBusy(busy, procs))
 					defer stop()
 					var st toggleState

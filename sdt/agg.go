@@ -4,31 +4,32 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"math/bits"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gosdt/gosdt/internal/quantize"
 )
 
-// AggBy is what an aggregation is keyed by.
-type AggBy struct {
+// aggBy is what an aggregation is keyed by.
+type aggBy struct {
 	Kind string // "probe", "site" or "arg"
 	Arg  int    // the argument, for "arg"
 }
 
-// ParseAggBy parses "probe", "site" or "argN" (N from 0).
-func ParseAggBy(s string) (AggBy, error) {
+// parseAggBy parses "probe", "site" or "argN" (N from 0).
+func parseAggBy(s string) (aggBy, error) {
 	switch s {
 	case "", "probe":
-		return AggBy{Kind: "probe"}, nil
+		return aggBy{Kind: "probe"}, nil
 	case "site":
-		return AggBy{Kind: "site"}, nil
+		return aggBy{Kind: "site"}, nil
 	}
 	if n, ok := parseArgN(s); ok {
-		return AggBy{Kind: "arg", Arg: n}, nil
+		return aggBy{Kind: "arg", Arg: n}, nil
 	}
-	return AggBy{}, fmt.Errorf("aggregation key %q: want probe, site or argN", s)
+	return aggBy{}, fmt.Errorf("aggregation key %q: want probe, site or argN", s)
 }
 
 func parseArgN(s string) (int, bool) {
@@ -38,50 +39,23 @@ func parseArgN(s string) (int, bool) {
 	return 0, false
 }
 
-// ParseArgN parses "argN" (N from 0 to 5).
-func ParseArgN(s string) (int, error) {
+// argIndex parses "argN" (N from 0 to 5).
+func argIndex(s string) (int, error) {
 	if n, ok := parseArgN(s); ok {
 		return n, nil
 	}
 	return 0, fmt.Errorf("%q: want arg0 to arg%d", s, MaxArgs-1)
 }
 
-// MaxAggKeys bounds the keys of one aggregation; fires with a new key beyond it are
-// counted in AggSnapshot.Overflow.
-const MaxAggKeys = 4096
+// maxAggKeys bounds the keys of one aggregation; fires with a new key beyond it are
+// counted in aggSnapshot.Overflow.
+const maxAggKeys = 4096
 
-// HistBuckets is the number of buckets of a power-of-two histogram: 64 negative, zero,
-// 63 positive. See Bucket.
-const HistBuckets = 128
-
-// Bucket is the power-of-two (DTrace quantize) bucket of v: bucket 64 holds 0; bucket
-// 64+k (k >= 1) holds [2^(k-1), 2^k); bucket 64-k holds (-2^k, -2^(k-1)].
-func Bucket(v int64) int {
-	switch {
-	case v == 0:
-		return 64
-	case v > 0:
-		return 64 + bits.Len64(uint64(v))
-	}
-	return 64 - bits.Len64(uint64(-(v+1))+1)
-}
-
-// BucketLow is the value that labels bucket i: its bound nearest zero.
-func BucketLow(i int) int64 {
-	switch {
-	case i == 64:
-		return 0
-	case i > 64:
-		return int64(1) << (i - 65)
-	}
-	return -int64(uint64(1) << (63 - i))
-}
-
-// aggregation counts the fires of its subscription, keyed by AggBy; when val >= 0 it
+// aggregation counts the fires of its subscription, keyed by aggBy; when val >= 0 it
 // also sums, bounds and (hist) quantizes argument val. Lookups of existing keys are
 // lock-free (a copy-on-write map); cells are updated with atomics.
 type aggregation struct {
-	by       AggBy
+	by       aggBy
 	val      int
 	hist     bool
 	mu       sync.Mutex
@@ -100,22 +74,22 @@ type aggKey struct {
 type aggCell struct {
 	count, sum atomic.Int64
 	min, max   atomic.Int64
-	hist       *[HistBuckets]atomic.Uint64
+	hist       *[quantize.Buckets]atomic.Uint64
 }
 
-func newAggregation(by AggBy, val int, hist bool) *aggregation {
+func newAggregation(by aggBy, val int, hist bool) *aggregation {
 	a := &aggregation{by: by, val: val, hist: hist}
 	m := map[aggKey]*aggCell{}
 	a.cells.Store(&m)
 	return a
 }
 
-// argInt is argument i of v as an integer (see Event.Int).
+// argInt is argument i of v as an integer (see event.Int).
 func (v *argv) argInt(i int) int64 {
-	if v.kinds[i] == KindString {
+	if v.kinds[i] == kindString {
 		return int64(min(len(v.strs[i]), StringMax))
 	}
-	e := Event{Kinds: v.kinds, Args: v.slots}
+	e := event{Kinds: v.kinds, Args: v.slots}
 	return e.Int(i)
 }
 
@@ -127,12 +101,12 @@ func (a *aggregation) add(probe uint32, siteAddr uintptr, v *argv) {
 		if i >= v.n {
 			return // this probe has no such argument
 		}
-		if v.kinds[i] == KindString {
+		if v.kinds[i] == kindString {
 			s := v.strs[i]
 			k = aggKey{s: s[:min(len(s), StringMax)], str: true}
 		} else {
 			k = aggKey{n: int64(v.slots[i])}
-			if v.kinds[i] != KindInt {
+			if v.kinds[i] != kindInt {
 				k.n = v.argInt(i)
 			}
 		}
@@ -163,7 +137,7 @@ func (a *aggregation) add(probe uint32, siteAddr uintptr, v *argv) {
 	for m := c.max.Load(); x > m && !c.max.CompareAndSwap(m, x); m = c.max.Load() {
 	}
 	if c.hist != nil {
-		c.hist[Bucket(x)].Add(1)
+		c.hist[quantize.Bucket(x)].Add(1)
 	}
 }
 
@@ -176,14 +150,14 @@ func (a *aggregation) insert(probe uint32, site uintptr, n int64, str string, is
 	if c := old[k]; c != nil {
 		return c
 	}
-	if len(old) >= MaxAggKeys {
+	if len(old) >= maxAggKeys {
 		return nil
 	}
 	c := &aggCell{}
 	c.min.Store(math.MaxInt64)
 	c.max.Store(math.MinInt64)
 	if a.hist {
-		c.hist = new([HistBuckets]atomic.Uint64)
+		c.hist = new([quantize.Buckets]atomic.Uint64)
 	}
 	m := make(map[aggKey]*aggCell, len(old)+1)
 	for kk, v := range old {
@@ -194,49 +168,49 @@ func (a *aggregation) insert(probe uint32, site uintptr, n int64, str string, is
 	return c
 }
 
-// AggRow is one key of an aggregation snapshot. Sum, Min, Max and Hist are of the
+// aggRow is one key of an aggregation snapshot. Sum, Min, Max and Hist are of the
 // aggregated argument (when there is one).
-type AggRow struct {
+type aggRow struct {
 	Key   string       `json:"key"`
 	Count int64        `json:"count"`
 	Sum   int64        `json:"sum,omitempty"`
 	Min   int64        `json:"min,omitempty"`
 	Max   int64        `json:"max,omitempty"`
 	Avg   float64      `json:"avg,omitempty"`
-	Hist  []HistBucket `json:"hist,omitempty"`
+	Hist  []histBucket `json:"hist,omitempty"`
 }
 
-// HistBucket is one non-empty histogram bucket: values from Low (its bound nearest
+// histBucket is one non-empty histogram bucket: values from Low (its bound nearest
 // zero) up to the next bucket's bound.
-type HistBucket struct {
+type histBucket struct {
 	Low   int64  `json:"low"`
 	Count uint64 `json:"count"`
 }
 
-// AggSnapshot is an aggregation's state at one moment.
-type AggSnapshot struct {
+// aggSnapshot is an aggregation's state at one moment.
+type aggSnapshot struct {
 	By       string   `json:"by"`
 	Value    string   `json:"value,omitempty"` // the aggregated argument, "argN"
-	Rows     []AggRow `json:"rows"`
+	Rows     []aggRow `json:"rows"`
 	Overflow uint64   `json:"overflow,omitempty"` // fires not counted: too many keys
 }
 
 // snapshot reads the aggregation; rows sorted by count, descending.
-func (a *aggregation) snapshot() AggSnapshot {
-	snap := AggSnapshot{By: a.by.Kind, Overflow: a.overflow.Load()}
+func (a *aggregation) snapshot() aggSnapshot {
+	snap := aggSnapshot{By: a.by.Kind, Overflow: a.overflow.Load()}
 	if a.by.Kind == "arg" {
 		snap.By = fmt.Sprintf("arg%d", a.by.Arg)
 	}
 	if a.val >= 0 {
 		snap.Value = fmt.Sprintf("arg%d", a.val)
 	}
-	rows := map[string]*AggRow{}
-	var hists = map[string]*[HistBuckets]uint64{}
+	rows := map[string]*aggRow{}
+	var hists = map[string]*[quantize.Buckets]uint64{}
 	for k, c := range *a.cells.Load() {
 		key := a.keyName(k)
 		r := rows[key]
 		if r == nil {
-			r = &AggRow{Key: key, Min: math.MaxInt64, Max: math.MinInt64}
+			r = &aggRow{Key: key, Min: math.MaxInt64, Max: math.MinInt64}
 			rows[key] = r
 		}
 		r.Count += c.count.Load()
@@ -246,7 +220,7 @@ func (a *aggregation) snapshot() AggSnapshot {
 		if c.hist != nil {
 			h := hists[key]
 			if h == nil {
-				h = new([HistBuckets]uint64)
+				h = new([quantize.Buckets]uint64)
 				hists[key] = h
 			}
 			for i := range c.hist {
@@ -263,13 +237,13 @@ func (a *aggregation) snapshot() AggSnapshot {
 		if h := hists[key]; h != nil {
 			for i, n := range h {
 				if n > 0 {
-					r.Hist = append(r.Hist, HistBucket{Low: BucketLow(i), Count: n})
+					r.Hist = append(r.Hist, histBucket{Low: quantize.Low(i), Count: n})
 				}
 			}
 		}
 		snap.Rows = append(snap.Rows, *r)
 	}
-	slices.SortFunc(snap.Rows, func(x, y AggRow) int {
+	slices.SortFunc(snap.Rows, func(x, y aggRow) int {
 		return cmp.Or(cmp.Compare(y.Count, x.Count), cmp.Compare(x.Key, y.Key))
 	})
 	return snap

@@ -17,7 +17,7 @@ var clockBase = struct {
 	mono int64
 }{time.Now(), nanotime()}
 
-// EventTime converts an event's monotonic time to wall-clock time.
-func EventTime(mono int64) time.Time {
+// eventTime converts an event's monotonic time to wall-clock time.
+func eventTime(mono int64) time.Time {
 	return clockBase.wall.Add(time.Duration(mono - clockBase.mono))
 }

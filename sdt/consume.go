@@ -21,7 +21,7 @@ type consumers struct {
 }
 
 type traceEntry struct {
-	bit uint64 // the subscription's bit in Event.Subs
+	bit uint64 // the subscription's bit in event.Subs
 	f   *filter
 }
 
@@ -72,7 +72,7 @@ func (c *consumers) emit(ret uintptr, v *argv) {
 
 // subscription is one trace or aggregation attached to the probes a spec matched.
 type subscription struct {
-	bit     uint64 // trace: its bit in Event.Subs
+	bit     uint64 // trace: its bit in event.Subs
 	agg     *aggregation
 	filters map[*probe]*filter
 }
@@ -86,8 +86,8 @@ var cons struct {
 	reader bool
 }
 
-// ErrTooManyTraces is returned when every trace subscription bit is in use.
-var ErrTooManyTraces = errors.New("too many concurrent traces (64)")
+// errTooManyTraces is returned when every trace subscription bit is in use.
+var errTooManyTraces = errors.New("too many concurrent traces (64)")
 
 // probeID returns p's id, assigning one. Call with cons.mu held.
 func probeID(p *probe) uint32 {
@@ -144,7 +144,7 @@ func matchFilters(sp spec.Spec) map[*probe]*filter {
 
 // subscribe attaches a trace (agg == nil) or an aggregation to what specText matches.
 func subscribe(specText string, agg *aggregation) (*subscription, error) {
-	sp, err := spec.Parse(specText)
+	sp, err := parseSpec(specText)
 	if err != nil {
 		return nil, err
 	}
@@ -163,16 +163,27 @@ func subscribe(specText string, agg *aggregation) (*subscription, error) {
 			}
 		}
 		if sub.bit == 0 {
-			return nil, ErrTooManyTraces
+			return nil, errTooManyTraces
 		}
 		cons.bits |= sub.bit
 		if procRing.Load() == nil {
-			procRing.Store(newRing(RingSize))
+			procRing.Store(newRing(ringSize))
 		}
 	}
 	cons.subs = append(cons.subs, sub)
 	rebuild(fs)
 	return sub, nil
+}
+
+// probeIDs is the ids of the probes the subscription covers, as events carry them.
+func (sub *subscription) probeIDs() map[uint32]bool {
+	cons.mu.Lock()
+	defer cons.mu.Unlock()
+	ids := make(map[uint32]bool, len(sub.filters))
+	for p := range sub.filters {
+		ids[probeID(p)] = true
+	}
+	return ids
 }
 
 // close detaches the subscription.

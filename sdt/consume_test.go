@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/gosdt/gosdt/internal/quantize"
 )
 
 var (
@@ -29,11 +31,13 @@ func TestRingConcurrentProducers(t *testing.T) {
 	var read int
 	go func() {
 		defer close(done)
-		var e Event
+		var e event
 		for read+int(r.drops.Load()) < producers*each {
 			if r.get(&e) {
 				got[e.Time]++
 				read++
+			} else {
+				runtime.Gosched() // js/wasm has one thread and no preemption
 			}
 		}
 	}()
@@ -69,7 +73,7 @@ func TestRingDropsCounted(t *testing.T) {
 	if d := r.drops.Load(); d != 6 {
 		t.Fatalf("drops = %d, want 6", d)
 	}
-	var e Event
+	var e event
 	for i := range 4 {
 		if !r.get(&e) || e.Time != int64(i) {
 			t.Fatalf("get %d: %+v", i, e.Time)
@@ -91,18 +95,18 @@ func TestEventStrings(t *testing.T) {
 	setArg(&v, 1, &b)
 	setArg(&v, 2, &c)
 	setArg(&v, 3, &d)
-	var e Event
+	var e event
 	e.fill(&v)
-	if got := e.String(0); got != long[:StringMax] {
+	if got := e.format(0); got != long[:StringMax] {
 		t.Errorf("arg0 = %q", got)
 	}
-	if got := e.String(1); got != "short" {
+	if got := e.format(1); got != "short" {
 		t.Errorf("arg1 = %q", got)
 	}
-	if got := e.String(2); got != long[:StringMax] {
+	if got := e.format(2); got != long[:StringMax] {
 		t.Errorf("arg2 = %q (len %d)", got, len(got))
 	}
-	if got := e.String(3); len(got) != StringArea-2*StringMax-5 {
+	if got := e.format(3); len(got) != StringArea-2*StringMax-5 {
 		t.Errorf("arg3 has %d bytes, want %d", len(got), StringArea-2*StringMax-5)
 	}
 	if e.Trunc != 0b1101 {
@@ -126,14 +130,15 @@ func TestBuckets(t *testing.T) {
 		{math.MinInt64 + 1, 1, -(1 << 62)},
 		{math.MinInt64, 0, math.MinInt64},
 	} {
-		b := Bucket(c.v)
-		if b != c.want || BucketLow(b) != c.low {
-			t.Errorf("Bucket(%d) = %d (low %d), want %d (low %d)", c.v, b, BucketLow(b), c.want, c.low)
+		b := quantize.Bucket(c.v)
+		if b != c.want || quantize.Low(b) != c.low {
+			t.Errorf("Bucket(%d) = %d (low %d), want %d (low %d)", c.v, b, quantize.Low(b), c.want, c.low)
 		}
 	}
 }
 
 func TestTraceAndAggregate(t *testing.T) {
+	NeedSwitchable(t, "constest:::")
 	if _, err := subscribe("nosuch:::probe", nil); !errors.Is(err, ErrNoMatch) {
 		t.Fatalf("subscribe nosuch: %v", err)
 	}
@@ -142,7 +147,7 @@ func TestTraceAndAggregate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.close()
-	agg := newAggregation(AggBy{Kind: "arg", Arg: 1}, 0, true)
+	agg := newAggregation(aggBy{Kind: "arg", Arg: 1}, 0, true)
 	sub, err := subscribe("constest:::fire", agg)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +158,7 @@ func TestTraceAndAggregate(t *testing.T) {
 	}
 	defer Disable("constest:::")
 	r := procRing.Load()
-	var e Event
+	var e event
 	for r.get(&e) {
 	}
 	for i := range 10 {
@@ -164,7 +169,7 @@ func TestTraceAndAggregate(t *testing.T) {
 		if !r.get(&e) {
 			t.Fatalf("event %d missing", i)
 		}
-		if e.Subs&tr.bit == 0 || e.NArgs != 2 || e.Int(0) != int64(i) || e.String(1) != []string{"even", "odd"}[i%2] {
+		if e.Subs&tr.bit == 0 || e.NArgs != 2 || e.Int(0) != int64(i) || e.format(1) != []string{"even", "odd"}[i%2] {
 			t.Fatalf("event %d: %+v", i, e)
 		}
 		// Without a site matcher (386, ...) fires are not attributed: site 0.
@@ -195,10 +200,10 @@ func TestArgKinds(t *testing.T) {
 	setArg(&v, 1, &f)
 	setArg(&v, 2, &b)
 	setArg(&v, 3, &n)
-	var e Event
+	var e event
 	e.fill(&v)
 	for i, want := range []string{"200", "-2.5", "true", "-7"} {
-		if got := e.String(i); got != want {
+		if got := e.format(i); got != want {
 			t.Errorf("arg%d = %q, want %q", i, got, want)
 		}
 	}
@@ -231,7 +236,7 @@ func BenchmarkRing(b *testing.B) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var e Event
+			var e event
 			for {
 				select {
 				case <-stop:
@@ -256,7 +261,7 @@ func BenchmarkRing(b *testing.B) {
 		n, s := 1, "hello"
 		setArg(&v, 0, &n)
 		setArg(&v, 1, &s)
-		var e Event
+		var e event
 		for b.Loop() {
 			r.put(nanotime(), 0, 0, 1, &v)
 			r.get(&e)

@@ -12,6 +12,12 @@
 // Disable take DTrace probe descriptions, provider:module:function:name. Handlers
 // (Attach), an event ring and aggregations consume fires.
 //
+// A site is on while anyone holds it: the program (Enable), SDT_MODE, each sdtctl
+// client and each USDT tracer hold it separately, and each Disable releases only its
+// own hold (a *StillHeldError names who keeps the rest on). Errors match ErrNoMatch,
+// ErrMalformedSpec (a *SpecError with the byte at fault) and ErrNotSupported (a
+// platform where nothing the spec names can be switched).
+//
 // Environment: SDT_MODE (off, on, signal), SDT_SIGNAL, SDT_PATCH (off: branch checks
 // only), SDT_PATCH_PROTOCOL (auto, atomic, rendezvous), SDT_CONTROL (off: no socket),
 // SDT_USDT_POLL (sealed binaries: how often USDT semaphores are read, default 100ms).

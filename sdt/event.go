@@ -17,42 +17,42 @@ const (
 	StringArea = 192 // bytes of string data in one event
 )
 
-// ArgKind is how an argument is stored in its slot.
-type ArgKind uint8
+// argKind is how an argument is stored in its slot.
+type argKind uint8
 
 const (
-	KindInt    ArgKind = iota // signed integers: the slot is int64(v)
-	KindUint                  // unsigned integers and uintptr: uint64(v)
-	KindBool                  // 0 or 1
-	KindFloat                 // math.Float64bits(float64(v))
-	KindString                // offset<<8 | length into the event's string area
+	kindInt    argKind = iota // signed integers: the slot is int64(v)
+	kindUint                  // unsigned integers and uintptr: uint64(v)
+	kindBool                  // 0 or 1
+	kindFloat                 // math.Float64bits(float64(v))
+	kindString                // offset<<8 | length into the event's string area
 )
 
-func (k ArgKind) String() string {
+func (k argKind) String() string {
 	return [...]string{"int", "uint", "bool", "float", "string"}[k]
 }
 
 // kindOf is the slot kind of an argument type: from its underlying kind, so that
 // named types (type Reason int) work.
-func kindOf(t reflect.Type) ArgKind {
+func kindOf(t reflect.Type) argKind {
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return KindInt
+		return kindInt
 	case reflect.Bool:
-		return KindBool
+		return kindBool
 	case reflect.Float32, reflect.Float64:
-		return KindFloat
+		return kindFloat
 	case reflect.String:
-		return KindString
+		return kindString
 	}
-	return KindUint
+	return kindUint
 }
 
 // argv is a fire's arguments as slots, built on the fire's stack only when a
 // consumer is attached to the probe.
 type argv struct {
 	n     int
-	kinds [MaxArgs]ArgKind
+	kinds [MaxArgs]argKind
 	slots [MaxArgs]uint64
 	strs  [MaxArgs]string // string arguments, not copied: they die with the fire
 }
@@ -104,29 +104,29 @@ func setArg[T Arg](v *argv, i int, x *T) {
 	}
 }
 
-// Event is one fire as the event ring records it: fixed size, no pointers.
+// event is one fire as the event ring records it: fixed size, no pointers.
 // There is no goroutine id: Go has no cheap way to read it (runtime.Stack costs
 // microseconds), so events carry none.
-type Event struct {
-	Time  int64   // monotonic nanoseconds (runtime clock); see EventTime
+type event struct {
+	Time  int64   // monotonic nanoseconds (runtime clock); see eventTime
 	Site  uintptr // the site's address; 0 for a fire not attributed to a site
 	Probe uint32  // the probe's id, see probeByID
 	NArgs uint8
 	Trunc uint8            // bit i: string argument i was cut
-	Kinds [MaxArgs]ArgKind // how each slot is stored
+	Kinds [MaxArgs]argKind // how each slot is stored
 	Subs  uint64           // which trace subscriptions want this event (bit per subscription)
 	Args  [MaxArgs]uint64
 	Str   [StringArea]byte
 }
 
 // fill copies v into e, cutting strings to the documented bounds.
-func (e *Event) fill(v *argv) {
+func (e *event) fill(v *argv) {
 	e.NArgs = uint8(v.n)
 	e.Trunc = 0
 	e.Kinds = v.kinds
 	used := 0
 	for i := 0; i < v.n; i++ {
-		if v.kinds[i] != KindString {
+		if v.kinds[i] != kindString {
 			e.Args[i] = v.slots[i]
 			continue
 		}
@@ -143,14 +143,14 @@ func (e *Event) fill(v *argv) {
 
 // Int is argument i as an integer: what aggregations sum and quantize. Unsigned
 // values above MaxInt64 saturate, floats are truncated, strings count their bytes.
-func (e *Event) Int(i int) int64 {
+func (e *event) Int(i int) int64 {
 	s := e.Args[i]
 	switch e.Kinds[i] {
-	case KindUint:
+	case kindUint:
 		if s > math.MaxInt64 {
 			return math.MaxInt64
 		}
-	case KindFloat:
+	case kindFloat:
 		f := math.Float64frombits(s)
 		switch {
 		case f != f:
@@ -161,23 +161,23 @@ func (e *Event) Int(i int) int64 {
 			return math.MinInt64
 		}
 		return int64(f)
-	case KindString:
+	case kindString:
 		return int64(s & 0xff)
 	}
 	return int64(s)
 }
 
-// String returns argument i as a string (a string argument as copied).
-func (e *Event) String(i int) string {
+// format returns argument i as text (a string argument as copied).
+func (e *event) format(i int) string {
 	s := e.Args[i]
 	switch e.Kinds[i] {
-	case KindInt:
+	case kindInt:
 		return strconv.FormatInt(int64(s), 10)
-	case KindUint:
+	case kindUint:
 		return strconv.FormatUint(s, 10)
-	case KindBool:
+	case kindBool:
 		return strconv.FormatBool(s != 0)
-	case KindFloat:
+	case kindFloat:
 		return strconv.FormatFloat(math.Float64frombits(s), 'g', -1, 64)
 	}
 	off, n := int(s>>8), int(s&0xff)

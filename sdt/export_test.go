@@ -1,5 +1,11 @@
 package sdt
 
+import (
+	"errors"
+	"runtime"
+	"testing"
+)
+
 // ToggleLayout is where a patchable site's run-time switch writes.
 type ToggleLayout struct {
 	Func   string  // the function holding it
@@ -26,4 +32,23 @@ func ToggleLayouts(provider string) []ToggleLayout {
 		}
 	}
 	return out
+}
+
+// For the external tests: what gosdt's own tools reach through internal/hooks.
+var (
+	Unseal          = unseal
+	SetPatchOptions = setPatchOptions
+)
+
+// NeedSwitchable skips a test whose probes nothing can switch on this platform
+// (js/wasm: no site is verified and no definition can be located).
+func NeedSwitchable(t testing.TB, spec string) {
+	t.Helper()
+	_, err := Enable(spec)
+	if errors.Is(err, ErrNotSupported) {
+		t.Skipf("%s/%s: %v", runtime.GOOS, runtime.GOARCH, err)
+	}
+	if err == nil {
+		Disable(spec)
+	}
 }

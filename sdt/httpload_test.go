@@ -27,6 +27,7 @@ var (
 // meanwhile: no switch may fail, no request may fail, and the fires seen while the
 // probes were on must have been delivered.
 func TestHTTPUnderLoad(t *testing.T) {
+	sdt.NeedSwitchable(t, "httpload:::")
 	toggles := 10_000
 	switch {
 	case raceEnabled, testing.Short():

@@ -32,7 +32,7 @@ func init() {
 		// of a short-lived program by the rest of the wait.)
 		patch.Prepare()
 	}
-	reg.layout = sled.Self()
+	reg.layout = selfLayout()
 	reg.table = sled.Discover(sled.Config{ProbePackage: pkgPath, IsFire: isFire})
 	for _, ss := range reg.table.Sites {
 		s := &site{Site: ss}
@@ -44,6 +44,7 @@ func init() {
 		for _, s := range reg.sites {
 			s.on.Store(true)
 			s.everOn = true
+			s.owners = []*owner{programOwner} // as if the program had enabled it
 		}
 	}
 	for n, s := range reg.sites {
@@ -55,6 +56,7 @@ func init() {
 		startSignalToggle()
 	}
 	startUSDTWatch(reg.table.Probes)
+	startControlFromEnv()
 }
 
 // seal rewrites every patchable site into its canonical sled, in one batch; sites

@@ -3,16 +3,15 @@ package sdt
 import (
 	"cmp"
 	"slices"
-
-	"github.com/gosdt/gosdt/internal/spec"
 )
 
 // ProbeInfo describes one logical probe: a definition as it appears in one function.
 type ProbeInfo struct {
 	Provider, Module, Function, Name string
 	Args                             []ArgInfo
-	Enabled                          bool   // at least one of its sites (or the definition as a whole) is on
-	Hits                             uint64 // fires delivered
+	Enabled                          bool     // at least one of its sites (or the definition as a whole) is on
+	Hits                             uint64   // fires delivered
+	HeldBy                           []string // who holds its sites (or it as a whole) on
 	Sites                            []SiteInfo
 }
 
@@ -49,6 +48,7 @@ type SiteInfo struct {
 	Reason  string // why a branch-only site is not sealed
 	Note    string // a sealed site's caveat (arm64: the flag load kept, and why)
 	Hits    uint64
+	HeldBy  []string // who holds it on: "program", "signal", "usdt ...", "sdtctl pid N ..."
 }
 
 // String is the probe's full name.
@@ -59,13 +59,10 @@ func (pi ProbeInfo) String() string {
 // List describes the logical probes that spec matches ("" matches all), sorted by name.
 // A definition whose fires come from code that could not be attributed to a site
 // (non-inlined builds, pointer uses) is listed with an empty function.
-func List(specText string) ([]ProbeInfo, error) {
-	sp := spec.Spec{}
-	if specText != "" {
-		var err error
-		if sp, err = spec.Parse(specText); err != nil {
-			return nil, err
-		}
+func List(spec string) ([]ProbeInfo, error) {
+	sp, err := parseListSpec(spec)
+	if err != nil {
+		return nil, err
 	}
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
@@ -89,6 +86,11 @@ func List(specText string) ([]ProbeInfo, error) {
 			pi.Sites = append(pi.Sites, si)
 			pi.Hits += si.Hits
 			pi.Enabled = pi.Enabled || si.Enabled
+			for _, h := range si.HeldBy {
+				if !slices.Contains(pi.HeldBy, h) {
+					pi.HeldBy = append(pi.HeldBy, h)
+				}
+			}
 		}
 		for _, k := range order {
 			out = append(out, *byFunc[k])
@@ -96,6 +98,7 @@ func List(specText string) ([]ProbeInfo, error) {
 		if (len(p.sites) == 0 || p.hits.Load() > 0) && sp.Match(p.provider, p.module, "", p.name) {
 			pi := p.info(p.module, "")
 			pi.Hits, pi.Enabled = p.hits.Load(), p.wide.Load()
+			pi.HeldBy = holderNames(holdKey{p: p})
 			out = append(out, *pi)
 		}
 	}
@@ -116,7 +119,8 @@ func (p *probe) info(module, fn string) *ProbeInfo {
 
 func (s *site) info() SiteInfo {
 	si := SiteInfo{Addr: s.Addr, File: s.File, Line: s.Line, Kind: s.Kind.String(),
-		Enabled: s.on.Load(), Reason: s.Reason, Note: s.Note, Hits: s.hitCount(), State: BranchOnly}
+		Enabled: s.on.Load(), Reason: s.Reason, Note: s.Note, Hits: s.hitCount(), State: BranchOnly,
+		HeldBy: holderNames(holdKey{s: s})}
 	if s.Patchable() {
 		si.State = SealedOff
 		if si.Enabled {

@@ -45,9 +45,9 @@ func optionsFromEnv() patch.Options {
 	return o
 }
 
-// SetPatchOptions chooses how Enable and Disable rewrite sites (atomic single-store
+// setPatchOptions chooses how Enable and Disable rewrite sites (atomic single-store
 // toggles, a stop-the-world rendezvous, or auto) and returns the previous options.
-func SetPatchOptions(o patch.Options) patch.Options {
+func setPatchOptions(o patch.Options) patch.Options {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
 	old := reg.opts

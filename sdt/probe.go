@@ -44,6 +44,8 @@ type probe struct {
 	heads    []*head // where the definition lives, once resolved
 	searched bool    // data and bss were searched for it
 	sites    []*site
+	// wideOwners hold the definition on as a whole (guarded by the registry lock).
+	wideOwners []*owner
 }
 
 // define creates the descriptor behind a probe definition; Define0..Define6 call it.
@@ -58,6 +60,7 @@ func define(provider, name string, args, types []string) head {
 	if reg.mode == modeOn {
 		on = 1
 		p.wide.Store(true)
+		p.wideOwners = []*owner{programOwner}
 	}
 	reg.add(p)
 	return head{on: on, core: p}

@@ -1,7 +1,6 @@
 package sdt
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ type site struct {
 	hits   atomic.Uint64 // fires delivered from this site on a P beyond hitShards
 	index  int           // its counters' index in hitShards
 	everOn bool          // the text has held the enabled form (guarded by reg.mu)
+	owners []*owner      // who holds it on (guarded by reg.mu); on iff not empty
 }
 
 // registry holds every definition and site. mu serialises Enable, Disable, List and
@@ -44,9 +44,6 @@ type registry struct {
 }
 
 var reg registry
-
-// ErrNoMatch is returned (wrapped) when a probe spec matches no probe.
-var ErrNoMatch = errors.New("spec matches no probe")
 
 func (r *registry) add(p *probe) {
 	r.mu.Lock()
@@ -137,11 +134,13 @@ func (p *probe) syncFlag() {
 	}
 }
 
-// set enables or disables what specText matches, in one batch. Enabling sets the
-// flags before patching the sites, disabling patches first and clears the flags after,
-// so that a site never jumps into a fire block whose definition says off.
-func (r *registry) set(specText string, enable bool) (int, error) {
-	sp, err := spec.Parse(specText)
+// setBy takes (enable) or releases o's hold on what specText matches, in one batch.
+// Enabling sets the flags before patching the sites, disabling patches first and
+// clears the flags after, so that a site never jumps into a fire block whose
+// definition says off. A disable that leaves sites on for other owners switches off
+// the rest and returns a *StillHeldError naming those owners.
+func (r *registry) setBy(o *owner, specText string, enable bool) (int, error) {
+	sp, err := parseSpec(specText)
 	if err != nil {
 		return 0, err
 	}
@@ -152,7 +151,17 @@ func (r *registry) set(specText string, enable bool) (int, error) {
 	if len(sites) == 0 && len(wides) == 0 {
 		return 0, fmt.Errorf("%q: %w", specText, ErrNoMatch)
 	}
-	return r.switchLocked(sites, wides, enable, specText)
+	keys := keysOf(sites, wides)
+	if enable {
+		if err := switchable(specText, keys); err != nil {
+			return 0, err
+		}
+	}
+	n, err := r.holdLocked(o, keys, enable, specText)
+	if err != nil || enable {
+		return n, err
+	}
+	return n, stillHeld(specText, keys)
 }
 
 // match returns the sites and the definitions (enabled as a whole) that sp matches.
@@ -247,8 +256,12 @@ func (r *registry) switchLocked(sites []*site, wholes []*probe, enable bool, wha
 
 // Enable switches on every probe site that spec matches (a DTrace probe description,
 // provider:module:function:name, globs allowed, filled from the right) and returns how
-// many sites changed state. All sealed sites switch in one patch batch.
-func Enable(spec string) (int, error) { return reg.set(spec, true) }
+// many sites changed state. All sealed sites switch in one patch batch. The program
+// then holds them on, beside any other owner (sdtctl, a USDT tracer, the signal mode).
+func Enable(spec string) (int, error) { return reg.setBy(programOwner, spec, true) }
 
-// Disable switches off what spec matches; see Enable.
-func Disable(spec string) (int, error) { return reg.set(spec, false) }
+// Disable releases the program's hold on what spec matches and switches off what no
+// other owner holds; it returns how many sites changed state. When sdtctl, a USDT
+// tracer or the signal mode still holds some of them on, those stay on, and the error
+// is a *StillHeldError (errors.Is(err, ErrStillHeld)) that names them.
+func Disable(spec string) (int, error) { return reg.setBy(programOwner, spec, false) }

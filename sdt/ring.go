@@ -24,7 +24,7 @@ type ring struct {
 
 type ringRecord struct {
 	seq atomic.Uint64
-	ev  Event
+	ev  event
 }
 
 // newRing returns a ring of size records, rounded up to a power of two.
@@ -66,7 +66,7 @@ func (r *ring) put(t int64, siteAddr uintptr, probe uint32, subs uint64, v *argv
 
 // get copies the oldest event into e; false when the ring is empty. One reader at a
 // time.
-func (r *ring) get(e *Event) bool {
+func (r *ring) get(e *event) bool {
 	pos := r.head.Load()
 	rec := &r.recs[pos&r.mask]
 	if rec.seq.Load() != pos+1 {
@@ -78,16 +78,16 @@ func (r *ring) get(e *Event) bool {
 	return true
 }
 
-// RingSize is the number of records in the process's event ring (about 2.3 MB,
+// ringSize is the number of records in the process's event ring (about 2.3 MB,
 // allocated when the first trace starts).
-const RingSize = 8192
+const ringSize = 8192
 
 // procRing is the process's event ring: every trace subscription's events go through
 // it, each record marked with the subscriptions that want it.
 var procRing atomic.Pointer[ring]
 
-// RingDrops is the number of events the process's ring dropped because it was full.
-func RingDrops() uint64 {
+// ringDrops is the number of events the process's ring dropped because it was full.
+func ringDrops() uint64 {
 	if r := procRing.Load(); r != nil {
 		return r.drops.Load()
 	}

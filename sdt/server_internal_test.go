@@ -18,6 +18,7 @@ func streamSite(i int) { Probe1(&streamed, i) }
 // and counts the sites the enable switched on). Run over a pipe, so that the reader
 // goes on the moment the end is written.
 func TestStreamEndAfterRelease(t *testing.T) {
+	NeedSwitchable(t, "servertest:::tick")
 	done := make(chan struct{})
 	defer close(done)
 	go func() {

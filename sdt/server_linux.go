@@ -15,8 +15,8 @@ import (
 
 // The control socket, Linux: $XDG_RUNTIME_DIR/gosdt/<pid>.sock or
 // /tmp/gosdt-<uid>/<pid>.sock, in a directory of mode 0700 that must belong to us.
-// Peers are checked with SO_PEERCRED. This file's init runs after init.go's (files
-// initialise in name order), so the registry is complete before the first request.
+// Peers are checked with SO_PEERCRED. init.go starts it last, once the registry is
+// complete, so that the first request finds every site.
 
 var control struct {
 	mu     sync.Mutex
@@ -25,7 +25,8 @@ var control struct {
 	warned map[uint32]bool
 }
 
-func init() {
+// startControlFromEnv starts the control server unless SDT_CONTROL=off.
+func startControlFromEnv() {
 	if v := os.Getenv("SDT_CONTROL"); v == "off" {
 		return
 	} else if v != "" && v != "on" {
@@ -130,6 +131,25 @@ func accept(ln *net.UnixListener) {
 		}
 		go serve(c)
 	}
+}
+
+// peerPid is the pid of the process at the other end of c, 0 when unknown.
+func peerPid(c net.Conn) int {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return 0
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var pid int
+	raw.Control(func(fd uintptr) {
+		if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
+			pid = int(cred.Pid)
+		}
+	})
+	return pid
 }
 
 // permitted checks the peer's uid: ours or root. A refused uid is logged once.

@@ -3,6 +3,7 @@
 package sdt
 
 import (
+	"errors"
 	"os"
 	"os/signal"
 	"strconv"
@@ -29,13 +30,10 @@ func startSignalToggle() {
 		on := false
 		for range ch {
 			on = !on
-			var err error
-			if on {
-				_, err = Enable("*")
-			} else {
-				_, err = Disable("*")
-			}
-			if err != nil {
+			// The signal is an owner of its own: toggling off releases only what the
+			// signal switched on, not what the program or sdtctl holds.
+			_, err := reg.setBy(signalOwner, "*", on)
+			if err != nil && !errors.Is(err, ErrStillHeld) {
 				warnf("%v: %v", sig, err)
 			}
 		}

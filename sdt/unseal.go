@@ -4,17 +4,16 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gosdt/gosdt/internal/spec"
 	"github.com/gosdt/gosdt/patch"
 )
 
-// Unseal puts the compiler's own check back at every sealed site that spec matches and
+// unseal puts the compiler's own check back at every sealed site that spec matches and
 // that has never been enabled, so that those sites work through their branch check
 // again, as with SDT_PATCH=off (benchmarks compare the two in one process). It returns
 // how many sites it unsealed. It cannot be undone: a goroutine may be parked between
 // the compiler's compare and its jump, where a sled has no instruction boundary.
 //
-// Unseal refuses the whole request, and changes nothing, when a site it matches could
+// unseal refuses the whole request, and changes nothing, when a site it matches could
 // hold a stopped goroutine anywhere but at its first byte, because the compiler's bytes
 // would cut that goroutine's instruction in two:
 //   - a site that has been enabled: a goroutine may be parked on its NOP padding;
@@ -25,8 +24,8 @@ import (
 //     is out of line).
 //
 // Only a never-enabled site whose disabled form jumps at its first byte qualifies.
-func Unseal(specText string) (int, error) {
-	sp, err := spec.Parse(specText)
+func unseal(specText string) (int, error) {
+	sp, err := parseSpec(specText)
 	if err != nil {
 		return 0, err
 	}

@@ -33,11 +33,11 @@ func usdtPollFromEnv() (d time.Duration, ok bool) {
 	return d, true
 }
 
-// usdtProbe is a probe name with a semaphore, and the holder that keeps its sites on
+// usdtProbe is a probe name with a semaphore, and the owner that holds its sites on
 // while a tracer is attached.
 type usdtProbe struct {
 	sled.SealedProbe
-	h *holder // non-nil while held
+	o *owner // non-nil while held
 }
 
 // startUSDTWatch polls the semaphores of probes, if there are any.
@@ -67,15 +67,14 @@ func startUSDTWatch(probes []sled.SealedProbe) {
 func (p *usdtProbe) sync() {
 	attached := sled.Semaphore(p.Slot) != 0
 	switch {
-	case attached && p.h == nil:
-		h := newHolder()
-		var found int
-		_, _, err := h.holdMatching("usdt "+p.Provider+":"+p.Name, func() ([]holdKey, error) {
-			reg.resolve()
-			keys := namedKeys(p.Provider, p.Name)
-			found = len(keys)
-			return keys, nil
-		})
+	case attached && p.o == nil:
+		o := newOwner("usdt tracer on " + p.Provider + ":" + p.Name)
+		reg.mu.Lock()
+		reg.resolve()
+		keys := namedKeys(p.Provider, p.Name)
+		found := len(keys)
+		_, err := reg.holdLocked(o, keys, true, o.name)
+		reg.mu.Unlock()
 		if err != nil {
 			warnf("usdt: enabling %s:%s for an attached tracer: %v", p.Provider, p.Name, err)
 		}
@@ -83,11 +82,11 @@ func (p *usdtProbe) sync() {
 		// then nothing was found, and the next poll tries again. After an error too
 		// the holder is kept, so that the warning is not repeated every interval.
 		if found > 0 || err != nil {
-			p.h = h
+			p.o = o
 		}
-	case !attached && p.h != nil:
-		p.h.release()
-		p.h = nil
+	case !attached && p.o != nil:
+		release(p.o)
+		p.o = nil
 	}
 }
 

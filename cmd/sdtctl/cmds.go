@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
+	"github.com/gosdt/gosdt/internal/quantize"
 	"github.com/gosdt/gosdt/internal/spec"
-	"github.com/gosdt/gosdt/sdt"
 )
 
 func printJSON(w io.Writer, v any) {
@@ -99,7 +99,7 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 
 func printProbes(w io.Writer, ps []ctlproto.Probe) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROBE\tARGS\tSTATE\tHITS")
+	fmt.Fprintln(tw, "PROBE\tARGS\tSTATE\tHITS\tHELD BY")
 	for _, p := range ps {
 		var args []string
 		for _, a := range p.Args {
@@ -109,13 +109,13 @@ func printProbes(w io.Writer, ps []ctlproto.Probe) {
 		if p.Enabled {
 			state = "on"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", p.Name, strings.Join(args, ", "), state, p.Hits)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", p.Name, strings.Join(args, ", "), state, p.Hits, strings.Join(p.HeldBy, ", "))
 		for _, s := range p.Sites {
 			why := ""
 			if s.Reason != "" {
 				why = " (" + s.Reason + ")"
 			}
-			fmt.Fprintf(tw, "  %#x %s:%d\t%s\t%s%s\t%d\n", s.Addr, shortFile(s.File), s.Line, s.Kind, s.State, why, s.Hits)
+			fmt.Fprintf(tw, "  %#x %s:%d\t%s\t%s%s\t%d\t%s\n", s.Addr, shortFile(s.File), s.Line, s.Kind, s.State, why, s.Hits, strings.Join(s.HeldBy, ", "))
 		}
 	}
 	tw.Flush()
@@ -159,12 +159,16 @@ func cmdSwitch(cmd string, args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		if o.json {
-			printJSON(stdout, map[string]any{"pid": cl.pid, "command": cl.hello.Command, "op": cmd, "sites": r.N, "kept": r.Kept, "already_on": r.AlreadyOn})
+			printJSON(stdout, map[string]any{"pid": cl.pid, "command": cl.hello.Command, "op": cmd, "sites": r.N, "kept": r.Kept, "kept_by": r.KeptBy, "already_on": r.AlreadyOn})
 			continue
 		}
 		fmt.Fprintf(stdout, "pid %d (%s): %sd %d sites", cl.pid, cl.hello.Command, cmd, r.N)
 		if r.Kept > 0 {
-			fmt.Fprintf(stdout, "; %d stay on, held by a running trace or stat", r.Kept)
+			held := "another owner"
+			if len(r.KeptBy) > 0 {
+				held = strings.Join(r.KeptBy, ", ")
+			}
+			fmt.Fprintf(stdout, "; %d stay on, held by %s", r.Kept, held)
 		}
 		if r.AlreadyOn > 0 {
 			fmt.Fprintf(stdout, "; %d were already on", r.AlreadyOn)
@@ -339,7 +343,7 @@ func printStat(w io.Writer, pid int, s *ctlproto.Stat) {
 	for _, r := range s.Rows {
 		if len(r.Hist) > 0 {
 			fmt.Fprintf(w, "\n  %s\n", r.Key)
-			quantize(w, r.Hist)
+			printHist(w, r.Hist)
 		}
 	}
 	if s.Overflow > 0 {
@@ -348,9 +352,9 @@ func printStat(w io.Writer, pid int, s *ctlproto.Stat) {
 	fmt.Fprintln(w)
 }
 
-// quantize prints a histogram as DTrace does: a row of zero above and below.
-func quantize(w io.Writer, hist []ctlproto.Bucket) {
-	idx := sdt.Bucket
+// printHist prints a histogram as DTrace does: a row of zero above and below.
+func printHist(w io.Writer, hist []ctlproto.Bucket) {
+	idx := quantize.Bucket
 	lo, hi := idx(hist[0].Low), idx(hist[len(hist)-1].Low)
 	counts := map[int]uint64{}
 	var total uint64
@@ -363,7 +367,7 @@ func quantize(w io.Writer, hist []ctlproto.Bucket) {
 	for i := lo; i <= hi; i++ {
 		n := counts[i]
 		bar := int(float64(n) / float64(total) * 40)
-		fmt.Fprintf(w, "  %16d |%-40s %d\n", sdt.BucketLow(i), strings.Repeat("@", bar), n)
+		fmt.Fprintf(w, "  %16d |%-40s %d\n", quantize.Low(i), strings.Repeat("@", bar), n)
 	}
 }
 

@@ -6,6 +6,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/gosdt/gosdt/internal/hooks"
 	"io"
 	"os"
 	"sync/atomic"
@@ -56,7 +57,7 @@ func run(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	sdt.SetPatchOptions(patch.Options{Protocol: p})
+	hooks.SetPatchOptions(patch.Options{Protocol: p})
 
 	infos, err := sdt.List("demo:::*")
 	if err != nil {

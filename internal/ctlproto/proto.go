@@ -22,12 +22,13 @@ const (
 
 // Error codes.
 const (
-	CodeBadSpec    = "badspec"
-	CodeNoMatch    = "nomatch"
-	CodeBadRequest = "badrequest"
-	CodeVersion    = "version"
-	CodePermission = "permission"
-	CodeInternal   = "internal"
+	CodeBadSpec      = "badspec"
+	CodeNoMatch      = "nomatch"
+	CodeBadRequest   = "badrequest"
+	CodeVersion      = "version"
+	CodePermission   = "permission"
+	CodeInternal     = "internal"
+	CodeNotSupported = "notsupported"
 )
 
 // Request ops.
@@ -85,6 +86,9 @@ type Response struct {
 	N         int `json:"n,omitempty"`
 	Kept      int `json:"kept,omitempty"`
 	AlreadyOn int `json:"already_on,omitempty"`
+	// KeptBy names the owners that hold the Kept sites on ("program", "sdtctl pid N
+	// trace", "usdt tracer", "signal", "sdtctl enable").
+	KeptBy []string `json:"kept_by,omitempty"`
 
 	Probes []Probe `json:"list,omitempty"`
 	Event  *Event  `json:"event,omitempty"`
@@ -94,11 +98,12 @@ type Response struct {
 
 // Probe is one logical probe, as sdt.List describes it.
 type Probe struct {
-	Name    string `json:"name"` // provider:module:function:name
-	Args    []Arg  `json:"args,omitempty"`
-	Enabled bool   `json:"enabled"`
-	Hits    uint64 `json:"hits"`
-	Sites   []Site `json:"sites"`
+	Name    string   `json:"name"` // provider:module:function:name
+	Args    []Arg    `json:"args,omitempty"`
+	Enabled bool     `json:"enabled"`
+	Hits    uint64   `json:"hits"`
+	HeldBy  []string `json:"held_by,omitempty"` // who holds its sites (or it as a whole) on
+	Sites   []Site   `json:"sites"`
 }
 
 // Arg is an argument's name and Go type, and in events its value.
@@ -111,14 +116,15 @@ type Arg struct {
 
 // Site is one physical site.
 type Site struct {
-	Addr    uint64 `json:"addr"`
-	File    string `json:"file"`
-	Line    int    `json:"line"`
-	Kind    string `json:"kind"`
-	State   string `json:"state"`
-	Enabled bool   `json:"enabled"`
-	Reason  string `json:"reason,omitempty"`
-	Hits    uint64 `json:"hits"`
+	Addr    uint64   `json:"addr"`
+	File    string   `json:"file"`
+	Line    int      `json:"line"`
+	Kind    string   `json:"kind"`
+	State   string   `json:"state"`
+	Enabled bool     `json:"enabled"`
+	Reason  string   `json:"reason,omitempty"`
+	Hits    uint64   `json:"hits"`
+	HeldBy  []string `json:"held_by,omitempty"` // who holds it on
 }
 
 // Event is one fire.

@@ -21,6 +21,7 @@ type Spec struct {
 // Error is the error returned by Parse for a malformed spec.
 type Error struct {
 	Spec   string // the spec as given to Parse
+	Pos    int    // byte offset in Spec where it goes wrong; -1 for the spec as a whole
 	Reason string // what is wrong with it
 }
 
@@ -45,8 +46,9 @@ var fieldNames = [4]string{"provider", "module", "function", "name"}
 // [Match]); a ':' inside a character class or escaped with '\' does not
 // separate fields. Errors are of type *[Error].
 func Parse(s string) (Spec, error) {
+	pos := -1
 	fail := func(format string, args ...any) (Spec, error) {
-		return Spec{}, &Error{Spec: s, Reason: fmt.Sprintf(format, args...)}
+		return Spec{}, &Error{Spec: s, Pos: pos, Reason: fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case s == "":
@@ -54,9 +56,18 @@ func Parse(s string) (Spec, error) {
 	case len(s) > MaxSpecLen:
 		return fail("longer than %d bytes", MaxSpecLen)
 	case !utf8.ValidString(s):
+		for i := 0; i < len(s); {
+			r, w := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && w == 1 {
+				pos = i
+				break
+			}
+			i += w
+		}
 		return fail("invalid UTF-8")
 	}
 	for i, r := range s {
+		pos = i
 		if unicode.IsSpace(r) {
 			return fail("whitespace %q at byte %d", r, i)
 		}
@@ -64,6 +75,7 @@ func Parse(s string) (Spec, error) {
 			return fail("control character %q at byte %d", r, i)
 		}
 	}
+	pos = -1
 
 	// Split on ':' outside character classes and escapes, checking the
 	// glob syntax on the way.
@@ -72,6 +84,7 @@ func Parse(s string) (Spec, error) {
 	for i := 0; i <= len(s); {
 		if i == len(s) || s[i] == ':' {
 			if len(fields) == len(fieldNames) {
+				pos = start - 1 // the separator that opened a fifth field
 				return fail("more than %d fields", len(fieldNames))
 			}
 			fields = append(fields, s[start:i])
@@ -82,6 +95,7 @@ func Parse(s string) (Spec, error) {
 		switch s[i] {
 		case '\\':
 			if i+1 >= len(s) {
+				pos = i
 				return fail("trailing '\\'")
 			}
 			_, w := utf8.DecodeRuneInString(s[i+1:])
@@ -89,6 +103,7 @@ func Parse(s string) (Spec, error) {
 		case '[':
 			_, n, err := class(s[i:], 0)
 			if err != "" {
+				pos = i
 				return fail("%s at byte %d", err, i)
 			}
 			i += n

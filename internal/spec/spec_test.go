@@ -330,3 +330,23 @@ func TestMatchNotExponential(t *testing.T) {
 		t.Fatal("unexpected mismatch")
 	}
 }
+
+func TestErrorPos(t *testing.T) {
+	for _, tt := range []struct {
+		in  string
+		pos int
+	}{
+		{"", -1},
+		{"a:b c", 3},
+		{"a:b:c:d:e", 7},
+		{`a\`, 1},
+		{"a:[b", 2},
+		{"ab\xff", 2},
+	} {
+		_, err := Parse(tt.in)
+		var e *Error
+		if !errors.As(err, &e) || e.Pos != tt.pos {
+			t.Errorf("Parse(%q) = %v; want an error at %d", tt.in, err, tt.pos)
+		}
+	}
+}
