@@ -45,6 +45,15 @@ func fullLoad(procs int) (stop func()) {
 // test site) with every P saturated by goroutines that never block, allocate or yield,
 // with the default Options. It reports the latency percentiles and how many Applies
 // failed (timeouts, after every attempt) or needed more than one attempt (retries).
+//
+// Why it fails today (issue 10, measured on a 2-vCPU Intel Xeon, go1.26.8): with 8 busy
+// goroutines at GOMAXPROCS 2, a single 50ms attempt mostly sees 0 spinners arrive. A spinner's
+// first Gosched puts it at the tail of the global run queue, behind every busy goroutine a
+// sysmon preemption (every ~10ms) has put there, and busy Ps look at the global queue only
+// when their local queue (refilled in batches from the global one) is empty; a spinner that
+// loses patience (1ms) yields back to the tail. Without patience and with 4n spinners a 1s
+// attempt does gather, but in 80-135ms at GOMAXPROCS 2 and 200-460ms at 8 (1 timeout in
+// 8), which is ~10ms times the busy goroutines queued ahead per unpinned P.
 func BenchmarkRendezvousUnderLoad(b *testing.B) {
 	for _, procs := range []int{2, 8} {
 		b.Run(fmt.Sprintf("procs=%d", procs), func(b *testing.B) {
