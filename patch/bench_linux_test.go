@@ -36,7 +36,7 @@ func BenchmarkApply(b *testing.B) {
 						}
 					})
 				}
-				o := Options{Protocol: p, ArrivalTimeout: 500e6}
+				o := Options{Protocol: p}
 				for b.Loop() {
 					if _, err := setSite(true, len(siteOn), o); err != nil {
 						b.Fatal(err)

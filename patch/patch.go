@@ -14,7 +14,7 @@ type Protocol int
 const (
 	Auto       Protocol = iota // Atomic when every write is CanAtomic, else Rendezvous
 	Atomic                     // each write is one aligned store; ErrNotAtomic if any is not eligible
-	Rendezvous                 // stop-the-world rendezvous over all Ps
+	Rendezvous                 // the write runs alone on the only P (rendezvous_linux.go)
 
 	// Quiescent writes the bytes as they come, then serializes every core. It is for
 	// text that no thread can be executing, or have executed, by construction: package
@@ -56,24 +56,17 @@ type Write struct {
 
 // Options tunes Apply; the zero value is Auto with the defaults below.
 type Options struct {
-	Protocol       Protocol
-	ArrivalTimeout time.Duration // how long the rendezvous waits for every P; default 50ms
-	Attempts       int           // rendezvous attempts before giving up; default 3
+	Protocol Protocol
+	Attempts int // rendezvous attempts before giving up; default 3
 
 	// NoProcMem forbids writing through /proc/self/mem when a W^X policy refuses to
 	// make text writable: Apply then fails with ErrTextNotWritable instead.
 	NoProcMem bool
 }
 
-const (
-	defaultArrivalTimeout = 50 * time.Millisecond
-	defaultAttempts       = 3
-)
+const defaultAttempts = 3
 
 func (o Options) withDefaults() Options {
-	if o.ArrivalTimeout <= 0 {
-		o.ArrivalTimeout = defaultArrivalTimeout
-	}
 	if o.Attempts <= 0 {
 		o.Attempts = defaultAttempts
 	}
@@ -83,16 +76,17 @@ func (o Options) withDefaults() Options {
 // Report says what Apply did.
 type Report struct {
 	Protocol Protocol      // protocol actually used
-	Attempts int           // rendezvous attempts (0 for atomic)
+	Attempts int           // rendezvous attempts (0 without a rendezvous)
 	Pages    int           // pages made writable
 	Elapsed  time.Duration // wall time of Apply, including waiting for the package lock
 	ProcMem  bool          // written through /proc/self/mem: mprotect was refused (W^X)
 }
 
 var (
-	// ErrRendezvousTimeout means not every P arrived in time, in every attempt; nothing
-	// was written.
-	ErrRendezvousTimeout = errors.New("patch: rendezvous timed out: not every P arrived")
+	// ErrRendezvousFailed means that in every rendezvous attempt the program changed
+	// GOMAXPROCS between the stop-the-world that left one P and the write; nothing was
+	// written.
+	ErrRendezvousFailed = errors.New("patch: rendezvous failed: GOMAXPROCS changed under every attempt")
 	// ErrNotAtomic means Protocol Atomic was asked for a write that CanAtomic rejects.
 	ErrNotAtomic = errors.New("patch: write cannot be done as one atomic store")
 	// ErrNotSupported means this GOOS/GOARCH cannot patch its text.

@@ -2,58 +2,70 @@
 
 package patch
 
-// Rendezvous: writing text while no P runs Go code.
+// Rendezvous: writing text while no other P runs Go code.
 //
 // A rewrite that is not one aligned store (several sites that must switch together, an
-// instruction straddling an 8-byte word) could be observed half-done by a thread executing
-// the site. The kernel solves this with stop_machine; the Go runtime has stopTheWorld, but
-// the Go 1.23+ linker refuses a go:linkname to it. So we build the user-space equivalent of
-// the kernel's smp_rendezvous out of goroutines.
+// instruction straddling an 8-byte word, a write through /proc/self/mem) could be observed
+// half-done by a thread executing the site. The kernel solves this with stop_machine. The
+// Go runtime's stopTheWorld cannot be called from outside (the linker refuses a
+// go:linkname to it), but one exported function stops the world and changes what it
+// holds: runtime.GOMAXPROCS. So the rendezvous shrinks the world to one P:
 //
-// A goroutine that has called runtime.procPin (m.locks > 0) cannot be preempted: the
-// scheduler's canPreemptM refuses, synchronously and asynchronously, and the goroutine keeps
-// its P until procUnpin. Go assembly functions are never async safe points either. So a
-// goroutine that pins itself and then spins in an assembly loop occupies its P completely:
-// no other goroutine can run there. If GOMAXPROCS such "spinners" have pinned themselves,
-// every P is ours and no thread can be executing Go code from the program's text except
-// ours. The spinner whose arrival completes the set is the writer: it compares the sites
-// again, makes the pages RWX with raw syscalls (a normal syscall would release the P to
-// the scheduler), copies the bytes, restores RX, and releases the others. Each spinner
-// executes a serializing instruction (CPUID on amd64, ISB on arm64) before it returns to
-// Go, so it cannot run stale prefetched instructions; on arm64 the writer also cleans the
-// D-cache and invalidates the I-cache over the written range before releasing. The caller
-// of Apply holds no P meanwhile: it parks until the writer is done or its timer fires.
+//  1. runtime.GOMAXPROCS(1) stops the world (every running goroutine is preempted at its
+//     next safe point, by signal if it does not reach one by itself: microseconds, even
+//     with every P running a loop that never calls anything), retires every P but one,
+//     and starts the world again with only the caller's P.
+//  2. The caller pins itself to that P (runtime.procPin: no preemption, no P hand-off).
+//     With one P held, no other thread can execute Go code from the program's text: a
+//     thread needs a P to run user code. The caller checks the sites again and writes.
+//  3. GOMAXPROCS goes back to what it was, in a second stop-the-world.
 //
-// Getting a goroutine onto every P is the hard part, because the scheduler gives no say
-// in where a goroutine runs. A new goroutine goes to the local run queue of the P that
-// created it, and a busy P does not steal from another's queue: a spinner pinned on that
-// P would keep the others queued behind it forever. So each spinner first yields once,
-// which moves it to the global run queue that every P polls; and a pinned spinner that
-// sees no new arrival for a while (patience, 1ms) unpins and yields again, so that
-// whatever is queued behind it on its P gets to run. A P busy with a goroutine that never
-// passes through the scheduler is only freed by sysmon's preemption (10ms), or never,
-// for a non-preemptible loop.
+// Why not goroutines that pin themselves on every P (the kernel's smp_rendezvous, which
+// this package used first): the scheduler gives no say in where a goroutine runs. With
+// every P busy, a spinner waits in the global run queue behind every goroutine that
+// sysmon's 10ms preemption put there, and a busy P looks at that queue only when its own
+// local queue is empty. Measured (BenchmarkRendezvousUnderLoad, 2-vCPU Intel Xeon VM,
+// every P running loops that never block, allocate or yield): at GOMAXPROCS 2 and 8 all
+// 40 of 40 spinner rendezvous timed out (p50 254 and 392 ms over 3 attempts of 50 ms);
+// without patience and with 4n spinners they gathered, in 80-135 ms at GOMAXPROCS 2 and
+// 200-460 ms at 8; forcing a reschedule of every P with a stop-the-world once the spinners
+// were queued (runtime.ReadMemStats) made it worse, 486-536 ms, because the preempted
+// goroutines' own local queues still come first. The GOMAXPROCS round trip gathers in
+// the time a stop-the-world takes.
 //
-// Arrival is therefore not guaranteed, nor is it with a stop-the-world in progress (it
-// waits for our pinned spinners while our spinners wait for its stopped Ps), so every wait
-// is bounded. The rendezvous word packs the state (wait, writing, release, abort) with the
-// number of pinned spinners; arriving, leaving, the last arrival's move to writing and an
-// abort are each one compare-and-swap on it, so exactly one party decides. A spinner
-// aborts the attempt when the deadline (ArrivalTimeout) has passed, and so does the
-// caller when its timer fires; the last arrival aborts too if GOMAXPROCS grew since the
-// spinners were started. Once the state is writing, spinners wait for release without a
-// limit: the critical section is a bounded handful of stores and syscalls that do not
-// block. An aborted attempt wrote nothing; Apply sleeps briefly and tries again, up to
-// Attempts times, and then reports ErrRendezvousTimeout. The writer allocates nothing
-// while pinned: an allocation may need to assist the garbage collector or wait for a stop.
-// GOMAXPROCS cannot change while every P is held: that needs a stop-the-world. With
-// GOMAXPROCS=1 there are no spinners: the pinned caller alone is the world.
+// What the round trip costs the program, besides its two stop-the-worlds:
+//   - It waits for a garbage collection in progress to finish (a stop-the-world for
+//     GOMAXPROCS takes the GC's semaphore), and for every P to reach a preemption point,
+//     as the GC's own stop-the-world does: a goroutine that never reaches one (an assembly
+//     loop without calls) stalls it, as it stalls the GC.
+//   - For the few microseconds of the write the program runs on one P, and the retired
+//     Ps' local run queues move to the global queue.
+//   - runtime.GOMAXPROCS turns off the runtime's automatic GOMAXPROCS updates (Go 1.25:
+//     following the cgroup CPU limit). When the GOMAXPROCS environment variable is unset,
+//     the restore uses runtime.SetDefaultGOMAXPROCS, which turns them on again, and only
+//     if that does not give back the previous value (the program had set its own) sets
+//     that value explicitly. A program that had set exactly the default value explicitly
+//     gets automatic updates back.
+//   - A program that changes GOMAXPROCS concurrently with a rendezvous may see its value
+//     replaced by the one the rendezvous started from.
+//
+// The restore must not wait behind the program's goroutines. The caller restores as soon
+// as it unpins; but if it is preempted first (sysmon asks the goroutine on a P whose time
+// slice is over to yield at its next function call), it queues behind every busy
+// goroutine while the whole program runs on one P. So before unpinning, the writer wakes
+// a backup restorer: a goroutine readied on a P is that P's next to run, ahead of its run
+// queues. Whichever comes first restores (the second call is a no-op); the backup does
+// nothing once the caller has restored. (The backup alone is not enough: it inherits the
+// time slice, so sysmon may preempt it too, and one schedule in 61 takes the global queue
+// first. Measured, the caller-first order cut the longest time on one P from 105-157 ms
+// to under 20 ms.)
 //
 // What the rendezvous does not stop, and why that is sound:
 //   - Threads without a P: sysmon, signal handlers, threads in syscalls or idle. They run
 //     only runtime code, never the patched sites; a goroutine returning from a syscall must
-//     acquire a P before it runs user code, and it cannot get one until we release.
-//     Afterwards membarrier(SYNC_CORE), when the kernel has it, serializes every thread.
+//     acquire a P before it runs user code, and it cannot get one until the caller
+//     unpins. Afterwards membarrier(SYNC_CORE), when the kernel has it, serializes every
+//     thread.
 //   - Goroutines that are parked (preempted asynchronously at any instruction) resume at
 //     their saved pc after the write. If the pc were inside a rewritten instruction other
 //     than its first byte, it would resume mid-instruction. That is why callers only ever
@@ -62,11 +74,11 @@ package patch
 //     replaced whole.
 
 import (
+	"os"
+	"runtime"
 	"sync/atomic"
 	"time"
 	_ "unsafe" // for go:linkname
-
-	"runtime"
 
 	"golang.org/x/sys/unix"
 )
@@ -77,145 +89,17 @@ func procPin() int
 //go:linkname procUnpin runtime.procUnpin
 func procUnpin()
 
-// The rendezvous word packs the state (top byte) with the number of spinners pinned
-// and waiting (low 24 bits), so that the last arrival and the move to writing are one
-// compare-and-swap, and a spinner can leave again without racing the writer.
-// spinWhileLess relies on every state after wait being numerically larger.
-const (
-	stateWait    uint32 = 0
-	stateWriting uint32 = 1 << 24
-	stateRelease uint32 = 2 << 24
-	stateAbort   uint32 = 3 << 24
-	stateMask    uint32 = 0xff << 24
-)
+// testHookRendezvous, when set by tests, receives for each rendezvous how long gathering
+// took (the shrinking stop-the-world) and how long the program then ran on one P (up to
+// the end of the restoring stop-the-world).
+var testHookRendezvous func(gather, oneP time.Duration)
 
-// spinIters is how many pause/yield iterations an assembly spin runs before returning to Go
-// to check the clock: a few tens of microseconds.
-const spinIters = 4096
-
-// patience is how long a pinned spinner waits without seeing another arrival before it
-// gives its P back for a moment: another spinner may be queued behind it on the same P, and busy Ps do
-// not steal work, so holding on would only wait for the timeout.
-const patience = time.Millisecond
-
-type rendezvous struct {
-	word     uint32 // state | arrived; read by assembly, changed only with sync/atomic
-	want     uint32 // GOMAXPROCS: every P must hold a pinned spinner
-	deadline time.Time
-	done     chan struct{} // closed by the writer once the text is written and released
-
-	// Set by the writer before done is closed.
-	idx   int
-	e     unix.Errno
-	herr  error
-	ws    []Write
-	spans []span
-}
-
-// spinner occupies one P until the rendezvous is released or aborted. The spinner whose
-// arrival completes the set is the writer: at that moment every P runs a pinned
-// spinner, so no thread executes Go code anywhere else, and the caller itself is parked.
-func spinner(r *rendezvous) {
-	// Leave the caller's local run queue for the global one, which every P polls: a
-	// spinner left behind a pinned one on the same P would never run.
-	runtime.Gosched()
-	for {
-		procPin()
-		w := atomic.LoadUint32(&r.word)
-		if w&stateMask != stateWait {
-			procUnpin()
-			return
-		}
-		if w+1 == r.want { // the last one: try to move to writing with the same CAS
-			if runtime.GOMAXPROCS(0) != int(r.want) {
-				// A P was added before the set formed: it may run Go code. Give up
-				// this attempt; the caller retries with the new count.
-				if atomic.CompareAndSwapUint32(&r.word, w, stateAbort) {
-					procUnpin()
-					close(r.done)
-					return
-				}
-				procUnpin()
-				continue
-			}
-			if atomic.CompareAndSwapUint32(&r.word, w, stateWriting|r.want) {
-				r.write()
-				return
-			}
-			procUnpin()
-			continue
-		}
-		if !atomic.CompareAndSwapUint32(&r.word, w, w+1) {
-			procUnpin()
-			continue
-		}
-		if r.await() {
-			return
-		}
-		// Impatient: leave the set, give the P back once, and come again.
-		runtime.Gosched()
-		if time.Now().After(r.deadline) {
-			atomic.CompareAndSwapUint32(&r.word, atomic.LoadUint32(&r.word)&^stateMask, stateAbort)
-			return
-		}
-	}
-}
-
-// await spins, pinned, until the rendezvous is released or aborted (true: done with this
-// rendezvous, unpinned) or until patience runs out and it could leave the set (false:
-// unpinned, still waiting). Once the state is writing it waits without limit: the
-// critical section is a bounded handful of stores and non-blocking syscalls.
-func (r *rendezvous) await() bool {
-	until, last := time.Now().Add(patience), uint32(0)
-	for {
-		w := spinWhileLess(&r.word, stateWriting, spinIters)
-		if w > last { // someone arrived: the set is still growing, keep waiting
-			until, last = time.Now().Add(patience), w
-		}
-		switch {
-		case w >= stateRelease:
-			if w&stateMask == stateRelease {
-				serialize()
-			}
-			procUnpin()
-			return true
-		case w >= stateWriting:
-			continue
-		}
-		now := time.Now()
-		if now.After(r.deadline) {
-			if atomic.CompareAndSwapUint32(&r.word, w, stateAbort) {
-				procUnpin()
-				return true
-			}
-			continue
-		}
-		if now.After(until) && atomic.CompareAndSwapUint32(&r.word, w, w-1) {
-			procUnpin()
-			return false
-		}
-		// With more Ps than CPUs, let the OS run the threads still on their way here.
-		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-	}
-}
-
-// write runs on the last spinner, pinned, with every other P pinned in await. It must
-// not allocate or block.
-func (r *rendezvous) write() {
-	r.idx = mismatch(r.ws)
-	if r.idx < 0 {
-		r.e, r.herr = writeText(r.ws, r.spans, copyText, true)
-	}
-	atomic.StoreUint32(&r.word, stateRelease|r.want)
-	serialize()
-	procUnpin()
-	close(r.done)
-}
-
-// applyRendezvous tries up to o.Attempts rendezvous and returns how many it made.
+// applyRendezvous writes ws with no other P running, in at most o.Attempts tries, and
+// returns how many it made. A try fails only if GOMAXPROCS changed under it (the program
+// set it between the shrink and the pin).
 func applyRendezvous(ws []Write, spans []span, o Options) (int, error) {
 	for attempt := 1; ; attempt++ {
-		done, idx, e, herr := rendezvousOnce(ws, spans, o.ArrivalTimeout)
+		done, idx, e, herr := rendezvousOnce(ws, spans)
 		if done {
 			switch {
 			case idx >= 0:
@@ -226,9 +110,8 @@ func applyRendezvous(ws []Write, spans []span, o Options) (int, error) {
 			return attempt, herr
 		}
 		if attempt >= o.Attempts {
-			return attempt, ErrRendezvousTimeout
+			return attempt, ErrRendezvousFailed
 		}
-		time.Sleep(time.Duration(attempt) * time.Millisecond)
 	}
 }
 
@@ -237,48 +120,86 @@ type mprotectError struct{ errno unix.Errno }
 func (e *mprotectError) Error() string { return "patch: mprotect: " + e.errno.Error() }
 func (e *mprotectError) Unwrap() error { return e.errno }
 
-// rendezvousOnce makes one attempt. done reports whether every P arrived (and so whether
-// the outcome is final); idx is the first mismatching write or -1; e an mprotect failure;
-// herr the test hook's error.
-func rendezvousOnce(ws []Write, spans []span, timeout time.Duration) (done bool, idx int, e unix.Errno, herr error) {
-	n := runtime.GOMAXPROCS(0)
-	if n == 1 {
+// rendezvousOnce makes one attempt. done reports whether the caller held the only P (and
+// so whether the outcome is final); idx is the first mismatching write or -1; e an
+// mprotect failure; herr the test hook's error.
+func rendezvousOnce(ws []Write, spans []span) (done bool, idx int, e unix.Errno, herr error) {
+	prev := runtime.GOMAXPROCS(0)
+	if prev == 1 {
 		// The pinned caller alone is the world: no other P exists to run Go code.
-		r := &rendezvous{ws: ws, spans: spans, want: 1, done: make(chan struct{})}
 		procPin()
-		if runtime.GOMAXPROCS(0) == 1 {
-			r.write() // unpins
-			return true, r.idx, r.e, r.herr
-		}
-		procUnpin()
-		return false, -1, 0, nil
-	}
-	r := &rendezvous{want: uint32(n), deadline: time.Now().Add(timeout), done: make(chan struct{}), ws: ws, spans: spans}
-	for range n {
-		go spinner(r)
-	}
-	// Park: this goroutine needs no P while the spinners gather.
-	t := time.NewTimer(timeout + 10*time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-r.done:
-	case <-t.C:
-		for {
-			w := atomic.LoadUint32(&r.word)
-			if w&stateMask != stateWait {
-				break
-			}
-			if atomic.CompareAndSwapUint32(&r.word, w, stateAbort) {
-				return false, -1, 0, nil
-			}
-		}
-		if atomic.LoadUint32(&r.word)&stateMask == stateAbort {
+		if runtime.GOMAXPROCS(0) != 1 {
+			procUnpin()
 			return false, -1, 0, nil
 		}
-		<-r.done
+		idx, e, herr = writePinned(ws, spans)
+		procUnpin()
+		return true, idx, e, herr
 	}
-	if atomic.LoadUint32(&r.word)&stateMask == stateAbort {
-		return false, -1, 0, nil
+
+	var shrunk time.Time
+	var restored atomic.Int64 // when GOMAXPROCS was back, in ns since shrunk
+	waiting, wake := make(chan struct{}), make(chan struct{})
+	go func() {
+		close(waiting)
+		<-wake
+		if restored.Load() == 0 {
+			runtime.GOMAXPROCS(prev)
+			restored.CompareAndSwap(0, int64(time.Since(shrunk)))
+		}
+	}()
+
+	// The backup must be parked on wake before the world shrinks: a goroutine that has not
+	// run yet sits in a run queue, and the retired Ps' queues go to the global one, which
+	// the last P reads after its own (measured: 690 ms on one P when that happened).
+	<-waiting
+	start := time.Now()
+	runtime.GOMAXPROCS(1)
+	shrunk = time.Now()
+	procPin()
+	if done = runtime.GOMAXPROCS(0) == 1; done {
+		idx, e, herr = writePinned(ws, spans)
 	}
-	return true, r.idx, r.e, r.herr
+	// Ready the backup restorer while this goroutine still holds the only P: it becomes
+	// that P's next goroutine, should this one be preempted once it unpins.
+	close(wake)
+	procUnpin()
+	runtime.GOMAXPROCS(prev) // a no-op if the backup was first
+	restored.CompareAndSwap(0, int64(time.Since(shrunk)))
+	if testHookRendezvous != nil {
+		testHookRendezvous(shrunk.Sub(start), time.Duration(restored.Load()))
+	}
+	resumeDefaultProcs(prev)
+	return done, idx, e, herr
+}
+
+// writePinned compares the sites and writes them. It runs pinned on the only P, so it
+// must not allocate or block: an allocation may have to assist the garbage collector,
+// and a blocking call would hand the P to another goroutine.
+func writePinned(ws []Write, spans []span) (idx int, e unix.Errno, herr error) {
+	idx = mismatch(ws)
+	if idx < 0 {
+		e, herr = writeText(ws, spans, copyText, true)
+	}
+	serialize() // no stale prefetched instructions on this core once it returns to Go
+	return idx, e, herr
+}
+
+// ownProcs is set once the program is known to choose its own GOMAXPROCS: then it has
+// no automatic updates to give back.
+var ownProcs atomic.Bool
+
+// resumeDefaultProcs gives the runtime back its automatic GOMAXPROCS updates, which
+// the round trip turned off, unless the environment or the program fixed the value. The
+// runtime does not say which; a default that differs from prev does, and then prev is
+// set again (once per process: ownProcs remembers it).
+func resumeDefaultProcs(prev int) {
+	if ownProcs.Load() || os.Getenv("GOMAXPROCS") != "" {
+		return
+	}
+	runtime.SetDefaultGOMAXPROCS()
+	if runtime.GOMAXPROCS(0) != prev {
+		ownProcs.Store(true)
+		runtime.GOMAXPROCS(prev)
+	}
 }

@@ -3,7 +3,6 @@
 package patch
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -73,25 +72,18 @@ func torture(t *testing.T, p Protocol, procs int) {
 		}
 	})
 
-	// With every P saturated, gathering the Ps waits for sysmon to preempt each (10ms) and
-	// for the spinners to get through the global run queue; a stop-the-world that starts
-	// meanwhile waits for the pinned Ps while they wait for it, until the rendezvous backs
-	// out. That is the protocol working, so timeouts are counted, not failed; the budget
-	// bounds the time.
+	// Every toggle must succeed, however busy the Ps: the rendezvous is a stop-the-world
+	// (rendezvous_linux.go), which preempts what runs. The budget bounds the test's time.
 	start := time.Now()
 	budget := 8 * time.Second
 	if testing.Short() || raceEnabled {
 		budget = 3 * time.Second
 	}
-	o := Options{Protocol: p, ArrivalTimeout: 250 * time.Millisecond, Attempts: 3}
-	var timeouts, attempts, done int
+	o := Options{Protocol: p}
+	var attempts, done int
 	for done < toggles && time.Since(start) < budget {
 		rep, err := setSite(done%2 == 0, len(siteOn), o)
 		attempts += rep.Attempts
-		if errors.Is(err, ErrRendezvousTimeout) {
-			timeouts++
-			continue
-		}
 		if err != nil {
 			stop.Store(true)
 			wg.Wait()
@@ -105,9 +97,9 @@ func torture(t *testing.T, p Protocol, procs int) {
 	stop.Store(true)
 	wg.Wait()
 	if done == 0 {
-		t.Errorf("no toggle succeeded (%d rendezvous timeouts)", timeouts)
+		t.Errorf("no toggle done in %v", budget)
 	}
-	t.Logf("%d toggles in %v (%d rendezvous attempts, %d timeouts), %d calls (%d saw the NOP)",
-		done, time.Since(start).Round(time.Millisecond), attempts, timeouts, calls.Load(), ones.Load())
+	t.Logf("%d toggles in %v (%d rendezvous attempts), %d calls (%d saw the NOP)",
+		done, time.Since(start).Round(time.Millisecond), attempts, calls.Load(), ones.Load())
 	checkRX(t)
 }

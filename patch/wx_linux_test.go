@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/gosdt/gosdt/internal/testutil"
 	"golang.org/x/sys/unix"
@@ -159,7 +158,7 @@ func TestWXProcMemBusy(t *testing.T) {
 		n = 50
 	}
 	for i := range n {
-		rep, err := setSite(i%2 == 0, len(siteOn), Options{ArrivalTimeout: time.Second})
+		rep, err := setSite(i%2 == 0, len(siteOn), Options{})
 		if err != nil {
 			t.Fatalf("toggle %d: %v", i, err)
 		}

@@ -1,7 +1,6 @@
 package sdt_test
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -198,9 +197,6 @@ func tortureBusy(t *testing.T, procs, toggles int) {
 		}
 		lat = append(lat, time.Since(t0))
 		if err != nil {
-			if errors.Is(err, patch.ErrRendezvousTimeout) {
-				err = fmt.Errorf("a switch needed the rendezvous: %w", err)
-			}
 			fail(fmt.Errorf("toggle %d: %w", done+1, err))
 			break
 		}

@@ -118,8 +118,8 @@ func (r *registry) seal(patchEnv string) {
 	// No thread can be running a site: every package that holds one imports sdt and
 	// is initialised after it, and code that was initialised before cannot reach such
 	// a package's functions. So the sites are written as they are, without stopping
-	// the world (a rendezvous could time out if earlier packages started busy
-	// goroutines), and every core is serialized after.
+	// the world (which would only cost two stop-the-worlds at every start), and every
+	// core is serialized after.
 	rep, err := patch.Apply(writes, patch.Options{Protocol: patch.Quiescent, NoProcMem: r.opts.NoProcMem})
 	if err == nil && rep.ProcMem {
 		for _, s := range r.sites {
