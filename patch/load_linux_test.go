@@ -51,6 +51,10 @@ func fullLoad(procs int) (stop func()) {
 // before the world stops), of the runtime's own time to stop the world in non-GC
 // stop-the-worlds (stop-*: runtime/metrics, to its histogram's bucket precision), and of
 // the time the program then ran on one P (1P-*), which the rest of the program pays.
+// gather and 1P are upper bounds: they run from one goroutine's note of an event to
+// another's, and either may be preempted (at full GOMAXPROCS) before it notes. The exact
+// times on one P are in an execution trace (-trace): the /sched/gomaxprocs:threads
+// metric events.
 //
 // The spinner rendezvous this package used before failed here every time: 40 of 40 at
 // GOMAXPROCS 2 and 8 (see rendezvous_linux.go for why, and the figures).

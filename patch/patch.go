@@ -83,10 +83,10 @@ type Report struct {
 }
 
 var (
-	// ErrRendezvousFailed means that in every rendezvous attempt the program changed
-	// GOMAXPROCS between the stop-the-world that left one P and the write; nothing was
-	// written.
-	ErrRendezvousFailed = errors.New("patch: rendezvous failed: GOMAXPROCS changed under every attempt")
+	// ErrRendezvousFailed means that in no rendezvous attempt did the caller hold the
+	// only P when it pinned itself (GOMAXPROCS was given back or changed after the
+	// stop-the-world that left one P); nothing was written.
+	ErrRendezvousFailed = errors.New("patch: rendezvous failed: GOMAXPROCS was not 1 when the writer pinned itself, in every attempt")
 	// ErrNotAtomic means Protocol Atomic was asked for a write that CanAtomic rejects.
 	ErrNotAtomic = errors.New("patch: write cannot be done as one atomic store")
 	// ErrNotSupported means this GOOS/GOARCH cannot patch its text.

@@ -52,13 +52,21 @@ package patch
 // The restore must not wait behind the program's goroutines. The caller restores as soon
 // as it unpins; but if it is preempted first (sysmon asks the goroutine on a P whose time
 // slice is over to yield at its next function call), it queues behind every busy
-// goroutine while the whole program runs on one P. So before unpinning, the writer wakes
-// a backup restorer: a goroutine readied on a P is that P's next to run, ahead of its run
-// queues. Whichever comes first restores (the second call is a no-op); the backup does
-// nothing once the caller has restored. (The backup alone is not enough: it inherits the
-// time slice, so sysmon may preempt it too, and one schedule in 61 takes the global queue
-// first. Measured, the caller-first order cut the longest time on one P from 105-157 ms
-// to under 20 ms.)
+// goroutine while the whole program runs on one P. So a backup restorer is parked before
+// the shrink: the writer wakes it while pinned (a goroutine readied on a P is that P's
+// next to run, ahead of its run queues), and a 1ms ticker wakes it too (timers run at
+// every schedule of their P), for a caller preempted before it could pin; the caller's
+// attempt then fails and is retried. Whichever restorer comes first restores (the second
+// call is a no-op).
+//
+// One window remains: the caller preempted inside runtime.GOMAXPROCS(1) itself, after the
+// world has restarted but before the runtime releases its GC semaphore. No stop-the-world
+// (the backup's restore included) can start until the caller runs again, behind every
+// goroutine queued for the one P. That happens when the P the caller ends up on had a time
+// slice about to expire: measured with the execution tracer, once in 2,000 rendezvous at
+// GOMAXPROCS 8 with four CPU-bound goroutines per P on a 2-vCPU VM (652 ms on one P; the
+// median time on one P was 15 us and the 99th percentile 48 us); never in 2,000 at
+// GOMAXPROCS 2 (at most 0.10 ms).
 //
 // What the rendezvous does not stop, and why that is sound:
 //   - Threads without a P: sysmon, signal handlers, threads in syscalls or idle. They run
@@ -95,8 +103,9 @@ func procUnpin()
 var testHookRendezvous func(gather, oneP time.Duration)
 
 // applyRendezvous writes ws with no other P running, in at most o.Attempts tries, and
-// returns how many it made. A try fails only if GOMAXPROCS changed under it (the program
-// set it between the shrink and the pin).
+// returns how many it made. A try fails only if GOMAXPROCS is not 1 once the caller has
+// pinned itself: the backup restorer gave it back while the caller was preempted, or the
+// program set it.
 func applyRendezvous(ws []Write, spans []span, o Options) (int, error) {
 	for attempt := 1; ; attempt++ {
 		done, idx, e, herr := rendezvousOnce(ws, spans)
@@ -137,37 +146,38 @@ func rendezvousOnce(ws []Write, spans []span) (done bool, idx int, e unix.Errno,
 		return true, idx, e, herr
 	}
 
-	var shrunk time.Time
-	var restored atomic.Int64 // when GOMAXPROCS was back, in ns since shrunk
-	waiting, wake := make(chan struct{}), make(chan struct{})
-	go func() {
-		close(waiting)
-		<-wake
-		if restored.Load() == 0 {
-			runtime.GOMAXPROCS(prev)
-			restored.CompareAndSwap(0, int64(time.Since(shrunk)))
-		}
-	}()
-
-	// The backup must be parked on wake before the world shrinks: a goroutine that has not
-	// run yet sits in a run queue, and the retired Ps' queues go to the global one, which
-	// the last P reads after its own (measured: 690 ms on one P when that happened).
-	<-waiting
+	// Times in ns since start; 0 until known.
 	start := time.Now()
+	var shrunk, restored atomic.Int64
+	restore := func() {
+		runtime.GOMAXPROCS(prev) // a no-op when it is prev already
+		restored.CompareAndSwap(0, int64(time.Since(start)))
+	}
+	waiting, wake, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go backupRestorer(restore, &restored, waiting, wake, finished)
+
+	// The backup must be parked before the world shrinks: a goroutine that has not run
+	// yet sits in a run queue, and the retired Ps' queues go to the global one, which the
+	// last P reads after its own (measured: 690 ms on one P when that happened).
+	<-waiting
 	runtime.GOMAXPROCS(1)
-	shrunk = time.Now()
+	shrunk.Store(int64(time.Since(start)))
 	procPin()
 	if done = runtime.GOMAXPROCS(0) == 1; done {
 		idx, e, herr = writePinned(ws, spans)
 	}
-	// Ready the backup restorer while this goroutine still holds the only P: it becomes
-	// that P's next goroutine, should this one be preempted once it unpins.
+	// Ready the backup while this goroutine still holds the only P: it becomes that P's
+	// next goroutine, should this one be preempted once it unpins.
 	close(wake)
 	procUnpin()
-	runtime.GOMAXPROCS(prev) // a no-op if the backup was first
-	restored.CompareAndSwap(0, int64(time.Since(shrunk)))
+	restore()
+	close(finished)
 	if testHookRendezvous != nil {
-		testHookRendezvous(shrunk.Sub(start), time.Duration(restored.Load()))
+		g, r := shrunk.Load(), restored.Load()
+		if g > r { // the backup restored before this goroutine could even note the shrink
+			g = r
+		}
+		testHookRendezvous(time.Duration(g), time.Duration(r-g))
 	}
 	resumeDefaultProcs(prev)
 	return done, idx, e, herr
@@ -188,6 +198,33 @@ func writePinned(ws []Write, spans []span) (idx int, e unix.Errno, herr error) {
 // ownProcs is set once the program is known to choose its own GOMAXPROCS: then it has
 // no automatic updates to give back.
 var ownProcs atomic.Bool
+
+// backupRestorer gives GOMAXPROCS back should the rendezvous's caller be preempted while
+// the program runs on one P. It wakes when the writer readies it (wake: it is then the
+// only P's next goroutine) or on a tick (timers run at every schedule of their P, so
+// within one time slice when the caller was preempted before it could pin), and
+// restores only once the world has shrunk; it returns once the caller has finished.
+// When it restores before the caller pinned, the caller's attempt fails and is retried.
+func backupRestorer(restore func(), restored *atomic.Int64, waiting, wake, finished chan struct{}) {
+	tick := time.NewTicker(restoreTick)
+	defer tick.Stop()
+	close(waiting)
+	for {
+		select {
+		case <-finished:
+			return
+		case <-wake:
+			wake = nil
+		case <-tick.C:
+		}
+		if restored.Load() == 0 && runtime.GOMAXPROCS(0) == 1 {
+			restore()
+		}
+	}
+}
+
+// restoreTick is how often the backup restorer checks whether the world has shrunk.
+const restoreTick = time.Millisecond
 
 // resumeDefaultProcs gives the runtime back its automatic GOMAXPROCS updates, which
 // the round trip turned off, unless the environment or the program fixed the value. The
