@@ -3,6 +3,7 @@ package bench
 import (
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/gosdt/gosdt/bench/internal/kernels"
@@ -68,5 +69,24 @@ func TestSiteStates(t *testing.T) {
 	}
 	if v != want {
 		t.Errorf("gosdt kernels are %s, want %s (SDT_PATCH=%q)", v, want, os.Getenv("SDT_PATCH"))
+	}
+}
+
+// BenchmarkAlignment runs the cross-peer comparison's small loops (shapes chain and
+// wide, every variant) at several code alignments: kernels.Aligned holds copies of each
+// kernel whose loop starts after 0 to kernels.Pads-1 extra instructions, so that the
+// loop header and the checks sit at different offsets from the 32- and 64-byte
+// boundaries that the decoders and the micro-op cache work in. bench/cmd/report gives
+// the spread (lowest and highest median over the paddings) per shape and variant: a
+// difference between variants smaller than their spreads says nothing about the checks.
+func BenchmarkAlignment(b *testing.B) {
+	for _, k := range kernels.Aligned {
+		for _, v := range k.Variants {
+			name, pad, _ := strings.Cut(v.Name, "/")
+			if name == "gosdt" {
+				name = gosdtVariant
+			}
+			b.Run("shape="+k.Shape+"/variant="+name+"/"+pad, func(b *testing.B) { v.Fn(b.N) })
+		}
 	}
 }

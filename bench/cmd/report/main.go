@@ -23,10 +23,14 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -83,7 +87,8 @@ func (r *run) all(count int, benchtime string, iters int) error {
 		return fmt.Errorf("build the benchmarks: %w", err)
 	}
 
-	// BenchmarkDisabled, alternating the two states of the gosdt kernels.
+	// BenchmarkDisabled and BenchmarkAlignment, alternating the two states of the gosdt
+	// kernels.
 	var raw bytes.Buffer
 	for i := range count {
 		for _, state := range []string{"sealed", "branch"} {
@@ -91,7 +96,7 @@ func (r *run) all(count int, benchtime string, iters int) error {
 			if state == "branch" {
 				env = []string{"SDT_PATCH=off"}
 			}
-			c := r.cmd(env, bin, "-test.run", "^$", "-test.bench", "^BenchmarkDisabled$", "-test.count", "1", "-test.benchtime", benchtime)
+			c := r.cmd(env, bin, "-test.run", "^$", "-test.bench", "^Benchmark(Disabled|Alignment)$", "-test.count", "1", "-test.benchtime", benchtime)
 			c.Dir = r.bench
 			c.Stdout = nil
 			o, err := c.Output()
@@ -170,6 +175,12 @@ function at the same address, run as is and with SDT_PATCH=off.
 
 ### Time per loop iteration (medians of %d runs per state, alternating sealed and branch)
 
+Spread over code alignments (BenchmarkAlignment: each loop at %d paddings; lowest and
+highest median ns per iteration). Two variants whose ranges overlap are not told apart
+by this CPU; only sealed against branch is the same function at the same address.
+
+%s
+
 ![chart](disabled.svg)
 
 %s
@@ -178,7 +189,7 @@ benchstat (sealed and branch: same function, same address; the others: other fun
 `+"```"+`
 %s
 `+"```"+`
-`, machine, loadavg(), count, benchtime, iters, cg, count, strings.TrimSpace(table.String())+"\n", stat)
+`, machine, loadavg(), count, benchtime, iters, cg, count, pads, alignmentTable(raw.String()), strings.TrimSpace(table.String())+"\n", stat)
 
 	readme := filepath.Join(r.dir, "README.md")
 	if r.quick && r.dir != r.bench {
@@ -349,4 +360,76 @@ func loadavg() string {
 		return "unknown"
 	}
 	return "load average " + strings.Join(f[:3], ", ")
+}
+
+// pads is how many paddings BenchmarkAlignment runs each kernel at (kernels.Pads).
+const pads = 4
+
+// alignLine matches "BenchmarkAlignment/shape=wide/variant=sealed/pad=2-2  123  4.5 ns/op".
+var alignLine = regexp.MustCompile(`^BenchmarkAlignment/shape=([^/]+)/variant=([^/]+)/pad=(\d+)(?:-\d+)?\s+\d+\s+([0-9.]+) ns/op`)
+
+// alignmentTable gives, per shape and variant, the lowest and highest of the per-padding
+// medians of BenchmarkAlignment in out, as a Markdown table.
+func alignmentTable(out string) string {
+	type key struct{ shape, variant, pad string }
+	runs := map[key][]float64{}
+	var shapes, variants []string
+	for _, l := range strings.Split(out, "\n") {
+		m := alignLine.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		v, err := strconv.ParseFloat(m[4], 64)
+		if err != nil {
+			continue
+		}
+		k := key{m[1], m[2], m[3]}
+		runs[k] = append(runs[k], v)
+		if !contains(shapes, m[1]) {
+			shapes = append(shapes, m[1])
+		}
+		if !contains(variants, m[2]) {
+			variants = append(variants, m[2])
+		}
+	}
+	if len(runs) == 0 {
+		return "(no BenchmarkAlignment lines)\n"
+	}
+	order := []string{"none", "branch", "sealed"}
+	for _, v := range variants {
+		if !contains(order, v) {
+			order = append(order, v)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "| shape | %s |\n|---|%s\n", strings.Join(order, " | "), strings.Repeat("---:|", len(order)))
+	for _, s := range shapes {
+		fmt.Fprintf(&b, "| %s |", s)
+		for _, v := range order {
+			lo, hi := math.Inf(1), math.Inf(-1)
+			for k, xs := range runs {
+				if k.shape != s || k.variant != v {
+					continue
+				}
+				m := median(xs)
+				lo, hi = math.Min(lo, m), math.Max(hi, m)
+			}
+			if math.IsInf(lo, 1) {
+				b.WriteString(" |")
+				continue
+			}
+			fmt.Fprintf(&b, " %.2f–%.2f |", lo, hi)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
 }

@@ -29,7 +29,7 @@ func TestQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"shape=chain/variant=sealed", "shape=chain/variant=branch", "shape=wide/variant=none"} {
+	for _, want := range []string{"shape=chain/variant=sealed", "shape=chain/variant=branch", "shape=wide/variant=none", "Alignment/shape=wide/variant=branch/pad=3"} {
 		if !strings.Contains(string(raw), want) {
 			t.Errorf("results/bench.txt has no %s line", want)
 		}
@@ -55,5 +55,24 @@ chain_branch 20016 2000 1 10.01 3.00
 	want := "| shape | branch | sealed | slog |\n|---|---:|---:|---:|\n| chain | 3.00 | 2.00 | 57.00 |\n"
 	if got != want {
 		t.Errorf("callgrindTable:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestAlignmentTable(t *testing.T) {
+	out := `BenchmarkDisabled/shape=chain/variant=none-2  100  1.00 ns/op
+BenchmarkAlignment/shape=chain/variant=none/pad=0-2  100  1.10 ns/op
+BenchmarkAlignment/shape=chain/variant=none/pad=0-2  100  1.30 ns/op
+BenchmarkAlignment/shape=chain/variant=none/pad=1-2  100  1.50 ns/op
+BenchmarkAlignment/shape=chain/variant=sealed/pad=0-2  100  2.00 ns/op
+BenchmarkAlignment/shape=chain/variant=sealed/pad=1-2  100  2.50 ns/op
+BenchmarkAlignment/shape=chain/variant=slog/pad=0-2  100  4.00 ns/op
+BenchmarkAlignment/shape=wide/variant=none/pad=0-2  100  3.00 ns/op
+`
+	got := alignmentTable(out)
+	want := "| shape | none | branch | sealed | slog |\n|---|---:|---:|---:|---:|\n" +
+		"| chain | 1.20–1.50 | | 2.00–2.50 | 4.00–4.00 |\n" +
+		"| wide | 3.00–3.00 | | | |\n"
+	if got != want {
+		t.Errorf("alignmentTable:\n%s\nwant\n%s", got, want)
 	}
 }

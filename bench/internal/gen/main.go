@@ -224,6 +224,71 @@ func table(w *bytes.Buffer) {
 	fmt.Fprintln(w, "}")
 }
 
+// Pads is how many code alignments the alignment kernels put each cross-peer loop at.
+const Pads = 4 // kernels.Pads
+
+// alignShapes are the shapes whose loops are small enough for their alignment to decide
+// more than their checks do (issue 15).
+var alignShapes = []string{"chain", "wide"}
+
+// padded writes the alignment kernels: for each shape of alignShapes and each variant,
+// Pads copies whose loops start at different offsets, after 0..Pads-1 increments of
+// distinct package-level counters (7 bytes each on amd64) that the loop does not touch.
+// The gosdt variant's copies define their own probes (provider bpad), so that the
+// headline kernels' site count is unchanged.
+func padded(w *bytes.Buffer, sig, loop string) {
+	fmt.Fprintf(w, "\n// padCounters shift the alignment kernels' loops.\nvar padCounters [%d]uint64\n", Pads)
+	for _, name := range alignShapes {
+		s := shapeNamed(name)
+		for _, v := range variants {
+			if v.name == "gosdt" {
+				v = gosdt("bpad")
+			}
+			for p := range Pads {
+				pv := v
+				if v.name == "gosdt" {
+					// Distinct definitions per copy: each site belongs to one function.
+					inner := v
+					pv.site = func(shape string, i int, x string) string { return inner.site(fmt.Sprintf("%sp%d_", shape, p), i, x) }
+					pv.decl = func(shape string, i int) string { return inner.decl(fmt.Sprintf("%sp%d_", shape, p), i) }
+				}
+				fmt.Fprintf(w, "\nfunc %s_%s_pad%d%s {\n", s.name, v.name, p, sig)
+				for j := range p {
+					fmt.Fprintf(w, "padCounters[%d]++\n", j)
+				}
+				s.body(w, pv, loop)
+				fmt.Fprintln(w, "}")
+				if v.name == "gosdt" {
+					for i := range s.sites {
+						fmt.Fprintln(w, pv.decl(s.name, i))
+					}
+				}
+			}
+		}
+	}
+	fmt.Fprintf(w, "\n// Aligned lists the alignment kernels: Aligned[shape][variant][pad].\nvar Aligned = []Kernel{\n")
+	for _, name := range alignShapes {
+		s := shapeNamed(name)
+		fmt.Fprintf(w, "{%q, %d, []Variant{\n", s.name, s.sites)
+		for _, v := range variants {
+			for p := range Pads {
+				fmt.Fprintf(w, "{\"%s/pad=%d\", %s_%s_pad%d},\n", v.name, p, s.name, v.name, p)
+			}
+		}
+		fmt.Fprintln(w, "}},")
+	}
+	fmt.Fprintln(w, "}")
+}
+
+func shapeNamed(name string) shape {
+	for _, s := range shapes {
+		if s.name == name {
+			return s
+		}
+	}
+	panic("gen: no shape " + name)
+}
+
 func write(path string, b *bytes.Buffer) {
 	src, err := format.Source(b.Bytes())
 	if err != nil {
@@ -257,5 +322,6 @@ type Variant struct {
 	decls(&b)
 	kernels(&b, "(n int)", "for range n {")
 	table(&b)
+	padded(&b, "(n int)", "for range n {")
 	write("internal/kernels/kernels_gen.go", &b)
 }

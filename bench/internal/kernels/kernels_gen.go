@@ -18369,3 +18369,1014 @@ var Kernels = []Kernel{
 		{"atomicbool", many_atomicbool},
 	}},
 }
+
+// padCounters shift the alignment kernels' loops.
+var padCounters [4]uint64
+
+func chain_none_pad0(n int) {
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+
+	}
+	Sink = x
+}
+
+func chain_none_pad1(n int) {
+	padCounters[0]++
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+
+	}
+	Sink = x
+}
+
+func chain_none_pad2(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+
+	}
+	Sink = x
+}
+
+func chain_none_pad3(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	padCounters[2]++
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+
+	}
+	Sink = x
+}
+
+func chain_gosdt_pad0(n int) {
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+		sdt.Probe1(&bpad_chainp0_0, int(x))
+	}
+	Sink = x
+}
+
+var bpad_chainp0_0 = sdt.Define1[int]("bpad", "chainp0_0", "v")
+
+func chain_gosdt_pad1(n int) {
+	padCounters[0]++
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+		sdt.Probe1(&bpad_chainp1_0, int(x))
+	}
+	Sink = x
+}
+
+var bpad_chainp1_0 = sdt.Define1[int]("bpad", "chainp1_0", "v")
+
+func chain_gosdt_pad2(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+		sdt.Probe1(&bpad_chainp2_0, int(x))
+	}
+	Sink = x
+}
+
+var bpad_chainp2_0 = sdt.Define1[int]("bpad", "chainp2_0", "v")
+
+func chain_gosdt_pad3(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	padCounters[2]++
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+		sdt.Probe1(&bpad_chainp3_0, int(x))
+	}
+	Sink = x
+}
+
+var bpad_chainp3_0 = sdt.Define1[int]("bpad", "chainp3_0", "v")
+
+func chain_slog_pad0(n int) {
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "chain", slog.Uint64("v", x))
+		}
+	}
+	Sink = x
+}
+
+func chain_slog_pad1(n int) {
+	padCounters[0]++
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "chain", slog.Uint64("v", x))
+		}
+	}
+	Sink = x
+}
+
+func chain_slog_pad2(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "chain", slog.Uint64("v", x))
+		}
+	}
+	Sink = x
+}
+
+func chain_slog_pad3(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	padCounters[2]++
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "chain", slog.Uint64("v", x))
+		}
+	}
+	Sink = x
+}
+
+func chain_trace_pad0(n int) {
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+		if trace.IsEnabled() {
+			trace.Log(ctx, "chain", strconv.FormatUint(x, 10))
+		}
+	}
+	Sink = x
+}
+
+func chain_trace_pad1(n int) {
+	padCounters[0]++
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+		if trace.IsEnabled() {
+			trace.Log(ctx, "chain", strconv.FormatUint(x, 10))
+		}
+	}
+	Sink = x
+}
+
+func chain_trace_pad2(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+		if trace.IsEnabled() {
+			trace.Log(ctx, "chain", strconv.FormatUint(x, 10))
+		}
+	}
+	Sink = x
+}
+
+func chain_trace_pad3(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	padCounters[2]++
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+		if trace.IsEnabled() {
+			trace.Log(ctx, "chain", strconv.FormatUint(x, 10))
+		}
+	}
+	Sink = x
+}
+
+func chain_atomicbool_pad0(n int) {
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+		if flag_chain0.Load() {
+			hook(x)
+		}
+	}
+	Sink = x
+}
+
+func chain_atomicbool_pad1(n int) {
+	padCounters[0]++
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+		if flag_chain0.Load() {
+			hook(x)
+		}
+	}
+	Sink = x
+}
+
+func chain_atomicbool_pad2(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+		if flag_chain0.Load() {
+			hook(x)
+		}
+	}
+	Sink = x
+}
+
+func chain_atomicbool_pad3(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	padCounters[2]++
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+		if flag_chain0.Load() {
+			hook(x)
+		}
+	}
+	Sink = x
+}
+
+func wide_none_pad0(n int) {
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+
+		a1 += 0xdaa66d2c7ddf743f
+
+		a2 += 0x1715609f7c746c69
+
+		a3 += 0x538454127b096493
+
+		a4 += 0x8ff34785799e5cbd
+
+		a5 += 0xcc623af8783354e7
+
+		a6 += 0x8d12e6b76c84d11
+
+		a7 += 0x454021de755d453b
+
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+func wide_none_pad1(n int) {
+	padCounters[0]++
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+
+		a1 += 0xdaa66d2c7ddf743f
+
+		a2 += 0x1715609f7c746c69
+
+		a3 += 0x538454127b096493
+
+		a4 += 0x8ff34785799e5cbd
+
+		a5 += 0xcc623af8783354e7
+
+		a6 += 0x8d12e6b76c84d11
+
+		a7 += 0x454021de755d453b
+
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+func wide_none_pad2(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+
+		a1 += 0xdaa66d2c7ddf743f
+
+		a2 += 0x1715609f7c746c69
+
+		a3 += 0x538454127b096493
+
+		a4 += 0x8ff34785799e5cbd
+
+		a5 += 0xcc623af8783354e7
+
+		a6 += 0x8d12e6b76c84d11
+
+		a7 += 0x454021de755d453b
+
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+func wide_none_pad3(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	padCounters[2]++
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+
+		a1 += 0xdaa66d2c7ddf743f
+
+		a2 += 0x1715609f7c746c69
+
+		a3 += 0x538454127b096493
+
+		a4 += 0x8ff34785799e5cbd
+
+		a5 += 0xcc623af8783354e7
+
+		a6 += 0x8d12e6b76c84d11
+
+		a7 += 0x454021de755d453b
+
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+func wide_gosdt_pad0(n int) {
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+		sdt.Probe1(&bpad_widep0_0, int(a0))
+		a1 += 0xdaa66d2c7ddf743f
+		sdt.Probe1(&bpad_widep0_1, int(a1))
+		a2 += 0x1715609f7c746c69
+		sdt.Probe1(&bpad_widep0_2, int(a2))
+		a3 += 0x538454127b096493
+		sdt.Probe1(&bpad_widep0_3, int(a3))
+		a4 += 0x8ff34785799e5cbd
+		sdt.Probe1(&bpad_widep0_4, int(a4))
+		a5 += 0xcc623af8783354e7
+		sdt.Probe1(&bpad_widep0_5, int(a5))
+		a6 += 0x8d12e6b76c84d11
+		sdt.Probe1(&bpad_widep0_6, int(a6))
+		a7 += 0x454021de755d453b
+		sdt.Probe1(&bpad_widep0_7, int(a7))
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+var bpad_widep0_0 = sdt.Define1[int]("bpad", "widep0_0", "v")
+var bpad_widep0_1 = sdt.Define1[int]("bpad", "widep0_1", "v")
+var bpad_widep0_2 = sdt.Define1[int]("bpad", "widep0_2", "v")
+var bpad_widep0_3 = sdt.Define1[int]("bpad", "widep0_3", "v")
+var bpad_widep0_4 = sdt.Define1[int]("bpad", "widep0_4", "v")
+var bpad_widep0_5 = sdt.Define1[int]("bpad", "widep0_5", "v")
+var bpad_widep0_6 = sdt.Define1[int]("bpad", "widep0_6", "v")
+var bpad_widep0_7 = sdt.Define1[int]("bpad", "widep0_7", "v")
+
+func wide_gosdt_pad1(n int) {
+	padCounters[0]++
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+		sdt.Probe1(&bpad_widep1_0, int(a0))
+		a1 += 0xdaa66d2c7ddf743f
+		sdt.Probe1(&bpad_widep1_1, int(a1))
+		a2 += 0x1715609f7c746c69
+		sdt.Probe1(&bpad_widep1_2, int(a2))
+		a3 += 0x538454127b096493
+		sdt.Probe1(&bpad_widep1_3, int(a3))
+		a4 += 0x8ff34785799e5cbd
+		sdt.Probe1(&bpad_widep1_4, int(a4))
+		a5 += 0xcc623af8783354e7
+		sdt.Probe1(&bpad_widep1_5, int(a5))
+		a6 += 0x8d12e6b76c84d11
+		sdt.Probe1(&bpad_widep1_6, int(a6))
+		a7 += 0x454021de755d453b
+		sdt.Probe1(&bpad_widep1_7, int(a7))
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+var bpad_widep1_0 = sdt.Define1[int]("bpad", "widep1_0", "v")
+var bpad_widep1_1 = sdt.Define1[int]("bpad", "widep1_1", "v")
+var bpad_widep1_2 = sdt.Define1[int]("bpad", "widep1_2", "v")
+var bpad_widep1_3 = sdt.Define1[int]("bpad", "widep1_3", "v")
+var bpad_widep1_4 = sdt.Define1[int]("bpad", "widep1_4", "v")
+var bpad_widep1_5 = sdt.Define1[int]("bpad", "widep1_5", "v")
+var bpad_widep1_6 = sdt.Define1[int]("bpad", "widep1_6", "v")
+var bpad_widep1_7 = sdt.Define1[int]("bpad", "widep1_7", "v")
+
+func wide_gosdt_pad2(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+		sdt.Probe1(&bpad_widep2_0, int(a0))
+		a1 += 0xdaa66d2c7ddf743f
+		sdt.Probe1(&bpad_widep2_1, int(a1))
+		a2 += 0x1715609f7c746c69
+		sdt.Probe1(&bpad_widep2_2, int(a2))
+		a3 += 0x538454127b096493
+		sdt.Probe1(&bpad_widep2_3, int(a3))
+		a4 += 0x8ff34785799e5cbd
+		sdt.Probe1(&bpad_widep2_4, int(a4))
+		a5 += 0xcc623af8783354e7
+		sdt.Probe1(&bpad_widep2_5, int(a5))
+		a6 += 0x8d12e6b76c84d11
+		sdt.Probe1(&bpad_widep2_6, int(a6))
+		a7 += 0x454021de755d453b
+		sdt.Probe1(&bpad_widep2_7, int(a7))
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+var bpad_widep2_0 = sdt.Define1[int]("bpad", "widep2_0", "v")
+var bpad_widep2_1 = sdt.Define1[int]("bpad", "widep2_1", "v")
+var bpad_widep2_2 = sdt.Define1[int]("bpad", "widep2_2", "v")
+var bpad_widep2_3 = sdt.Define1[int]("bpad", "widep2_3", "v")
+var bpad_widep2_4 = sdt.Define1[int]("bpad", "widep2_4", "v")
+var bpad_widep2_5 = sdt.Define1[int]("bpad", "widep2_5", "v")
+var bpad_widep2_6 = sdt.Define1[int]("bpad", "widep2_6", "v")
+var bpad_widep2_7 = sdt.Define1[int]("bpad", "widep2_7", "v")
+
+func wide_gosdt_pad3(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	padCounters[2]++
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+		sdt.Probe1(&bpad_widep3_0, int(a0))
+		a1 += 0xdaa66d2c7ddf743f
+		sdt.Probe1(&bpad_widep3_1, int(a1))
+		a2 += 0x1715609f7c746c69
+		sdt.Probe1(&bpad_widep3_2, int(a2))
+		a3 += 0x538454127b096493
+		sdt.Probe1(&bpad_widep3_3, int(a3))
+		a4 += 0x8ff34785799e5cbd
+		sdt.Probe1(&bpad_widep3_4, int(a4))
+		a5 += 0xcc623af8783354e7
+		sdt.Probe1(&bpad_widep3_5, int(a5))
+		a6 += 0x8d12e6b76c84d11
+		sdt.Probe1(&bpad_widep3_6, int(a6))
+		a7 += 0x454021de755d453b
+		sdt.Probe1(&bpad_widep3_7, int(a7))
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+var bpad_widep3_0 = sdt.Define1[int]("bpad", "widep3_0", "v")
+var bpad_widep3_1 = sdt.Define1[int]("bpad", "widep3_1", "v")
+var bpad_widep3_2 = sdt.Define1[int]("bpad", "widep3_2", "v")
+var bpad_widep3_3 = sdt.Define1[int]("bpad", "widep3_3", "v")
+var bpad_widep3_4 = sdt.Define1[int]("bpad", "widep3_4", "v")
+var bpad_widep3_5 = sdt.Define1[int]("bpad", "widep3_5", "v")
+var bpad_widep3_6 = sdt.Define1[int]("bpad", "widep3_6", "v")
+var bpad_widep3_7 = sdt.Define1[int]("bpad", "widep3_7", "v")
+
+func wide_slog_pad0(n int) {
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a0))
+		}
+		a1 += 0xdaa66d2c7ddf743f
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a1))
+		}
+		a2 += 0x1715609f7c746c69
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a2))
+		}
+		a3 += 0x538454127b096493
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a3))
+		}
+		a4 += 0x8ff34785799e5cbd
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a4))
+		}
+		a5 += 0xcc623af8783354e7
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a5))
+		}
+		a6 += 0x8d12e6b76c84d11
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a6))
+		}
+		a7 += 0x454021de755d453b
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a7))
+		}
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+func wide_slog_pad1(n int) {
+	padCounters[0]++
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a0))
+		}
+		a1 += 0xdaa66d2c7ddf743f
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a1))
+		}
+		a2 += 0x1715609f7c746c69
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a2))
+		}
+		a3 += 0x538454127b096493
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a3))
+		}
+		a4 += 0x8ff34785799e5cbd
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a4))
+		}
+		a5 += 0xcc623af8783354e7
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a5))
+		}
+		a6 += 0x8d12e6b76c84d11
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a6))
+		}
+		a7 += 0x454021de755d453b
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a7))
+		}
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+func wide_slog_pad2(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a0))
+		}
+		a1 += 0xdaa66d2c7ddf743f
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a1))
+		}
+		a2 += 0x1715609f7c746c69
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a2))
+		}
+		a3 += 0x538454127b096493
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a3))
+		}
+		a4 += 0x8ff34785799e5cbd
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a4))
+		}
+		a5 += 0xcc623af8783354e7
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a5))
+		}
+		a6 += 0x8d12e6b76c84d11
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a6))
+		}
+		a7 += 0x454021de755d453b
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a7))
+		}
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+func wide_slog_pad3(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	padCounters[2]++
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a0))
+		}
+		a1 += 0xdaa66d2c7ddf743f
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a1))
+		}
+		a2 += 0x1715609f7c746c69
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a2))
+		}
+		a3 += 0x538454127b096493
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a3))
+		}
+		a4 += 0x8ff34785799e5cbd
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a4))
+		}
+		a5 += 0xcc623af8783354e7
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a5))
+		}
+		a6 += 0x8d12e6b76c84d11
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a6))
+		}
+		a7 += 0x454021de755d453b
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "wide", slog.Uint64("v", a7))
+		}
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+func wide_trace_pad0(n int) {
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a0, 10))
+		}
+		a1 += 0xdaa66d2c7ddf743f
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a1, 10))
+		}
+		a2 += 0x1715609f7c746c69
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a2, 10))
+		}
+		a3 += 0x538454127b096493
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a3, 10))
+		}
+		a4 += 0x8ff34785799e5cbd
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a4, 10))
+		}
+		a5 += 0xcc623af8783354e7
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a5, 10))
+		}
+		a6 += 0x8d12e6b76c84d11
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a6, 10))
+		}
+		a7 += 0x454021de755d453b
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a7, 10))
+		}
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+func wide_trace_pad1(n int) {
+	padCounters[0]++
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a0, 10))
+		}
+		a1 += 0xdaa66d2c7ddf743f
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a1, 10))
+		}
+		a2 += 0x1715609f7c746c69
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a2, 10))
+		}
+		a3 += 0x538454127b096493
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a3, 10))
+		}
+		a4 += 0x8ff34785799e5cbd
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a4, 10))
+		}
+		a5 += 0xcc623af8783354e7
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a5, 10))
+		}
+		a6 += 0x8d12e6b76c84d11
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a6, 10))
+		}
+		a7 += 0x454021de755d453b
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a7, 10))
+		}
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+func wide_trace_pad2(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a0, 10))
+		}
+		a1 += 0xdaa66d2c7ddf743f
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a1, 10))
+		}
+		a2 += 0x1715609f7c746c69
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a2, 10))
+		}
+		a3 += 0x538454127b096493
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a3, 10))
+		}
+		a4 += 0x8ff34785799e5cbd
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a4, 10))
+		}
+		a5 += 0xcc623af8783354e7
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a5, 10))
+		}
+		a6 += 0x8d12e6b76c84d11
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a6, 10))
+		}
+		a7 += 0x454021de755d453b
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a7, 10))
+		}
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+func wide_trace_pad3(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	padCounters[2]++
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a0, 10))
+		}
+		a1 += 0xdaa66d2c7ddf743f
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a1, 10))
+		}
+		a2 += 0x1715609f7c746c69
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a2, 10))
+		}
+		a3 += 0x538454127b096493
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a3, 10))
+		}
+		a4 += 0x8ff34785799e5cbd
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a4, 10))
+		}
+		a5 += 0xcc623af8783354e7
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a5, 10))
+		}
+		a6 += 0x8d12e6b76c84d11
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a6, 10))
+		}
+		a7 += 0x454021de755d453b
+		if trace.IsEnabled() {
+			trace.Log(ctx, "wide", strconv.FormatUint(a7, 10))
+		}
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+func wide_atomicbool_pad0(n int) {
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+		if flag_wide0.Load() {
+			hook(a0)
+		}
+		a1 += 0xdaa66d2c7ddf743f
+		if flag_wide1.Load() {
+			hook(a1)
+		}
+		a2 += 0x1715609f7c746c69
+		if flag_wide2.Load() {
+			hook(a2)
+		}
+		a3 += 0x538454127b096493
+		if flag_wide3.Load() {
+			hook(a3)
+		}
+		a4 += 0x8ff34785799e5cbd
+		if flag_wide4.Load() {
+			hook(a4)
+		}
+		a5 += 0xcc623af8783354e7
+		if flag_wide5.Load() {
+			hook(a5)
+		}
+		a6 += 0x8d12e6b76c84d11
+		if flag_wide6.Load() {
+			hook(a6)
+		}
+		a7 += 0x454021de755d453b
+		if flag_wide7.Load() {
+			hook(a7)
+		}
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+func wide_atomicbool_pad1(n int) {
+	padCounters[0]++
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+		if flag_wide0.Load() {
+			hook(a0)
+		}
+		a1 += 0xdaa66d2c7ddf743f
+		if flag_wide1.Load() {
+			hook(a1)
+		}
+		a2 += 0x1715609f7c746c69
+		if flag_wide2.Load() {
+			hook(a2)
+		}
+		a3 += 0x538454127b096493
+		if flag_wide3.Load() {
+			hook(a3)
+		}
+		a4 += 0x8ff34785799e5cbd
+		if flag_wide4.Load() {
+			hook(a4)
+		}
+		a5 += 0xcc623af8783354e7
+		if flag_wide5.Load() {
+			hook(a5)
+		}
+		a6 += 0x8d12e6b76c84d11
+		if flag_wide6.Load() {
+			hook(a6)
+		}
+		a7 += 0x454021de755d453b
+		if flag_wide7.Load() {
+			hook(a7)
+		}
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+func wide_atomicbool_pad2(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+		if flag_wide0.Load() {
+			hook(a0)
+		}
+		a1 += 0xdaa66d2c7ddf743f
+		if flag_wide1.Load() {
+			hook(a1)
+		}
+		a2 += 0x1715609f7c746c69
+		if flag_wide2.Load() {
+			hook(a2)
+		}
+		a3 += 0x538454127b096493
+		if flag_wide3.Load() {
+			hook(a3)
+		}
+		a4 += 0x8ff34785799e5cbd
+		if flag_wide4.Load() {
+			hook(a4)
+		}
+		a5 += 0xcc623af8783354e7
+		if flag_wide5.Load() {
+			hook(a5)
+		}
+		a6 += 0x8d12e6b76c84d11
+		if flag_wide6.Load() {
+			hook(a6)
+		}
+		a7 += 0x454021de755d453b
+		if flag_wide7.Load() {
+			hook(a7)
+		}
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+func wide_atomicbool_pad3(n int) {
+	padCounters[0]++
+	padCounters[1]++
+	padCounters[2]++
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for range n {
+		a0 += 0x9e3779b97f4a7c15
+		if flag_wide0.Load() {
+			hook(a0)
+		}
+		a1 += 0xdaa66d2c7ddf743f
+		if flag_wide1.Load() {
+			hook(a1)
+		}
+		a2 += 0x1715609f7c746c69
+		if flag_wide2.Load() {
+			hook(a2)
+		}
+		a3 += 0x538454127b096493
+		if flag_wide3.Load() {
+			hook(a3)
+		}
+		a4 += 0x8ff34785799e5cbd
+		if flag_wide4.Load() {
+			hook(a4)
+		}
+		a5 += 0xcc623af8783354e7
+		if flag_wide5.Load() {
+			hook(a5)
+		}
+		a6 += 0x8d12e6b76c84d11
+		if flag_wide6.Load() {
+			hook(a6)
+		}
+		a7 += 0x454021de755d453b
+		if flag_wide7.Load() {
+			hook(a7)
+		}
+	}
+	Sink = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7
+}
+
+// Aligned lists the alignment kernels: Aligned[shape][variant][pad].
+var Aligned = []Kernel{
+	{"chain", 1, []Variant{
+		{"none/pad=0", chain_none_pad0},
+		{"none/pad=1", chain_none_pad1},
+		{"none/pad=2", chain_none_pad2},
+		{"none/pad=3", chain_none_pad3},
+		{"gosdt/pad=0", chain_gosdt_pad0},
+		{"gosdt/pad=1", chain_gosdt_pad1},
+		{"gosdt/pad=2", chain_gosdt_pad2},
+		{"gosdt/pad=3", chain_gosdt_pad3},
+		{"slog/pad=0", chain_slog_pad0},
+		{"slog/pad=1", chain_slog_pad1},
+		{"slog/pad=2", chain_slog_pad2},
+		{"slog/pad=3", chain_slog_pad3},
+		{"trace/pad=0", chain_trace_pad0},
+		{"trace/pad=1", chain_trace_pad1},
+		{"trace/pad=2", chain_trace_pad2},
+		{"trace/pad=3", chain_trace_pad3},
+		{"atomicbool/pad=0", chain_atomicbool_pad0},
+		{"atomicbool/pad=1", chain_atomicbool_pad1},
+		{"atomicbool/pad=2", chain_atomicbool_pad2},
+		{"atomicbool/pad=3", chain_atomicbool_pad3},
+	}},
+	{"wide", 8, []Variant{
+		{"none/pad=0", wide_none_pad0},
+		{"none/pad=1", wide_none_pad1},
+		{"none/pad=2", wide_none_pad2},
+		{"none/pad=3", wide_none_pad3},
+		{"gosdt/pad=0", wide_gosdt_pad0},
+		{"gosdt/pad=1", wide_gosdt_pad1},
+		{"gosdt/pad=2", wide_gosdt_pad2},
+		{"gosdt/pad=3", wide_gosdt_pad3},
+		{"slog/pad=0", wide_slog_pad0},
+		{"slog/pad=1", wide_slog_pad1},
+		{"slog/pad=2", wide_slog_pad2},
+		{"slog/pad=3", wide_slog_pad3},
+		{"trace/pad=0", wide_trace_pad0},
+		{"trace/pad=1", wide_trace_pad1},
+		{"trace/pad=2", wide_trace_pad2},
+		{"trace/pad=3", wide_trace_pad3},
+		{"atomicbool/pad=0", wide_atomicbool_pad0},
+		{"atomicbool/pad=1", wide_atomicbool_pad1},
+		{"atomicbool/pad=2", wide_atomicbool_pad2},
+		{"atomicbool/pad=3", wide_atomicbool_pad3},
+	}},
+}
