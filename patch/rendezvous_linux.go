@@ -63,10 +63,12 @@ package patch
 // world has restarted but before the runtime releases its GC semaphore. No stop-the-world
 // (the backup's restore included) can start until the caller runs again, behind every
 // goroutine queued for the one P. That happens when the P the caller ends up on had a time
-// slice about to expire: measured with the execution tracer, once in 2,000 rendezvous at
-// GOMAXPROCS 8 with four CPU-bound goroutines per P on a 2-vCPU VM (652 ms on one P; the
-// median time on one P was 15 us and the 99th percentile 48 us); never in 2,000 at
-// GOMAXPROCS 2 (at most 0.10 ms).
+// slice about to expire: measured with the execution tracer at GOMAXPROCS 8 with four
+// CPU-bound goroutines per P on a 2-vCPU VM, 5 times in 38,000 rendezvous (652-708 ms on
+// one P each; the median time on one P was 15 us, the 99th percentile 44-73 us); never in
+// 2,000 at GOMAXPROCS 2 (at most 0.10 ms). A stop-the-world just before the shrink, so
+// that a pending preemption would strike at full GOMAXPROCS instead (ReadMemStats), did
+// not make it rarer (2 in 20,000 against 3 in 18,000).
 //
 // What the rendezvous does not stop, and why that is sound:
 //   - Threads without a P: sysmon, signal handlers, threads in syscalls or idle. They run
