@@ -249,18 +249,31 @@ func callgrindTable(out string) string {
 		val[[2]string{shape, variant}] = f[5]
 	}
 	// sealed and branch first: they are the headline.
-	order := []string{"branch", "sealed"}
-	for _, v := range variants {
-		if v != "branch" && v != "sealed" {
+	return shapeTable(shapes, firstThen([]string{"branch", "sealed"}, variants), func(s, v string) string {
+		return val[[2]string{s, v}]
+	})
+}
+
+// firstThen is first followed by the elements of rest that are not in it.
+func firstThen(first, rest []string) []string {
+	order := slices.Clone(first)
+	for _, v := range rest {
+		if !contains(order, v) {
 			order = append(order, v)
 		}
 	}
+	return order
+}
+
+// shapeTable is a Markdown table with shapes in rows, variants in columns and cell's
+// text in each cell.
+func shapeTable(shapes, variants []string, cell func(shape, variant string) string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| shape | %s |\n|---|%s\n", strings.Join(order, " | "), strings.Repeat("---:|", len(order)))
+	fmt.Fprintf(&b, "| shape | %s |\n|---|%s\n", strings.Join(variants, " | "), strings.Repeat("---:|", len(variants)))
 	for _, s := range shapes {
 		fmt.Fprintf(&b, "| %s |", s)
-		for _, v := range order {
-			fmt.Fprintf(&b, " %s |", val[[2]string{s, v}])
+		for _, v := range variants {
+			fmt.Fprintf(&b, " %s |", cell(s, v))
 		}
 		b.WriteString("\n")
 	}
@@ -395,34 +408,19 @@ func alignmentTable(out string) string {
 	if len(runs) == 0 {
 		return "(no BenchmarkAlignment lines)\n"
 	}
-	order := []string{"none", "branch", "sealed"}
-	for _, v := range variants {
-		if !contains(order, v) {
-			order = append(order, v)
-		}
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "| shape | %s |\n|---|%s\n", strings.Join(order, " | "), strings.Repeat("---:|", len(order)))
-	for _, s := range shapes {
-		fmt.Fprintf(&b, "| %s |", s)
-		for _, v := range order {
-			lo, hi := math.Inf(1), math.Inf(-1)
-			for k, xs := range runs {
-				if k.shape != s || k.variant != v {
-					continue
-				}
+	return shapeTable(shapes, firstThen([]string{"none", "branch", "sealed"}, variants), func(s, v string) string {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for k, xs := range runs {
+			if k.shape == s && k.variant == v {
 				m := median(xs)
 				lo, hi = math.Min(lo, m), math.Max(hi, m)
 			}
-			if math.IsInf(lo, 1) {
-				b.WriteString(" |")
-				continue
-			}
-			fmt.Fprintf(&b, " %.2f–%.2f |", lo, hi)
 		}
-		b.WriteString("\n")
-	}
-	return b.String()
+		if math.IsInf(lo, 1) {
+			return ""
+		}
+		return fmt.Sprintf("%.2f–%.2f", lo, hi)
+	})
 }
 
 func median(xs []float64) float64 {

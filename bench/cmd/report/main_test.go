@@ -70,8 +70,8 @@ BenchmarkAlignment/shape=wide/variant=none/pad=0-2  100  3.00 ns/op
 `
 	got := alignmentTable(out)
 	want := "| shape | none | branch | sealed | slog |\n|---|---:|---:|---:|---:|\n" +
-		"| chain | 1.20–1.50 | | 2.00–2.50 | 4.00–4.00 |\n" +
-		"| wide | 3.00–3.00 | | | |\n"
+		"| chain | 1.20–1.50 |  | 2.00–2.50 | 4.00–4.00 |\n" +
+		"| wide | 3.00–3.00 |  |  |  |\n"
 	if got != want {
 		t.Errorf("alignmentTable:\n%s\nwant\n%s", got, want)
 	}
