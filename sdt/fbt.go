@@ -77,8 +77,9 @@ func DefineFunc(provider, usdt, module, function, which, args, types string) Fun
 		funcDescs.byName[module+"."+function] = d
 	}
 	if which == "entry" {
-		d.recv = strings.HasPrefix(function[strings.IndexByte(function, '.')+1:], "(") ||
-			strings.Count(function, ".") > 1
+		// store.(*DB).Get, store.Pair.Sum, store.(*Stack[...]).Pop: methods;
+		// store.Fib, store.Map[...]: functions.
+		d.recv = strings.Count(strings.ReplaceAll(function, "[...]", ""), ".") > 1
 	}
 	return Func{head: head{on: h.on, core: h.core}, fn: d}
 }

@@ -53,8 +53,10 @@ type SDT struct {
 // configuration: the answer is kept in a file the next tool runs read.
 func (t *Tool) resolveSDT(race bool) (*SDT, error) {
 	goflags := filterToolexec(os.Getenv("GOFLAGS"))
+	// Kept for one go command (our parent, with its start time against pid reuse):
+	// the next build may follow a change of sdt's source.
 	key := hash([]byte(strings.Join([]string{t.Dir, runtime.Version(), os.Getenv("GOOS"), os.Getenv("GOARCH"),
-		strconv.FormatBool(race), goflags, os.Getenv("CGO_ENABLED")}, "\x00")))
+		strconv.FormatBool(race), goflags, os.Getenv("CGO_ENABLED"), parentID()}, "\x00")))
 	cache := filepath.Join(os.TempDir(), "gosdt-fbt-"+strconv.Itoa(os.Getuid()), "sdt-"+key)
 	if b, err := os.ReadFile(cache); err == nil {
 		if s := parseExports(b); s != nil {
@@ -86,6 +88,18 @@ func (t *Tool) resolveSDT(race bool) (*SDT, error) {
 		}
 	}
 	return s, nil
+}
+
+// parentID names the go command that runs this tool: its pid and start time.
+func parentID() string {
+	pid := os.Getppid()
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 {
+		if f := strings.Fields(string(b[i+1:])); len(f) > 19 {
+			return fmt.Sprintf("%d@%s", pid, f[19])
+		}
+	}
+	return fmt.Sprintf("%d@%d", pid, os.Getpid()) // no /proc: no sharing
 }
 
 func parseExports(b []byte) *SDT {

@@ -1,0 +1,244 @@
+package fbt_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gosdt/gosdt/internal/fbt"
+	"github.com/gosdt/gosdt/internal/testutil"
+)
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"# ok\nexample.com/a.F\nexample.com/a\n", "r:3: want package/path.Function"},
+		{"a.F b.G\n", "r:1: a pattern has no spaces"},
+		{"\n\nexample.com/a.\n", "r:3: empty function name"},
+		{"example.com/*.F\n", "r:1: the package path has no wildcards"},
+		{"example.com/a.(DB).Get\n", "r:1: a method is written (*Type).Method"},
+		{"example.com/a.(*DB.Get\n", "r:1: unbalanced parentheses"},
+		{"example.com/a.A.B.C\n", "r:1: too many dots"},
+	} {
+		_, err := fbt.Parse("r", []byte(tc.in))
+		var re *fbt.RuleError
+		if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v, want a RuleError with %q", tc.in, err, tc.want)
+		}
+	}
+	rs, err := fbt.Parse("r", []byte("net/http.(*Client).Do  # a comment\n\n  example.com/app/handlers.*\nfmt.Println\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []fbt.Rule{{1, "net/http.(*Client).Do", "net/http", "(*Client).Do"},
+		{3, "example.com/app/handlers.*", "example.com/app/handlers", "*"}, {4, "fmt.Println", "fmt", "Println"}}
+	if fmt.Sprint(rs.Rules) != fmt.Sprint(want) {
+		t.Errorf("rules %v, want %v", rs.Rules, want)
+	}
+}
+
+func TestMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pat, fn string
+		want    bool
+	}{
+		{"*", "(*DB).Get", true},
+		{"(*DB).*", "(*DB).Get", true},
+		{"(*DB).*", "DB.Get", false},
+		{"(*DB).*", "(*DBX).Get", false},
+		{"DB.*", "DB.Len", true},
+		{"Get*", "GetAll", true},
+		{"Get", "GetAll", false},
+		{"(*Stack).Pop", "(*Stack).Pop", true},
+	} {
+		if got := (fbt.Rule{Func: tc.pat}).Match(tc.fn); got != tc.want {
+			t.Errorf("%q matches %q: %v, want %v", tc.pat, tc.fn, got, tc.want)
+		}
+	}
+}
+
+// tools builds sdtctl (for the go command's machine: it runs as -toolexec) once.
+var tools = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "fbt-test")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "sdtctl")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/gosdt/gosdt/cmd/sdtctl")
+	cmd.Env = append(os.Environ(), "GOARCH="+testutil.HostArch())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building sdtctl: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+func sdtctlBin(t *testing.T) string {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("fbt's tests build and run linux programs")
+	}
+	bin, err := tools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+func exampleDir(t *testing.T) string {
+	d, err := filepath.Abs("testdata/example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// buildExample builds the example program with rules; it returns the binary and the
+// build's output (the rules' reports).
+func buildExample(t *testing.T, rules string, extra ...string) (string, string, error) {
+	t.Helper()
+	sdtctl := sdtctlBin(t)
+	bin := filepath.Join(t.TempDir(), "ex")
+	args := append([]string{"build", "-o", bin, "-toolexec", sdtctl + " toolexec -rules " + rules}, extra...)
+	cmd := exec.Command("go", append(args, "./cmd/ex")...)
+	cmd.Dir = exampleDir(t)
+	cmd.Env = append(os.Environ(), "GOARCH="+runtime.GOARCH, "GOFLAGS=-mod=mod")
+	out, err := cmd.CombinedOutput()
+	return bin, string(out), err
+}
+
+// TestExampleHooks builds the example with rules and checks every call through
+// in-process hooks: exact counts, arguments, results, order, SkipCall.
+func TestExampleHooks(t *testing.T) {
+	dir := exampleDir(t)
+	bin, out, err := buildExample(t, filepath.Join(dir, "fbt.rules"))
+	if err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"fbt.rules:11: example.com/fbtex/store.Nothing matches no function of package example.com/fbtex/store",
+		"fbt.rules:12: example.com/fbtex/absent.* matches nothing: package example.com/fbtex/absent is not in this program",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("build output lacks %q:\n%s", want, out)
+		}
+	}
+	got, err := testutil.Output(bin, nil, "hooks")
+	if err != nil {
+		t.Fatalf("ex hooks: %v\n%s", err, got)
+	}
+	want, err := os.ReadFile("testdata/hooks.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !patching() {
+		// Without a site matcher the probes work through their branch checks.
+		want = bytes.Replace(want, []byte("branch-only sites: 0 of true"), nil, 1)
+		got = bytes.Replace(got, []byte("branch-only sites: 0 of true"), nil, 1)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("ex hooks:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func patching() bool { return runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" }
+
+// TestBadRules: a build with a rules file in error stops with the line at fault.
+func TestBadRules(t *testing.T) {
+	rules := filepath.Join(t.TempDir(), "bad.rules")
+	os.WriteFile(rules, []byte("# fine\nexample.com/fbtex/store.Fib\nexample.com/fbtex/store\n"), 0o600)
+	_, out, err := buildExample(t, rules)
+	if err == nil || !strings.Contains(out, "bad.rules:3: want package/path.Function") {
+		t.Fatalf("build with a bad rules file: %v\n%s", err, out)
+	}
+	_, out, err = buildExample(t, "relative.rules")
+	if err == nil || !strings.Contains(out, "give an absolute path") {
+		t.Fatalf("build with a relative rules path: %v\n%s", err, out)
+	}
+}
+
+// TestExampleSdtctl drives the instrumented program from outside: sdtctl lists the
+// fbt probes sealed, enables one function's, and reads exact hit counts.
+func TestExampleSdtctl(t *testing.T) {
+	if testutil.Emulated() {
+		t.Skip("the control socket under qemu: covered by cmd/sdtctl's tests; hooks cover fbt here")
+	}
+	dir := exampleDir(t)
+	bin, out, err := buildExample(t, filepath.Join(dir, "fbt.rules"))
+	if err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	sdtctl := sdtctlBin(t)
+	xdg := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", xdg)
+	cmd := testutil.Command(bin, "serve")
+	in, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); cmd.Process.Kill(); cmd.Wait() }()
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() || sc.Text() != "ready" {
+		t.Fatalf("serve did not start: %q", sc.Text())
+	}
+	pid := fmt.Sprint(cmd.Process.Pid)
+	ctl := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(sdtctl, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("sdtctl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	work := func() {
+		t.Helper()
+		io.WriteString(in, "go\n")
+		if !sc.Scan() || sc.Text() != "done" {
+			t.Fatalf("workload: %q", sc.Text())
+		}
+	}
+	list := ctl("list", "-p", pid, "fbt:example.com/fbtex/store:store.Fib:")
+	for _, want := range []string{"fbt:example.com/fbtex/store:store.Fib:entry", "fbt:example.com/fbtex/store:store.Fib:return", "sealed-off", "n int", "latency_ns int64"} {
+		if !strings.Contains(list, want) {
+			t.Errorf("list lacks %q:\n%s", want, list)
+		}
+	}
+	work() // off
+	ctl("enable", "-p", pid, "fbt:example.com/fbtex/store:store.Fib:", "fbt:example.com/fbtex/store:store.Div:")
+	work()
+	hits := map[string]uint64{}
+	for _, line := range strings.Split(strings.TrimSpace(ctl("list", "-p", pid, "--json", "fbt:example.com/fbtex/store::")), "\n") {
+		var rec struct {
+			Probe struct {
+				Name string
+				Hits uint64
+			}
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		f := strings.Split(rec.Probe.Name, ":")
+		hits[f[2]+":"+f[3]] += rec.Probe.Hits
+	}
+	// Fib(10) is 177 calls and Parallel(4, 5) 4*15; Div is called twice, and returns
+	// once: Div(1, 0) panics. A return probe's hits count its Begin site (the clock
+	// read at entry) and its return sites.
+	want := map[string]uint64{"store.Fib:entry": 237, "store.Fib:return": 237 * 2, "store.Div:entry": 2, "store.Div:return": 2 + 1}
+	for k, w := range want {
+		if hits[k] != w {
+			t.Errorf("hits of %s: %d, want %d (all: %v)", k, hits[k], w, hits)
+		}
+	}
+	ctl("disable", "-p", pid, "fbt:example.com/fbtex/store::")
+	work()
+}
