@@ -104,11 +104,15 @@ func exampleDir(t *testing.T) string {
 // buildExample builds the example program with rules; it returns the binary and the
 // build's output (the rules' reports).
 func buildExample(t *testing.T, rules string, extra ...string) (string, string, error) {
+	return buildCmd(t, "./cmd/ex", rules, extra...)
+}
+
+func buildCmd(t *testing.T, pkg, rules string, extra ...string) (string, string, error) {
 	t.Helper()
 	sdtctl := sdtctlBin(t)
 	bin := filepath.Join(t.TempDir(), "ex")
 	args := append([]string{"build", "-o", bin, "-toolexec", sdtctl + " toolexec -rules " + rules}, extra...)
-	cmd := exec.Command("go", append(args, "./cmd/ex")...)
+	cmd := exec.Command("go", append(args, pkg)...)
 	cmd.Dir = exampleDir(t)
 	cmd.Env = append(os.Environ(), "GOARCH="+runtime.GOARCH, "GOFLAGS=-mod=mod")
 	out, err := cmd.CombinedOutput()
@@ -241,4 +245,36 @@ func TestExampleSdtctl(t *testing.T) {
 	}
 	ctl("disable", "-p", pid, "fbt:example.com/fbtex/store::")
 	work()
+}
+
+// TestNetHTTP instruments the standard library: net/http.(*Client).Do, called
+// against a loopback server, seen by hooks with its request and response.
+func TestNetHTTP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("rebuilds net/http and what depends on it")
+	}
+	bin, out, err := buildCmd(t, "./cmd/httpex", filepath.Join(exampleDir(t), "http.rules"))
+	if err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	got, err := testutil.Output(bin, nil)
+	if err != nil {
+		t.Fatalf("httpex: %v\n%s", err, got)
+	}
+	want := `enter net/http.(*Client).Do GET /a
+exit net/http.(*Client).Do 200 OK latency>0=true
+enter net/http.(*Client).Do GET /missing
+exit net/http.(*Client).Do 404 Not Found latency>0=true
+`
+	if !strings.HasSuffix(string(got), want) {
+		t.Errorf("httpex:\n%s\nwant it to end with:\n%s", got, want)
+	}
+	for _, name := range []string{"fbt:net/http:http.(*Client).Do:entry", "fbt:net/http:http.(*Client).Do:return"} {
+		if !strings.Contains(string(got), name+" sealed-off true") && patching() {
+			t.Errorf("httpex: no sealed site of %s that fired:\n%s", name, got)
+		}
+	}
+	if strings.Contains(string(got), "branch-only") && patching() {
+		t.Errorf("httpex: branch-only sites:\n%s", got)
+	}
 }
