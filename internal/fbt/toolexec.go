@@ -164,7 +164,7 @@ func (t *Tool) Compile(args []string, warn func(string)) ([]string, func(), erro
 	if err != nil {
 		return nil, noop, err
 	}
-	if _, dep := sdt.Export[pkg]; dep || strings.HasPrefix(pkg, "github.com/gosdt/gosdt/") {
+	if _, dep := sdt.Export[pkg]; dep {
 		t.record(pkg, nil)
 		warn(fmt.Sprintf("fbt: %s is a package gosdt's sdt depends on; it cannot be instrumented (rules on lines %s)", pkg, lines(rules)))
 		return args, noop, nil
