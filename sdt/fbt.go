@@ -76,6 +76,9 @@ func DefineFunc(provider, usdt, module, function, which, args, types string) Fun
 		d = &funcDesc{module: module, function: function}
 		funcDescs.byName[module+"."+function] = d
 	}
+	reg.mu.Lock()
+	funcProbes[h.core] = d
+	reg.mu.Unlock()
 	if which == "entry" {
 		// store.(*DB).Get, store.Pair.Sum, store.(*Stack[...]).Pop: methods;
 		// store.Fib, store.Map[...]: functions.
@@ -83,6 +86,18 @@ func DefineFunc(provider, usdt, module, function, which, args, types string) Fun
 	}
 	return Func{head: head{on: h.on, core: h.core}, fn: d}
 }
+
+// nameSite names a site of an fbt probe after the instrumented function: sites in its
+// traced copy (and that copy's deferred check) are the function's. The registry calls
+// it as it binds a site to its definition.
+func nameSite(p *probe, s *site) {
+	if d := funcProbes[p]; d != nil {
+		s.Module, s.Func = d.module, d.function
+	}
+}
+
+// funcProbes maps fbt probe descriptors to their function (guarded by reg.mu).
+var funcProbes = map[*probe]*funcDesc{}
 
 // Enabled reports whether p is on. Generated code guards every use of p with it.
 func (p *Func) Enabled() bool { return p.on != 0 }
@@ -118,6 +133,7 @@ func (p *Func) fire(c *Call, at uint8) *Call {
 		if c == nil {
 			c = newCall(p.fn)
 		}
+		c.entered = true
 		c.entry, c.entryCons = ret, p.consumers()
 		if hs := p.fn.hooks.Load(); hs != nil {
 			c.hooks = *hs
@@ -134,6 +150,7 @@ func (p *Func) fire(c *Call, at uint8) *Call {
 			}
 		}
 		c.res = argv{}
+		c.panicking = !c.done
 		var lat, panicking int64 = nanotime() - c.start, 0
 		if c.panicking {
 			panicking = 1
@@ -160,14 +177,26 @@ type Call struct {
 	hooks       []*funcHook
 	ran         int // entry hooks that ran: their exit hooks run, innermost first
 	skipped     bool
+	entered     bool // the entry probe fired
+	done        bool // the call reached a return statement
 	panicking   bool
-	panicValue  any
 	hooksWanted bool
 }
 
 func newCall(d *funcDesc) *Call {
 	return &Call{fn: d, start: nanotime(), hooksWanted: d.hooks.Load() != nil}
 }
+
+// EntryFired reports whether the entry probe fired for the call: then its arguments
+// are recorded and its hooks run.
+func (c *Call) EntryFired() bool { return c.entered }
+
+// Done marks the call as returning normally, at each of its return statements.
+func (c *Call) Done() { c.done = true }
+
+// Unwinding reports, from the traced copy's deferred check, whether the call is
+// leaving without reaching a return statement: by panic (or runtime.Goexit).
+func (c *Call) Unwinding() bool { return !c.done }
 
 // In records the next argument (the receiver first) of an entered call.
 func In[T any](c *Call, x T) {
@@ -333,8 +362,9 @@ func (c *Call) SetResult(i int, v any) {
 // Latency is the time since the call began (at exit: its duration).
 func (c *Call) Latency() time.Duration { return time.Duration(nanotime() - c.start) }
 
-// Panicking reports whether the call is returning by panic, and the panic value.
-func (c *Call) Panicking() (bool, any) { return c.panicking, c.panicValue }
+// Panicking reports whether the call is leaving by panic (or runtime.Goexit): it
+// reached none of its return statements. The panic value is not recovered.
+func (c *Call) Panicking() bool { return c.panicking }
 
 // Skipped reports whether an entry hook skipped the call.
 func (c *Call) Skipped() bool { return c.skipped }

@@ -234,10 +234,9 @@ func TestExampleSdtctl(t *testing.T) {
 		f := strings.Split(rec.Probe.Name, ":")
 		hits[f[2]+":"+f[3]] += rec.Probe.Hits
 	}
-	// Fib(10) is 177 calls and Parallel(4, 5) 4*15; Div is called twice, and returns
-	// once: Div(1, 0) panics. A return probe's hits count its Begin site (the clock
-	// read at entry) and its return sites.
-	want := map[string]uint64{"store.Fib:entry": 237, "store.Fib:return": 237 * 2, "store.Div:entry": 2, "store.Div:return": 2 + 1}
+	// Fib(10) is 177 calls and Parallel(4, 5) 4*15; Div is called twice and returns
+	// once, Div(1, 0) panics: its return fires from the traced copy's deferred check.
+	want := map[string]uint64{"store.Fib:entry": 237, "store.Fib:return": 237, "store.Div:entry": 2, "store.Div:return": 2}
 	for k, w := range want {
 		if hits[k] != w {
 			t.Errorf("hits of %s: %d, want %d (all: %v)", k, hits[k], w, hits)
@@ -276,5 +275,25 @@ exit net/http.(*Client).Do 404 Not Found latency>0=true
 	}
 	if strings.Contains(string(got), "branch-only") && patching() {
 		t.Errorf("httpex: branch-only sites:\n%s", got)
+	}
+}
+
+// TestPanicLines: a panic in a traced call reports the user's file and line.
+func TestPanicLines(t *testing.T) {
+	bin, out, err := buildExample(t, filepath.Join(exampleDir(t), "fbt.rules"))
+	if err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	src, err := os.ReadFile("testdata/example/store/store.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := 1 + bytes.Count(src[:bytes.Index(src, []byte("q, r = a/b, a%b"))], []byte("\n"))
+	want := fmt.Sprintf("store/store.go:%d ", line)
+	for _, mode := range []string{"panic", "plainpanic"} {
+		got, _ := testutil.Output(bin, nil, mode)
+		if !bytes.Contains(got, []byte("integer divide by zero")) || !bytes.Contains(got, []byte(want)) {
+			t.Errorf("ex %s: want the panic at %q:\n%s", mode, want, got)
+		}
 	}
 }

@@ -188,23 +188,38 @@ func (rw *fileRewrite) apply() []byte {
 	return out.Bytes()
 }
 
-// instrument gives fd an entry site and a site at every return.
+// instrument gives fd two gates at its entry, one per probe, and a traced copy of its
+// body, which is what runs while either probe is on:
+//
+//	func F(a A) (R0, error) {
+//		if E.Enabled() { if c := E.Enter(nil); c != nil { return __sdt_fbtN_t(c, a) } }
+//		if R.Enabled() { if c := R.Begin(); c != nil { return __sdt_fbtN_t(c, a) } }
+//		... the body, as written ...
+//	}
+//	func __sdt_fbtN_t(c *sdt.Call, a A) (r0 R0, r1 error) {
+//		entry arguments and hooks; a deferred check for panics
+//		... the body again, every return a return site ...
+//	}
+//
+// While both probes are off F pays two jumps and nothing else: no variable lives
+// across its body for the probes' sake, and no return is touched. The copy keeps the
+// user's lines (a /*line*/ directive), and its sites are named after F.
 func (rw *fileRewrite) instrument(fd *ast.FuncDecl, name, sym string) {
 	id := fmt.Sprintf("__sdt_fbt%d_%d", rw.file, rw.n)
 	rw.n++
-	E, R := id+"e", id+"r"
+	E, R, T := id+"e", id+"r", id+"t"
 
-	var argNames, argTypes []string
-	var ins []string // In calls
+	var argNames, argTypes, callArgs, params, ins []string
 	k := 0
-	name1 := func(field *ast.Field, prefix string, ptype string) []string {
-		var ns []string
+	// names gives every parameter a name, in F itself too (F passes them on).
+	names := func(field *ast.Field, prefix string) []string {
 		if len(field.Names) == 0 {
 			n := fmt.Sprintf("__sdt_%s%d", prefix, k)
 			k++
 			rw.insert(field.Type.Pos(), n+" ")
 			return []string{n}
 		}
+		var ns []string
 		for _, id := range field.Names {
 			n := id.Name
 			if n == "_" {
@@ -216,37 +231,53 @@ func (rw *fileRewrite) instrument(fd *ast.FuncDecl, name, sym string) {
 		}
 		return ns
 	}
-	params := func(fl *ast.FieldList, prefix string) {
-		if fl == nil {
-			return
-		}
-		for _, field := range fl.List {
-			t := rw.text(field.Type)
-			for _, n := range name1(field, prefix, t) {
-				argNames, argTypes = append(argNames, strings.TrimPrefix(n, "__sdt_")), append(argTypes, t)
-				ins = append(ins, "__sdt.In(__sdt_c, "+n+");")
+	recv := ""
+	if fd.Recv != nil && len(fd.Recv.List) > 0 {
+		field := fd.Recv.List[0]
+		n := names(field, "recv")[0]
+		recv = "(" + n + " " + rw.text(field.Type) + ") "
+		argNames, argTypes = append(argNames, "this"), append(argTypes, rw.text(field.Type))
+		ins = append(ins, "__sdt.In(__sdt_c, "+n+");")
+	}
+	for _, field := range fd.Type.Params.List {
+		t := rw.text(field.Type)
+		_, variadic := field.Type.(*ast.Ellipsis)
+		for _, n := range names(field, "p") {
+			argNames, argTypes = append(argNames, strings.TrimPrefix(n, "__sdt_")), append(argTypes, t)
+			ins = append(ins, "__sdt.In(__sdt_c, "+n+");")
+			params = append(params, n+" "+t)
+			if variadic {
+				n += "..."
 			}
+			callArgs = append(callArgs, n)
 		}
 	}
-	params(fd.Recv, "recv")
-	params(fd.Type.Params, "p")
+	typeParams, typeArgs := "", ""
+	if tp := fd.Type.TypeParams; tp != nil && len(tp.List) > 0 {
+		typeParams = rw.text(tp) // with its brackets
+		var ns []string
+		for _, field := range tp.List {
+			for _, n := range field.Names {
+				ns = append(ns, n.Name)
+			}
+		}
+		typeArgs = "[" + strings.Join(ns, ", ") + "]"
+	}
 
-	// Results: their types, and names where the function has them.
+	// Results: their types, and names (the copy names them all).
 	var resTypes, resNames []string
-	named := false
 	if fl := fd.Type.Results; fl != nil {
 		for _, field := range fl.List {
 			t := rw.text(field.Type)
 			if len(field.Names) == 0 {
+				resNames = append(resNames, fmt.Sprintf("__sdt_r%d", len(resNames)))
 				resTypes = append(resTypes, t)
 				continue
 			}
-			named = true
 			for _, id := range field.Names {
 				n := id.Name
 				if n == "_" {
 					n = fmt.Sprintf("__sdt_r%d", len(resNames))
-					rw.replace(id.Pos(), id.End(), n)
 				}
 				resNames = append(resNames, n)
 				resTypes = append(resTypes, t)
@@ -254,12 +285,14 @@ func (rw *fileRewrite) instrument(fd *ast.FuncDecl, name, sym string) {
 		}
 	}
 	temps := make([]string, len(resTypes))
+	var results []string
 	for i := range temps {
 		temps[i] = fmt.Sprintf("__sdt_t%d", i)
+		results = append(results, resNames[i]+" "+resTypes[i])
 	}
 	retSite := func(vals []string) string {
 		var b strings.Builder
-		fmt.Fprintf(&b, "if %s.Enabled() { if __sdt_x := %s.Return(__sdt_c); __sdt_x != nil { ", R, R)
+		fmt.Fprintf(&b, "__sdt_c.Done(); if %s.Enabled() { if __sdt_x := %s.Return(__sdt_c); __sdt_x != nil { ", R, R)
 		for _, v := range vals {
 			fmt.Fprintf(&b, "__sdt.Out(__sdt_x, %s); ", v)
 		}
@@ -277,29 +310,41 @@ func (rw *fileRewrite) instrument(fd *ast.FuncDecl, name, sym string) {
 		}
 		return b.String()
 	}
-	// A skipped call returns what its hooks set.
-	var skip strings.Builder
-	switch {
-	case len(resTypes) == 0:
-		skip.WriteString(retSite(nil) + "return")
-	case named:
-		for i, n := range resNames {
-			fmt.Fprintf(&skip, "%s = __sdt.Result(__sdt_c, %d, %s); ", n, i, n)
-		}
-		skip.WriteString(retSite(resNames) + "return")
-	default:
-		skip.WriteString(declTemps())
-		for i, n := range temps {
-			fmt.Fprintf(&skip, "%s = __sdt.Result(__sdt_c, %d, %s); ", n, i, n)
-		}
-		skip.WriteString(retSite(temps) + "return " + strings.Join(temps, ", "))
-	}
-	entry := fmt.Sprintf("var __sdt_c *__sdt.Call; _ = __sdt_c; if %s.Enabled() { __sdt_c = %s.Begin() }; "+
-		"if %s.Enabled() { if __sdt_e := %s.Enter(__sdt_c); __sdt_e != nil { __sdt_c = __sdt_e; %s if __sdt_c.Entered() { %s } } };",
-		R, R, E, E, strings.Join(ins, " "), skip.String())
-	rw.insert(fd.Body.Lbrace+1, entry)
 
-	// Every return of the function itself (not of the closures in it).
+	// The gates, on the line of F's opening brace.
+	call := fmt.Sprintf("%s%s(%s)", T, typeArgs, strings.Join(append([]string{"__sdt_c"}, callArgs...), ", "))
+	if recv != "" {
+		rn := strings.Fields(recv[1:])[0]
+		call = fmt.Sprintf("%s.%s(%s)", rn, T, strings.Join(append([]string{"__sdt_c"}, callArgs...), ", "))
+	}
+	ret := "return "
+	if len(resTypes) == 0 {
+		ret = ""
+	}
+	gate := func(p, fire string) string {
+		s := fmt.Sprintf("if %s.Enabled() { if __sdt_c := %s.%s; __sdt_c != nil { %s%s; ", p, p, fire, ret, call)
+		if ret == "" {
+			s += "return "
+		}
+		return s + "} }; "
+	}
+	rw.insert(fd.Body.Lbrace+1, gate(E, "Enter(nil)")+gate(R, "Begin()"))
+
+	// The traced copy: the body, its returns made return sites.
+	body := &copyRewrite{base: rw.off(fd.Body.Pos()), src: rw.src[rw.off(fd.Body.Pos()):rw.off(fd.Body.End())]}
+	skip := ""
+	for i, n := range resNames {
+		skip += fmt.Sprintf("%s = __sdt.Result(__sdt_c, %d, %s); ", n, i, n)
+	}
+	skip += retSite(resNames) + "return"
+	// A call that panics returns through the deferred check, which fires return with
+	// panicking set and the results as they are.
+	unwind := fmt.Sprintf("defer func() { if __sdt_c.Unwinding() { if %s.Enabled() { if __sdt_x := %s.Return(__sdt_c); __sdt_x != nil { ", R, R)
+	for _, n := range resNames {
+		unwind += fmt.Sprintf("__sdt.Out(__sdt_x, %s); ", n)
+	}
+	unwind += "__sdt_x.Returned() } } } }(); "
+	body.insert(1, fmt.Sprintf("if __sdt_c.EntryFired() { %s if __sdt_c.Entered() { %s } }; %s", strings.Join(ins, " "), skip, unwind))
 	lastIsReturn := false
 	if n := len(fd.Body.List); n > 0 {
 		_, lastIsReturn = fd.Body.List[n-1].(*ast.ReturnStmt)
@@ -326,13 +371,17 @@ func (rw *fileRewrite) instrument(fd *ast.FuncDecl, name, sym string) {
 				b.WriteString(retSite(temps) + "return " + strings.Join(temps, ", "))
 			}
 			b.WriteString(" }")
-			rw.replace(r.Pos(), r.End(), b.String())
+			body.replace(rw.off(r.Pos()), rw.off(r.End()), b.String())
 		}
 		return true
 	})
 	if len(resTypes) == 0 && !lastIsReturn {
-		rw.insert(fd.Body.Rbrace, "; "+retSite(nil))
+		body.insert(len(body.src)-1, "; "+retSite(nil))
 	}
+	pos := rw.fset.Position(fd.Body.Lbrace)
+	fmt.Fprintf(&rw.defs, "\n// %s is the traced copy of %s.\nfunc %s%s%s(%s) (%s) /*line %s:%d:%d*/%s\n", T, name, recv, T, typeParams,
+		strings.Join(append([]string{"__sdt_c *__sdt.Call"}, params...), ", "), strings.Join(results, ", "),
+		pos.Filename, pos.Line, pos.Column, body.apply())
 
 	module, function := sled.SplitFunc(rw.pkg + "." + sym)
 	usdt := usdtName(rw.pkg, name)
@@ -340,7 +389,7 @@ func (rw *fileRewrite) instrument(fd *ast.FuncDecl, name, sym string) {
 	resArgTypes := []string{"int64", "bool"}
 	for i, t := range resTypes {
 		n := fmt.Sprintf("r%d", i)
-		if named && !strings.HasPrefix(resNames[i], "__sdt_") {
+		if !strings.HasPrefix(resNames[i], "__sdt_") {
 			n = resNames[i]
 		}
 		resArgNames, resArgTypes = append(resArgNames, n), append(resArgTypes, t)
@@ -350,6 +399,26 @@ func (rw *fileRewrite) instrument(fd *ast.FuncDecl, name, sym string) {
 		q(usdt+"__entry"), q(module), q(function), q(strings.Join(argNames, "\n")), q(strings.Join(argTypes, "\n")))
 	fmt.Fprintf(&rw.defs, "var %s = __sdt.DefineFunc(\"fbt\", %s, %s, %s, \"return\", %s, %s)\n", R,
 		q(usdt+"__return"), q(module), q(function), q(strings.Join(resArgNames, "\n")), q(strings.Join(resArgTypes, "\n")))
+}
+
+// copyRewrite edits a copy of a function's body: offsets are the file's.
+type copyRewrite struct {
+	base  int
+	src   []byte
+	edits []edit
+}
+
+func (c *copyRewrite) insert(rel int, text string) {
+	c.edits = append(c.edits, edit{off: rel, end: rel, text: text})
+}
+
+func (c *copyRewrite) replace(from, to int, text string) {
+	c.edits = append(c.edits, edit{off: from - c.base, end: to - c.base, text: text})
+}
+
+func (c *copyRewrite) apply() string {
+	rw := fileRewrite{src: c.src, edits: c.edits}
+	return string(rw.apply())
 }
 
 // usdtName is a function's USDT probe name stem: package path and function with

@@ -45,6 +45,11 @@ func main() {
 	switch os.Args[1] {
 	case "hooks":
 		hooks()
+	case "panic": // a panic in a traced call: its trace shows the user's lines
+		must(sdt.Enable("fbt:example.com/fbtex/store:store.Div:"))
+		store.Div(1, 0)
+	case "plainpanic":
+		store.Div(1, 0)
 	case "serve":
 		fmt.Println("ready")
 		sc := bufio.NewScanner(os.Stdin)
@@ -103,7 +108,7 @@ func hooks() {
 			mu.Lock()
 			exits[c.Func()]++
 			if !strings.HasSuffix(c.Func(), "Fib") {
-				log = append(log, fmt.Sprintf("exit %s results=%v", short(c.Func()), c.Results()))
+				log = append(log, fmt.Sprintf("exit %s results=%v panicking=%v", short(c.Func()), c.Results(), c.Panicking()))
 			}
 			mu.Unlock()
 		},
