@@ -13,10 +13,12 @@ import (
 // Function-boundary probes (fbt) are written by `sdtctl toolexec -rules FILE`, not by
 // hand: every function a rule matches gets, in its own body,
 //
-//	entry:   if ret.Enabled() { c = ret.Begin() }          // the return probe's clock
-//	         if ent.Enabled() { ... ent.Enter(c) ... }      // fbt:pkg:fn:entry
-//	returns: if ret.Enabled() { ... ret.Return(c) ... }     // fbt:pkg:fn:return
+//	entry:   if ent.Enabled() { return traced(args) }     // guard sites
+//	         if ret.Enabled() { return traced(args) }
+//	traced:  if ent.Enabled() { c = ent.Enter(nil) }       // fbt:pkg:fn:entry
+//	returns: if ret.Enabled() { ... ret.Return(c) ... }    // fbt:pkg:fn:return
 //
+// where traced is a copy of the function's body (internal/fbt says how it is made).
 // Each check is an ordinary site: sealed, one jump while off. The probes are named
 // fbt:<package path>:<function>:entry and :return, the function as the other probes
 // name it (pkg.(*T).M). entry's arguments are the receiver and the parameters, return's
@@ -102,8 +104,9 @@ var funcProbes = map[*probe]*funcDesc{}
 // Enabled reports whether p is on. Generated code guards every use of p with it.
 func (p *Func) Enabled() bool { return p.on != 0 }
 
-// Begin starts the clock of a call, for the return probe p.
-func (p *Func) Begin() *Call { return p.fire(nil, atBegin) }
+// NewCall starts the clock of a call whose entry probe did not fire, for the return
+// probe p.
+func (p *Func) NewCall() *Call { return newCall(p.fn) }
 
 // Enter fires the entry probe p; nil if this site is not on. c is Begin's Call, if any.
 func (p *Func) Enter(c *Call) *Call { return p.fire(c, atEntry) }
@@ -113,8 +116,7 @@ func (p *Func) Enter(c *Call) *Call { return p.fire(c, atEntry) }
 func (p *Func) Return(c *Call) *Call { return p.fire(c, atReturn) }
 
 const (
-	atBegin = iota
-	atEntry
+	atEntry = iota + 1
 	atReturn
 )
 
@@ -127,8 +129,6 @@ func (p *Func) fire(c *Call, at uint8) *Call {
 		return nil
 	}
 	switch at {
-	case atBegin:
-		c = newCall(p.fn)
 	case atEntry:
 		if c == nil {
 			c = newCall(p.fn)
@@ -189,14 +189,18 @@ func newCall(d *funcDesc) *Call {
 
 // EntryFired reports whether the entry probe fired for the call: then its arguments
 // are recorded and its hooks run.
-func (c *Call) EntryFired() bool { return c.entered }
+func (c *Call) EntryFired() bool { return c != nil && c.entered }
 
 // Done marks the call as returning normally, at each of its return statements.
-func (c *Call) Done() { c.done = true }
+func (c *Call) Done() {
+	if c != nil {
+		c.done = true
+	}
+}
 
 // Unwinding reports, from the traced copy's deferred check, whether the call is
 // leaving without reaching a return statement: by panic (or runtime.Goexit).
-func (c *Call) Unwinding() bool { return !c.done }
+func (c *Call) Unwinding() bool { return c != nil && !c.done }
 
 // In records the next argument (the receiver first) of an entered call.
 func In[T any](c *Call, x T) {

@@ -192,17 +192,18 @@ func (rw *fileRewrite) apply() []byte {
 // body, which is what runs while either probe is on:
 //
 //	func F(a A) (R0, error) {
-//		if E.Enabled() { if c := E.Enter(nil); c != nil { return __sdt_fbtN_t(c, a) } }
-//		if R.Enabled() { if c := R.Begin(); c != nil { return __sdt_fbtN_t(c, a) } }
+//		if E.Enabled() { return __sdt_fbtN_t(a) }   // guard sites
+//		if R.Enabled() { return __sdt_fbtN_t(a) }
 //		... the body, as written ...
 //	}
-//	func __sdt_fbtN_t(c *sdt.Call, a A) (r0 R0, r1 error) {
+//	func __sdt_fbtN_t(a A) (r0 R0, r1 error) {
+//		if E.Enabled() { c = E.Enter(nil) }         // the entry's fire site
 //		entry arguments and hooks; a deferred check for panics
-//		... the body again, every return a return site ...
+//		... the body again, every return a return site of R ...
 //	}
 //
 // While both probes are off F pays two jumps and nothing else: no variable lives
-// across its body for the probes' sake, and no return is touched. The copy keeps the
+// across its body for the probes' sake, no argument is spilled, no return is touched. The copy keeps the
 // user's lines (a /*line*/ directive), and its sites are named after F.
 func (rw *fileRewrite) instrument(fd *ast.FuncDecl, name, sym string) {
 	id := fmt.Sprintf("__sdt_fbt%d_%d", rw.file, rw.n)
@@ -311,24 +312,20 @@ func (rw *fileRewrite) instrument(fd *ast.FuncDecl, name, sym string) {
 		return b.String()
 	}
 
-	// The gates, on the line of F's opening brace.
-	call := fmt.Sprintf("%s%s(%s)", T, typeArgs, strings.Join(append([]string{"__sdt_c"}, callArgs...), ", "))
+	// The gates, on the line of F's opening brace: checks of the probes' flags around a
+	// call of the copy (guard sites; the probes' fire sites are in the copy).
+	call := fmt.Sprintf("%s%s(%s)", T, typeArgs, strings.Join(callArgs, ", "))
 	if recv != "" {
 		rn := strings.Fields(recv[1:])[0]
-		call = fmt.Sprintf("%s.%s(%s)", rn, T, strings.Join(append([]string{"__sdt_c"}, callArgs...), ", "))
+		call = fmt.Sprintf("%s.%s(%s)", rn, T, strings.Join(callArgs, ", "))
 	}
-	ret := "return "
-	if len(resTypes) == 0 {
-		ret = ""
-	}
-	gate := func(p, fire string) string {
-		s := fmt.Sprintf("if %s.Enabled() { if __sdt_c := %s.%s; __sdt_c != nil { %s%s; ", p, p, fire, ret, call)
-		if ret == "" {
-			s += "return "
+	gate := func(p string) string {
+		if len(resTypes) == 0 {
+			return fmt.Sprintf("if %s.Enabled() { %s; return }; ", p, call)
 		}
-		return s + "} }; "
+		return fmt.Sprintf("if %s.Enabled() { return %s }; ", p, call)
 	}
-	rw.insert(fd.Body.Lbrace+1, gate(E, "Enter(nil)")+gate(R, "Begin()"))
+	rw.insert(fd.Body.Lbrace+1, gate(E)+gate(R))
 
 	// The traced copy: the body, its returns made return sites.
 	body := &copyRewrite{base: rw.off(fd.Body.Pos()), src: rw.src[rw.off(fd.Body.Pos()):rw.off(fd.Body.End())]}
@@ -344,7 +341,8 @@ func (rw *fileRewrite) instrument(fd *ast.FuncDecl, name, sym string) {
 		unwind += fmt.Sprintf("__sdt.Out(__sdt_x, %s); ", n)
 	}
 	unwind += "__sdt_x.Returned() } } } }(); "
-	body.insert(1, fmt.Sprintf("if __sdt_c.EntryFired() { %s if __sdt_c.Entered() { %s } }; %s", strings.Join(ins, " "), skip, unwind))
+	body.insert(1, fmt.Sprintf("var __sdt_c *__sdt.Call; if %s.Enabled() { __sdt_c = %s.Enter(nil) }; if __sdt_c == nil { __sdt_c = %s.NewCall() }; "+
+		"if __sdt_c.EntryFired() { %s if __sdt_c.Entered() { %s } }; %s", E, E, R, strings.Join(ins, " "), skip, unwind))
 	lastIsReturn := false
 	if n := len(fd.Body.List); n > 0 {
 		_, lastIsReturn = fd.Body.List[n-1].(*ast.ReturnStmt)
@@ -380,7 +378,7 @@ func (rw *fileRewrite) instrument(fd *ast.FuncDecl, name, sym string) {
 	}
 	pos := rw.fset.Position(fd.Body.Lbrace)
 	fmt.Fprintf(&rw.defs, "\n// %s is the traced copy of %s.\nfunc %s%s%s(%s) (%s) /*line %s:%d:%d*/%s\n", T, name, recv, T, typeParams,
-		strings.Join(append([]string{"__sdt_c *__sdt.Call"}, params...), ", "), strings.Join(results, ", "),
+		strings.Join(params, ", "), strings.Join(results, ", "),
 		pos.Filename, pos.Line, pos.Column, body.apply())
 
 	module, function := sled.SplitFunc(rw.pkg + "." + sym)
