@@ -183,8 +183,27 @@ type Call struct {
 	hooksWanted bool
 }
 
+// calls recycles Calls: a traced call releases its Call when it leaves (Release), so
+// an enabled probe costs no allocation per call.
+var calls = sync.Pool{New: func() any { return new(Call) }}
+
 func newCall(d *funcDesc) *Call {
-	return &Call{fn: d, start: nanotime(), hooksWanted: d.hooks.Load() != nil}
+	c := calls.Get().(*Call)
+	c.fn, c.start, c.hooksWanted = d, nanotime(), d.hooks.Load() != nil
+	return c
+}
+
+// Release recycles the Call of a call that has left (the traced copy's deferred
+// check calls it last).
+func (c *Call) Release() {
+	if c == nil {
+		return
+	}
+	vals, resVals, resSet := c.vals[:0], c.resVals[:0], c.resSet[:0]
+	*c = Call{vals: vals, resVals: resVals, resSet: resSet}
+	clear(vals[:cap(vals)])
+	clear(resVals[:cap(resVals)])
+	calls.Put(c)
 }
 
 // EntryFired reports whether the entry probe fired for the call: then its arguments

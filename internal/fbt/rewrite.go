@@ -340,7 +340,7 @@ func (rw *fileRewrite) instrument(fd *ast.FuncDecl, name, sym string) {
 	for _, n := range resNames {
 		unwind += fmt.Sprintf("__sdt.Out(__sdt_x, %s); ", n)
 	}
-	unwind += "__sdt_x.Returned() } } } }(); "
+	unwind += "__sdt_x.Returned() } } }; __sdt_c.Release() }(); "
 	body.insert(1, fmt.Sprintf("var __sdt_c *__sdt.Call; if %s.Enabled() { __sdt_c = %s.Enter(nil) }; if __sdt_c == nil { __sdt_c = %s.NewCall() }; "+
 		"if __sdt_c.EntryFired() { %s if __sdt_c.Entered() { %s } }; %s", E, E, R, strings.Join(ins, " "), skip, unwind))
 	lastIsReturn := false

@@ -31,6 +31,8 @@ func Mid(a, b int) int { return Work(a, b) + 1 }
 func Leaf(a, b int) int { return a ^ b + 1 }
 
 // LoopWork calls Work n times.
+//
+//go:noinline
 func LoopWork(n int) int {
 	s := 0
 	for i := 0; i < n; i++ {
@@ -40,6 +42,8 @@ func LoopWork(n int) int {
 }
 
 // LoopPair calls Pair n times.
+//
+//go:noinline
 func LoopPair(n int) int {
 	s := 0
 	for i := 0; i < n; i++ {
@@ -52,6 +56,8 @@ func LoopPair(n int) int {
 }
 
 // LoopLeaf calls Leaf n times.
+//
+//go:noinline
 func LoopLeaf(n int) int {
 	s := 0
 	for i := 0; i < n; i++ {
@@ -61,6 +67,8 @@ func LoopLeaf(n int) int {
 }
 
 // LoopMid calls Mid n times.
+//
+//go:noinline
 func LoopMid(n int) int {
 	s := 0
 	for i := 0; i < n; i++ {
