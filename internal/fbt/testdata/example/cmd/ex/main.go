@@ -50,6 +50,11 @@ func main() {
 		store.Div(1, 0)
 	case "plainpanic":
 		store.Div(1, 0)
+	case "loop": // the workload, over and over (for the README's sdtctl stat)
+		fmt.Println("ready")
+		for {
+			workload()
+		}
 	case "serve":
 		fmt.Println("ready")
 		sc := bufio.NewScanner(os.Stdin)
