@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -369,6 +368,3 @@ func lines(rs []Rule) string {
 	}
 	return strings.Join(s, ", ")
 }
-
-// ErrRules wraps rules file errors for the caller's exit code.
-var ErrRules = errors.New("fbt rules")

@@ -119,3 +119,30 @@ func Blank(_ int, _ string) (_ int) { return 7 }
 
 // Plain is not matched by the rules.
 func Plain() int { return 1 }
+
+// Sum is variadic.
+func Sum(xs ...int) (total int) {
+	for _, x := range xs {
+		total += x
+	}
+	return total
+}
+
+// Zero has an unnamed receiver.
+func (Pair) Zero() int { return 0 }
+
+// Shadow returns a named result that an inner variable shadows, and has a label.
+func Shadow(n int) (err error) {
+	if n > 0 {
+		err := errors.New("inner")
+		_ = err
+		return ErrMissing
+	}
+loop:
+	for i := 0; i < 3; i++ {
+		if i == n {
+			break loop
+		}
+	}
+	return
+}

@@ -35,6 +35,10 @@ func workload() {
 	store.Parallel(4, 5)
 	store.Blank(1, "")
 	db.Len()
+	store.Sum(1, 2, 3)
+	store.Pair{}.Zero()
+	store.Shadow(1)
+	store.Shadow(0)
 	func() {
 		defer func() { recover() }()
 		store.Div(1, 0)
