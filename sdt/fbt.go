@@ -149,7 +149,7 @@ func (p *Func) fire(c *Call, at uint8) *Call {
 				c.ran = len(c.hooks)
 			}
 		}
-		c.res = argv{}
+		c.res.n = 0
 		c.panicking = !c.done
 		var lat, panicking int64 = nanotime() - c.start, 0
 		if c.panicking {
@@ -199,10 +199,16 @@ func (c *Call) Release() {
 	if c == nil {
 		return
 	}
-	vals, resVals, resSet := c.vals[:0], c.resVals[:0], c.resSet[:0]
-	*c = Call{vals: vals, resVals: resVals, resSet: resSet}
-	clear(vals[:cap(vals)])
-	clear(resVals[:cap(resVals)])
+	// Reset what the next call reads, and drop the references this one held (the
+	// argument slots' strings, the values hooks saw): not the whole struct.
+	clear(c.args.strs[:c.args.n])
+	clear(c.res.strs[:c.res.n])
+	clear(c.vals)
+	clear(c.resVals)
+	c.args.n, c.res.n = 0, 0
+	c.vals, c.resVals, c.resSet = c.vals[:0], c.resVals[:0], c.resSet[:0]
+	c.entryCons, c.retCons, c.hooks, c.fn = nil, nil, nil, nil
+	c.ran, c.skipped, c.entered, c.done, c.panicking = 0, false, false, false, false
 	calls.Put(c)
 }
 
