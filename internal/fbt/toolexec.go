@@ -131,6 +131,13 @@ func filterToolexec(goflags string) string {
 // ToolID is what to add to the compiler's -V=full line.
 func (t *Tool) ToolID() string {
 	id := "sdtctl-fbt/1 rules=" + t.Rules.Hash
+	// The rewriter is part of the compiler now: a new sdtctl must not reuse what an
+	// old one compiled.
+	if exe, err := os.Executable(); err == nil {
+		if b, err := os.ReadFile(exe); err == nil {
+			id += " sdtctl=" + hash(b)
+		}
+	}
 	if s, err := t.resolveSDT(false); err == nil {
 		id += " sdt=" + hash([]byte(s.Export[SDTPath]))
 	}
