@@ -320,18 +320,25 @@ func TestExampleRace(t *testing.T) {
 	}
 }
 
-// TestGoTest: go test takes the rules too; the package's own tests see its probes.
+// TestGoTest: go test takes the rules too (with -cover, whose rewrite of the files
+// comes first); the package's own tests see its probes.
 func TestGoTest(t *testing.T) {
 	sdtctl := sdtctlBin(t)
 	dir := exampleDir(t)
-	args := []string{"test", "-count=1", "-toolexec", sdtctl + " toolexec -rules " + filepath.Join(dir, "fbt.rules")}
-	if emu := testutil.Emulator(); emu != "" {
-		args = append(args, "-exec", emu)
-	}
-	cmd := exec.Command("go", append(args, "./store")...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOARCH="+runtime.GOARCH, "GOFLAGS=-mod=mod")
-	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "ok  \texample.com/fbtex/store") {
-		t.Fatalf("go test with rules: %v\n%s", err, out)
+	for _, extra := range [][]string{nil, {"-cover"}} {
+		args := append([]string{"test", "-count=1", "-toolexec", sdtctl + " toolexec -rules " + filepath.Join(dir, "fbt.rules")}, extra...)
+		if emu := testutil.Emulator(); emu != "" {
+			args = append(args, "-exec", emu)
+		}
+		cmd := exec.Command("go", append(args, "./store")...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOARCH="+runtime.GOARCH, "GOFLAGS=-mod=mod")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "ok  \texample.com/fbtex/store") {
+			t.Fatalf("go test %v with rules: %v\n%s", extra, err, out)
+		}
+		if extra != nil && !strings.Contains(string(out), "coverage: ") {
+			t.Errorf("go test -cover with rules: no coverage:\n%s", out)
+		}
 	}
 }
