@@ -1,5 +1,3 @@
-// Package fbt rewrites the Go source of the functions a rules file names so that each
-// holds fbt entry and return probes (package sdt's Func), for `sdtctl toolexec -rules`.
 package fbt
 
 import (

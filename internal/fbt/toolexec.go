@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The go command compiles a package that a rule instruments without knowing that its
@@ -81,12 +82,27 @@ func (t *Tool) resolveSDT(race bool) (*SDT, error) {
 		return nil, fmt.Errorf("go list -export %s gave no export file", SDTPath)
 	}
 	if err := os.MkdirAll(filepath.Dir(cache), 0o700); err == nil {
+		pruneCache(filepath.Dir(cache))
 		tmp := fmt.Sprintf("%s.%d", cache, os.Getpid())
 		if os.WriteFile(tmp, out, 0o600) == nil {
 			os.Rename(tmp, cache)
 		}
 	}
 	return s, nil
+}
+
+// pruneCache removes the answers of go commands that ran more than a day ago: one
+// file per build accumulates otherwise.
+func pruneCache(dir string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), "sdt-") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // parentID names the go command that runs this tool: its pid and start time.
