@@ -78,7 +78,7 @@ func cmdToolexec(args []string, stdout, stderr io.Writer) error {
 	var extraID string
 	if rules != nil && !isVersion {
 		var cleanup func()
-		if targs, cleanup, err = rulesRewrite(rules, toolName, targs, stderr); err != nil {
+		if targs, cleanup, err = rulesRewrite(rules, tool, toolName, targs, stderr); err != nil {
 			return err
 		}
 		defer cleanup()

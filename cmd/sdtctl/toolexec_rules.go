@@ -30,14 +30,14 @@ func rulesFlag(args []string) (*fbt.Tool, []string, error) {
 
 // rulesRewrite gives the compiler the rewritten files and both the compiler and the
 // linker an import config that has package sdt; other tools run as they are.
-func rulesRewrite(t *fbt.Tool, tool string, args []string, stderr io.Writer) ([]string, func(), error) {
+func rulesRewrite(t *fbt.Tool, path, tool string, args []string, stderr io.Writer) ([]string, func(), error) {
 	warn := func(s string) { fmt.Fprintln(stderr, s) }
 	var out []string
 	var cleanup func()
 	var err error
 	switch tool {
 	case "compile":
-		out, cleanup, err = t.Compile(args, warn)
+		out, cleanup, err = t.Compile(path, args, warn)
 	case "link":
 		out, cleanup, err = t.Link(args, warn)
 	default:

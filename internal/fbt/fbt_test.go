@@ -113,13 +113,17 @@ func buildExample(t *testing.T, rules string, extra ...string) (string, string, 
 }
 
 func buildCmd(t *testing.T, pkg, rules string, extra ...string) (string, string, error) {
+	return buildCmdEnv(t, nil, pkg, rules, extra...)
+}
+
+func buildCmdEnv(t *testing.T, env []string, pkg, rules string, extra ...string) (string, string, error) {
 	t.Helper()
 	sdtctl := sdtctlBin(t)
 	bin := filepath.Join(t.TempDir(), "ex")
 	args := append([]string{"build", "-o", bin, "-toolexec", sdtctl + " toolexec -rules " + rules}, extra...)
 	cmd := exec.Command("go", append(args, pkg)...)
 	cmd.Dir = exampleDir(t)
-	cmd.Env = append(os.Environ(), "GOARCH="+runtime.GOARCH, "GOFLAGS=-mod=mod")
+	cmd.Env = append(append(os.Environ(), "GOARCH="+runtime.GOARCH, "GOFLAGS=-mod=mod"), env...)
 	out, err := cmd.CombinedOutput()
 	return bin, string(out), err
 }
@@ -340,5 +344,22 @@ func TestGoTest(t *testing.T) {
 		if extra != nil && !strings.Contains(string(out), "coverage: ") {
 			t.Errorf("go test -cover with rules: no coverage:\n%s", out)
 		}
+	}
+}
+
+// TestInliningReport: with SDT_FBT_INLINING=1 the build names the instrumented
+// functions that were inlinable and now are called.
+func TestInliningReport(t *testing.T) {
+	_, out, err := buildCmdEnv(t, []string{"SDT_FBT_INLINING=1"}, "./cmd/ex", filepath.Join(exampleDir(t), "fbt.rules"))
+	if err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	for _, f := range []string{"store.Pair.Sum", "store.Pair.Zero", "store.Blank"} {
+		if !strings.Contains(out, "fbt: example.com/fbtex/"+f+" was inlinable") {
+			t.Errorf("no inlining report for %s:\n%s", f, out)
+		}
+	}
+	if strings.Contains(out, "store.Parallel was inlinable") {
+		t.Errorf("Parallel (goroutines, not inlinable) reported:\n%s", out)
 	}
 }

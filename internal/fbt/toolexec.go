@@ -147,6 +147,9 @@ func filterToolexec(goflags string) string {
 // ToolID is what to add to the compiler's -V=full line.
 func (t *Tool) ToolID() string {
 	id := "sdtctl-fbt/1 rules=" + t.Rules.Hash
+	if os.Getenv("SDT_FBT_INLINING") == "1" {
+		id += " inlining-report" // a build that reports compiles again
+	}
 	// The rewriter is part of the compiler now: a new sdtctl must not reuse what an
 	// old one compiled.
 	if exe, err := os.Executable(); err == nil {
@@ -162,7 +165,12 @@ func (t *Tool) ToolID() string {
 
 // Compile rewrites the files of a compile command line that rules match, and returns
 // the command line to run instead. Messages for the user go to warn.
-func (t *Tool) Compile(args []string, warn func(string)) ([]string, func(), error) {
+//
+// With SDT_FBT_INLINING=1 in the environment it also compiles the package as written
+// (with -m, output thrown away) and reports the instrumented functions that were
+// inlinable: the gates' calls put every instrumented function over the inlining
+// budget, so its callers now call it.
+func (t *Tool) Compile(tool string, args []string, warn func(string)) ([]string, func(), error) {
 	pkg, cfg, race := "", "", false
 	var files []int
 	for i, a := range args {
@@ -203,6 +211,11 @@ func (t *Tool) Compile(args []string, warn func(string)) ([]string, func(), erro
 	for _, s := range res.Skipped {
 		warn("fbt: " + s)
 	}
+	if os.Getenv("SDT_FBT_INLINING") == "1" && len(res.Funcs) > 0 {
+		for _, f := range inlinable(tool, args, res.Funcs) {
+			warn(fmt.Sprintf("fbt: %s.%s was inlinable; instrumented, it is called (its gates call the traced copy)", pkg, f))
+		}
+	}
 	if len(res.Files) == 0 {
 		return args, noop, nil
 	}
@@ -235,6 +248,47 @@ func (t *Tool) Compile(args []string, warn func(string)) ([]string, func(), erro
 		}
 	}
 	return out, cleanup, nil
+}
+
+// inlinable compiles the package as written with -m and returns those of funcs the
+// compiler could inline.
+func inlinable(tool string, args, funcs []string) []string {
+	dir, err := os.MkdirTemp("", "gosdt-fbt-inl-")
+	if err != nil {
+		return nil
+	}
+	defer os.RemoveAll(dir)
+	var a []string
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "-o", "-asmhdr", "-linkobj", "-symabis":
+			if i+1 < len(args) {
+				if args[i] != "-symabis" {
+					a = append(a, args[i], filepath.Join(dir, strings.TrimPrefix(args[i], "-")))
+				} else {
+					a = append(a, args[i], args[i+1])
+				}
+				i++
+				continue
+			}
+		}
+		a = append(a, args[i])
+	}
+	cmd := exec.Command(tool, append([]string{"-m"}, a...)...)
+	out, _ := cmd.CombinedOutput()
+	can := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if _, name, ok := strings.Cut(line, ": can inline "); ok {
+			can[strings.Fields(name)[0]] = true
+		}
+	}
+	var hit []string
+	for _, f := range funcs {
+		if can[f] {
+			hit = append(hit, f)
+		}
+	}
+	return hit
 }
 
 // Link adds sdt to a link's import config, and reports the rules that matched no
