@@ -12,6 +12,12 @@
 // Disable take DTrace probe descriptions, provider:module:function:name. Handlers
 // (Attach), an event ring and aggregations consume fires.
 //
+// Latency probes (DefineLatency, DefineLatency1) time a block: Start reads the clock
+// only while the probe is on, End fires with latency_ns. Function-boundary probes
+// (fbt:<package>:<function>:entry and :return) are not written by hand: sdtctl
+// toolexec -rules gives them to the functions a rules file names, and HookFuncs
+// attaches in-process hooks to them.
+//
 // A site is on while anyone holds it: the program (Enable), SDT_MODE, each sdtctl
 // client and each USDT tracer hold it separately, and each Disable releases only its
 // own hold (a *StillHeldError names who keeps the rest on). Errors match ErrNoMatch,

@@ -46,3 +46,29 @@ func ExampleList() {
 	// Output:
 	// http done [{path string} {status int}]
 }
+
+var handleLatency = sdt.DefineLatency1[int]("http", "handle", "status")
+
+//go:noinline
+func handle(path string) (status int) {
+	t := handleLatency.Start() // off: no clock read, one jump
+	defer func() { handleLatency.End(t, status) }()
+	if path == "/missing" {
+		return 404
+	}
+	return 200
+}
+
+// A latency probe times a block: End fires with latency_ns first.
+func ExampleDefineLatency1() {
+	detach := handleLatency.Attach(func(ns int64, status int) {
+		fmt.Println("handled", status, ns > 0)
+	})
+	defer detach()
+	handle("/") // off
+	sdt.Enable("http:::handle")
+	handle("/missing")
+	sdt.Disable("http:::handle")
+	// Output:
+	// handled 404 true
+}

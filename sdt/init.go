@@ -13,10 +13,10 @@ import (
 // pkgPath is this package's import path, which the fire methods' symbols start with.
 var pkgPath = reflect.TypeFor[head]().PkgPath()
 
-// isFire reports whether sym is the fire method of a probe type: what a site's
-// guarded block must call for discovery to accept it.
+// isFire reports whether sym is the fire method of a probe type (P0..P6, the latency
+// and fbt probes): what a site's guarded block must call for discovery to accept it.
 func isFire(sym string) bool {
-	return strings.HasPrefix(sym, pkgPath+".(*P") && strings.HasSuffix(sym, ").fire")
+	return strings.HasPrefix(sym, pkgPath+".(*") && strings.HasSuffix(sym, ").fire")
 }
 
 // init finds every site and seals it. Package initialisation runs sdt before any

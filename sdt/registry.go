@@ -95,6 +95,7 @@ func (r *registry) resolve() {
 			continue
 		}
 		s.probe = p
+		nameSite(p, s)
 		p.sites = append(p.sites, s)
 		p.addHead(h)
 	}

@@ -67,12 +67,28 @@ func cmdToolexec(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, "usage: go build -toolexec 'sdtctl toolexec' ...  (runs TOOL ARGS..., sealing the linker's output)\n")
 		return fail(exitUsage, "toolexec: no tool")
 	}
+	rules, args, err := rulesFlag(args)
+	if err != nil {
+		return err
+	}
 	tool, targs := args[0], args[1:]
-	isLink := strings.TrimSuffix(filepath.Base(tool), ".exe") == "link"
+	toolName := strings.TrimSuffix(filepath.Base(tool), ".exe")
+	isLink := toolName == "link"
+	isVersion := len(targs) == 1 && strings.HasPrefix(targs[0], "-V")
+	var extraID string
+	if rules != nil && !isVersion {
+		var cleanup func()
+		if targs, cleanup, err = rulesRewrite(rules, tool, toolName, targs, stderr); err != nil {
+			return err
+		}
+		defer cleanup()
+	} else if rules != nil && toolName == "compile" {
+		extraID = rules.ToolID()
+	}
 	cmd := exec.Command(tool, targs...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
 	var version bytes.Buffer
-	if isLink && len(targs) == 1 && strings.HasPrefix(targs[0], "-V") {
+	if (isLink || extraID != "") && isVersion {
 		cmd.Stdout = &version
 	}
 	if err := cmd.Run(); err != nil {
@@ -81,6 +97,10 @@ func cmdToolexec(args []string, stdout, stderr io.Writer) error {
 			return fail(ee.ExitCode(), "") // the tool said why
 		}
 		return fail(exitError, "toolexec: %v", err)
+	}
+	if version.Len() > 0 && extraID != "" {
+		fmt.Fprintf(stdout, "%s %s\n", strings.TrimSpace(version.String()), extraID)
+		return nil
 	}
 	if version.Len() > 0 {
 		fmt.Fprintf(stdout, "%s %s\n", strings.TrimSpace(version.String()), sealToolID)
@@ -93,7 +113,7 @@ func cmdToolexec(args []string, stdout, stderr io.Writer) error {
 	if out == "" {
 		return nil
 	}
-	_, err := seal.File(out, out)
+	_, err = seal.File(out, out)
 	if err != nil && !errors.Is(err, seal.ErrNoGosdt) && !errors.Is(err, seal.ErrNoSites) {
 		return fail(exitError, "toolexec: sealing the linker's output: %v", err)
 	}

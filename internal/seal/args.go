@@ -29,6 +29,11 @@ var shapeSizes = map[string]int{
 // at the first one, as at the first argument that does not fit in registers; why says
 // so when that happens.
 func argSpecs(goarch, fireSym string) (args []usdt.Arg, why string) {
+	if !strings.HasPrefix(fireSym, ProbePackage+".(*P") {
+		// Latency and fbt probes compute their arguments (the duration, the
+		// function's parameters) inside the fire method: none is in a register at the call.
+		return nil, "its arguments are computed inside package sdt (a latency or fbt probe)"
+	}
 	i, j := strings.Index(fireSym, "["), strings.LastIndex(fireSym, "]")
 	if i < 0 || j < i {
 		return nil, "" // P0: no arguments, and not generic

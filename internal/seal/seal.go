@@ -34,7 +34,7 @@ const ProbePackage = "github.com/gosdt/gosdt/sdt"
 var Config = sled.Config{
 	ProbePackage: ProbePackage,
 	IsFire: func(sym string) bool {
-		return strings.HasPrefix(sym, ProbePackage+".(*P") && strings.HasSuffix(sym, ").fire")
+		return strings.HasPrefix(sym, ProbePackage+".(*") && strings.HasSuffix(sym, ").fire")
 	},
 }
 

@@ -1,0 +1,12 @@
+module example.com/fbtex
+
+go 1.26.0
+
+require github.com/gosdt/gosdt v0.0.0
+
+require (
+	golang.org/x/arch v0.32.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)
+
+replace github.com/gosdt/gosdt => ../../../..

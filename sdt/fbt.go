@@ -1,0 +1,469 @@
+package sdt
+
+import (
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// Function-boundary probes (fbt) are written by `sdtctl toolexec -rules FILE`, not by
+// hand: every function a rule matches gets, in its own body,
+//
+//	entry:   if ent.Enabled() { return traced(args) }     // guard sites
+//	         if ret.Enabled() { return traced(args) }
+//	traced:  if ent.Enabled() { c = ent.Enter(nil) }       // fbt:pkg:fn:entry
+//	returns: if ret.Enabled() { ... ret.Return(c) ... }    // fbt:pkg:fn:return
+//
+// where traced is a copy of the function's body (internal/fbt says how it is made).
+// Each check is an ordinary site: sealed, one jump while off. The probes are named
+// fbt:<package path>:<function>:entry and :return, the function as the other probes
+// name it (pkg.(*T).M). entry's arguments are the receiver and the parameters, return's
+// are latency_ns, panicking and the results: values of Arg kinds by value, pointers
+// (and maps, chans, funcs) by address, anything else by its type's name. At most
+// MaxArgs are carried; hooks see them all.
+//
+// A return fires only for a call that began while the return probe was on: a call in
+// flight when it is switched on has no start time, and no bogus latency is reported.
+
+// Func is the entry or the return probe of an instrumented function. Generated code
+// defines it with DefineFunc; it is not meant to be written by hand.
+type Func struct {
+	head
+	fn *funcDesc
+}
+
+// funcDesc is what the entry and return probes of one function share: its name and
+// its hooks.
+type funcDesc struct {
+	module, function string // as sites name them: "example.com/app/store", "store.(*DB).Query"
+	recv             bool   // the entry's first argument is the receiver
+	hooks            atomic.Pointer[[]*funcHook]
+}
+
+var funcDescs struct {
+	sync.Mutex
+	byName map[string]*funcDesc // by module + "." + function
+}
+
+// DefineFunc defines one of the two fbt probes of a function (which is "entry" or
+// "return"). usdt is the probe's USDT name in a sealed binary (sdtctl seal), one per
+// function and boundary so that bpftrace can attach to one function:
+// usdt:BIN:fbt:<usdt>. args and types are newline-separated.
+//
+//go:noinline
+func DefineFunc(provider, usdt, module, function, which, args, types string) Func {
+	var names, ts []string
+	if args != "" {
+		names, ts = strings.Split(args, "\n"), strings.Split(types, "\n")
+	}
+	if len(names) > MaxArgs {
+		names, ts = names[:MaxArgs], ts[:MaxArgs]
+	}
+	h := define(provider, which, names, ts)
+	reg.mu.Lock()
+	reg.byName[provider+":"+usdt] = append(reg.byName[provider+":"+usdt], h.core)
+	reg.mu.Unlock()
+
+	funcDescs.Lock()
+	defer funcDescs.Unlock()
+	if funcDescs.byName == nil {
+		funcDescs.byName = map[string]*funcDesc{}
+	}
+	d := funcDescs.byName[module+"."+function]
+	if d == nil {
+		d = &funcDesc{module: module, function: function}
+		funcDescs.byName[module+"."+function] = d
+	}
+	reg.mu.Lock()
+	funcProbes[h.core] = d
+	reg.mu.Unlock()
+	if which == "entry" {
+		// store.(*DB).Get, store.Pair.Sum, store.(*Stack[...]).Pop: methods;
+		// store.Fib, store.Map[...]: functions.
+		d.recv = strings.Count(strings.ReplaceAll(function, "[...]", ""), ".") > 1
+	}
+	return Func{head: head{on: h.on, core: h.core}, fn: d}
+}
+
+// nameSite names a site of an fbt probe after the instrumented function: sites in its
+// traced copy (and that copy's deferred check) are the function's. The registry calls
+// it as it binds a site to its definition.
+func nameSite(p *probe, s *site) {
+	if d := funcProbes[p]; d != nil {
+		s.Module, s.Func = d.module, d.function
+	}
+}
+
+// funcProbes maps fbt probe descriptors to their function (guarded by reg.mu).
+var funcProbes = map[*probe]*funcDesc{}
+
+// Enabled reports whether p is on. Generated code guards every use of p with it.
+func (p *Func) Enabled() bool { return p.on != 0 }
+
+// NewCall starts the clock of a call whose entry probe did not fire, for the return
+// probe p.
+func (p *Func) NewCall() *Call { return newCall(p.fn) }
+
+// Enter fires the entry probe p; nil if this site is not on. c is Begin's Call, if any.
+func (p *Func) Enter(c *Call) *Call { return p.fire(c, atEntry) }
+
+// Return fires the return probe p; nil if this site is not on or the call began while
+// it was off.
+func (p *Func) Return(c *Call) *Call { return p.fire(c, atReturn) }
+
+const (
+	atEntry = iota + 1
+	atReturn
+)
+
+// fire is the out-of-line half of every fbt site.
+//
+//go:noinline
+func (p *Func) fire(c *Call, at uint8) *Call {
+	ret := callerPC()
+	if !p.admit(ret) {
+		return nil
+	}
+	switch at {
+	case atEntry:
+		if c == nil {
+			c = newCall(p.fn)
+		}
+		c.entered = true
+		c.entry, c.entryCons = ret, p.consumers()
+		if hs := p.fn.hooks.Load(); hs != nil {
+			c.hooks = *hs
+		}
+	case atReturn:
+		if c == nil || c.start == 0 {
+			return nil
+		}
+		c.ret, c.retCons = ret, p.consumers()
+		if c.hooks == nil {
+			if hs := p.fn.hooks.Load(); hs != nil {
+				c.hooks = *hs
+				c.ran = len(c.hooks)
+			}
+		}
+		c.res.n = 0
+		c.panicking = !c.done
+		var lat, panicking int64 = nanotime() - c.start, 0
+		if c.panicking {
+			panicking = 1
+		}
+		setArg(&c.res, 0, &lat)
+		setArg(&c.res, 1, &panicking)
+		c.resVals, c.resSet = c.resVals[:0], c.resSet[:0]
+	}
+	return c
+}
+
+// Call is one call of an instrumented function, as its hooks see it. A hook must not
+// keep it after it returns.
+type Call struct {
+	fn          *funcDesc
+	start       int64
+	entry, ret  uintptr // the return addresses of the entry and return fires: their sites
+	entryCons   *consumers
+	retCons     *consumers
+	args, res   argv
+	vals        []any // arguments, when hooks are attached
+	resVals     []any // results, when hooks are attached
+	resSet      []bool
+	hooks       []*funcHook
+	ran         int // entry hooks that ran: their exit hooks run, innermost first
+	skipped     bool
+	entered     bool // the entry probe fired
+	done        bool // the call reached a return statement
+	panicking   bool
+	hooksWanted bool
+}
+
+// calls recycles Calls: a traced call releases its Call when it leaves (Release), so
+// an enabled probe costs no allocation per call.
+var calls = sync.Pool{New: func() any { return new(Call) }}
+
+func newCall(d *funcDesc) *Call {
+	c := calls.Get().(*Call)
+	c.fn, c.start, c.hooksWanted = d, nanotime(), d.hooks.Load() != nil
+	return c
+}
+
+// Release recycles the Call of a call that has left (the traced copy's deferred
+// check calls it last).
+func (c *Call) Release() {
+	if c == nil {
+		return
+	}
+	// Reset what the next call reads, and drop the references this one held (the
+	// argument slots' strings, the values hooks saw): not the whole struct.
+	clear(c.args.strs[:c.args.n])
+	clear(c.res.strs[:c.res.n])
+	clear(c.vals)
+	clear(c.resVals)
+	c.args.n, c.res.n = 0, 0
+	c.vals, c.resVals, c.resSet = c.vals[:0], c.resVals[:0], c.resSet[:0]
+	c.entryCons, c.retCons, c.hooks, c.fn = nil, nil, nil, nil
+	c.ran, c.skipped, c.entered, c.done, c.panicking = 0, false, false, false, false
+	calls.Put(c)
+}
+
+// EntryFired reports whether the entry probe fired for the call: then its arguments
+// are recorded and its hooks run.
+func (c *Call) EntryFired() bool { return c != nil && c.entered }
+
+// Done marks the call as returning normally, at each of its return statements.
+func (c *Call) Done() {
+	if c != nil {
+		c.done = true
+	}
+}
+
+// Unwinding reports, from the traced copy's deferred check, whether the call is
+// leaving without reaching a return statement: by panic (or runtime.Goexit).
+func (c *Call) Unwinding() bool { return c != nil && !c.done }
+
+// In records the next argument (the receiver first) of an entered call.
+func In[T any](c *Call, x T) {
+	if c.args.n < MaxArgs {
+		setAny(&c.args, c.args.n, reflect.TypeFor[T](), unsafe.Pointer(&x))
+		c.args.n++
+	}
+	if c.hooksWanted {
+		c.vals = append(c.vals, x)
+	}
+}
+
+// Out records the next result of a returning call.
+func Out[T any](c *Call, x T) {
+	if c.res.n < MaxArgs {
+		setAny(&c.res, c.res.n, reflect.TypeFor[T](), unsafe.Pointer(&x))
+		c.res.n++
+	}
+	if len(c.hooks) > 0 {
+		c.resVals = append(c.resVals, x)
+	}
+}
+
+// Result is result i of the call, v unless a hook set it (SkipCall, SetResult).
+func Result[T any](c *Call, i int, v T) T {
+	if i < len(c.resSet) && c.resSet[i] {
+		if x, ok := c.resVals[i].(T); ok {
+			return x
+		} else if c.resVals[i] == nil {
+			var zero T
+			return zero
+		}
+		warnf("fbt hook on %s set result %d to a %T, not a %s: ignored", c.Func(), i, c.resVals[i], reflect.TypeFor[T]())
+	}
+	return v
+}
+
+// setAny stores an fbt argument: Arg kinds by value, pointer-like kinds by address,
+// anything else by its type's name.
+func setAny(v *argv, i int, t reflect.Type, p unsafe.Pointer) {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Bool, reflect.Float32, reflect.Float64, reflect.String:
+		v.kinds[i] = kindOf(t)
+		var s uint64
+		switch t.Kind() {
+		case reflect.Int:
+			s = uint64(*(*int)(p))
+		case reflect.Int8:
+			s = uint64(*(*int8)(p))
+		case reflect.Int16:
+			s = uint64(*(*int16)(p))
+		case reflect.Int32:
+			s = uint64(*(*int32)(p))
+		case reflect.Int64:
+			s = uint64(*(*int64)(p))
+		case reflect.Uint, reflect.Uintptr, reflect.Uint64:
+			s = *(*uint64)(p)
+		case reflect.Uint8:
+			s = uint64(*(*uint8)(p))
+		case reflect.Uint16:
+			s = uint64(*(*uint16)(p))
+		case reflect.Uint32:
+			s = uint64(*(*uint32)(p))
+		case reflect.Bool:
+			if *(*bool)(p) {
+				s = 1
+			}
+		case reflect.Float32:
+			f := float64(*(*float32)(p))
+			s = *(*uint64)(unsafe.Pointer(&f))
+		case reflect.Float64:
+			s = *(*uint64)(p)
+		case reflect.String:
+			v.strs[i] = *(*string)(p)
+		}
+		v.slots[i] = s
+	case reflect.Pointer, reflect.UnsafePointer, reflect.Map, reflect.Chan, reflect.Func:
+		v.kinds[i], v.slots[i] = kindUint, uint64(*(*uintptr)(p))
+	default:
+		v.kinds[i], v.strs[i] = kindString, t.String()
+	}
+}
+
+// Entered delivers the entry fire and runs the entry hooks, outermost first. It
+// reports whether a hook skipped the call (SkipCall): then the results are its.
+func (c *Call) Entered() (skip bool) {
+	if c.entryCons != nil {
+		c.entryCons.emit(c.entry, &c.args)
+	}
+	for _, h := range c.hooks {
+		c.ran++
+		if h.Enter != nil {
+			h.Enter(c)
+		}
+		if c.skipped {
+			return true
+		}
+	}
+	return false
+}
+
+// Returned delivers the return fire, after running the exit hooks of the entry hooks
+// that ran, innermost first (they may change the results).
+func (c *Call) Returned() {
+	for i := min(c.ran, len(c.hooks)) - 1; i >= 0; i-- {
+		if h := c.hooks[i]; h.Exit != nil {
+			h.Exit(c)
+		}
+	}
+	if c.retCons != nil {
+		c.retCons.emit(c.ret, &c.res)
+	}
+}
+
+// Func is the instrumented function's full name, pkg/path.(*T).M.
+func (c *Call) Func() string {
+	return c.fn.module + "." + c.fn.function[strings.IndexByte(c.fn.function, '.')+1:]
+}
+
+// Recv is the receiver of a method; nil for a function.
+func (c *Call) Recv() any {
+	if c.fn.recv && len(c.vals) > 0 {
+		return c.vals[0]
+	}
+	return nil
+}
+
+// Args are the parameters (not the receiver).
+func (c *Call) Args() []any {
+	if c.fn.recv && len(c.vals) > 0 {
+		return c.vals[1:]
+	}
+	return c.vals
+}
+
+// SkipCall makes the call return at once, with results (their number and types must
+// be the function's; missing ones are zero). Inner hooks do not run.
+func (c *Call) SkipCall(results ...any) {
+	c.skipped = true
+	c.resVals = append(c.resVals[:0], results...)
+	c.resSet = make([]bool, len(results))
+	for i := range c.resSet {
+		c.resSet[i] = true
+	}
+}
+
+// Results are the results the call returns (at exit).
+func (c *Call) Results() []any { return c.resVals }
+
+// SetResult changes result i of the call (at exit).
+func (c *Call) SetResult(i int, v any) {
+	for len(c.resSet) <= i {
+		c.resSet = append(c.resSet, false)
+	}
+	for len(c.resVals) <= i {
+		c.resVals = append(c.resVals, nil)
+	}
+	c.resVals[i], c.resSet[i] = v, true
+}
+
+// Latency is the time since the call began (at exit: its duration).
+func (c *Call) Latency() time.Duration { return time.Duration(nanotime() - c.start) }
+
+// Panicking reports whether the call is leaving by panic (or runtime.Goexit): it
+// reached none of its return statements. The panic value is not recovered.
+func (c *Call) Panicking() bool { return c.panicking }
+
+// Skipped reports whether an entry hook skipped the call.
+func (c *Call) Skipped() bool { return c.skipped }
+
+// FuncHook is a pair of in-process hooks on instrumented functions. Enter runs when
+// the entry probe fires, Exit when the return probe does: hooks run only while their
+// probes are enabled.
+type FuncHook struct {
+	Enter func(*Call)
+	Exit  func(*Call)
+}
+
+type funcHook struct {
+	FuncHook
+	order int
+	seq   uint64
+}
+
+var hookSeq atomic.Uint64
+
+// HookFuncs attaches h to the functions spec matches (provider fbt; the name field is
+// ignored: h sees both boundaries). Hooks of one function run in order, lowest first
+// (outermost): their Enter in that order, their Exit in the reverse one; hooks of equal
+// order run in the order they were attached. It returns how many functions matched.
+func HookFuncs(specText string, order int, h FuncHook) (detach func(), n int, err error) {
+	sp, err := parseListSpec(specText)
+	if err != nil {
+		return nil, 0, err
+	}
+	e := &funcHook{FuncHook: h, order: order, seq: hookSeq.Add(1)}
+	var ds []*funcDesc
+	funcDescs.Lock()
+	for _, d := range funcDescs.byName {
+		if sp.Match("fbt", d.module, d.function, "") || sp.Match("fbt", d.module, d.function, "entry") ||
+			sp.Match("fbt", d.module, d.function, "return") {
+			ds = append(ds, d)
+		}
+	}
+	for _, d := range ds {
+		var next []*funcHook
+		if old := d.hooks.Load(); old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, e)
+		sort.SliceStable(next, func(i, j int) bool { return next[i].order < next[j].order })
+		d.hooks.Store(&next)
+	}
+	funcDescs.Unlock()
+	if len(ds) == 0 {
+		return func() {}, 0, ErrNoMatch
+	}
+	return func() {
+		funcDescs.Lock()
+		defer funcDescs.Unlock()
+		for _, d := range ds {
+			old := d.hooks.Load()
+			if old == nil {
+				continue
+			}
+			var next []*funcHook
+			for _, x := range *old {
+				if x != e {
+					next = append(next, x)
+				}
+			}
+			if len(next) == 0 {
+				d.hooks.Store(nil)
+			} else {
+				d.hooks.Store(&next)
+			}
+		}
+	}, len(ds), nil
+}
