@@ -15,7 +15,7 @@ var (
 //go:noinline
 func timedBlock(x int) int {
 	t := latBlock.Start()
-	x = x*6364136223846793005 + 1442695040888963407
+	x = x*1103515245 + 12345
 	latBlock.End(t, x&7)
 	return x
 }
@@ -24,17 +24,17 @@ func timedBlock(x int) int {
 func timedDefer(x int) int {
 	t := latDefer.Start()
 	defer func() { latDefer.End(t) }()
-	return x*6364136223846793005 + 1442695040888963407
+	return x*1103515245 + 12345
 }
 
 //go:noinline
 func timedShort(x int) int {
 	defer latShort.End(latShort.Start())
-	return x*6364136223846793005 + 1442695040888963407
+	return x*1103515245 + 12345
 }
 
 //go:noinline
-func untimed(x int) int { return x*6364136223846793005 + 1442695040888963407 }
+func untimed(x int) int { return x*1103515245 + 12345 }
 
 // BenchmarkLatencyProbe is the cost per timed call of each form of latency probe,
 // off and on (on: counted by the sites' hit counters, no consumer):
