@@ -150,8 +150,10 @@ func (p pauses) since() (p50, p99, worst float64) {
 }
 
 // TestRendezvousUnderLoad runs rendezvous toggles with every P saturated by goroutines
-// that never block, allocate or yield, at GOMAXPROCS 2 and 8: every one must succeed at
-// its first attempt and leave GOMAXPROCS as it was.
+// that never block, allocate or yield, at GOMAXPROCS 2 and 8: every one must succeed
+// without its caller seeing a failure and leave GOMAXPROCS as it was. An attempt whose
+// caller was preempted before it could pin itself is given up and retried inside Apply
+// (rendezvousOnce); that is the protocol working, so retries are counted, not failed.
 func TestRendezvousUnderLoad(t *testing.T) {
 	n := 100
 	if testing.Short() || raceEnabled {
@@ -163,23 +165,32 @@ func TestRendezvousUnderLoad(t *testing.T) {
 			resetSite(t)
 			stop := fullLoad(procs)
 			defer stop()
-			var oneP []time.Duration
-			testHookRendezvous = func(_, d time.Duration) { oneP = append(oneP, d) }
+			var gather, oneP []time.Duration
+			testHookRendezvous = func(g, d time.Duration) { gather, oneP = append(gather, g), append(oneP, d) }
 			defer func() { testHookRendezvous = nil }()
+			retried := 0
 			for i := range n {
 				rep, err := setSite(i%2 == 0, len(siteOn), Options{Protocol: Rendezvous})
 				if err != nil {
 					t.Fatalf("toggle %d: %v", i, err)
 				}
-				if rep.Attempts != 1 {
-					t.Errorf("toggle %d: %d attempts", i, rep.Attempts)
+				if rep.Attempts < 1 {
+					t.Fatalf("toggle %d: %d attempts: the rendezvous did not run", i, rep.Attempts)
+				}
+				if rep.Attempts > 1 {
+					retried++
 				}
 				if got := runtime.GOMAXPROCS(0); got != procs {
 					t.Fatalf("toggle %d: GOMAXPROCS %d after the rendezvous, want %d", i, got, procs)
 				}
 			}
+			if want := n + retried; len(oneP) < want {
+				t.Errorf("%d attempts reported to the hook, want at least %d", len(oneP), want)
+			}
+			slices.Sort(gather)
 			slices.Sort(oneP)
-			t.Logf("%d rendezvous; time on one P: p50 %v, max %v", n, oneP[len(oneP)/2], oneP[len(oneP)-1])
+			t.Logf("%d rendezvous, %d retried; gather: p50 %v, max %v; time on one P: p50 %v, max %v",
+				n, retried, gather[len(gather)/2], gather[len(gather)-1], oneP[len(oneP)/2], oneP[len(oneP)-1])
 			checkRX(t)
 		})
 	}
