@@ -8,7 +8,9 @@
 # (Ir(variant) - Ir(none)) / (iterations * sites), Ir inclusive of callees, "none"
 # from the same run. --smc-check=all is required: gosdt rewrites its own text at
 # start-up, and valgrind must re-translate the patched code. GODEBUG=asyncpreemptoff=1:
-# callgrind 3.19 aborts on the SIGURG of Go's asynchronous preemption.
+# callgrind 3.19 aborts on the SIGURG of Go's asynchronous preemption. cpu.rdtscp=off:
+# valgrind 3.19 cannot decode RDTSCP, which the runtime's cputicks uses where the CPU
+# has it (seen on an AMD EPYC VM: SIGILL at start-up).
 # GOMAXPROCS=1: with more Ps, a kernel that calls functions (slog) is descheduled at
 # their prologue by sysmon's preemption and the scheduler's work on its thread is
 # counted inclusive of that kernel (seen at GOMAXPROCS=2: chain slog 389, 450 and 467
@@ -22,7 +24,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$here" && go build -o "$tmp/prog" ./internal/callgrindprog)
 for mode in on off; do
-	SDT_PATCH=$mode GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --smc-check=all \
+	SDT_PATCH=$mode GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --smc-check=all \
 		--callgrind-out-file="$tmp/cg.$mode" "$tmp/prog" -n "$n" >"$tmp/run.$mode" 2>"$tmp/valgrind.$mode" || {
 		cat "$tmp/valgrind.$mode" "$tmp/run.$mode" >&2
 		exit 1
