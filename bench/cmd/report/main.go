@@ -1,6 +1,8 @@
 // Command report measures what a disabled gosdt probe costs on this machine and
-// rewrites the figures in bench/README.md (between the "report:begin" and
-// "report:end" markers) and bench/disabled.svg, so that anyone can refresh them:
+// rewrites this CPU's figures in bench/README.md (between the "report:begin SLUG" and
+// "report:end SLUG" markers, SLUG naming the CPU model, e.g. amd-epyc; a CPU not yet in
+// the README gets a new section), bench/disabled-SLUG.svg and bench/results/SLUG/, so
+// that anyone can refresh them and figures of other CPUs stay beside them:
 //
 //	go run ./bench/cmd/report          # full run, ~10 minutes on a 2-core VM
 //	go run ./bench/cmd/report -quick   # smoke run: a few seconds of benchmarks, README untouched
@@ -75,11 +77,15 @@ type run struct {
 }
 
 func (r *run) all(count int, benchtime string, iters int) error {
-	if err := os.MkdirAll(filepath.Join(r.dir, "results"), 0o755); err != nil {
+	model := cpuModel()
+	slug := cpuSlug(model)
+	machine := describeMachine(model)
+	log.Print(machine)
+	results := filepath.Join(r.dir, "results", slug)
+	if err := os.MkdirAll(results, 0o755); err != nil {
 		return err
 	}
-	machine := describeMachine()
-	log.Print(machine)
+	svg := "disabled-" + slug + ".svg"
 
 	bin := filepath.Join(r.dir, "bench.test")
 	defer os.Remove(bin)
@@ -110,14 +116,14 @@ func (r *run) all(count int, benchtime string, iters int) error {
 	if !strings.Contains(raw.String(), "/variant=branch") || !strings.Contains(raw.String(), "/variant=sealed") {
 		return errors.New("BenchmarkDisabled: the runs did not give both a sealed and a branch variant (is patching possible here?)")
 	}
-	benchTxt := filepath.Join(r.dir, "results", "bench.txt")
+	benchTxt := filepath.Join(results, "bench.txt")
 	if err := os.WriteFile(benchTxt, raw.Bytes(), 0o644); err != nil {
 		return err
 	}
 
 	// Chart and table of medians.
 	var table bytes.Buffer
-	chart := r.cmd(nil, "go", "run", "./bench/internal/chart", "-o", filepath.Join(r.dir, "disabled.svg"))
+	chart := r.cmd(nil, "go", "run", "./bench/internal/chart", "-o", filepath.Join(r.dir, svg))
 	chart.Stdin, chart.Stdout = bytes.NewReader(raw.Bytes()), &table
 	if err := chart.Run(); err != nil {
 		return fmt.Errorf("chart: %w", err)
@@ -136,7 +142,7 @@ func (r *run) all(count int, benchtime string, iters int) error {
 			if err != nil {
 				return fmt.Errorf("benchstat -col %s: %w", col, err)
 			}
-			all = append(all, "$ benchstat -col '"+col+"' -filter .name:Disabled results/bench.txt\n"+strings.TrimSpace(string(o)))
+			all = append(all, "$ benchstat -col '"+col+"' -filter .name:Disabled results/"+slug+"/bench.txt\n"+strings.TrimSpace(string(o)))
 		}
 		stat = strings.Join(all, "\n\n")
 	} else {
@@ -155,25 +161,27 @@ func (r *run) all(count int, benchtime string, iters int) error {
 			if err != nil {
 				return fmt.Errorf("callgrind.sh: %w", err)
 			}
-			if err := os.WriteFile(filepath.Join(r.dir, "results", "callgrind.txt"), o, 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(results, "callgrind.txt"), o, 0o644); err != nil {
 				return err
 			}
 			cg = callgrindTable(string(o))
 		}
 	}
 
-	section := fmt.Sprintf(`%s
-Load when the report started: %s. Command: `+"`go run ./bench/cmd/report -count %d -benchtime %s -callgrind %d`"+`.
-Raw outputs: results/bench.txt, results/callgrind.txt.
+	section := fmt.Sprintf(`### %s
 
-### Instructions per disabled site (callgrind, deterministic)
+%s
+Load when the report started: %s. Command: `+"`go run ./bench/cmd/report -count %d -benchtime %s -callgrind %d`"+`.
+Raw outputs: results/%s/bench.txt, results/%s/callgrind.txt.
+
+#### Instructions per disabled site (callgrind, deterministic)
 
 (Ir(variant) − Ir(none)) / (iterations × sites). sealed and branch are the same
 function at the same address, run as is and with SDT_PATCH=off.
 
 %s
 
-### Time per loop iteration (medians of %d runs per state, alternating sealed and branch)
+#### Time per loop iteration (medians of %d runs per state, alternating sealed and branch)
 
 Spread over code alignments (BenchmarkAlignment: each loop at %d paddings; lowest and
 highest median ns per iteration). Two variants whose ranges overlap are not told apart
@@ -181,7 +189,7 @@ by this CPU; only sealed against branch is the same function at the same address
 
 %s
 
-![chart](disabled.svg)
+![chart](%s)
 
 %s
 benchstat (sealed and branch: same function, same address; the others: other functions):
@@ -189,7 +197,7 @@ benchstat (sealed and branch: same function, same address; the others: other fun
 `+"```"+`
 %s
 `+"```"+`
-`, machine, loadavg(), count, benchtime, iters, cg, count, pads, alignmentTable(raw.String()), strings.TrimSpace(table.String())+"\n", stat)
+`, model, machine, loadavg(), count, benchtime, iters, slug, slug, cg, count, pads, alignmentTable(raw.String()), svg, strings.TrimSpace(table.String())+"\n", stat)
 
 	readme := filepath.Join(r.dir, "README.md")
 	if r.quick && r.dir != r.bench {
@@ -201,10 +209,10 @@ benchstat (sealed and branch: same function, same address; the others: other fun
 			return err
 		}
 	}
-	if err := replaceSection(readme, section); err != nil {
+	if err := replaceSection(readme, slug, section); err != nil {
 		return err
 	}
-	log.Printf("wrote %s, %s, %s", readme, filepath.Join(r.dir, "disabled.svg"), benchTxt)
+	log.Printf("wrote %s, %s, %s", readme, filepath.Join(r.dir, svg), benchTxt)
 	return nil
 }
 
@@ -289,23 +297,38 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
+// Each CPU model's section lies between its own markers; a model not in the README yet
+// gets a new section just before nextMarker, so every CPU measured stays shown.
 const (
-	beginMarker = "<!-- report:begin (written by go run ./bench/cmd/report; do not edit) -->"
-	endMarker   = "<!-- report:end -->"
+	markerNote = "(written by go run ./bench/cmd/report; do not edit)"
+	nextMarker = "<!-- report:next (a CPU not measured yet gets its section here) -->"
 )
 
-// replaceSection puts section between the markers of the README at path.
-func replaceSection(path, section string) error {
+func beginMarker(slug string) string { return "<!-- report:begin " + slug + " " + markerNote + " -->" }
+func endMarker(slug string) string   { return "<!-- report:end " + slug + " -->" }
+
+// replaceSection puts section between slug's markers of the README at path, or, when
+// the README has none yet, adds it with its markers before nextMarker.
+func replaceSection(path, slug, section string) error {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
 	s := string(src)
-	i, j := strings.Index(s, beginMarker), strings.Index(s, endMarker)
-	if i < 0 || j < i {
-		return fmt.Errorf("%s: no %q ... %q markers", path, beginMarker, endMarker)
+	begin, end := beginMarker(slug), endMarker(slug)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	switch {
+	case i >= 0 && j > i:
+		s = s[:i+len(begin)] + "\n" + section + s[j:]
+	case i < 0 && j < 0:
+		k := strings.Index(s, nextMarker)
+		if k < 0 {
+			return fmt.Errorf("%s: no %q marker for a new CPU's section", path, nextMarker)
+		}
+		s = s[:k] + begin + "\n" + section + end + "\n\n" + s[k:]
+	default:
+		return fmt.Errorf("%s: the %q and %q markers are not a pair", path, begin, end)
 	}
-	s = s[:i+len(beginMarker)] + "\n" + section + s[j:]
 	return os.WriteFile(path, []byte(s), 0o644)
 }
 
@@ -344,17 +367,46 @@ func findBenchstat() string {
 	return ""
 }
 
-// describeMachine names the CPU model, kernel, Go version and date of the figures.
-func describeMachine() string {
-	model := "unknown CPU"
+// cpuModel is the CPU's model name as the kernel reports it (as lscpu prints it).
+func cpuModel() string {
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
+				return strings.TrimSpace(v)
 			}
 		}
 	}
+	return "unknown CPU"
+}
+
+// cpuSlug names a CPU model in file names and markers: "Intel(R) Xeon(R) Processor"
+// is intel-xeon, "AMD EPYC 7B13 64-Core Processor" amd-epyc-7b13-64-core.
+func cpuSlug(model string) string {
+	m := strings.ToLower(model)
+	for _, noise := range []string{"(r)", "(tm)", " processor", " cpu"} {
+		m = strings.ReplaceAll(m, noise, "")
+	}
+	var b strings.Builder
+	dash := false
+	for _, c := range m {
+		if 'a' <= c && c <= 'z' || '0' <= c && c <= '9' {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(c)
+			dash = false
+		} else {
+			dash = true
+		}
+	}
+	if b.Len() == 0 {
+		return "unknown-cpu"
+	}
+	return b.String()
+}
+
+// describeMachine names the CPU model, kernel, Go version and date of the figures.
+func describeMachine(model string) string {
 	kernel := runtime.GOOS
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		kernel = "Linux " + strings.TrimSpace(string(b))

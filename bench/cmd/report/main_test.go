@@ -25,21 +25,26 @@ func TestQuick(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("report -quick: %v\n%s", err, out)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "results", "bench.txt"))
+	slug := cpuSlug(cpuModel())
+	raw, err := os.ReadFile(filepath.Join(dir, "results", slug, "bench.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"shape=chain/variant=sealed", "shape=chain/variant=branch", "shape=wide/variant=none", "Alignment/shape=wide/variant=branch/pad=3"} {
 		if !strings.Contains(string(raw), want) {
-			t.Errorf("results/bench.txt has no %s line", want)
+			t.Errorf("results/%s/bench.txt has no %s line", slug, want)
 		}
 	}
 	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sec := string(readme)[strings.Index(string(readme), beginMarker):]
-	if !strings.Contains(sec, "Measured ") || !strings.Contains(sec, "| chain | sealed |") {
+	i, j := strings.Index(string(readme), beginMarker(slug)), strings.Index(string(readme), endMarker(slug))
+	if i < 0 || j < i {
+		t.Fatalf("README has no section between the markers of %s", slug)
+	}
+	sec := string(readme)[i:j]
+	if !strings.Contains(sec, "Measured ") || !strings.Contains(sec, "| chain | sealed |") || !strings.Contains(sec, cpuModel()) {
 		t.Errorf("README section lacks the machine line or the table:\n%s", sec)
 	}
 }
@@ -74,5 +79,49 @@ BenchmarkAlignment/shape=wide/variant=none/pad=0-2  100  3.00 ns/op
 		"| wide | 3.00–3.00 |  |  |  |\n"
 	if got != want {
 		t.Errorf("alignmentTable:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestCPUSlug(t *testing.T) {
+	for model, want := range map[string]string{
+		"Intel(R) Xeon(R) Processor":      "intel-xeon",
+		"AMD EPYC":                        "amd-epyc",
+		"AMD EPYC 7B13 64-Core Processor": "amd-epyc-7b13-64-core",
+		"  (R) ":                          "unknown-cpu",
+	} {
+		if got := cpuSlug(model); got != want {
+			t.Errorf("cpuSlug(%q) = %q, want %q", model, got, want)
+		}
+	}
+}
+
+// TestReplaceSection: a CPU's section is rewritten in place, a new CPU's is added
+// before the next marker, and the other CPUs' sections are kept.
+func TestReplaceSection(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "README.md")
+	start := "intro\n" + beginMarker("intel-xeon") + "\nold intel\n" + endMarker("intel-xeon") + "\n\n" + nextMarker + "\ntail\n"
+	if err := os.WriteFile(path, []byte(start), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := replaceSection(path, "amd-epyc", "amd figures\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := replaceSection(path, "intel-xeon", "new intel\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := replaceSection(path, "amd-epyc", "amd again\n"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	want := "intro\n" + beginMarker("intel-xeon") + "\nnew intel\n" + endMarker("intel-xeon") + "\n\n" +
+		beginMarker("amd-epyc") + "\namd again\n" + endMarker("amd-epyc") + "\n\n" + nextMarker + "\ntail\n"
+	if string(got) != want {
+		t.Errorf("README after three reports:\n%s\nwant\n%s", got, want)
+	}
+	if err := os.WriteFile(path, []byte("no markers\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := replaceSection(path, "amd-epyc", "x\n"); err == nil {
+		t.Error("a README without the next marker: no error")
 	}
 }
