@@ -38,9 +38,9 @@ func errCode(err error) error {
 type conn struct {
 	c     net.Conn
 	wmu   sync.Mutex
-	o     *owner // what the connection holds, released when it ends
-	name  string // "sdtctl pid N", for the owners it creates
-	names map[[2]uintptr]string
+	o     *owner                // what the connection holds, released when it ends
+	name  string                // "sdtctl pid N", for the owners it creates
+	descs map[[2]uintptr]uint64 // the descriptions a trace stream has sent
 }
 
 func (cc *conn) send(r *ctlproto.Response) error {
@@ -59,7 +59,7 @@ func serve(c net.Conn) {
 	if pid := peerPid(c); pid > 0 {
 		name = fmt.Sprintf("sdtctl pid %d", pid)
 	}
-	cc := &conn{c: c, o: newOwner(name), name: name, names: map[[2]uintptr]string{}}
+	cc := &conn{c: c, o: newOwner(name), name: name, descs: map[[2]uintptr]uint64{}}
 	defer c.Close()
 	defer release(cc.o)
 	defer func() {

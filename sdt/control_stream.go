@@ -33,6 +33,7 @@ func (cc *conn) runStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (e
 		}
 		agg = newAggregation(by, val, val >= 0)
 	}
+	cc.descs = map[[2]uintptr]uint64{}
 	c, err := openConsumer(cc.name+" "+q.Op, q.Spec, agg)
 	if err != nil {
 		return nil, false, errCode(err)
@@ -66,10 +67,30 @@ func (cc *conn) runStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (e
 	for {
 		select {
 		case e := <-c.events:
-			if err := cc.send(&ctlproto.Response{Kind: ctlproto.KindEvent, Event: cc.event(&e)}); err != nil {
+			// Send what has arrived, in one batch.
+			batch := &ctlproto.Response{Kind: ctlproto.KindEvents}
+			var last int64
+			for {
+				last = cc.appendEvent(batch, &e, last)
+				if count++; q.Count > 0 && count >= q.Count {
+					break
+				}
+				if len(batch.Records) > maxBatch {
+					break
+				}
+				var ok bool
+				select {
+				case e, ok = <-c.events:
+				default:
+				}
+				if !ok {
+					break
+				}
+			}
+			if err := cc.send(batch); err != nil {
 				return nil, true, nil
 			}
-			if count++; q.Count > 0 && count >= q.Count {
+			if q.Count > 0 && count >= q.Count {
 				return &ctlproto.Response{Kind: ctlproto.KindEnd, Drops: c.drops()}, false, nil
 			}
 		case <-tick:
@@ -97,6 +118,10 @@ func (cc *conn) runStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (e
 	}
 }
 
+// maxBatch bounds the records of one events frame, in bytes: far below
+// ctlproto.MaxFrame, since a record is at most a few hundred bytes.
+const maxBatch = 64 << 10
+
 func toStat(s aggSnapshot) *ctlproto.Stat {
 	st := &ctlproto.Stat{Time: time.Now(), By: s.By, Value: s.Value, Overflow: s.Overflow, Rows: []ctlproto.Row{}}
 	for _, r := range s.Rows {
@@ -109,31 +134,49 @@ func toStat(s aggSnapshot) *ctlproto.Stat {
 	return st
 }
 
-// event converts a ring event for the wire.
-func (cc *conn) event(e *event) *ctlproto.Event {
-	p := probeByID(e.Probe)
-	out := &ctlproto.Event{Time: eventTime(e.Time), Site: uint64(e.Site)}
-	if p == nil {
-		out.Probe = "?"
-		return out
-	}
-	k := [2]uintptr{p.self(), e.Site}
-	name, ok := cc.names[k]
+// appendEvent adds a ring event to a batch, with its description if the stream has
+// not sent it yet; last is the time of the batch's previous record, and the event's
+// is returned.
+func (cc *conn) appendEvent(batch *ctlproto.Response, e *event, last int64) int64 {
+	k := [2]uintptr{uintptr(e.Probe), e.Site}
+	id, ok := cc.descs[k]
 	if !ok {
-		module, fn := p.module, ""
-		reg.mu.Lock()
-		for _, s := range p.sites {
-			if s.Addr == e.Site {
-				module, fn = s.Module, s.Func
-			}
+		id = uint64(len(cc.descs) + 1)
+		cc.descs[k] = id
+		batch.Descs = append(batch.Descs, describe(id, e))
+	}
+	t := eventTime(e.Time).UnixNano()
+	b := ctlproto.AppendRecordHead(batch.Records, id, t-last, int(e.NArgs))
+	for i := 0; i < int(e.NArgs); i++ {
+		var str []byte
+		if e.Kinds[i] == kindString {
+			off, n := int(e.Args[i]>>8), int(e.Args[i]&0xff)
+			str = e.Str[off : off+n]
 		}
-		reg.mu.Unlock()
-		name = p.provider + ":" + module + ":" + fn + ":" + p.name
-		cc.names[k] = name
+		b = ctlproto.AppendValue(b, int(e.Kinds[i]), e.Trunc&(1<<i) != 0, e.Args[i], str)
 	}
-	out.Probe = name
-	for i := 0; i < int(e.NArgs) && i < len(p.args); i++ {
-		out.Args = append(out.Args, ctlproto.Arg{Name: p.args[i], Type: p.types[i], Value: e.format(i), Cut: e.Trunc&(1<<i) != 0})
+	batch.Records = b
+	return t
+}
+
+// describe names the probe and site of an event, for its stream's description.
+func describe(id uint64, e *event) ctlproto.Desc {
+	ds := ctlproto.Desc{ID: id, Probe: "?", Site: uint64(e.Site)}
+	p := probeByID(e.Probe)
+	if p == nil {
+		return ds
 	}
-	return out
+	module, fn := p.module, ""
+	reg.mu.Lock()
+	for _, s := range p.sites {
+		if s.Addr == e.Site {
+			module, fn = s.Module, s.Func
+		}
+	}
+	reg.mu.Unlock()
+	ds.Probe = p.provider + ":" + module + ":" + fn + ":" + p.name
+	for i := range p.args {
+		ds.Args = append(ds.Args, ctlproto.Arg{Name: p.args[i], Type: p.types[i]})
+	}
+	return ds
 }

@@ -58,7 +58,7 @@ func TestStreamEndAfterRelease(t *testing.T) {
 		call(&ctlproto.Request{Op: ctlproto.OpHello, Version: ctlproto.Version}, ctlproto.KindHello)
 		if run%2 == 0 {
 			call(&ctlproto.Request{Op: ctlproto.OpTrace, Spec: "servertest:::tick", Count: 1},
-				ctlproto.KindStarted, ctlproto.KindEvent, ctlproto.KindEnd)
+				ctlproto.KindStarted, ctlproto.KindEvents, ctlproto.KindEnd)
 		} else {
 			call(&ctlproto.Request{Op: ctlproto.OpStat, Spec: "servertest:::tick", DurationMS: 1, IntervalMS: 100},
 				ctlproto.KindStarted)
