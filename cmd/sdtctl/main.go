@@ -9,7 +9,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/gosdt/gosdt/sdt"
+	"github.com/gosdt/gosdt/sdt/control"
 )
 
 // Exit codes, one per kind of failure (see usage).
@@ -51,7 +51,7 @@ func exitCode(err error) int {
 func main() {
 	if len(os.Args) < 2 || os.Args[1] != "demo-workload" {
 		// sdtctl links sdt for its demo workload; sdtctl itself is not to be traced.
-		sdt.StopControl()
+		control.Stop()
 	}
 	err := run(os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil && !errors.Is(err, errHelp) && err.Error() != "" {
