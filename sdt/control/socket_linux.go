@@ -21,24 +21,53 @@ import (
 
 var server struct {
 	sync.Mutex
-	ln     *os.File // the listening socket; nil when not serving
-	path   string
-	warned map[uint32]bool // uids refused, logged once each
+	ln      *os.File    // the listening socket; nil when not serving
+	pending *time.Timer // the automatic Serve, armed at start (start.go)
+	path    string
+	warned  map[uint32]bool // uids refused, logged once each
 }
 
-// errNoServer: this platform has no control server.
-var errNoServer = errors.New("control: no control server on this platform")
-
-// Serve makes this process reachable by sdtctl: it binds the control socket and
-// serves it, if it does not already. sdt starts it at init unless SDT_CONTROL=off.
-func Serve() error {
-	if _, err := registry(); err != nil {
-		return err
-	}
+// arm schedules the automatic Serve (start.go).
+func arm() {
 	server.Lock()
 	defer server.Unlock()
+	if server.ln == nil && server.pending == nil {
+		server.pending = time.AfterFunc(startDelay, autoServe)
+	}
+}
+
+// autoServe is the automatic Serve, unless Stop or Serve came first.
+func autoServe() {
+	server.Lock()
+	defer server.Unlock()
+	if server.pending == nil {
+		return
+	}
+	server.pending = nil
+	if err := serveLocked(); err != nil {
+		warnf("control server not started: %v", err)
+	}
+}
+
+// Serve makes this process reachable by sdtctl now: it binds the control socket
+// and serves it, if it does not already. Without it, sdt's initialisation has it
+// done 20 ms later, unless SDT_CONTROL=off.
+func Serve() error {
+	server.Lock()
+	defer server.Unlock()
+	return serveLocked()
+}
+
+func serveLocked() error {
+	if server.pending != nil {
+		server.pending.Stop()
+		server.pending = nil
+	}
 	if server.ln != nil {
 		return nil
+	}
+	if _, err := registry(); err != nil {
+		return err
 	}
 	dir, err := controlDir()
 	if err != nil {
@@ -58,11 +87,15 @@ func Serve() error {
 }
 
 // Stop stops serving sdtctl and removes the socket; clients connected keep their
-// connections. A program that must not be controlled calls it first thing in main,
-// or is started with SDT_CONTROL=off.
+// connections. A program that must not be controlled calls it first thing in main
+// (then it never binds), or is started with SDT_CONTROL=off.
 func Stop() {
 	server.Lock()
 	defer server.Unlock()
+	if server.pending != nil {
+		server.pending.Stop()
+		server.pending = nil
+	}
 	if server.ln != nil {
 		server.ln.Close()
 		unix.Unlink(server.path)
