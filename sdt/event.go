@@ -9,7 +9,10 @@ import (
 )
 
 // MaxArgs is the most arguments a probe has (Define0..Define6).
-const MaxArgs = bridge.MaxArgs
+const MaxArgs = 6
+
+// The control plane's records have as many slots: a compile error if they differ.
+const _ = uint(MaxArgs-bridge.MaxArgs) + uint(bridge.MaxArgs-MaxArgs)
 
 // argv is a fire's arguments as slots, built on the fire's stack only when a
 // consumer is attached (package control's traces and aggregations).

@@ -36,6 +36,9 @@ type consumer struct {
 	probes map[uint32]*bridge.Probe // what it covers, by id
 	cancel func()
 	once   sync.Once
+
+	mu    sync.Mutex
+	names map[[2]uintptr]string // full names by probe id and site, as asked for
 }
 
 // open subscribes sink to spec and then holds what spec matches on behalf of who:
@@ -71,8 +74,19 @@ func (c *consumer) close() {
 
 // name is the full name of a fire of probe id at site, "?" for an unknown probe.
 func (c *consumer) name(id uint32, site uintptr) string {
-	if p := c.probes[id]; p != nil {
-		return p.FullName(site)
+	k := [2]uintptr{uintptr(id), site}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n, ok := c.names[k]; ok {
+		return n
 	}
-	return "?"
+	n := "?"
+	if p := c.probes[id]; p != nil {
+		n = p.FullName(site)
+	}
+	if c.names == nil {
+		c.names = map[[2]uintptr]string{}
+	}
+	c.names[k] = n
+	return n
 }
