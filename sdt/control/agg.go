@@ -1,10 +1,9 @@
 package control
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -272,8 +271,11 @@ func (a *aggregation) snapshot() Snapshot {
 		}
 		snap.Rows = append(snap.Rows, *r)
 	}
-	slices.SortFunc(snap.Rows, func(x, y Row) int {
-		return cmp.Or(cmp.Compare(y.Count, x.Count), cmp.Compare(x.Key, y.Key))
+	// sort.Slice, not slices.SortFunc: no sort code instantiated for Row in every
+	// program that uses probes.
+	sort.Slice(snap.Rows, func(i, j int) bool {
+		x, y := &snap.Rows[i], &snap.Rows[j]
+		return x.Count > y.Count || x.Count == y.Count && x.Key < y.Key
 	})
 	return snap
 }
