@@ -55,11 +55,7 @@ func (ds *Desc) append(e *enc) {
 }
 
 func (ds *Desc) decode(d *dec) {
-	for {
-		tag, ok := d.next()
-		if !ok {
-			return
-		}
+	d.fields(func(tag int) bool {
 		switch tag {
 		case 1:
 			ds.ID = d.uint()
@@ -68,15 +64,13 @@ func (ds *Desc) decode(d *dec) {
 		case 3:
 			ds.Site = d.uint()
 		case 4:
-			var a Arg
-			s := d.sub()
-			a.decode(s)
-			d.join(s)
-			ds.Args = append(ds.Args, a)
+			ds.Args = append(ds.Args, Arg{})
+			d.msg(ds.Args[len(ds.Args)-1].decode)
 		default:
-			d.skip()
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // AppendRecordHead appends the head of a record to a batch: its Desc, its time as

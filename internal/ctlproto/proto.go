@@ -317,11 +317,7 @@ func DecodeRequest(b []byte) (*Request, error) {
 	}
 	q := &Request{Op: ops[b[0]-1]}
 	d := &dec{b: b[1:]}
-	for {
-		tag, ok := d.next()
-		if !ok {
-			break
-		}
+	d.fields(func(tag int) bool {
 		switch tag {
 		case tqVersion:
 			q.Version = d.small()
@@ -329,7 +325,7 @@ func DecodeRequest(b []byte) (*Request, error) {
 			q.Spec = d.str()
 		case tqSpecs:
 			if len(q.Specs) >= MaxSpecs {
-				return nil, Errorf(CodeBadRequest, "%s: more than %d specs", q.Op, MaxSpecs)
+				d.fail(fmt.Sprintf("%s: more than %d specs", q.Op, MaxSpecs))
 			}
 			q.Specs = append(q.Specs, d.str())
 		case tqPersist:
@@ -347,7 +343,8 @@ func DecodeRequest(b []byte) (*Request, error) {
 		default:
 			d.fail(fmt.Sprintf("unknown field %d in %s", tag, q.Op))
 		}
-	}
+		return true
+	})
 	if d.err != nil {
 		return nil, d.err
 	}
@@ -428,11 +425,7 @@ func DecodeResponse(b []byte) (*Response, error) {
 	}
 	r := &Response{Kind: kinds[b[0]-1]}
 	d := &dec{b: b[1:]}
-	for {
-		tag, ok := d.next()
-		if !ok {
-			break
-		}
+	d.fields(func(tag int) bool {
 		switch tag {
 		case trCode:
 			r.Code = d.str()
@@ -457,30 +450,23 @@ func DecodeResponse(b []byte) (*Response, error) {
 		case trKeptBy:
 			r.KeptBy = append(r.KeptBy, d.str())
 		case trProbe:
-			var p Probe
-			s := d.sub()
-			p.decode(s)
-			d.join(s)
-			r.Probes = append(r.Probes, p)
+			r.Probes = append(r.Probes, Probe{})
+			d.msg(r.Probes[len(r.Probes)-1].decode)
 		case trDesc:
-			var ds Desc
-			s := d.sub()
-			ds.decode(s)
-			d.join(s)
-			r.Descs = append(r.Descs, ds)
+			r.Descs = append(r.Descs, Desc{})
+			d.msg(r.Descs[len(r.Descs)-1].decode)
 		case trRecords:
 			r.Records = d.bytes()
 		case trStat:
 			r.Stat = new(Stat)
-			s := d.sub()
-			r.Stat.decode(s)
-			d.join(s)
+			d.msg(r.Stat.decode)
 		case trDrops:
 			r.Drops = d.uint()
 		default:
-			d.skip()
+			return false
 		}
-	}
+		return true
+	})
 	if d.err != nil {
 		return nil, d.err
 	}
@@ -505,20 +491,13 @@ func (p *Probe) append(e *enc) {
 
 func (p *Probe) decode(d *dec) {
 	p.Sites = []Site{}
-	for {
-		tag, ok := d.next()
-		if !ok {
-			return
-		}
+	d.fields(func(tag int) bool {
 		switch tag {
 		case 1:
 			p.Name = d.str()
 		case 2:
-			var a Arg
-			s := d.sub()
-			a.decode(s)
-			d.join(s)
-			p.Args = append(p.Args, a)
+			p.Args = append(p.Args, Arg{})
+			d.msg(p.Args[len(p.Args)-1].decode)
 		case 3:
 			p.Enabled = d.bool()
 		case 4:
@@ -526,15 +505,13 @@ func (p *Probe) decode(d *dec) {
 		case 5:
 			p.HeldBy = append(p.HeldBy, d.str())
 		case 6:
-			var st Site
-			s := d.sub()
-			st.decode(s)
-			d.join(s)
-			p.Sites = append(p.Sites, st)
+			p.Sites = append(p.Sites, Site{})
+			d.msg(p.Sites[len(p.Sites)-1].decode)
 		default:
-			d.skip()
+			return false
 		}
-	}
+		return true
+	})
 }
 
 func (a *Arg) append(e *enc) {
@@ -543,20 +520,17 @@ func (a *Arg) append(e *enc) {
 }
 
 func (a *Arg) decode(d *dec) {
-	for {
-		tag, ok := d.next()
-		if !ok {
-			return
-		}
+	d.fields(func(tag int) bool {
 		switch tag {
 		case 1:
 			a.Name = d.str()
 		case 2:
 			a.Type = d.str()
 		default:
-			d.skip()
+			return false
 		}
-	}
+		return true
+	})
 }
 
 func (s *Site) append(e *enc) {
@@ -572,11 +546,7 @@ func (s *Site) append(e *enc) {
 }
 
 func (s *Site) decode(d *dec) {
-	for {
-		tag, ok := d.next()
-		if !ok {
-			return
-		}
+	d.fields(func(tag int) bool {
 		switch tag {
 		case 1:
 			s.Addr = d.uint()
@@ -597,9 +567,10 @@ func (s *Site) decode(d *dec) {
 		case 9:
 			s.HeldBy = append(s.HeldBy, d.str())
 		default:
-			d.skip()
+			return false
 		}
-	}
+		return true
+	})
 }
 
 func (st *Stat) append(e *enc) {
@@ -615,11 +586,7 @@ func (st *Stat) append(e *enc) {
 
 func (st *Stat) decode(d *dec) {
 	st.Rows = []Row{}
-	for {
-		tag, ok := d.next()
-		if !ok {
-			break
-		}
+	d.fields(func(tag int) bool {
 		switch tag {
 		case 1:
 			st.Time = time.Unix(0, d.int())
@@ -628,19 +595,17 @@ func (st *Stat) decode(d *dec) {
 		case 3:
 			st.Value = d.str()
 		case 4:
-			var r Row
-			s := d.sub()
-			r.decode(s)
-			d.join(s)
-			st.Rows = append(st.Rows, r)
+			st.Rows = append(st.Rows, Row{})
+			d.msg(st.Rows[len(st.Rows)-1].decode)
 		case 5:
 			st.Overflow = d.uint()
 		case 6:
 			st.Drops = d.uint()
 		default:
-			d.skip()
+			return false
 		}
-	}
+		return true
+	})
 	for i := range st.Rows {
 		if r := &st.Rows[i]; st.Value != "" && r.Count > 0 {
 			r.Avg = float64(r.Sum) / float64(r.Count)
@@ -665,11 +630,7 @@ func (r *Row) append(e *enc) {
 }
 
 func (r *Row) decode(d *dec) {
-	for {
-		tag, ok := d.next()
-		if !ok {
-			return
-		}
+	d.fields(func(tag int) bool {
 		switch tag {
 		case 1:
 			r.Key = d.str()
@@ -682,14 +643,15 @@ func (r *Row) decode(d *dec) {
 		case 5:
 			r.Max = d.int()
 		case 6:
-			h := &dec{b: d.bytes()}
-			for len(h.b) > 0 && h.err == nil {
-				low := unzigzag(h.uvarint())
-				r.Hist = append(r.Hist, Bucket{Low: low, Count: h.uvarint()})
-			}
-			d.join(h)
+			d.msg(func(h *dec) {
+				for len(h.b) > 0 && h.err == nil {
+					low := unzigzag(h.uvarint())
+					r.Hist = append(r.Hist, Bucket{Low: low, Count: h.uvarint()})
+				}
+			})
 		default:
-			d.skip()
+			return false
 		}
-	}
+		return true
+	})
 }

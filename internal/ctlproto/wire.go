@@ -155,10 +155,24 @@ func (d *dec) bytes() []byte {
 
 func (d *dec) str() string { return string(d.bytes()) }
 
-// sub returns a decoder of a nested message; its error is carried back by join.
-func (d *dec) sub() *dec { return &dec{b: d.bytes()} }
+// fields calls f with the tag of each field, for f to read its value; a field f does
+// not know (it returns false) is skipped.
+func (d *dec) fields(f func(tag int) bool) {
+	for {
+		tag, ok := d.next()
+		if !ok {
+			return
+		}
+		if !f(tag) {
+			d.skip()
+		}
+	}
+}
 
-func (d *dec) join(s *dec) {
+// msg reads a nested message with decode.
+func (d *dec) msg(decode func(*dec)) {
+	s := &dec{b: d.bytes()}
+	decode(s)
 	if s.err != nil && d.err == nil {
 		d.err = s.err
 		d.b = nil
