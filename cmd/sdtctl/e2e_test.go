@@ -227,6 +227,11 @@ func TestEnableDuringStream(t *testing.T) {
 	if err != nil || !strings.Contains(out, "enabled 0 sites; 1 were already on") {
 		t.Fatalf("enable during a stat: %v %s", err, out)
 	}
+	// list names both holders, the stat (this test process is its client) and the enable.
+	out, err = sdtctl(t, "list", "-p", p, "e2e:::tick")
+	if holders := fmt.Sprintf("sdtctl pid %d stat, sdtctl enable", os.Getpid()); err != nil || !strings.Contains(out, holders) {
+		t.Fatalf("list during a stat after an enable: %v, want %q held by:\n%s", err, holders, out)
+	}
 	stream.close()
 	time.Sleep(100 * time.Millisecond)
 	if !on() {

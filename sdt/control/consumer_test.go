@@ -103,6 +103,13 @@ func TestTraceAndAggregate(t *testing.T) {
 	if got := holders(t, spec); !slices.Equal(got, []string{"in-process aggregation", "in-process trace"}) {
 		t.Fatalf("holders %q", got)
 	}
+	// The program's own Enable and Disable do not touch the consumers' holds.
+	if _, err := sdt.Enable(spec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdt.Disable(spec); !errors.Is(err, sdt.ErrStillHeld) || !consProbe.Enabled() {
+		t.Fatalf("Disable while a trace holds the probe: %v (enabled %v)", err, consProbe.Enabled())
+	}
 	for i := range 10 {
 		consSite(i, []string{"even", "odd"}[i%2])
 	}
