@@ -23,6 +23,7 @@ var server struct {
 	sync.Mutex
 	ln      *os.File    // the listening socket; nil when not serving
 	pending *time.Timer // the automatic Serve, armed at start (start.go)
+	stopped bool        // Stop was called: no automatic Serve
 	path    string
 	warned  map[uint32]bool // uids refused, logged once each
 }
@@ -31,7 +32,7 @@ var server struct {
 func arm() {
 	server.Lock()
 	defer server.Unlock()
-	if server.ln == nil && server.pending == nil {
+	if server.ln == nil && server.pending == nil && !server.stopped {
 		server.pending = time.AfterFunc(startDelay, autoServe)
 	}
 }
@@ -59,6 +60,7 @@ func Serve() error {
 }
 
 func serveLocked() error {
+	server.stopped = false
 	if server.pending != nil {
 		server.pending.Stop()
 		server.pending = nil
@@ -86,12 +88,13 @@ func serveLocked() error {
 	return nil
 }
 
-// Stop stops serving sdtctl and removes the socket; clients connected keep their
-// connections. A program that must not be controlled calls it first thing in main
-// (then it never binds), or is started with SDT_CONTROL=off.
+// Stop stops serving sdtctl and removes the socket, until Serve; clients connected
+// keep their connections. A program that must not be controlled calls it first thing
+// in main (then it never binds), or is started with SDT_CONTROL=off.
 func Stop() {
 	server.Lock()
 	defer server.Unlock()
+	server.stopped = true
 	if server.pending != nil {
 		server.pending.Stop()
 		server.pending = nil

@@ -32,3 +32,23 @@ func BenchmarkServe(b *testing.B) {
 	}
 	time.Sleep(time.Millisecond) // let the accept goroutines see their sockets closed
 }
+
+// TestStopBeforeStart: a Stop before sdt's start (sdtctl's, from a package initialised
+// before sdt) keeps the automatic Serve from being armed at all; Serve undoes it.
+func TestStopBeforeStart(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	Stop()
+	arm()
+	server.Lock()
+	pending := server.pending
+	server.Unlock()
+	if pending != nil {
+		t.Fatal("armed after Stop")
+	}
+	if _, err := registry(); err == nil {
+		if err := Serve(); err != nil || Socket() == "" {
+			t.Fatalf("Serve after Stop: %v, socket %q", err, Socket())
+		}
+		Stop()
+	}
+}
