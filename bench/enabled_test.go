@@ -1,16 +1,21 @@
 package bench
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gosdt/gosdt/sdt"
+	"github.com/gosdt/gosdt/sdt/control"
 )
 
 // One probe per consumer, so that each sub-benchmark enables its own.
 var (
 	fireCounter = sdt.Define1[int]("bfire", "counter", "v")
 	fireHandler = sdt.Define1[int]("bfire", "handler", "v")
+	fireTrace   = sdt.Define1[int]("bfire", "trace", "v")
+	fireAgg     = sdt.Define1[int]("bfire", "agg", "v")
 )
 
 // BenchmarkEnabled is the cost of one fire of an enabled probe (one site, in a chain
@@ -18,10 +23,10 @@ var (
 //
 //	counter  no handler: only the probe's own per-site hit count
 //	handler  a typed handler (Attach) doing an atomic add
-//	ring     skipped: sdt feeds its event ring from trace subscriptions (the control
-//	         socket) and exports no in-process way to attach one; sdt's own
-//	         BenchmarkRing measures it
-//	agg      skipped, likewise (aggregations come from sdtctl stat)
+//	trace    into a trace's buffer (control.OpenTrace, what sdtctl trace attaches),
+//	         a reader draining it on another goroutine; drops/op reported
+//	agg      into an aggregation keyed by probe, summing the argument
+//	         (control.OpenAggregation, what sdtctl stat attaches)
 func BenchmarkEnabled(b *testing.B) {
 	b.Run("consumer=counter", func(b *testing.B) {
 		enable(b, "bfire:::counter")
@@ -43,10 +48,45 @@ func BenchmarkEnabled(b *testing.B) {
 		}
 		sink = x + n.Load()
 	})
-	// The ring and aggregations are attached through the control socket only; not faked
-	// here. See go test -bench Ring ./sdt/.
-	b.Run("consumer=ring", func(b *testing.B) { b.Skip("sdt exports no in-process ring consumer: see sdt's BenchmarkRing") })
-	b.Run("consumer=agg", func(b *testing.B) { b.Skip("sdt exports no in-process aggregation consumer yet") })
+	b.Run("consumer=trace", func(b *testing.B) {
+		tr, err := control.OpenTrace("bfire:::trace")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			evs := make([]control.Event, 256)
+			for {
+				if _, err := tr.Read(evs, time.Millisecond); err != nil {
+					return
+				}
+			}
+		}()
+		x := uint64(1)
+		for b.Loop() {
+			x = x*6364136223846793005 + 1442695040888963407
+			sdt.Probe1(&fireTrace, int(x))
+		}
+		sink = x
+		b.ReportMetric(float64(tr.Drops())/float64(b.N), "drops/op")
+		tr.Close()
+		wg.Wait()
+	})
+	b.Run("consumer=agg", func(b *testing.B) {
+		agg, err := control.OpenAggregation("bfire:::agg", control.AggOptions{Value: "arg0"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer agg.Close()
+		x := uint64(1)
+		for b.Loop() {
+			x = x*6364136223846793005 + 1442695040888963407
+			sdt.Probe1(&fireAgg, int(x))
+		}
+		sink = x
+	})
 }
 
 // enable enables spec for the rest of b and checks that it switched a site.

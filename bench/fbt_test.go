@@ -1,15 +1,12 @@
 package bench
 
 import (
-	"net"
-	"os"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/gosdt/gosdt/bench/internal/fbtkern"
-	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/sdt"
+	"github.com/gosdt/gosdt/sdt/control"
 )
 
 const fbtSpec = "fbt:github.com/gosdt/gosdt/bench/internal/fbtkern:fbtkern.Work:"
@@ -19,8 +16,8 @@ const fbtSpec = "fbt:github.com/gosdt/gosdt/bench/internal/fbtkern:fbtkern.Work:
 //
 //	off       both probes off: the two gates
 //	counter   entry and return enabled, no consumer but the sites' hit counts
-//	agg       entry and return into a counting aggregation, attached as sdtctl stat
-//	          attaches it (the control socket of this process)
+//	agg       entry and return into a counting aggregation (control.OpenAggregation,
+//	          what sdtctl stat attaches through the control socket)
 //	hooks     entry and return with an in-process hook pair counting calls
 //
 // It needs the rules: go test -toolexec "sdtctl toolexec -rules $PWD/bench/fbt.rules"
@@ -65,50 +62,13 @@ func BenchmarkFBT(b *testing.B) {
 	})
 }
 
-// statSelf attaches a counting aggregation (by probe) to spec through this process's
-// control socket, as sdtctl stat does, and waits until its sites are on.
+// statSelf attaches a counting aggregation (by probe) to spec, the one sdtctl stat
+// attaches through the control socket, and waits until its sites are on.
 func statSelf(b *testing.B, spec string) (stop func()) {
 	b.Helper()
-	c, err := net.Dial("unix", ctlproto.SocketPath(os.Getpid()))
+	agg, err := control.OpenAggregation(spec, control.AggOptions{By: "probe"})
 	if err != nil {
-		b.Skipf("no control socket: %v", err)
-	}
-	ctlproto.WriteFrame(c, &ctlproto.Request{Op: ctlproto.OpHello, Version: ctlproto.Version})
-	if _, err := ctlproto.ReadFrame(c); err != nil {
 		b.Fatal(err)
 	}
-	if err := ctlproto.WriteFrame(c, &ctlproto.Request{Op: ctlproto.OpStat, Spec: spec, By: "probe",
-		IntervalMS: 1000, DurationMS: 3_600_000}); err != nil {
-		b.Fatal(err)
-	}
-	go func() {
-		for {
-			if _, err := ctlproto.ReadFrame(c); err != nil {
-				return
-			}
-		}
-	}()
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		infos, _ := sdt.List(spec)
-		on := len(infos) > 0
-		for _, pi := range infos {
-			on = on && pi.Enabled
-		}
-		if on {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("the aggregation did not switch the probes on")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return func() {
-		c.Close()
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			infos, _ := sdt.List(spec)
-			if len(infos) > 0 && !infos[0].Enabled {
-				return
-			}
-		}
-	}
+	return func() { agg.Close() }
 }

@@ -1,32 +1,28 @@
 package sdt
 
 import (
-	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/gosdt/gosdt/internal/spec"
+	"github.com/gosdt/gosdt/sdt/internal/bridge"
 )
 
-// Consumers are what an enabled fire feeds besides typed handlers: the event ring
-// (for trace subscriptions) and aggregations. A definition's descriptor holds an
-// atomic pointer to an immutable consumers snapshot; the generated fire methods load
-// it once per fire and do nothing more when it is nil, so a probe nobody traces or
-// aggregates pays one atomic load. Subscribing and unsubscribing rebuild the
-// snapshots of the probes concerned (copy on write, under consMu).
+// Consumers are what an enabled fire feeds besides typed handlers: package control's
+// traces and aggregations (bridge.Sink). A definition's descriptor holds an atomic
+// pointer to an immutable consumers snapshot; the generated fire methods load it once
+// per fire and do nothing more when it is nil, so a probe nobody traces or aggregates
+// pays one atomic load. Subscribing and unsubscribing rebuild the snapshots of the
+// probes concerned (copy on write, under cons.mu).
 type consumers struct {
-	id     uint32 // the probe's id, as events carry it
-	traces []traceEntry
-	aggs   []aggEntry
+	id    uint32 // the probe's id, as sinks are told
+	sinks []sinkEntry
 }
 
-type traceEntry struct {
-	bit uint64 // the subscription's bit in event.Subs
-	f   *filter
-}
-
-type aggEntry struct {
-	a *aggregation
+type sinkEntry struct {
+	s bridge.Sink
 	f *filter
 }
 
@@ -52,42 +48,27 @@ func (c *consumers) emit(ret uintptr, v *argv) {
 	if s != nil {
 		addr = s.Addr
 	}
-	var mask uint64
-	for i := range c.traces {
-		if c.traces[i].f.wants(s) {
-			mask |= c.traces[i].bit
-		}
-	}
-	if mask != 0 {
-		if r := procRing.Load(); r != nil {
-			r.put(nanotime(), addr, c.id, mask, v)
-		}
-	}
-	for i := range c.aggs {
-		if c.aggs[i].f.wants(s) {
-			c.aggs[i].a.add(c.id, addr, v)
+	// Sinks do not keep v (bridge.Sink): hidden from escape analysis, which cannot
+	// see through the interface call, it stays on the firing goroutine's stack.
+	a := (*argv)(noescape(unsafe.Pointer(v)))
+	for i := range c.sinks {
+		if c.sinks[i].f.wants(s) {
+			c.sinks[i].s.Fire(c.id, addr, a)
 		}
 	}
 }
 
-// subscription is one trace or aggregation attached to the probes a spec matched.
+// subscription is one sink attached to the probes a spec matched.
 type subscription struct {
-	bit     uint64 // trace: its bit in event.Subs
-	agg     *aggregation
+	sink    bridge.Sink
 	filters map[*probe]*filter
 }
 
 var cons struct {
-	mu     sync.Mutex
-	subs   []*subscription
-	ids    map[*probe]uint32
-	byID   []*probe
-	bits   uint64 // trace bits in use
-	reader bool
+	mu   sync.Mutex
+	subs []*subscription
+	ids  map[*probe]uint32
 }
-
-// errTooManyTraces is returned when every trace subscription bit is in use.
-var errTooManyTraces = errors.New("too many concurrent traces (64)")
 
 // probeID returns p's id, assigning one. Call with cons.mu held.
 func probeID(p *probe) uint32 {
@@ -97,28 +78,17 @@ func probeID(p *probe) uint32 {
 	if cons.ids == nil {
 		cons.ids = map[*probe]uint32{}
 	}
-	id := uint32(len(cons.byID))
+	id := uint32(len(cons.ids))
 	cons.ids[p] = id
-	cons.byID = append(cons.byID, p)
 	return id
 }
 
-// probeByID returns the probe events with this id come from.
-func probeByID(id uint32) *probe {
-	cons.mu.Lock()
-	defer cons.mu.Unlock()
-	if int(id) < len(cons.byID) {
-		return cons.byID[id]
-	}
-	return nil
-}
-
-// matchFilters resolves sp against the registry: per probe, which of its fires match.
-func matchFilters(sp spec.Spec) map[*probe]*filter {
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
+// matchFilters resolves sp against the registry: per probe, which of its fires
+// match, and the description of each probe matched. Call with reg.mu held.
+func matchFilters(sp spec.Spec) (map[*probe]*filter, []*probe) {
 	reg.resolve()
 	out := map[*probe]*filter{}
+	var order []*probe
 	for _, p := range reg.probes {
 		f := &filter{all: true, sites: map[*site]bool{}}
 		for _, s := range p.sites {
@@ -137,66 +107,55 @@ func matchFilters(sp spec.Spec) map[*probe]*filter {
 				f.sites = nil
 			}
 			out[p] = f
+			order = append(order, p)
 		}
 	}
-	return out
+	return out, order
 }
 
-// subscribe attaches a trace (agg == nil) or an aggregation to what specText matches.
-func subscribe(specText string, agg *aggregation) (*subscription, error) {
+// subscribe attaches sink to the fires of what specText matches, and describes them.
+func subscribe(specText string, sink bridge.Sink) ([]*bridge.Probe, func(), error) {
 	sp, err := parseSpec(specText)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	fs := matchFilters(sp)
-	if len(fs) == 0 {
-		return nil, fmt.Errorf("%q: %w", specText, ErrNoMatch)
-	}
+	reg.mu.Lock()
+	fs, order := matchFilters(sp)
+	descs := make([]*bridge.Probe, len(order))
 	cons.mu.Lock()
-	defer cons.mu.Unlock()
-	sub := &subscription{agg: agg, filters: fs}
-	if agg == nil {
-		for i := range 64 {
-			if cons.bits&(1<<i) == 0 {
-				sub.bit = 1 << i
-				break
-			}
-		}
-		if sub.bit == 0 {
-			return nil, errTooManyTraces
-		}
-		cons.bits |= sub.bit
-		if procRing.Load() == nil {
-			procRing.Store(newRing(ringSize))
-		}
+	for i, p := range order {
+		descs[i] = p.describe(probeID(p))
 	}
+	cons.mu.Unlock()
+	reg.mu.Unlock()
+	if len(fs) == 0 {
+		return nil, nil, fmt.Errorf("%q: %w", specText, ErrNoMatch)
+	}
+	sub := &subscription{sink: sink, filters: fs}
+	cons.mu.Lock()
 	cons.subs = append(cons.subs, sub)
 	rebuild(fs)
-	return sub, nil
+	cons.mu.Unlock()
+	var once sync.Once
+	return descs, func() { once.Do(sub.close) }, nil
 }
 
-// probeIDs is the ids of the probes the subscription covers, as events carry them.
-func (sub *subscription) probeIDs() map[uint32]bool {
-	cons.mu.Lock()
-	defer cons.mu.Unlock()
-	ids := make(map[uint32]bool, len(sub.filters))
-	for p := range sub.filters {
-		ids[probeID(p)] = true
+// describe is what a consumer is told of p. Call with reg.mu held, after resolve.
+func (p *probe) describe(id uint32) *bridge.Probe {
+	d := &bridge.Probe{ID: id, Provider: p.provider, Name: p.name, Module: p.module, Args: p.args, Types: p.types}
+	for _, s := range p.sites {
+		d.Sites = append(d.Sites, bridge.Site{Addr: s.Addr, Module: s.Module, Func: s.Func, File: s.File, Line: s.Line})
 	}
-	return ids
+	return d
 }
 
 // close detaches the subscription.
 func (sub *subscription) close() {
 	cons.mu.Lock()
 	defer cons.mu.Unlock()
-	for i, x := range cons.subs {
-		if x == sub {
-			cons.subs = append(cons.subs[:i:i], cons.subs[i+1:]...)
-			cons.bits &^= sub.bit
-			rebuild(sub.filters)
-			return
-		}
+	if i := slices.Index(cons.subs, sub); i >= 0 {
+		cons.subs = slices.Delete(cons.subs, i, i+1)
+		rebuild(sub.filters)
 	}
 }
 
@@ -205,17 +164,11 @@ func rebuild(fs map[*probe]*filter) {
 	for p := range fs {
 		c := &consumers{id: probeID(p)}
 		for _, sub := range cons.subs {
-			f := sub.filters[p]
-			if f == nil {
-				continue
-			}
-			if sub.agg != nil {
-				c.aggs = append(c.aggs, aggEntry{a: sub.agg, f: f})
-			} else {
-				c.traces = append(c.traces, traceEntry{bit: sub.bit, f: f})
+			if f := sub.filters[p]; f != nil {
+				c.sinks = append(c.sinks, sinkEntry{s: sub.sink, f: f})
 			}
 		}
-		if len(c.aggs) == 0 && len(c.traces) == 0 {
+		if len(c.sinks) == 0 {
 			c = nil
 		}
 		p.cons.Store(c)

@@ -8,9 +8,12 @@
 //	sdt.Probe1(&procExit, reason)
 //
 // At its init the package finds every site (package sled), seals it into a jump over
-// the fire call (package patch), and serves sdtctl on a unix socket (linux). Enable and
-// Disable take DTrace probe descriptions, provider:module:function:name. Handlers
-// (Attach), an event ring and aggregations consume fires.
+// the fire call (package patch), and hands the probe registry to package
+// sdt/control, which serves sdtctl on a unix socket (linux) from 20 ms later: a
+// program needs no code for sdtctl to reach it. Enable and Disable take DTrace probe
+// descriptions, provider:module:function:name. Typed handlers (Attach) consume fires
+// in the process; so do sdt/control's traces and aggregations (what sdtctl trace and
+// stat use), without the socket.
 //
 // Latency probes (DefineLatency, DefineLatency1) time a block: Start reads the clock
 // only while the probe is on, End fires with latency_ns. Function-boundary probes

@@ -5,16 +5,18 @@ import (
 	"fmt"
 
 	"github.com/gosdt/gosdt/internal/spec"
+	"github.com/gosdt/gosdt/sdt/internal/bridge"
 )
 
 // Errors of Enable, Disable and List, to match with errors.Is and errors.As.
+// Package control's traces and aggregations return the same errors.
 var (
 	// ErrNoMatch: the spec matches no probe of this process.
-	ErrNoMatch = errors.New("spec matches no probe")
+	ErrNoMatch = bridge.ErrNoMatch
 	// ErrMalformedSpec: the spec does not parse; the error is a *SpecError.
-	ErrMalformedSpec = errors.New("malformed probe spec")
+	ErrMalformedSpec = bridge.ErrMalformedSpec
 	// ErrNotSupported: nothing the spec matches can be switched on this platform.
-	ErrNotSupported = errors.New("not supported on this platform")
+	ErrNotSupported = bridge.ErrNotSupported
 )
 
 // SpecError is a malformed probe spec: what is wrong, and where.

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/gosdt/gosdt/sdt/internal/bridge"
 )
 
 // Function-boundary probes (fbt) are written by `sdtctl toolexec -rules FILE`, not by
@@ -149,7 +151,7 @@ func (p *Func) fire(c *Call, at uint8) *Call {
 				c.ran = len(c.hooks)
 			}
 		}
-		c.res.n = 0
+		c.res.N = 0
 		c.panicking = !c.done
 		var lat, panicking int64 = nanotime() - c.start, 0
 		if c.panicking {
@@ -201,11 +203,11 @@ func (c *Call) Release() {
 	}
 	// Reset what the next call reads, and drop the references this one held (the
 	// argument slots' strings, the values hooks saw): not the whole struct.
-	clear(c.args.strs[:c.args.n])
-	clear(c.res.strs[:c.res.n])
+	clear(c.args.Strs[:c.args.N])
+	clear(c.res.Strs[:c.res.N])
 	clear(c.vals)
 	clear(c.resVals)
-	c.args.n, c.res.n = 0, 0
+	c.args.N, c.res.N = 0, 0
 	c.vals, c.resVals, c.resSet = c.vals[:0], c.resVals[:0], c.resSet[:0]
 	c.entryCons, c.retCons, c.hooks, c.fn = nil, nil, nil, nil
 	c.ran, c.skipped, c.entered, c.done, c.panicking = 0, false, false, false, false
@@ -229,9 +231,9 @@ func (c *Call) Unwinding() bool { return c != nil && !c.done }
 
 // In records the next argument (the receiver first) of an entered call.
 func In[T any](c *Call, x T) {
-	if c.args.n < MaxArgs {
-		setAny(&c.args, c.args.n, reflect.TypeFor[T](), unsafe.Pointer(&x))
-		c.args.n++
+	if c.args.N < MaxArgs {
+		setAny(&c.args, c.args.N, reflect.TypeFor[T](), unsafe.Pointer(&x))
+		c.args.N++
 	}
 	if c.hooksWanted {
 		c.vals = append(c.vals, x)
@@ -240,9 +242,9 @@ func In[T any](c *Call, x T) {
 
 // Out records the next result of a returning call.
 func Out[T any](c *Call, x T) {
-	if c.res.n < MaxArgs {
-		setAny(&c.res, c.res.n, reflect.TypeFor[T](), unsafe.Pointer(&x))
-		c.res.n++
+	if c.res.N < MaxArgs {
+		setAny(&c.res, c.res.N, reflect.TypeFor[T](), unsafe.Pointer(&x))
+		c.res.N++
 	}
 	if len(c.hooks) > 0 {
 		c.resVals = append(c.resVals, x)
@@ -267,47 +269,14 @@ func Result[T any](c *Call, i int, v T) T {
 // anything else by its type's name.
 func setAny(v *argv, i int, t reflect.Type, p unsafe.Pointer) {
 	switch t.Kind() {
+	case reflect.Pointer, reflect.UnsafePointer, reflect.Map, reflect.Chan, reflect.Func:
+		v.Kinds[i], v.Slots[i] = bridge.Uint, uint64(*(*uintptr)(p))
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
 		reflect.Bool, reflect.Float32, reflect.Float64, reflect.String:
-		v.kinds[i] = kindOf(t)
-		var s uint64
-		switch t.Kind() {
-		case reflect.Int:
-			s = uint64(*(*int)(p))
-		case reflect.Int8:
-			s = uint64(*(*int8)(p))
-		case reflect.Int16:
-			s = uint64(*(*int16)(p))
-		case reflect.Int32:
-			s = uint64(*(*int32)(p))
-		case reflect.Int64:
-			s = uint64(*(*int64)(p))
-		case reflect.Uint, reflect.Uintptr, reflect.Uint64:
-			s = *(*uint64)(p)
-		case reflect.Uint8:
-			s = uint64(*(*uint8)(p))
-		case reflect.Uint16:
-			s = uint64(*(*uint16)(p))
-		case reflect.Uint32:
-			s = uint64(*(*uint32)(p))
-		case reflect.Bool:
-			if *(*bool)(p) {
-				s = 1
-			}
-		case reflect.Float32:
-			f := float64(*(*float32)(p))
-			s = *(*uint64)(unsafe.Pointer(&f))
-		case reflect.Float64:
-			s = *(*uint64)(p)
-		case reflect.String:
-			v.strs[i] = *(*string)(p)
-		}
-		v.slots[i] = s
-	case reflect.Pointer, reflect.UnsafePointer, reflect.Map, reflect.Chan, reflect.Func:
-		v.kinds[i], v.slots[i] = kindUint, uint64(*(*uintptr)(p))
+		setSlot(v, i, t, p)
 	default:
-		v.kinds[i], v.strs[i] = kindString, t.String()
+		v.Kinds[i], v.Strs[i] = bridge.String, t.String()
 	}
 }
 

@@ -56,7 +56,7 @@ func init() {
 		startSignalToggle()
 	}
 	startUSDTWatch(reg.table.Probes)
-	startControlFromEnv()
+	startControl()
 }
 
 // seal rewrites every patchable site into its canonical sled, in one batch; sites

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gosdt/gosdt/sdt/internal/bridge"
 )
 
 // Who holds a probe on. Like a Linux jump-label key's reference count, every enabler
@@ -13,11 +15,12 @@ import (
 // on while anyone holds it; a disable drops only its own owner's hold. Every path
 // goes through holdLocked, under reg.mu.
 
-// owner is one enabler. Owners are compared by pointer; name is what List shows.
-type owner struct{ name string }
+// owner is one enabler. Owners are compared by pointer; Name is what List shows.
+// Package control makes the owners of its connections, traces and aggregations.
+type owner = bridge.Owner
 
 // newOwner returns a new owner; name says who it is in List and in errors.
-func newOwner(name string) *owner { return &owner{name: name} }
+func newOwner(name string) *owner { return &owner{Name: name} }
 
 // The owners of the process: the program's Enable and Disable (and SDT_MODE=on,
 // which starts as if the program had enabled everything), and the signal toggle.
@@ -136,8 +139,8 @@ func stillHeld(what string, keys []holdKey) error {
 			e.Definitions++
 		}
 		for _, o := range hs {
-			if !slices.Contains(e.Holders, o.name) {
-				e.Holders = append(e.Holders, o.name)
+			if !slices.Contains(e.Holders, o.Name) {
+				e.Holders = append(e.Holders, o.Name)
 			}
 		}
 	}
@@ -177,7 +180,7 @@ func holderNames(k holdKey) []string {
 	}
 	names := make([]string, len(hs))
 	for i, o := range hs {
-		names[i] = o.name
+		names[i] = o.Name
 	}
 	return names
 }

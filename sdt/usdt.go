@@ -73,7 +73,7 @@ func (p *usdtProbe) sync() {
 		reg.resolve()
 		keys := namedKeys(p.Provider, p.Name)
 		found := len(keys)
-		_, err := reg.holdLocked(o, keys, true, o.name)
+		_, err := reg.holdLocked(o, keys, true, o.Name)
 		reg.mu.Unlock()
 		if err != nil {
 			warnf("usdt: enabling %s:%s for an attached tracer: %v", p.Provider, p.Name, err)

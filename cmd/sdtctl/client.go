@@ -45,6 +45,7 @@ func dial(pid int) (*client, error) {
 		return nil, fail(exitNoProcess, "pid %d: no such process", pid)
 	}
 	path := socketFor(pid)
+	waitYoung(pid, path)
 	c, err := net.DialTimeout("unix", path, 5*time.Second)
 	if err != nil {
 		switch {
@@ -73,6 +74,25 @@ func dial(pid int) (*client, error) {
 	}
 	cl.hello = r
 	return cl, nil
+}
+
+// youngest is the age below which a process may still be about to bind its socket:
+// it does so 20 ms after its init (sdt/control), later on a loaded machine.
+const youngest = time.Second
+
+// waitYoung waits for the socket of a process that is too young to have bound it,
+// so that "start a program, then sdtctl -p its pid" works.
+func waitYoung(pid int, path string) {
+	for {
+		if _, err := os.Lstat(path); err == nil {
+			return
+		}
+		a, ok := age(pid)
+		if !ok || a >= youngest {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func (cl *client) close() { cl.c.Close() }
@@ -133,13 +153,20 @@ func (cl *client) call(q *ctlproto.Request) (*ctlproto.Response, error) {
 }
 
 // procs lists the gosdt processes of this user whose control server answers, in pid
-// order; sockets of dead processes (and our own) are skipped.
+// order. Sockets of dead processes are removed (a process does not remove its socket
+// when it is killed); our own is skipped.
 func procs() []*client {
-	ents, _ := os.ReadDir(ctlproto.Dir())
+	dir := ctlproto.Dir()
+	ents, _ := os.ReadDir(dir)
 	var pids []int
 	for _, e := range ents {
-		if pid, ok := ctlproto.PidOf(e.Name()); ok && pid != os.Getpid() && alive(pid) {
+		pid, ok := ctlproto.PidOf(e.Name())
+		switch {
+		case !ok || pid == os.Getpid():
+		case alive(pid):
 			pids = append(pids, pid)
+		default:
+			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
 	sort.Ints(pids)

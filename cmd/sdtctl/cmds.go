@@ -247,31 +247,25 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	defer cl.close()
 	n := 0
 	start := time.Now()
+	var er ctlproto.EventReader
+	var bad error
 	end, err := stream(cl, &ctlproto.Request{Op: ctlproto.OpTrace, Spec: pos[0], Count: *count, DurationMS: dur.Milliseconds()}, stop,
 		func(r *ctlproto.Response) {
-			if r.Kind != ctlproto.KindEvent || r.Event == nil {
+			if r.Kind != ctlproto.KindEvents {
 				return
 			}
-			n++
-			e := r.Event
-			if o.json {
-				printJSON(stdout, map[string]any{"pid": cl.pid, "event": e})
-				return
+			evs, err := er.Read(r)
+			if err != nil && bad == nil {
+				bad = fail(exitError, "pid %d: %v", cl.pid, err)
 			}
-			var b strings.Builder
-			fmt.Fprintf(&b, "%s %d %s", e.Time.Format("15:04:05.000000"), cl.pid, e.Probe)
-			for _, a := range e.Args {
-				v := a.Value
-				if a.Type == "string" || strings.ContainsAny(v, " \t\"=") {
-					v = fmt.Sprintf("%q", v)
-				}
-				if a.Cut {
-					v += "..."
-				}
-				fmt.Fprintf(&b, " %s=%s", a.Name, v)
+			n += len(evs)
+			for i := range evs {
+				printEvent(stdout, cl.pid, &evs[i], o.json)
 			}
-			fmt.Fprintln(stdout, b.String())
 		})
+	if err == nil {
+		err = bad
+	}
 	if err != nil {
 		return err
 	}
@@ -282,6 +276,27 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 		fmt.Fprintf(stderr, "%d events in %.2fs (%.0f/s), %d dropped\n", n, el.Seconds(), float64(n)/el.Seconds(), end.Drops)
 	}
 	return nil
+}
+
+// printEvent prints one event: a line of text, or one JSON object.
+func printEvent(w io.Writer, pid int, e *ctlproto.Event, asJSON bool) {
+	if asJSON {
+		printJSON(w, map[string]any{"pid": pid, "event": e})
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %d %s", e.Time.Format("15:04:05.000000"), pid, e.Probe)
+	for _, a := range e.Args {
+		v := a.Value
+		if a.Type == "string" || strings.ContainsAny(v, " \t\"=") {
+			v = fmt.Sprintf("%q", v)
+		}
+		if a.Cut {
+			v += "..."
+		}
+		fmt.Fprintf(&b, " %s=%s", a.Name, v)
+	}
+	fmt.Fprintln(w, b.String())
 }
 
 func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {

@@ -33,11 +33,14 @@ func TestMain(m *testing.M) {
 		}
 		ctlproto.WriteFrame(c, &ctlproto.Request{Op: ctlproto.OpHello, Version: ctlproto.Version})
 		b, err := ctlproto.ReadFrame(c)
-		if err != nil {
-			fmt.Println("read:", err)
-			os.Exit(0)
+		if err == nil {
+			var r *ctlproto.Response
+			if r, err = ctlproto.DecodeResponse(b); err == nil {
+				fmt.Printf("%s code=%s: %s\n", r.Kind, r.Code, r.Message)
+				os.Exit(0)
+			}
 		}
-		fmt.Println(string(b))
+		fmt.Println("read:", err)
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -86,7 +89,16 @@ func startTarget(t *testing.T) int {
 		for sc.Scan() {
 		}
 	}()
-	return cmd.Process.Pid
+	// The target binds its socket 20 ms after its init: ps lists it from then on.
+	pid := cmd.Process.Pid
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(ctlproto.SocketPath(pid)); err == nil {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the target bound no control socket in 10 s")
+		}
+	}
 }
 
 func sdtctl(t *testing.T, args ...string) (string, error) {
@@ -215,6 +227,11 @@ func TestEnableDuringStream(t *testing.T) {
 	if err != nil || !strings.Contains(out, "enabled 0 sites; 1 were already on") {
 		t.Fatalf("enable during a stat: %v %s", err, out)
 	}
+	// list names both holders, the stat (this test process is its client) and the enable.
+	out, err = sdtctl(t, "list", "-p", p, "e2e:::tick")
+	if holders := fmt.Sprintf("sdtctl pid %d stat, sdtctl enable", os.Getpid()); err != nil || !strings.Contains(out, holders) {
+		t.Fatalf("list during a stat after an enable: %v, want %q held by:\n%s", err, holders, out)
+	}
 	stream.close()
 	time.Sleep(100 * time.Millisecond)
 	if !on() {
@@ -321,7 +338,7 @@ func TestPermission(t *testing.T) {
 	os.Chmod(filepath.Dir(path), 0o711)
 	os.Chmod(path, 0o777)
 	out := try()
-	if !strings.Contains(out, `"code":"permission"`) {
+	if !strings.Contains(out, "code=permission") {
 		t.Fatalf("through SO_PEERCRED: %s", out)
 	}
 	t.Logf("refused: %s", strings.TrimSpace(out))
@@ -431,5 +448,61 @@ func TestSealCommand(t *testing.T) {
 		if _, err := sdtctl(t, c.args...); exitCode(err) != c.code {
 			t.Errorf("sdtctl %v: %v (exit %d), want exit %d", c.args, err, exitCode(err), c.code)
 		}
+	}
+}
+
+// TestServesNoSocket: sdtctl links sdt (for its demo workload) but serves no control
+// socket itself, while the workload it starts does.
+func TestServesNoSocket(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the control server runs on linux")
+	}
+	bin := filepath.Join(t.TempDir(), "sdtctl")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building sdtctl: %v\n%s", err, out)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	work := testutil.Command(bin, "demo-workload", "-w", "1")
+	stdin, _ := work.StdinPipe()
+	out, _ := work.StdoutPipe()
+	if err := work.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); work.Wait() }()
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "ready ") {
+		t.Fatal("the workload did not start")
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	wpid := work.Process.Pid
+	var traceOut bytes.Buffer
+	tr := testutil.Command(bin, "trace", "-p", strconv.Itoa(wpid), "demo:::request", "-d", "500ms")
+	tr.Stdout = &traceOut
+	if err := tr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- tr.Wait() }()
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("sdtctl trace: %v", err)
+			}
+			running = false
+		case <-time.After(2 * time.Millisecond):
+		}
+		if _, err := os.Stat(ctlproto.SocketPath(tr.Process.Pid)); err == nil {
+			t.Fatal("sdtctl trace serves a control socket")
+		}
+	}
+	if _, err := os.Stat(ctlproto.SocketPath(wpid)); err != nil {
+		t.Fatalf("the demo workload serves no socket: %v", err)
+	}
+	if !strings.Contains(traceOut.String(), "demo:main:main.serveDemo:request") {
+		t.Fatalf("trace printed no event:\n%.500s", traceOut.String())
 	}
 }

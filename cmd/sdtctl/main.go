@@ -9,7 +9,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/gosdt/gosdt/sdt"
+	// Before sdt's init: sdtctl serves no control socket (its demo workload does).
+	_ "github.com/gosdt/gosdt/cmd/sdtctl/internal/noserve"
 )
 
 // Exit codes, one per kind of failure (see usage).
@@ -49,10 +50,6 @@ func exitCode(err error) int {
 }
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] != "demo-workload" {
-		// sdtctl links sdt for its demo workload; sdtctl itself is not to be traced.
-		sdt.StopControl()
-	}
 	err := run(os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil && !errors.Is(err, errHelp) && err.Error() != "" {
 		fmt.Fprintln(os.Stderr, "sdtctl:", err)

@@ -1,9 +1,7 @@
 package ctlproto
 
 import (
-	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +9,7 @@ import (
 )
 
 // Version is the protocol version this package speaks.
-const Version = 1
+const Version = 2
 
 // Limits.
 const (
@@ -48,53 +46,106 @@ const (
 	KindOK      = "ok"
 	KindList    = "list"
 	KindStarted = "started"
-	KindEvent   = "event"
+	KindEvents  = "events"
 	KindStat    = "stat"
 	KindEnd     = "end"
 	KindError   = "error"
 )
 
+// The first byte of a payload says what the message is: index+1 in these lists.
+// Codes are never reused: a new op or kind goes at the end.
+var (
+	ops   = []string{OpHello, OpList, OpEnable, OpDisable, OpTrace, OpStat, OpStop}
+	kinds = []string{KindHello, KindOK, KindList, KindStarted, KindEvents, KindStat, KindEnd, KindError}
+)
+
+func code(list []string, name string) (byte, bool) {
+	for i, s := range list {
+		if s == name {
+			return byte(i + 1), true
+		}
+	}
+	return 0, false
+}
+
 // Request is what the client sends.
 type Request struct {
-	Op         string   `json:"op"`
-	Version    int      `json:"version,omitempty"`
-	Spec       string   `json:"spec,omitempty"`
-	Specs      []string `json:"specs,omitempty"`
-	Persist    bool     `json:"persist,omitempty"`
-	Count      int      `json:"count,omitempty"`       // trace: stop after this many events
-	DurationMS int64    `json:"duration_ms,omitempty"` // trace, stat: stop after this long
-	By         string   `json:"by,omitempty"`          // stat: probe, site or argN
-	Hist       string   `json:"hist,omitempty"`        // stat: argN to quantize
-	IntervalMS int64    `json:"interval_ms,omitempty"` // stat: between snapshots
+	Op         string
+	Version    int
+	Spec       string
+	Specs      []string
+	Persist    bool
+	Count      int    // trace: stop after this many events
+	DurationMS int64  // trace, stat: stop after this long
+	By         string // stat: probe, site or argN
+	Hist       string // stat: argN to quantize
+	IntervalMS int64  // stat: between snapshots
 }
+
+// Request field tags.
+const (
+	tqVersion = 1 + iota
+	tqSpec
+	tqSpecs
+	tqPersist
+	tqCount
+	tqDuration
+	tqBy
+	tqHist
+	tqInterval
+)
 
 // Response is what the server sends.
 type Response struct {
-	Kind    string `json:"kind"`
-	Code    string `json:"code,omitempty"`
-	Message string `json:"message,omitempty"`
+	Kind    string
+	Code    string
+	Message string
 
 	// hello
-	Version int    `json:"version,omitempty"`
-	Pid     int    `json:"pid,omitempty"`
-	Command string `json:"command,omitempty"`
-	NProbes int    `json:"probes,omitempty"`
-	SitesOn int    `json:"sites_on,omitempty"`
+	Version int
+	Pid     int
+	Command string
+	NProbes int
+	SitesOn int
 
 	// ok: N sites switched; for a disable, Kept stay on for other clients; for an
 	// enable, AlreadyOn matched but were on before
-	N         int `json:"n,omitempty"`
-	Kept      int `json:"kept,omitempty"`
-	AlreadyOn int `json:"already_on,omitempty"`
+	N         int
+	Kept      int
+	AlreadyOn int
 	// KeptBy names the owners that hold the Kept sites on ("program", "sdtctl pid N
 	// trace", "usdt tracer", "signal", "sdtctl enable").
-	KeptBy []string `json:"kept_by,omitempty"`
+	KeptBy []string
 
-	Probes []Probe `json:"list,omitempty"`
-	Event  *Event  `json:"event,omitempty"`
-	Stat   *Stat   `json:"stat,omitempty"`
-	Drops  uint64  `json:"drops,omitempty"`
+	Probes []Probe // list
+
+	// events: descriptions first met in this batch, then the records (see Desc)
+	Descs   []Desc
+	Records []byte
+
+	Stat  *Stat
+	Drops uint64 // end of a trace: events lost to it
 }
+
+// Response field tags.
+const (
+	trCode = 1 + iota
+	trMessage
+	trVersion
+	trPid
+	trCommand
+	trNProbes
+	trSitesOn
+	trN
+	trKept
+	trAlreadyOn
+	trKeptBy
+	trProbe
+	trDesc
+	trRecords
+	trStat
+	trDrops
+)
 
 // Probe is one logical probe, as sdt.List describes it.
 type Probe struct {
@@ -127,7 +178,7 @@ type Site struct {
 	HeldBy  []string `json:"held_by,omitempty"` // who holds it on
 }
 
-// Event is one fire.
+// Event is one fire, as a client decodes it from a batch (EventReader).
 type Event struct {
 	Time  time.Time `json:"time"`
 	Probe string    `json:"probe"`
@@ -145,7 +196,7 @@ type Stat struct {
 	Drops    uint64    `json:"drops,omitempty"`
 }
 
-// Row is one key of a snapshot.
+// Row is one key of a snapshot. Avg is not sent: the client computes it.
 type Row struct {
 	Key   string   `json:"key"`
 	Count int64    `json:"count"`
@@ -192,19 +243,23 @@ func ErrorResponse(err error) *Response {
 	return &Response{Kind: KindError, Code: CodeInternal, Message: err.Error()}
 }
 
-// WriteFrame writes v as one frame.
-func WriteFrame(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
+// Message is a Request or a Response.
+type Message interface {
+	appendTo(b []byte) ([]byte, error)
+}
+
+// WriteFrame writes m as one frame, in one write.
+func WriteFrame(w io.Writer, m Message) error {
+	b, err := m.appendTo(make([]byte, 4, 256))
 	if err != nil {
 		return err
 	}
-	if len(b) > MaxFrame {
-		return Errorf(CodeBadRequest, "frame of %d bytes exceeds %d", len(b), MaxFrame)
+	n := len(b) - 4
+	if n > MaxFrame {
+		return Errorf(CodeBadRequest, "frame of %d bytes exceeds %d", n, MaxFrame)
 	}
-	buf := make([]byte, 4+len(b))
-	binary.BigEndian.PutUint32(buf, uint32(len(b)))
-	copy(buf[4:], b)
-	_, err = w.Write(buf)
+	binary.BigEndian.PutUint32(b, uint32(n))
+	_, err = w.Write(b)
 	return err
 }
 
@@ -236,33 +291,67 @@ func ReadFrame(r io.Reader) ([]byte, error) {
 	return b, nil
 }
 
-// decode unmarshals one JSON object strictly: unknown fields and trailing data are
-// errors.
-func decode(b []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return Errorf(CodeBadRequest, "bad message: %v", err)
+func (q *Request) appendTo(b []byte) ([]byte, error) {
+	op, ok := code(ops, q.Op)
+	if !ok {
+		return nil, Errorf(CodeBadRequest, "unknown op %q", q.Op)
 	}
-	if d.More() {
-		return Errorf(CodeBadRequest, "bad message: data after the object")
-	}
-	return nil
+	e := enc{b: append(b, op)}
+	e.uint(tqVersion, uint64(q.Version))
+	e.str(tqSpec, q.Spec)
+	e.strs(tqSpecs, q.Specs)
+	e.bool(tqPersist, q.Persist)
+	e.int(tqCount, int64(q.Count))
+	e.int(tqDuration, q.DurationMS)
+	e.str(tqBy, q.By)
+	e.str(tqHist, q.Hist)
+	e.int(tqInterval, q.IntervalMS)
+	return e.b, nil
 }
 
-// DecodeRequest parses and checks a request frame.
+// DecodeRequest parses and checks a request frame. A field this version does not
+// know is an error: the server must not ignore what a newer client asked for.
 func DecodeRequest(b []byte) (*Request, error) {
-	var q Request
-	if len(b) == 0 || b[0] != '{' {
-		return nil, Errorf(CodeBadRequest, "bad message: not a JSON object")
+	if len(b) == 0 || b[0] == 0 || int(b[0]) > len(ops) {
+		return nil, Errorf(CodeBadRequest, "bad message: not a request")
 	}
-	if err := decode(b, &q); err != nil {
-		return nil, err
+	q := &Request{Op: ops[b[0]-1]}
+	d := &dec{b: b[1:]}
+	d.fields(func(tag int) bool {
+		switch tag {
+		case tqVersion:
+			q.Version = d.small()
+		case tqSpec:
+			q.Spec = d.str()
+		case tqSpecs:
+			if len(q.Specs) >= MaxSpecs {
+				d.fail(fmt.Sprintf("%s: more than %d specs", q.Op, MaxSpecs))
+			}
+			q.Specs = append(q.Specs, d.str())
+		case tqPersist:
+			q.Persist = d.bool()
+		case tqCount:
+			q.Count = int(d.int())
+		case tqDuration:
+			q.DurationMS = d.int()
+		case tqBy:
+			q.By = d.str()
+		case tqHist:
+			q.Hist = d.str()
+		case tqInterval:
+			q.IntervalMS = d.int()
+		default:
+			d.fail(fmt.Sprintf("unknown field %d in %s", tag, q.Op))
+		}
+		return true
+	})
+	if d.err != nil {
+		return nil, d.err
 	}
 	if err := q.Check(); err != nil {
 		return nil, err
 	}
-	return &q, nil
+	return q, nil
 }
 
 // Check validates a request's fields for its op.
@@ -295,14 +384,274 @@ func (q *Request) Check() error {
 	return nil
 }
 
-// DecodeResponse parses a response frame.
+func (r *Response) appendTo(b []byte) ([]byte, error) {
+	kind, ok := code(kinds, r.Kind)
+	if !ok {
+		return nil, Errorf(CodeInternal, "unknown response kind %q", r.Kind)
+	}
+	e := enc{b: append(b, kind)}
+	e.str(trCode, r.Code)
+	e.str(trMessage, r.Message)
+	e.uint(trVersion, uint64(r.Version))
+	e.uint(trPid, uint64(r.Pid))
+	e.str(trCommand, r.Command)
+	e.uint(trNProbes, uint64(r.NProbes))
+	e.uint(trSitesOn, uint64(r.SitesOn))
+	e.uint(trN, uint64(r.N))
+	e.uint(trKept, uint64(r.Kept))
+	e.uint(trAlreadyOn, uint64(r.AlreadyOn))
+	e.strs(trKeptBy, r.KeptBy)
+	for i := range r.Probes {
+		e.msg(trProbe, r.Probes[i].append)
+	}
+	for i := range r.Descs {
+		e.msg(trDesc, r.Descs[i].append)
+	}
+	if len(r.Records) > 0 {
+		e.bytesAlways(trRecords, string(r.Records))
+	}
+	if r.Stat != nil {
+		e.msg(trStat, r.Stat.append)
+	}
+	e.uint(trDrops, r.Drops)
+	return e.b, nil
+}
+
+// DecodeResponse parses a response frame. Fields it does not know are skipped, so
+// that a newer server can add to what it tells.
 func DecodeResponse(b []byte) (*Response, error) {
-	var r Response
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, Errorf(CodeBadRequest, "bad response: %v", err)
+	if len(b) == 0 || b[0] == 0 || int(b[0]) > len(kinds) {
+		return nil, Errorf(CodeBadRequest, "bad response: unknown kind")
 	}
-	if r.Kind == "" {
-		return nil, Errorf(CodeBadRequest, "bad response: no kind")
+	r := &Response{Kind: kinds[b[0]-1]}
+	d := &dec{b: b[1:]}
+	d.fields(func(tag int) bool {
+		switch tag {
+		case trCode:
+			r.Code = d.str()
+		case trMessage:
+			r.Message = d.str()
+		case trVersion:
+			r.Version = d.small()
+		case trPid:
+			r.Pid = d.small()
+		case trCommand:
+			r.Command = d.str()
+		case trNProbes:
+			r.NProbes = d.small()
+		case trSitesOn:
+			r.SitesOn = d.small()
+		case trN:
+			r.N = d.small()
+		case trKept:
+			r.Kept = d.small()
+		case trAlreadyOn:
+			r.AlreadyOn = d.small()
+		case trKeptBy:
+			r.KeptBy = append(r.KeptBy, d.str())
+		case trProbe:
+			r.Probes = append(r.Probes, Probe{})
+			d.msg(r.Probes[len(r.Probes)-1].decode)
+		case trDesc:
+			r.Descs = append(r.Descs, Desc{})
+			d.msg(r.Descs[len(r.Descs)-1].decode)
+		case trRecords:
+			r.Records = d.bytes()
+		case trStat:
+			r.Stat = new(Stat)
+			d.msg(r.Stat.decode)
+		case trDrops:
+			r.Drops = d.uint()
+		default:
+			return false
+		}
+		return true
+	})
+	if d.err != nil {
+		return nil, d.err
 	}
-	return &r, nil
+	if r.Kind == KindList && r.Probes == nil {
+		r.Probes = []Probe{}
+	}
+	return r, nil
+}
+
+func (p *Probe) append(e *enc) {
+	e.str(1, p.Name)
+	for i := range p.Args {
+		e.msg(2, p.Args[i].append)
+	}
+	e.bool(3, p.Enabled)
+	e.uint(4, p.Hits)
+	e.strs(5, p.HeldBy)
+	for i := range p.Sites {
+		e.msg(6, p.Sites[i].append)
+	}
+}
+
+func (p *Probe) decode(d *dec) {
+	p.Sites = []Site{}
+	d.fields(func(tag int) bool {
+		switch tag {
+		case 1:
+			p.Name = d.str()
+		case 2:
+			p.Args = append(p.Args, Arg{})
+			d.msg(p.Args[len(p.Args)-1].decode)
+		case 3:
+			p.Enabled = d.bool()
+		case 4:
+			p.Hits = d.uint()
+		case 5:
+			p.HeldBy = append(p.HeldBy, d.str())
+		case 6:
+			p.Sites = append(p.Sites, Site{})
+			d.msg(p.Sites[len(p.Sites)-1].decode)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (a *Arg) append(e *enc) {
+	e.str(1, a.Name)
+	e.str(2, a.Type)
+}
+
+func (a *Arg) decode(d *dec) {
+	d.fields(func(tag int) bool {
+		switch tag {
+		case 1:
+			a.Name = d.str()
+		case 2:
+			a.Type = d.str()
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (s *Site) append(e *enc) {
+	e.uint(1, s.Addr)
+	e.str(2, s.File)
+	e.uint(3, uint64(s.Line))
+	e.str(4, s.Kind)
+	e.str(5, s.State)
+	e.bool(6, s.Enabled)
+	e.str(7, s.Reason)
+	e.uint(8, s.Hits)
+	e.strs(9, s.HeldBy)
+}
+
+func (s *Site) decode(d *dec) {
+	d.fields(func(tag int) bool {
+		switch tag {
+		case 1:
+			s.Addr = d.uint()
+		case 2:
+			s.File = d.str()
+		case 3:
+			s.Line = d.small()
+		case 4:
+			s.Kind = d.str()
+		case 5:
+			s.State = d.str()
+		case 6:
+			s.Enabled = d.bool()
+		case 7:
+			s.Reason = d.str()
+		case 8:
+			s.Hits = d.uint()
+		case 9:
+			s.HeldBy = append(s.HeldBy, d.str())
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (st *Stat) append(e *enc) {
+	e.int(1, st.Time.UnixNano())
+	e.str(2, st.By)
+	e.str(3, st.Value)
+	for i := range st.Rows {
+		e.msg(4, st.Rows[i].append)
+	}
+	e.uint(5, st.Overflow)
+	e.uint(6, st.Drops)
+}
+
+func (st *Stat) decode(d *dec) {
+	st.Rows = []Row{}
+	d.fields(func(tag int) bool {
+		switch tag {
+		case 1:
+			st.Time = time.Unix(0, d.int())
+		case 2:
+			st.By = d.str()
+		case 3:
+			st.Value = d.str()
+		case 4:
+			st.Rows = append(st.Rows, Row{})
+			d.msg(st.Rows[len(st.Rows)-1].decode)
+		case 5:
+			st.Overflow = d.uint()
+		case 6:
+			st.Drops = d.uint()
+		default:
+			return false
+		}
+		return true
+	})
+	for i := range st.Rows {
+		if r := &st.Rows[i]; st.Value != "" && r.Count > 0 {
+			r.Avg = float64(r.Sum) / float64(r.Count)
+		}
+	}
+}
+
+func (r *Row) append(e *enc) {
+	e.str(1, r.Key)
+	e.int(2, r.Count)
+	e.int(3, r.Sum)
+	e.int(4, r.Min)
+	e.int(5, r.Max)
+	if len(r.Hist) > 0 {
+		var h []byte
+		for _, b := range r.Hist {
+			h = binary.AppendUvarint(h, zigzag(b.Low))
+			h = binary.AppendUvarint(h, b.Count)
+		}
+		e.bytesAlways(6, string(h))
+	}
+}
+
+func (r *Row) decode(d *dec) {
+	d.fields(func(tag int) bool {
+		switch tag {
+		case 1:
+			r.Key = d.str()
+		case 2:
+			r.Count = d.int()
+		case 3:
+			r.Sum = d.int()
+		case 4:
+			r.Min = d.int()
+		case 5:
+			r.Max = d.int()
+		case 6:
+			d.msg(func(h *dec) {
+				for len(h.b) > 0 && h.err == nil {
+					low := unzigzag(h.uvarint())
+					r.Hist = append(r.Hist, Bucket{Low: low, Count: h.uvarint()})
+				}
+			})
+		default:
+			return false
+		}
+		return true
+	})
 }

@@ -1,10 +1,9 @@
-package sdt
+package control
 
 import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -12,41 +11,32 @@ import (
 	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
+	"github.com/gosdt/gosdt/sdt/internal/bridge"
 )
 
-// The control server answers sdtctl over a unix socket (see server_linux.go for the
-// socket and the peer check, internal/ctlproto for the protocol). This file is one
-// connection: a goroutine that reads requests, and the answers to each.
+// One client connection: a goroutine that reads requests (frames, internal/ctlproto),
+// and the answers to each. Streams (trace, stat) are in stream.go.
 
-// errCode maps an sdt error to a protocol error.
-func errCode(err error) error {
-	var pe *ctlproto.Error
-	switch {
-	case errors.As(err, &pe):
-		return err
-	case errors.Is(err, ErrMalformedSpec):
-		return ctlproto.Errorf(ctlproto.CodeBadSpec, "%v", err)
-	case errors.Is(err, ErrNoMatch):
-		return ctlproto.Errorf(ctlproto.CodeNoMatch, "%v", err)
-	case errors.Is(err, ErrNotSupported):
-		return ctlproto.Errorf(ctlproto.CodeNotSupported, "%v", err)
-	}
-	return ctlproto.Errorf(ctlproto.CodeInternal, "%v", err)
-}
+// persistOwner holds what sdtctl enable switched on: it outlives the connection,
+// until an sdtctl disable releases it.
+var persistOwner = &bridge.Owner{Name: "sdtctl enable"}
 
 // conn is one client.
 type conn struct {
-	c     net.Conn
-	wmu   sync.Mutex
-	o     *owner // what the connection holds, released when it ends
-	name  string // "sdtctl pid N", for the owners it creates
-	names map[[2]uintptr]string
+	c    io.ReadWriteCloser
+	reg  bridge.Registry
+	wmu  sync.Mutex
+	o    *bridge.Owner // what the connection enables, released when it ends
+	name string        // "sdtctl pid N", for the owners it creates
 }
 
+// send writes one reply; a client that does not read for 10 s is given up.
 func (cc *conn) send(r *ctlproto.Response) error {
 	cc.wmu.Lock()
 	defer cc.wmu.Unlock()
-	cc.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if d, ok := cc.c.(interface{ SetWriteDeadline(time.Time) error }); ok {
+		d.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	}
 	return ctlproto.WriteFrame(cc.c, r)
 }
 
@@ -54,17 +44,17 @@ func (cc *conn) fail(err error) error { return cc.send(ctlproto.ErrorResponse(er
 
 // serve runs one connection to its end. It never panics: a panic is recovered,
 // logged, and ends the connection; the connection's holds are released in any case.
-func serve(c net.Conn) {
-	name := "sdtctl"
-	if pid := peerPid(c); pid > 0 {
-		name = fmt.Sprintf("sdtctl pid %d", pid)
-	}
-	cc := &conn{c: c, o: newOwner(name), name: name, names: map[[2]uintptr]string{}}
+func serve(c io.ReadWriteCloser, name string) {
 	defer c.Close()
-	defer release(cc.o)
+	reg, err := registry()
+	if err != nil {
+		return
+	}
+	cc := &conn{c: c, reg: reg, o: &bridge.Owner{Name: name}, name: name}
+	defer reg.Release(cc.o)
 	defer func() {
 		if r := recover(); r != nil {
-			warnf("control: recovered from panic serving a client: %v\n%s", r, debug.Stack())
+			warnf("recovered from panic serving a client: %v\n%s", r, debug.Stack())
 			cc.fail(fmt.Errorf("internal error"))
 		}
 	}()
@@ -104,7 +94,7 @@ func serve(c net.Conn) {
 		cc.fail(ctlproto.Errorf(ctlproto.CodeVersion, "want hello with version %d first", ctlproto.Version))
 		return
 	}
-	if cc.send(helloResponse()) != nil {
+	if cc.send(cc.hello()) != nil {
 		return
 	}
 	for {
@@ -115,20 +105,25 @@ func serve(c net.Conn) {
 		var err error
 		switch q.Op {
 		case ctlproto.OpList:
-			err = cc.list(q)
+			var list []ctlproto.Probe
+			if list, err = reg.List(q.Spec); err == nil {
+				err = cc.send(&ctlproto.Response{Kind: ctlproto.KindList, Probes: list})
+			}
 		case ctlproto.OpEnable:
 			o := cc.o
 			if q.Persist {
 				o = persistOwner
 			}
 			var n, already int
-			if n, already, err = hold(o, q.Specs); err == nil {
+			if n, already, err = reg.Hold(o, q.Specs); err == nil {
 				err = cc.send(&ctlproto.Response{Kind: ctlproto.KindOK, N: n, AlreadyOn: already})
 			}
 		case ctlproto.OpDisable:
+			// The connection's holds and those of sdtctl enable: what an operator
+			// switched on, an operator switches off.
 			var n, kept int
 			var keptBy []string
-			if n, kept, keptBy, err = unhold(cc.o, q.Specs); err == nil {
+			if n, kept, keptBy, err = reg.Unhold(q.Specs, cc.o, persistOwner); err == nil {
 				err = cc.send(&ctlproto.Response{Kind: ctlproto.KindOK, N: n, Kept: kept, KeptBy: keptBy})
 			}
 		case ctlproto.OpTrace, ctlproto.OpStat:
@@ -150,12 +145,12 @@ func serve(c net.Conn) {
 	}
 }
 
-func helloResponse() *ctlproto.Response {
+func (cc *conn) hello() *ctlproto.Response {
 	r := &ctlproto.Response{Kind: ctlproto.KindHello, Version: ctlproto.Version, Pid: os.Getpid(), Command: command()}
-	list, _ := List("")
+	list, _ := cc.reg.List("")
 	r.NProbes = len(list)
-	for _, pi := range list {
-		for _, s := range pi.Sites {
+	for _, p := range list {
+		for _, s := range p.Sites {
 			if s.Enabled {
 				r.SitesOn++
 			}
@@ -164,6 +159,7 @@ func helloResponse() *ctlproto.Response {
 	return r
 }
 
+// command is the process's command name, as sdtctl ps shows it.
 func command() string {
 	if b, err := os.ReadFile("/proc/self/cmdline"); err == nil && len(b) > 0 {
 		for i, c := range b {
@@ -177,22 +173,22 @@ func command() string {
 	return filepath.Base(os.Args[0])
 }
 
-func (cc *conn) list(q *ctlproto.Request) error {
-	list, err := List(q.Spec)
-	if err != nil {
+// errCode maps an error to a protocol error.
+func errCode(err error) error {
+	var pe *ctlproto.Error
+	switch {
+	case errors.As(err, &pe):
 		return err
+	case errors.Is(err, bridge.ErrMalformedSpec):
+		return ctlproto.Errorf(ctlproto.CodeBadSpec, "%v", err)
+	case errors.Is(err, bridge.ErrNoMatch):
+		return ctlproto.Errorf(ctlproto.CodeNoMatch, "%v", err)
+	case errors.Is(err, bridge.ErrNotSupported):
+		return ctlproto.Errorf(ctlproto.CodeNotSupported, "%v", err)
 	}
-	r := &ctlproto.Response{Kind: ctlproto.KindList, Probes: []ctlproto.Probe{}}
-	for _, pi := range list {
-		p := ctlproto.Probe{Name: pi.String(), Enabled: pi.Enabled, Hits: pi.Hits, HeldBy: pi.HeldBy, Sites: []ctlproto.Site{}}
-		for _, a := range pi.Args {
-			p.Args = append(p.Args, ctlproto.Arg{Name: a.Name, Type: a.Type})
-		}
-		for _, s := range pi.Sites {
-			p.Sites = append(p.Sites, ctlproto.Site{Addr: uint64(s.Addr), File: s.File, Line: s.Line, Kind: s.Kind,
-				State: s.State.String(), Enabled: s.Enabled, Reason: s.Reason, Hits: s.Hits, HeldBy: s.HeldBy})
-		}
-		r.Probes = append(r.Probes, p)
-	}
-	return cc.send(r)
+	return ctlproto.Errorf(ctlproto.CodeInternal, "%v", err)
+}
+
+func warnf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "sdt: control: "+format+"\n", args...)
 }

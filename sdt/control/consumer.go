@@ -1,0 +1,92 @@
+package control
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/gosdt/gosdt/sdt/internal/bridge"
+)
+
+// plane is sdt's registry, handed over at the end of sdt's init (bridge.Start).
+var plane struct {
+	sync.Mutex
+	reg bridge.Registry
+}
+
+func registry() (bridge.Registry, error) {
+	plane.Lock()
+	defer plane.Unlock()
+	if plane.reg == nil {
+		return nil, errNoRegistry
+	}
+	return plane.reg, nil
+}
+
+// errNoRegistry: package sdt has not finished its init, or is not in the program.
+var errNoRegistry = errors.New("control: no probe registry yet (package sdt has not finished its initialisation)")
+
+// ErrClosed is what a closed Trace's Read returns.
+var ErrClosed = errors.New("control: trace closed")
+
+// consumer is a sink subscribed to what a spec matches and holding it on, as its own
+// owner, until close. Traces, aggregations and the server's streams are consumers.
+type consumer struct {
+	reg    bridge.Registry
+	o      *bridge.Owner
+	probes map[uint32]*bridge.Probe // what it covers, by id
+	cancel func()
+	once   sync.Once
+
+	mu    sync.Mutex
+	names map[[2]uintptr]string // full names by probe id and site, as asked for
+}
+
+// open subscribes sink to spec and then holds what spec matches on behalf of who:
+// in this order, so that no fire of a probe it switches on is missed.
+func open(who, spec string, sink bridge.Sink) (*consumer, error) {
+	reg, err := registry()
+	if err != nil {
+		return nil, err
+	}
+	probes, cancel, err := reg.Subscribe(spec, sink)
+	if err != nil {
+		return nil, err
+	}
+	c := &consumer{reg: reg, o: &bridge.Owner{Name: who}, probes: map[uint32]*bridge.Probe{}, cancel: cancel}
+	for _, p := range probes {
+		c.probes[p.ID] = p
+	}
+	if _, _, err := reg.Hold(c.o, []string{spec}); err != nil {
+		cancel()
+		return nil, err
+	}
+	return c, nil
+}
+
+// close releases the consumer's holds, switching off what nobody else holds, and
+// then detaches its sink. A fire admitted just before may still reach the sink.
+func (c *consumer) close() {
+	c.once.Do(func() {
+		c.reg.Release(c.o)
+		c.cancel()
+	})
+}
+
+// name is the full name of a fire of probe id at site, "?" for an unknown probe.
+func (c *consumer) name(id uint32, site uintptr) string {
+	k := [2]uintptr{uintptr(id), site}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n, ok := c.names[k]; ok {
+		return n
+	}
+	n := "?"
+	if p := c.probes[id]; p != nil {
+		n = p.FullName(site)
+	}
+	if c.names == nil {
+		c.names = map[[2]uintptr]string{}
+	}
+	c.names[k] = n
+	return n
+}

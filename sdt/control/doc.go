@@ -1,0 +1,23 @@
+// Package control is gosdt's control plane: it consumes probe fires (traces and
+// aggregations, in the process) and serves sdtctl on a unix socket (linux).
+//
+// A program that uses probes links it through package sdt and needs no code for it:
+// sdt hands it the probe registry at the end of its initialisation, and it serves
+// sdtctl unless SDT_CONTROL=off (Serve, Stop and Socket change that at run time). The
+// socket is $XDG_RUNTIME_DIR/gosdt/<pid>.sock, or /tmp/gosdt-<uid>/<pid>.sock, in a
+// directory of mode 0700 that must belong to the process's user; clients must be that
+// user or root. The protocol is internal/ctlproto.
+//
+// A program or a benchmark reads its own probes without the socket:
+//
+//	tr, err := control.OpenTrace("http:::done") // switches the probes on, as its own owner
+//	...
+//	n, err := tr.Read(evs, time.Second)
+//	tr.Close()                                  // releases them
+//
+//	agg, err := control.OpenAggregation("http:::done", control.AggOptions{By: "arg0", Value: "arg1", Hist: true})
+//	snap := agg.Snapshot()
+//
+// A trace or aggregation holds its probes on while open, beside any other owner: the
+// program's sdt.Enable, sdtctl, a USDT tracer. Closing it releases only its own hold.
+package control

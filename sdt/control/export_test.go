@@ -1,0 +1,7 @@
+package control
+
+import "io"
+
+// ServeConn serves one client connection, for tests that talk to the server over a
+// pipe.
+func ServeConn(c io.ReadWriteCloser, name string) { serve(c, name) }

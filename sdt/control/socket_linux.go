@@ -1,0 +1,216 @@
+package control
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gosdt/gosdt/internal/ctlproto"
+	"golang.org/x/sys/unix"
+)
+
+// The control socket: $XDG_RUNTIME_DIR/gosdt/<pid>.sock or /tmp/gosdt-<uid>/<pid>.sock,
+// in a directory of mode 0700 that must belong to us; peers are checked with
+// SO_PEERCRED. It is made with raw system calls and served through os.File, whose
+// descriptors wait in the runtime's network poller: no package net, and an idle
+// server is one goroutine parked in the poller, no thread.
+
+var server struct {
+	sync.Mutex
+	ln      *os.File    // the listening socket; nil when not serving
+	pending *time.Timer // the automatic Serve, armed at start (start.go)
+	stopped bool        // Stop was called: no automatic Serve
+	path    string
+	warned  map[uint32]bool // uids refused, logged once each
+}
+
+// arm schedules the automatic Serve (start.go).
+func arm() {
+	server.Lock()
+	defer server.Unlock()
+	if server.ln == nil && server.pending == nil && !server.stopped {
+		server.pending = time.AfterFunc(startDelay, autoServe)
+	}
+}
+
+// autoServe is the automatic Serve, unless Stop or Serve came first.
+func autoServe() {
+	server.Lock()
+	defer server.Unlock()
+	if server.pending == nil {
+		return
+	}
+	server.pending = nil
+	if err := serveLocked(); err != nil {
+		warnf("control server not started: %v", err)
+	}
+}
+
+// Serve makes this process reachable by sdtctl now: it binds the control socket
+// and serves it, if it does not already. Without it, sdt's initialisation has it
+// done 20 ms later, unless SDT_CONTROL=off.
+func Serve() error {
+	server.Lock()
+	defer server.Unlock()
+	return serveLocked()
+}
+
+func serveLocked() error {
+	server.stopped = false
+	if server.pending != nil {
+		server.pending.Stop()
+		server.pending = nil
+	}
+	if server.ln != nil {
+		return nil
+	}
+	if _, err := registry(); err != nil {
+		return err
+	}
+	dir, err := controlDir()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, strconv.Itoa(os.Getpid())+".sock")
+	ln, err := listen(path)
+	if err != nil {
+		return err
+	}
+	server.ln, server.path = ln, path
+	if server.warned == nil {
+		server.warned = map[uint32]bool{}
+	}
+	go accept(ln)
+	return nil
+}
+
+// Stop stops serving sdtctl and removes the socket, until Serve; clients connected
+// keep their connections. A program that must not be controlled calls it first thing
+// in main (then it never binds), or is started with SDT_CONTROL=off.
+func Stop() {
+	server.Lock()
+	defer server.Unlock()
+	server.stopped = true
+	if server.pending != nil {
+		server.pending.Stop()
+		server.pending = nil
+	}
+	if server.ln != nil {
+		server.ln.Close()
+		unix.Unlink(server.path)
+		server.ln = nil
+	}
+}
+
+// Socket is the path of this process's control socket, "" while it serves none.
+func Socket() string {
+	server.Lock()
+	defer server.Unlock()
+	if server.ln == nil {
+		return ""
+	}
+	return server.path
+}
+
+// controlDir creates (or checks) the socket directory.
+func controlDir() (string, error) {
+	dir := ctlproto.Dir()
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return "", &os.PathError{Op: "lstat", Path: dir, Err: err}
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return "", fmt.Errorf("%s is not a directory", dir)
+	case int(st.Uid) != os.Getuid():
+		return "", fmt.Errorf("%s is not owned by uid %d", dir, os.Getuid())
+	case st.Mode&0o077 != 0:
+		return "", fmt.Errorf("%s has mode %#o: group or others may use it", dir, st.Mode&0o777)
+	}
+	return dir, nil
+}
+
+// listen binds a non-blocking unix stream socket at path (replacing a stale socket of
+// an earlier process with our pid) and listens on it.
+func listen(path string) (*os.File, error) {
+	if len(path) >= len(unix.RawSockaddrUnix{}.Path) {
+		return nil, fmt.Errorf("socket path %s: longer than a unix socket address allows", path)
+	}
+	unix.Unlink(path)
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "bind", Path: path, Err: err}
+	}
+	if err := unix.Listen(fd, 64); err != nil {
+		unix.Close(fd)
+		unix.Unlink(path)
+		return nil, os.NewSyscallError("listen", err)
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// accept serves each connection on its own goroutine, until ln is closed.
+func accept(ln *os.File) {
+	rc, err := ln.SyscallConn()
+	if err != nil {
+		warnf("accept: %v", err)
+		return
+	}
+	for {
+		nfd := -1
+		var aerr error
+		if err := rc.Read(func(fd uintptr) bool {
+			nfd, _, aerr = unix.Accept4(int(fd), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+			return aerr != unix.EAGAIN
+		}); err != nil {
+			return // closed by Stop
+		}
+		switch aerr {
+		case nil:
+		case unix.EINTR, unix.ECONNABORTED:
+			continue
+		default:
+			// Out of descriptors or memory: do not spin; the client waits in the backlog.
+			warnf("accept: %v", aerr)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		cred, err := unix.GetsockoptUcred(nfd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+		c := os.NewFile(uintptr(nfd), "sdtctl")
+		if err != nil || !permitted(c, cred) {
+			c.Close()
+			continue
+		}
+		go serve(c, fmt.Sprintf("sdtctl pid %d", cred.Pid))
+	}
+}
+
+// permitted checks the peer's uid: ours or root. A refused uid is told why, and
+// logged once.
+func permitted(c *os.File, cred *unix.Ucred) bool {
+	if cred.Uid == 0 || int(cred.Uid) == os.Getuid() {
+		return true
+	}
+	server.Lock()
+	first := !server.warned[cred.Uid]
+	server.warned[cred.Uid] = true
+	server.Unlock()
+	if first {
+		warnf("refused a client with uid %d (pid %d): only uid %d or root", cred.Uid, cred.Pid, os.Getuid())
+	}
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	ctlproto.WriteFrame(c, ctlproto.ErrorResponse(ctlproto.Errorf(ctlproto.CodePermission,
+		"uid %d may not control pid %d (owned by uid %d)", cred.Uid, os.Getpid(), os.Getuid())))
+	return false
+}

@@ -1,0 +1,35 @@
+package control
+
+import (
+	"os"
+	"time"
+
+	"github.com/gosdt/gosdt/sdt/internal/bridge"
+)
+
+// When the socket is bound. sdt's init hands over the registry; binding waits
+// startDelay more, on a timer. So a process that ends sooner (a short command, a tool
+// run under go build -toolexec) touches no file and binds nothing, and a main that
+// calls Stop first thing is never reachable (sdtctl calls it even before sdt's init:
+// cmd/sdtctl/internal/noserve); sdtctl waits for a process younger than that. Until
+// the timer fires nothing runs: it is one runtime timer.
+const startDelay = 20 * time.Millisecond
+
+// Package sdt imports this package, so this runs before sdt's own initialisation;
+// sdt calls start once that is complete. This is the package's only init.
+func init() { bridge.Start = start }
+
+// start takes the registry and, unless SDT_CONTROL=off, arms the automatic Serve.
+func start(r bridge.Registry) {
+	plane.Lock()
+	plane.reg = r
+	plane.Unlock()
+	switch v := os.Getenv("SDT_CONTROL"); v {
+	case "off":
+		return
+	case "", "on":
+	default:
+		warnf("SDT_CONTROL=%q: want on or off; the control server starts", v)
+	}
+	arm()
+}

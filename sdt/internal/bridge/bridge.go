@@ -1,0 +1,148 @@
+// Package bridge is the contract between package sdt, which owns the probe registry
+// and the fire path, and package sdt/control, which consumes fires and serves sdtctl.
+// sdt links control and hands it the registry (Start) at the end of its init;
+// control never imports sdt, so the two meet here.
+package bridge
+
+import (
+	"errors"
+	"math"
+
+	"github.com/gosdt/gosdt/internal/ctlproto"
+)
+
+// MaxArgs is the most arguments a probe has (sdt.Define0..Define6).
+const MaxArgs = 6
+
+// Errors of the registry, which sdt exports under the same names.
+var (
+	ErrNoMatch       = errors.New("spec matches no probe")
+	ErrMalformedSpec = errors.New("malformed probe spec")
+	ErrNotSupported  = errors.New("not supported on this platform")
+)
+
+// Kind is how a fire's argument is stored in its slot.
+type Kind uint8
+
+const (
+	Int    Kind = iota // signed integers: the slot is int64(v)
+	Uint               // unsigned integers and uintptr: uint64(v)
+	Bool               // 0 or 1
+	Float              // math.Float64bits(float64(v))
+	String             // the slot is unused: the value is in Args.Strs
+)
+
+// Args is one fire's arguments, built on the firing goroutine's stack only when a
+// consumer is attached. Strs are not copied: they die with the fire, so a consumer
+// copies what it keeps.
+type Args struct {
+	N     int
+	Kinds [MaxArgs]Kind
+	Slots [MaxArgs]uint64
+	Strs  [MaxArgs]string
+}
+
+// Int is argument i as an integer, what aggregations key, sum and quantize:
+// unsigned values above MaxInt64 saturate, floats are truncated (NaN is 0),
+// strings count their bytes.
+func (a *Args) Int(i int) int64 { return SlotInt(a.Kinds[i], a.Slots[i], len(a.Strs[i])) }
+
+// SlotInt is Int for a value stored elsewhere: its kind, its slot, and for a string
+// its length.
+func SlotInt(k Kind, s uint64, strLen int) int64 {
+	switch k {
+	case Uint:
+		if s > math.MaxInt64 {
+			return math.MaxInt64
+		}
+	case Float:
+		f := math.Float64frombits(s)
+		switch {
+		case f != f:
+			return 0
+		case f >= math.MaxInt64:
+			return math.MaxInt64
+		case f <= math.MinInt64:
+			return math.MinInt64
+		}
+		return int64(f)
+	case String:
+		return int64(strLen)
+	}
+	return int64(s)
+}
+
+// Owner is one holder of probes on: the program, the signal mode, a USDT tracer, a
+// control connection, a trace or an aggregation. Owners are compared by pointer;
+// Name is what sdt.List and sdtctl list show.
+type Owner struct{ Name string }
+
+// Sink consumes fires: package control's traces and aggregations. Fire is called on
+// the firing goroutine with the probe's id (Probe.ID) and the site's address (0 for
+// a fire not attributed to a site); it must not block, and must not keep a.
+type Sink interface {
+	Fire(probe uint32, site uintptr, a *Args)
+}
+
+// Probe describes a probe definition a subscription covers: what its fires are
+// named and carry.
+type Probe struct {
+	ID             uint32
+	Provider, Name string
+	Module         string // the package that defined it: the module of unattributed fires
+	Args, Types    []string
+	Sites          []Site
+}
+
+// Site is where a probe's fires come from.
+type Site struct {
+	Addr         uintptr
+	Module, Func string
+	File         string
+	Line         int
+}
+
+// FullName is the DTrace name of the probe's fires from site addr (0: unattributed).
+func (p *Probe) FullName(addr uintptr) string {
+	module, fn := p.Module, ""
+	if s := p.Site(addr); s != nil {
+		module, fn = s.Module, s.Func
+	}
+	return p.Provider + ":" + module + ":" + fn + ":" + p.Name
+}
+
+// Site returns the site at addr, nil when there is none.
+func (p *Probe) Site(addr uintptr) *Site {
+	if addr == 0 {
+		return nil
+	}
+	for i := range p.Sites {
+		if p.Sites[i].Addr == addr {
+			return &p.Sites[i]
+		}
+	}
+	return nil
+}
+
+// Registry is what control needs of sdt's registry. Every method is safe to call from
+// any goroutine. Errors match ErrNoMatch, ErrMalformedSpec and ErrNotSupported.
+type Registry interface {
+	// Hold takes o's hold on what every spec matches, all or nothing; n counts the
+	// sites it switched on, already those that were on before.
+	Hold(o *Owner, specs []string) (n, already int, err error)
+	// Unhold releases the holds of owners on what specs match; n counts the sites it
+	// switched off, kept those other owners keep on, and keptBy names them.
+	Unhold(specs []string, owners ...*Owner) (n, kept int, keptBy []string, err error)
+	// Release drops every hold of o.
+	Release(o *Owner)
+	// List describes the probes spec matches ("" matches all), as sdtctl list shows
+	// them.
+	List(spec string) ([]ctlproto.Probe, error)
+	// Subscribe attaches s to the fires of what spec matches, until cancel; it does
+	// not switch anything on (Hold does). probes describes what it covers.
+	Subscribe(spec string, s Sink) (probes []*Probe, cancel func(), err error)
+}
+
+// Start is set by package control at its initialisation, and called once by sdt at
+// the end of its own, with the complete registry.
+var Start func(Registry)
