@@ -103,7 +103,6 @@ import (
 	"os"
 	"runtime/pprof"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gosdt/gosdt/sdt"
@@ -138,12 +137,9 @@ func main() {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	cfg := sled.Config{ProbePackage: "github.com/gosdt/gosdt/sdt", IsFire: func(sym string) bool {
-		return strings.HasPrefix(sym, "github.com/gosdt/gosdt/sdt.(*P") && strings.HasSuffix(sym, ").fire")
-	}}
 	best := time.Duration(1 << 62)
 	for range k {
-		t := sled.Discover(cfg)
+		t := sled.Discover()
 		if len(t.Sites) != d.Sites {
 			panic(fmt.Sprintf("rescan found %d sites, start-up %d", len(t.Sites), d.Sites))
 		}

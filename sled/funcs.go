@@ -3,38 +3,37 @@ package sled
 import (
 	"fmt"
 	"sort"
+
+	"github.com/gosdt/gosdt/arch"
 )
 
-// decoded is one function, walked or decoded from its entry: what the arch matcher
-// needs of it (W), and the instructions' extent.
-type decoded[W any] struct {
-	w      W
-	lo, hi uint64
-	err    error
+// walked is one function walked from its entry, or why it could not be.
+type walked struct {
+	w   *arch.Walked
+	err error
 }
 
-// funcs decodes each function once, for all the candidates it holds. The arch files
-// give it their decoder.
-type funcs[W any] struct {
-	syms    symbols
-	byEntry map[uintptr]*decoded[W]
-	sorted  []*decoded[W] // the decoded ones, by lo
-	decode  func(entry uint64, inFunc func(pc uint64) bool) (w W, lo, hi uint64, err error)
+// funcs walks each function once, for all the candidates it holds: a large function
+// holds many. One goroutine only.
+type funcs struct {
+	a       *arch.Arch
+	mem     arch.Memory
+	syms    Symbols
+	byEntry map[uint64]*walked
+	sorted  []*walked // the walked ones, by entry
 }
 
-// at returns the decoded function that contains addr.
-func (c *funcs[I]) at(addr uintptr) *decoded[I] {
-	// A function already decoded may hold addr: large functions hold many candidates.
-	// Asking FuncForPC instead would scan the function's inline tables from its start
-	// for every one of them.
-	a := uint64(addr)
-	i := sort.Search(len(c.sorted), func(i int) bool { return c.sorted[i].hi > a })
-	if i < len(c.sorted) && c.sorted[i].lo <= a {
+// at returns the walked function that contains addr.
+func (c *funcs) at(addr uint64) *walked {
+	// A function already walked may hold addr. Asking FuncForPC instead would scan the
+	// function's inline tables from its start for every candidate in it.
+	i := sort.Search(len(c.sorted), func(i int) bool { return c.sorted[i].w.End > addr })
+	if i < len(c.sorted) && c.sorted[i].w.Entry <= addr {
 		return c.sorted[i]
 	}
-	entry := c.syms.entry(addr)
+	entry := c.syms.Entry(addr)
 	if entry == 0 {
-		return &decoded[I]{err: fmt.Errorf("no function contains %#x", addr)}
+		return &walked{err: fmt.Errorf("no function contains %#x", addr)}
 	}
 	if d, ok := c.byEntry[entry]; ok {
 		return d
@@ -46,20 +45,20 @@ func (c *funcs[I]) at(addr uintptr) *decoded[I] {
 		if pc%16 != 0 {
 			return true
 		}
-		return c.syms.entry(uintptr(pc)) == entry
+		return c.syms.Entry(pc) == entry
 	}
-	d := &decoded[I]{}
-	d.w, d.lo, d.hi, d.err = c.decode(uint64(entry), inFunc)
-	if d.err == nil && d.hi <= d.lo {
+	d := &walked{}
+	d.w, d.err = c.a.Walk(c.mem, entry, inFunc)
+	if d.err == nil && d.w.End <= d.w.Entry {
 		d.err = fmt.Errorf("function at %#x decodes to nothing", entry)
 	}
 	if c.byEntry == nil {
-		c.byEntry = map[uintptr]*decoded[I]{}
+		c.byEntry = map[uint64]*walked{}
 	}
 	c.byEntry[entry] = d
 	if d.err == nil {
 		// Extents of distinct functions do not overlap: insert in order.
-		j := sort.Search(len(c.sorted), func(j int) bool { return c.sorted[j].lo >= d.lo })
+		j := sort.Search(len(c.sorted), func(j int) bool { return c.sorted[j].w.Entry >= d.w.Entry })
 		c.sorted = append(c.sorted, nil)
 		copy(c.sorted[j+1:], c.sorted[j:])
 		c.sorted[j] = d

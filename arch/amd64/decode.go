@@ -2,15 +2,15 @@ package amd64
 
 import (
 	"fmt"
-	"sort"
 
+	"github.com/gosdt/gosdt/arch"
 	"golang.org/x/arch/x86/x86asm"
 )
 
-// MaxInstLen is the architectural limit on the length of one instruction.
-const MaxInstLen = 15
+// maxInstLen is the architectural limit on the length of one instruction.
+const maxInstLen = 15
 
-// Inst is one decoded instruction with its absolute addresses resolved.
+// Inst is one instruction decoded by x86asm, with its absolute addresses resolved.
 type Inst struct {
 	PC     uint64
 	Len    int
@@ -27,12 +27,12 @@ func (in Inst) String() string {
 	return fmt.Sprintf("%#x: %v", in.PC, in.Inst)
 }
 
-// Decode decodes the one instruction at pc (once, if m is a *Cache).
-func Decode(m Memory, pc uint64) (Inst, error) {
-	if c, ok := m.(*Cache); ok {
+// decode decodes the one instruction at pc (once, if m is a *cache).
+func decode(m arch.Memory, pc uint64) (Inst, error) {
+	if c, ok := m.(*cache); ok {
 		return c.decode(pc)
 	}
-	b := m.Read(pc, MaxInstLen)
+	b := m.Read(pc, maxInstLen)
 	if len(b) == 0 {
 		return Inst{}, shapeErr(pc, "no code mapped")
 	}
@@ -78,17 +78,11 @@ func isCondJump(op x86asm.Op) bool {
 	return false
 }
 
-// isINT3 reports whether in is the one-byte breakpoint INT3 (CC).
-func isINT3(in Inst) bool {
-	return in.Op == x86asm.INT && in.Len == 1
-}
-
 // isUncond reports whether control never falls through past the instruction.
 func isUncond(in Inst) bool {
-	if isINT3(in) {
-		return true
-	}
 	switch in.Op {
+	case x86asm.INT:
+		return in.Len == 1 // INT3 (CC)
 	case x86asm.RET, x86asm.JMP, x86asm.UD2, x86asm.LJMP, x86asm.LRET,
 		x86asm.IRET, x86asm.IRETD, x86asm.IRETQ, x86asm.HLT:
 		return true
@@ -96,7 +90,8 @@ func isUncond(in Inst) bool {
 	return false
 }
 
-// DecodeFunc decodes a Go function linearly from entry.
+// decodeFunc decodes a Go function linearly from entry with x86asm: every
+// instruction, where walk only finds their boundaries.
 //
 // It stops at end when end != 0. When end == 0 it stops after an unconditional
 // transfer (RET, JMP, UD2, INT3) whose next pc is not in the function, or at
@@ -106,12 +101,12 @@ func isUncond(in Inst) bool {
 // (the classic linear-sweep rule; an indirect JMP never ends the sweep then,
 // since jump-table cases follow it). Undecodable bytes are an error naming the
 // pc, and so is code that ends before end.
-func DecodeFunc(m Memory, entry, end uint64, inFunc func(pc uint64) bool) ([]Inst, error) {
+func decodeFunc(m arch.Memory, entry, end uint64, inFunc func(pc uint64) bool) ([]Inst, error) {
 	var insts []Inst
 	var maxTarget uint64 // furthest direct jump target seen
 	prevUncond := false
 	for pc := entry; end == 0 || pc < end; {
-		b := m.Read(pc, MaxInstLen)
+		b := m.Read(pc, maxInstLen)
 		if end != 0 && uint64(len(b)) > end-pc {
 			b = b[:end-pc]
 		}
@@ -145,32 +140,4 @@ func DecodeFunc(m Memory, entry, end uint64, inFunc func(pc uint64) bool) ([]Ins
 		}
 	}
 	return insts, nil
-}
-
-// Index returns the index of the instruction that starts exactly at pc.
-func Index(insts []Inst, pc uint64) (int, bool) {
-	i := sort.Search(len(insts), func(i int) bool { return insts[i].PC >= pc })
-	if i < len(insts) && insts[i].PC == pc {
-		return i, true
-	}
-	return i, false
-}
-
-// BranchTargets returns every direct branch target in the function: those of
-// JMP and Jcc, and of CALLs that land inside the decoded range.
-func BranchTargets(insts []Inst) map[uint64]bool {
-	t := make(map[uint64]bool)
-	if len(insts) == 0 {
-		return t
-	}
-	lo, hi := insts[0].PC, insts[len(insts)-1].End()
-	for _, in := range insts {
-		if in.Target == 0 {
-			continue
-		}
-		if isJump(in.Op) || (in.Target >= lo && in.Target < hi) {
-			t[in.Target] = true
-		}
-	}
-	return t
 }

@@ -3,10 +3,11 @@ package amd64
 import (
 	"strings"
 
+	"github.com/gosdt/gosdt/arch"
 	"golang.org/x/arch/x86/x86asm"
 )
 
-// Arithmetic flags tracked by FlagsDead.
+// Arithmetic flags tracked by flagsDead.
 const (
 	fCF uint8 = 1 << iota
 	fPF
@@ -147,7 +148,7 @@ func flagEffect(in Inst) (reads, writes uint8, known bool) {
 	return 0, 0, false
 }
 
-// FlagsDead proves that the arithmetic flags (ZF, CF, SF, OF, PF) are dead at
+// flagsDead proves that the arithmetic flags (ZF, CF, SF, OF, PF) are dead at
 // pc: the straight-line path from pc writes all of them, or reaches a CALL or
 // RET (Go's ABI keeps no flags live across either), before anything reads one.
 // It follows up to 4 direct JMPs and 32 instructions. An instruction outside
@@ -155,12 +156,12 @@ func flagEffect(in Inst) (reads, writes uint8, known bool) {
 // trap, or running out of budget means "not proven": the error says why. It is
 // conservative by design: flags an instruction leaves undefined are not
 // counted as written.
-func FlagsDead(m Memory, pc uint64) error {
+func flagsDead(m arch.Memory, pc uint64) error {
 	start := pc
 	live := fAll // flags that may still carry the value of before pc
 	jumps := 0
 	for n := 0; n < flagsMaxInsts; n++ {
-		in, err := Decode(m, pc)
+		in, err := decode(m, pc)
 		if err != nil {
 			return err
 		}

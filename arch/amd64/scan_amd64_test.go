@@ -1,12 +1,11 @@
 package amd64
 
 import (
-	"debug/elf"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
-	"runtime"
 	"testing"
+
+	"github.com/gosdt/gosdt/arch/internal/testbin"
 )
 
 // TestVectorSearches checks both vector searches, whichever this CPU uses, against a
@@ -53,24 +52,17 @@ func TestVectorSearches(t *testing.T) {
 	}
 }
 
-// BenchmarkCandidates searches the text of the go command, with each vector search.
+// BenchmarkCandidates searches the text of a real binary (the go command), with each
+// vector search.
 func BenchmarkCandidates(b *testing.B) {
-	f, err := elf.Open(filepath.Join(runtime.GOROOT(), "bin", "go"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	text, err := f.Section(".text").Data()
-	if err != nil {
-		b.Fatal(err)
-	}
+	text := testbin.Binaries(b, &Arch)[0].Text.Code
 	defer func(h bool) { hasAVX2 = h }(hasAVX2)
 	for _, avx2 := range []bool{false, true} {
 		hasAVX2 = avx2
 		b.Run(fmt.Sprintf("avx2=%v", avx2), func(b *testing.B) {
 			b.SetBytes(int64(len(text)))
 			for b.Loop() {
-				Candidates(text)
+				candidatesIn(text, 0, len(text))
 			}
 		})
 	}

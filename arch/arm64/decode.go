@@ -3,14 +3,14 @@ package arm64
 import (
 	"encoding/binary"
 	"fmt"
-	"sort"
 	"sync"
 
+	"github.com/gosdt/gosdt/arch"
 	"golang.org/x/arch/arm64/arm64asm"
 )
 
-// InstLen is the length of every A64 instruction.
-const InstLen = 4
+// instLen is the length of every A64 instruction.
+const instLen = 4
 
 // Inst is one decoded instruction with its absolute addresses resolved.
 type Inst struct {
@@ -23,7 +23,7 @@ type Inst struct {
 }
 
 // End is the address just past the instruction.
-func (in Inst) End() uint64 { return in.PC + InstLen }
+func (in Inst) End() uint64 { return in.PC + instLen }
 
 func (in Inst) String() string {
 	if in.Bad {
@@ -32,14 +32,14 @@ func (in Inst) String() string {
 	return fmt.Sprintf("%#x: %v", in.PC, in.Inst)
 }
 
-// Decode decodes the one instruction at pc. Undecodable words are an error here, and
+// decode decodes the one instruction at pc. Undecodable words are an error here, and
 // so is a pc that is not 4-byte aligned: A64 code never is.
-func Decode(m Memory, pc uint64) (Inst, error) {
-	if pc%InstLen != 0 {
+func decode(m arch.Memory, pc uint64) (Inst, error) {
+	if pc%instLen != 0 {
 		return Inst{}, shapeErr(pc, "pc not 4-byte aligned")
 	}
-	b := m.Read(pc, InstLen)
-	if len(b) < InstLen {
+	b := m.Read(pc, instLen)
+	if len(b) < instLen {
 		return Inst{}, shapeErr(pc, "no code mapped")
 	}
 	in := decodeWord(binary.LittleEndian.Uint32(b), pc)
@@ -109,24 +109,24 @@ func isUncond(in Inst) bool {
 	return false
 }
 
-// DecodeFunc decodes a Go function linearly from entry. Words that do not decode
+// decodeFunc decodes a Go function linearly from entry. Words that do not decode
 // (literal pools, the zero padding between functions) are kept as Bad instructions:
 // A64 has fixed-size aligned instructions, so one bad word cannot hide the next.
 //
 // It stops at end when end != 0. When end == 0 it stops after an unconditional
 // transfer (RET, B, BR, BRK) or a bad word (0 is UDF #0, which arm64asm does not decode) whose next pc inFunc rejects; inFunc must
 // not be nil then.
-func DecodeFunc(m Memory, entry, end uint64, inFunc func(pc uint64) bool) ([]Inst, error) {
-	if entry%InstLen != 0 {
+func decodeFunc(m arch.Memory, entry, end uint64, inFunc func(pc uint64) bool) ([]Inst, error) {
+	if entry%instLen != 0 {
 		return nil, shapeErr(entry, "function entry not 4-byte aligned")
 	}
 	if end == 0 && inFunc == nil {
-		return nil, shapeErr(entry, "DecodeFunc needs an end or inFunc")
+		return nil, shapeErr(entry, "decodeFunc needs an end or inFunc")
 	}
 	var insts []Inst
-	for pc := entry; end == 0 || pc < end; pc += InstLen {
-		b := m.Read(pc, InstLen)
-		if len(b) < InstLen {
+	for pc := entry; end == 0 || pc < end; pc += instLen {
+		b := m.Read(pc, instLen)
+		if len(b) < instLen {
 			if end != 0 {
 				return insts, shapeErr(pc, "function ends before %#x: no code mapped", end)
 			}
@@ -134,26 +134,17 @@ func DecodeFunc(m Memory, entry, end uint64, inFunc func(pc uint64) bool) ([]Ins
 		}
 		in := decodeWord(binary.LittleEndian.Uint32(b), pc)
 		insts = append(insts, in)
-		if end == 0 && (in.Bad || isUncond(in)) && !inFunc(pc+InstLen) {
+		if end == 0 && (in.Bad || isUncond(in)) && !inFunc(pc+instLen) {
 			break
 		}
 	}
 	return insts, nil
 }
 
-// Index returns the index of the instruction that starts exactly at pc.
-func Index(insts []Inst, pc uint64) (int, bool) {
-	i := sort.Search(len(insts), func(i int) bool { return insts[i].PC >= pc })
-	if i < len(insts) && insts[i].PC == pc {
-		return i, true
-	}
-	return i, false
-}
-
-// BranchTargets returns every direct branch target in the function: those of B,
+// branchTargets returns every direct branch target in the function: those of B,
 // B.cond, CBZ, CBNZ, TBZ, TBNZ, of BLs that land inside the decoded range, and of ADRs
 // (Go's arm64 code takes label addresses with ADR, e.g. for deferreturn).
-func BranchTargets(insts []Inst) map[uint64]bool {
+func branchTargets(insts []Inst) map[uint64]bool {
 	t := make(map[uint64]bool)
 	if len(insts) == 0 {
 		return t

@@ -1,4 +1,4 @@
-package sled
+package arm64
 
 import (
 	"encoding/binary"
@@ -6,18 +6,17 @@ import (
 	"testing"
 
 	"github.com/gosdt/gosdt/arch"
-	"github.com/gosdt/gosdt/arch/arm64"
 )
 
 // a64Code decodes words placed at pc and checks that each is the instruction its
 // comment says (arm64asm's syntax): the encodings below are written by hand.
-func a64Code(t *testing.T, pc uint64, code []a64Word) []arm64.Inst {
+func a64Code(t *testing.T, pc uint64, code []a64Word) []Inst {
 	t.Helper()
 	b := make([]byte, 4*len(code))
 	for i, c := range code {
 		binary.LittleEndian.PutUint32(b[4*i:], c.w)
 	}
-	insts, err := arm64.DecodeFunc(arch.Bytes{Base: pc, Code: b}, pc, pc+uint64(len(b)), nil)
+	insts, err := decodeFunc(arch.Bytes{Base: pc, Code: b}, pc, pc+uint64(len(b)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,9 +33,9 @@ type a64Word struct {
 	asm string
 }
 
-// TestA64Track covers the forms a64Track follows, including those no Define in the
+// TestTrack covers the forms track64 follows, including those no Define in the
 // test programs uses (MOVK, MOVN, LSL #12), and what makes it forget a register.
-func TestA64Track(t *testing.T) {
+func TestTrack(t *testing.T) {
 	insts := a64Code(t, 0x10000, []a64Word{
 		{0xD2A24682, "MOV X2, #0x12340000"},
 		{0xF28ACF02, "MOVK X2, #0x5678"},
@@ -59,7 +58,7 @@ func TestA64Track(t *testing.T) {
 	})
 	regs := map[int]uint64{}
 	for _, in := range insts {
-		a64Track(in, regs)
+		track64(in, regs)
 	}
 	want := map[int]uint64{3: 0xFFFFFFFF, 4: ^uint64(1), 5: 4, 6: 0x12000, 7: 0x12008, 8: 0x12008}
 	if !maps.Equal(regs, want) {
@@ -67,9 +66,9 @@ func TestA64Track(t *testing.T) {
 	}
 }
 
-// TestA64FlagStore checks the store of Define's result that names the variable, and
+// TestFlagStore checks the store of Define's result that names the variable, and
 // that anything else is no store of it.
-func TestA64FlagStore(t *testing.T) {
+func TestFlagStore(t *testing.T) {
 	const pc = 0x20000
 	adrp := a64Word{0xB000001B, "ADRP X27, .+0x1000"} // page 0x21000
 	for _, c := range []struct {
@@ -85,7 +84,7 @@ func TestA64FlagStore(t *testing.T) {
 		{"word store", []a64Word{adrp, {0xB9000360, "STR W0, [X27]"}}, 0},
 		{"no adrp", []a64Word{{0x39000360, "STRB W0, [X27]"}}, 0},
 	} {
-		flag, ok := a64FlagStore(a64Code(t, pc, c.code))
+		flag, ok := flagStore(a64Code(t, pc, c.code))
 		if flag != c.flag || ok != (c.flag != 0) {
 			t.Errorf("%s: %#x, %v; want %#x", c.name, flag, ok, c.flag)
 		}

@@ -1,8 +1,9 @@
-package sled
+package offline
 
 import (
 	"debug/dwarf"
 	"debug/elf"
+	"github.com/gosdt/gosdt/sled"
 	"sort"
 )
 
@@ -76,7 +77,7 @@ func readInlineCalls(path, probePkg string) *inlineCalls {
 		return ""
 	}
 	inProbe := func(n string) bool {
-		mod, _ := SplitFunc(n)
+		mod, _ := sled.SplitFunc(n)
 		return mod == probePkg
 	}
 

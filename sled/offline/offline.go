@@ -1,4 +1,6 @@
-package sled
+// Package offline reads the probe sites and definitions of a Go ELF binary without
+// running it, for amd64 and arm64 on any host: what sdtctl list and sdtctl seal need.
+package offline
 
 import (
 	"debug/elf"
@@ -8,26 +10,39 @@ import (
 	"time"
 
 	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/arch/amd64"
+	"github.com/gosdt/gosdt/arch/arm64"
+	"github.com/gosdt/gosdt/sled"
 )
 
-// DiscoverFile finds and verifies the probe sites of a linked Go binary without running
-// it, with the same matchers as Discover (for amd64 and arm64 ELF files, on any host).
-// Addresses are the file's link-time ones. Describe names the function and line of the
-// probe statement from the inlined calls in the file's DWARF, as the live path does
-// from the runtime's inline tree; a binary without DWARF (-ldflags=-w) gives the
-// function whose code holds the site. What it cannot know offline: the probes' names,
-// which are Define's arguments at run time. A sealed binary's
-// sites come from its site table (Table.Sealed; Site.Presealed where the file holds
-// the sled).
-func DiscoverFile(path string, cfg Config) (*Table, error) {
-	start := time.Now()
+// Arch returns the description of the architecture of ELF machine m, nil for one that
+// gosdt does not read.
+func Arch(m elf.Machine) *arch.Arch {
+	for _, a := range []*arch.Arch{&amd64.Arch, &arm64.Arch} {
+		if elf.Machine(a.Machine) == m {
+			return a
+		}
+	}
+	return nil
+}
+
+// Discover finds and proves the probe sites of a linked Go binary without running it,
+// as the runtime does (sled.Scan, with the architecture of the file). Addresses are
+// the file's link-time ones. A site's holder is named from the inlined calls in the
+// file's DWARF, as the live path does from the runtime's inline tree; a binary without
+// DWARF (-ldflags=-w) gives the function whose code holds the site. What it cannot know
+// offline: the probes' names, which are Define's arguments at run time (Definitions
+// reads them from the code that makes them). A sealed binary's sites come from its site
+// table (Table.Sealed; Site.Presealed where the file holds the sled).
+func Discover(path string) (*sled.Table, error) {
+	begin := time.Now()
 	f, err := elf.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	goarch := map[elf.Machine]string{elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64"}[f.Machine]
-	if goarch == "" {
+	a := Arch(f.Machine)
+	if a == nil {
 		return nil, fmt.Errorf("%s: %v binary: sites are read from x86-64 and AArch64 files only", path, f.Machine)
 	}
 	text, _, tab, err := GoText(path, f)
@@ -44,38 +59,38 @@ func DiscoverFile(path string, cfg Config) (*Table, error) {
 			data = append(data, [2]uint64{s.Addr, s.Addr + s.Size})
 		}
 	}
-	src := source{
-		text: code,
-		base: uintptr(text.Addr),
-		mem:  arch.Bytes{Base: text.Addr, Code: code},
-		inData: func(addr uintptr) bool {
+	src := sled.Source{
+		Text: code,
+		Base: text.Addr,
+		Mem:  arch.Bytes{Base: text.Addr, Code: code},
+		InData: func(addr uint64) bool {
 			for _, r := range data {
-				if uint64(addr) >= r[0] && uint64(addr) < r[1] {
+				if addr >= r[0] && addr < r[1] {
 					return true
 				}
 			}
 			return false
 		},
-		syms: fileSyms{tab: tab, inl: &lazyInline{path: path}},
+		Syms: fileSyms{tab: tab, inl: &lazyInline{path: path}},
 	}
-	var t *Table
-	if sec := f.Section(SectionName); sec != nil {
+	var t *sled.Table
+	if sec := f.Section(sled.SectionName); sec != nil {
 		// Sealed: the sites are in the table, and in the text as sleds a scan would
 		// not recognise.
 		b, err := sec.Data()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", path, SectionName, err)
+			return nil, fmt.Errorf("%s: %s: %w", path, sled.SectionName, err)
 		}
-		st, err := DecodeTable(b)
+		st, err := sled.DecodeTable(b)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		t = fromTable(st, goarch, src, cfg, 0) // link-time addresses, as the table's
+		t = sled.FromTable(st, a.Name, src, 0) // link-time addresses, as the table's
 	} else {
-		t = discoverArch(goarch, src, cfg)
+		t = sled.Scan(a, src)
 	}
 	t.TextBytes = len(code)
-	t.Elapsed = time.Since(start)
+	t.Elapsed = time.Since(begin)
 	return t, nil
 }
 
@@ -94,39 +109,42 @@ type lazyInline struct {
 	c    *inlineCalls
 }
 
-func (l *lazyInline) calls(probePkg string) *inlineCalls {
+func (l *lazyInline) calls() *inlineCalls {
 	if l == nil {
 		return nil
 	}
-	l.once.Do(func() { l.c = readInlineCalls(l.path, probePkg) })
+	l.once.Do(func() { l.c = readInlineCalls(l.path, sled.ProbePackage()) })
 	return l.c
 }
 
-func (s fileSyms) entry(pc uintptr) uintptr {
-	if fn := s.tab.PCToFunc(uint64(pc)); fn != nil {
-		return uintptr(fn.Entry)
+func (s fileSyms) Entry(pc uint64) uint64 {
+	if fn := s.tab.PCToFunc(pc); fn != nil {
+		return fn.Entry
 	}
 	return 0
 }
 
-func (s fileSyms) name(pc uintptr) string {
-	if fn := s.tab.PCToFunc(uint64(pc)); fn != nil {
+func (s fileSyms) Name(pc uint64) string {
+	if fn := s.tab.PCToFunc(pc); fn != nil {
 		return fn.Name
 	}
 	return ""
 }
 
-func (s fileSyms) holder(pc uintptr, probePkg string) (fn, module, file string, line int) {
-	// The live path's rule (live.holder): the innermost frame outside probePkg.
-	if sp, ok := s.inl.calls(probePkg).at(uint64(pc)); ok {
-		module, fn = SplitFunc(sp.fn)
-		return fn, module, sp.file, sp.line
+// Holder follows the live path's rule: the innermost frame outside the probe package.
+func (s fileSyms) Holder(pc uint64) sled.Holder {
+	var h sled.Holder
+	if sp, ok := s.inl.calls().at(pc); ok {
+		h.Module, h.Func = sled.SplitFunc(sp.fn)
+		h.File, h.Line = sp.file, sp.line
+		return h
 	}
-	file, line, f := s.tab.PCToLine(uint64(pc))
+	file, line, f := s.tab.PCToLine(pc)
 	if f != nil {
-		module, fn = SplitFunc(f.Name)
+		h.Module, h.Func = sled.SplitFunc(f.Name)
 	}
-	return fn, module, file, line
+	h.File, h.Line = file, line
+	return h
 }
 
 // GoText returns a Go binary's text section, the address of Go's first function in it

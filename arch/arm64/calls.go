@@ -1,14 +1,13 @@
-package sled
+package arm64
 
 import (
-	"debug/gosym"
 	"strings"
 
-	"github.com/gosdt/gosdt/arch/arm64"
+	"github.com/gosdt/gosdt/arch"
 	"golang.org/x/arch/arm64/arm64asm"
 )
 
-// On arm64 a definition, `var tick = sdt.Define1[int]("e2e", "tick", "i")`, compiles to
+// A probe definition, `var tick = sdt.Define1[int]("e2e", "tick", "i")`, compiles to
 //
 //	ADRP R0, dict@PAGE; ADD R0, R0, #dict@PAGEOFF    the dictionary (generic Defines only)
 //	ADRP R1, "e2e"@PAGE; ADD R1, R1, #...; ORR R2, ZR, #3   each string: pointer, length
@@ -16,21 +15,20 @@ import (
 //	BL   sdt.Define1[go.shape.int]
 //	ADRP R27, tick@PAGE; STRB W0, [R27, #tick@PAGEOFF]   the result's flag byte
 //
-// Only that much is followed: addresses from ADRP and ADD, immediates from the mov forms
-// (MOVZ, MOVN, MOVK, ORR from the zero register) and copies between registers.
+// Only that much is followed by calls: addresses from ADRP and ADD, immediates from
+// the mov forms (MOVZ, MOVN, MOVK, ORR from the zero register) and copies between
+// registers.
 
-// a64ABIRegs is Go's integer argument register order on arm64: R0..R15.
-var a64ABIRegs = []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
-
-// arm64Defines reads the Define calls of one arm64 function.
-func (s initScan) arm64Defines(fn *gosym.Func) []Definition {
-	insts, err := arm64.DecodeFunc(s.mem, fn.Entry, fn.End, nil)
+// calls reads the function [entry, end) (Arch.Calls) and reports, at each BL that want
+// accepts, the argument registers it knows and the store of W0's low byte after it.
+func calls(m arch.Memory, entry, end uint64, want func(target uint64) bool, _ func(pc uint64) string) []arch.Call {
+	insts, err := decodeFunc(m, entry, end, nil)
 	if err != nil {
-		return nil // no Define there that can be read
+		return nil // no call there that can be read
 	}
-	var defs []Definition
+	var out []arch.Call
 	regs := map[int]uint64{} // register number -> its known 64-bit value
-	targets := arm64.BranchTargets(insts)
+	targets := branchTargets(insts)
 	for i, in := range insts {
 		if in.Bad || targets[in.PC] {
 			// Data, or code reached from elsewhere with values this walk did not see.
@@ -41,27 +39,31 @@ func (s initScan) arm64Defines(fn *gosym.Func) []Definition {
 		}
 		switch in.Op {
 		case arm64asm.BL:
-			name := s.syms.name(uintptr(in.Target))
-			if in.Target != 0 && strings.HasPrefix(name, s.define) {
-				if d, ok := a64ReadDefine(s, insts[i+1:], regs, strings.Contains(name, "[")); ok {
-					defs = append(defs, d)
+			if in.Target != 0 && want(in.Target) {
+				c := arch.Call{PC: in.PC, Target: in.Target, Args: make([]uint64, abiRegs)}
+				for r := range abiRegs {
+					if v, ok := regs[r]; ok {
+						c.Args[r], c.Known = v, c.Known|1<<r
+					}
 				}
+				c.Stored, _ = flagStore(insts[i+1:])
+				out = append(out, c)
 			}
 			clear(regs) // calls clobber every register
 		case arm64asm.BLR, arm64asm.SVC:
 			clear(regs)
 		default:
-			a64Track(in, regs)
+			track64(in, regs)
 		}
 	}
-	return defs
+	return out
 }
 
-// a64Track updates regs with what in does: the value it gives its destination when
+// track64 updates regs with what in does: the value it gives its destination when
 // that is a constant, and otherwise forgets every register it may write.
-func a64Track(in arm64.Inst, regs map[int]uint64) {
+func track64(in Inst, regs map[int]uint64) {
 	a := in.Inst.Args
-	d, wide, isReg := a64Reg(a[0])
+	d, wide, isReg := gpReg(a[0])
 	v, known := uint64(0), false
 	switch {
 	case !isReg:
@@ -82,7 +84,7 @@ func a64Track(in arm64.Inst, regs map[int]uint64) {
 		case arm64asm.Imm:
 			v, known = uint64(src.Imm), true
 		case arm64asm.Reg, arm64asm.RegSP:
-			if n, _, ok := a64Reg(src); ok {
+			if n, _, ok := gpReg(src); ok {
 				v, known = regs[n]
 			}
 		}
@@ -114,14 +116,14 @@ func a64Track(in arm64.Inst, regs map[int]uint64) {
 		regs[d] = v
 		return
 	}
-	for _, n := range a64Written(in) {
+	for _, n := range written(in) {
 		delete(regs, n)
 	}
 }
 
-// a64Written returns the registers in may write. It errs on the side of too many: every
+// written returns the registers in may write. It errs on the side of too many: every
 // register it names, except those a store only reads.
-func a64Written(in arm64.Inst) []int {
+func written(in Inst) []int {
 	op := in.Op.String()
 	store := strings.HasPrefix(op, "ST") && !strings.HasPrefix(op, "STX") && !strings.HasPrefix(op, "STLX")
 	var out []int
@@ -130,11 +132,11 @@ func a64Written(in arm64.Inst) []int {
 		case nil:
 			return out
 		case arm64asm.MemImmediate:
-			if n, _, ok := a64Reg(a.Base); ok && a.Mode != arm64asm.AddrOffset {
+			if n, _, ok := gpReg(a.Base); ok && a.Mode != arm64asm.AddrOffset {
 				out = append(out, n) // write-back
 			}
 		default:
-			if n, _, ok := a64Reg(a); ok && !store {
+			if n, _, ok := gpReg(a); ok && !store {
 				out = append(out, n)
 			}
 		}
@@ -142,60 +144,24 @@ func a64Written(in arm64.Inst) []int {
 	return out
 }
 
-// a64Reg returns the number of the general-purpose register a names (R0..R30, not the
-// zero register or SP) and whether it is the 64-bit form.
-func a64Reg(a arm64asm.Arg) (n int, wide, ok bool) {
-	var r arm64asm.Reg
-	switch a := a.(type) {
-	case arm64asm.Reg:
-		r = a
-	case arm64asm.RegSP:
-		r = arm64asm.Reg(a)
-	default:
-		return 0, false, false
-	}
-	switch {
-	case r >= arm64asm.X0 && r <= arm64asm.X30:
-		return int(r - arm64asm.X0), true, true
-	case r >= arm64asm.W0 && r <= arm64asm.W30:
-		return int(r - arm64asm.W0), false, true
-	}
-	return 0, false, false
-}
-
-// a64ReadDefine reads the strings of a Define call from regs and finds the variable in
-// the store of the result's flag byte right after the call.
-func a64ReadDefine(s initScan, after []arm64.Inst, regs map[int]uint64, generic bool) (Definition, bool) {
-	rs := a64ABIRegs
-	if generic {
-		rs = rs[1:] // the dictionary
-	}
-	strs := stringArgs(s.f, regs, rs)
-	flag, ok := a64FlagStore(after)
-	if len(strs) < 2 || !ok {
-		return Definition{}, false
-	}
-	return Definition{Flag: flag, Provider: strs[0], Name: strs[1], Args: strs[2:]}, true
-}
-
-// a64FlagStore returns the address the code at the start of insts stores W0's low byte
+// flagStore returns the address the code at the start of insts stores W0's low byte
 // to: ADRP Xt, then STRB W0, [Xt, #off], or the same with ADD Xt, Xt, #lo in between.
-func a64FlagStore(insts []arm64.Inst) (uint64, bool) {
+func flagStore(insts []Inst) (uint64, bool) {
 	if len(insts) < 2 || insts[0].Op != arm64asm.ADRP {
 		return 0, false
 	}
-	t, _, ok := a64Reg(insts[0].Inst.Args[0])
+	t, _, ok := gpReg(insts[0].Inst.Args[0])
 	if !ok {
 		return 0, false
 	}
 	addr := map[int]uint64{}
-	a64Track(insts[0], addr)
+	track64(insts[0], addr)
 	st := insts[1]
 	if add := insts[1]; add.Op == arm64asm.ADD && len(insts) > 2 {
-		if d, _, ok := a64Reg(add.Inst.Args[0]); !ok || d != t {
+		if d, _, ok := gpReg(add.Inst.Args[0]); !ok || d != t {
 			return 0, false
 		}
-		a64Track(add, addr) // known only for ADD Xt, Xt, #imm
+		track64(add, addr) // known only for ADD Xt, Xt, #imm
 		st = insts[2]
 	}
 	// STRB Wt, [Xn, #imm12], the unsigned-offset form, with t = 0 and n = the ADRP's.

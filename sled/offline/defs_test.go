@@ -1,4 +1,4 @@
-package sled_test
+package offline_test
 
 import (
 	"debug/elf"
@@ -8,8 +8,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gosdt/gosdt/arch/amd64"
+	"github.com/gosdt/gosdt/arch/arm64"
 	"github.com/gosdt/gosdt/internal/testutil"
-	"github.com/gosdt/gosdt/sled"
+	"github.com/gosdt/gosdt/sled/offline"
 )
 
 // wantDef is a definition as the source spells it, with the variable it is stored in.
@@ -19,15 +21,18 @@ type wantDef struct {
 	args           []string
 }
 
-// argRoom is how many argument names a generic Define passes in registers: Go's
-// register ABI has 9 integer registers on amd64 and 16 on arm64, the dictionary takes
-// one, provider and name two strings (two registers each).
-var argRoom = map[string]int{"amd64": (9-1)/2 - 2, "arm64": (16-1)/2 - 2}
+// argRoom is how many argument names a generic Define passes in registers: of Go's
+// integer argument registers the dictionary takes one, provider and name two strings
+// (two registers each).
+var argRoom = map[string]int{
+	"amd64": (len(amd64.Arch.ArgRegs)-1)/2 - 2,
+	"arm64": (len(arm64.Arch.ArgRegs)-1)/2 - 2,
+}
 
-// TestDefinitionsFile builds programs for amd64 and for arm64 and reads their probe
+// TestDefinitions builds programs for amd64 and for arm64 and reads their probe
 // definitions from the files: the same probes on both, each flag at its variable's
 // .symtab address, with the argument names each architecture passes in registers.
-func TestDefinitionsFile(t *testing.T) {
+func TestDefinitions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds programs for two architectures")
 	}
@@ -43,7 +48,7 @@ func TestDefinitionsFile(t *testing.T) {
 			{"main.tick", "check", "tick", []string{"i"}},
 			{"main.name", "check", "name", []string{"s", "n"}},
 		}},
-		{"github.com/gosdt/gosdt/sled/testdata/defs", []wantDef{
+		{"github.com/gosdt/gosdt/sled/offline/testdata/defs", []wantDef{
 			{"main.zero", "defs", "zero", nil},
 			{"main.one", "defs", "one", []string{"a"}},
 			{"main.two", "defs", "two", []string{"a", "b"}},
@@ -57,7 +62,7 @@ func TestDefinitionsFile(t *testing.T) {
 	for _, p := range progs {
 		t.Run(filepath.Base(p.pkg), func(t *testing.T) {
 			t.Parallel()
-			found := map[string]map[string]sled.Definition{} // by GOARCH, then variable
+			found := map[string]map[string]offline.Definition{} // by GOARCH, then variable
 			for goarch := range argRoom {
 				bin := filepath.Join(dir, filepath.Base(p.pkg)+"."+goarch)
 				cmd := exec.Command(gobin, "build", "-o", bin, p.pkg)
@@ -65,7 +70,7 @@ func TestDefinitionsFile(t *testing.T) {
 				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("GOARCH=%s go build %s: %v\n%s", goarch, p.pkg, err, out)
 				}
-				defs, err := sled.DefinitionsFile(bin, "github.com/gosdt/gosdt/sdt")
+				defs, err := offline.Definitions(bin)
 				if err != nil {
 					t.Fatalf("%s: %v", goarch, err)
 				}
@@ -88,7 +93,7 @@ func TestDefinitionsFile(t *testing.T) {
 
 // checkDefs compares defs, read from bin, with want, its arguments cut to what goarch
 // passes in registers. It returns defs by the name of their variable.
-func checkDefs(t *testing.T, goarch, bin string, defs []sled.Definition, want []wantDef) map[string]sled.Definition {
+func checkDefs(t *testing.T, goarch, bin string, defs []offline.Definition, want []wantDef) map[string]offline.Definition {
 	t.Helper()
 	f, err := elf.Open(bin)
 	if err != nil {
@@ -105,7 +110,7 @@ func checkDefs(t *testing.T, goarch, bin string, defs []sled.Definition, want []
 			varAt[s.Value] = s.Name
 		}
 	}
-	bySym := map[string]sled.Definition{}
+	bySym := map[string]offline.Definition{}
 	for _, d := range defs {
 		sym := varAt[d.Flag]
 		if sym == "" {
