@@ -16,7 +16,7 @@ type offlineSite struct {
 	Probe    string `json:"probe,omitempty"` // provider:module:function:name, when its Define was read
 	Addr     uint64 `json:"addr"`
 	Variable string `json:"variable"` // the probe definition's symbol
-	Function string `json:"function"` // the function that holds the probe statement (inlining resolved, with DWARF)
+	Function string `json:"function"` // the function that holds the probe statement (inlining resolved)
 	File     string `json:"file"`
 	Line     int    `json:"line"`
 	Kind     string `json:"kind"`             // fire, or guard (if p.Enabled())
@@ -68,7 +68,7 @@ func listBinary(path string, specs []string, asJSON bool, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "%s: %d probe sites, read offline (provider and name from the Define calls\n"+
 		"in package initialisation, where they can be read; function and line are those of the\n"+
-		"probe statement, from the binary's DWARF, or without it of the code that holds the site)\n", path, len(out))
+		"probe statement, from the inline tree of the binary's function table)\n", path, len(out))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROBE\tVARIABLE\tADDR\tFILE:LINE\tKIND\tSEALABLE")
 	for _, s := range out {

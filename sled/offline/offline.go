@@ -6,7 +6,6 @@ import (
 	"debug/elf"
 	"debug/gosym"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/gosdt/gosdt/arch"
@@ -28,12 +27,12 @@ func Arch(m elf.Machine) *arch.Arch {
 
 // Discover finds and proves the probe sites of a linked Go binary without running it,
 // as the runtime does (sled.Scan, with the architecture of the file). Addresses are
-// the file's link-time ones. A site's holder is named from the inlined calls in the
-// file's DWARF, as the live path does from the runtime's inline tree; a binary without
-// DWARF (-ldflags=-w) gives the function whose code holds the site. What it cannot know
-// offline: the probes' names, which are Define's arguments at run time (Definitions
-// reads them from the code that makes them). A sealed binary's sites come from its site
-// table (Table.Sealed; Site.Presealed where the file holds the sled).
+// the file's link-time ones. A site's holder is named from the inline tree in the
+// file's function table, as the live path names it from the runtime's (DWARF is not
+// needed). What it cannot know offline: the probes' names, which are Define's arguments
+// at run time (Definitions reads them from the code that makes them). A sealed binary's
+// sites come from its site table (Table.Sealed; Site.Presealed where the file holds
+// the sled).
 func Discover(path string) (*sled.Table, error) {
 	begin := time.Now()
 	f, err := elf.Open(path)
@@ -45,13 +44,17 @@ func Discover(path string) (*sled.Table, error) {
 	if a == nil {
 		return nil, fmt.Errorf("%s: %v binary: sites are read from x86-64 and AArch64 files only", path, f.Machine)
 	}
-	text, _, tab, err := GoText(path, f)
+	text, textStart, tab, err := GoText(path, f)
 	if err != nil {
 		return nil, err
 	}
 	code, err := text.Data()
 	if err != nil {
 		return nil, fmt.Errorf("%s: .text: %w", path, err)
+	}
+	pcln, err := f.Section(".gopclntab").Data()
+	if err != nil {
+		return nil, fmt.Errorf("%s: .gopclntab: %w", path, err)
 	}
 	var data [][2]uint64
 	for _, name := range []string{".data", ".bss"} {
@@ -71,7 +74,7 @@ func Discover(path string) (*sled.Table, error) {
 			}
 			return false
 		},
-		Syms: fileSyms{tab: tab, inl: &lazyInline{path: path}},
+		Syms: fileSyms{tab: tab, inl: newInlineTree(f, pcln, textStart, tab)},
 	}
 	var t *sled.Table
 	if sec := f.Section(sled.SectionName); sec != nil {
@@ -94,27 +97,10 @@ func Discover(path string) (*sled.Table, error) {
 	return t, nil
 }
 
-// fileSyms names functions from a binary's .gopclntab, and the holder of a site from
-// the inlined calls in its DWARF (when it has any; else the function whose code holds
-// the site, as the function table has no inline tree).
+// fileSyms names functions, and the holder of a site, from a binary's .gopclntab.
 type fileSyms struct {
 	tab *gosym.Table
-	inl *lazyInline
-}
-
-// lazyInline reads a binary's inlined calls when a site is first described.
-type lazyInline struct {
-	path string
-	once sync.Once
-	c    *inlineCalls
-}
-
-func (l *lazyInline) calls() *inlineCalls {
-	if l == nil {
-		return nil
-	}
-	l.once.Do(func() { l.c = readInlineCalls(l.path, sled.ProbePackage()) })
-	return l.c
+	inl *inlineTree // nil if its layout is not known: then a holder is the function whose code holds the site
 }
 
 func (s fileSyms) Entry(pc uint64) uint64 {
@@ -131,13 +117,21 @@ func (s fileSyms) Name(pc uint64) string {
 	return ""
 }
 
-// Holder follows the live path's rule: the innermost frame outside the probe package.
+// Holder follows the live path's rule (runtime.CallersFrames on the site's pc): the
+// innermost frame outside the probe package, or the outermost if all are in it.
 func (s fileSyms) Holder(pc uint64) sled.Holder {
 	var h sled.Holder
-	if sp, ok := s.inl.calls().at(pc); ok {
-		h.Module, h.Func = sled.SplitFunc(sp.fn)
-		h.File, h.Line = sp.file, sp.line
-		return h
+	if s.inl != nil {
+		for _, f := range s.inl.frames(pc) {
+			mod, name := sled.SplitFunc(f.fn)
+			h = sled.Holder{Module: mod, Func: name, File: f.file, Line: f.line}
+			if mod != sled.ProbePackage() {
+				return h
+			}
+		}
+		if h.Func != "" {
+			return h
+		}
 	}
 	file, line, f := s.tab.PCToLine(pc)
 	if f != nil {
