@@ -10,7 +10,7 @@ import "github.com/gosdt/gosdt/arch"
 // searched linearly, and the walker's scratch memory. One goroutine only.
 type cache struct {
 	arch.Memory
-	insts  []Inst
+	insts  []inst
 	walker walker
 }
 
@@ -20,7 +20,7 @@ func newCache(m arch.Memory) arch.Cache { return &cache{Memory: m} }
 const maxCached = 128
 
 // decode is decode through the cache.
-func (c *cache) decode(pc uint64) (Inst, error) {
+func (c *cache) decode(pc uint64) (inst, error) {
 	for i := range c.insts {
 		if c.insts[i].PC == pc {
 			return c.insts[i], nil
@@ -28,7 +28,7 @@ func (c *cache) decode(pc uint64) (Inst, error) {
 	}
 	b := c.Read(pc, maxInstLen)
 	if len(b) == 0 {
-		return Inst{}, shapeErr(pc, "no code mapped")
+		return inst{}, shapeErr(pc, "no code mapped")
 	}
 	in, err := decodeBytes(b, pc)
 	if err == nil && len(c.insts) < maxCached {

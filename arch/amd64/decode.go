@@ -10,8 +10,8 @@ import (
 // maxInstLen is the architectural limit on the length of one instruction.
 const maxInstLen = 15
 
-// Inst is one instruction decoded by x86asm, with its absolute addresses resolved.
-type Inst struct {
+// inst is one instruction decoded by x86asm, with its absolute addresses resolved.
+type inst struct {
 	PC     uint64
 	Len    int
 	Op     x86asm.Op
@@ -21,30 +21,30 @@ type Inst struct {
 }
 
 // End is the address just past the instruction.
-func (in Inst) End() uint64 { return in.PC + uint64(in.Len) }
+func (in inst) End() uint64 { return in.PC + uint64(in.Len) }
 
-func (in Inst) String() string {
+func (in inst) String() string {
 	return fmt.Sprintf("%#x: %v", in.PC, in.Inst)
 }
 
 // decode decodes the one instruction at pc (once, if m is a *cache).
-func decode(m arch.Memory, pc uint64) (Inst, error) {
+func decode(m arch.Memory, pc uint64) (inst, error) {
 	if c, ok := m.(*cache); ok {
 		return c.decode(pc)
 	}
 	b := m.Read(pc, maxInstLen)
 	if len(b) == 0 {
-		return Inst{}, shapeErr(pc, "no code mapped")
+		return inst{}, shapeErr(pc, "no code mapped")
 	}
 	return decodeBytes(b, pc)
 }
 
-func decodeBytes(b []byte, pc uint64) (Inst, error) {
+func decodeBytes(b []byte, pc uint64) (inst, error) {
 	xi, err := x86asm.Decode(b, 64)
 	if err != nil {
-		return Inst{}, shapeErr(pc, "cannot decode % x: %v", b[:min(len(b), 8)], err)
+		return inst{}, shapeErr(pc, "cannot decode % x: %v", b[:min(len(b), 8)], err)
 	}
-	in := Inst{PC: pc, Len: xi.Len, Op: xi.Op, Inst: xi}
+	in := inst{PC: pc, Len: xi.Len, Op: xi.Op, Inst: xi}
 	end := pc + uint64(xi.Len)
 	for _, a := range xi.Args {
 		switch a := a.(type) {
@@ -79,7 +79,7 @@ func isCondJump(op x86asm.Op) bool {
 }
 
 // isUncond reports whether control never falls through past the instruction.
-func isUncond(in Inst) bool {
+func isUncond(in inst) bool {
 	switch in.Op {
 	case x86asm.INT:
 		return in.Len == 1 // INT3 (CC)
@@ -101,8 +101,8 @@ func isUncond(in Inst) bool {
 // (the classic linear-sweep rule; an indirect JMP never ends the sweep then,
 // since jump-table cases follow it). Undecodable bytes are an error naming the
 // pc, and so is code that ends before end.
-func decodeFunc(m arch.Memory, entry, end uint64, inFunc func(pc uint64) bool) ([]Inst, error) {
-	var insts []Inst
+func decodeFunc(m arch.Memory, entry, end uint64, inFunc func(pc uint64) bool) ([]inst, error) {
+	var insts []inst
 	var maxTarget uint64 // furthest direct jump target seen
 	prevUncond := false
 	for pc := entry; end == 0 || pc < end; {

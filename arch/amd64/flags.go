@@ -109,7 +109,7 @@ var flagNeutral = map[x86asm.Op]bool{
 
 // flagEffect returns the flags in read and written by in, and whether in is
 // understood at all.
-func flagEffect(in Inst) (reads, writes uint8, known bool) {
+func flagEffect(in inst) (reads, writes uint8, known bool) {
 	if r, ok := flagReads[in.Op]; ok {
 		return r, 0, true
 	}

@@ -15,14 +15,14 @@ func TestMain(m *testing.M) {
 }
 
 // index returns the index of the instruction that starts exactly at pc.
-func index(insts []Inst, pc uint64) (int, bool) {
+func index(insts []inst, pc uint64) (int, bool) {
 	i := sort.Search(len(insts), func(i int) bool { return insts[i].PC >= pc })
 	return i, i < len(insts) && insts[i].PC == pc
 }
 
 // branchTargets returns every direct branch target in insts, a decoded function: those
 // of JMP and Jcc, and of CALLs that land inside it. walk's Targets must be these.
-func branchTargets(insts []Inst) map[uint64]bool {
+func branchTargets(insts []inst) map[uint64]bool {
 	t := make(map[uint64]bool)
 	if len(insts) == 0 {
 		return t

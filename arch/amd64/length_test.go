@@ -14,7 +14,7 @@ import (
 // agree checks length against x86asm on the instruction at the start of b (at pc), and
 // returns what x86asm made of it. Wherever Length answers, it must agree exactly: the
 // length, the kind of control transfer and a direct branch's target.
-func agree(b []byte, pc uint64) (in Inst, known bool, err error) {
+func agree(b []byte, pc uint64) (in inst, known bool, err error) {
 	n, flow, rel, ok := length(b)
 	in, xerr := decodeBytes(b[:min(len(b), maxInstLen)], pc)
 	if !ok {

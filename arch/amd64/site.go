@@ -110,7 +110,7 @@ func match(m arch.Memory, w *arch.Walked, s arch.Site) error {
 	if !w.IsStart(s.Addr) {
 		return shapeErr(s.Addr, "not on an instruction boundary")
 	}
-	var insts []Inst
+	var insts []inst
 	for pc := s.Addr; pc < w.End && pc < s.Addr+maxSiteLen; {
 		if !w.IsStart(pc) {
 			return shapeErr(pc, "x86asm and the walk disagree on the instruction boundary at %#x", pc)
@@ -141,7 +141,7 @@ func match(m arch.Memory, w *arch.Walked, s arch.Site) error {
 // matchSite checks that insts, decoded from a site's start, are CMPB $0 on a
 // RIP-relative byte, only NOPs, then a JE or JNE (rel8 or rel32) that does not
 // branch into the site itself, and returns the site they make.
-func matchSite(insts []Inst) (arch.Site, error) {
+func matchSite(insts []inst) (arch.Site, error) {
 	if len(insts) == 0 {
 		return arch.Site{}, shapeErr(0, "no instructions")
 	}
@@ -177,7 +177,7 @@ func matchSite(insts []Inst) (arch.Site, error) {
 }
 
 // isCMPBZeroRIP reports whether in is exactly `80 3D <rel32> 00`.
-func isCMPBZeroRIP(in Inst) bool {
+func isCMPBZeroRIP(in inst) bool {
 	xi := in.Inst
 	if in.Op != x86asm.CMP || in.Len != cmpbLen || xi.Prefix[0] != 0 || xi.Opcode>>24 != 0x80 || xi.MemBytes != 1 {
 		return false

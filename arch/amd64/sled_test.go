@@ -19,9 +19,9 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/sleds.golden")
 
 // decodeAll decodes b at pc into instructions that must end exactly at len(b).
-func decodeAll(t *testing.T, b []byte, pc uint64) []Inst {
+func decodeAll(t *testing.T, b []byte, pc uint64) []inst {
 	t.Helper()
-	var out []Inst
+	var out []inst
 	for off := 0; off < len(b); {
 		in, err := decodeBytes(b[off:], pc+uint64(off))
 		if err != nil {

@@ -104,7 +104,7 @@ func walk(m arch.Memory, entry uint64, inFunc func(pc uint64) bool) (*arch.Walke
 }
 
 // flowOf classifies an instruction decoded by x86asm as length would.
-func flowOf(in Inst) flowKind {
+func flowOf(in inst) flowKind {
 	switch {
 	case in.Op == x86asm.CALL:
 		if in.Target != 0 {

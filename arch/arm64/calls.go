@@ -61,7 +61,7 @@ func calls(m arch.Memory, entry, end uint64, want func(target uint64) bool, _ fu
 
 // track64 updates regs with what in does: the value it gives its destination when
 // that is a constant, and otherwise forgets every register it may write.
-func track64(in Inst, regs map[int]uint64) {
+func track64(in inst, regs map[int]uint64) {
 	a := in.Inst.Args
 	d, wide, isReg := gpReg(a[0])
 	v, known := uint64(0), false
@@ -123,7 +123,7 @@ func track64(in Inst, regs map[int]uint64) {
 
 // written returns the registers in may write. It errs on the side of too many: every
 // register it names, except those a store only reads.
-func written(in Inst) []int {
+func written(in inst) []int {
 	op := in.Op.String()
 	store := strings.HasPrefix(op, "ST") && !strings.HasPrefix(op, "STX") && !strings.HasPrefix(op, "STLX")
 	var out []int
@@ -146,7 +146,7 @@ func written(in Inst) []int {
 
 // flagStore returns the address the code at the start of insts stores W0's low byte
 // to: ADRP Xt, then STRB W0, [Xt, #off], or the same with ADD Xt, Xt, #lo in between.
-func flagStore(insts []Inst) (uint64, bool) {
+func flagStore(insts []inst) (uint64, bool) {
 	if len(insts) < 2 || insts[0].Op != arm64asm.ADRP {
 		return 0, false
 	}

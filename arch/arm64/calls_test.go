@@ -10,7 +10,7 @@ import (
 
 // a64Code decodes words placed at pc and checks that each is the instruction its
 // comment says (arm64asm's syntax): the encodings below are written by hand.
-func a64Code(t *testing.T, pc uint64, code []a64Word) []Inst {
+func a64Code(t *testing.T, pc uint64, code []a64Word) []inst {
 	t.Helper()
 	b := make([]byte, 4*len(code))
 	for i, c := range code {

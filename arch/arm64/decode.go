@@ -12,20 +12,20 @@ import (
 // instLen is the length of every A64 instruction.
 const instLen = 4
 
-// Inst is one decoded instruction with its absolute addresses resolved.
-type Inst struct {
+// inst is one decoded instruction with its absolute addresses resolved.
+type inst struct {
 	PC     uint64
 	Word   uint32 // the raw encoding
 	Op     arm64asm.Op
 	Target uint64 // absolute target of a direct B, BL, B.cond, CBZ, CBNZ, TBZ, TBNZ, else 0
-	Bad    bool   // not a valid instruction (literal pool data, padding); Inst is zero
+	Bad    bool   // not a valid instruction (literal pool data, padding); inst is zero
 	Inst   arm64asm.Inst
 }
 
 // End is the address just past the instruction.
-func (in Inst) End() uint64 { return in.PC + instLen }
+func (in inst) End() uint64 { return in.PC + instLen }
 
-func (in Inst) String() string {
+func (in inst) String() string {
 	if in.Bad {
 		return fmt.Sprintf("%#x: .word %#08x", in.PC, in.Word)
 	}
@@ -34,13 +34,13 @@ func (in Inst) String() string {
 
 // decode decodes the one instruction at pc. Undecodable words are an error here, and
 // so is a pc that is not 4-byte aligned: A64 code never is.
-func decode(m arch.Memory, pc uint64) (Inst, error) {
+func decode(m arch.Memory, pc uint64) (inst, error) {
 	if pc%instLen != 0 {
-		return Inst{}, shapeErr(pc, "pc not 4-byte aligned")
+		return inst{}, shapeErr(pc, "pc not 4-byte aligned")
 	}
 	b := m.Read(pc, instLen)
 	if len(b) < instLen {
-		return Inst{}, shapeErr(pc, "no code mapped")
+		return inst{}, shapeErr(pc, "no code mapped")
 	}
 	in := decodeWord(binary.LittleEndian.Uint32(b), pc)
 	if in.Bad {
@@ -55,16 +55,16 @@ func decode(m arch.Memory, pc uint64) (Inst, error) {
 // sites on several goroutines; the walks between decodes run in parallel.
 var arm64asmMu sync.Mutex
 
-func decodeWord(w uint32, pc uint64) Inst {
+func decodeWord(w uint32, pc uint64) inst {
 	var b [4]byte
 	binary.LittleEndian.PutUint32(b[:], w)
 	arm64asmMu.Lock()
 	ai, err := arm64asm.Decode(b[:])
 	arm64asmMu.Unlock()
 	if err != nil {
-		return Inst{PC: pc, Word: w, Bad: true}
+		return inst{PC: pc, Word: w, Bad: true}
 	}
-	in := Inst{PC: pc, Word: w, Op: ai.Op, Inst: ai}
+	in := inst{PC: pc, Word: w, Op: ai.Op, Inst: ai}
 	if isDirectBranch(ai.Op) {
 		for _, a := range ai.Args {
 			if r, ok := a.(arm64asm.PCRel); ok {
@@ -87,7 +87,7 @@ func isDirectBranch(op arm64asm.Op) bool {
 
 // isCondBranch reports whether op may or may not branch. arm64asm decodes B.cond as B
 // with a Cond argument.
-func isCondBranch(in Inst) bool {
+func isCondBranch(in inst) bool {
 	switch in.Op {
 	case arm64asm.CBZ, arm64asm.CBNZ, arm64asm.TBZ, arm64asm.TBNZ:
 		return true
@@ -99,7 +99,7 @@ func isCondBranch(in Inst) bool {
 }
 
 // isUncond reports whether control never falls through past the instruction.
-func isUncond(in Inst) bool {
+func isUncond(in inst) bool {
 	switch in.Op {
 	case arm64asm.B:
 		return !isCondBranch(in)
@@ -116,14 +116,14 @@ func isUncond(in Inst) bool {
 // It stops at end when end != 0. When end == 0 it stops after an unconditional
 // transfer (RET, B, BR, BRK) or a bad word (0 is UDF #0, which arm64asm does not decode) whose next pc inFunc rejects; inFunc must
 // not be nil then.
-func decodeFunc(m arch.Memory, entry, end uint64, inFunc func(pc uint64) bool) ([]Inst, error) {
+func decodeFunc(m arch.Memory, entry, end uint64, inFunc func(pc uint64) bool) ([]inst, error) {
 	if entry%instLen != 0 {
 		return nil, shapeErr(entry, "function entry not 4-byte aligned")
 	}
 	if end == 0 && inFunc == nil {
 		return nil, shapeErr(entry, "decodeFunc needs an end or inFunc")
 	}
-	var insts []Inst
+	var insts []inst
 	for pc := entry; end == 0 || pc < end; pc += instLen {
 		b := m.Read(pc, instLen)
 		if len(b) < instLen {
@@ -144,7 +144,7 @@ func decodeFunc(m arch.Memory, entry, end uint64, inFunc func(pc uint64) bool) (
 // branchTargets returns every direct branch target in the function: those of B,
 // B.cond, CBZ, CBNZ, TBZ, TBNZ, of BLs that land inside the decoded range, and of ADRs
 // (Go's arm64 code takes label addresses with ADR, e.g. for deferreturn).
-func branchTargets(insts []Inst) map[uint64]bool {
+func branchTargets(insts []inst) map[uint64]bool {
 	t := make(map[uint64]bool)
 	if len(insts) == 0 {
 		return t

@@ -129,7 +129,7 @@ func opSet(names ...string) map[string]bool {
 // effect on r is understood at all. An instruction that does not name r leaves it alone:
 // A64 has no implicit general-purpose register operands except the link register of BL
 // and BLR, and the consecutive pairs of CASP, which are refused here.
-func regEffect(in Inst, r int) (reads, writes, known bool) {
+func regEffect(in inst, r int) (reads, writes, known bool) {
 	op := in.Op.String()
 	if strings.HasPrefix(op, "CASP") {
 		return false, false, false

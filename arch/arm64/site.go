@@ -75,7 +75,7 @@ func follow(m arch.Memory, c arch.Check) (arch.Site, error) {
 	return arch.Site{}, shapeErr(c.Addr, "no test of W%d within %d instructions of the load", c.Reg, maxBetween)
 }
 
-func branchSite(c arch.Check, in Inst) (arch.Site, error) {
+func branchSite(c arch.Check, in inst) (arch.Site, error) {
 	s := arch.Site{Check: c, Addr: in.PC, Len: instLen, Taken: in.Target, Branch: in.Op.String(),
 		OnZero: in.Op == arm64asm.CBZ || in.Op == arm64asm.TBZ}
 	switch in.Op {

@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 }
 
 // adrTarget is the address an ADR takes, as branchTargets reads it.
-func adrTarget(in Inst) uint64 {
+func adrTarget(in inst) uint64 {
 	if r, ok := in.Inst.Args[1].(arm64asm.PCRel); ok {
 		return in.PC + uint64(int64(r))
 	}
@@ -136,7 +136,7 @@ func TestWalkMatchesDecodeFunc(t *testing.T) {
 // arm64asm (insts) with its branch targets: the load and the branch are instructions
 // of it, nothing between them is bad data, and no branch lands after the load up to
 // and including the branch.
-func matchDecoded(insts []Inst, s arch.Site, targets map[uint64]bool) error {
+func matchDecoded(insts []inst, s arch.Site, targets map[uint64]bool) error {
 	at := func(pc uint64) int {
 		i := sort.Search(len(insts), func(i int) bool { return insts[i].PC >= pc })
 		if i < len(insts) && insts[i].PC == pc {
