@@ -22,7 +22,7 @@ import (
 func TestParallelDiscoveryIsSequential(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
-		t.Fatal(err)
+		t.Skip("no file of this test binary to read:", err)
 	}
 	arm := filepath.Join(t.TempDir(), "target-arm64")
 	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", arm, "../cmd/sdtctl/testdata/target")
