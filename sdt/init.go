@@ -21,7 +21,7 @@ func init() {
 		// of a short-lived program by the rest of the wait.)
 		patch.Prepare()
 	}
-	reg.layout = selfLayout()
+	reg.layout = sled.Self()
 	reg.table = sled.Discover()
 	for _, ss := range reg.table.Sites {
 		s := &site{Site: ss, state: stateSled}

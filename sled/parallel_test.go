@@ -3,12 +3,11 @@ package sled_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/gosdt/gosdt/internal/testbin"
 	"github.com/gosdt/gosdt/sled"
 	"github.com/gosdt/gosdt/sled/offline"
 )
@@ -24,16 +23,11 @@ func TestParallelDiscoveryIsSequential(t *testing.T) {
 	if err != nil {
 		t.Skip("no file of this test binary to read:", err)
 	}
-	arm := filepath.Join(t.TempDir(), "target-arm64")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", arm, "../cmd/sdtctl/testdata/target")
-	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the arm64 target: %v\n%s", err, out)
-	}
+	arm := testbin.Build(t, "", "arm64", "../cmd/sdtctl/testdata/target")
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, bin := range []struct{ path, probes string }{
 		{self, "github.com/gosdt/gosdt/sled/internal/fakesdt"},
-		{filepath.Join(runtime.GOROOT(), "bin", "go"), "github.com/gosdt/gosdt/sdt"},
+		{runtime.GOROOT() + "/bin/go", "github.com/gosdt/gosdt/sdt"},
 		{arm, "github.com/gosdt/gosdt/sdt"},
 	} {
 		restore := sled.SetProbePackage(bin.probes)

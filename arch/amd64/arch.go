@@ -10,19 +10,9 @@ import (
 
 // Arch is x86-64 as discovery uses it.
 var Arch = arch.Arch{
-	Name:        "amd64",
-	Machine:     62, // EM_X86_64
-	ArgRegs:     argRegNames(),
-	Candidates:  candidates,
-	NewCache:    newCache,
-	Follow:      follow,
-	GuardedCall: guardedCall,
-	Walk:        walk,
-	Match:       match,
-	Seal:        seal,
-	Jumps:       jumps,
-	CallBefore:  callBefore,
-	Calls:       calls,
+	Name: "amd64", Machine: 62 /* EM_X86_64 */, ArgRegs: argRegNames(),
+	Candidates: candidates, Follow: follow, GuardedCall: guardedCall, Walk: walk, Match: match, Seal: seal,
+	NewCache: newCache, Jumps: jumps, CallBefore: callBefore, Calls: calls,
 }
 
 // abiRegs is Go's integer argument register order on amd64 (ABIInternal).

@@ -1,18 +1,9 @@
 package amd64
 
 import (
-	"os"
+	"slices"
 	"sort"
-	"testing"
-
-	"github.com/gosdt/gosdt/arch/internal/testbin"
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
 
 // index returns the index of the instruction that starts exactly at pc.
 func index(insts []inst, pc uint64) (int, bool) {
@@ -20,18 +11,16 @@ func index(insts []inst, pc uint64) (int, bool) {
 	return i, i < len(insts) && insts[i].PC == pc
 }
 
-// branchTargets returns every direct branch target in insts, a decoded function: those
-// of JMP and Jcc, and of CALLs that land inside it. walk's Targets must be these.
-func branchTargets(insts []inst) map[uint64]bool {
-	t := make(map[uint64]bool)
-	if len(insts) == 0 {
-		return t
-	}
+// targetsOf is what walk's Targets must be for insts, a decoded function: where its
+// JMPs and Jccs go, and its CALLs that land inside it, sorted, once each.
+func targetsOf(insts []inst) []uint64 {
+	var ts []uint64
 	lo, hi := insts[0].PC, insts[len(insts)-1].End()
 	for _, in := range insts {
-		if in.Target != 0 && (isJump(in.Op) || in.Target >= lo && in.Target < hi) {
-			t[in.Target] = true
+		if t := in.Target; t != 0 && (isJump(in.Op) || lo <= t && t < hi) {
+			ts = append(ts, t)
 		}
 	}
-	return t
+	slices.Sort(ts)
+	return slices.Compact(ts)
 }

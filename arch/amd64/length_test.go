@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gosdt/gosdt/arch/internal/testbin"
+	"github.com/gosdt/gosdt/internal/testbin"
 )
 
 // agree checks length against x86asm on the instruction at the start of b (at pc), and
@@ -186,14 +186,8 @@ func TestWalkMatchesDecodeFunc(t *testing.T) {
 					break
 				}
 			}
-			targets := branchTargets(want)
-			if len(targets) != len(got.Targets) {
-				t.Errorf("%s: %d branch targets, decodeFunc %d", fn.Name, len(got.Targets), len(targets))
-			}
-			for _, tg := range got.Targets {
-				if !targets[tg] {
-					t.Errorf("%s: branch target %#x not in decodeFunc's", fn.Name, tg)
-				}
+			if targets := targetsOf(want); !slices.Equal(got.Targets, targets) {
+				t.Errorf("%s: branch targets %#x, decodeFunc's %#x", fn.Name, got.Targets, targets)
 			}
 		}
 		t.Logf("%s: %d functions agree (%d instructions, %d left to x86asm), %d undecodable by both", b.Path, funcs, insts, slow, errs)

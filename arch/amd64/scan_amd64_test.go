@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gosdt/gosdt/arch/internal/testbin"
+	"github.com/gosdt/gosdt/internal/testbin"
 )
 
 // TestVectorSearch checks the AVX2 search against a byte-by-byte one on random bytes

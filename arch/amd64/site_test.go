@@ -3,6 +3,7 @@ package amd64
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,6 +42,25 @@ func loopFunc(base uint64) *asm {
 	return a
 }
 
+// isShapeError reports whether err is a *arch.ShapeError whose reason says want.
+func isShapeError(err error, want string) bool {
+	var se *arch.ShapeError
+	return errors.As(err, &se) && strings.Contains(se.Reason, want)
+}
+
+// refused fails t unless err is what a case wants: none for "", else a ShapeError
+// whose reason says want. It reports whether the case wanted an error (it is done).
+func refused(t *testing.T, err error, want string, got any) bool {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatal(err)
+	case want != "" && !isShapeError(err, want):
+		t.Fatalf("got %+v, %v; want ShapeError %q", got, err, want)
+	}
+	return want != ""
+}
+
 func TestCandidates(t *testing.T) {
 	text := []byte{0x80, 0x3D, 1, 2, 3, 4, 0, 0x80, 0x3D, 0x80, 0x3D, 0, 0, 0, 0, 0, 0x80, 0x3D, 0, 0, 0, 0, 1, 0x80, 0x3D, 0, 0}
 	want := []arch.Check{
@@ -74,14 +94,14 @@ func TestDecodeFunc(t *testing.T) {
 		if _, ok := index(insts, a.at("site")+1); ok {
 			t.Fatal("index inside an instruction succeeded")
 		}
-		tg := branchTargets(insts)
+		tg := targetsOf(insts)
 		for _, l := range []string{"incr", "cond", "exit", "morestack"} {
-			if !tg[a.at(l)] {
-				t.Errorf("branchTargets misses %s", l)
+			if !slices.Contains(tg, a.at(l)) {
+				t.Errorf("targetsOf misses %s", l)
 			}
 		}
-		if tg[fireAddr] {
-			t.Error("branchTargets has a call target outside the function")
+		if slices.Contains(tg, fireAddr) {
+			t.Error("targetsOf has a call target outside the function")
 		}
 	})
 	t.Run("explicit end", func(t *testing.T) {
@@ -175,15 +195,8 @@ func TestMatchSite(t *testing.T) {
 				}
 				err = match(a.mem(), w, s)
 			}
-			if tt.reason != "" {
-				var se *arch.ShapeError
-				if !errors.As(err, &se) || !strings.Contains(se.Reason, tt.reason) {
-					t.Fatalf("site = %+v, %v; want ShapeError %q", s, err, tt.reason)
-				}
+			if refused(t, err, tt.reason, s) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			jcc := insts[len(insts)-1]
 			for _, in := range insts {
@@ -298,15 +311,8 @@ func TestGuardedCall(t *testing.T) {
 			a := newAsm(0x3000)
 			tt.build(a)
 			g, err := guardedCall(a.mem(), 0x3000, pass)
-			if tt.reason != "" {
-				var se *arch.ShapeError
-				if !errors.As(err, &se) || !strings.Contains(se.Reason, tt.reason) {
-					t.Fatalf("guardedCall = %+v, %v; want ShapeError %q", g, err, tt.reason)
-				}
+			if refused(t, err, tt.reason, g) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if g.Call != tt.call || !reflect.DeepEqual(g.Receivers, tt.leas) {
 				t.Fatalf("guardedCall = %+v, want call %#x receivers %#x", g, tt.call, tt.leas)
@@ -350,17 +356,7 @@ func TestFlagsDead(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a := newAsm(0x5000)
 			tt.build(a)
-			err := flagsDead(a.mem(), 0x5000)
-			if tt.reason == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			var se *arch.ShapeError
-			if !errors.As(err, &se) || !strings.Contains(se.Reason, tt.reason) {
-				t.Fatalf("flagsDead = %v, want ShapeError %q", err, tt.reason)
-			}
+			refused(t, flagsDead(a.mem(), 0x5000), tt.reason, nil)
 		})
 	}
 }

@@ -7,23 +7,6 @@ import (
 	"github.com/gosdt/gosdt/arch"
 )
 
-// Arch is AArch64 as discovery uses it.
-var Arch = arch.Arch{
-	Name:        "arm64",
-	Machine:     183, // EM_AARCH64
-	ArgRegs:     argRegNames(),
-	Candidates:  candidates,
-	NewCache:    newCache,
-	Follow:      follow,
-	GuardedCall: guardedCall,
-	Walk:        walk,
-	Match:       match,
-	Seal:        seal,
-	Jumps:       jumps,
-	CallBefore:  callBefore,
-	Calls:       calls,
-}
-
 // abiRegs is how many integer argument registers Go's ABIInternal has on arm64:
 // R0 up to R15, in order.
 const abiRegs = 16
@@ -35,6 +18,13 @@ func argRegNames() []string {
 		names[i] = fmt.Sprintf("x%d", i)
 	}
 	return names
+}
+
+// Arch is AArch64 as discovery uses it.
+var Arch = arch.Arch{
+	Name: "arm64", Machine: 183 /* EM_AARCH64 */, ArgRegs: argRegNames(),
+	Candidates: candidates, Follow: follow, GuardedCall: guardedCall, Walk: walk, Match: match, Seal: seal,
+	NewCache: newCache, Jumps: jumps, CallBefore: callBefore, Calls: calls,
 }
 
 // plain is a Memory that remembers nothing (Arch.NewCache): a word costs one

@@ -3,20 +3,13 @@ package arm64
 import (
 	"encoding/binary"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"testing"
 
 	"github.com/gosdt/gosdt/arch"
-	"github.com/gosdt/gosdt/arch/internal/testbin"
+	"github.com/gosdt/gosdt/internal/testbin"
 	"golang.org/x/arch/arm64/arm64asm"
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
 
 // adrTarget is the address an ADR takes, as branchTargets reads it.
 func adrTarget(in inst) uint64 {

@@ -11,15 +11,10 @@ import (
 	"github.com/gosdt/gosdt/arch"
 	"github.com/gosdt/gosdt/arch/amd64"
 	"github.com/gosdt/gosdt/arch/arm64"
+	"github.com/gosdt/gosdt/internal/testbin"
 	"github.com/gosdt/gosdt/sled"
 	"github.com/gosdt/gosdt/sled/offline"
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	cleanupFixture()
-	os.Exit(code)
-}
 
 // TestArch checks what each description says of its ELF files.
 func TestArch(t *testing.T) {
@@ -48,21 +43,12 @@ func TestCompilerOutput(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a Go module seven times")
 	}
-	modes := []struct {
-		name    string
-		flags   []string
-		inlined bool
-	}{
-		{"default", nil, true},
-		{"race", []string{"-race"}, true},
-		{"pie", []string{"-buildmode=pie"}, true},
-		{"noopt", []string{"-gcflags=all=-N -l"}, false},
-	}
+	dir := writeFixture(t)
 	for _, a := range []*arch.Arch{&amd64.Arch, &arm64.Arch} {
-		for _, mode := range modes {
+		for _, mode := range fixtureModes {
 			t.Run(a.Name+"/"+mode.name, func(t *testing.T) {
 				t.Parallel()
-				path := buildFixture(t, a.Name, mode.name, mode.flags...)
+				path := testbin.Build(t, dir, a.Name, ".", mode.flags...)
 				b := readFixture(t, path, elf.Machine(a.Machine))
 				if wantType := elf.ET_EXEC; b.Type != wantType && !slices.Contains(mode.flags, "-buildmode=pie") {
 					t.Errorf("ELF type %v, want %v", b.Type, wantType)
@@ -75,6 +61,19 @@ func TestCompilerOutput(t *testing.T) {
 			})
 		}
 	}
+}
+
+// fixtureModes are the builds of the fixture: the flags that change Go's code, and
+// whether the probe checks are inlined.
+var fixtureModes = []struct {
+	name    string
+	flags   []string
+	inlined bool
+}{
+	{"default", nil, true},
+	{"race", []string{"-race"}, true},
+	{"pie", []string{"-buildmode=pie"}, true},
+	{"noopt", []string{"-gcflags=all=-N -l"}, false},
 }
 
 func checkSites(t *testing.T, a *arch.Arch, b *fixtureBin, tab *sled.Table, inlined, race bool) {
@@ -165,4 +164,46 @@ func jumpTarget(a *arch.Arch, s sled.Site) uint64 {
 		return end + uint64(int64(int8(jump[1])))
 	}
 	return end + uint64(int64(int32(binary.LittleEndian.Uint32(jump[1:]))))
+}
+
+// TestHolder builds sdtctl's test target for amd64 and arm64, as linked by default,
+// without DWARF, without DWARF and symbols, and as a PIE, and requires every site's
+// holder to be what the live path names: the function and line of the probe statement
+// in main.go, not the inlined body of sdt's Probe2.
+func TestHolder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a program eight times")
+	}
+	line := lineOf(t, "../../cmd/sdtctl/testdata/target/main.go", "sdt.Probe2(&tick")
+	for _, goarch := range []string{"amd64", "arm64"} {
+		for _, flags := range [][]string{nil, {"-ldflags=-w"}, {"-ldflags=-s -w"}, {"-buildmode=pie"}} {
+			name := goarch + strings.Join(flags, "")
+			t.Run(name, func(t *testing.T) {
+				bin := testbin.Build(t, "", goarch, "../../cmd/sdtctl/testdata/target", flags...)
+				tab, err := offline.Discover(bin)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(tab.Sites) == 0 {
+					t.Fatal("no sites")
+				}
+				for _, s := range tab.Sites {
+					h := s.Describe()
+					if h.Module != "main" || h.Func != "main.step" || !strings.HasSuffix(h.File, "/main.go") || h.Line != line {
+						t.Errorf("site %#x held by %+v, want main.step at main.go:%d", s.Addr, h, line)
+					}
+				}
+			})
+		}
+	}
+}
+
+// lineOf is the line of file on which text first stands.
+func lineOf(t *testing.T, file, text string) int {
+	src, err := os.ReadFile(file)
+	i := strings.Index(string(src), text)
+	if err != nil || i < 0 {
+		t.Fatalf("%q in %s: %v", text, file, err)
+	}
+	return 1 + strings.Count(string(src[:i]), "\n")
 }

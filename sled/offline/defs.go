@@ -2,7 +2,6 @@ package offline
 
 import (
 	"debug/elf"
-	"fmt"
 	"strings"
 
 	"github.com/gosdt/gosdt/arch"
@@ -28,24 +27,12 @@ type Definition struct {
 // Argument names passed on the stack are left out: a generic Define passes four
 // strings in registers on amd64, seven on arm64.
 func Definitions(path string) ([]Definition, error) {
-	f, err := elf.Open(path)
+	b, err := open(path, "definitions")
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	a := Arch(f.Machine)
-	if a == nil {
-		return nil, fmt.Errorf("%s: %v binary: definitions are read from x86-64 and AArch64 files only", path, f.Machine)
-	}
-	text, _, tab, err := GoText(path, f)
-	if err != nil {
-		return nil, err
-	}
-	code, err := text.Data()
-	if err != nil {
-		return nil, err
-	}
-	mem := arch.Bytes{Base: text.Addr, Code: code}
+	defer b.f.Close()
+	f, tab, mem := b.f, b.tab, b.mem()
 	syms := fileSyms{tab: tab}
 	define := sled.ProbePackage() + ".Define"
 	isDefine := func(target uint64) bool { return strings.HasPrefix(syms.Name(target), define) }
@@ -55,7 +42,7 @@ func Definitions(path string) ([]Definition, error) {
 		if !isInit(fn.Name) {
 			continue
 		}
-		for _, c := range a.Calls(mem, fn.Entry, fn.End, isDefine, syms.Name) {
+		for _, c := range b.arch.Calls(mem, fn.Entry, fn.End, isDefine, syms.Name) {
 			first := 0
 			if strings.Contains(syms.Name(c.Target), "[") {
 				first = 1 // a generic Define's dictionary

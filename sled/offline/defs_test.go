@@ -2,15 +2,13 @@ package offline_test
 
 import (
 	"debug/elf"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/gosdt/gosdt/arch/amd64"
 	"github.com/gosdt/gosdt/arch/arm64"
-	"github.com/gosdt/gosdt/internal/testutil"
+	"github.com/gosdt/gosdt/internal/testbin"
 	"github.com/gosdt/gosdt/sled/offline"
 )
 
@@ -29,6 +27,29 @@ var argRoom = map[string]int{
 	"arm64": (len(arm64.Arch.ArgRegs)-1)/2 - 2,
 }
 
+// defsPrograms are the programs TestDefinitions reads, with the definitions in each.
+var defsPrograms = []struct {
+	pkg  string
+	want []wantDef
+}{
+	{"github.com/gosdt/gosdt/cmd/sdtctl/testdata/target", []wantDef{
+		{"main.tick", "e2e", "tick", []string{"i", "name"}},
+	}},
+	{"github.com/gosdt/gosdt/sdt/testdata/selfcheck", []wantDef{
+		{"main.tick", "check", "tick", []string{"i"}},
+		{"main.name", "check", "name", []string{"s", "n"}},
+	}},
+	{"github.com/gosdt/gosdt/sled/offline/testdata/defs", []wantDef{
+		{"main.zero", "defs", "zero", nil},
+		{"main.one", "defs", "one", []string{"a"}},
+		{"main.two", "defs", "two", []string{"a", "b"}},
+		{"main.three", "defs", "three", []string{"a", "bb", "ccc"}},
+		{"main.four", "defs", "four", []string{"a", "b", "c", "d"}},
+		{"main.five", "other", "five", []string{"a", "b", "c", "d", "e"}},
+		{"main.six", "defs", "six", []string{"a", "b", "c", "d", "e", "f"}},
+	}},
+}
+
 // TestDefinitions builds programs for amd64 and for arm64 and reads their probe
 // definitions from the files: the same probes on both, each flag at its variable's
 // .symtab address, with the argument names each architecture passes in registers.
@@ -36,40 +57,12 @@ func TestDefinitions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds programs for two architectures")
 	}
-	gobin := testutil.NeedCommand(t, "go")
-	progs := []struct {
-		pkg  string
-		want []wantDef
-	}{
-		{"github.com/gosdt/gosdt/cmd/sdtctl/testdata/target", []wantDef{
-			{"main.tick", "e2e", "tick", []string{"i", "name"}},
-		}},
-		{"github.com/gosdt/gosdt/sdt/testdata/selfcheck", []wantDef{
-			{"main.tick", "check", "tick", []string{"i"}},
-			{"main.name", "check", "name", []string{"s", "n"}},
-		}},
-		{"github.com/gosdt/gosdt/sled/offline/testdata/defs", []wantDef{
-			{"main.zero", "defs", "zero", nil},
-			{"main.one", "defs", "one", []string{"a"}},
-			{"main.two", "defs", "two", []string{"a", "b"}},
-			{"main.three", "defs", "three", []string{"a", "bb", "ccc"}},
-			{"main.four", "defs", "four", []string{"a", "b", "c", "d"}},
-			{"main.five", "other", "five", []string{"a", "b", "c", "d", "e"}},
-			{"main.six", "defs", "six", []string{"a", "b", "c", "d", "e", "f"}},
-		}},
-	}
-	dir := t.TempDir()
-	for _, p := range progs {
+	for _, p := range defsPrograms {
 		t.Run(filepath.Base(p.pkg), func(t *testing.T) {
 			t.Parallel()
 			found := map[string]map[string]offline.Definition{} // by GOARCH, then variable
 			for goarch := range argRoom {
-				bin := filepath.Join(dir, filepath.Base(p.pkg)+"."+goarch)
-				cmd := exec.Command(gobin, "build", "-o", bin, p.pkg)
-				cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch, "CGO_ENABLED=0")
-				if out, err := cmd.CombinedOutput(); err != nil {
-					t.Fatalf("GOARCH=%s go build %s: %v\n%s", goarch, p.pkg, err, out)
-				}
+				bin := testbin.Build(t, "", goarch, p.pkg)
 				defs, err := offline.Definitions(bin)
 				if err != nil {
 					t.Fatalf("%s: %v", goarch, err)

@@ -35,23 +35,12 @@ func Arch(m elf.Machine) *arch.Arch {
 // the sled).
 func Discover(path string) (*sled.Table, error) {
 	begin := time.Now()
-	f, err := elf.Open(path)
+	b, err := open(path, "sites")
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	a := Arch(f.Machine)
-	if a == nil {
-		return nil, fmt.Errorf("%s: %v binary: sites are read from x86-64 and AArch64 files only", path, f.Machine)
-	}
-	text, textStart, tab, err := GoText(path, f)
-	if err != nil {
-		return nil, err
-	}
-	code, err := text.Data()
-	if err != nil {
-		return nil, fmt.Errorf("%s: .text: %w", path, err)
-	}
+	defer b.f.Close()
+	f, code := b.f, b.code
 	pcln, err := f.Section(".gopclntab").Data()
 	if err != nil {
 		return nil, fmt.Errorf("%s: .gopclntab: %w", path, err)
@@ -64,8 +53,8 @@ func Discover(path string) (*sled.Table, error) {
 	}
 	src := sled.Source{
 		Text: code,
-		Base: text.Addr,
-		Mem:  arch.Bytes{Base: text.Addr, Code: code},
+		Base: b.text.Addr,
+		Mem:  b.mem(),
 		InData: func(addr uint64) bool {
 			for _, r := range data {
 				if addr >= r[0] && addr < r[1] {
@@ -74,28 +63,63 @@ func Discover(path string) (*sled.Table, error) {
 			}
 			return false
 		},
-		Syms: fileSyms{tab: tab, inl: newInlineTree(f, pcln, textStart, tab)},
+		Syms: fileSyms{tab: b.tab, inl: newInlineTree(f, pcln, b.start, b.tab)},
 	}
 	var t *sled.Table
 	if sec := f.Section(sled.SectionName); sec != nil {
 		// Sealed: the sites are in the table, and in the text as sleds a scan would
 		// not recognise.
-		b, err := sec.Data()
+		raw, err := sec.Data()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", path, sled.SectionName, err)
 		}
-		st, err := sled.DecodeTable(b)
+		st, err := sled.DecodeTable(raw)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		t = sled.FromTable(st, a.Name, src, 0) // link-time addresses, as the table's
+		t = sled.FromTable(st, b.arch.Name, src, 0) // link-time addresses, as the table's
 	} else {
-		t = sled.Scan(a, src)
+		t = sled.Scan(b.arch, src)
 	}
 	t.TextBytes = len(code)
 	t.Elapsed = time.Since(begin)
 	return t, nil
 }
+
+// goBinary is a Go ELF binary opened for reading: its architecture, its text and its
+// function table.
+type goBinary struct {
+	f     *elf.File
+	arch  *arch.Arch
+	text  *elf.Section
+	code  []byte // text's
+	start uint64 // runtime.text
+	tab   *gosym.Table
+}
+
+// open opens the Go binary at path to read what of it (sites, definitions).
+func open(path, what string) (*goBinary, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	b := &goBinary{f: f, arch: Arch(f.Machine)}
+	if b.arch == nil {
+		err = fmt.Errorf("%s: %v binary: %s are read from x86-64 and AArch64 files only", path, f.Machine, what)
+	} else if b.text, b.start, b.tab, err = GoText(path, f); err == nil {
+		if b.code, err = b.text.Data(); err != nil {
+			err = fmt.Errorf("%s: .text: %w", path, err)
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// mem is the binary's text by address.
+func (b *goBinary) mem() arch.Bytes { return arch.Bytes{Base: b.text.Addr, Code: b.code} }
 
 // fileSyms names functions, and the holder of a site, from a binary's .gopclntab.
 type fileSyms struct {

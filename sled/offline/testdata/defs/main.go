@@ -1,19 +1,19 @@
-// Command defs defines a probe of every arity, for the tests of sled.DefinitionsFile:
+// Command defs defines a probe of every arity, for the tests of offline.Definitions:
 // Define0 is the one call without a dictionary, Define3..Define6 pass more strings
 // than amd64 has argument registers for, and equal lengths ("a", "b") let the compiler
-// copy one length register into another.
+// copy one length register into another. The order is not the arities'.
 package main
 
 import "github.com/gosdt/gosdt/sdt"
 
 var (
-	zero  = sdt.Define0("defs", "zero")
-	one   = sdt.Define1[int]("defs", "one", "a")
-	two   = sdt.Define2[string, int]("defs", "two", "a", "b")
 	three = sdt.Define3[int, int, bool]("defs", "three", "a", "bb", "ccc")
-	four  = sdt.Define4[int, string, int, string]("defs", "four", "a", "b", "c", "d")
+	zero  = sdt.Define0("defs", "zero")
 	five  = sdt.Define5[uint8, int, int, int, int]("other", "five", "a", "b", "c", "d", "e")
+	one   = sdt.Define1[int]("defs", "one", "a")
 	six   = sdt.Define6[int, int, int, int, int, int]("defs", "six", "a", "b", "c", "d", "e", "f")
+	two   = sdt.Define2[string, int]("defs", "two", "a", "b")
+	four  = sdt.Define4[int, string, int, string]("defs", "four", "a", "b", "c", "d")
 )
 
 func main() {

@@ -1,5 +1,5 @@
-// Package testbin gives the arch packages' tests real Go binaries of an architecture,
-// on any host: their text and their functions, from the function table.
+// Package testbin gives tests real Go binaries of an architecture, on any host: it
+// builds them, and reads their text and their functions from the function table.
 package testbin
 
 import (
@@ -9,12 +9,39 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gosdt/gosdt/arch"
 )
+
+// Build builds pkg (an import path, or a directory relative to dir) for linux/goarch
+// with flags, in dir ("" for the test's own), into a temporary directory of t, and
+// returns the binary's path. It skips the test when there is no go command, or when
+// -race is asked for another architecture (it needs cgo, which a cross-build lacks).
+func Build(t testing.TB, dir, goarch, pkg string, flags ...string) string {
+	t.Helper()
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		t.Skip("no go command to build a program with:", err)
+	}
+	cross := goarch != runtime.GOARCH || runtime.GOOS != "linux"
+	if cross && slices.Contains(flags, "-race") {
+		t.Skipf("-race build for linux/%s needs a linux/%s host", goarch, goarch)
+	}
+	out := filepath.Join(t.TempDir(), filepath.Base(pkg)+"-"+goarch)
+	cmd := exec.Command(gobin, append(append([]string{"build", "-o", out}, flags...), pkg)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch, "GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local")
+	if cross {
+		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
+	}
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("GOARCH=%s go build %s %s: %v\n%s", goarch, strings.Join(flags, " "), pkg, err, msg)
+	}
+	return out
+}
 
 // Binary is the text and functions of a Go ELF binary.
 type Binary struct {
@@ -58,13 +85,12 @@ func Read(t testing.TB, path string, machine uint16) *Binary {
 	return &Binary{Path: path, Text: arch.Bytes{Base: text.Addr, Code: code}, Funcs: tab.Funcs}
 }
 
-// Binaries returns real Go binaries for linux/goarch: where this machine runs that
-// architecture, this test binary, the go command and the compiler; elsewhere (or when
-// those are another architecture's, as under qemu) the gofmt command built for it.
+// Binaries returns real Go binaries for linux on a's architecture: where this machine
+// runs it, the go command, this test binary and the compiler; elsewhere (or when those
+// are another architecture's, as under qemu) the gofmt command built for it.
 func Binaries(t testing.TB, a *arch.Arch) []*Binary {
 	t.Helper()
-	root := runtime.GOROOT()
-	gobin := filepath.Join(root, "bin", "go")
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	paths := []string{gobin}
 	if self, err := os.Executable(); err == nil {
 		paths = append(paths, self)
@@ -83,50 +109,7 @@ func Binaries(t testing.TB, a *arch.Arch) []*Binary {
 		}
 	}
 	if len(bins) == 0 {
-		bins = append(bins, Read(t, Gofmt(t, a.Name), a.Machine))
+		bins = append(bins, Read(t, Build(t, "", a.Name, "cmd/gofmt"), a.Machine))
 	}
 	return bins
-}
-
-var built struct {
-	sync.Mutex
-	dir   string
-	paths map[string]string
-}
-
-// Gofmt returns the gofmt command built for linux/goarch, once per test process (and
-// from the build cache after the first). It skips the test when there is no go command.
-func Gofmt(t testing.TB, goarch string) string {
-	t.Helper()
-	built.Lock()
-	defer built.Unlock()
-	if p, ok := built.paths[goarch]; ok {
-		return p
-	}
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		t.Skip("no go command to build a real binary with:", err)
-	}
-	if built.dir == "" {
-		d, err := os.MkdirTemp("", "gosdt-testbin")
-		if err != nil {
-			t.Fatal(err)
-		}
-		built.dir, built.paths = d, map[string]string{}
-	}
-	out := filepath.Join(built.dir, "gofmt-"+goarch)
-	cmd := exec.Command(gobin, "build", "-o", out, "cmd/gofmt")
-	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch, "CGO_ENABLED=0", "GOFLAGS=")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building gofmt for %s: %v\n%s", goarch, err, msg)
-	}
-	built.paths[goarch] = out
-	return out
-}
-
-// Cleanup removes what Gofmt built; call it from TestMain after m.Run.
-func Cleanup() {
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
 }
