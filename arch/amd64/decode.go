@@ -55,7 +55,9 @@ func decodeBytes(b []byte, pc uint64) (inst, error) {
 			}
 		case x86asm.Mem:
 			if a.Base == x86asm.RIP && a.Index == 0 {
-				in.Mem = end + uint64(a.Disp)
+				// A RIP-relative displacement is 32 bits, signed; x86asm gives it
+				// zero-extended (RIP+0xfffaaa1f for -0x555e1).
+				in.Mem = end + uint64(int64(int32(a.Disp)))
 			}
 		}
 	}

@@ -142,6 +142,23 @@ func flagsDead(m arch.Memory, pc uint64) error {
 	live := fAll // flags that may still carry the value of before pc
 	jumps := 0
 	for n := 0; n < flagsMaxInsts; n++ {
+		if p, ok := peek(m, pc); ok {
+			// What the length decoder knows of flags, without x86asm: a call ends
+			// the walk, a direct jump is followed, moves and NOPs leave flags alone.
+			switch {
+			case p.flow == flowCall || p.flow == flowCallInd || p.flow == flowRet:
+				return nil
+			case p.flow == flowJmp:
+				if jumps++; jumps > maxJumps {
+					return shapeErr(pc, "flags at %#x not proven dead: more than %d jumps", start, maxJumps)
+				}
+				pc = p.target
+				continue
+			case p.flow == flowNext && p.kind != peekOther:
+				pc += uint64(p.n)
+				continue
+			}
+		}
 		in, err := decode(m, pc)
 		if err != nil {
 			return err

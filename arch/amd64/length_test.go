@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gosdt/gosdt/arch"
 	"github.com/gosdt/gosdt/internal/testbin"
+	"golang.org/x/arch/x86/x86asm"
 )
 
 // agree checks length against x86asm on the instruction at the start of b (at pc), and
@@ -31,7 +33,39 @@ func agree(b []byte, pc uint64) (in inst, known bool, err error) {
 		return in, true, fmt.Errorf("% x: length says %d bytes, flow %v, target %#x; x86asm %v: %d bytes, flow %v, target %#x",
 			b[:max(n, in.Len)], n, flow, target, in.Inst, in.Len, flowOf(in), in.Target)
 	}
-	return in, true, nil
+	return in, true, agreePeek(b, pc, in)
+}
+
+// agreePeek checks peek's reading of the instruction at the start of b against
+// x86asm's: the same extent, flow and target; a NOP, a JE, a JNE where x86asm says
+// so; a move where x86asm says MOV or LEA, which leave the flags alone (flagEffect);
+// and a LEA's RIP-relative address.
+func agreePeek(b []byte, pc uint64, in inst) error {
+	p, ok := peek(arch.Bytes{Base: pc, Code: b}, pc)
+	if !ok || p.n != in.Len || p.flow != flowOf(in) || p.target != in.Target {
+		return fmt.Errorf("% x: peek %+v, %v; x86asm %v", b[:in.Len], p, ok, in.Inst)
+	}
+	reads, writes, known := flagEffect(in)
+	neutral := known && reads == 0 && writes == 0
+	var bad bool
+	switch p.kind {
+	case peekNOP:
+		bad = in.Op != x86asm.NOP || !neutral
+	case peekJE:
+		bad = in.Op != x86asm.JE
+	case peekJNE:
+		bad = in.Op != x86asm.JNE
+	case peekMove:
+		bad = in.Op != x86asm.MOV && in.Op != x86asm.LEA || !neutral
+	case peekLeaRIP:
+		bad = in.Op != x86asm.LEA || in.Mem != p.lea || p.lea == 0 || !neutral
+	case peekOther:
+		bad = in.Op == x86asm.JE || in.Op == x86asm.JNE || in.Op == x86asm.LEA && in.Mem != 0
+	}
+	if bad {
+		return fmt.Errorf("% x: peek says %d (lea %#x); x86asm %v (mem %#x), flags %d/%d/%v", b[:in.Len], p.kind, p.lea, in.Inst, in.Mem, reads, writes, known)
+	}
+	return nil
 }
 
 // TestLengthAgreesWithX86asm walks every function of real amd64 binaries (this test

@@ -83,6 +83,17 @@ func follow(m arch.Memory, c arch.Check) (arch.Site, error) {
 	s := arch.Site{Check: c, Addr: c.Addr, Len: c.Len}
 	pc := c.End()
 	for range maxPadding {
+		if p, ok := peek(m, pc); ok && p.kind != peekOther && p.kind != peekMove && p.kind != peekLeaRIP {
+			if p.kind == peekNOP {
+				pc += uint64(p.n)
+				continue
+			}
+			s.Len, s.Taken, s.OnZero, s.Branch = int(pc+uint64(p.n)-c.Addr), p.target, p.kind == peekJE, "JNE"
+			if s.OnZero {
+				s.Branch = "JE"
+			}
+			return s, nil
+		}
 		in, err := decode(m, pc)
 		if err != nil {
 			return s, err

@@ -13,7 +13,7 @@ const walkChunk = 4096
 // walker is walk's scratch memory, reused from one function to the next (a cache
 // holds one), so that a walk allocates only its result.
 type walker struct {
-	starts         []uint32
+	starts         []uint64 // bit i: an instruction starts at entry+i
 	targets, calls []uint64
 }
 
@@ -29,6 +29,7 @@ func walk(m arch.Memory, entry uint64, inFunc func(pc uint64) bool) (*arch.Walke
 	}
 	w := &arch.Walked{Entry: entry}
 	starts, targets, calls := wr.starts[:0], wr.targets[:0], wr.calls[:0]
+	insts := 0
 	defer func() { wr.starts, wr.targets, wr.calls = starts, targets, calls }()
 	var maxTarget uint64
 	var chunk []byte
@@ -62,7 +63,12 @@ func walk(m arch.Memory, entry uint64, inFunc func(pc uint64) bool) (*arch.Walke
 			w.Slow++
 			n, flow, target = in.Len, flowOf(in), in.Target
 		}
-		starts = append(starts, uint32(pc-entry))
+		o := pc - entry
+		for int(o/64) >= len(starts) {
+			starts = append(starts, 0)
+		}
+		starts[o/64] |= 1 << (o % 64)
+		insts++
 		switch flow {
 		case flowJcc, flowJmp:
 			if target != 0 {
@@ -84,14 +90,14 @@ func walk(m arch.Memory, entry uint64, inFunc func(pc uint64) bool) (*arch.Walke
 			}
 		}
 	}
-	if len(starts) == 0 {
+	if insts == 0 {
 		return w, shapeErr(entry, "no code mapped")
 	}
-	w.End, w.Insts = pc, len(starts)
-	w.Starts = make([]uint64, (pc-entry+63)/64)
-	for _, o := range starts {
-		w.Starts[o/64] |= 1 << (o % 64)
+	w.End, w.Insts = pc, insts
+	for uint64(len(starts)) < (pc-entry+63)/64 { // IsStart reads up to End
+		starts = append(starts, 0)
 	}
+	w.Starts = slices.Clone(starts)
 	for _, t := range calls {
 		if t >= w.Entry && t < w.End {
 			targets = append(targets, t)
