@@ -33,10 +33,10 @@ type Arch struct {
 	// indirect transfer or trap before that call is an error.
 	GuardedCall func(m Memory, start uint64, pass func(target uint64) bool) (Guarded, error)
 
-	// Walk walks a function from its entry to its end (inFunc says whether a pc after
-	// an unconditional transfer still belongs to it): where its instructions start and
-	// where its direct branches go.
-	Walk func(m Memory, entry uint64, inFunc func(pc uint64) bool) (*Walked, error)
+	// Walk walks the function [entry, end) (end is the next function's entry, so
+	// padding may come before it): where its instructions start and where its direct
+	// branches go.
+	Walk func(m Memory, entry, end uint64) (*Walked, error)
 
 	// Match proves a followed site against its walked function: its instructions are
 	// the function's, on its boundaries, of the exact shape, and no branch lands inside.

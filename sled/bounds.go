@@ -35,11 +35,16 @@ var (
 	inBss        *int
 )
 
+// functab is runtime.functab: a function's entry, as an offset from text, and where
+// its _func is. The function table is sorted by entry and ends with one entry more,
+// the end of the last function.
+type functab struct{ entryoff, funcoff uint32 }
+
 // moduleBounds returns the bounds of this executable's text, data (pointer-bearing
-// initialised data) and bss (pointer-bearing zeroed data), or zeros where what the
-// runtime's module data says does not check out. Probe definitions contain a pointer,
-// so they always live in data or bss.
-func moduleBounds() (text, etext, data, edata, bss, ebss uintptr) {
+// initialised data) and bss (pointer-bearing zeroed data), and its function table, or
+// zeros where what the runtime's module data says does not check out. Probe
+// definitions contain a pointer, so they always live in data or bss.
+func moduleBounds() (l Layout) {
 	if lastmoduledatap == nil {
 		return
 	}
@@ -48,13 +53,25 @@ func moduleBounds() (text, etext, data, edata, bss, ebss uintptr) {
 	if m.data > d || d >= m.edata || m.bss > b || b >= m.ebss {
 		return // not the layout this package knows
 	}
-	data, edata, bss, ebss = m.data, m.edata, m.bss, m.ebss
-	// Text is read, to be scanned: its bounds must be the runtime's own, in which
-	// this function lies. On wasm a pc is no address of linear memory: no text.
+	l.Data, l.Edata, l.Bss, l.Ebss = m.data, m.edata, m.bss, m.ebss
+	// Text is read, to be scanned, and its functions found in the function table:
+	// the text must be the runtime's own, in which this function lies, and the table
+	// must give the entries the runtime gives. On wasm a pc is no address of linear
+	// memory: no text.
 	pc := reflect.ValueOf(moduleBounds).Pointer()
-	if runtime.GOARCH != "wasm" && m.text <= m.minpc && m.minpc <= pc && pc < m.maxpc && m.maxpc <= m.etext &&
-		runtime.FuncForPC(m.minpc) != nil && runtime.FuncForPC(m.maxpc-1) != nil {
-		text, etext = m.text, m.etext
+	if runtime.GOARCH == "wasm" || m.ftab[1] < 2 || m.text > m.minpc || m.minpc > pc || pc >= m.maxpc || m.maxpc > m.etext {
+		return
 	}
+	ftab := unsafe.Slice((*functab)(at(m.ftab[0])), m.ftab[1])
+	for _, i := range []int{0, len(ftab) / 2, len(ftab) - 2} {
+		entry := m.text + uintptr(ftab[i].entryoff)
+		if f := runtime.FuncForPC(entry); f == nil || f.Entry() != entry {
+			return
+		}
+	}
+	if m.text+uintptr(ftab[0].entryoff) != m.minpc || m.text+uintptr(ftab[len(ftab)-1].entryoff) != m.maxpc {
+		return
+	}
+	l.Text, l.Etext, l.funcs = m.text, m.etext, ftab
 	return
 }

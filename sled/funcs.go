@@ -25,30 +25,20 @@ type funcs struct {
 
 // at returns the walked function that contains addr.
 func (c *funcs) at(addr uint64) *walked {
-	// A function already walked may hold addr. Asking FuncForPC instead would scan the
-	// function's inline tables from its start for every candidate in it.
+	// A function already walked may hold addr: large functions hold many candidates.
 	i := sort.Search(len(c.sorted), func(i int) bool { return c.sorted[i].w.End > addr })
 	if i < len(c.sorted) && c.sorted[i].w.Entry <= addr {
 		return c.sorted[i]
 	}
-	entry := c.syms.Entry(addr)
+	entry, end := c.syms.Func(addr)
 	if entry == 0 {
 		return &walked{err: fmt.Errorf("no function contains %#x", addr)}
 	}
 	if d, ok := c.byEntry[entry]; ok {
 		return d
 	}
-	inFunc := func(pc uint64) bool {
-		// The linker starts every function on a 16-byte boundary (32 for Go code on
-		// amd64): elsewhere the code after a jump is still this function's, without
-		// asking FuncForPC, which made discovery quadratic in a function's size.
-		if pc%16 != 0 {
-			return true
-		}
-		return c.syms.Entry(pc) == entry
-	}
 	d := &walked{}
-	d.w, d.err = c.a.Walk(c.mem, entry, inFunc)
+	d.w, d.err = c.a.Walk(c.mem, entry, end)
 	if d.err == nil && d.w.End <= d.w.Entry {
 		d.err = fmt.Errorf("function at %#x decodes to nothing", entry)
 	}

@@ -24,8 +24,9 @@ func (s Source) bytes(addr uint64, n int) []byte {
 
 // Symbols names a program's functions: the running program's own tables, or a binary's.
 type Symbols interface {
-	// Entry returns the entry of the function that contains pc, 0 if none.
-	Entry(pc uint64) uint64
+	// Func returns the extent of the function whose code holds pc: its entry and its
+	// end, the next function's entry (padding included); zeros if none holds it.
+	Func(pc uint64) (entry, end uint64)
 	// Name names the function that contains pc ("" if none).
 	Name(pc uint64) string
 	// Holder names the function that holds the probe statement at pc (the innermost
@@ -33,14 +34,12 @@ type Symbols interface {
 	Holder(pc uint64) Holder
 }
 
-// live is the running program's symbols.
-type live struct{}
+// live is the running program's symbols: its function table, and the runtime.
+type live struct{ Layout }
 
-func (live) Entry(pc uint64) uint64 {
-	if f := runtime.FuncForPC(uintptr(pc)); f != nil {
-		return uint64(f.Entry())
-	}
-	return 0
+func (l live) Func(pc uint64) (entry, end uint64) {
+	e, n := l.function(uintptr(pc))
+	return uint64(e), uint64(n)
 }
 
 func (live) Name(pc uint64) string {
@@ -54,5 +53,5 @@ func (live) Name(pc uint64) string {
 func self() Source {
 	l := Self()
 	return Source{Text: l.text(), Base: uint64(l.Text), Mem: liveText{l},
-		InData: func(addr uint64) bool { return l.InData(uintptr(addr)) }, Syms: live{}}
+		InData: func(addr uint64) bool { return l.InData(uintptr(addr)) }, Syms: live{l}}
 }

@@ -11,7 +11,7 @@ import (
 // call, forgets it. At each call that want accepts it reports the argument registers
 // and the store of the result's flag byte (AL) that follows.
 func calls(m arch.Memory, entry, end uint64, want func(target uint64) bool, name func(pc uint64) string) []arch.Call {
-	insts, err := decodeFunc(m, entry, end, nil)
+	insts, err := decodeFunc(m, entry, end)
 	if err != nil {
 		return nil // assembly or undecodable: no call there to read
 	}

@@ -92,54 +92,22 @@ func isUncond(in inst) bool {
 	return false
 }
 
-// decodeFunc decodes a Go function linearly from entry with x86asm: every
-// instruction, where walk only finds their boundaries.
-//
-// It stops at end when end != 0. When end == 0 it stops after an unconditional
-// transfer (RET, JMP, UD2, INT3) whose next pc is not in the function, or at
-// INT3 padding (an INT3 after an unconditional transfer that no branch seen so
-// far jumps to or past). inFunc decides membership; when it is nil, a pc is in
-// the function while some direct branch seen so far targets it or a later pc
-// (the classic linear-sweep rule; an indirect JMP never ends the sweep then,
-// since jump-table cases follow it). Undecodable bytes are an error naming the
-// pc, and so is code that ends before end.
-func decodeFunc(m arch.Memory, entry, end uint64, inFunc func(pc uint64) bool) ([]inst, error) {
+// decodeFunc decodes the function [entry, end) linearly with x86asm: every
+// instruction, where walk only finds their boundaries. Undecodable bytes are an error
+// naming the pc, and so is code that ends before end.
+func decodeFunc(m arch.Memory, entry, end uint64) ([]inst, error) {
 	var insts []inst
-	var maxTarget uint64 // furthest direct jump target seen
-	prevUncond := false
-	for pc := entry; end == 0 || pc < end; {
-		b := m.Read(pc, maxInstLen)
-		if end != 0 && uint64(len(b)) > end-pc {
-			b = b[:end-pc]
-		}
+	for pc := entry; pc < end; {
+		b := m.Read(pc, int(min(end-pc, maxInstLen)))
 		if len(b) == 0 {
-			if end != 0 {
-				return insts, shapeErr(pc, "function ends before %#x: no code mapped", end)
-			}
-			break
-		}
-		if end == 0 && b[0] == 0xCC && prevUncond && pc > maxTarget {
-			break // INT3 padding between functions
+			return insts, shapeErr(pc, "function ends before %#x: no code mapped", end)
 		}
 		in, err := decodeBytes(b, pc)
 		if err != nil {
 			return insts, err
 		}
 		insts = append(insts, in)
-		if in.Target != 0 && isJump(in.Op) && in.Target > maxTarget {
-			maxTarget = in.Target
-		}
 		pc = in.End()
-		prevUncond = isUncond(in)
-		if end == 0 && prevUncond {
-			if inFunc != nil {
-				if !inFunc(pc) {
-					break
-				}
-			} else if pc > maxTarget && !(in.Op == x86asm.JMP && in.Target == 0) {
-				break
-			}
-		}
 	}
 	return insts, nil
 }

@@ -27,11 +27,6 @@ const (
 	flowTrap                    // INT3 (and, from x86asm, UD2, HLT, far transfers): never falls through
 )
 
-// uncond reports whether control never falls through past an instruction of flow f.
-func (f flowKind) uncond() bool {
-	return f == flowJmp || f == flowJmpInd || f == flowRet || f == flowTrap
-}
-
 // Per-opcode attributes in the tables below.
 const (
 	aModRM   uint16 = 1 << iota // a ModRM byte (and SIB, displacement) follows the opcode

@@ -180,16 +180,15 @@ func TestLengthExhaustive(t *testing.T) {
 }
 
 // TestWalkMatchesDecodeFunc walks every function of real binaries with walk and with
-// decodeFunc (x86asm throughout), under the same end rule (inFunc from the function
-// table), and requires the same instruction starts, end and branch targets: the walk
-// that discovery uses proves exactly what the full decode proves.
+// decodeFunc (x86asm throughout), from its entry to its end in the function table, and
+// requires the same instruction starts, end and branch targets: the walk that
+// discovery uses proves exactly what the full decode proves.
 func TestWalkMatchesDecodeFunc(t *testing.T) {
 	for _, b := range testbin.Binaries(t, &Arch)[:1] {
 		var funcs, insts, slow, errs int
 		for _, fn := range b.Funcs {
-			inFunc := func(pc uint64) bool { return pc < fn.End }
-			want, werr := decodeFunc(b.Text, fn.Entry, 0, inFunc)
-			got, gerr := walk(b.Text, fn.Entry, inFunc)
+			want, werr := decodeFunc(b.Text, fn.Entry, fn.End)
+			got, gerr := walk(b.Text, fn.Entry, fn.End)
 			if (werr != nil) != (gerr != nil) {
 				t.Errorf("%s: decodeFunc error %v, walk error %v", fn.Name, werr, gerr)
 				continue

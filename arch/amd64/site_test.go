@@ -80,13 +80,13 @@ func TestDecodeFunc(t *testing.T) {
 	a := loopFunc(0x1000)
 	m := a.mem()
 	end := a.at("morestack") + 5 + 5 // CALL + JMP rel32
-	t.Run("linear sweep", func(t *testing.T) {
-		insts, err := decodeFunc(m, 0x1000, 0, nil)
+	t.Run("whole", func(t *testing.T) {
+		insts, err := decodeFunc(m, 0x1000, end)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if last := insts[len(insts)-1]; last.End() != end || last.Op != x86asm.JMP || last.Target != 0x1000 {
-			t.Fatalf("sweep ended at %v (end %#x), want the JMP back to the entry ending at %#x", last, last.End(), end)
+			t.Fatalf("decode ended at %v (end %#x), want the JMP back to the entry ending at %#x", last, last.End(), end)
 		}
 		if i, ok := index(insts, a.at("site")); !ok || insts[i].PC != a.at("site") {
 			t.Fatalf("index(site) = %d, %v", i, ok)
@@ -104,28 +104,22 @@ func TestDecodeFunc(t *testing.T) {
 			t.Error("targetsOf has a call target outside the function")
 		}
 	})
-	t.Run("explicit end", func(t *testing.T) {
-		insts, err := decodeFunc(m, 0x1000, a.at("exit"), nil)
+	t.Run("part", func(t *testing.T) {
+		insts, err := decodeFunc(m, 0x1000, a.at("exit"))
 		if err != nil || insts[len(insts)-1].End() != a.at("exit") {
 			t.Fatalf("decodeFunc(end=exit) = %v, %v", insts[len(insts)-1], err)
 		}
 	})
-	t.Run("inFunc", func(t *testing.T) {
-		insts, err := decodeFunc(m, 0x1000, 0, func(pc uint64) bool { return pc < a.at("morestack") })
-		if err != nil || insts[len(insts)-1].Op != x86asm.RET {
-			t.Fatalf("decodeFunc(inFunc) stopped at %v, %v; want the RET", insts[len(insts)-1], err)
-		}
-	})
 	t.Run("bad bytes", func(t *testing.T) {
 		code := append(append([]byte{}, a.bytes()[:4]...), 0x06) // PUSH ES: invalid in 64-bit mode
-		_, err := decodeFunc(arch.Bytes{Base: 0x1000, Code: code}, 0x1000, 0, nil)
+		_, err := decodeFunc(arch.Bytes{Base: 0x1000, Code: code}, 0x1000, end)
 		var se *arch.ShapeError
 		if !errors.As(err, &se) || se.PC != 0x1004 {
 			t.Fatalf("err = %v, want a ShapeError at 0x1004", err)
 		}
 	})
 	t.Run("truncated before end", func(t *testing.T) {
-		if _, err := decodeFunc(m, 0x1000, 0x1000+uint64(len(a.b))+16, nil); err == nil {
+		if _, err := decodeFunc(m, 0x1000, 0x1000+uint64(len(a.b))+16); err == nil {
 			t.Fatal("decoding past the mapped code succeeded")
 		}
 	})
@@ -172,7 +166,7 @@ func TestMatchSite(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a := newAsm(0x2000)
 			tt.build(a)
-			insts, err := decodeFunc(a.mem(), 0x2000, a.pc(), nil)
+			insts, err := decodeFunc(a.mem(), 0x2000, a.pc())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,8 +182,7 @@ func TestMatchSite(t *testing.T) {
 				if ferr != nil || f != s {
 					t.Fatalf("follow = %+v, %v; matchSite %+v", f, ferr, s)
 				}
-				end := a.pc()
-				w, werr := walk(a.mem(), 0x2000, func(pc uint64) bool { return pc < end })
+				w, werr := walk(a.mem(), 0x2000, a.pc())
 				if werr != nil {
 					t.Fatal(werr)
 				}
@@ -232,7 +225,7 @@ func TestLoopSite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := Arch.Walk(m, a.base, nil)
+		w, err := Arch.Walk(m, a.base, a.pc())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +260,7 @@ func TestLoopSite(t *testing.T) {
 	for _, form := range [][]byte{sl.Off, sl.On} {
 		code := append([]byte{}, a.bytes()...)
 		copy(code[s.Addr-a.base:], form)
-		w, err := walk(arch.Bytes{Base: a.base, Code: code}, a.base, nil)
+		w, err := walk(arch.Bytes{Base: a.base, Code: code}, a.base, a.pc())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,12 +17,14 @@ type walker struct {
 	targets, calls []uint64
 }
 
-// walk walks a Go function linearly from entry (Arch.Walk), with decodeFunc's rule for
-// where it ends and the same instruction boundaries, without decoding operands: length
-// says how long each instruction is, and x86asm is asked only about those it does not
-// know. Undecodable bytes are an error naming the pc. inFunc may be nil: then a pc is
-// in the function while a direct branch seen so far reaches it or beyond.
-func walk(m arch.Memory, entry uint64, inFunc func(pc uint64) bool) (*arch.Walked, error) {
+// walk walks the Go function [entry, end) linearly (Arch.Walk), padding included, with
+// decodeFunc's instruction boundaries, without decoding operands: length says how long
+// each instruction is, and x86asm is asked only about those it does not know.
+// Undecodable bytes are an error naming the pc.
+func walk(m arch.Memory, entry, end uint64) (*arch.Walked, error) {
+	if end <= entry {
+		return nil, shapeErr(entry, "function ends at %#x, before it starts", end)
+	}
 	wr := new(walker)
 	if c, ok := m.(*cache); ok {
 		wr = &c.walker
@@ -31,12 +33,10 @@ func walk(m arch.Memory, entry uint64, inFunc func(pc uint64) bool) (*arch.Walke
 	starts, targets, calls := wr.starts[:0], wr.targets[:0], wr.calls[:0]
 	insts := 0
 	defer func() { wr.starts, wr.targets, wr.calls = starts, targets, calls }()
-	var maxTarget uint64
 	var chunk []byte
 	chunkPC, chunkShort := entry, false
-	prevUncond := false
 	pc := entry
-	for {
+	for pc < end {
 		off := int(pc - chunkPC)
 		if chunk == nil || off >= len(chunk) || len(chunk)-off < maxInstLen && !chunkShort {
 			chunk, chunkPC, off = m.Read(pc, walkChunk), pc, 0
@@ -45,9 +45,6 @@ func walk(m arch.Memory, entry uint64, inFunc func(pc uint64) bool) (*arch.Walke
 		b := chunk[off:]
 		if len(b) == 0 {
 			break
-		}
-		if b[0] == 0xCC && prevUncond && pc > maxTarget {
-			break // INT3 padding between functions
 		}
 		n, flow, rel, ok := length(b)
 		var target uint64
@@ -73,22 +70,11 @@ func walk(m arch.Memory, entry uint64, inFunc func(pc uint64) bool) (*arch.Walke
 		case flowJcc, flowJmp:
 			if target != 0 {
 				targets = append(targets, target)
-				maxTarget = max(maxTarget, target)
 			}
 		case flowCall:
 			calls = append(calls, target)
 		}
 		pc += uint64(n)
-		prevUncond = flow.uncond()
-		if prevUncond {
-			if inFunc != nil {
-				if !inFunc(pc) {
-					break
-				}
-			} else if pc > maxTarget && flow != flowJmpInd {
-				break
-			}
-		}
 	}
 	if insts == 0 {
 		return w, shapeErr(entry, "no code mapped")

@@ -22,7 +22,7 @@ import (
 // calls reads the function [entry, end) (Arch.Calls) and reports, at each BL that want
 // accepts, the argument registers it knows and the store of W0's low byte after it.
 func calls(m arch.Memory, entry, end uint64, want func(target uint64) bool, _ func(pc uint64) string) []arch.Call {
-	insts, err := decodeFunc(m, entry, end, nil)
+	insts, err := decodeFunc(m, entry, end)
 	if err != nil {
 		return nil // no call there that can be read
 	}

@@ -16,7 +16,7 @@ func a64Code(t *testing.T, pc uint64, code []a64Word) []inst {
 	for i, c := range code {
 		binary.LittleEndian.PutUint32(b[4*i:], c.w)
 	}
-	insts, err := decodeFunc(arch.Bytes{Base: pc, Code: b}, pc, pc+uint64(len(b)), nil)
+	insts, err := decodeFunc(arch.Bytes{Base: pc, Code: b}, pc, pc+uint64(len(b)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,34 +109,21 @@ func isUncond(in inst) bool {
 	return false
 }
 
-// decodeFunc decodes a Go function linearly from entry. Words that do not decode
+// decodeFunc decodes the function [entry, end) with arm64asm. Words that do not decode
 // (literal pools, the zero padding between functions) are kept as Bad instructions:
-// A64 has fixed-size aligned instructions, so one bad word cannot hide the next.
-//
-// It stops at end when end != 0. When end == 0 it stops after an unconditional
-// transfer (RET, B, BR, BRK) or a bad word (0 is UDF #0, which arm64asm does not decode) whose next pc inFunc rejects; inFunc must
-// not be nil then.
-func decodeFunc(m arch.Memory, entry, end uint64, inFunc func(pc uint64) bool) ([]inst, error) {
+// A64 has fixed-size aligned instructions, so one bad word cannot hide the next. Code
+// that ends before end is an error naming the pc.
+func decodeFunc(m arch.Memory, entry, end uint64) ([]inst, error) {
 	if entry%instLen != 0 {
 		return nil, shapeErr(entry, "function entry not 4-byte aligned")
 	}
-	if end == 0 && inFunc == nil {
-		return nil, shapeErr(entry, "decodeFunc needs an end or inFunc")
-	}
 	var insts []inst
-	for pc := entry; end == 0 || pc < end; pc += instLen {
+	for pc := entry; pc < end; pc += instLen {
 		b := m.Read(pc, instLen)
 		if len(b) < instLen {
-			if end != 0 {
-				return insts, shapeErr(pc, "function ends before %#x: no code mapped", end)
-			}
-			break
+			return insts, shapeErr(pc, "function ends before %#x: no code mapped", end)
 		}
-		in := decodeWord(binary.LittleEndian.Uint32(b), pc)
-		insts = append(insts, in)
-		if end == 0 && (in.Bad || isUncond(in)) && !inFunc(pc+instLen) {
-			break
-		}
+		insts = append(insts, decodeWord(binary.LittleEndian.Uint32(b), pc))
 	}
 	return insts, nil
 }

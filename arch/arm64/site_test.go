@@ -148,8 +148,7 @@ func check(sh shape) (arch.Site, arch.Guarded, error, string) {
 	if err != nil {
 		return s, arch.Guarded{}, err, ""
 	}
-	end := p.pc()
-	w, err := Arch.Walk(m, base, func(pc uint64) bool { return pc < end })
+	w, err := Arch.Walk(m, base, p.pc())
 	if err != nil {
 		return s, arch.Guarded{}, err, ""
 	}
@@ -228,8 +227,7 @@ func TestBranchIntoSite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	end := p.pc()
-	w, err := walk(m, base, func(pc uint64) bool { return pc < end })
+	w, err := walk(m, base, p.pc())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,8 @@ import (
 )
 
 // A64 is fixed-width: every aligned word of a function is an instruction boundary, so a
-// walk of a function needs only where its direct branches go and where it ends. Those
-// are read from the raw encodings below; arm64asm decodes the words a site is made of
-// and, at the few places where a function may end, words that are not branches.
+// walk of a function needs only where its direct branches go. Those are read from the
+// raw encodings below; arm64asm decodes only the words a site is made of.
 // TestRawAgreesWithArm64asm checks the raw classes against arm64asm on real binaries
 // and on random words.
 
@@ -54,59 +53,29 @@ func raw(w uint32, pc uint64) (rawKind, uint64) {
 // walkChunk is how much code walk reads at a time.
 const walkChunk = 4096
 
-// walk walks a Go function from entry with decodeFunc's rule for where it ends
-// (Arch.Walk; inFunc must not be nil), without decoding every word: a word that may
-// end the function (an unconditional transfer, or one arm64asm cannot decode) matters
-// only where inFunc rejects the next pc, so arm64asm is asked about a word only there.
-// inFunc must be a pure function of its argument.
-func walk(m arch.Memory, entry uint64, inFunc func(pc uint64) bool) (*arch.Walked, error) {
-	if entry%instLen != 0 {
-		return nil, shapeErr(entry, "function entry not 4-byte aligned")
-	}
-	if inFunc == nil {
-		return nil, shapeErr(entry, "walk needs inFunc")
+// walk reads the words of the function [entry, end) (Arch.Walk) with the raw decoder:
+// where its direct branches (and ADRs) go. Every aligned word is an instruction start,
+// and the words that arm64asm would not decode (literal pools, the padding before end)
+// are no branch to the raw decoder either, so no word is decoded by arm64asm.
+func walk(m arch.Memory, entry, end uint64) (*arch.Walked, error) {
+	if entry%instLen != 0 || end <= entry {
+		return nil, shapeErr(entry, "function [%#x, %#x) is not a run of aligned words", entry, end)
 	}
 	w := &arch.Walked{Entry: entry, Width: instLen}
 	var calls []uint64
-	var chunk []byte
-	chunkPC := entry
 	pc := entry
-	for {
-		off := int(pc - chunkPC)
-		if chunk == nil || off+instLen > len(chunk) {
-			chunk, chunkPC, off = m.Read(pc, walkChunk), pc, 0
-		}
-		if off+instLen > len(chunk) {
+	for pc < end {
+		chunk := m.Read(pc, int(min(end-pc, walkChunk)))
+		if len(chunk) < instLen {
 			break
 		}
-		word := binary.LittleEndian.Uint32(chunk[off:])
-		kind, target := raw(word, pc)
-		switch kind {
-		case rawB, rawCond, rawADR:
-			w.Targets = append(w.Targets, target)
-		case rawBL:
-			calls = append(calls, target)
-		}
-		pc += instLen
-		ends := false
-		switch kind {
-		case rawB, rawUncond:
-			ends = !inFunc(pc)
-		case rawOther:
-			// Ends the function if arm64asm cannot decode it and inFunc rejects pc.
-			// Both are pure; ask the cheaper first: Go's functions start 16-byte
-			// aligned, so elsewhere inFunc answers at once (sled's does), and at an
-			// aligned pc one arm64asm decode costs less than a symbol lookup.
-			if pc%16 == 0 {
-				w.Slow++
-				ends = decodeWord(word, pc-instLen).Bad && !inFunc(pc)
-			} else if !inFunc(pc) {
-				w.Slow++
-				ends = decodeWord(word, pc-instLen).Bad
+		for off := 0; off+instLen <= len(chunk); off, pc = off+instLen, pc+instLen {
+			switch kind, target := raw(binary.LittleEndian.Uint32(chunk[off:]), pc); kind {
+			case rawB, rawCond, rawADR:
+				w.Targets = append(w.Targets, target)
+			case rawBL:
+				calls = append(calls, target)
 			}
-		}
-		if ends {
-			break
 		}
 	}
 	if pc == entry {

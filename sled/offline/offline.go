@@ -127,11 +127,11 @@ type fileSyms struct {
 	inl *inlineTree // nil if its layout is not known: then a holder is the function whose code holds the site
 }
 
-func (s fileSyms) Entry(pc uint64) uint64 {
+func (s fileSyms) Func(pc uint64) (entry, end uint64) {
 	if fn := s.tab.PCToFunc(pc); fn != nil {
-		return fn.Entry
+		return fn.Entry, fn.End
 	}
-	return 0
+	return 0, 0
 }
 
 func (s fileSyms) Name(pc uint64) string {
