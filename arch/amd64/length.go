@@ -151,6 +151,9 @@ var twoByte = func() (t [256]uint16) {
 // end). ok is false when the instruction is not one this table knows exactly, or is
 // cut short by the end of b: the caller must then decode it some other way.
 func length(b []byte) (n int, flow flowKind, rel int32, ok bool) {
+	if n := plainLength(b); n > 0 {
+		return n, flowNext, 0, true
+	}
 	i := 0
 	var n66, rep int // 66 prefixes; F2 or F3 seen (the byte)
 	rex := byte(0)
@@ -367,4 +370,46 @@ prefixes:
 		return 0, 0, 0, false
 	}
 	return i, flow, 0, true
+}
+
+// plainLength is length's fast path for most of Go's code: an optional REX, then a
+// one-byte opcode whose table entry is a ModRM and at most an immediate (MOV, the ALU
+// ops, TEST, IMUL, MOVSXD, the 80-83 group), no other prefix. It returns 0 for
+// anything else, which the general path then reads; where it answers, it answers as
+// the general path would.
+func plainLength(b []byte) int {
+	if len(b) < maxInstLen {
+		return 0
+	}
+	i := 0
+	if b[0]&0xF0 == 0x40 {
+		i = 1
+	}
+	a := oneByte[b[i]]
+	if a&^(aImm8|aImmZ) != mrm {
+		return 0
+	}
+	modrm := b[i+1]
+	n := i + 2
+	if mod, rm := modrm>>6, modrm&7; mod != 3 {
+		if rm == 4 { // SIB
+			if mod == 0 && b[n]&7 == 5 {
+				n += 4 // no base: disp32
+			}
+			n++
+		}
+		switch {
+		case mod == 1:
+			n++
+		case mod == 2, mod == 0 && rm == 5:
+			n += 4
+		}
+	}
+	switch {
+	case a&aImm8 != 0:
+		n++
+	case a&aImmZ != 0:
+		n += 4
+	}
+	return n
 }
