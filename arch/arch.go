@@ -1,6 +1,5 @@
-// Package arch describes an instruction set to gosdt's discovery: arch/amd64 and
-// arch/arm64 each export one Arch, the data and functions that find, prove and encode
-// probe sites in that machine code, over the values this package defines.
+// Package arch is the shape of an instruction set's description for gosdt's discovery
+// (Arch) and the values it works on; arch/amd64 and arch/arm64 each export one.
 package arch
 
 // Arch is one instruction set as discovery (package sled) uses it. Every function is
