@@ -22,8 +22,8 @@ type Arch struct {
 
 	// Follow reads the code after a check as a site's: the conditional branch that
 	// tests the flag, and where it goes. It decodes from c.Addr, not knowing whether
-	// that is an instruction boundary (Match proves it). On error the Site's Addr is
-	// the site the check would have been (0 where there is none to speak of).
+	// that is an instruction boundary (Match proves it). On error the Site's Check is
+	// c and its Addr the site the check would have been (0 where there is none).
 	Follow func(m Memory, c Check) (Site, error)
 
 	// GuardedCall follows the straight-line code from start (a few direct jumps
@@ -34,7 +34,8 @@ type Arch struct {
 
 	// Walk walks the function [entry, end) (end is the next function's entry, so
 	// padding may come before it): where its instructions start and where its direct
-	// branches go.
+	// branches go. Walked through a Cache, the result lives in the cache's memory and
+	// is valid until the next Walk through it.
 	Walk func(m Memory, entry, end uint64) (*Walked, error)
 
 	// Match proves a followed site against its walked function: its instructions are

@@ -23,9 +23,9 @@ func init() {
 	}
 	reg.layout = sled.Self()
 	reg.table = sled.Discover()
-	for _, ss := range reg.table.Sites {
-		s := &site{Site: ss, state: stateSled}
-		if !ss.Sealable() {
+	for i := range reg.table.Sites {
+		s := &site{Site: &reg.table.Sites[i], state: stateSled}
+		if !s.Sealable() {
 			s.state = stateRefused
 		}
 		reg.sites = append(reg.sites, s)

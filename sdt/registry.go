@@ -14,7 +14,7 @@ import (
 // site is a physical site as the registry tracks it. Logical probes (what users enable:
 // provider:module:function:name) are made of sites; patch rewrites sites.
 type site struct {
-	sled.Site   // what discovery found: never changes
+	*sled.Site  // what discovery found (in reg.table): never changes
 	sled.Holder // the function that holds the probe statement, once named (resolve)
 	state       siteState
 	cause       error         // stateSealFailed: the patch's error

@@ -48,18 +48,28 @@ func Scan(a *arch.Arch, src Source) *Table {
 	}
 	// The search reads the whole text, which takes most of discovery's time in a
 	// large program with few sites: each core searches its part.
-	parts := make([][]candidate, scanParallelism(len(text)))
+	parts := make([][]arch.Check, scanParallelism(len(text)))
 	inParallel(len(parts), len(parts), func(_, p int) {
 		lo, hi := p*len(text)/len(parts), (p+1)*len(text)/len(parts)
-		for _, c := range a.Candidates(text, src.Base, lo, hi) {
+		found := a.Candidates(text, src.Base, lo, hi)
+		parts[p] = found[:0]
+		for _, c := range found {
 			if src.InData(c.Flag) { // not noptrdata/noptrbss (write barrier flags and the like): never a probe
-				parts[p] = append(parts[p], candidate{check: c})
+				parts[p] = append(parts[p], c)
 			}
 		}
 	})
-	var cands []candidate
+	// Memory a program has not touched yet costs a page fault a page (and more in a
+	// VM): discovery allocates what it needs once, and compacts in place.
+	n := 0
 	for _, p := range parts {
-		cands = append(cands, p...)
+		n += len(p)
+	}
+	cands := make([]candidate, 0, n)
+	for _, p := range parts {
+		for _, c := range p {
+			cands = append(cands, candidate{site: arch.Site{Check: c}})
+		}
 	}
 	t.Candidates = len(cands)
 
@@ -81,15 +91,15 @@ func Scan(a *arch.Arch, src Source) *Table {
 		}
 	})
 	probes := map[uint64]bool{}
-	for i, c := range cands {
+	for i := range cands {
 		if made[i] {
-			probes[c.check.Flag] = true
+			probes[cands[i].site.Check.Flag] = true
 		}
 	}
 	inParallel(len(workers), len(cands), func(wi, i int) {
 		c, w := &cands[i], &workers[wi]
 		switch {
-		case made[i] || !probes[c.check.Flag]:
+		case made[i] || !probes[c.site.Check.Flag]:
 			return
 		case c.followErr != nil && c.site.Addr == 0:
 			// The check of a known probe's flag leads to no branch we can see (arm64:
@@ -105,16 +115,18 @@ func Scan(a *arch.Arch, src Source) *Table {
 		}
 		sites[i], made[i] = w.site(c), true
 	})
-	for i, c := range cands {
+	t.Sites = sites[:0] // in place: the i-th site goes to an index at most i
+	for i := range cands {
 		if made[i] {
 			t.Sites = append(t.Sites, sites[i])
 			continue
 		}
+		c := &cands[i]
 		why := c.why
 		if c.matchErr != nil {
 			why = c.matchErr.Error()
 		}
-		t.Rejected = append(t.Rejected, Rejection{Addr: uintptr(c.check.Addr), Flag: uintptr(c.check.Flag), Reason: why})
+		t.Rejected = append(t.Rejected, Rejection{Addr: uintptr(c.site.Check.Addr), Flag: uintptr(c.site.Check.Flag), Reason: why})
 	}
 	sort.Slice(t.Sites, func(i, j int) bool { return t.Sites[i].Addr < t.Sites[j].Addr })
 	return t

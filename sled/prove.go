@@ -9,8 +9,7 @@ import (
 
 // candidate is one check found by the search, and what its proof found so far.
 type candidate struct {
-	check     arch.Check
-	site      arch.Site // followed; Addr 0 when the check leads to no site
+	site      arch.Site // followed from its Check; Addr 0 when the check leads to no site
 	followErr error     // why the code after the check is not a site's
 	fired     bool      // its guarded block calls a fire method with the flag as receiver
 	ret       uint64    // that call's return address
@@ -52,7 +51,7 @@ func (w *prover) name(pc uint64) string {
 // a call of the fire method on its flag; only then is its function walked, to prove
 // the match on instruction boundaries.
 func (w *prover) check(c *candidate) {
-	c.site, c.followErr = w.a.Follow(w.mem, c.check)
+	c.site, c.followErr = w.a.Follow(w.mem, c.site.Check)
 	if c.followErr != nil {
 		c.why = c.followErr.Error()
 		return
@@ -64,7 +63,7 @@ func (w *prover) check(c *candidate) {
 		c.why = err.Error()
 	case !IsFire(w.name(g.Call)):
 		c.why = "guarded block calls " + w.name(g.Call)
-	case !slices.Contains(g.Receivers, c.check.Flag):
+	case !slices.Contains(g.Receivers, c.site.Check.Flag):
 		c.why = "fire call's receiver is not the flag the site tests"
 	default:
 		c.fired, c.ret = true, g.Return
@@ -75,12 +74,12 @@ func (w *prover) check(c *candidate) {
 // match walks the function around the candidate (once per function) and matches the
 // site against it.
 func (w *prover) match(c *candidate) {
-	d := w.fns.at(c.check.Addr)
+	d := w.fns.at(c.site.Check.Addr)
 	if d.err != nil {
 		c.matchErr = d.err
 		return
 	}
-	c.entry = d.w.Entry
+	c.entry = d.entry
 	if c.site.Addr >= d.w.End {
 		c.matchErr = fmt.Errorf("the branch at %#x is past the end of the function", c.site.Addr)
 		return
@@ -91,7 +90,7 @@ func (w *prover) match(c *candidate) {
 // site turns a candidate on a known probe's flag into a site: its sled, or the reason
 // it keeps its branch check.
 func (w *prover) site(c *candidate) Site {
-	s := Site{Addr: uintptr(c.site.Addr), Len: c.site.Len, Flag: uintptr(c.check.Flag), Kind: Guard, syms: w.src.Syms}
+	s := Site{Addr: uintptr(c.site.Addr), Len: c.site.Len, Flag: uintptr(c.site.Check.Flag), Kind: Guard, syms: w.src.Syms}
 	if c.fired {
 		s.Kind, s.Return = Fire, uintptr(c.ret)
 	}

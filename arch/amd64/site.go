@@ -121,8 +121,9 @@ func match(m arch.Memory, w *arch.Walked, s arch.Site) error {
 	if !w.IsStart(s.Addr) {
 		return shapeErr(s.Addr, "not on an instruction boundary")
 	}
-	var insts []inst
-	for pc := s.Addr; pc < w.End && pc < s.Addr+maxSiteLen; {
+	var buf [maxPadding + 2]inst // the CMPB, the padding, the Jcc: on the stack
+	insts := buf[:0]
+	for pc := s.Addr; pc < w.End && pc < s.Addr+maxSiteLen && len(insts) < len(buf); {
 		if !w.IsStart(pc) {
 			return shapeErr(pc, "x86asm and the walk disagree on the instruction boundary at %#x", pc)
 		}

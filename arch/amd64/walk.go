@@ -10,9 +10,10 @@ import (
 // walkChunk is how much code walk reads at a time.
 const walkChunk = 4096
 
-// walker is walk's scratch memory, reused from one function to the next (a cache
-// holds one), so that a walk allocates only its result.
+// walker is walk's memory, reused from one function to the next (a cache holds one, and
+// a walk through the cache returns its w): a walk allocates nothing then.
 type walker struct {
+	w              arch.Walked
 	starts         []uint64 // bit i: an instruction starts at entry+i
 	targets, calls []uint64
 }
@@ -29,7 +30,8 @@ func walk(m arch.Memory, entry, end uint64) (*arch.Walked, error) {
 	if c, ok := m.(*cache); ok {
 		wr = &c.walker
 	}
-	w := &arch.Walked{Entry: entry}
+	w := &wr.w
+	*w = arch.Walked{Entry: entry}
 	starts, targets, calls := wr.starts[:0], wr.targets[:0], wr.calls[:0]
 	insts := 0
 	defer func() { wr.starts, wr.targets, wr.calls = starts, targets, calls }()
@@ -83,7 +85,7 @@ func walk(m arch.Memory, entry, end uint64) (*arch.Walked, error) {
 	for uint64(len(starts)) < (pc-entry+63)/64 { // IsStart reads up to End
 		starts = append(starts, 0)
 	}
-	w.Starts = slices.Clone(starts)
+	w.Starts = starts
 	for _, t := range calls {
 		if t >= w.Entry && t < w.End {
 			targets = append(targets, t)
@@ -91,7 +93,7 @@ func walk(m arch.Memory, entry, end uint64) (*arch.Walked, error) {
 	}
 	slices.Sort(targets)
 	targets = slices.Compact(targets)
-	w.Targets = slices.Clone(targets)
+	w.Targets = targets
 	return w, nil
 }
 

@@ -27,13 +27,17 @@ var Arch = arch.Arch{
 	NewCache: newCache, Jumps: jumps, CallBefore: callBefore, Calls: calls,
 }
 
-// plain is a Memory that remembers nothing (Arch.NewCache): a word costs one
-// arm64asm decode, and discovery decodes few words per site here.
-type plain struct{ arch.Memory }
+// cache is the Memory of one goroutine of discovery (Arch.NewCache): it holds the
+// walker's memory. It remembers no decoded word: proving a site decodes few.
+type cache struct {
+	arch.Memory
+	walker walker
+}
 
-func newCache(m arch.Memory) arch.Cache { return plain{m} }
+func newCache(m arch.Memory) arch.Cache { return &cache{Memory: m} }
 
-func (plain) Reset() {}
+// Reset is a no-op: there is nothing decoded to forget.
+func (*cache) Reset() {}
 
 // callBefore reads the BL that ends at ret (Arch.CallBefore).
 func callBefore(m arch.Memory, ret uint64) (pc, target uint64, err error) {

@@ -55,6 +55,14 @@ const maxBetween = 16
 // zero-extends), or TBZ/TBNZ Wn, #0. Nothing in between may name Wn or transfer
 // control. On error there is no site (Addr 0).
 func follow(m arch.Memory, c arch.Check) (arch.Site, error) {
+	s, err := followLoad(m, c)
+	if err != nil {
+		return arch.Site{Check: c}, err
+	}
+	return s, nil
+}
+
+func followLoad(m arch.Memory, c arch.Check) (arch.Site, error) {
 	pc := c.End()
 	for n := 0; n <= maxBetween; n++ {
 		in, err := decode(m, pc)

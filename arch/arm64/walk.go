@@ -53,6 +53,12 @@ func raw(w uint32, pc uint64) (rawKind, uint64) {
 // walkChunk is how much code walk reads at a time.
 const walkChunk = 4096
 
+// walker is walk's memory, reused from one function to the next through a cache.
+type walker struct {
+	w     arch.Walked
+	calls []uint64
+}
+
 // walk reads the words of the function [entry, end) (Arch.Walk) with the raw decoder:
 // where its direct branches (and ADRs) go. Every aligned word is an instruction start,
 // and the words that arm64asm would not decode (literal pools, the padding before end)
@@ -61,8 +67,14 @@ func walk(m arch.Memory, entry, end uint64) (*arch.Walked, error) {
 	if entry%instLen != 0 || end <= entry {
 		return nil, shapeErr(entry, "function [%#x, %#x) is not a run of aligned words", entry, end)
 	}
-	w := &arch.Walked{Entry: entry, Width: instLen}
-	var calls []uint64
+	wr := new(walker)
+	if c, ok := m.(*cache); ok {
+		wr = &c.walker
+	}
+	w := &wr.w
+	*w = arch.Walked{Entry: entry, Width: instLen, Targets: w.Targets[:0]}
+	calls := wr.calls[:0]
+	defer func() { wr.calls = calls }()
 	pc := entry
 	for pc < end {
 		chunk := m.Read(pc, int(min(end-pc, walkChunk)))
