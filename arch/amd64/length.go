@@ -345,23 +345,10 @@ prefixes:
 				}
 			}
 		}
-		if mod != 3 {
-			if rm == 4 { // SIB
-				if i >= len(b) {
-					return 0, 0, 0, false
-				}
-				if mod == 0 && b[i]&7 == 5 {
-					i += 4 // no base: disp32
-				}
-				i++
-			}
-			switch {
-			case mod == 1:
-				i++
-			case mod == 2, mod == 0 && rm == 5: // disp32, or RIP-relative
-				i += 4
-			}
+		if mod != 3 && rm == 4 && i >= len(b) {
+			return 0, 0, 0, false // the SIB byte is cut off
 		}
+		i += addressLen(modrm, b[i:])
 	} else if n66 > 0 && op >= 0x50 && op <= 0x5F {
 		return 0, 0, 0, false // PUSH/POP r16: rare, leave it to x86asm
 	}
@@ -389,26 +376,33 @@ func plainLength(b []byte) int {
 	if a&^(aImm8|aImmZ) != mrm {
 		return 0
 	}
-	modrm := b[i+1]
-	n := i + 2
-	if mod, rm := modrm>>6, modrm&7; mod != 3 {
-		if rm == 4 { // SIB
-			if mod == 0 && b[n]&7 == 5 {
-				n += 4 // no base: disp32
-			}
-			n++
-		}
-		switch {
-		case mod == 1:
-			n++
-		case mod == 2, mod == 0 && rm == 5:
-			n += 4
-		}
-	}
+	n := i + 2 + addressLen(b[i+1], b[i+2:])
 	switch {
 	case a&aImm8 != 0:
 		n++
 	case a&aImmZ != 0:
+		n += 4
+	}
+	return n
+}
+
+// addressLen is how many bytes of SIB and displacement follow a ModRM byte; after
+// holds them (only its first byte is read: the SIB's base).
+func addressLen(modrm byte, after []byte) int {
+	mod, rm, n := modrm>>6, modrm&7, 0
+	if mod == 3 {
+		return 0
+	}
+	if rm == 4 { // SIB
+		if mod == 0 && after[0]&7 == 5 {
+			n += 4 // no base: disp32
+		}
+		n++
+	}
+	switch {
+	case mod == 1:
+		n++
+	case mod == 2, mod == 0 && rm == 5: // disp32, or RIP-relative
 		n += 4
 	}
 	return n
