@@ -1,6 +1,9 @@
 package amd64
 
-import "github.com/gosdt/gosdt/arch"
+import (
+	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/arch/internal/recent"
+)
 
 // cache is the Memory of one goroutine of discovery (Arch.NewCache). Proving one site
 // decodes some instructions several times (the check's Jcc when the check is followed
@@ -10,32 +13,27 @@ import "github.com/gosdt/gosdt/arch"
 // searched linearly, and the walker's scratch memory. One goroutine only.
 type cache struct {
 	arch.Memory
-	insts  []inst
+	insts  recent.Insts[inst]
 	walker walker
 }
 
 func newCache(m arch.Memory) arch.Cache { return &cache{Memory: m} }
 
-// maxCached bounds the cache: past it, decode decodes without remembering.
-const maxCached = 128
-
 // decode is decode through the cache.
 func (c *cache) decode(pc uint64) (inst, error) {
-	for i := range c.insts {
-		if c.insts[i].PC == pc {
-			return c.insts[i], nil
-		}
+	if in, ok := c.insts.Get(pc); ok {
+		return in, nil
 	}
 	b := c.Read(pc, maxInstLen)
 	if len(b) == 0 {
 		return inst{}, shapeErr(pc, "no code mapped")
 	}
 	in, err := decodeBytes(b, pc)
-	if err == nil && len(c.insts) < maxCached {
-		c.insts = append(c.insts, in)
+	if err == nil {
+		c.insts.Put(pc, in)
 	}
 	return in, err
 }
 
 // Reset forgets every instruction, keeping the memory for the next ones.
-func (c *cache) Reset() { c.insts = c.insts[:0] }
+func (c *cache) Reset() { c.insts.Reset() }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/arch/internal/recent"
 )
 
 // abiRegs is how many integer argument registers Go's ABIInternal has on arm64:
@@ -27,17 +28,19 @@ var Arch = arch.Arch{
 	NewCache: newCache, Jumps: jumps, CallBefore: callBefore, Calls: calls,
 }
 
-// cache is the Memory of one goroutine of discovery (Arch.NewCache): it holds the
-// walker's memory. It remembers no decoded word: proving a site decodes few.
+// cache is the Memory of one goroutine of discovery (Arch.NewCache): the words decoded
+// for one site (follow, the guarded call and the liveness walks read some of them
+// twice; arm64asm is slow, and serialised), and the walker's memory.
 type cache struct {
 	arch.Memory
+	insts  recent.Insts[inst]
 	walker walker
 }
 
 func newCache(m arch.Memory) arch.Cache { return &cache{Memory: m} }
 
-// Reset is a no-op: there is nothing decoded to forget.
-func (*cache) Reset() {}
+// Reset forgets the decoded words, keeping the memory for the next site's.
+func (c *cache) Reset() { c.insts.Reset() }
 
 // callBefore reads the BL that ends at ret (Arch.CallBefore).
 func callBefore(m arch.Memory, ret uint64) (pc, target uint64, err error) {

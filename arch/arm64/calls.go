@@ -27,12 +27,12 @@ func calls(m arch.Memory, entry, end uint64, want func(target uint64) bool, _ fu
 		return nil // no call there that can be read
 	}
 	var out []arch.Call
-	regs := map[int]uint64{} // register number -> its known 64-bit value
+	var regs regValues
 	targets := branchTargets(insts)
 	for i, in := range insts {
 		if in.Bad || targets[in.PC] {
 			// Data, or code reached from elsewhere with values this walk did not see.
-			clear(regs)
+			regs.clear()
 			if in.Bad {
 				continue
 			}
@@ -42,26 +42,54 @@ func calls(m arch.Memory, entry, end uint64, want func(target uint64) bool, _ fu
 			if in.Target != 0 && want(in.Target) {
 				c := arch.Call{PC: in.PC, Target: in.Target, Args: make([]uint64, abiRegs)}
 				for r := range abiRegs {
-					if v, ok := regs[r]; ok {
+					if v, ok := regs.get(r); ok {
 						c.Args[r], c.Known = v, c.Known|1<<r
 					}
 				}
 				c.Stored, _ = flagStore(insts[i+1:])
 				out = append(out, c)
 			}
-			clear(regs) // calls clobber every register
+			regs.clear() // calls clobber every register
 		case arm64asm.BLR, arm64asm.SVC:
-			clear(regs)
+			regs.clear()
 		default:
-			track64(in, regs)
+			track64(in, &regs)
 		}
 	}
 	return out
 }
 
+// regValues is what track64 knows of the general-purpose registers R0..R30: the value
+// each holds, where it is a constant.
+type regValues struct {
+	v     [31]uint64
+	known uint32
+}
+
+func (r *regValues) get(n int) (uint64, bool) {
+	if n < 0 || n > 30 || r.known&(1<<n) == 0 {
+		return 0, false
+	}
+	return r.v[n], true
+}
+
+func (r *regValues) set(n int, v uint64) {
+	if n >= 0 && n <= 30 {
+		r.v[n], r.known = v, r.known|1<<n
+	}
+}
+
+func (r *regValues) forget(n int) {
+	if n >= 0 && n <= 30 {
+		r.known &^= 1 << n
+	}
+}
+
+func (r *regValues) clear() { r.known = 0 }
+
 // track64 updates regs with what in does: the value it gives its destination when
 // that is a constant, and otherwise forgets every register it may write.
-func track64(in inst, regs map[int]uint64) {
+func track64(in inst, regs *regValues) {
 	a := in.Inst.Args
 	d, wide, isReg := gpReg(a[0])
 	v, known := uint64(0), false
@@ -74,7 +102,7 @@ func track64(in inst, regs map[int]uint64) {
 	case in.Op == arm64asm.ADD && in.Word&0xFF800000 == 0x91000000:
 		// ADD Xd, Xn, #imm12{, LSL #12}: the low bits of an address. ImmShift hides its
 		// fields, so they are read from the encoding.
-		if x, ok := regs[int(in.Word>>5&31)]; ok {
+		if x, ok := regs.get(int(in.Word >> 5 & 31)); ok {
 			v, known = x+uint64(in.Word>>10&0xFFF)<<(12*(in.Word>>22&1)), true
 		}
 	case in.Op == arm64asm.MOV:
@@ -85,7 +113,7 @@ func track64(in inst, regs map[int]uint64) {
 			v, known = uint64(src.Imm), true
 		case arm64asm.Reg, arm64asm.RegSP:
 			if n, _, ok := gpReg(src); ok {
-				v, known = regs[n]
+				v, known = regs.get(n)
 			}
 		}
 	case in.Op == arm64asm.ORR:
@@ -104,7 +132,7 @@ func track64(in inst, regs map[int]uint64) {
 		case arm64asm.MOVN:
 			v, known = ^imm, true
 		case arm64asm.MOVK:
-			if x, ok := regs[d]; ok {
+			if x, ok := regs.get(d); ok {
 				v, known = x&^(0xFFFF<<shift)|imm, true
 			}
 		}
@@ -113,11 +141,11 @@ func track64(in inst, regs map[int]uint64) {
 		if !wide {
 			v &= 0xFFFFFFFF // a write to Wn zero-extends into Xn
 		}
-		regs[d] = v
+		regs.set(d, v)
 		return
 	}
 	for _, n := range written(in) {
-		delete(regs, n)
+		regs.forget(n)
 	}
 }
 
@@ -154,18 +182,18 @@ func flagStore(insts []inst) (uint64, bool) {
 	if !ok {
 		return 0, false
 	}
-	addr := map[int]uint64{}
-	track64(insts[0], addr)
+	var addr regValues
+	track64(insts[0], &addr)
 	st := insts[1]
 	if add := insts[1]; add.Op == arm64asm.ADD && len(insts) > 2 {
 		if d, _, ok := gpReg(add.Inst.Args[0]); !ok || d != t {
 			return 0, false
 		}
-		track64(add, addr) // known only for ADD Xt, Xt, #imm
+		track64(add, &addr) // known only for ADD Xt, Xt, #imm
 		st = insts[2]
 	}
 	// STRB Wt, [Xn, #imm12], the unsigned-offset form, with t = 0 and n = the ADRP's.
-	base, ok := addr[t]
+	base, ok := addr.get(t)
 	if w := st.Word; !ok || st.Bad || w&0xFFC00000 != 0x39000000 || w&31 != 0 || int(w>>5&31) != t {
 		return 0, false
 	}

@@ -56,9 +56,15 @@ func TestTrack(t *testing.T) {
 		{0xF2A0002B, "MOVK X11, #0x1, LSL #16"},
 		{0xD100056B, "SUB X11, X11, #0x1"},
 	})
-	regs := map[int]uint64{}
+	var r regValues
 	for _, in := range insts {
-		track64(in, regs)
+		track64(in, &r)
+	}
+	regs := map[int]uint64{}
+	for n := range 31 {
+		if v, ok := r.get(n); ok {
+			regs[n] = v
+		}
 	}
 	want := map[int]uint64{3: 0xFFFFFFFF, 4: ^uint64(1), 5: 4, 6: 0x12000, 7: 0x12008, 8: 0x12008}
 	if !maps.Equal(regs, want) {

@@ -32,11 +32,18 @@ func (in inst) String() string {
 	return fmt.Sprintf("%#x: %v", in.PC, in.Inst)
 }
 
-// decode decodes the one instruction at pc. Undecodable words are an error here, and
-// so is a pc that is not 4-byte aligned: A64 code never is.
+// decode decodes the one instruction at pc (once per site, if m is a *cache).
+// Undecodable words are an error here, and so is a pc that is not 4-byte aligned: A64
+// code never is.
 func decode(m arch.Memory, pc uint64) (inst, error) {
 	if pc%instLen != 0 {
 		return inst{}, shapeErr(pc, "pc not 4-byte aligned")
+	}
+	c, cached := m.(*cache)
+	if cached {
+		if in, ok := c.insts.Get(pc); ok {
+			return in, nil
+		}
 	}
 	b := m.Read(pc, instLen)
 	if len(b) < instLen {
@@ -45,6 +52,9 @@ func decode(m arch.Memory, pc uint64) (inst, error) {
 	in := decodeWord(binary.LittleEndian.Uint32(b), pc)
 	if in.Bad {
 		return in, shapeErr(pc, "cannot decode %#08x", in.Word)
+	}
+	if cached {
+		c.insts.Put(pc, in)
 	}
 	return in, nil
 }

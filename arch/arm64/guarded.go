@@ -14,7 +14,7 @@ const guardedMaxInsts = 64
 // addresses ADRP and ADD #imm put in registers: the receiver is X0's at the BL. It
 // refuses a conditional branch, RET, indirect branch or call, or undecodable word.
 func guardedCall(m arch.Memory, start uint64, pass func(target uint64) bool) (arch.Guarded, error) {
-	known := map[int]uint64{} // register -> address it holds
+	var known regValues // what the code put in registers: addresses, constants
 	pc, jumps := start, 0
 	for n := 0; n < guardedMaxInsts; n++ {
 		in, err := decode(m, pc)
@@ -24,12 +24,12 @@ func guardedCall(m arch.Memory, start uint64, pass func(target uint64) bool) (ar
 		switch {
 		case in.Op == arm64asm.BL:
 			if pass != nil && pass(in.Target) {
-				clear(known) // a call may clobber every allocatable register
+				known.clear() // a call may clobber every allocatable register
 				pc = in.End()
 				continue
 			}
 			g := arch.Guarded{Call: in.Target, CallPC: in.PC, Return: in.End()}
-			if x0, ok := known[0]; ok {
+			if x0, ok := known.get(0); ok {
 				g.Receivers = []uint64{x0}
 			}
 			return g, nil
@@ -44,7 +44,7 @@ func guardedCall(m arch.Memory, start uint64, pass func(target uint64) bool) (ar
 		case isUncond(in) || in.Op == arm64asm.BLR:
 			return arch.Guarded{}, shapeErr(in.PC, "%v before the guarded call", in.Inst)
 		}
-		track64(in, known)
+		track64(in, &known)
 		pc = in.End()
 	}
 	return arch.Guarded{}, shapeErr(start, "no call within %d instructions", guardedMaxInsts)

@@ -1,6 +1,7 @@
 package arm64
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -187,20 +188,21 @@ const (
 // compares with zero), so r can only be an argument or result register there by chance.
 func regDead(m arch.Memory, pc uint64, r int, call func(target uint64) arch.CallEffect) error {
 	start := pc
-	seen := map[uint64]bool{}
+	var seenBuf [deadMaxInsts]uint64 // pcs walked: at most the budget, on the stack
+	seen := seenBuf[:0]
 	work := []uint64{pc}
 	budget := deadMaxInsts
 	for len(work) > 0 {
 		pc := work[len(work)-1]
 		work = work[:len(work)-1]
 		for jumps := 0; ; {
-			if seen[pc] {
+			if slices.Contains(seen, pc) {
 				break
 			}
-			seen[pc] = true
 			if budget--; budget < 0 {
 				return shapeErr(start, "R%d not proven dead within %d instructions", r, deadMaxInsts)
 			}
+			seen = append(seen, pc)
 			in, err := decode(m, pc)
 			if err != nil {
 				return shapeErr(start, "R%d not proven dead: %v", r, err)

@@ -114,12 +114,10 @@ func match(m arch.Memory, w *arch.Walked, s arch.Site) error {
 		return shapeErr(s.Addr, "branch is not an instruction of the function")
 	}
 	for pc := load; pc <= s.Addr; pc += instLen {
-		b := m.Read(pc, instLen)
-		if len(b) < instLen {
-			return shapeErr(pc, "no code mapped")
-		}
-		if word := binary.LittleEndian.Uint32(b); decodeWord(word, pc).Bad {
-			return shapeErr(pc, "undecodable word %#08x in the site", word)
+		if in, err := decode(m, pc); in.Bad {
+			return shapeErr(pc, "undecodable word %#08x in the site", in.Word)
+		} else if err != nil {
+			return err
 		}
 	}
 	// An ADR may take any byte's address: only an instruction's is a branch target.
