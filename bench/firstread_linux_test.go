@@ -18,16 +18,17 @@ import (
 // what a rescan does. Discovery's start-up figures against text size are bounded
 // below by the first.
 func BenchmarkTextFirstRead(b *testing.B) {
-	f, err := os.Open(filepath.Join(runtime.GOROOT(), "bin", "go"))
+	path := filepath.Join(runtime.GOROOT(), "bin", "go")
+	info, err := os.Stat(path)
 	if err != nil {
 		b.Skip(err)
 	}
-	defer f.Close()
-	info, err := f.Stat()
+	n := int(info.Size()) &^ (os.Getpagesize() - 1)
+	f, err := os.Open(path)
 	if err != nil {
 		b.Fatal(err)
 	}
-	n := int(info.Size()) &^ (os.Getpagesize() - 1)
+	defer f.Close()
 	var first, second time.Duration
 	for b.Loop() {
 		m, err := syscall.Mmap(int(f.Fd()), 0, n, syscall.PROT_READ, syscall.MAP_PRIVATE)
