@@ -1,6 +1,7 @@
 package sled
 
 import (
+	"bytes"
 	"reflect"
 	"runtime"
 	"unsafe"
@@ -73,5 +74,35 @@ func moduleBounds() (l Layout) {
 		return
 	}
 	l.Text, l.Etext, l.funcs = m.text, m.etext, ftab
+	l.funcnames = unsafe.Slice((*byte)(at(m.funcnametab[0])), m.funcnametab[1])
+	l.pclntable = unsafe.Slice((*byte)(at(m.pclntable[0])), m.pclntable[1])
+	for _, i := range []int{0, len(ftab) / 2, len(ftab) - 2} {
+		f := runtime.FuncForPC(m.text + uintptr(ftab[i].entryoff))
+		if f == nil || string(l.funcName(i)) != f.Name() {
+			l.funcnames, l.pclntable = nil, nil // names unknown: discovery searches all the text
+			break
+		}
+	}
 	return
+}
+
+// funcName returns the name of the i-th function of the function table, from the
+// runtime's _func record (its nameOff, after the 4-byte entryOff) and name table.
+func (l Layout) funcName(i int) []byte {
+	off := int(l.funcs[i].funcoff)
+	if off < 0 || off+8 > len(l.pclntable) {
+		return nil
+	}
+	name := int(*(*int32)(unsafe.Pointer(&l.pclntable[off+4])))
+	if name == 0 {
+		return []byte{} // no name, as for the runtime (its first record)
+	}
+	if name < 0 || name >= len(l.funcnames) {
+		return nil
+	}
+	n := l.funcnames[name:]
+	if end := bytes.IndexByte(n, 0); end >= 0 {
+		n = n[:end]
+	}
+	return n
 }

@@ -46,12 +46,19 @@ func Scan(a *arch.Arch, src Source) *Table {
 		t.Reason = "text section not found"
 		return t
 	}
-	// The search reads the whole text, which takes most of discovery's time in a
-	// large program with few sites: each core searches its part.
-	parts := make([][]arch.Check, scanParallelism(len(text)))
-	inParallel(len(parts), len(parts), func(_, p int) {
-		lo, hi := p*len(text)/len(parts), (p+1)*len(text)/len(parts)
-		found := a.Candidates(text, src.Base, lo, hi)
+	search := src.Search
+	if search == nil {
+		search = [][2]int{{0, len(text)}}
+	}
+	for _, r := range search {
+		t.Searched += r[1] - r[0]
+	}
+	// The search reads the text, which takes most of discovery's time in a large
+	// program with few sites: each core searches its part.
+	pieces := cutRanges(search, scanParallelism(t.Searched))
+	parts := make([][]arch.Check, len(pieces))
+	inParallel(scanParallelism(t.Searched), len(pieces), func(_, p int) {
+		found := a.Candidates(text, src.Base, pieces[p][0], pieces[p][1])
 		parts[p] = found[:0]
 		for _, c := range found {
 			if src.InData(c.Flag) { // not noptrdata/noptrbss (write barrier flags and the like): never a probe
@@ -150,6 +157,23 @@ var minScanPerWorker = 1 << 20
 // scanParallelism is how many goroutines search n bytes of text for candidates.
 func scanParallelism(n int) int {
 	return max(1, min(runtime.GOMAXPROCS(0), n/minScanPerWorker))
+}
+
+// cutRanges cuts ranges so that none is longer than an n-th of their total, for n
+// workers to share.
+func cutRanges(ranges [][2]int, n int) [][2]int {
+	total := 0
+	for _, r := range ranges {
+		total += r[1] - r[0]
+	}
+	step := max(1, (total+n-1)/n)
+	var out [][2]int
+	for _, r := range ranges {
+		for lo := r[0]; lo < r[1]; lo += step {
+			out = append(out, [2]int{lo, min(lo+step, r[1])})
+		}
+	}
+	return out
 }
 
 // inParallel calls do(w, i) for every i in [0, n), worker w taking the w-th of

@@ -11,6 +11,8 @@ type Layout struct {
 	Data, Edata uintptr
 	Bss, Ebss   uintptr
 	funcs       []functab // the runtime's function table, when Text is known
+	funcnames   []byte    // the runtime's function name table and
+	pclntable   []byte    // its _func records, when their names check out
 }
 
 // Self returns the layout of the running executable.

@@ -129,7 +129,8 @@ type Table struct {
 	Sites      []Site // sorted by Addr
 	Rejected   []Rejection
 	Candidates int           // byte patterns examined
-	TextBytes  int           // size of the text scanned
+	TextBytes  int           // size of the text
+	Searched   int           // of it, the bytes searched: the functions that can hold sites
 	Elapsed    time.Duration // wall time of the discovery
 	Reason     string        // set when discovery could not run at all (platform, build)
 

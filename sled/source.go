@@ -15,6 +15,9 @@ type Source struct {
 	Mem    arch.Memory            // the text by address; reads never fault
 	InData func(addr uint64) bool // data or bss, where probe definitions live
 	Syms   Symbols
+	// Search lists the parts of Text, as offsets [lo, hi) in order, that can hold
+	// sites; nil: all of it.
+	Search [][2]int
 }
 
 // bytes copies n bytes at addr.
@@ -53,5 +56,6 @@ func (live) Name(pc uint64) string {
 func self() Source {
 	l := Self()
 	return Source{Text: l.text(), Base: uint64(l.Text), Mem: liveText{l},
-		InData: func(addr uint64) bool { return l.InData(uintptr(addr)) }, Syms: live{l}}
+		InData: func(addr uint64) bool { return l.InData(uintptr(addr)) }, Syms: live{l},
+		Search: l.searchRanges()}
 }
