@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 )
 
@@ -60,10 +61,12 @@ func Semaphore(slot int) uint16 {
 
 // MarkFor returns the words of the seal mark (sealed.mark) for an encoded table.
 func MarkFor(table []byte) [4]uint64 {
-	return [4]uint64{SealMagic, uint64(len(table)), uint64(crc32.Checksum(table, castagnoli)), 0}
+	return [4]uint64{SealMagic, uint64(len(table)), uint64(crc32.Checksum(table, castagnoli())), 0}
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is made when a site table is first checked: making it builds the
+// runtime's tables for the CRC instruction, which every start would otherwise pay.
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // SealedBinary reports whether this executable was sealed (sdtctl seal): its sites
 // are then in a site table, and sealed in its text already.

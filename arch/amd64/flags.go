@@ -2,6 +2,7 @@ package amd64
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/gosdt/gosdt/arch"
 	"golang.org/x/arch/x86/x86asm"
@@ -83,8 +84,9 @@ var flagRows = []struct {
 		x86asm.SHRX, x86asm.SARX, x86asm.RORX, x86asm.MULX, x86asm.PDEP, x86asm.PEXT, x86asm.ANDN, x86asm.BLSR, x86asm.BZHI, x86asm.CRC32}},
 }
 
-// flagTable is flagRows by instruction: the flags read and written.
-var flagTable = func() map[x86asm.Op][2]uint8 {
+// flagTable is flagRows by instruction: the flags read and written. Built when first
+// needed, not at every program's start: a program whose sites came sealed never needs it.
+var flagTable = sync.OnceValue(func() map[x86asm.Op][2]uint8 {
 	t := map[x86asm.Op][2]uint8{}
 	for _, r := range flagRows {
 		for _, op := range r.ops {
@@ -92,7 +94,7 @@ var flagTable = func() map[x86asm.Op][2]uint8 {
 		}
 	}
 	return t
-}()
+})
 
 // flagEffect returns the flags in read and written by in, and whether in is
 // understood at all.
@@ -118,7 +120,7 @@ func flagEffect(in inst) (reads, writes uint8, known bool) {
 		}
 		return 0, 0, true
 	}
-	if e, ok := flagTable[in.Op]; ok {
+	if e, ok := flagTable()[in.Op]; ok {
 		return e[0], e[1], true
 	}
 	// VEX/EVEX-encoded vector instructions leave EFLAGS alone, except the
