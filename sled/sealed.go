@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"runtime"
 	"slices"
@@ -86,11 +87,13 @@ func readTable() (*SiteTable, error) {
 		return nil, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
+	// The size by seeking, not Stat: a FileInfo in an interface keeps time's
+	// formatting and zone loading (~45 KB) in every program that imports sdt.
+	size, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
 		return nil, err
 	}
-	b, err := readSection(f, info.Size(), SectionName)
+	b, err := readSection(f, size, SectionName)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%s: %w", exePath, err)

@@ -161,15 +161,8 @@ func (cc *conn) hello() *ctlproto.Response {
 
 // command is the process's command name, as sdtctl ps shows it.
 func command() string {
-	if b, err := os.ReadFile("/proc/self/cmdline"); err == nil && len(b) > 0 {
-		for i, c := range b {
-			if c == 0 {
-				b = b[:i]
-				break
-			}
-		}
-		return filepath.Base(string(b))
-	}
+	// os.Args[0] is /proc/self/cmdline's first word; reading the file would link
+	// os.ReadFile's Stat, and with it time's formatting, into every program.
 	return filepath.Base(os.Args[0])
 }
 
