@@ -79,8 +79,6 @@ type run struct {
 func (r *run) all(count int, benchtime string, iters int) error {
 	model := cpuModel()
 	slug := cpuSlug(model)
-	machine := describeMachine(model)
-	log.Print(machine)
 	results := filepath.Join(r.dir, "results", slug)
 	if err := os.MkdirAll(results, 0o755); err != nil {
 		return err
@@ -92,6 +90,8 @@ func (r *run) all(count int, benchtime string, iters int) error {
 	if err := r.cmd(nil, "go", "test", "-c", "-o", bin, "./bench").Run(); err != nil {
 		return fmt.Errorf("build the benchmarks: %w", err)
 	}
+	machine := describeMachine(model, r.brand(bin))
+	log.Print(machine)
 
 	// BenchmarkDisabled and BenchmarkAlignment, alternating the two states of the gosdt
 	// kernels.
@@ -406,13 +406,68 @@ func cpuSlug(model string) string {
 }
 
 // describeMachine names the CPU model, kernel, Go version and date of the figures.
-func describeMachine(model string) string {
+func describeMachine(model, brand string) string {
 	kernel := runtime.GOOS
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		kernel = "Linux " + strings.TrimSpace(string(b))
 	}
-	return fmt.Sprintf("Measured %s on **%s** (%d logical CPUs), %s, %s %s/%s.",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), model, runtime.NumCPU(), kernel, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return fmt.Sprintf("Measured %s on **%s** (%s%d logical CPUs), %s, %s %s/%s.",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), model, cpuIdentity(brand), runtime.NumCPU(), kernel, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// cpuIdentity adds what a VM's model name hides: the family and model numbers, which
+// tell a core generation apart (AMD family 25 is Zen 3 or 4, 26 Zen 5), and the
+// CPUID brand string (what go test prints as "cpu:"), when it differs from the
+// kernel's name.
+func cpuIdentity(brand string) string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	var family, number, name string
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "cpu family":
+			family = strings.TrimSpace(v)
+		case "model":
+			number = strings.TrimSpace(v)
+		case "model name":
+			name = strings.TrimSpace(v)
+		}
+		if k == "" || strings.TrimSpace(k) == "processor" && family != "" {
+			break
+		}
+	}
+	var parts []string
+	if family != "" && number != "" {
+		parts = append(parts, "family "+family+" model "+number)
+	}
+	if brand != "" && brand != name {
+		parts = append(parts, "CPUID brand \""+brand+"\"")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, ", ") + ", "
+}
+
+// brand is the CPUID brand string, as the benchmark binary bin prints it ("cpu: ..."
+// in go test's header); "" if it prints none.
+func (r *run) brand(bin string) string {
+	c := r.cmd(nil, bin, "-test.run", "^$", "-test.bench", "^BenchmarkDisabled$/^shape=chain$/^variant=none$", "-test.benchtime", "1x")
+	c.Dir = r.bench
+	c.Stdout = nil
+	o, _ := c.Output()
+	for _, l := range strings.Split(string(o), "\n") {
+		if v, ok := strings.CutPrefix(l, "cpu: "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 func loadavg() string {
