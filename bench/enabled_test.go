@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -49,31 +51,29 @@ func BenchmarkEnabled(b *testing.B) {
 		sink = x + n.Load()
 	})
 	b.Run("consumer=trace", func(b *testing.B) {
-		tr, err := control.OpenTrace("bfire:::trace")
-		if err != nil {
-			b.Fatal(err)
-		}
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			evs := make([]control.Event, 256)
-			for {
-				if _, err := tr.Read(evs, time.Millisecond); err != nil {
-					return
-				}
+		traceBench(b, func(b *testing.B) {
+			x := uint64(1)
+			for b.Loop() {
+				x = x*6364136223846793005 + 1442695040888963407
+				sdt.Probe1(&fireTrace, int(x))
 			}
-		}()
-		x := uint64(1)
-		for b.Loop() {
-			x = x*6364136223846793005 + 1442695040888963407
-			sdt.Probe1(&fireTrace, int(x))
-		}
-		sink = x
-		b.ReportMetric(float64(tr.Drops())/float64(b.N), "drops/op")
-		tr.Close()
-		wg.Wait()
+			sink = x
+		})
 	})
+	for _, g := range []int{2, 8} {
+		b.Run(fmt.Sprintf("consumer=trace/goroutines=%d", g), func(b *testing.B) {
+			traceBench(b, func(b *testing.B) {
+				b.SetParallelism(max(1, g/runtime.GOMAXPROCS(0)))
+				b.RunParallel(func(pb *testing.PB) {
+					x := uint64(1)
+					for pb.Next() {
+						x = x*6364136223846793005 + 1442695040888963407
+						sdt.Probe1(&fireTrace, int(x))
+					}
+				})
+			})
+		})
+	}
 	b.Run("consumer=agg", func(b *testing.B) {
 		agg, err := control.OpenAggregation("bfire:::agg", control.AggOptions{Value: "arg0"})
 		if err != nil {
@@ -87,6 +87,48 @@ func BenchmarkEnabled(b *testing.B) {
 		}
 		sink = x
 	})
+}
+
+// traceBench runs fire with a trace of bfire:::trace open and a reader taking its
+// events as they come, as a stream to sdtctl does (every millisecond, the records as
+// they are). It reports the drops per fire, and checks that every fire was read or
+// counted dropped.
+func traceBench(b *testing.B, fire func(b *testing.B)) {
+	tr, err := control.OpenTrace("bfire:::trace", control.TraceOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var read atomic.Uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			n, err := tr.Each(time.Millisecond, func(*control.Record) bool { return true })
+			read.Add(uint64(n))
+			select {
+			case <-stop:
+				if n == 0 || err != nil {
+					return
+				}
+			default:
+				if err != nil {
+					return
+				}
+			}
+		}
+	}()
+	d0 := tr.Drops()
+	fire(b)
+	close(stop)
+	wg.Wait()
+	drops := tr.Drops() - d0
+	b.ReportMetric(float64(drops)/float64(b.N), "drops/op")
+	tr.Close()
+	if got := read.Load() + drops; got < uint64(b.N) {
+		b.Fatalf("%d fires, %d read and %d dropped", b.N, read.Load(), drops)
+	}
 }
 
 // enable enables spec for the rest of b and checks that it switched a site.

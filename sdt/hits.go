@@ -34,15 +34,13 @@ func newHitShards(sites int) [][]uint64 {
 	return shards
 }
 
-// hit counts one fire of s.
-func (s *site) hit() {
-	p := procPin()
+// hit counts one fire of s on P p, to which the caller is pinned.
+func (s *site) hit(p int) {
 	if p < len(hitShards) && s.index < len(hitShards[p]) {
 		bump(&hitShards[p][s.index])
 	} else {
 		s.hits.Add(1)
 	}
-	procUnpin()
 }
 
 // bump increments a counter that only the pinned P writes. Readers load it

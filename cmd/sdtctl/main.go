@@ -72,9 +72,12 @@ socket in $XDG_RUNTIME_DIR/gosdt/ or /tmp/gosdt-<uid>/):
   enable  [-p PID | -n NAME] SPEC...   switch probes on; without -p/-n, in every gosdt process of
                                        yours. They stay on after sdtctl exits, until disable.
   disable [-p PID | -n NAME] SPEC...   switch probes off (sites a running trace or stat holds stay on)
-  trace [-p PID] SPEC [-c N] [-d DURATION]
-                                       enable, print one line per event (time, pid, probe, arg=value),
-                                       disable on exit, Ctrl-C, after N events or DURATION
+  trace [-p PID] SPEC [-c N] [-d DURATION] [--bufsize BYTES]
+                                       enable, print one line per event (time, pid/goroutine, probe,
+                                       arg=value), disable on exit, Ctrl-C, after N events or DURATION.
+                                       Each P of the process records into a buffer of its own (default
+                                       4m): what does not fit is dropped, counted, and reported at the
+                                       end (every fire is delivered or counted dropped, once)
   stat [-p PID] SPEC [--by probe|site|argN] [--hist argN] [-i INTERVAL] [-d DURATION]
                                        enable and count fires by key every INTERVAL (default 1s);
                                        --hist quantizes an argument (power-of-two buckets, like

@@ -9,13 +9,14 @@ import (
 )
 
 // Version is the protocol version this package speaks.
-const Version = 2
+const Version = 3
 
 // Limits.
 const (
 	MaxFrame    = 1 << 20 // bytes of one frame's payload
 	MaxSpecs    = 64      // specs in one enable or disable
 	MinInterval = 100 * time.Millisecond
+	MaxBufSize  = 1 << 30 // bytes of one per-P trace buffer
 )
 
 // Error codes.
@@ -77,6 +78,7 @@ type Request struct {
 	Persist    bool
 	Count      int    // trace: stop after this many events
 	DurationMS int64  // trace, stat: stop after this long
+	BufSize    int    // trace: bytes of each per-P buffer (0: the process's default)
 	By         string // stat: probe, site or argN
 	Hist       string // stat: argN to quantize
 	IntervalMS int64  // stat: between snapshots
@@ -93,6 +95,7 @@ const (
 	tqBy
 	tqHist
 	tqInterval
+	tqBufSize
 )
 
 // Response is what the server sends.
@@ -119,12 +122,22 @@ type Response struct {
 
 	Probes []Probe // list
 
-	// events: descriptions first met in this batch, then the records (see Desc)
+	// started (trace): the number of per-P buffers and the bytes of each
+	Buffers int
+	BufSize int
+
+	// events: descriptions first met in this batch, the clock of its records, then
+	// the records (see Desc); Drops so far
 	Descs   []Desc
+	Clock   *Clock
 	Records []byte
 
-	Stat  *Stat
-	Drops uint64 // end of a trace: events lost to it
+	Stat *Stat
+	// events and end of a trace: events lost to it, all told (Drops) and per buffer
+	// (BufferDrops, end only), and events sent (Delivered, end only)
+	Drops       uint64
+	BufferDrops []uint64
+	Delivered   uint64
 }
 
 // Response field tags.
@@ -145,6 +158,11 @@ const (
 	trRecords
 	trStat
 	trDrops
+	trBuffers
+	trBufSize
+	trClock
+	trBufferDrops
+	trDelivered
 )
 
 // Probe is one logical probe, as sdt.List describes it.
@@ -180,10 +198,12 @@ type Site struct {
 
 // Event is one fire, as a client decodes it from a batch (EventReader).
 type Event struct {
-	Time  time.Time `json:"time"`
-	Probe string    `json:"probe"`
-	Site  uint64    `json:"site,omitempty"`
-	Args  []Arg     `json:"args,omitempty"`
+	Time      time.Time `json:"time"`
+	Probe     string    `json:"probe"`
+	Site      uint64    `json:"site,omitempty"`
+	Goroutine uint64    `json:"goroutine,omitempty"`
+	Args      []Arg     `json:"args,omitempty"`
+	Stack     []uint64  `json:"stack,omitempty"`
 }
 
 // Stat is one aggregation snapshot.
@@ -250,23 +270,37 @@ type Message interface {
 
 // WriteFrame writes m as one frame, in one write.
 func WriteFrame(w io.Writer, m Message) error {
-	b, err := m.appendTo(make([]byte, 4, 256))
+	b, err := AppendFrame(make([]byte, 0, 256), m)
 	if err != nil {
 		return err
 	}
-	n := len(b) - 4
-	if n > MaxFrame {
-		return Errorf(CodeBadRequest, "frame of %d bytes exceeds %d", n, MaxFrame)
-	}
-	binary.BigEndian.PutUint32(b, uint32(n))
 	_, err = w.Write(b)
 	return err
+}
+
+// AppendFrame appends m as one frame to b: a stream reuses its buffer for every batch.
+func AppendFrame(b []byte, m Message) ([]byte, error) {
+	at := len(b)
+	b, err := m.appendTo(append(b, 0, 0, 0, 0))
+	if err != nil {
+		return b[:at], err
+	}
+	n := len(b) - at - 4
+	if n > MaxFrame {
+		return b[:at], Errorf(CodeBadRequest, "frame of %d bytes exceeds %d", n, MaxFrame)
+	}
+	binary.BigEndian.PutUint32(b[at:], uint32(n))
+	return b, nil
 }
 
 // ReadFrame reads one frame's payload. io.EOF means the connection ended cleanly
 // between frames; a truncated, empty or oversized frame is a *Error with code
 // badrequest.
-func ReadFrame(r io.Reader) ([]byte, error) {
+func ReadFrame(r io.Reader) ([]byte, error) { return ReadFrameInto(r, nil) }
+
+// ReadFrameInto is ReadFrame reading into buf when it is large enough: the payload
+// is valid until the next call with the same buf.
+func ReadFrameInto(r io.Reader, buf []byte) ([]byte, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		if err == io.EOF {
@@ -281,7 +315,11 @@ func ReadFrame(r io.Reader) ([]byte, error) {
 	if n == 0 || n > MaxFrame {
 		return nil, Errorf(CodeBadRequest, "frame length %d not in 1..%d", n, MaxFrame)
 	}
-	b := make([]byte, n)
+	b := buf
+	if cap(b) < int(n) {
+		b = make([]byte, n)
+	}
+	b = b[:n]
 	if _, err := io.ReadFull(r, b); err != nil {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return nil, Errorf(CodeBadRequest, "truncated frame: %d bytes announced", n)
@@ -306,6 +344,7 @@ func (q *Request) appendTo(b []byte) ([]byte, error) {
 	e.str(tqBy, q.By)
 	e.str(tqHist, q.Hist)
 	e.int(tqInterval, q.IntervalMS)
+	e.int(tqBufSize, int64(q.BufSize))
 	return e.b, nil
 }
 
@@ -340,6 +379,8 @@ func DecodeRequest(b []byte) (*Request, error) {
 			q.Hist = d.str()
 		case tqInterval:
 			q.IntervalMS = d.int()
+		case tqBufSize:
+			q.BufSize = int(d.int())
 		default:
 			d.fail(fmt.Sprintf("unknown field %d in %s", tag, q.Op))
 		}
@@ -370,8 +411,11 @@ func (q *Request) Check() error {
 		if q.Spec == "" {
 			return bad("%s: no spec", q.Op)
 		}
-		if q.Count < 0 || q.DurationMS < 0 || q.IntervalMS < 0 {
-			return bad("%s: negative count, duration or interval", q.Op)
+		if q.Count < 0 || q.DurationMS < 0 || q.IntervalMS < 0 || q.BufSize < 0 {
+			return bad("%s: negative count, duration, interval or buffer size", q.Op)
+		}
+		if q.BufSize > MaxBufSize {
+			return bad("%s: buffers of %d bytes, at most %d", q.Op, q.BufSize, MaxBufSize)
 		}
 		if q.Op == OpStat && q.IntervalMS != 0 && q.IntervalMS < MinInterval.Milliseconds() {
 			return bad("stat: interval below %v", MinInterval)
@@ -407,13 +451,24 @@ func (r *Response) appendTo(b []byte) ([]byte, error) {
 	for i := range r.Descs {
 		e.msg(trDesc, r.Descs[i].append)
 	}
-	if len(r.Records) > 0 {
-		e.bytesAlways(trRecords, string(r.Records))
+	e.uint(trBuffers, uint64(r.Buffers))
+	e.uint(trBufSize, uint64(r.BufSize))
+	if r.Clock != nil {
+		e.msg(trClock, r.Clock.append)
 	}
+	e.bytes(trRecords, r.Records)
 	if r.Stat != nil {
 		e.msg(trStat, r.Stat.append)
 	}
 	e.uint(trDrops, r.Drops)
+	if len(r.BufferDrops) > 0 {
+		var b []byte
+		for _, n := range r.BufferDrops {
+			b = binary.AppendUvarint(b, n)
+		}
+		e.bytes(trBufferDrops, b)
+	}
+	e.uint(trDelivered, r.Delivered)
 	return e.b, nil
 }
 
@@ -462,6 +517,21 @@ func DecodeResponse(b []byte) (*Response, error) {
 			d.msg(r.Stat.decode)
 		case trDrops:
 			r.Drops = d.uint()
+		case trBuffers:
+			r.Buffers = d.small()
+		case trBufSize:
+			r.BufSize = d.small()
+		case trClock:
+			r.Clock = new(Clock)
+			d.msg(r.Clock.decode)
+		case trBufferDrops:
+			d.msg(func(h *dec) {
+				for len(h.b) > 0 && h.err == nil {
+					r.BufferDrops = append(r.BufferDrops, h.uvarint())
+				}
+			})
+		case trDelivered:
+			r.Delivered = d.uint()
 		default:
 			return false
 		}

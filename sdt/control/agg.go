@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/gosdt/gosdt/internal/quantize"
@@ -66,7 +65,7 @@ func openAggregation(who, spec string, o AggOptions) (*Aggregation, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := open(who, spec, a)
+	c, err := open(who, spec, a, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +92,6 @@ type aggregation struct {
 	val      int
 	hist     bool
 	c        *consumer // names probes and sites at snapshot
-	mu       sync.Mutex
 	cells    atomic.Pointer[map[aggKey]*aggCell]
 	overflow atomic.Uint64
 }
@@ -148,7 +146,9 @@ func argN(s string) (int, bool) {
 }
 
 // Fire folds one fire: the aggregation is a bridge.Sink.
-func (a *aggregation) Fire(probe uint32, site uintptr, v *bridge.Args) {
+func (a *aggregation) Fire(f *bridge.Firing) { a.fire(f.Probe, f.Site, &f.Args) }
+
+func (a *aggregation) fire(probe uint32, site uintptr, v *bridge.Args) {
 	var k aggKey
 	switch a.by {
 	case "arg":
@@ -196,31 +196,34 @@ func (a *aggregation) Fire(probe uint32, site uintptr, v *bridge.Args) {
 	}
 }
 
-// insert adds a key (its string copied: the fire's string dies with the fire).
+// insert adds a key (its string copied: the fire's string dies with the fire). It
+// runs pinned to a P (bridge.Sink): no lock, a compare-and-swap of the map.
 func (a *aggregation) insert(k aggKey) *aggCell {
 	k.s = strings.Clone(k.s)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	old := *a.cells.Load()
-	if c := old[k]; c != nil {
-		return c
-	}
-	if len(old) >= MaxRows {
-		return nil
-	}
 	c := &aggCell{}
 	c.min.Store(math.MaxInt64)
 	c.max.Store(math.MinInt64)
 	if a.hist {
 		c.hist = new([quantize.Buckets]atomic.Uint64)
 	}
-	m := make(map[aggKey]*aggCell, len(old)+1)
-	for kk, v := range old {
-		m[kk] = v
+	for {
+		oldp := a.cells.Load()
+		old := *oldp
+		if x := old[k]; x != nil {
+			return x
+		}
+		if len(old) >= MaxRows {
+			return nil
+		}
+		m := make(map[aggKey]*aggCell, len(old)+1)
+		for kk, v := range old {
+			m[kk] = v
+		}
+		m[k] = c
+		if a.cells.CompareAndSwap(oldp, &m) {
+			return c
+		}
 	}
-	m[k] = c
-	a.cells.Store(&m)
-	return c
 }
 
 // snapshot reads the aggregation; rows sorted by count, descending.

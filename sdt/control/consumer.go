@@ -3,6 +3,7 @@ package control
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
 )
@@ -41,9 +42,14 @@ type consumer struct {
 	names map[[2]uintptr]string // full names by probe id and site, as asked for
 }
 
-// open subscribes sink to spec and then holds what spec matches on behalf of who:
-// in this order, so that no fire of a probe it switches on is missed.
-func open(who, spec string, sink bridge.Sink) (*consumer, error) {
+// consumers counts the consumers open, for the tests that check that a stream's end
+// leaves none behind.
+var consumers atomic.Int64
+
+// open subscribes sink to spec, tells ready what it covers, and then holds what spec
+// matches on behalf of who: in this order, so that no fire of a probe it switches on
+// is missed.
+func open(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe)) (*consumer, error) {
 	reg, err := registry()
 	if err != nil {
 		return nil, err
@@ -56,12 +62,20 @@ func open(who, spec string, sink bridge.Sink) (*consumer, error) {
 	for _, p := range probes {
 		c.probes[p.ID] = p
 	}
+	if ready != nil {
+		ready(probes)
+	}
 	if _, _, err := reg.Hold(c.o, []string{spec}); err != nil {
 		cancel()
 		return nil, err
 	}
+	consumers.Add(1)
 	return c, nil
 }
+
+// release releases the consumer's holds, switching off what nobody else holds; its
+// sink still takes what is fired meanwhile.
+func (c *consumer) release() { c.reg.Release(c.o) }
 
 // close releases the consumer's holds, switching off what nobody else holds, and
 // then detaches its sink. A fire admitted just before may still reach the sink.
@@ -69,6 +83,7 @@ func (c *consumer) close() {
 	c.once.Do(func() {
 		c.reg.Release(c.o)
 		c.cancel()
+		consumers.Add(-1)
 	})
 }
 
