@@ -19,10 +19,11 @@ import (
 type consumers struct {
 	id    uint32 // the probe's id, as sinks are told
 	n     int    // the probe's arguments: every fire's, and their kinds
-	kinds [MaxArgs]bridge.Kind
+	kinds bridge.Kinds
 	fix   uint8 // the arguments whose raw slots need widening (rawFix)
 	sizes [MaxArgs]uint8
 	sinks []sinkEntry
+	one   bridge.Sink // the only sink, when it takes every fire of the probe
 }
 
 type sinkEntry struct {
@@ -59,6 +60,10 @@ func (c *consumers) emit(pid int, s *site, ret uintptr, v *firing) {
 	// Sinks do not keep v (bridge.Sink): hidden from escape analysis, which cannot
 	// see through the interface call, it stays on the firing goroutine's stack.
 	f := (*firing)(noescape(unsafe.Pointer(v)))
+	if c.one != nil {
+		c.one.Fire(f)
+		return
+	}
 	for i := range c.sinks {
 		if c.sinks[i].f.wants(s) {
 			c.sinks[i].s.Fire(f)
@@ -190,8 +195,11 @@ func rebuild(fs map[*probe]*filter) {
 				c.sinks = append(c.sinks, sinkEntry{s: sub.sink, f: f})
 			}
 		}
-		if len(c.sinks) == 0 {
+		switch {
+		case len(c.sinks) == 0:
 			c = nil
+		case len(c.sinks) == 1 && c.sinks[0].f.all && c.sinks[0].f.wide:
+			c.one = c.sinks[0].s
 		}
 		p.cons.Store(c)
 	}

@@ -44,8 +44,9 @@
 //	disable  specs                          reply "ok": N sites switched off, Kept still held by others
 //	trace    spec, count, duration_ms,      reply "started" (buffers, bufsize), then "events"
 //	         bufsize                        batches, then "end"
-//	stat     spec, by, hist, interval_ms,   reply "started", then "stat" snapshots, then "end"
-//	         duration_ms
+//	stat     spec, by, value, hist,         reply "started", then "stat" snapshots, then "end"
+//	         lin_low, lin_high, lin_step,
+//	         clear, interval_ms, duration_ms
 //	stop                                    ends the running trace or stat
 //
 // Probes that a connection enables (enable without persist, and the enables that
@@ -73,6 +74,12 @@
 // Drops, and BufferDrops (per buffer, then those fired on a P that had none yet):
 // every fire between the start and the end is delivered or dropped, once.
 
+// A stat is folded in the process, each P into cells of its own, merged when a
+// snapshot is taken: per key (by: probe, site, or an argument's values) the count,
+// and of value the sum, minimum, maximum and a histogram (quantize: powers of two;
+// linear: lin_step wide from lin_low to lin_high). Each snapshot holds everything
+// since the start, or with clear what its interval folded.
+//
 // # Errors
 //
 // A Response of kind "error" has Code and Message. Codes:

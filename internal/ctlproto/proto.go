@@ -79,9 +79,14 @@ type Request struct {
 	Count      int    // trace: stop after this many events
 	DurationMS int64  // trace, stat: stop after this long
 	BufSize    int    // trace: bytes of each per-P buffer (0: the process's default)
-	By         string // stat: probe, site or argN
-	Hist       string // stat: argN to quantize
-	IntervalMS int64  // stat: between snapshots
+	By         string // stat: probe, site, or an argument (argN or its name)
+	Value      string // stat: an argument rows sum, bound and average
+	Hist       string // stat: "", HistQuantize or HistLinear: rows quantize Value
+	LinLow     int64  // stat: a linear histogram's buckets, LinStep wide from LinLow to LinHigh
+	LinHigh    int64
+	LinStep    int64
+	Clear      bool  // stat: each snapshot holds its interval's values, not all since the start
+	IntervalMS int64 // stat: between snapshots
 }
 
 // Request field tags.
@@ -96,6 +101,17 @@ const (
 	tqHist
 	tqInterval
 	tqBufSize
+	tqValue
+	tqLinLow
+	tqLinHigh
+	tqLinStep
+	tqClear
+)
+
+// Histograms of a stat.
+const (
+	HistQuantize = "quantize" // power-of-two buckets
+	HistLinear   = "linear"   // LinStep-wide buckets from LinLow to LinHigh, one below, one above
 )
 
 // Response is what the server sends.
@@ -211,9 +227,20 @@ type Stat struct {
 	Time     time.Time `json:"time"`
 	By       string    `json:"by"`
 	Value    string    `json:"value,omitempty"`
+	Hist     string    `json:"hist,omitempty"`     // "", HistQuantize, HistLinear
+	Linear   *Linear   `json:"linear,omitempty"`   // a linear histogram's buckets
+	Interval bool      `json:"interval,omitempty"` // the values of one interval (stat --clear)
 	Rows     []Row     `json:"rows"`
 	Overflow uint64    `json:"overflow,omitempty"`
 	Drops    uint64    `json:"drops,omitempty"`
+}
+
+// Linear is a linear histogram's buckets: Step wide from Low to High, one below Low
+// (whose Low is math.MinInt64) and one from High up.
+type Linear struct {
+	Low  int64 `json:"low"`
+	High int64 `json:"high"`
+	Step int64 `json:"step"`
 }
 
 // Row is one key of a snapshot. Avg is not sent: the client computes it.
@@ -345,6 +372,11 @@ func (q *Request) appendTo(b []byte) ([]byte, error) {
 	e.str(tqHist, q.Hist)
 	e.int(tqInterval, q.IntervalMS)
 	e.int(tqBufSize, int64(q.BufSize))
+	e.str(tqValue, q.Value)
+	e.int(tqLinLow, q.LinLow)
+	e.int(tqLinHigh, q.LinHigh)
+	e.int(tqLinStep, q.LinStep)
+	e.bool(tqClear, q.Clear)
 	return e.b, nil
 }
 
@@ -381,6 +413,16 @@ func DecodeRequest(b []byte) (*Request, error) {
 			q.IntervalMS = d.int()
 		case tqBufSize:
 			q.BufSize = int(d.int())
+		case tqValue:
+			q.Value = d.str()
+		case tqLinLow:
+			q.LinLow = d.int()
+		case tqLinHigh:
+			q.LinHigh = d.int()
+		case tqLinStep:
+			q.LinStep = d.int()
+		case tqClear:
+			q.Clear = d.bool()
 		default:
 			d.fail(fmt.Sprintf("unknown field %d in %s", tag, q.Op))
 		}
@@ -419,6 +461,11 @@ func (q *Request) Check() error {
 		}
 		if q.Op == OpStat && q.IntervalMS != 0 && q.IntervalMS < MinInterval.Milliseconds() {
 			return bad("stat: interval below %v", MinInterval)
+		}
+		switch q.Hist {
+		case "", HistQuantize, HistLinear:
+		default:
+			return bad("stat: histogram %q: want %s or %s", q.Hist, HistQuantize, HistLinear)
 		}
 	case "":
 		return bad("no op")
@@ -652,6 +699,15 @@ func (st *Stat) append(e *enc) {
 	}
 	e.uint(5, st.Overflow)
 	e.uint(6, st.Drops)
+	e.str(7, st.Hist)
+	if l := st.Linear; l != nil {
+		e.msg(8, func(e *enc) {
+			e.int(1, l.Low)
+			e.int(2, l.High)
+			e.int(3, l.Step)
+		})
+	}
+	e.bool(9, st.Interval)
 }
 
 func (st *Stat) decode(d *dec) {
@@ -671,6 +727,28 @@ func (st *Stat) decode(d *dec) {
 			st.Overflow = d.uint()
 		case 6:
 			st.Drops = d.uint()
+		case 7:
+			st.Hist = d.str()
+		case 8:
+			l := new(Linear)
+			d.msg(func(m *dec) {
+				m.fields(func(tag int) bool {
+					switch tag {
+					case 1:
+						l.Low = m.int()
+					case 2:
+						l.High = m.int()
+					case 3:
+						l.Step = m.int()
+					default:
+						return false
+					}
+					return true
+				})
+			})
+			st.Linear = l
+		case 9:
+			st.Interval = d.bool()
 		default:
 			return false
 		}

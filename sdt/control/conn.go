@@ -183,9 +183,12 @@ func command() string {
 // errCode maps an error to a protocol error.
 func errCode(err error) error {
 	var pe *ctlproto.Error
+	var oe *optionError
 	switch {
 	case errors.As(err, &pe):
 		return err
+	case errors.As(err, &oe):
+		return ctlproto.Errorf(ctlproto.CodeBadRequest, "%v", err)
 	case errors.Is(err, bridge.ErrMalformedSpec):
 		return ctlproto.Errorf(ctlproto.CodeBadSpec, "%v", err)
 	case errors.Is(err, bridge.ErrNoMatch):

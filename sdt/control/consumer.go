@@ -2,6 +2,7 @@ package control
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -26,6 +27,16 @@ func registry() (bridge.Registry, error) {
 // errNoRegistry: package sdt has not finished its init, or is not in the program.
 var errNoRegistry = errors.New("control: no probe registry yet (package sdt has not finished its initialisation)")
 
+// optionError is a consumer's options in error (what an sdtctl client asked for
+// wrong: the server answers badrequest).
+type optionError struct{ msg string }
+
+func (e *optionError) Error() string { return e.msg }
+
+func badOption(format string, args ...any) error {
+	return &optionError{fmt.Sprintf(format, args...)}
+}
+
 // ErrClosed is what a closed Trace's Read returns.
 var ErrClosed = errors.New("control: trace closed")
 
@@ -49,7 +60,7 @@ var consumers atomic.Int64
 // open subscribes sink to spec, tells ready what it covers, and then holds what spec
 // matches on behalf of who: in this order, so that no fire of a probe it switches on
 // is missed.
-func open(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe)) (*consumer, error) {
+func open(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) error) (*consumer, error) {
 	reg, err := registry()
 	if err != nil {
 		return nil, err
@@ -63,7 +74,10 @@ func open(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe)) (*con
 		c.probes[p.ID] = p
 	}
 	if ready != nil {
-		ready(probes)
+		if err := ready(probes); err != nil {
+			cancel()
+			return nil, err
+		}
 	}
 	if _, _, err := reg.Hold(c.o, []string{spec}); err != nil {
 		cancel()

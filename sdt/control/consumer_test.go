@@ -178,9 +178,16 @@ func TestArgKinds(t *testing.T) {
 }
 
 func TestAggOptions(t *testing.T) {
-	for _, o := range []control.AggOptions{{By: "arg9"}, {By: "bogus"}, {Value: "x"}, {Hist: true}} {
-		if _, err := control.OpenAggregation("constest:::fire", o); err == nil {
+	needSwitchable(t, "constest:::fire")
+	for _, o := range []control.AggOptions{{By: "arg9"}, {By: "arg2"}, {By: "bogus"}, {By: "a b"}, {Value: "x"}, {Value: "1n"},
+		{Hist: true}, {Value: "n", Hist: true, Linear: &control.Linear{Low: 0, High: 10, Step: 1}},
+		{Value: "n", Linear: &control.Linear{Low: 0, High: 10, Step: 0}}, {Value: "n", Linear: &control.Linear{Low: 10, High: 0, Step: 1}},
+		{Value: "n", Linear: &control.Linear{Low: 0, High: 1e9, Step: 1}}} {
+		if agg, err := control.OpenAggregation("constest:::fire", o); err == nil {
+			agg.Close()
 			t.Errorf("%+v: no error", o)
+		} else {
+			t.Logf("%+v: %v", o, err)
 		}
 	}
 	if consProbe.Enabled() {

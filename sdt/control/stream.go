@@ -165,9 +165,9 @@ func (cc *conn) traceStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) 
 
 // statStream sends an aggregation's snapshot every interval, and at its end.
 func (cc *conn) statStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (end *ctlproto.Response, closed bool, err error) {
-	o := AggOptions{By: q.By, Value: q.Hist, Hist: q.Hist != ""}
-	if _, err := newAggregation(o); err != nil {
-		return nil, false, ctlproto.Errorf(ctlproto.CodeBadRequest, "%v", err)
+	o := AggOptions{By: q.By, Value: q.Value, Hist: q.Hist == ctlproto.HistQuantize}
+	if q.Hist == ctlproto.HistLinear {
+		o.Linear = &Linear{Low: q.LinLow, High: q.LinHigh, Step: q.LinStep}
 	}
 	ag, err := openAggregation(cc.name+" stat", q.Spec, o)
 	if err != nil {
@@ -188,7 +188,13 @@ func (cc *conn) statStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (
 	lastStat := time.Now()
 	statNow := func() error {
 		lastStat = time.Now()
-		return cc.send(&ctlproto.Response{Kind: ctlproto.KindStat, Stat: toStat(ag.Snapshot())})
+		snap := ag.Snapshot
+		if q.Clear {
+			snap = ag.Interval
+		}
+		st := toStat(snap())
+		st.Interval = q.Clear
+		return cc.send(&ctlproto.Response{Kind: ctlproto.KindStat, Stat: st})
 	}
 	end = &ctlproto.Response{Kind: ctlproto.KindEnd}
 	for {

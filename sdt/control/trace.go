@@ -2,7 +2,6 @@ package control
 
 import (
 	"encoding/binary"
-	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -114,7 +113,7 @@ func (st *probeState) kindsOf() []byte {
 // check refuses options no trace can have.
 func (o TraceOptions) check() error {
 	if o.BufSize < 0 || o.BufSize > MaxBufSize {
-		return fmt.Errorf("control: trace buffers of %d bytes: want %d to %d", o.BufSize, MinBufSize, MaxBufSize)
+		return badOption("control: trace buffers of %d bytes: want %d to %d", o.BufSize, MinBufSize, MaxBufSize)
 	}
 	return nil
 }
@@ -280,7 +279,7 @@ func openTrace(who, spec string, o TraceOptions) (*Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := open(who, spec, s, func(probes []*bridge.Probe) {
+	c, err := open(who, spec, s, func(probes []*bridge.Probe) error {
 		top := uint32(0)
 		for _, p := range probes {
 			top = max(top, p.ID+1)
@@ -290,6 +289,7 @@ func openTrace(who, spec string, o TraceOptions) (*Trace, error) {
 			states[p.ID].p = p
 		}
 		s.probes.Store(&states)
+		return nil
 	})
 	if err != nil {
 		return nil, err

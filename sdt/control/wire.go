@@ -77,7 +77,10 @@ func (w *batcher) describe(k ctlproto.DescKey) ctlproto.Desc {
 }
 
 func toStat(s Snapshot) *ctlproto.Stat {
-	st := &ctlproto.Stat{Time: time.Now(), By: s.By, Value: s.Value, Overflow: s.Overflow, Rows: []ctlproto.Row{}}
+	st := &ctlproto.Stat{Time: time.Now(), By: s.By, Value: s.Value, Hist: s.Hist, Overflow: s.Overflow, Rows: []ctlproto.Row{}}
+	if l := s.Linear; l != nil {
+		st.Linear = &ctlproto.Linear{Low: l.Low, High: l.High, Step: l.Step}
+	}
 	for _, r := range s.Rows {
 		row := ctlproto.Row{Key: r.Key, Count: r.Count, Sum: r.Sum, Min: r.Min, Max: r.Max, Avg: r.Avg}
 		for _, b := range r.Hist {
