@@ -4,13 +4,13 @@ import (
 	"encoding/binary"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/gosdt/gosdt/arch/amd64"
 )
 
 // CanAtomic reports whether [addr, addr+n) lies inside one aligned 8-byte word, which an
-// amd64 core stores and other cores fetch as a unit.
-func CanAtomic(addr uintptr, n int) bool {
-	return n >= 1 && n <= 8 && addr&^7 == (addr+uintptr(n)-1)&^7
-}
+// amd64 core stores and other cores fetch as a unit: the rule sleds are laid out by.
+func CanAtomic(addr uintptr, n int) bool { return amd64.AtomicStore(uint64(addr), n) }
 
 // storeAtomic merges b into the aligned word holding it and stores the word at once. The
 // other bytes of the word cannot change meanwhile: only this package writes text, under mu.

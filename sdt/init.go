@@ -3,21 +3,10 @@ package sdt
 import (
 	"fmt"
 	"os"
-	"reflect"
-	"strings"
 
 	"github.com/gosdt/gosdt/patch"
 	"github.com/gosdt/gosdt/sled"
 )
-
-// pkgPath is this package's import path, which the fire methods' symbols start with.
-var pkgPath = reflect.TypeFor[head]().PkgPath()
-
-// isFire reports whether sym is the fire method of a probe type (P0..P6, the latency
-// and fbt probes): what a site's guarded block must call for discovery to accept it.
-func isFire(sym string) bool {
-	return strings.HasPrefix(sym, pkgPath+".(*") && strings.HasSuffix(sym, ").fire")
-}
 
 // init finds every site and seals it. Package initialisation runs sdt before any
 // package that imports it, so no site has run yet: this is the one moment at which a
@@ -32,10 +21,13 @@ func init() {
 		// of a short-lived program by the rest of the wait.)
 		patch.Prepare()
 	}
-	reg.layout = selfLayout()
-	reg.table = sled.Discover(sled.Config{ProbePackage: pkgPath, IsFire: isFire})
-	for _, ss := range reg.table.Sites {
-		s := &site{Site: ss}
+	reg.layout = sled.Self()
+	reg.table = sled.Discover()
+	for i := range reg.table.Sites {
+		s := &site{Site: &reg.table.Sites[i], state: stateSled}
+		if !s.Sealable() {
+			s.state = stateRefused
+		}
 		reg.sites = append(reg.sites, s)
 		reg.unbound = append(reg.unbound, s)
 	}
@@ -63,16 +55,17 @@ func init() {
 // that cannot be sealed keep their branch check and say why. Sites of a sealed binary
 // already hold their sled: with SDT_MODE=on they are switched on here, the same way.
 func (r *registry) seal(patchEnv string) {
-	refuse := func(why string) {
+	// leave leaves every site that was to be sealed at start with its branch check.
+	leave := func(st siteState) {
 		for _, s := range r.sites {
-			if s.Reason == "" && !s.Presealed {
-				s.Reason = why
+			if s.state == stateSled && !s.Presealed {
+				s.state = st
 			}
 		}
 	}
 	switch {
 	case patchEnv == "off":
-		refuse("patching switched off (SDT_PATCH=off)")
+		leave(statePatchOff)
 		var presealed int
 		for _, s := range r.sites {
 			if s.Presealed && s.Patchable() {
@@ -87,7 +80,7 @@ func (r *registry) seal(patchEnv string) {
 		warnf("SDT_PATCH=%q: want on or off; patching stays on", patchEnv)
 	}
 	if !patch.Supported() {
-		refuse(fmt.Sprintf("patching not supported here: %v", patch.ErrNotSupported))
+		leave(stateUnsupported)
 		return
 	}
 	var writes []patch.Write
@@ -124,7 +117,7 @@ func (r *registry) seal(patchEnv string) {
 	if err == nil && rep.ProcMem {
 		for _, s := range r.sites {
 			if s.Patchable() {
-				s.Note = strings.TrimPrefix(s.Note+"; "+procMemNote, "; ")
+				s.procMem = true
 			}
 		}
 	}
@@ -132,12 +125,8 @@ func (r *registry) seal(patchEnv string) {
 		// Nothing was written. Where a W^X policy refused (patch.ErrTextNotWritable),
 		// the error names it; the sites keep their branch check and switch by flag.
 		for _, s := range r.sites {
-			switch {
-			case s.Reason != "":
-			case s.Presealed:
-				s.Reason = "sealed in the binary file, and switching it on at start failed (it stays off): " + err.Error()
-			default:
-				s.Reason = "sealing failed: " + err.Error()
+			if s.Patchable() {
+				s.state, s.cause = stateSealFailed, err
 			}
 		}
 	}

@@ -119,9 +119,10 @@ func (p *probe) info(module, fn string) *ProbeInfo {
 
 func (s *site) info() SiteInfo {
 	si := SiteInfo{Addr: s.Addr, File: s.File, Line: s.Line, Kind: s.Kind.String(),
-		Enabled: s.on.Load(), Reason: s.Reason, Note: s.Note, Hits: s.hitCount(), State: BranchOnly,
+		Enabled: s.on.Load(), Reason: s.reason(), Hits: s.hitCount(), State: BranchOnly,
 		HeldBy: holderNames(holdKey{s: s})}
 	if s.Patchable() {
+		si.Note = s.note()
 		si.State = SealedOff
 		if si.Enabled {
 			si.State = SealedOn

@@ -14,13 +14,62 @@ import (
 // site is a physical site as the registry tracks it. Logical probes (what users enable:
 // provider:module:function:name) are made of sites; patch rewrites sites.
 type site struct {
-	*sled.Site
-	probe  *probe        // the definition, once its package is initialised
-	on     atomic.Bool   // fires from this site are delivered
-	hits   atomic.Uint64 // fires delivered from this site on a P beyond hitShards
-	index  int           // its counters' index in hitShards
-	everOn bool          // the text has held the enabled form (guarded by reg.mu)
-	owners []*owner      // who holds it on (guarded by reg.mu); on iff not empty
+	*sled.Site  // what discovery found (in reg.table): never changes
+	sled.Holder // the function that holds the probe statement, once named (resolve)
+	state       siteState
+	cause       error         // stateSealFailed: the patch's error
+	procMem     bool          // its text was written through /proc/self/mem
+	probe       *probe        // the definition, once its package is initialised
+	on          atomic.Bool   // fires from this site are delivered
+	hits        atomic.Uint64 // fires delivered from this site on a P beyond hitShards
+	index       int           // its counters' index in hitShards
+	everOn      bool          // the text has held the enabled form (guarded by reg.mu)
+	owners      []*owner      // who holds it on (guarded by reg.mu); on iff not empty
+}
+
+// siteState is what a site's text holds for good in this process, and why: the
+// registry's own record, beside discovery's (sled.Site).
+type siteState uint8
+
+const (
+	stateSled        siteState = iota // the canonical sled, switched by its toggle
+	stateRefused                      // no sled was proven: Site.Refusal says why
+	statePatchOff                     // left with its branch check: SDT_PATCH=off
+	stateUnsupported                  // left with its branch check: no patching here
+	stateSealFailed                   // the patch at start failed: cause
+	stateUnsealed                     // unseal gave the site its compiler's check back
+)
+
+// Patchable reports whether the site holds its sled, switched by its toggle.
+func (s *site) Patchable() bool { return s.state == stateSled }
+
+// reason says why a site that is not Patchable keeps its branch check.
+func (s *site) reason() string {
+	switch s.state {
+	case stateRefused:
+		return s.Refusal.Detail
+	case statePatchOff:
+		return "patching switched off (SDT_PATCH=off)"
+	case stateUnsupported:
+		return fmt.Sprintf("patching not supported here: %v", patch.ErrNotSupported)
+	case stateSealFailed:
+		if s.Presealed {
+			return "sealed in the binary file, and switching it on at start failed (it stays off): " + s.cause.Error()
+		}
+		return "sealing failed: " + s.cause.Error()
+	case stateUnsealed:
+		return "unsealed by sdt's unseal: the compiler's check is back"
+	}
+	return ""
+}
+
+// note is a Patchable site's caveat: discovery's (arm64's flag load kept) and how its
+// text is written.
+func (s *site) note() string {
+	if !s.procMem {
+		return s.Note
+	}
+	return strings.TrimPrefix(s.Note+"; "+procMemNote, "; ")
 }
 
 // registry holds every definition and site. mu serialises Enable, Disable, List and
@@ -78,7 +127,7 @@ func (r *registry) resolve() {
 	if !r.described {
 		// Naming sites walks inline trees: done once, when first needed, not at init.
 		for _, s := range r.sites {
-			s.Describe()
+			s.Holder = s.Describe()
 		}
 		r.described = true
 	}

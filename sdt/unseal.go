@@ -65,14 +65,15 @@ func unseal(specText string) (int, error) {
 		return 0, fmt.Errorf("unseal %q: %w", specText, err)
 	}
 	for _, s := range sites {
-		s.Reason = "unsealed by sdt.Unseal: the compiler's check is back"
+		s.state = stateUnsealed
 	}
 	return len(sites), nil
 }
 
 // DiscoveryStats says what discovery did at start-up.
 type DiscoveryStats struct {
-	TextBytes  int           // size of the text scanned
+	TextBytes  int           // size of the text
+	Searched   int           // of it, the bytes searched: functions of the program's modules (and instrumented ones)
 	Candidates int           // flag compares (amd64) or flag loads (arm64) on pointer-bearing data examined
 	Sites      int           // probe sites found
 	Sealed     int           // of which sealed
@@ -90,7 +91,7 @@ func Discovery() DiscoveryStats {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
 	t := reg.table
-	d := DiscoveryStats{TextBytes: t.TextBytes, Candidates: t.Candidates, Sites: len(t.Sites),
+	d := DiscoveryStats{TextBytes: t.TextBytes, Searched: t.Searched, Candidates: t.Candidates, Sites: len(t.Sites),
 		Rejected: len(t.Rejected), Elapsed: t.Elapsed, Reason: t.Reason, Table: t.Sealed}
 	for _, s := range reg.sites {
 		if s.Patchable() {

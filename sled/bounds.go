@@ -1,10 +1,108 @@
-//go:build !wasm
-
 package sled
 
-// moduleBounds returns the linker's section boundaries of this executable: text, data
-// (pointer-bearing initialised data) and bss (pointer-bearing zeroed data). They are
-// read from the linker symbols runtime·text, runtime·etext, ... in assembly, which
-// works for PIE, static and external linking alike and needs neither /proc nor the ELF
-// file. Probe definitions contain a pointer, so they always live in data or bss.
-func moduleBounds() (text, etext, data, edata, bss, ebss uintptr)
+import (
+	"bytes"
+	"reflect"
+	"runtime"
+	"unsafe"
+)
+
+// The bounds of this executable's text, data and bss are the runtime's module data,
+// which every Go program has, whatever its architecture or way of linking (PIE,
+// static, external): runtime.lastmoduledatap is the main executable's moduledata
+// (there are no others without plugins), and the linkname to it is one the runtime
+// keeps for packages outside the standard library. moduledata's first fields have had
+// this layout since go1.16 (runtime/symtab.go); moduleBounds checks what it reads
+// against the runtime's own function table and this package's own variables before
+// trusting it, and returns zeros otherwise: then there is no text to scan and no data
+// to search, and probes work through their branch check.
+
+//go:linkname lastmoduledatap runtime.lastmoduledatap
+var lastmoduledatap unsafe.Pointer
+
+// moduleData mirrors the start of runtime.moduledata up to the bounds of bss.
+type moduleData struct {
+	pcHeader                                                   uintptr
+	funcnametab, cutab, filetab, pctab, pclntable, ftab        [3]uintptr
+	findfunctab, minpc, maxpc                                  uintptr
+	text, etext, noptrdata, enoptrdata, data, edata, bss, ebss uintptr
+}
+
+// inData and inBss are variables the linker puts in data (a pointer, initialised
+// statically) and in bss (a pointer, zero): where moduleBounds looks for them.
+var (
+	boundsAnchor int
+	inData       = &boundsAnchor
+	inBss        *int
+)
+
+// functab is runtime.functab: a function's entry, as an offset from text, and where
+// its _func is. The function table is sorted by entry and ends with one entry more,
+// the end of the last function.
+type functab struct{ entryoff, funcoff uint32 }
+
+// moduleBounds returns the bounds of this executable's text, data (pointer-bearing
+// initialised data) and bss (pointer-bearing zeroed data), and its function table, or
+// zeros where what the runtime's module data says does not check out. Probe
+// definitions contain a pointer, so they always live in data or bss.
+func moduleBounds() (l Layout) {
+	if lastmoduledatap == nil {
+		return
+	}
+	m := (*moduleData)(lastmoduledatap)
+	d, b := uintptr(unsafe.Pointer(&inData)), uintptr(unsafe.Pointer(&inBss))
+	if m.data > d || d >= m.edata || m.bss > b || b >= m.ebss {
+		return // not the layout this package knows
+	}
+	l.Data, l.Edata, l.Bss, l.Ebss = m.data, m.edata, m.bss, m.ebss
+	// Text is read, to be scanned, and its functions found in the function table:
+	// the text must be the runtime's own, in which this function lies, and the table
+	// must give the entries the runtime gives. On wasm a pc is no address of linear
+	// memory: no text.
+	pc := reflect.ValueOf(moduleBounds).Pointer()
+	if runtime.GOARCH == "wasm" || m.ftab[1] < 2 || m.text > m.minpc || m.minpc > pc || pc >= m.maxpc || m.maxpc > m.etext {
+		return
+	}
+	ftab := unsafe.Slice((*functab)(at(m.ftab[0])), m.ftab[1])
+	for _, i := range []int{0, len(ftab) / 2, len(ftab) - 2} {
+		entry := m.text + uintptr(ftab[i].entryoff)
+		if f := runtime.FuncForPC(entry); f == nil || f.Entry() != entry {
+			return
+		}
+	}
+	if m.text+uintptr(ftab[0].entryoff) != m.minpc || m.text+uintptr(ftab[len(ftab)-1].entryoff) != m.maxpc {
+		return
+	}
+	l.Text, l.Etext, l.funcs = m.text, m.etext, ftab
+	l.funcnames = unsafe.Slice((*byte)(at(m.funcnametab[0])), m.funcnametab[1])
+	l.pclntable = unsafe.Slice((*byte)(at(m.pclntable[0])), m.pclntable[1])
+	for _, i := range []int{0, len(ftab) / 2, len(ftab) - 2} {
+		f := runtime.FuncForPC(m.text + uintptr(ftab[i].entryoff))
+		if f == nil || string(l.funcName(i)) != f.Name() {
+			l.funcnames, l.pclntable = nil, nil // names unknown: discovery searches all the text
+			break
+		}
+	}
+	return
+}
+
+// funcName returns the name of the i-th function of the function table, from the
+// runtime's _func record (its nameOff, after the 4-byte entryOff) and name table.
+func (l Layout) funcName(i int) []byte {
+	off := int(l.funcs[i].funcoff)
+	if off < 0 || off+8 > len(l.pclntable) {
+		return nil
+	}
+	name := int(*(*int32)(unsafe.Pointer(&l.pclntable[off+4])))
+	if name == 0 {
+		return []byte{} // no name, as for the runtime (its first record)
+	}
+	if name < 0 || name >= len(l.funcnames) {
+		return nil
+	}
+	n := l.funcnames[name:]
+	if end := bytes.IndexByte(n, 0); end >= 0 {
+		n = n[:end]
+	}
+	return n
+}

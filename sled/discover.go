@@ -3,85 +3,140 @@ package sled
 import (
 	"runtime"
 	"sort"
-	"strings"
 	"sync"
 	"time"
-)
 
-// Config tells discovery about the probe package without importing it.
-type Config struct {
-	// ProbePackage is the import path of package sdt. Its own functions hold no sites:
-	// a check there is the body of a Probe function that was not inlined, shared by
-	// every probe of that shape, so patching it would switch all of them at once.
-	ProbePackage string
-	// IsFire reports whether a call to the function named sym fires a probe.
-	IsFire func(sym string) bool
-}
+	"github.com/gosdt/gosdt/arch"
+)
 
 // Discover finds, verifies and describes every probe site in the running program. It
 // only reads; converting sites to their sleds is the caller's job (package patch). A
 // sealed binary's sites come from its site table, checked byte for byte, not a scan.
-func Discover(cfg Config) *Table {
+func Discover() *Table {
 	start := time.Now()
 	var t *Table
-	if SealedBinary() {
-		t = loadSealed(self(), cfg)
-	} else {
-		t = discoverArch(runtime.GOARCH, self(), cfg)
+	switch src := self(); {
+	case SealedBinary():
+		t = loadSealed(src)
+	case len(src.Text) == 0:
+		t = &Table{Reason: "text section not found"}
+	case host == nil:
+		t = &Table{Reason: "no site matcher for " + runtime.GOARCH + ": probes work through their branch check"}
+	default:
+		t = Scan(host, src)
 	}
 	t.Elapsed = time.Since(start)
 	return t
 }
 
-// discoverArch runs the site matcher of goarch over src.
-func discoverArch(goarch string, src source, cfg Config) *Table {
-	var t *Table
-	switch {
-	case len(src.text) == 0:
-		return &Table{Reason: "text section not found"}
-	case goarch == "amd64":
-		t = discoverAMD64(src, cfg)
-	case goarch == "arm64":
-		t = discoverARM64(src, cfg)
-	default:
-		return &Table{Reason: "no site matcher for " + goarch + ": probes work through their branch check"}
+// Scan finds and proves the probe sites of src's text, whose code is a's. It searches
+// the text for checks (Arch.Candidates), keeps those that read data or bss, and
+// proves each, cheapest first: the code after it is a site's branch (Follow), whose
+// fire target calls a fire method with the flag as receiver (GuardedCall); only then
+// is its function walked to prove the site on instruction boundaries with no branch
+// into it (Walk, Match), and its sled proven and encoded (Seal). A check of a flag that
+// some proven site reads, around other code (if p.Enabled() { ... }), is then a guard
+// site when it matches the shape, and otherwise a site refused with the reason. Every
+// other candidate is rejected with the reason. The text is searched and the candidates
+// proven on several goroutines when it pays.
+func Scan(a *arch.Arch, src Source) *Table {
+	text := src.Text
+	t := &Table{TextBytes: len(text)}
+	if len(text) == 0 {
+		t.Reason = "text section not found"
+		return t
+	}
+	search := src.Search
+	if search == nil {
+		search = [][2]int{{0, len(text)}}
+	}
+	for _, r := range search {
+		t.Searched += r[1] - r[0]
+	}
+	// The search reads the text, which takes most of discovery's time in a large
+	// program with few sites: each core searches its part.
+	pieces := cutRanges(search, scanParallelism(t.Searched))
+	parts := make([][]arch.Check, len(pieces))
+	inParallel(scanParallelism(t.Searched), len(pieces), func(_, p int) {
+		found := a.Candidates(text, src.Base, pieces[p][0], pieces[p][1])
+		parts[p] = found[:0]
+		for _, c := range found {
+			if src.InData(c.Flag) { // not noptrdata/noptrbss (write barrier flags and the like): never a probe
+				parts[p] = append(parts[p], c)
+			}
+		}
+	})
+	// Memory a program has not touched yet costs a page fault a page (and more in a
+	// VM): discovery allocates what it needs once, and compacts in place.
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	cands := make([]candidate, 0, n)
+	for _, p := range parts {
+		for _, c := range p {
+			cands = append(cands, candidate{site: arch.Site{Check: c}})
+		}
+	}
+	t.Candidates = len(cands)
+
+	// Each worker proves a contiguous run of candidates, with its own walked functions
+	// and decoded instructions: candidates in one function go to one worker.
+	workers := make([]prover, parallelism(len(cands)))
+	for i := range workers {
+		workers[i] = newProver(a, src)
+	}
+	// A fired check that matches the site shape makes its flag a probe's: it is a site,
+	// proven at once while its instructions are in the worker's cache.
+	sites := make([]Site, len(cands))
+	made := make([]bool, len(cands))
+	inParallel(len(workers), len(cands), func(wi, i int) {
+		c, w := &cands[i], &workers[wi]
+		w.mem.Reset()
+		if w.check(c); c.fired && c.matchErr == nil {
+			sites[i], made[i] = w.site(c), true
+		}
+	})
+	probes := map[uint64]bool{}
+	for i := range cands {
+		if made[i] {
+			probes[cands[i].site.Check.Flag] = true
+		}
+	}
+	inParallel(len(workers), len(cands), func(wi, i int) {
+		c, w := &cands[i], &workers[wi]
+		switch {
+		case made[i] || !probes[c.site.Check.Flag]:
+			return
+		case c.followErr != nil && c.site.Addr == 0:
+			// The check of a known probe's flag leads to no branch we can see (arm64:
+			// the loaded value is reused, or tested through other code): nothing to
+			// patch, and the code keeps working through whatever it does with the flag.
+			return
+		}
+		w.mem.Reset()
+		if !c.fired && c.followErr == nil {
+			// A check of a known probe around other code (if p.Enabled() { ... }): a
+			// site if it matches the shape; otherwise site says why not.
+			w.match(c)
+		}
+		sites[i], made[i] = w.site(c), true
+	})
+	t.Sites = sites[:0] // in place: the i-th site goes to an index at most i
+	for i := range cands {
+		if made[i] {
+			t.Sites = append(t.Sites, sites[i])
+			continue
+		}
+		c := &cands[i]
+		why := c.why
+		if c.matchErr != nil {
+			why = c.matchErr.Error()
+		}
+		t.Rejected = append(t.Rejected, Rejection{Addr: uintptr(c.site.Check.Addr), Flag: uintptr(c.site.Check.Flag), Reason: why})
 	}
 	sort.Slice(t.Sites, func(i, j int) bool { return t.Sites[i].Addr < t.Sites[j].Addr })
 	return t
-}
-
-// raceCall reports calls that -race inserts around memory accesses; they may precede
-// the fire call in a guarded block and do not end it.
-func raceCall(sym string) bool {
-	return strings.HasPrefix(sym, "runtime.race")
-}
-
-// refuseInside refuses a site whose function (entry) is in the probe package itself.
-// No user code is ever inlined into that package's functions, so its outermost
-// function being there means no frame of the inline tree is the user's.
-func (s *Site) refuseInside(src source, entry uintptr, probePkg string) {
-	s.probePkg, s.syms = probePkg, src.syms
-	if entry == 0 || s.Reason != "" {
-		return
-	}
-	if mod, _ := SplitFunc(src.syms.name(entry)); mod == probePkg {
-		s.Reason = "check inside package " + probePkg + " itself (Probe body not inlined, as with -gcflags=-l): patching it would switch every probe of that shape"
-	}
-}
-
-// Describe names the function that holds the probe statement (inlining resolved), its
-// package, file and line. Discovery leaves it for later, when a probe is first listed
-// or enabled: walking the inline tree costs a scan of the function's tables from its
-// start, per site, which in large functions made discovery quadratic. Callers
-// serialise calls (package sdt does so under its lock).
-func (s *Site) Describe() {
-	if s.described {
-		return
-	}
-	s.described = true
-	if s.syms != nil {
-		s.Func, s.Module, s.File, s.Line = s.syms.holder(s.Addr, s.probePkg)
-	}
 }
 
 // minPerWorker is the fewest candidates worth a goroutine of their own (a variable for
@@ -102,6 +157,23 @@ var minScanPerWorker = 1 << 20
 // scanParallelism is how many goroutines search n bytes of text for candidates.
 func scanParallelism(n int) int {
 	return max(1, min(runtime.GOMAXPROCS(0), n/minScanPerWorker))
+}
+
+// cutRanges cuts ranges so that none is longer than an n-th of their total, for n
+// workers to share.
+func cutRanges(ranges [][2]int, n int) [][2]int {
+	total := 0
+	for _, r := range ranges {
+		total += r[1] - r[0]
+	}
+	step := max(1, (total+n-1)/n)
+	var out [][2]int
+	for _, r := range ranges {
+		for lo := r[0]; lo < r[1]; lo += step {
+			out = append(out, [2]int{lo, min(lo+step, r[1])})
+		}
+	}
+	return out
 }
 
 // inParallel calls do(w, i) for every i in [0, n), worker w taking the w-th of

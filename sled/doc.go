@@ -1,14 +1,15 @@
-// Package sled finds the probe sites in the running program's text, verifies each one's
-// machine code with the disassembler, and knows its canonical sled (disabled, enabled).
+// Package sled finds the probe sites in the running program's text, proves each one's
+// machine code with its architecture's description (package arch), and knows its sled.
 //
 // A site is the compiler's inlined flag check of a probe: on amd64 a CMPB of the probe's
 // flag byte and a conditional jump; on arm64 the CBZ/CBNZ/TBZ/TBNZ that tests the byte an
 // ADRP+LDRB loaded, possibly several instructions earlier (the load becomes NOPs too,
 // through Site.Also, once its register is proven dead; otherwise Site.Note says why it
-// stays). Discover decodes the function around every candidate
-// from its entry, so a match is on real instruction boundaries, and requires the guarded
-// block to call into package sdt. A candidate that does not match a verified shape is not
-// patched: it keeps its branch check and its Reason says why.
+// stays). Scan walks the function around every candidate from its entry, so a match is
+// on real instruction boundaries, and requires the guarded block to call into package
+// sdt. A candidate that does not match a verified shape is not patched: it keeps its
+// branch check and its Refusal says why. Only the host's architecture is linked into a
+// program; package sled/offline reads either architecture's binary files.
 //
 // A binary sealed by sdtctl seal carries its sites in a site table (SiteTable, in the
 // section SectionName); Discover then reads the table instead of scanning, and checks

@@ -1,6 +1,7 @@
 package sled
 
 import (
+	"sort"
 	"unsafe"
 )
 
@@ -9,12 +10,23 @@ type Layout struct {
 	Text, Etext uintptr
 	Data, Edata uintptr
 	Bss, Ebss   uintptr
+	funcs       []functab // the runtime's function table, when Text is known
+	funcnames   []byte    // the runtime's function name table and
+	pclntable   []byte    // its _func records, when their names check out
 }
 
 // Self returns the layout of the running executable.
-func Self() Layout {
-	t, et, d, ed, b, eb := moduleBounds()
-	return Layout{Text: t, Etext: et, Data: d, Edata: ed, Bss: b, Ebss: eb}
+func Self() Layout { return moduleBounds() }
+
+// function returns the entry and the end (the next function's entry) of the function
+// whose code holds pc, from the runtime's function table; zeros if none does.
+func (l Layout) function(pc uintptr) (entry, end uintptr) {
+	t := l.funcs
+	if len(t) < 2 || pc < l.Text+uintptr(t[0].entryoff) || pc >= l.Text+uintptr(t[len(t)-1].entryoff) {
+		return 0, 0
+	}
+	i := sort.Search(len(t)-1, func(i int) bool { return l.Text+uintptr(t[i+1].entryoff) > pc })
+	return l.Text + uintptr(t[i].entryoff), l.Text + uintptr(t[i+1].entryoff)
 }
 
 // InData reports whether addr lies in data or bss, where probe definitions live.

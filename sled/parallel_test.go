@@ -1,13 +1,15 @@
-package sled
+package sled_test
 
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/gosdt/gosdt/internal/testbin"
+	"github.com/gosdt/gosdt/sled"
+	"github.com/gosdt/gosdt/sled/offline"
 )
 
 // TestParallelDiscoveryIsSequential runs discovery of real binaries (this test binary,
@@ -19,46 +21,43 @@ import (
 func TestParallelDiscoveryIsSequential(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
-		t.Fatal(err)
+		t.Skip("no file of this test binary to read:", err)
 	}
-	arm := filepath.Join(t.TempDir(), "target-arm64")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", arm, "../cmd/sdtctl/testdata/target")
-	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the arm64 target: %v\n%s", err, out)
-	}
-	cfg := Config{ProbePackage: "github.com/gosdt/gosdt/sdt", IsFire: func(sym string) bool {
-		return strings.HasPrefix(sym, "github.com/gosdt/gosdt/sdt.(*P") || strings.HasSuffix(sym, ".(*fakeProbe).fire")
-	}}
-	defer func(p, s int) { minPerWorker, minScanPerWorker = p, s }(minPerWorker, minScanPerWorker)
+	arm := testbin.Build(t, "", "arm64", "../cmd/sdtctl/testdata/target")
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	for _, path := range []string{self, filepath.Join(runtime.GOROOT(), "bin", "go"), arm} {
+	for _, bin := range []struct{ path, probes string }{
+		{self, "github.com/gosdt/gosdt/sled/internal/fakesdt"},
+		{runtime.GOROOT() + "/bin/go", "github.com/gosdt/gosdt/sdt"},
+		{arm, "github.com/gosdt/gosdt/sdt"},
+	} {
+		restore := sled.SetProbePackage(bin.probes)
 		runtime.GOMAXPROCS(1)
-		seq, err := DiscoverFile(path, cfg)
+		seq, err := offline.Discover(bin.path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		runtime.GOMAXPROCS(8)
-		minPerWorker, minScanPerWorker = 4, 1<<10
-		par, err := DiscoverFile(path, cfg)
-		minPerWorker, minScanPerWorker = 32, 1<<20
+		defaults := sled.SetParallelism(4, 1<<10)
+		par, err := offline.Discover(bin.path)
+		defaults()
+		restore()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if seq.Candidates == 0 || seq.Candidates != par.Candidates {
-			t.Fatalf("%s: %d candidates on one goroutine, %d on eight", path, seq.Candidates, par.Candidates)
+			t.Fatalf("%s: %d candidates on one goroutine, %d on eight", bin.path, seq.Candidates, par.Candidates)
 		}
 		if got, want := describe(par), describe(seq); got != want {
-			t.Errorf("%s: eight goroutines found\n%s\none found\n%s", path, got, want)
+			t.Errorf("%s: eight goroutines found\n%s\none found\n%s", bin.path, got, want)
 		}
-		t.Logf("%s: %d candidates, %d sites, %d rejected, alike", path, seq.Candidates, len(seq.Sites), len(seq.Rejected))
+		t.Logf("%s: %d candidates, %d sites, %d rejected, alike", bin.path, seq.Candidates, len(seq.Sites), len(seq.Rejected))
 	}
 }
 
-func describe(t *Table) string {
+func describe(t *sled.Table) string {
 	var b strings.Builder
 	for _, s := range t.Sites {
-		fmt.Fprintf(&b, "site %#x %v len %d reason %q off % x on % x toggle %d return %#x\n", s.Addr, s.Kind, s.Len, s.Reason, s.Off, s.On, s.Toggle, s.Return)
+		fmt.Fprintf(&b, "site %#x %v len %d refusal %+v off % x on % x toggle %d return %#x\n", s.Addr, s.Kind, s.Len, s.Refusal, s.Off, s.On, s.Toggle, s.Return)
 	}
 	for _, r := range t.Rejected {
 		fmt.Fprintf(&b, "rejected %#x flag %#x: %s\n", r.Addr, r.Flag, r.Reason)

@@ -2,11 +2,13 @@ package sled
 
 import (
 	"bytes"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"os"
 	"runtime"
+	"slices"
+	"sync"
 	"sync/atomic"
 )
 
@@ -59,10 +61,12 @@ func Semaphore(slot int) uint16 {
 
 // MarkFor returns the words of the seal mark (sealed.mark) for an encoded table.
 func MarkFor(table []byte) [4]uint64 {
-	return [4]uint64{SealMagic, uint64(len(table)), uint64(crc32.Checksum(table, castagnoli)), 0}
+	return [4]uint64{SealMagic, uint64(len(table)), uint64(crc32.Checksum(table, castagnoli())), 0}
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is made when a site table is first checked: making it builds the
+// runtime's tables for the CRC instruction, which every start would otherwise pay.
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // SealedBinary reports whether this executable was sealed (sdtctl seal): its sites
 // are then in a site table, and sealed in its text already.
@@ -77,76 +81,80 @@ func readTable() (*SiteTable, error) {
 	if runtime.GOOS != "linux" {
 		return nil, fmt.Errorf("sealed binaries are read on linux only")
 	}
-	f, err := elf.Open(exePath)
+	f, err := os.Open(exePath)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	sec := f.Section(SectionName)
-	if sec == nil {
-		return nil, fmt.Errorf("%s: no %s section (the file was rewritten after sealing?)", exePath, SectionName)
-	}
-	b, err := sec.Data()
+	info, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", SectionName, err)
+		return nil, err
 	}
-	if MarkFor(b) != sealed.mark {
+	b, err := readSection(f, info.Size(), SectionName)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", exePath, err)
+	case b == nil:
+		return nil, fmt.Errorf("%s: no %s section (the file was rewritten after sealing?)", exePath, SectionName)
+	case MarkFor(b) != sealed.mark:
 		return nil, errors.New("the site table does not match the one this binary was sealed with")
 	}
 	return DecodeTable(b)
 }
 
-// loadSealed builds the table of a sealed executable from its site table, after
-// checking that each site's text holds what the table says: its disabled sled (sealed
-// in the file) or the compiler's bytes (left for the runtime to seal). A site whose
-// text is neither is refused with the reason, never patched.
-func loadSealed(src source, cfg Config) *Table {
+// loadSealed builds the table of a sealed executable from its site table.
+func loadSealed(src Source) *Table {
 	st, err := readTable()
 	if err != nil {
 		return &Table{Reason: "sealed binary, but its site table cannot be used: " + err.Error() +
 			"; sealed sites stay disabled, others keep their branch check"}
 	}
 	// A PIE runs at an offset from its link-time addresses: runtime·text tells it.
-	return fromTable(st, runtime.GOARCH, src, cfg, src.base-uintptr(st.Text))
+	return FromTable(st, runtime.GOARCH, src, src.Base-st.Text)
 }
 
-// fromTable checks the sites of st, moved by bias, against src.
-func fromTable(st *SiteTable, goarch string, src source, cfg Config, bias uintptr) *Table {
-	t := &Table{Sealed: true, Probes: st.Probes, TextBytes: len(src.text)}
+// FromTable returns the sites of st, moved by bias, after checking that each site's
+// text in src holds what the table says: its disabled sled (sealed in the file:
+// Presealed) or the compiler's bytes (left for the runtime to seal). A site whose text
+// is neither is refused with the reason, never patched. goarch is src's architecture.
+func FromTable(st *SiteTable, goarch string, src Source, bias uint64) *Table {
+	t := &Table{Sealed: true, Probes: st.Probes, TextBytes: len(src.Text)}
 	if st.Arch != goarch {
 		t.Reason = "site table is for " + st.Arch
 		return t
 	}
+	b := uintptr(bias)
 	for _, s := range st.Sites {
-		s.Addr += bias
-		s.Flag += bias
+		s.Addr += b
+		s.Flag += b
 		if s.Return != 0 {
-			s.Return += bias
+			s.Return += b
 		}
+		s.Also = slices.Clone(s.Also)
 		for i := range s.Also {
-			s.Also[i].Addr += bias
+			s.Also[i].Addr += b
 		}
-		s.probePkg, s.syms = cfg.ProbePackage, src.syms
+		s.syms = src.Syms
 		switch {
-		case !src.inData(s.Flag):
-			s.Reason = fmt.Sprintf("site table names flag %#x, which is not in data or bss", s.Flag)
-		case s.Reason != "":
+		case !src.InData(uint64(s.Flag)):
+			s.Refusal = refused(NotInData, fmt.Sprintf("site table names flag %#x, which is not in data or bss", s.Flag))
+		case !s.Sealable():
 		case holds(src, s.Addr, s.Off) && alsoHold(src, s.Also, true):
 			s.Presealed = true
 		case holds(src, s.Addr, s.Orig) && alsoHold(src, s.Also, false):
 		default:
-			s.Reason = "text holds neither the compiler's bytes nor the sled the site table records"
+			s.Refusal = refused(TextDiffers, "text holds neither the compiler's bytes nor the sled the site table records")
 		}
 		t.Sites = append(t.Sites, s)
 	}
 	return t
 }
 
-func holds(src source, addr uintptr, want []byte) bool {
-	return len(want) > 0 && bytes.Equal(src.mem.Read(uint64(addr), len(want)), want)
+func holds(src Source, addr uintptr, want []byte) bool {
+	return len(want) > 0 && bytes.Equal(src.Mem.Read(uint64(addr), len(want)), want)
 }
 
-func alsoHold(src source, also []Rewrite, rewritten bool) bool {
+func alsoHold(src Source, also []Rewrite, rewritten bool) bool {
 	for _, a := range also {
 		want := a.Orig
 		if rewritten {

@@ -8,38 +8,29 @@ import (
 
 	"github.com/gosdt/gosdt/patch"
 	"github.com/gosdt/gosdt/sled"
+	"github.com/gosdt/gosdt/sled/internal/fakesdt"
+	"github.com/gosdt/gosdt/sled/offline"
 )
 
-// fakeProbe has a probe definition's layout (flag byte first, a pointer after), so
-// that discovery can be tested without package sdt, which seals what it finds.
-type fakeProbe struct {
-	on   uint8
-	core *int
-}
-
-//go:noinline
-func (p *fakeProbe) fire(v int) { sink += v }
-
-var (
-	fake = fakeProbe{core: new(int)} // dynamic init: lives in bss, like a definition
-	sink int
-)
+var fake = fakesdt.New() // dynamic init: lives in bss, like a definition
 
 //go:noinline
 func fakeSites(n int) {
 	for i := 0; i < n; i++ {
-		if fake.on != 0 {
-			fake.fire(i)
-		}
+		fake.Fire(i)
 	}
-	if fake.on != 0 { // an Enabled-style guard around other code
-		sink *= 3
+	if fake.Enabled() { // a guard around other code
+		fakesdt.Sink *= 3
 	}
 }
 
-var cfg = sled.Config{
-	ProbePackage: "github.com/gosdt/gosdt/sled/none",
-	IsFire:       func(sym string) bool { return strings.HasSuffix(sym, ".(*fakeProbe).fire") },
+// TestMain points discovery at the fake probe package: its sites in this test binary
+// are the ones found.
+func TestMain(m *testing.M) {
+	restore := sled.SetProbePackage("github.com/gosdt/gosdt/sled/internal/fakesdt")
+	code := m.Run()
+	restore()
+	os.Exit(code)
 }
 
 func TestDiscoverFindsSites(t *testing.T) {
@@ -47,21 +38,21 @@ func TestDiscoverFindsSites(t *testing.T) {
 		t.Skip("no site matcher for", runtime.GOARCH)
 	}
 	fakeSites(1)
-	tab := sled.Discover(cfg)
+	tab := sled.Discover()
 	t.Logf("text %d bytes, %d candidates, %d sites, %d rejected, in %v",
 		tab.TextBytes, tab.Candidates, len(tab.Sites), len(tab.Rejected), tab.Elapsed)
 	var kinds []string
 	for _, s := range tab.Sites {
-		s.Describe()
-		if s.Func != "sled_test.fakeSites" {
-			t.Errorf("site %#x in %s (%s), want only fakeSites", s.Addr, s.Func, s.Module)
+		h := s.Describe()
+		if h.Func != "sled_test.fakeSites" {
+			t.Errorf("site %#x in %s (%s), want only fakeSites", s.Addr, h.Func, h.Module)
 			continue
 		}
-		if !s.Patchable() {
-			t.Errorf("site %#x not patchable: %s", s.Addr, s.Reason)
+		if !s.Sealable() {
+			t.Errorf("site %#x not sealable: %s", s.Addr, s.Refusal)
 		}
-		if s.Module != "github.com/gosdt/gosdt/sled_test" || !strings.HasSuffix(s.File, "sled_test.go") || s.Line == 0 {
-			t.Errorf("site %#x named %s %s %s:%d", s.Addr, s.Module, s.Func, s.File, s.Line)
+		if h.Module != "github.com/gosdt/gosdt/sled_test" || !strings.HasSuffix(h.File, "sled_test.go") || h.Line == 0 {
+			t.Errorf("site %#x named %+v", s.Addr, h)
 		}
 		end := s.ToggleAt + s.Toggle
 		if len(s.Off) != s.Len || len(s.On) != s.Len || string(s.Off[end:]) != string(s.On[end:]) || string(s.Off[:s.ToggleAt]) != string(s.On[:s.ToggleAt]) {
@@ -107,15 +98,16 @@ func TestSplitFunc(t *testing.T) {
 func BenchmarkDiscover(b *testing.B) {
 	var tab *sled.Table
 	for b.Loop() {
-		tab = sled.Discover(cfg)
+		tab = sled.Discover()
 	}
 	b.ReportMetric(float64(tab.TextBytes)/1e6, "text-MB")
 	b.ReportMetric(float64(tab.Candidates), "candidates")
 	b.ReportMetric(float64(len(tab.Sites)), "sites")
 }
 
-// TestDiscoverFile reads this test binary from its file: the same sites as the
-// running program's, at their link-time addresses (the test binary is not PIE).
+// TestDiscoverFile reads this test binary from its file (package offline): the same
+// sites as the running program's, at their link-time addresses (the test binary is not
+// PIE), named the same.
 func TestDiscoverFile(t *testing.T) {
 	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
 		t.Skip("no site matcher for", runtime.GOARCH)
@@ -124,22 +116,21 @@ func TestDiscoverFile(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	ft, err := sled.DiscoverFile(exe, cfg)
+	ft, err := offline.Discover(exe)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lt := sled.Discover(cfg)
+	lt := sled.Discover()
 	if len(ft.Sites) != len(lt.Sites) || len(ft.Sites) == 0 {
 		t.Fatalf("file: %d sites, live: %d", len(ft.Sites), len(lt.Sites))
 	}
 	for i, s := range ft.Sites {
 		l := lt.Sites[i]
-		s.Describe()
-		if s.Addr != l.Addr || s.Kind != l.Kind || string(s.Off) != string(l.Off) || s.Func != "sled_test.fakeSites" {
-			t.Errorf("file site %#x %v %s, live %#x %v", s.Addr, s.Kind, s.Func, l.Addr, l.Kind)
+		if fh, lh := s.Describe(), l.Describe(); s.Addr != l.Addr || s.Kind != l.Kind || string(s.Off) != string(l.Off) || fh != lh {
+			t.Errorf("file site %#x %v %+v, live %#x %v %+v", s.Addr, s.Kind, fh, l.Addr, l.Kind, lh)
 		}
 	}
-	if _, err := sled.DiscoverFile("/bin/sh", cfg); err == nil || !strings.Contains(err.Error(), "not a Go binary") {
-		t.Errorf("DiscoverFile(/bin/sh) = %v, want not a Go binary", err)
+	if _, err := offline.Discover("/bin/sh"); err == nil || !strings.Contains(err.Error(), "not a Go binary") {
+		t.Errorf("offline.Discover(/bin/sh) = %v, want not a Go binary", err)
 	}
 }

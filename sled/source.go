@@ -6,51 +6,56 @@ import (
 	"github.com/gosdt/gosdt/arch"
 )
 
-// source is what discovery reads: a program's text, where its data is, and who names
-// its functions. It is the running program (Discover) or a binary file (DiscoverFile).
-type source struct {
-	text   []byte
-	base   uintptr // address of text[0]
-	mem    arch.Memory
-	inData func(addr uintptr) bool // data or bss, where probe definitions live
-	syms   symbols
+// Source is what discovery reads: a program's text, where its data is, and who names
+// its functions. It is the running program (Discover) or a binary file (package
+// sled/offline).
+type Source struct {
+	Text   []byte
+	Base   uint64                 // address of Text[0]
+	Mem    arch.Memory            // the text by address; reads never fault
+	InData func(addr uint64) bool // data or bss, where probe definitions live
+	Syms   Symbols
+	// Search lists the parts of Text, as offsets [lo, hi) in order, that can hold
+	// sites; nil: all of it.
+	Search [][2]int
 }
 
 // bytes copies n bytes at addr.
-func (s source) bytes(addr uintptr, n int) []byte {
-	return append([]byte(nil), s.mem.Read(uint64(addr), n)...)
+func (s Source) bytes(addr uint64, n int) []byte {
+	return append([]byte(nil), s.Mem.Read(addr, n)...)
 }
 
-// symbols names functions: the running program's own tables, or a binary's .gopclntab.
-type symbols interface {
-	// entry returns the entry of the function that contains pc, 0 if none.
-	entry(pc uintptr) uintptr
-	// name names the function that contains pc ("" if none).
-	name(pc uintptr) string
-	// holder names the function that holds the probe statement at pc, its package,
-	// file and line.
-	holder(pc uintptr, probePkg string) (fn, module, file string, line int)
+// Symbols names a program's functions: the running program's own tables, or a binary's.
+type Symbols interface {
+	// Func returns the extent of the function whose code holds pc: its entry and its
+	// end, the next function's entry (padding included); zeros if none holds it.
+	Func(pc uint64) (entry, end uint64)
+	// Name names the function that contains pc ("" if none).
+	Name(pc uint64) string
+	// Holder names the function that holds the probe statement at pc (the innermost
+	// frame of the inline tree outside the probe package), with its file and line.
+	Holder(pc uint64) Holder
 }
 
-// live is the running program's symbols.
-type live struct{}
+// live is the running program's symbols: its function table, and the runtime.
+type live struct{ Layout }
 
-func (live) entry(pc uintptr) uintptr {
-	if f := runtime.FuncForPC(pc); f != nil {
-		return f.Entry()
-	}
-	return 0
+func (l live) Func(pc uint64) (entry, end uint64) {
+	e, n := l.function(uintptr(pc))
+	return uint64(e), uint64(n)
 }
 
-func (live) name(pc uintptr) string {
-	if f := runtime.FuncForPC(pc); f != nil {
+func (live) Name(pc uint64) string {
+	if f := runtime.FuncForPC(uintptr(pc)); f != nil {
 		return f.Name()
 	}
 	return ""
 }
 
 // self is the running program as a source.
-func self() source {
+func self() Source {
 	l := Self()
-	return source{text: l.text(), base: l.Text, mem: liveText{l}, inData: l.InData, syms: live{}}
+	return Source{Text: l.text(), Base: uint64(l.Text), Mem: liveText{l},
+		InData: func(addr uint64) bool { return l.InData(uintptr(addr)) }, Syms: live{l},
+		Search: l.searchRanges()}
 }

@@ -15,9 +15,9 @@ const SectionName = ".gosdt.sites"
 // the file, with the bytes that verify it, and the probes that have a USDT semaphore.
 // At start the runtime reads it instead of scanning the text (see Discover).
 type SiteTable struct {
-	Arch   string  // "amd64" or "arm64"
-	Text   uint64  // link-time address of runtime.text: a PIE is shifted by where it runs
-	Sites  []*Site // link-time addresses; Func, File and Line are not recorded
+	Arch   string // "amd64" or "arm64"
+	Text   uint64 // link-time address of runtime.text: a PIE is shifted by where it runs
+	Sites  []Site // link-time addresses
 	Probes []SealedProbe
 }
 
@@ -30,10 +30,12 @@ type SealedProbe struct {
 
 // tableMagic starts an encoded table; its last byte is the format version. Version 2
 // added each site's toggle offset (amd64 sleds may start with a NOP that aligns the
-// toggle); a version 1 table, from an older sdtctl seal, is read with every toggle at
-// offset 0, which is how that version laid its sleds out.
+// toggle), version 3 the cause of a refusal. Older tables, from an older sdtctl seal,
+// are read too: version 1 with every toggle at offset 0, which is how that version laid
+// its sleds out, and a refusal of version 1 or 2 as Unproven.
 const (
-	tableMagic   = "GOSDTST\x02"
+	tableMagic   = "GOSDTST\x03"
+	tableMagicV2 = "GOSDTST\x02"
 	tableMagicV1 = "GOSDTST\x01"
 )
 
@@ -61,7 +63,10 @@ func (t *SiteTable) encode(magic string) []byte {
 		e.bytes(s.Orig)
 		e.bytes(s.Off)
 		e.bytes(s.On)
-		e.str(s.Reason)
+		if magic == tableMagic {
+			e.u32(uint32(s.Refusal.Cause))
+		}
+		e.str(s.Refusal.Detail)
 		e.str(s.Note)
 		e.u32(uint32(len(s.Also)))
 		for _, a := range s.Also {
@@ -84,29 +89,39 @@ func (t *SiteTable) encode(magic string) []byte {
 // Discover checks every site's bytes against the text before trusting it.
 func DecodeTable(b []byte) (*SiteTable, error) {
 	d := decoder{b: b}
-	v1 := false
+	version := 0
 	switch magic := string(d.take(len(tableMagic))); {
 	case magic == tableMagic:
+		version = 3
+	case magic == tableMagicV2:
+		version = 2
 	case magic == tableMagicV1:
-		v1 = true
+		version = 1
 	case magic[:len(magic)-1] == tableMagic[:len(tableMagic)-1]:
-		return nil, fmt.Errorf("site table: format version %d, this gosdt reads 1 and 2: seal the binary with this version's sdtctl", magic[len(magic)-1])
+		return nil, fmt.Errorf("site table: format version %d, this gosdt reads 1 to 3: seal the binary with this version's sdtctl", magic[len(magic)-1])
 	default:
 		return nil, errors.New("site table: bad magic")
 	}
 	t := &SiteTable{Arch: d.str(), Text: d.u64()}
 	n := d.count(40)
 	for range n {
-		s := &Site{Addr: uintptr(d.u64()), Len: int(d.u32()), Flag: uintptr(d.u64())}
+		s := Site{Addr: uintptr(d.u64()), Len: int(d.u32()), Flag: uintptr(d.u64())}
 		kind := d.u32()
 		s.Kind = Kind(kind)
 		s.Return = uintptr(d.u64())
 		s.Toggle = int(d.u32())
-		if !v1 {
+		if version >= 2 {
 			s.ToggleAt = int(d.u32())
 		}
 		s.Orig, s.Off, s.On = d.bytes(), d.bytes(), d.bytes()
-		s.Reason, s.Note = d.str(), d.str()
+		cause := uint32(Unproven)
+		if version >= 3 {
+			cause = d.u32()
+		}
+		if detail := d.str(); detail != "" || version >= 3 && cause != uint32(Proven) {
+			s.Refusal = Refusal{Cause: Cause(cause), Detail: detail}
+		}
+		s.Note = d.str()
 		for range d.count(12) {
 			s.Also = append(s.Also, Rewrite{Addr: uintptr(d.u64()), Orig: d.bytes(), New: d.bytes()})
 		}
@@ -135,15 +150,19 @@ func DecodeTable(b []byte) (*SiteTable, error) {
 }
 
 // checkSite rejects a decoded site whose forms could not have come from discovery.
-func checkSite(s *Site, kind uint32) error {
+func checkSite(s Site, kind uint32) error {
 	switch {
 	case kind > uint32(Guard):
 		return fmt.Errorf("kind %d", kind)
+	case s.Refusal.Cause > NotInData:
+		return fmt.Errorf("refusal cause %d", s.Refusal.Cause)
+	case s.Refusal.Cause != Proven && s.Refusal.Detail == "":
+		return errors.New("a refusal without its reason")
 	case len(s.Orig) != s.Len || s.Len == 0 || s.Len > 64:
 		return fmt.Errorf("%d original bytes for a %d-byte site", len(s.Orig), s.Len)
-	case s.Reason == "" && (len(s.Off) != s.Len || len(s.On) != s.Len || s.Toggle <= 0 || s.ToggleAt < 0 || s.ToggleAt+s.Toggle > s.Len):
+	case s.Sealable() && (len(s.Off) != s.Len || len(s.On) != s.Len || s.Toggle <= 0 || s.ToggleAt < 0 || s.ToggleAt+s.Toggle > s.Len):
 		return errors.New("sled forms do not fit the site")
-	case s.Reason == "" && !onlyToggleDiffers(s):
+	case s.Sealable() && !onlyToggleDiffers(s):
 		return errors.New("sled forms differ outside the toggle")
 	}
 	for _, a := range s.Also {
@@ -156,7 +175,7 @@ func checkSite(s *Site, kind uint32) error {
 
 // onlyToggleDiffers reports whether Off and On are equal outside the toggle: a run-time
 // switch writes only the toggle, so any other difference could not be switched.
-func onlyToggleDiffers(s *Site) bool {
+func onlyToggleDiffers(s Site) bool {
 	end := s.ToggleAt + s.Toggle
 	return bytes.Equal(s.Off[:s.ToggleAt], s.On[:s.ToggleAt]) && bytes.Equal(s.Off[end:], s.On[end:])
 }

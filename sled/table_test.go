@@ -11,13 +11,13 @@ func sampleTable() *SiteTable {
 	return &SiteTable{
 		Arch: "arm64",
 		Text: 0x401000,
-		Sites: []*Site{
+		Sites: []Site{
 			{Addr: 0x401234, Len: 4, Flag: 0x5a0010, Kind: Fire, Return: 0x401244, Toggle: 4,
 				Orig: []byte{1, 2, 3, 4}, Off: []byte{5, 6, 7, 8}, On: []byte{0x1f, 0x20, 0x03, 0xd5},
 				Note: "flag load kept",
 				Also: []Rewrite{{Addr: 0x401220, Orig: []byte{9, 9, 9, 9, 9, 9, 9, 9}, New: []byte{0x1f, 0x20, 0x03, 0xd5, 0x1f, 0x20, 0x03, 0xd5}}}},
 			{Addr: 0x401300, Len: 2, Flag: 0x5a0020, Kind: Guard, Orig: []byte{0x74, 0x10},
-				Reason: "flags live at the target"},
+				Refusal: Refusal{Cause: Unproven, Detail: "flags live at the target"}},
 			{Addr: 0x401407, Len: 9, Flag: 0x5a0030, Kind: Fire, Return: 0x401420, ToggleAt: 1, Toggle: 2,
 				Orig: []byte{0x80, 0x3d, 1, 2, 3, 4, 0, 0x74, 0x10},
 				Off:  []byte{0x90, 0xeb, 0x0f, 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00},
@@ -57,6 +57,8 @@ func TestTableRefusesImpossibleSites(t *testing.T) {
 		"lead differs": func(t *SiteTable) { t.Sites[2].ToggleAt = 2; t.Sites[2].Toggle = 1 },
 		"tail differs": func(t *SiteTable) { t.Sites[2].On[8] = 0x90 },
 		"also":         func(t *SiteTable) { t.Sites[0].Also[0].New = nil },
+		"cause":        func(t *SiteTable) { t.Sites[1].Refusal.Cause = 9 },
+		"no reason":    func(t *SiteTable) { t.Sites[1].Refusal.Detail = "" },
 		"slot 0":       func(t *SiteTable) { t.Probes[0].Slot = 0 },
 		"slot range":   func(t *SiteTable) { t.Probes[0].Slot = SemaphoreSlots },
 	} {
@@ -68,22 +70,27 @@ func TestTableRefusesImpossibleSites(t *testing.T) {
 	}
 }
 
-// TestTableVersion1 reads a table written by the sdtctl seal that placed every toggle at
-// the site's first byte, and refuses one from a newer format by its version.
-func TestTableVersion1(t *testing.T) {
-	in := sampleTable()
-	in.Sites = in.Sites[:2] // version 1 had no lead: its sleds toggle at offset 0
-	out, err := DecodeTable(in.encode(tableMagicV1))
-	if err != nil {
-		t.Fatal(err)
+// TestTableOlderVersions reads tables written by older sdtctl seals: version 1 placed
+// every toggle at the site's first byte, version 2 recorded a refusal without its
+// cause (read as Unproven). It refuses one from a newer format by its version.
+func TestTableOlderVersions(t *testing.T) {
+	for _, magic := range []string{tableMagicV1, tableMagicV2} {
+		in := sampleTable()
+		if magic == tableMagicV1 {
+			in.Sites = in.Sites[:2] // version 1 had no lead: its sleds toggle at offset 0
+		}
+		out, err := DecodeTable(in.encode(magic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(in, out) {
+			t.Errorf("version %d:\n got %+v\nwant %+v", magic[len(magic)-1], out, in)
+		}
 	}
-	if !reflect.DeepEqual(in, out) {
-		t.Errorf("version 1:\n got %+v\nwant %+v", out, in)
-	}
-	b := in.Encode()
-	b[len(tableMagic)-1] = 3
-	if _, err := DecodeTable(b); err == nil || !strings.Contains(err.Error(), "version 3") {
-		t.Errorf("a version 3 table: %v, want an error naming the version", err)
+	b := sampleTable().Encode()
+	b[len(tableMagic)-1] = 4
+	if _, err := DecodeTable(b); err == nil || !strings.Contains(err.Error(), "version 4") {
+		t.Errorf("a version 4 table: %v, want an error naming the version", err)
 	}
 }
 
@@ -93,15 +100,16 @@ func FuzzDecodeTable(f *testing.F) {
 	f.Add(sampleTable().Encode())
 	f.Add([]byte(tableMagic))
 	f.Add(sampleTable().encode(tableMagicV1))
+	f.Add(sampleTable().encode(tableMagicV2))
 	f.Add(append([]byte(tableMagic), 0xff, 0xff, 0xff, 0xff))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		st, err := DecodeTable(b)
 		if err != nil {
 			return
 		}
-		if bytes.HasPrefix(b, []byte(tableMagicV1)) {
+		if !bytes.HasPrefix(b, []byte(tableMagic)) {
 			if again, err := DecodeTable(st.Encode()); err != nil || !reflect.DeepEqual(again, st) {
-				t.Errorf("version 1 table re-encoded as version 2 reads back as %+v, %v", again, err)
+				t.Errorf("older table re-encoded as version 3 reads back as %+v, %v", again, err)
 			}
 			return
 		}

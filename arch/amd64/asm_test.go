@@ -3,6 +3,7 @@ package amd64
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/gosdt/gosdt/arch"
 )
 
 // asm is a tiny label-resolving assembler for the handful of encodings the
@@ -47,7 +48,7 @@ func (a *asm) ref(target any, size, trail int) {
 	a.b = append(a.b, make([]byte, size)...)
 }
 
-func (a *asm) nop(n int) *asm     { return a.raw(NOP(n)...) }
+func (a *asm) nop(n int) *asm     { return a.raw(nop(n)...) }
 func (a *asm) cmpb(flag any) *asm { a.raw(0x80, 0x3D); a.ref(flag, 4, 1); return a.raw(0) }
 func (a *asm) je8(t any) *asm     { a.raw(0x74); a.ref(t, 1, 0); return a }
 func (a *asm) je32(t any) *asm    { a.raw(0x0F, 0x84); a.ref(t, 4, 0); return a }
@@ -77,7 +78,7 @@ func (a *asm) movImm(v uint32) *asm {
 	return a.raw(b...)
 }
 func (a *asm) at(label string) uint64 { return a.labels[label] }
-func (a *asm) mem() Bytes             { return Bytes{Base: a.base, Code: a.bytes()} }
+func (a *asm) mem() arch.Bytes        { return arch.Bytes{Base: a.base, Code: a.bytes()} }
 
 func (a *asm) bytes() []byte {
 	for _, f := range a.fix {

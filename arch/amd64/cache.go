@@ -1,39 +1,39 @@
 package amd64
 
-// Cache is a Memory that remembers the instructions Decode decoded from it. Proving one
-// site decodes some instructions several times (the check's Jcc when the check is read
+import (
+	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/arch/internal/recent"
+)
+
+// cache is the Memory of one goroutine of discovery (Arch.NewCache). Proving one site
+// decodes some instructions several times (the check's Jcc when the check is followed
 // and when it is matched, the fire block when its call is found and when flags are
-// proven dead in it); with a Cache each is decoded by x86asm once. It holds the
+// proven dead in it); through a cache x86asm decodes each once. It holds the
 // instructions of one site at a time (Reset between sites), a few dozen, in a slice
-// searched linearly. It is not safe for concurrent use: give each goroutine its own.
-type Cache struct {
-	Memory
-	insts []Inst
+// searched linearly, and the walker's scratch memory. One goroutine only.
+type cache struct {
+	arch.Memory
+	insts  recent.Insts[inst]
+	walker walker
 }
 
-// NewCache returns a Cache over m.
-func NewCache(m Memory) *Cache { return &Cache{Memory: m} }
+func newCache(m arch.Memory) arch.Cache { return &cache{Memory: m} }
 
-// maxCached bounds the cache: past it, Decode decodes without remembering.
-const maxCached = 128
-
-// decode is Decode through the cache.
-func (c *Cache) decode(pc uint64) (Inst, error) {
-	for i := range c.insts {
-		if c.insts[i].PC == pc {
-			return c.insts[i], nil
-		}
+// decode is decode through the cache.
+func (c *cache) decode(pc uint64) (inst, error) {
+	if in, ok := c.insts.Get(pc); ok {
+		return in, nil
 	}
-	b := c.Read(pc, MaxInstLen)
+	b := c.Read(pc, maxInstLen)
 	if len(b) == 0 {
-		return Inst{}, shapeErr(pc, "no code mapped")
+		return inst{}, shapeErr(pc, "no code mapped")
 	}
 	in, err := decodeBytes(b, pc)
-	if err == nil && len(c.insts) < maxCached {
-		c.insts = append(c.insts, in)
+	if err == nil {
+		c.insts.Put(pc, in)
 	}
 	return in, err
 }
 
 // Reset forgets every instruction, keeping the memory for the next ones.
-func (c *Cache) Reset() { c.insts = c.insts[:0] }
+func (c *cache) Reset() { c.insts.Reset() }

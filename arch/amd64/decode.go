@@ -2,16 +2,16 @@ package amd64
 
 import (
 	"fmt"
-	"sort"
 
+	"github.com/gosdt/gosdt/arch"
 	"golang.org/x/arch/x86/x86asm"
 )
 
-// MaxInstLen is the architectural limit on the length of one instruction.
-const MaxInstLen = 15
+// maxInstLen is the architectural limit on the length of one instruction.
+const maxInstLen = 15
 
-// Inst is one decoded instruction with its absolute addresses resolved.
-type Inst struct {
+// inst is one instruction decoded by x86asm, with its absolute addresses resolved.
+type inst struct {
 	PC     uint64
 	Len    int
 	Op     x86asm.Op
@@ -21,30 +21,30 @@ type Inst struct {
 }
 
 // End is the address just past the instruction.
-func (in Inst) End() uint64 { return in.PC + uint64(in.Len) }
+func (in inst) End() uint64 { return in.PC + uint64(in.Len) }
 
-func (in Inst) String() string {
+func (in inst) String() string {
 	return fmt.Sprintf("%#x: %v", in.PC, in.Inst)
 }
 
-// Decode decodes the one instruction at pc (once, if m is a *Cache).
-func Decode(m Memory, pc uint64) (Inst, error) {
-	if c, ok := m.(*Cache); ok {
+// decode decodes the one instruction at pc (once, if m is a *cache).
+func decode(m arch.Memory, pc uint64) (inst, error) {
+	if c, ok := m.(*cache); ok {
 		return c.decode(pc)
 	}
-	b := m.Read(pc, MaxInstLen)
+	b := m.Read(pc, maxInstLen)
 	if len(b) == 0 {
-		return Inst{}, shapeErr(pc, "no code mapped")
+		return inst{}, shapeErr(pc, "no code mapped")
 	}
 	return decodeBytes(b, pc)
 }
 
-func decodeBytes(b []byte, pc uint64) (Inst, error) {
+func decodeBytes(b []byte, pc uint64) (inst, error) {
 	xi, err := x86asm.Decode(b, 64)
 	if err != nil {
-		return Inst{}, shapeErr(pc, "cannot decode % x: %v", b[:min(len(b), 8)], err)
+		return inst{}, shapeErr(pc, "cannot decode % x: %v", b[:min(len(b), 8)], err)
 	}
-	in := Inst{PC: pc, Len: xi.Len, Op: xi.Op, Inst: xi}
+	in := inst{PC: pc, Len: xi.Len, Op: xi.Op, Inst: xi}
 	end := pc + uint64(xi.Len)
 	for _, a := range xi.Args {
 		switch a := a.(type) {
@@ -55,7 +55,9 @@ func decodeBytes(b []byte, pc uint64) (Inst, error) {
 			}
 		case x86asm.Mem:
 			if a.Base == x86asm.RIP && a.Index == 0 {
-				in.Mem = end + uint64(a.Disp)
+				// A RIP-relative displacement is 32 bits, signed; x86asm gives it
+				// zero-extended (RIP+0xfffaaa1f for -0x555e1).
+				in.Mem = end + uint64(int64(int32(a.Disp)))
 			}
 		}
 	}
@@ -78,17 +80,11 @@ func isCondJump(op x86asm.Op) bool {
 	return false
 }
 
-// isINT3 reports whether in is the one-byte breakpoint INT3 (CC).
-func isINT3(in Inst) bool {
-	return in.Op == x86asm.INT && in.Len == 1
-}
-
 // isUncond reports whether control never falls through past the instruction.
-func isUncond(in Inst) bool {
-	if isINT3(in) {
-		return true
-	}
+func isUncond(in inst) bool {
 	switch in.Op {
+	case x86asm.INT:
+		return in.Len == 1 // INT3 (CC)
 	case x86asm.RET, x86asm.JMP, x86asm.UD2, x86asm.LJMP, x86asm.LRET,
 		x86asm.IRET, x86asm.IRETD, x86asm.IRETQ, x86asm.HLT:
 		return true
@@ -96,81 +92,22 @@ func isUncond(in Inst) bool {
 	return false
 }
 
-// DecodeFunc decodes a Go function linearly from entry.
-//
-// It stops at end when end != 0. When end == 0 it stops after an unconditional
-// transfer (RET, JMP, UD2, INT3) whose next pc is not in the function, or at
-// INT3 padding (an INT3 after an unconditional transfer that no branch seen so
-// far jumps to or past). inFunc decides membership; when it is nil, a pc is in
-// the function while some direct branch seen so far targets it or a later pc
-// (the classic linear-sweep rule; an indirect JMP never ends the sweep then,
-// since jump-table cases follow it). Undecodable bytes are an error naming the
-// pc, and so is code that ends before end.
-func DecodeFunc(m Memory, entry, end uint64, inFunc func(pc uint64) bool) ([]Inst, error) {
-	var insts []Inst
-	var maxTarget uint64 // furthest direct jump target seen
-	prevUncond := false
-	for pc := entry; end == 0 || pc < end; {
-		b := m.Read(pc, MaxInstLen)
-		if end != 0 && uint64(len(b)) > end-pc {
-			b = b[:end-pc]
-		}
+// decodeFunc decodes the function [entry, end) linearly with x86asm: every
+// instruction, where walk only finds their boundaries. Undecodable bytes are an error
+// naming the pc, and so is code that ends before end.
+func decodeFunc(m arch.Memory, entry, end uint64) ([]inst, error) {
+	var insts []inst
+	for pc := entry; pc < end; {
+		b := m.Read(pc, int(min(end-pc, maxInstLen)))
 		if len(b) == 0 {
-			if end != 0 {
-				return insts, shapeErr(pc, "function ends before %#x: no code mapped", end)
-			}
-			break
-		}
-		if end == 0 && b[0] == 0xCC && prevUncond && pc > maxTarget {
-			break // INT3 padding between functions
+			return insts, shapeErr(pc, "function ends before %#x: no code mapped", end)
 		}
 		in, err := decodeBytes(b, pc)
 		if err != nil {
 			return insts, err
 		}
 		insts = append(insts, in)
-		if in.Target != 0 && isJump(in.Op) && in.Target > maxTarget {
-			maxTarget = in.Target
-		}
 		pc = in.End()
-		prevUncond = isUncond(in)
-		if end == 0 && prevUncond {
-			if inFunc != nil {
-				if !inFunc(pc) {
-					break
-				}
-			} else if pc > maxTarget && !(in.Op == x86asm.JMP && in.Target == 0) {
-				break
-			}
-		}
 	}
 	return insts, nil
-}
-
-// Index returns the index of the instruction that starts exactly at pc.
-func Index(insts []Inst, pc uint64) (int, bool) {
-	i := sort.Search(len(insts), func(i int) bool { return insts[i].PC >= pc })
-	if i < len(insts) && insts[i].PC == pc {
-		return i, true
-	}
-	return i, false
-}
-
-// BranchTargets returns every direct branch target in the function: those of
-// JMP and Jcc, and of CALLs that land inside the decoded range.
-func BranchTargets(insts []Inst) map[uint64]bool {
-	t := make(map[uint64]bool)
-	if len(insts) == 0 {
-		return t
-	}
-	lo, hi := insts[0].PC, insts[len(insts)-1].End()
-	for _, in := range insts {
-		if in.Target == 0 {
-			continue
-		}
-		if isJump(in.Op) || (in.Target >= lo && in.Target < hi) {
-			t[in.Target] = true
-		}
-	}
-	return t
 }

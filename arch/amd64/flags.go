@@ -2,11 +2,13 @@ package amd64
 
 import (
 	"strings"
+	"sync"
 
+	"github.com/gosdt/gosdt/arch"
 	"golang.org/x/arch/x86/x86asm"
 )
 
-// Arithmetic flags tracked by FlagsDead.
+// Arithmetic flags tracked by flagsDead.
 const (
 	fCF uint8 = 1 << iota
 	fPF
@@ -26,95 +28,77 @@ func flagNames(f uint8) string {
 	return strings.Join(s, ",")
 }
 
-// flagReads lists the instructions that read arithmetic flags, with the flags
-// they read. Unknown readers are caught by the allowlist in flagEffect.
-var flagReads = map[x86asm.Op]uint8{
-	x86asm.JA: fCF | fZF, x86asm.JBE: fCF | fZF, x86asm.JAE: fCF, x86asm.JB: fCF,
-	x86asm.JE: fZF, x86asm.JNE: fZF, x86asm.JG: fZF | fSF | fOF, x86asm.JLE: fZF | fSF | fOF,
-	x86asm.JGE: fSF | fOF, x86asm.JL: fSF | fOF, x86asm.JO: fOF, x86asm.JNO: fOF,
-	x86asm.JP: fPF, x86asm.JNP: fPF, x86asm.JS: fSF, x86asm.JNS: fSF,
-	x86asm.LOOPE: fZF, x86asm.LOOPNE: fZF,
+// flagRows is what flagsDead knows of instructions: the flags each reads and the flags
+// it always writes (flags the SDM leaves undefined are not counted as written), by
+// group. Instructions in no row are unknown and stop the proof. Shifts and rotates are
+// in the neutral rows: with a zero count they leave the flags alone (see flagEffect
+// for the immediate-count case).
+var flagRows = []struct {
+	reads, writes uint8
+	ops           []x86asm.Op
+}{
+	// Condition codes, by the flags they test: Jcc, SETcc, CMOVcc and the like.
+	{fCF | fZF, 0, []x86asm.Op{x86asm.JA, x86asm.JBE, x86asm.SETA, x86asm.SETBE, x86asm.CMOVA, x86asm.CMOVBE, x86asm.FCMOVBE, x86asm.FCMOVNBE}},
+	{fCF, 0, []x86asm.Op{x86asm.JAE, x86asm.JB, x86asm.SETAE, x86asm.SETB, x86asm.CMOVAE, x86asm.CMOVB, x86asm.FCMOVB, x86asm.FCMOVNB, x86asm.ADC, x86asm.SBB, x86asm.RCL, x86asm.RCR, x86asm.CMC}},
+	{fZF, 0, []x86asm.Op{x86asm.JE, x86asm.JNE, x86asm.LOOPE, x86asm.LOOPNE, x86asm.SETE, x86asm.SETNE, x86asm.CMOVE, x86asm.CMOVNE, x86asm.FCMOVE, x86asm.FCMOVNE}},
+	{fZF | fSF | fOF, 0, []x86asm.Op{x86asm.JG, x86asm.JLE, x86asm.SETG, x86asm.SETLE, x86asm.CMOVG, x86asm.CMOVLE}},
+	{fSF | fOF, 0, []x86asm.Op{x86asm.JGE, x86asm.JL, x86asm.SETGE, x86asm.SETL, x86asm.CMOVGE, x86asm.CMOVL}},
+	{fOF, 0, []x86asm.Op{x86asm.JO, x86asm.JNO, x86asm.SETO, x86asm.SETNO, x86asm.CMOVO, x86asm.CMOVNO, x86asm.INTO}},
+	{fPF, 0, []x86asm.Op{x86asm.JP, x86asm.JNP, x86asm.SETP, x86asm.SETNP, x86asm.CMOVP, x86asm.CMOVNP, x86asm.FCMOVU, x86asm.FCMOVNU}},
+	{fSF, 0, []x86asm.Op{x86asm.JS, x86asm.JNS, x86asm.SETS, x86asm.SETNS, x86asm.CMOVS, x86asm.CMOVNS}},
+	{fAll, 0, []x86asm.Op{x86asm.PUSHF, x86asm.PUSHFD, x86asm.PUSHFQ, x86asm.LAHF}},
 
-	x86asm.SETA: fCF | fZF, x86asm.SETBE: fCF | fZF, x86asm.SETAE: fCF, x86asm.SETB: fCF,
-	x86asm.SETE: fZF, x86asm.SETNE: fZF, x86asm.SETG: fZF | fSF | fOF, x86asm.SETLE: fZF | fSF | fOF,
-	x86asm.SETGE: fSF | fOF, x86asm.SETL: fSF | fOF, x86asm.SETO: fOF, x86asm.SETNO: fOF,
-	x86asm.SETP: fPF, x86asm.SETNP: fPF, x86asm.SETS: fSF, x86asm.SETNS: fSF,
+	// Writers.
+	{0, fAll, []x86asm.Op{
+		x86asm.CMP, x86asm.TEST, x86asm.ADD, x86asm.SUB, x86asm.AND, x86asm.OR, x86asm.XOR, x86asm.NEG, x86asm.XADD, x86asm.CMPXCHG,
+		x86asm.POPCNT, x86asm.PTEST, x86asm.VPTEST, x86asm.UCOMISS, x86asm.UCOMISD, x86asm.COMISS, x86asm.COMISD, x86asm.VUCOMISS, x86asm.VUCOMISD,
+		x86asm.VCOMISS, x86asm.VCOMISD, x86asm.CMPSB, x86asm.CMPSW, x86asm.CMPSD, x86asm.CMPSQ, x86asm.SCASB, x86asm.SCASW,
+		x86asm.SCASD, x86asm.SCASQ, x86asm.POPF, x86asm.POPFD, x86asm.POPFQ}},
+	{0, fCF | fPF | fZF | fSF, []x86asm.Op{x86asm.SAHF}},
+	{0, fAll &^ fCF, []x86asm.Op{x86asm.INC, x86asm.DEC}},
+	{0, fCF | fOF, []x86asm.Op{x86asm.MUL, x86asm.IMUL}},
+	{0, fCF, []x86asm.Op{x86asm.BT, x86asm.BTS, x86asm.BTR, x86asm.BTC, x86asm.CLC, x86asm.STC}},
+	{0, fZF, []x86asm.Op{x86asm.BSF, x86asm.BSR, x86asm.CMPXCHG8B, x86asm.CMPXCHG16B}},
+	{0, fCF | fZF, []x86asm.Op{x86asm.TZCNT, x86asm.LZCNT}},
 
-	x86asm.CMOVA: fCF | fZF, x86asm.CMOVBE: fCF | fZF, x86asm.CMOVAE: fCF, x86asm.CMOVB: fCF,
-	x86asm.CMOVE: fZF, x86asm.CMOVNE: fZF, x86asm.CMOVG: fZF | fSF | fOF, x86asm.CMOVLE: fZF | fSF | fOF,
-	x86asm.CMOVGE: fSF | fOF, x86asm.CMOVL: fSF | fOF, x86asm.CMOVO: fOF, x86asm.CMOVNO: fOF,
-	x86asm.CMOVP: fPF, x86asm.CMOVNP: fPF, x86asm.CMOVS: fSF, x86asm.CMOVNS: fSF,
-
-	x86asm.FCMOVB: fCF, x86asm.FCMOVNB: fCF, x86asm.FCMOVE: fZF, x86asm.FCMOVNE: fZF,
-	x86asm.FCMOVBE: fCF | fZF, x86asm.FCMOVNBE: fCF | fZF, x86asm.FCMOVU: fPF, x86asm.FCMOVNU: fPF,
-
-	x86asm.ADC: fCF, x86asm.SBB: fCF, x86asm.RCL: fCF, x86asm.RCR: fCF, x86asm.CMC: fCF,
-	x86asm.INTO:  fOF,
-	x86asm.PUSHF: fAll, x86asm.PUSHFD: fAll, x86asm.PUSHFQ: fAll, x86asm.LAHF: fAll,
+	// Neither: moves, loads and stores; stack, exchange and sign extension.
+	{0, 0, []x86asm.Op{
+		x86asm.MOV, x86asm.MOVZX, x86asm.MOVSX, x86asm.MOVSXD, x86asm.MOVQ, x86asm.MOVD, x86asm.MOVBE, x86asm.MOVNTI,
+		x86asm.MOVUPS, x86asm.MOVUPD, x86asm.MOVAPS, x86asm.MOVAPD, x86asm.MOVSD_XMM, x86asm.MOVSS, x86asm.MOVDQU,
+		x86asm.MOVDQA, x86asm.MOVHPS, x86asm.MOVLPS, x86asm.MOVHPD, x86asm.MOVLPD, x86asm.MOVSB, x86asm.MOVSW, x86asm.MOVSD,
+		x86asm.MOVSQ, x86asm.STOSB, x86asm.STOSW, x86asm.STOSD, x86asm.STOSQ, x86asm.LEA, x86asm.NOP, x86asm.PUSH, x86asm.POP,
+		x86asm.XCHG, x86asm.BSWAP, x86asm.NOT, x86asm.CBW, x86asm.CWDE, x86asm.CDQE, x86asm.CWD, x86asm.CDQ, x86asm.CQO}},
+	// SSE arithmetic and logic, conversions, shuffles.
+	{0, 0, []x86asm.Op{
+		x86asm.XORPS, x86asm.XORPD, x86asm.PXOR, x86asm.ANDPS, x86asm.ANDPD, x86asm.ANDNPS, x86asm.ANDNPD, x86asm.ORPS, x86asm.ORPD,
+		x86asm.ADDSD, x86asm.ADDSS, x86asm.SUBSD, x86asm.SUBSS, x86asm.MULSD, x86asm.MULSS, x86asm.DIVSD, x86asm.DIVSS,
+		x86asm.SQRTSD, x86asm.SQRTSS, x86asm.MINSD, x86asm.MAXSD, x86asm.MINSS, x86asm.MAXSS, x86asm.ROUNDSD, x86asm.ROUNDSS,
+		x86asm.CVTSI2SD, x86asm.CVTSI2SS, x86asm.CVTSD2SS, x86asm.CVTSS2SD, x86asm.CVTTSD2SI, x86asm.CVTTSS2SI, x86asm.CVTSD2SI,
+		x86asm.CVTSS2SI, x86asm.PSHUFD, x86asm.PSHUFB, x86asm.PUNPCKLQDQ, x86asm.PCMPEQB, x86asm.PMOVMSKB, x86asm.PADDQ,
+		x86asm.PAND, x86asm.POR}},
+	// Prefetches, fences, timers; shifts, rotates, divisions and BMI.
+	{0, 0, []x86asm.Op{
+		x86asm.PREFETCHNTA, x86asm.PREFETCHT0, x86asm.PREFETCHT1, x86asm.PREFETCHT2, x86asm.PREFETCHW, x86asm.LFENCE,
+		x86asm.MFENCE, x86asm.SFENCE, x86asm.PAUSE, x86asm.CPUID, x86asm.RDTSC, x86asm.RDTSCP,
+		x86asm.SHL, x86asm.SHR, x86asm.SAR, x86asm.ROL, x86asm.ROR, x86asm.SHLD, x86asm.SHRD, x86asm.DIV, x86asm.IDIV, x86asm.SHLX,
+		x86asm.SHRX, x86asm.SARX, x86asm.RORX, x86asm.MULX, x86asm.PDEP, x86asm.PEXT, x86asm.ANDN, x86asm.BLSR, x86asm.BZHI, x86asm.CRC32}},
 }
 
-// flagWrites lists instructions that always define the given flags (flags left
-// undefined by the SDM are not counted as written).
-var flagWrites = map[x86asm.Op]uint8{
-	x86asm.CMP: fAll, x86asm.TEST: fAll, x86asm.ADD: fAll, x86asm.SUB: fAll,
-	x86asm.AND: fAll, x86asm.OR: fAll, x86asm.XOR: fAll, x86asm.NEG: fAll,
-	x86asm.XADD: fAll, x86asm.CMPXCHG: fAll, x86asm.POPCNT: fAll, x86asm.PTEST: fAll,
-	x86asm.UCOMISS: fAll, x86asm.UCOMISD: fAll, x86asm.COMISS: fAll, x86asm.COMISD: fAll,
-	x86asm.VUCOMISS: fAll, x86asm.VUCOMISD: fAll, x86asm.VCOMISS: fAll, x86asm.VCOMISD: fAll,
-	x86asm.VPTEST: fAll, x86asm.CMPSB: fAll, x86asm.CMPSW: fAll, x86asm.CMPSD: fAll, x86asm.CMPSQ: fAll,
-	x86asm.SCASB: fAll, x86asm.SCASW: fAll, x86asm.SCASD: fAll, x86asm.SCASQ: fAll,
-	x86asm.POPF: fAll, x86asm.POPFD: fAll, x86asm.POPFQ: fAll, x86asm.SAHF: fCF | fPF | fZF | fSF,
-	x86asm.INC: fAll &^ fCF, x86asm.DEC: fAll &^ fCF,
-	x86asm.MUL: fCF | fOF, x86asm.IMUL: fCF | fOF,
-	x86asm.BT: fCF, x86asm.BTS: fCF, x86asm.BTR: fCF, x86asm.BTC: fCF,
-	x86asm.BSF: fZF, x86asm.BSR: fZF, x86asm.TZCNT: fCF | fZF, x86asm.LZCNT: fCF | fZF,
-	x86asm.CLC: fCF, x86asm.STC: fCF, x86asm.CMPXCHG8B: fZF, x86asm.CMPXCHG16B: fZF,
-}
-
-// flagNeutral lists instructions that neither read nor reliably write the
-// arithmetic flags. Shifts and rotates are here: with a zero count they leave
-// the flags alone, so they are not counted as writes (see flagEffect for the
-// immediate-count case).
-var flagNeutral = map[x86asm.Op]bool{
-	x86asm.MOV: true, x86asm.MOVZX: true, x86asm.MOVSX: true, x86asm.MOVSXD: true,
-	x86asm.MOVQ: true, x86asm.MOVD: true, x86asm.MOVBE: true, x86asm.MOVNTI: true,
-	x86asm.MOVUPS: true, x86asm.MOVUPD: true, x86asm.MOVAPS: true, x86asm.MOVAPD: true,
-	x86asm.MOVSD_XMM: true, x86asm.MOVSS: true, x86asm.MOVDQU: true, x86asm.MOVDQA: true,
-	x86asm.MOVHPS: true, x86asm.MOVLPS: true, x86asm.MOVHPD: true, x86asm.MOVLPD: true,
-	x86asm.MOVSB: true, x86asm.MOVSW: true, x86asm.MOVSD: true, x86asm.MOVSQ: true,
-	x86asm.STOSB: true, x86asm.STOSW: true, x86asm.STOSD: true, x86asm.STOSQ: true,
-	x86asm.LEA: true, x86asm.NOP: true, x86asm.PUSH: true, x86asm.POP: true,
-	x86asm.XCHG: true, x86asm.BSWAP: true, x86asm.NOT: true,
-	x86asm.CBW: true, x86asm.CWDE: true, x86asm.CDQE: true, x86asm.CWD: true, x86asm.CDQ: true, x86asm.CQO: true,
-	x86asm.XORPS: true, x86asm.XORPD: true, x86asm.PXOR: true, x86asm.ANDPS: true, x86asm.ANDPD: true,
-	x86asm.ANDNPS: true, x86asm.ANDNPD: true, x86asm.ORPS: true, x86asm.ORPD: true,
-	x86asm.ADDSD: true, x86asm.ADDSS: true, x86asm.SUBSD: true, x86asm.SUBSS: true,
-	x86asm.MULSD: true, x86asm.MULSS: true, x86asm.DIVSD: true, x86asm.DIVSS: true,
-	x86asm.SQRTSD: true, x86asm.SQRTSS: true, x86asm.MINSD: true, x86asm.MAXSD: true,
-	x86asm.MINSS: true, x86asm.MAXSS: true, x86asm.ROUNDSD: true, x86asm.ROUNDSS: true,
-	x86asm.CVTSI2SD: true, x86asm.CVTSI2SS: true, x86asm.CVTSD2SS: true, x86asm.CVTSS2SD: true,
-	x86asm.CVTTSD2SI: true, x86asm.CVTTSS2SI: true, x86asm.CVTSD2SI: true, x86asm.CVTSS2SI: true,
-	x86asm.PSHUFD: true, x86asm.PSHUFB: true, x86asm.PUNPCKLQDQ: true, x86asm.PCMPEQB: true,
-	x86asm.PMOVMSKB: true, x86asm.PADDQ: true, x86asm.PAND: true, x86asm.POR: true,
-	x86asm.PREFETCHNTA: true, x86asm.PREFETCHT0: true, x86asm.PREFETCHT1: true,
-	x86asm.PREFETCHT2: true, x86asm.PREFETCHW: true, x86asm.LFENCE: true, x86asm.MFENCE: true,
-	x86asm.SFENCE: true, x86asm.PAUSE: true, x86asm.CPUID: true, x86asm.RDTSC: true, x86asm.RDTSCP: true,
-	x86asm.SHL: true, x86asm.SHR: true, x86asm.SAR: true, x86asm.ROL: true, x86asm.ROR: true,
-	x86asm.SHLD: true, x86asm.SHRD: true, x86asm.DIV: true, x86asm.IDIV: true,
-	x86asm.SHLX: true, x86asm.SHRX: true, x86asm.SARX: true, x86asm.RORX: true,
-	x86asm.MULX: true, x86asm.PDEP: true, x86asm.PEXT: true,
-	x86asm.ANDN: true, x86asm.BLSR: true, x86asm.BZHI: true, x86asm.CRC32: true,
-}
+// flagTable is flagRows by instruction: the flags read and written. Built when first
+// needed, not at every program's start: a program whose sites came sealed never needs it.
+var flagTable = sync.OnceValue(func() map[x86asm.Op][2]uint8 {
+	t := map[x86asm.Op][2]uint8{}
+	for _, r := range flagRows {
+		for _, op := range r.ops {
+			t[op] = [2]uint8{r.reads, r.writes}
+		}
+	}
+	return t
+})
 
 // flagEffect returns the flags in read and written by in, and whether in is
 // understood at all.
-func flagEffect(in Inst) (reads, writes uint8, known bool) {
-	if r, ok := flagReads[in.Op]; ok {
-		return r, 0, true
-	}
-	if w, ok := flagWrites[in.Op]; ok {
-		return 0, w, true
-	}
+func flagEffect(in inst) (reads, writes uint8, known bool) {
 	switch in.Op {
 	case x86asm.SHL, x86asm.SHR, x86asm.SAR:
 		// With an immediate count in 1..width-1 CF, ZF, SF, PF are defined
@@ -136,18 +120,18 @@ func flagEffect(in Inst) (reads, writes uint8, known bool) {
 		}
 		return 0, 0, true
 	}
-	if flagNeutral[in.Op] {
-		return 0, 0, true
+	if e, ok := flagTable()[in.Op]; ok {
+		return e[0], e[1], true
 	}
 	// VEX/EVEX-encoded vector instructions leave EFLAGS alone, except the
-	// compares and tests listed in flagWrites.
+	// compares and tests listed as writers.
 	if name := in.Op.String(); strings.HasPrefix(name, "V") {
 		return 0, 0, true
 	}
 	return 0, 0, false
 }
 
-// FlagsDead proves that the arithmetic flags (ZF, CF, SF, OF, PF) are dead at
+// flagsDead proves that the arithmetic flags (ZF, CF, SF, OF, PF) are dead at
 // pc: the straight-line path from pc writes all of them, or reaches a CALL or
 // RET (Go's ABI keeps no flags live across either), before anything reads one.
 // It follows up to 4 direct JMPs and 32 instructions. An instruction outside
@@ -155,12 +139,29 @@ func flagEffect(in Inst) (reads, writes uint8, known bool) {
 // trap, or running out of budget means "not proven": the error says why. It is
 // conservative by design: flags an instruction leaves undefined are not
 // counted as written.
-func FlagsDead(m Memory, pc uint64) error {
+func flagsDead(m arch.Memory, pc uint64) error {
 	start := pc
 	live := fAll // flags that may still carry the value of before pc
 	jumps := 0
 	for n := 0; n < flagsMaxInsts; n++ {
-		in, err := Decode(m, pc)
+		if p, ok := peek(m, pc); ok {
+			// What the length decoder knows of flags, without x86asm: a call ends
+			// the walk, a direct jump is followed, moves and NOPs leave flags alone.
+			switch {
+			case p.flow == flowCall || p.flow == flowCallInd || p.flow == flowRet:
+				return nil
+			case p.flow == flowJmp:
+				if jumps++; jumps > maxJumps {
+					return shapeErr(pc, "flags at %#x not proven dead: more than %d jumps", start, maxJumps)
+				}
+				pc = p.target
+				continue
+			case p.flow == flowNext && p.kind != peekOther:
+				pc += uint64(p.n)
+				continue
+			}
+		}
+		in, err := decode(m, pc)
 		if err != nil {
 			return err
 		}

@@ -1,40 +1,58 @@
 package amd64
 
-import "golang.org/x/arch/x86/x86asm"
+import (
+	"github.com/gosdt/gosdt/arch"
+	"golang.org/x/arch/x86/x86asm"
+)
 
-// Limits of the straight-line walks in GuardedCall and FlagsDead.
+// Limits of the straight-line walks in guardedCall and flagsDead.
 const (
 	guardedMaxInsts = 64
 	flagsMaxInsts   = 32
 	maxJumps        = 4
 )
 
-// Guarded is what the straight-line code after a site's check does first.
-type Guarded struct {
-	Call   uint64   // target of the first CALL not passed over
-	CallPC uint64   // address of that CALL
-	Return uint64   // pc after that CALL (the fire call's return address)
-	Leas   []uint64 // absolute addresses loaded by RIP-relative LEAs on the way
-}
-
-// GuardedCall follows the straight-line code from start (following up to 4
-// direct JMPs, at most 64 instructions) to the first direct CALL whose target
-// pass(target) is false. Calls with pass(target) true (race instrumentation,
-// runtime.raceread and friends) are stepped over; pass may be nil. It refuses,
-// with a *ShapeError, a Jcc, RET, indirect jump or call, trap, or undecodable
-// byte on the way.
-func GuardedCall(m Memory, start uint64, pass func(target uint64) bool) (Guarded, error) {
-	var g Guarded
+// guardedCall follows the straight-line code from start (Arch.GuardedCall), up to 4
+// direct JMPs and 64 instructions, to the first direct CALL whose target pass(target)
+// is false; calls that pass (race instrumentation, runtime.raceread and friends) are
+// stepped over. The receivers are the addresses of every RIP-relative LEA on the way.
+// It refuses a Jcc, RET, indirect jump or call, trap, or undecodable byte. What the
+// length decoder knows (peek) is read without x86asm.
+func guardedCall(m arch.Memory, start uint64, pass func(target uint64) bool) (arch.Guarded, error) {
+	var g arch.Guarded
 	pc, jumps := start, 0
 	for n := 0; n < guardedMaxInsts; n++ {
-		in, err := Decode(m, pc)
+		p, ok := peek(m, pc)
+		switch {
+		case !ok || p.flow != flowNext && p.flow != flowCall && p.flow != flowJmp:
+			// Unknown to the length decoder, or a refusal to put in x86asm's words.
+		case p.flow == flowCall && pass != nil && pass(p.target):
+			pc += uint64(p.n)
+			continue
+		case p.flow == flowCall:
+			g.Call, g.CallPC, g.Return = p.target, pc, pc+uint64(p.n)
+			return g, nil
+		case p.flow == flowJmp:
+			if jumps++; jumps > maxJumps {
+				return g, shapeErr(pc, "more than %d jumps before the guarded call", maxJumps)
+			}
+			pc = p.target
+			continue
+		default:
+			if p.kind == peekLeaRIP {
+				g.Receivers = append(g.Receivers, p.lea)
+			}
+			pc += uint64(p.n)
+			continue
+		}
+		in, err := decode(m, pc)
 		if err != nil {
 			return g, err
 		}
 		switch {
 		case in.Op == x86asm.LEA:
 			if in.Mem != 0 {
-				g.Leas = append(g.Leas, in.Mem)
+				g.Receivers = append(g.Receivers, in.Mem)
 			}
 		case in.Op == x86asm.CALL:
 			if in.Target == 0 {

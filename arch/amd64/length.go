@@ -13,24 +13,19 @@ package amd64
 // instruction costs time, never a wrong boundary. TestLengthAgreesWithX86asm checks it
 // against x86asm on every instruction of real binaries, FuzzLength on random bytes.
 
-// Flow says how an instruction passes control on, as far as a function walk cares.
-type Flow uint8
+// flowKind says how an instruction passes control on, as far as a function walk cares.
+type flowKind uint8
 
 const (
-	FlowNext    Flow = iota // falls through to the next instruction
-	FlowJcc                 // conditional direct branch to Target (Jcc)
-	FlowJmp                 // direct JMP to Target
-	FlowCall                // direct CALL to Target
-	FlowJmpInd              // indirect JMP: never falls through
-	FlowCallInd             // indirect CALL
-	FlowRet                 // RET: never falls through
-	FlowTrap                // INT3 (and, from x86asm, UD2, HLT, far transfers): never falls through
+	flowNext    flowKind = iota // falls through to the next instruction
+	flowJcc                     // conditional direct branch to Target (Jcc)
+	flowJmp                     // direct JMP to Target
+	flowCall                    // direct CALL to Target
+	flowJmpInd                  // indirect JMP: never falls through
+	flowCallInd                 // indirect CALL
+	flowRet                     // RET: never falls through
+	flowTrap                    // INT3 (and, from x86asm, UD2, HLT, far transfers): never falls through
 )
-
-// Uncond reports whether control never falls through past an instruction of flow f.
-func (f Flow) Uncond() bool {
-	return f == FlowJmp || f == FlowJmpInd || f == FlowRet || f == FlowTrap
-}
 
 // Per-opcode attributes in the tables below.
 const (
@@ -151,11 +146,14 @@ var twoByte = func() (t [256]uint16) {
 	return t
 }()
 
-// Length decodes the instruction at the start of b: its length, how it passes control
+// length decodes the instruction at the start of b: its length, how it passes control
 // on, and for a direct branch or call its displacement (relative to the instruction's
 // end). ok is false when the instruction is not one this table knows exactly, or is
 // cut short by the end of b: the caller must then decode it some other way.
-func Length(b []byte) (n int, flow Flow, rel int32, ok bool) {
+func length(b []byte) (n int, flow flowKind, rel int32, ok bool) {
+	if n := plainLength(b); n > 0 {
+		return n, flowNext, 0, true
+	}
 	i := 0
 	var n66, rep int // 66 prefixes; F2 or F3 seen (the byte)
 	rex := byte(0)
@@ -219,7 +217,7 @@ prefixes:
 		switch {
 		case a&aRel32 != 0:
 			op = 0x84 // Jcc rel32: handled with the one-byte branches below
-			flow = FlowJcc
+			flow = flowJcc
 		case op2 == 0x1F && rex&8 != 0:
 			return 0, 0, 0, false // x86asm refuses NOP with REX.W
 		case op2 == 0x18:
@@ -260,13 +258,13 @@ prefixes:
 			i += 4
 		}
 		switch {
-		case flow == FlowJcc:
+		case flow == flowJcc:
 		case op >= 0x70 && op <= 0x7F:
-			flow = FlowJcc
+			flow = flowJcc
 		case op == 0xE8:
-			flow = FlowCall
+			flow = flowCall
 		default:
-			flow = FlowJmp
+			flow = flowJmp
 		}
 		return i, flow, rel, true
 	}
@@ -276,9 +274,9 @@ prefixes:
 			return 0, 0, 0, false
 		}
 		if op == 0xC3 {
-			return i, FlowRet, 0, true
+			return i, flowRet, 0, true
 		}
-		return i, FlowTrap, 0, true
+		return i, flowTrap, 0, true
 	}
 
 	imm := 0
@@ -338,38 +336,74 @@ prefixes:
 					if prefixed {
 						return 0, 0, 0, false
 					}
-					flow = FlowCallInd
+					flow = flowCallInd
 					if reg == 4 {
-						flow = FlowJmpInd
+						flow = flowJmpInd
 					}
 				default:
 					return 0, 0, 0, false
 				}
 			}
 		}
-		if mod != 3 {
-			if rm == 4 { // SIB
-				if i >= len(b) {
-					return 0, 0, 0, false
-				}
-				if mod == 0 && b[i]&7 == 5 {
-					i += 4 // no base: disp32
-				}
-				i++
-			}
-			switch {
-			case mod == 1:
-				i++
-			case mod == 2, mod == 0 && rm == 5: // disp32, or RIP-relative
-				i += 4
-			}
+		if mod != 3 && rm == 4 && i >= len(b) {
+			return 0, 0, 0, false // the SIB byte is cut off
 		}
+		i += addressLen(modrm, b[i:])
 	} else if n66 > 0 && op >= 0x50 && op <= 0x5F {
 		return 0, 0, 0, false // PUSH/POP r16: rare, leave it to x86asm
 	}
 	i += imm
-	if i > len(b) || i > MaxInstLen {
+	if i > len(b) || i > maxInstLen {
 		return 0, 0, 0, false
 	}
 	return i, flow, 0, true
+}
+
+// plainLength is length's fast path for most of Go's code: an optional REX, then a
+// one-byte opcode whose table entry is a ModRM and at most an immediate (MOV, the ALU
+// ops, TEST, IMUL, MOVSXD, the 80-83 group), no other prefix. It returns 0 for
+// anything else, which the general path then reads; where it answers, it answers as
+// the general path would.
+func plainLength(b []byte) int {
+	if len(b) < maxInstLen {
+		return 0
+	}
+	i := 0
+	if b[0]&0xF0 == 0x40 {
+		i = 1
+	}
+	a := oneByte[b[i]]
+	if a&^(aImm8|aImmZ) != mrm {
+		return 0
+	}
+	n := i + 2 + addressLen(b[i+1], b[i+2:])
+	switch {
+	case a&aImm8 != 0:
+		n++
+	case a&aImmZ != 0:
+		n += 4
+	}
+	return n
+}
+
+// addressLen is how many bytes of SIB and displacement follow a ModRM byte; after
+// holds them (only its first byte is read: the SIB's base).
+func addressLen(modrm byte, after []byte) int {
+	mod, rm, n := modrm>>6, modrm&7, 0
+	if mod == 3 {
+		return 0
+	}
+	if rm == 4 { // SIB
+		if mod == 0 && after[0]&7 == 5 {
+			n += 4 // no base: disp32
+		}
+		n++
+	}
+	switch {
+	case mod == 1:
+		n++
+	case mod == 2, mod == 0 && rm == 5: // disp32, or RIP-relative
+		n += 4
+	}
+	return n
 }

@@ -1,20 +1,18 @@
 package amd64
 
 import (
-	"debug/elf"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
-	"runtime"
 	"testing"
+
+	"github.com/gosdt/gosdt/internal/testbin"
 )
 
-// TestVectorSearches checks both vector searches, whichever this CPU uses, against a
-// byte-by-byte search on random bytes rich in the pattern's bytes, at every length and
-// alignment up to 200.
-func TestVectorSearches(t *testing.T) {
+// TestVectorSearch checks the AVX2 search against a byte-by-byte one on random bytes
+// rich in the pattern's bytes, at every length and alignment up to 200.
+func TestVectorSearch(t *testing.T) {
 	if !hasAVX2 {
-		t.Log("no AVX2 here: only the SSE2 search is checked")
+		t.Skip("no AVX2 here: candidatesIn searches byte by byte")
 	}
 	rnd := rand.New(rand.NewPCG(5, 6))
 	buf := make([]byte, 256)
@@ -24,53 +22,37 @@ func TestVectorSearches(t *testing.T) {
 		}
 		start, n := rnd.IntN(50), rnd.IntN(200)
 		b := buf[start : start+n]
-		for _, s := range []struct {
-			name string
-			f    func([]byte) int
-			tail int
-		}{{"SSE2", indexCMPB, 22}, {"AVX2", indexCMPBAVX2, 38}} {
-			if s.name == "AVX2" && !hasAVX2 {
-				continue
+		got := indexCMPBAVX2(b)
+		want := -1
+		for i := 0; i+7 <= len(b); i++ {
+			if b[i] == 0x80 && b[i+1] == 0x3D && b[i+6] == 0 {
+				want = i
+				break
 			}
-			got := s.f(b)
-			want := -1
-			for i := 0; i+7 <= len(b); i++ {
-				if b[i] == 0x80 && b[i+1] == 0x3D && b[i+6] == 0 {
-					want = i
-					break
-				}
-			}
-			switch {
-			case got >= 0 && got != want:
-				t.Fatalf("%s: % x: found %d, want %d", s.name, b, got, want)
-			case got < 0:
-				seen := -1 - got
-				if seen < 0 || seen > len(b) || (want >= 0 && want < seen) || seen < len(b)-s.tail-15 {
-					t.Fatalf("%s: % x: not found in the first %d, want %d", s.name, b, seen, want)
-				}
+		}
+		switch {
+		case got >= 0 && got != want:
+			t.Fatalf("% x: found %d, want %d", b, got, want)
+		case got < 0:
+			seen := -1 - got
+			if seen < 0 || seen > len(b) || (want >= 0 && want < seen) || seen < len(b)-38-15 {
+				t.Fatalf("% x: not found in the first %d, want %d", b, seen, want)
 			}
 		}
 	}
 }
 
-// BenchmarkCandidates searches the text of the go command, with each vector search.
+// BenchmarkCandidates searches the text of a real binary (the go command), with the
+// AVX2 search and byte by byte.
 func BenchmarkCandidates(b *testing.B) {
-	f, err := elf.Open(filepath.Join(runtime.GOROOT(), "bin", "go"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	text, err := f.Section(".text").Data()
-	if err != nil {
-		b.Fatal(err)
-	}
+	text := testbin.Binaries(b, &Arch)[0].Text.Code
 	defer func(h bool) { hasAVX2 = h }(hasAVX2)
 	for _, avx2 := range []bool{false, true} {
 		hasAVX2 = avx2
 		b.Run(fmt.Sprintf("avx2=%v", avx2), func(b *testing.B) {
 			b.SetBytes(int64(len(text)))
 			for b.Loop() {
-				Candidates(text)
+				candidatesIn(text, 0, len(text))
 			}
 		})
 	}

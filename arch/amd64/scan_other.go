@@ -2,6 +2,6 @@
 
 package amd64
 
-// searchCMPB looks at no position: CandidatesIn searches byte by byte on other hosts
+// searchCMPB looks at no position: candidatesIn searches byte by byte on other hosts
 // (reading amd64 binaries offline).
 func searchCMPB(b []byte) int { return -1 }

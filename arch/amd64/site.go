@@ -2,7 +2,9 @@ package amd64
 
 import (
 	"bytes"
+	"encoding/binary"
 
+	"github.com/gosdt/gosdt/arch"
 	"golang.org/x/arch/x86/x86asm"
 )
 
@@ -16,21 +18,31 @@ import (
 //	fire block: spills; LEAQ X(SB), AX; CALL (*P).fire; reloads; to skip
 //
 // Under -race the CMPB is preceded by LEAQ X(SB), AX; CALL runtime.raceread and
-// the fire block starts with more race calls (see GuardedCall).
+// the fire block starts with more race calls (see guardedCall).
 
 // cmpbOpcode is the encoding prefix of CMPB $imm8, disp32(RIP).
 var cmpbOpcode = []byte{0x80, 0x3D}
 
-// Candidates returns the offsets in text of every `80 3D xx xx xx xx 00`
-// (CMPB $0, rel32(RIP)): a cheap pre-filter, not a match. Candidates may
-// overlap and need not start on instruction boundaries.
-func Candidates(text []byte) []int {
-	return CandidatesIn(text, 0, len(text))
+// cmpbLen is the length of CMPB $0, rel32(RIP).
+const cmpbLen = 7
+
+// candidates returns the checks `80 3D <rel32> 00` (CMPB $0, rel32(RIP)) that start
+// at offsets lo..hi-1 of text (Arch.Candidates).
+func candidates(text []byte, base uint64, lo, hi int) []arch.Check {
+	offs := candidatesIn(text, lo, hi)
+	out := make([]arch.Check, len(offs))
+	for i, off := range offs {
+		addr := base + uint64(off)
+		rel := int32(binary.LittleEndian.Uint32(text[off+2:]))
+		out[i] = arch.Check{Addr: addr, Len: cmpbLen, Flag: addr + cmpbLen + uint64(int64(rel)), Reg: -1, Tmp: -1}
+	}
+	return out
 }
 
-// CandidatesIn returns the Candidates that start at offsets lo..hi-1 of text, so that
-// parts of a large text can be searched in parallel.
-func CandidatesIn(text []byte, lo, hi int) []int {
+// candidatesIn returns the offsets of every `80 3D xx xx xx xx 00` that starts at
+// offsets lo..hi-1 of text. Candidates may overlap and need not start on instruction
+// boundaries.
+func candidatesIn(text []byte, lo, hi int) []int {
 	var offs []int
 	// A candidate at p reads up to p+6: the search covers lo..hi-1 as starts.
 	end := min(hi+6, len(text))
@@ -62,36 +74,124 @@ func CandidatesIn(text []byte, lo, hi int) []int {
 	return offs
 }
 
-// Site is a matched probe site: the compiler's flag check.
-type Site struct {
-	Addr  uint64    // first byte (the CMPB)
-	Len   int       // CMPB + padding NOPs + Jcc
-	Flag  uint64    // absolute flag address X
-	Op    x86asm.Op // JE or JNE
-	Taken uint64    // the Jcc's target
-	Next  uint64    // Addr+Len, the fall-through
+// maxPadding bounds the NOPs the assembler puts between the CMPB and its Jcc.
+const maxPadding = 8
+
+// follow reads the CMPB at c.Addr as a site's (Arch.Follow): NOPs, then the JE or JNE
+// that tests the flag. On error the site is the CMPB alone.
+func follow(m arch.Memory, c arch.Check) (arch.Site, error) {
+	s := arch.Site{Check: c, Addr: c.Addr, Len: c.Len}
+	pc := c.End()
+	for range maxPadding {
+		if p, ok := peek(m, pc); ok && p.kind != peekOther && p.kind != peekMove && p.kind != peekLeaRIP {
+			if p.kind == peekNOP {
+				pc += uint64(p.n)
+				continue
+			}
+			s.Len, s.Taken, s.OnZero, s.Branch = int(pc+uint64(p.n)-c.Addr), p.target, p.kind == peekJE, "JNE"
+			if s.OnZero {
+				s.Branch = "JE"
+			}
+			return s, nil
+		}
+		in, err := decode(m, pc)
+		if err != nil {
+			return s, err
+		}
+		switch in.Op {
+		case x86asm.NOP:
+			pc = in.End()
+			continue
+		case x86asm.JE, x86asm.JNE:
+			s.Len, s.Taken, s.OnZero, s.Branch = int(in.End()-c.Addr), in.Target, in.Op == x86asm.JE, in.Op.String()
+			return s, nil
+		}
+		return s, shapeErr(in.PC, "%v after the compare, not a JE or JNE", in.Op)
+	}
+	return s, shapeErr(pc, "too much padding after the compare")
 }
 
-// Fire is where control goes when the flag is set: Next for JE, Taken for JNE.
-func (s Site) Fire() uint64 {
-	if s.Op == x86asm.JNE {
-		return s.Taken
+// maxSiteLen bounds a site: the CMPB, padding NOPs and the Jcc.
+const maxSiteLen = 64
+
+// match proves s against its walked function (Arch.Match): its instructions, decoded
+// by x86asm, fall on the walk's boundaries and have the site's exact shape (matchSite),
+// and no branch of the function lands inside it.
+func match(m arch.Memory, w *arch.Walked, s arch.Site) error {
+	if !w.IsStart(s.Addr) {
+		return shapeErr(s.Addr, "not on an instruction boundary")
 	}
-	return s.Next
+	var buf [maxPadding + 2]inst // the CMPB, the padding, the Jcc: on the stack
+	insts := buf[:0]
+	for pc := s.Addr; pc < w.End && pc < s.Addr+maxSiteLen && len(insts) < len(buf); {
+		if !w.IsStart(pc) {
+			return shapeErr(pc, "x86asm and the walk disagree on the instruction boundary at %#x", pc)
+		}
+		in, err := decode(m, pc)
+		if err != nil {
+			return err
+		}
+		insts = append(insts, in)
+		if len(insts) > 1 && in.Op != x86asm.NOP {
+			break
+		}
+		pc = in.End()
+	}
+	got, err := matchSite(insts)
+	if err != nil {
+		return err
+	}
+	if got.Len != s.Len || got.Taken != s.Taken || got.Check.Flag != s.Check.Flag {
+		return shapeErr(s.Addr, "the site decodes to %d bytes to %#x, followed as %d to %#x", got.Len, got.Taken, s.Len, s.Taken)
+	}
+	if t, ok := w.Target(s.Addr+1, s.Next()); ok {
+		return shapeErr(s.Addr, "a branch targets %#x inside the site", t)
+	}
+	return nil
 }
 
-// Skip is where control goes when the flag is clear: Taken for JE, Next for JNE.
-func (s Site) Skip() uint64 {
-	if s.Op == x86asm.JNE {
-		return s.Next
+// matchSite checks that insts, decoded from a site's start, are CMPB $0 on a
+// RIP-relative byte, only NOPs, then a JE or JNE (rel8 or rel32) that does not
+// branch into the site itself, and returns the site they make.
+func matchSite(insts []inst) (arch.Site, error) {
+	if len(insts) == 0 {
+		return arch.Site{}, shapeErr(0, "no instructions")
 	}
-	return s.Taken
+	cmp := insts[0]
+	if !isCMPBZeroRIP(cmp) {
+		return arch.Site{}, shapeErr(cmp.PC, "not CMPB $0, rel32(RIP): %v", cmp.Inst)
+	}
+	j := 1
+	for ; j < len(insts) && insts[j].Op == x86asm.NOP; j++ {
+	}
+	if j >= len(insts) {
+		return arch.Site{}, shapeErr(cmp.PC, "function ends after the CMPB")
+	}
+	jcc := insts[j]
+	if jcc.Op != x86asm.JE && jcc.Op != x86asm.JNE || jcc.Target == 0 {
+		return arch.Site{}, shapeErr(jcc.PC, "CMPB followed by %v, not JE/JNE", jcc.Inst)
+	}
+	if jcc.Inst.Prefix[0] != 0 {
+		return arch.Site{}, shapeErr(jcc.PC, "prefixed %v", jcc.Inst)
+	}
+	s := arch.Site{
+		Check:  arch.Check{Addr: cmp.PC, Len: cmp.Len, Flag: cmp.Mem, Reg: -1, Tmp: -1},
+		Addr:   cmp.PC,
+		Len:    int(jcc.End() - cmp.PC),
+		Taken:  jcc.Target,
+		OnZero: jcc.Op == x86asm.JE,
+		Branch: jcc.Op.String(),
+	}
+	if s.Taken > s.Addr && s.Taken < s.Next() {
+		return arch.Site{}, shapeErr(s.Addr, "JE/JNE targets %#x inside the site", s.Taken)
+	}
+	return s, nil
 }
 
 // isCMPBZeroRIP reports whether in is exactly `80 3D <rel32> 00`.
-func isCMPBZeroRIP(in Inst) bool {
+func isCMPBZeroRIP(in inst) bool {
 	xi := in.Inst
-	if in.Op != x86asm.CMP || in.Len != 7 || xi.Prefix[0] != 0 || xi.Opcode>>24 != 0x80 || xi.MemBytes != 1 {
+	if in.Op != x86asm.CMP || in.Len != cmpbLen || xi.Prefix[0] != 0 || xi.Opcode>>24 != 0x80 || xi.MemBytes != 1 {
 		return false
 	}
 	m, ok := xi.Args[0].(x86asm.Mem)
@@ -100,48 +200,4 @@ func isCMPBZeroRIP(in Inst) bool {
 	}
 	imm, ok := xi.Args[1].(x86asm.Imm)
 	return ok && imm == 0
-}
-
-// MatchSite checks that insts[i] is CMPB $0 on a RIP-relative byte, followed
-// only by NOPs and then a JE or JNE (rel8 or rel32), and that no branch in
-// targets (see BranchTargets) lands in the site's interior
-// (Addr+1 .. Addr+Len-1). Errors are *ShapeError.
-func MatchSite(insts []Inst, i int, targets map[uint64]bool) (Site, error) {
-	if i < 0 || i >= len(insts) {
-		return Site{}, shapeErr(0, "instruction index out of range")
-	}
-	cmp := insts[i]
-	if !isCMPBZeroRIP(cmp) {
-		return Site{}, shapeErr(cmp.PC, "not CMPB $0, rel32(RIP): %v", cmp.Inst)
-	}
-	j := i + 1
-	for ; j < len(insts) && insts[j].Op == x86asm.NOP; j++ {
-	}
-	if j >= len(insts) {
-		return Site{}, shapeErr(cmp.PC, "function ends after the CMPB")
-	}
-	jcc := insts[j]
-	if jcc.Op != x86asm.JE && jcc.Op != x86asm.JNE || jcc.Target == 0 {
-		return Site{}, shapeErr(jcc.PC, "CMPB followed by %v, not JE/JNE", jcc.Inst)
-	}
-	if jcc.Inst.Prefix[0] != 0 {
-		return Site{}, shapeErr(jcc.PC, "prefixed %v", jcc.Inst)
-	}
-	s := Site{
-		Addr:  cmp.PC,
-		Len:   int(jcc.End() - cmp.PC),
-		Flag:  cmp.Mem,
-		Op:    jcc.Op,
-		Taken: jcc.Target,
-		Next:  jcc.End(),
-	}
-	for pc := s.Addr + 1; pc < s.Next; pc++ {
-		if targets[pc] {
-			return Site{}, shapeErr(s.Addr, "a branch targets %#x inside the site", pc)
-		}
-	}
-	if s.Taken > s.Addr && s.Taken < s.Next {
-		return Site{}, shapeErr(s.Addr, "JE/JNE targets %#x inside the site", s.Taken)
-	}
-	return s, nil
 }

@@ -3,9 +3,11 @@ package amd64
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gosdt/gosdt/arch"
 	"golang.org/x/arch/x86/x86asm"
 )
 
@@ -40,13 +42,37 @@ func loopFunc(base uint64) *asm {
 	return a
 }
 
+// isShapeError reports whether err is a *arch.ShapeError whose reason says want.
+func isShapeError(err error, want string) bool {
+	var se *arch.ShapeError
+	return errors.As(err, &se) && strings.Contains(se.Reason, want)
+}
+
+// refused fails t unless err is what a case wants: none for "", else a ShapeError
+// whose reason says want. It reports whether the case wanted an error (it is done).
+func refused(t *testing.T, err error, want string, got any) bool {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatal(err)
+	case want != "" && !isShapeError(err, want):
+		t.Fatalf("got %+v, %v; want ShapeError %q", got, err, want)
+	}
+	return want != ""
+}
+
 func TestCandidates(t *testing.T) {
 	text := []byte{0x80, 0x3D, 1, 2, 3, 4, 0, 0x80, 0x3D, 0x80, 0x3D, 0, 0, 0, 0, 0, 0x80, 0x3D, 0, 0, 0, 0, 1, 0x80, 0x3D, 0, 0}
-	if got, want := Candidates(text), []int{0, 7, 9}; !reflect.DeepEqual(got, want) {
-		t.Errorf("Candidates = %v, want %v", got, want)
+	want := []arch.Check{
+		{Addr: 0x1000, Len: 7, Flag: 0x1007 + 0x04030201, Reg: -1, Tmp: -1},
+		{Addr: 0x1007, Len: 7, Flag: 0x100e + 0x3D80, Reg: -1, Tmp: -1},
+		{Addr: 0x1009, Len: 7, Flag: 0x1010, Reg: -1, Tmp: -1},
 	}
-	if got := Candidates(nil); len(got) != 0 {
-		t.Errorf("Candidates(nil) = %v", got)
+	if got := candidates(text, 0x1000, 0, len(text)); !reflect.DeepEqual(got, want) {
+		t.Errorf("candidates = %+v, want %+v", got, want)
+	}
+	if got := candidates(nil, 0x1000, 0, 0); len(got) != 0 {
+		t.Errorf("candidates(nil) = %v", got)
 	}
 }
 
@@ -54,52 +80,46 @@ func TestDecodeFunc(t *testing.T) {
 	a := loopFunc(0x1000)
 	m := a.mem()
 	end := a.at("morestack") + 5 + 5 // CALL + JMP rel32
-	t.Run("linear sweep", func(t *testing.T) {
-		insts, err := DecodeFunc(m, 0x1000, 0, nil)
+	t.Run("whole", func(t *testing.T) {
+		insts, err := decodeFunc(m, 0x1000, end)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if last := insts[len(insts)-1]; last.End() != end || last.Op != x86asm.JMP || last.Target != 0x1000 {
-			t.Fatalf("sweep ended at %v (end %#x), want the JMP back to the entry ending at %#x", last, last.End(), end)
+			t.Fatalf("decode ended at %v (end %#x), want the JMP back to the entry ending at %#x", last, last.End(), end)
 		}
-		if i, ok := Index(insts, a.at("site")); !ok || insts[i].PC != a.at("site") {
-			t.Fatalf("Index(site) = %d, %v", i, ok)
+		if i, ok := index(insts, a.at("site")); !ok || insts[i].PC != a.at("site") {
+			t.Fatalf("index(site) = %d, %v", i, ok)
 		}
-		if _, ok := Index(insts, a.at("site")+1); ok {
-			t.Fatal("Index inside an instruction succeeded")
+		if _, ok := index(insts, a.at("site")+1); ok {
+			t.Fatal("index inside an instruction succeeded")
 		}
-		tg := BranchTargets(insts)
+		tg := targetsOf(insts)
 		for _, l := range []string{"incr", "cond", "exit", "morestack"} {
-			if !tg[a.at(l)] {
-				t.Errorf("BranchTargets misses %s", l)
+			if !slices.Contains(tg, a.at(l)) {
+				t.Errorf("targetsOf misses %s", l)
 			}
 		}
-		if tg[fireAddr] {
-			t.Error("BranchTargets has a call target outside the function")
+		if slices.Contains(tg, fireAddr) {
+			t.Error("targetsOf has a call target outside the function")
 		}
 	})
-	t.Run("explicit end", func(t *testing.T) {
-		insts, err := DecodeFunc(m, 0x1000, a.at("exit"), nil)
+	t.Run("part", func(t *testing.T) {
+		insts, err := decodeFunc(m, 0x1000, a.at("exit"))
 		if err != nil || insts[len(insts)-1].End() != a.at("exit") {
-			t.Fatalf("DecodeFunc(end=exit) = %v, %v", insts[len(insts)-1], err)
-		}
-	})
-	t.Run("inFunc", func(t *testing.T) {
-		insts, err := DecodeFunc(m, 0x1000, 0, func(pc uint64) bool { return pc < a.at("morestack") })
-		if err != nil || insts[len(insts)-1].Op != x86asm.RET {
-			t.Fatalf("DecodeFunc(inFunc) stopped at %v, %v; want the RET", insts[len(insts)-1], err)
+			t.Fatalf("decodeFunc(end=exit) = %v, %v", insts[len(insts)-1], err)
 		}
 	})
 	t.Run("bad bytes", func(t *testing.T) {
 		code := append(append([]byte{}, a.bytes()[:4]...), 0x06) // PUSH ES: invalid in 64-bit mode
-		_, err := DecodeFunc(Bytes{Base: 0x1000, Code: code}, 0x1000, 0, nil)
-		var se *ShapeError
+		_, err := decodeFunc(arch.Bytes{Base: 0x1000, Code: code}, 0x1000, end)
+		var se *arch.ShapeError
 		if !errors.As(err, &se) || se.PC != 0x1004 {
 			t.Fatalf("err = %v, want a ShapeError at 0x1004", err)
 		}
 	})
 	t.Run("truncated before end", func(t *testing.T) {
-		if _, err := DecodeFunc(m, 0x1000, 0x1000+uint64(len(a.b))+16, nil); err == nil {
+		if _, err := decodeFunc(m, 0x1000, 0x1000+uint64(len(a.b))+16); err == nil {
 			t.Fatal("decoding past the mapped code succeeded")
 		}
 	})
@@ -146,24 +166,30 @@ func TestMatchSite(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a := newAsm(0x2000)
 			tt.build(a)
-			insts, err := DecodeFunc(a.mem(), 0x2000, a.pc(), nil)
+			insts, err := decodeFunc(a.mem(), 0x2000, a.pc())
 			if err != nil {
 				t.Fatal(err)
 			}
-			i, ok := Index(insts, a.at("site"))
+			i, ok := index(insts, a.at("site"))
 			if !ok {
 				t.Fatal("no instruction at site")
 			}
-			s, err := MatchSite(insts, i, BranchTargets(insts))
-			if tt.reason != "" {
-				var se *ShapeError
-				if !errors.As(err, &se) || !strings.Contains(se.Reason, tt.reason) {
-					t.Fatalf("MatchSite = %+v, %v; want ShapeError %q", s, err, tt.reason)
+			// The shape, from the decoded instructions; then the pipeline discovery
+			// runs: the site followed from its check, matched against the walk.
+			s, err := matchSite(insts[i:])
+			if err == nil {
+				f, ferr := follow(a.mem(), s.Check)
+				if ferr != nil || f != s {
+					t.Fatalf("follow = %+v, %v; matchSite %+v", f, ferr, s)
 				}
-				return
+				w, werr := walk(a.mem(), 0x2000, a.pc())
+				if werr != nil {
+					t.Fatal(werr)
+				}
+				err = match(a.mem(), w, s)
 			}
-			if err != nil {
-				t.Fatal(err)
+			if refused(t, err, tt.reason, s) {
+				return
 			}
 			jcc := insts[len(insts)-1]
 			for _, in := range insts {
@@ -172,36 +198,38 @@ func TestMatchSite(t *testing.T) {
 					break
 				}
 			}
-			want := Site{Addr: a.at("site"), Len: tt.len, Flag: flagAddr, Op: tt.op, Taken: jcc.Target, Next: a.at("site") + uint64(tt.len)}
+			want := arch.Site{Check: arch.Check{Addr: a.at("site"), Len: 7, Flag: flagAddr, Reg: -1, Tmp: -1},
+				Addr: a.at("site"), Len: tt.len, Taken: jcc.Target, OnZero: tt.op == x86asm.JE, Branch: tt.op.String()}
 			if s != want {
-				t.Fatalf("MatchSite = %+v, want %+v", s, want)
+				t.Fatalf("site = %+v, want %+v", s, want)
 			}
-			if tt.op == x86asm.JE && (s.Fire() != s.Next || s.Skip() != s.Taken) ||
-				tt.op == x86asm.JNE && (s.Fire() != s.Taken || s.Skip() != s.Next) {
-				t.Errorf("Fire/Skip = %#x/%#x for %v", s.Fire(), s.Skip(), s.Op)
+			if tt.op == x86asm.JE && (s.Fire() != s.Next() || s.Skip() != s.Taken) ||
+				tt.op == x86asm.JNE && (s.Fire() != s.Taken || s.Skip() != s.Next()) {
+				t.Errorf("Fire/Skip = %#x/%#x for %v", s.Fire(), s.Skip(), s.Branch)
 			}
-			if _, err := Canonical(s); err != nil {
+			if _, err := canonical(s); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 }
 
+// TestLoopSite runs discovery's pipeline (Arch's functions, in sled's order) on the
+// loop of the design notes, and splices both sled forms into the function.
 func TestLoopSite(t *testing.T) {
 	a := loopFunc(0x47a740)
 	m := a.mem()
-	insts, err := DecodeFunc(m, a.base, 0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sites []Site
-	for _, off := range Candidates(a.bytes()) {
-		i, ok := Index(insts, a.base+uint64(off))
-		if !ok {
-			continue
-		}
-		s, err := MatchSite(insts, i, BranchTargets(insts))
+	var sites []arch.Site
+	for _, c := range Arch.Candidates(a.bytes(), a.base, 0, len(a.bytes())) {
+		s, err := Arch.Follow(m, c)
 		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := Arch.Walk(m, a.base, a.pc())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Arch.Match(m, w, s); err != nil {
 			t.Fatal(err)
 		}
 		sites = append(sites, s)
@@ -213,31 +241,31 @@ func TestLoopSite(t *testing.T) {
 	if s.Taken != a.at("incr") || s.Taken > s.Addr {
 		t.Fatalf("site %+v: want a backward JE to %#x", s, a.at("incr"))
 	}
-	g, err := GuardedCall(m, s.Fire(), nil)
+	g, err := Arch.GuardedCall(m, s.Fire(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Call != fireAddr || !reflect.DeepEqual(g.Leas, []uint64{dictAddr, flagAddr}) || g.Return != g.CallPC+5 {
-		t.Fatalf("GuardedCall = %+v", g)
+	if g.Call != fireAddr || !reflect.DeepEqual(g.Receivers, []uint64{dictAddr, flagAddr}) || g.Return != g.CallPC+5 {
+		t.Fatalf("guardedCall = %+v", g)
 	}
-	for _, pc := range []uint64{s.Fire(), s.Skip()} {
-		if err := FlagsDead(m, pc); err != nil {
-			t.Errorf("FlagsDead(%#x): %v", pc, err)
-		}
+	if pc, target, err := Arch.CallBefore(m, g.Return); err != nil || pc != g.CallPC || target != fireAddr {
+		t.Fatalf("CallBefore(%#x) = %#x, %#x, %v; want %#x, %#x", g.Return, pc, target, err, g.CallPC, fireAddr)
 	}
-	sl, err := Canonical(s)
+	sl, err := Arch.Seal(m, s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Both forms, spliced into the function, must decode and keep its shape.
+	// Both forms, spliced into the function, must decode and keep its instruction
+	// boundaries after the site.
 	for _, form := range [][]byte{sl.Off, sl.On} {
 		code := append([]byte{}, a.bytes()...)
 		copy(code[s.Addr-a.base:], form)
-		if _, err := DecodeFunc(Bytes{Base: a.base, Code: code}, a.base, 0, nil); err != nil {
+		w, err := walk(arch.Bytes{Base: a.base, Code: code}, a.base, a.pc())
+		if err != nil {
 			t.Fatal(err)
 		}
-		if target, _, at, n, err := ParseSled(Bytes{Base: a.base, Code: code}, s.Addr); err != nil || n != s.Len || at != sl.At || (target != 0 && target != s.Taken) {
-			t.Fatalf("ParseSled = %#x, %d, %d, %v", target, at, n, err)
+		if !w.IsStart(s.Next()) || !w.IsStart(s.Addr+uint64(sl.At)) {
+			t.Fatalf("% x: no instruction starts at the toggle (+%d) or after the sled", form, sl.At)
 		}
 	}
 }
@@ -275,19 +303,12 @@ func TestGuardedCall(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a := newAsm(0x3000)
 			tt.build(a)
-			g, err := GuardedCall(a.mem(), 0x3000, pass)
-			if tt.reason != "" {
-				var se *ShapeError
-				if !errors.As(err, &se) || !strings.Contains(se.Reason, tt.reason) {
-					t.Fatalf("GuardedCall = %+v, %v; want ShapeError %q", g, err, tt.reason)
-				}
+			g, err := guardedCall(a.mem(), 0x3000, pass)
+			if refused(t, err, tt.reason, g) {
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g.Call != tt.call || !reflect.DeepEqual(g.Leas, tt.leas) {
-				t.Fatalf("GuardedCall = %+v, want call %#x leas %#x", g, tt.call, tt.leas)
+			if g.Call != tt.call || !reflect.DeepEqual(g.Receivers, tt.leas) {
+				t.Fatalf("guardedCall = %+v, want call %#x receivers %#x", g, tt.call, tt.leas)
 			}
 		})
 	}
@@ -328,17 +349,7 @@ func TestFlagsDead(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a := newAsm(0x5000)
 			tt.build(a)
-			err := FlagsDead(a.mem(), 0x5000)
-			if tt.reason == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			var se *ShapeError
-			if !errors.As(err, &se) || !strings.Contains(se.Reason, tt.reason) {
-				t.Fatalf("FlagsDead = %v, want ShapeError %q", err, tt.reason)
-			}
+			refused(t, flagsDead(a.mem(), 0x5000), tt.reason, nil)
 		})
 	}
 }

@@ -1,13 +1,12 @@
 package amd64
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
 
-	"golang.org/x/arch/x86/x86asm"
+	"github.com/gosdt/gosdt/arch"
 )
 
 // The canonical sled replaces a site's CMPB [NOPs] Jcc, in place and with the
@@ -44,25 +43,24 @@ var nops = [...][]byte{
 	{0x66, 0x0F, 0x1F, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
 }
 
-// MaxNOP is the longest single NOP that NOP uses.
-const MaxNOP = len(nops)
+// maxNOP is the longest single NOP that nop uses.
+const maxNOP = len(nops)
 
-// MinSiteLen is the shortest possible site: CMPB (7 bytes) + JE rel8 (2 bytes).
-const MinSiteLen = 9
+// minSiteLen is the shortest possible site: CMPB (7 bytes) + JE rel8 (2 bytes).
+const minSiteLen = 9
 
-// NOP returns n bytes of NOPs in the fewest instructions: the remainder
-// (n mod 9) first, then 9-byte NOPs. Putting the odd one first makes a sled's
-// end recognisable (see ParseSled). NOP(n) for n <= 0 is empty.
-func NOP(n int) []byte {
+// nop returns n bytes of NOPs in the fewest instructions: the remainder (n mod 9)
+// first, then 9-byte NOPs. nop(n) for n <= 0 is empty.
+func nop(n int) []byte {
 	if n <= 0 {
 		return nil
 	}
 	b := make([]byte, 0, n)
-	if r := n % MaxNOP; r != 0 {
+	if r := n % maxNOP; r != 0 {
 		b = append(b, nops[r-1]...)
 	}
 	for len(b) < n {
-		b = append(b, nops[MaxNOP-1]...)
+		b = append(b, nops[maxNOP-1]...)
 	}
 	return b
 }
@@ -79,16 +77,13 @@ func fitsRel32(from, to uint64) bool {
 	return d >= math.MinInt32 && d <= math.MaxInt32
 }
 
-// EncodeJMP returns the shortest JMP at from to to: EB rel8 when the
-// displacement from from+2 fits in [-128, 127], else E9 rel32 when the one from
-// from+5 fits in 32 bits, else an error.
-func EncodeJMP(from, to uint64) ([]byte, error) {
-	if fitsRel8(from, to) {
-		return []byte{0xEB, byte(int8(int64(to - (from + 2))))}, nil
-	}
-	return encodeJMP32(from, to)
+// encodeJMP8 returns EB rel8 at from to to, which must fit (fitsRel8).
+func encodeJMP8(from, to uint64) []byte {
+	return []byte{0xEB, byte(int8(int64(to - (from + 2))))}
 }
 
+// encodeJMP32 returns E9 rel32 at from to to, or an error when the displacement from
+// from+5 does not fit in 32 bits.
 func encodeJMP32(from, to uint64) ([]byte, error) {
 	if !fitsRel32(from, to) {
 		return nil, fmt.Errorf("amd64: JMP from %#x to %#x out of rel32 range", from, to)
@@ -98,29 +93,8 @@ func encodeJMP32(from, to uint64) ([]byte, error) {
 	return b, nil
 }
 
-// Sled is a site's canonical replacement: two forms of the same length that
-// differ only in their toggle instruction.
-type Sled struct {
-	Off, On []byte // the whole site (Len bytes): disabled form, enabled form
-	At      int    // offset of the toggle: the length of the leading NOP, often 0
-	Toggle  int    // length of the toggle; Off and On differ only in [At, At+Toggle)
-	Target  uint64 // where the JMP form goes
-}
-
-// Jump returns the JMP form: Off for a JE site, On for a JNE site.
-func (s Sled) Jump() []byte {
-	if isJMP(s.Off[s.At]) {
-		return s.Off
-	}
-	return s.On
-}
-
-// isJMP reports whether op is the opcode of a toggle's JMP form.
-func isJMP(op byte) bool { return op == 0xEB || op == 0xE9 }
-
-// OffJumps reports whether off, a disabled sled whose toggle is at offset at, jumps
-// at its toggle: then a goroutine stopped in it can be nowhere past the toggle.
-func OffJumps(off []byte, at int) bool { return at < len(off) && isJMP(off[at]) }
+// jumps reports whether a toggle is its JMP form (Arch.Jumps).
+func jumps(toggle []byte) bool { return len(toggle) > 0 && (toggle[0] == 0xEB || toggle[0] == 0xE9) }
 
 // toggleAt is where a toggle of n bytes (2 or 5) goes in a site at addr: the first
 // offset at which it lies inside one aligned 8-byte word, skipping offset 2 (see
@@ -136,103 +110,60 @@ func toggleAt(addr uint64, n int) int {
 // leads are the leading NOPs by length; offset 2 is never used.
 var leads = [...][]byte{nil, nops[0], nil, nops[2], nops[3]}
 
-// Canonical returns the canonical sled for s. The JMP form jumps to s.Taken:
+// seal proves the flags dead where either form of the sled sends control, which the
+// compiler's CMPB set and its Jcc read, and returns the canonical sled (Arch.Seal).
+func seal(m arch.Memory, s arch.Site, _ func(uint64) arch.CallEffect) (arch.Sled, error) {
+	for _, pc := range []uint64{s.Fire(), s.Skip()} {
+		if err := flagsDead(m, pc); err != nil {
+			return arch.Sled{}, fmt.Errorf("flags may be live at %#x: %w", pc, err)
+		}
+	}
+	return canonical(s)
+}
+
+// canonical returns the canonical sled for s. The JMP form jumps to s.Taken:
 // for JE that is the disabled form (JMP skip), for JNE the enabled form (JMP
 // fire); the other form is a NOP of the same length. The toggle is 2 bytes (EB
 // rel8 <-> 66 90) when the displacement from its end fits rel8 in either
 // direction, else 5 (E9 rel32 <-> 0F 1F 44 00 00); it sits at toggleAt, after a
-// leading NOP when that is not 0, and is followed by NOP(Len-At-Toggle).
-func Canonical(s Site) (Sled, error) {
-	if s.Op != x86asm.JE && s.Op != x86asm.JNE {
-		return Sled{}, shapeErr(s.Addr, "site branch is %v, not JE/JNE", s.Op)
+// leading NOP when that is not 0, and is followed by nop(Len-At-Toggle).
+func canonical(s arch.Site) (arch.Sled, error) {
+	if s.Branch != "JE" && s.Branch != "JNE" {
+		return arch.Sled{}, shapeErr(s.Addr, "site branch is %q, not JE/JNE", s.Branch)
 	}
-	if s.Len < MinSiteLen {
-		return Sled{}, shapeErr(s.Addr, "site is %d bytes, shorter than %d", s.Len, MinSiteLen)
+	if s.Len < minSiteLen {
+		return arch.Sled{}, shapeErr(s.Addr, "site is %d bytes, shorter than %d", s.Len, minSiteLen)
 	}
 	at := toggleAt(s.Addr, 2)
-	jmp, err := []byte(nil), error(nil)
+	var jmp []byte
 	if from := s.Addr + uint64(at); fitsRel8(from, s.Taken) {
-		jmp = []byte{0xEB, byte(int8(int64(s.Taken - (from + 2))))}
+		jmp = encodeJMP8(from, s.Taken)
 	} else {
 		at = toggleAt(s.Addr, 5)
+		var err error
 		if jmp, err = encodeJMP32(s.Addr+uint64(at), s.Taken); err != nil {
-			return Sled{}, shapeErr(s.Addr, "%v", err)
+			return arch.Sled{}, shapeErr(s.Addr, "%v", err)
 		}
 	}
 	lead := leads[at]
-	tail := NOP(s.Len - at - len(jmp))
+	tail := nop(s.Len - at - len(jmp))
 	jumping := slices.Concat(lead, jmp, tail)
-	nop := slices.Concat(lead, nops[len(jmp)-1], tail)
-	sl := Sled{At: at, Toggle: len(jmp), Target: s.Taken}
-	if s.Op == x86asm.JE {
-		sl.Off, sl.On = jumping, nop
+	nopping := slices.Concat(lead, nops[len(jmp)-1], tail)
+	sl := arch.Sled{At: at, Toggle: len(jmp), Target: s.Taken}
+	if s.OnZero {
+		sl.Off, sl.On = jumping, nopping
 	} else {
-		sl.Off, sl.On = nop, jumping
+		sl.Off, sl.On = nopping, jumping
 	}
 	return sl, nil
-}
-
-// ParseSled recognises a canonical sled at addr, for re-reading sealed or
-// already-patched text. It returns the JMP target when the toggle is the JMP form
-// (target is 0 for the NOP form, which does not carry it), whether it is, where
-// the toggle is, and the sled's length n. The lead is the one Canonical puts at
-// addr for a toggle of that length; the tail is read as Canonical writes it: one
-// NOP of any table length, then 9-byte NOPs. n is therefore exact unless the code
-// after the sled begins with the 9-byte NOP 66 0F 1F 84 00 00 00 00 00, or with
-// any NOP when the sled has no tail (a 9-byte site whose 5-byte toggle needed a
-// 4-byte lead); a caller with a site table should compare.
-func ParseSled(m Memory, addr uint64) (target uint64, jumping bool, at, n int, err error) {
-	b := m.Read(addr, 64)
-	toggle := 0
-	for _, size := range []int{2, 5} {
-		at = toggleAt(addr, size)
-		if len(b) < at+size || !bytes.Equal(b[:at], leads[at]) {
-			continue
-		}
-		t := b[at:]
-		switch {
-		case size == 2 && t[0] == 0xEB:
-			target, jumping = addr+uint64(at)+2+uint64(int64(int8(t[1]))), true
-		case size == 5 && t[0] == 0xE9:
-			target, jumping = addr+uint64(at)+5+uint64(int64(int32(binary.LittleEndian.Uint32(t[1:])))), true
-		case !bytes.HasPrefix(t, nops[size-1]):
-			continue
-		}
-		toggle = size
-		break
-	}
-	if toggle == 0 {
-		return 0, false, 0, 0, shapeErr(addr, "no sled toggle (JMP or 66 90 / 0F 1F 44 00 00, after the lead for %#x) at % x", addr, b[:min(len(b), 9)])
-	}
-	n = at + toggle
-	for first := true; ; first = false {
-		k := nopAt(b[n:])
-		if k == 0 || !first && k != MaxNOP {
-			break
-		}
-		n += k
-	}
-	if n < MinSiteLen {
-		return 0, false, 0, 0, shapeErr(addr, "sled of %d bytes, shorter than %d", n, MinSiteLen)
-	}
-	return target, jumping, at, n, nil
-}
-
-// nopAt returns the length of the table NOP that b starts with, or 0.
-func nopAt(b []byte) int {
-	for i := len(nops) - 1; i >= 0; i-- {
-		if bytes.HasPrefix(b, nops[i]) {
-			return i + 1
-		}
-	}
-	return 0
 }
 
 // AtomicStore reports whether an n-byte store at addr is single-copy atomic on
 // every x86-64 implementation: both Intel (SDM vol. 3A 9.1.1) and AMD (APM
 // vol. 2 7.3.2) guarantee it for cacheable stores contained in one naturally
 // aligned quadword. A 2-byte store fails this only at addr%8 == 7; a 5-byte
-// one needs addr%8 <= 3. Canonical places every toggle where this holds.
+// one needs addr%8 <= 3. canonical places every toggle where this holds, and
+// package patch stores a toggle at once where it does.
 func AtomicStore(addr uint64, n int) bool {
 	return n >= 1 && n <= 8 && addr%8+uint64(n) <= 8
 }

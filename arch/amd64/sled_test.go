@@ -12,15 +12,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gosdt/gosdt/arch"
 	"golang.org/x/arch/x86/x86asm"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/sleds.golden")
 
 // decodeAll decodes b at pc into instructions that must end exactly at len(b).
-func decodeAll(t *testing.T, b []byte, pc uint64) []Inst {
+func decodeAll(t *testing.T, b []byte, pc uint64) []inst {
 	t.Helper()
-	var out []Inst
+	var out []inst
 	for off := 0; off < len(b); {
 		in, err := decodeBytes(b[off:], pc+uint64(off))
 		if err != nil {
@@ -33,6 +34,14 @@ func decodeAll(t *testing.T, b []byte, pc uint64) []Inst {
 		}
 	}
 	return out
+}
+
+// encodeJMP is the shortest JMP at from to to, as canonical picks it.
+func encodeJMP(from, to uint64) ([]byte, error) {
+	if fitsRel8(from, to) {
+		return encodeJMP8(from, to), nil
+	}
+	return encodeJMP32(from, to)
 }
 
 func TestEncodeJMP(t *testing.T) {
@@ -56,10 +65,10 @@ func TestEncodeJMP(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := EncodeJMP(from, tt.to)
+			b, err := encodeJMP(from, tt.to)
 			if tt.len == 0 {
 				if err == nil {
-					t.Fatalf("EncodeJMP(%#x, %#x) = % x, want range error", from, tt.to, b)
+					t.Fatalf("encodeJMP(%#x, %#x) = % x, want range error", from, tt.to, b)
 				}
 				return
 			}
@@ -79,20 +88,20 @@ func TestEncodeJMP(t *testing.T) {
 
 func TestNOP(t *testing.T) {
 	for n := 0; n <= 20; n++ {
-		b := NOP(n)
+		b := nop(n)
 		if len(b) != n {
-			t.Fatalf("NOP(%d) is %d bytes", n, len(b))
+			t.Fatalf("nop(%d) is %d bytes", n, len(b))
 		}
 		ins := decodeAll(t, b, 0x1000)
-		if want := (n + MaxNOP - 1) / MaxNOP; len(ins) != want {
-			t.Errorf("NOP(%d) = %d instructions, want %d", n, len(ins), want)
+		if want := (n + maxNOP - 1) / maxNOP; len(ins) != want {
+			t.Errorf("nop(%d) = %d instructions, want %d", n, len(ins), want)
 		}
 		for i, in := range ins {
 			if in.Op != x86asm.NOP {
-				t.Errorf("NOP(%d) inst %d is %v", n, i, in.Inst)
+				t.Errorf("nop(%d) inst %d is %v", n, i, in.Inst)
 			}
-			if i > 0 && in.Len != MaxNOP {
-				t.Errorf("NOP(%d) inst %d has length %d: only the first may be short", n, i, in.Len)
+			if i > 0 && in.Len != maxNOP {
+				t.Errorf("nop(%d) inst %d has length %d: only the first may be short", n, i, in.Len)
 			}
 		}
 	}
@@ -111,7 +120,7 @@ var sledCases = []struct {
 	op   x86asm.Op
 	len  int
 	rel  int64 // Taken - (Addr+2)
-	ok   bool  // false: Canonical must fail
+	ok   bool  // false: canonical must fail
 }{
 	{"JE rel8 fwd", x86asm.JE, 9, 0x30, true},
 	{"JE rel8 fwd +127", x86asm.JE, 9, 127, true},
@@ -140,8 +149,8 @@ var sledCases = []struct {
 const sledAddr = uint64(0x47a766)
 
 // TestCanonical checks every case at every address modulo 8: the toggle lies in one
-// aligned word, both forms decode to the same instruction boundaries, the JMP form
-// goes where the branch went, and ParseSled reads both back.
+// aligned word, both forms decode to the same instruction boundaries, and the JMP form
+// goes where the branch went.
 func TestCanonical(t *testing.T) {
 	for _, tt := range sledCases {
 		for mod := range uint64(8) {
@@ -155,11 +164,11 @@ func TestCanonical(t *testing.T) {
 
 func checkCanonical(t *testing.T, addr uint64, op x86asm.Op, n int, taken uint64, ok bool) {
 	t.Helper()
-	s := Site{Addr: addr, Len: n, Flag: 0x525350, Op: op, Taken: taken, Next: addr + uint64(n)}
-	sl, err := Canonical(s)
+	s := arch.Site{Addr: addr, Len: n, Taken: taken, OnZero: op == x86asm.JE, Branch: op.String()}
+	sl, err := canonical(s)
 	if !ok {
 		if err == nil {
-			t.Fatalf("Canonical = %+v, want error", sl)
+			t.Fatalf("canonical = %+v, want error", sl)
 		}
 		return
 	}
@@ -191,11 +200,8 @@ func checkCanonical(t *testing.T, addr uint64, op x86asm.Op, n int, taken uint64
 	if op == x86asm.JNE {
 		jump, nop = sl.On, sl.Off
 	}
-	if !bytes.Equal(sl.Jump(), jump) {
-		t.Errorf("Jump() = % x, want % x", sl.Jump(), jump)
-	}
-	if OffJumps(sl.Off, sl.At) != (op == x86asm.JE) {
-		t.Errorf("OffJumps = %v for %v", OffJumps(sl.Off, sl.At), op)
+	if got := jumps(sl.Off[sl.At:]); got != (op == x86asm.JE) {
+		t.Errorf("jumps(Off's toggle) = %v for %v", got, op)
 	}
 	var bounds [2][]uint64
 	for i, form := range []struct {
@@ -228,23 +234,6 @@ func checkCanonical(t *testing.T, addr uint64, op x86asm.Op, n int, taken uint64
 		for _, in := range ins {
 			bounds[i] = append(bounds[i], in.PC)
 		}
-		// Re-read it, followed by code that is not a 9-byte NOP (nor any NOP when
-		// the sled has no tail, where ParseSled cannot tell where it ends).
-		code := append(append([]byte{}, form.b...), 0x90, 0x48, 0x89, 0x4c, 0x24, 0x20)
-		if end == s.Len {
-			code[s.Len] = 0xCC
-		}
-		target, jumping, at, n, err := ParseSled(Bytes{Base: s.Addr, Code: code}, s.Addr)
-		if err != nil {
-			t.Fatalf("ParseSled(% x): %v", form.b, err)
-		}
-		wantTarget := uint64(0)
-		if form.jumping {
-			wantTarget = s.Taken
-		}
-		if target != wantTarget || jumping != form.jumping || at != sl.At || n != s.Len {
-			t.Errorf("ParseSled(% x) = %#x, %v, %d, %d; want %#x, %v, %d, %d", form.b, target, jumping, at, n, wantTarget, form.jumping, sl.At, s.Len)
-		}
 	}
 	if !slices.Equal(bounds[0], bounds[1]) {
 		t.Errorf("instruction boundaries differ between the forms: %#x and %#x", bounds[0], bounds[1])
@@ -257,7 +246,7 @@ func FuzzCanonical(f *testing.F) {
 	f.Add(uint64(0x47a764), uint8(13), int64(0x1234), true)
 	f.Fuzz(func(t *testing.T, addr uint64, n uint8, rel int64, jne bool) {
 		addr = addr%(1<<40) + 1<<20
-		n = MinSiteLen + n%24
+		n = minSiteLen + n%24
 		rel %= 1 << 31
 		op := x86asm.JE
 		if jne {
@@ -265,24 +254,10 @@ func FuzzCanonical(f *testing.F) {
 		}
 		taken := addr + 2 + uint64(rel)
 		if taken > addr && taken < addr+uint64(n) {
-			return // a branch into the site itself is refused by MatchSite
+			return // a branch into the site itself is refused by matchSite
 		}
 		checkCanonical(t, addr, op, int(n), taken, fitsRel32(addr+uint64(toggleAt(addr, 5)), taken))
 	})
-}
-
-func TestParseSledRejects(t *testing.T) {
-	for _, code := range [][]byte{
-		{0x80, 0x3D, 0, 0, 0, 0, 0, 0x74, 0x10}, // the unconverted site
-		{0xEB, 0x10, 0x90},                      // too short a sled
-		{0x90, 0x90},
-		{0x66, 0x90, 0xEB, 0x10, 0x0F, 0x1F, 0x80, 0, 0, 0, 0}, // a 2-byte lead: never written
-		nil,
-	} {
-		if _, _, _, _, err := ParseSled(Bytes{Base: 0x1000, Code: code}, 0x1000); err == nil {
-			t.Errorf("ParseSled(% x) succeeded", code)
-		}
-	}
 }
 
 func TestAtomicStore(t *testing.T) {
@@ -309,8 +284,8 @@ func TestGolden(t *testing.T) {
 			if !tt.ok {
 				continue
 			}
-			s := Site{Addr: addr, Len: tt.len, Op: tt.op, Taken: addr + 2 + uint64(tt.rel), Next: addr + uint64(tt.len)}
-			sl, err := Canonical(s)
+			s := arch.Site{Addr: addr, Len: tt.len, Taken: addr + 2 + uint64(tt.rel), OnZero: tt.op == x86asm.JE, Branch: tt.op.String()}
+			sl, err := canonical(s)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,48 +3,58 @@ package arm64
 import (
 	"encoding/binary"
 	"fmt"
-	"sort"
 	"sync"
 
+	"github.com/gosdt/gosdt/arch"
 	"golang.org/x/arch/arm64/arm64asm"
 )
 
-// InstLen is the length of every A64 instruction.
-const InstLen = 4
+// instLen is the length of every A64 instruction.
+const instLen = 4
 
-// Inst is one decoded instruction with its absolute addresses resolved.
-type Inst struct {
+// inst is one decoded instruction with its absolute addresses resolved.
+type inst struct {
 	PC     uint64
 	Word   uint32 // the raw encoding
 	Op     arm64asm.Op
 	Target uint64 // absolute target of a direct B, BL, B.cond, CBZ, CBNZ, TBZ, TBNZ, else 0
-	Bad    bool   // not a valid instruction (literal pool data, padding); Inst is zero
+	Bad    bool   // not a valid instruction (literal pool data, padding); inst is zero
 	Inst   arm64asm.Inst
 }
 
 // End is the address just past the instruction.
-func (in Inst) End() uint64 { return in.PC + InstLen }
+func (in inst) End() uint64 { return in.PC + instLen }
 
-func (in Inst) String() string {
+func (in inst) String() string {
 	if in.Bad {
 		return fmt.Sprintf("%#x: .word %#08x", in.PC, in.Word)
 	}
 	return fmt.Sprintf("%#x: %v", in.PC, in.Inst)
 }
 
-// Decode decodes the one instruction at pc. Undecodable words are an error here, and
-// so is a pc that is not 4-byte aligned: A64 code never is.
-func Decode(m Memory, pc uint64) (Inst, error) {
-	if pc%InstLen != 0 {
-		return Inst{}, shapeErr(pc, "pc not 4-byte aligned")
+// decode decodes the one instruction at pc (once per site, if m is a *cache).
+// Undecodable words are an error here, and so is a pc that is not 4-byte aligned: A64
+// code never is.
+func decode(m arch.Memory, pc uint64) (inst, error) {
+	if pc%instLen != 0 {
+		return inst{}, shapeErr(pc, "pc not 4-byte aligned")
 	}
-	b := m.Read(pc, InstLen)
-	if len(b) < InstLen {
-		return Inst{}, shapeErr(pc, "no code mapped")
+	c, cached := m.(*cache)
+	if cached {
+		if in, ok := c.insts.Get(pc); ok {
+			return in, nil
+		}
+	}
+	b := m.Read(pc, instLen)
+	if len(b) < instLen {
+		return inst{}, shapeErr(pc, "no code mapped")
 	}
 	in := decodeWord(binary.LittleEndian.Uint32(b), pc)
 	if in.Bad {
 		return in, shapeErr(pc, "cannot decode %#08x", in.Word)
+	}
+	if cached {
+		c.insts.Put(pc, in)
 	}
 	return in, nil
 }
@@ -55,16 +65,16 @@ func Decode(m Memory, pc uint64) (Inst, error) {
 // sites on several goroutines; the walks between decodes run in parallel.
 var arm64asmMu sync.Mutex
 
-func decodeWord(w uint32, pc uint64) Inst {
+func decodeWord(w uint32, pc uint64) inst {
 	var b [4]byte
 	binary.LittleEndian.PutUint32(b[:], w)
 	arm64asmMu.Lock()
 	ai, err := arm64asm.Decode(b[:])
 	arm64asmMu.Unlock()
 	if err != nil {
-		return Inst{PC: pc, Word: w, Bad: true}
+		return inst{PC: pc, Word: w, Bad: true}
 	}
-	in := Inst{PC: pc, Word: w, Op: ai.Op, Inst: ai}
+	in := inst{PC: pc, Word: w, Op: ai.Op, Inst: ai}
 	if isDirectBranch(ai.Op) {
 		for _, a := range ai.Args {
 			if r, ok := a.(arm64asm.PCRel); ok {
@@ -87,7 +97,7 @@ func isDirectBranch(op arm64asm.Op) bool {
 
 // isCondBranch reports whether op may or may not branch. arm64asm decodes B.cond as B
 // with a Cond argument.
-func isCondBranch(in Inst) bool {
+func isCondBranch(in inst) bool {
 	switch in.Op {
 	case arm64asm.CBZ, arm64asm.CBNZ, arm64asm.TBZ, arm64asm.TBNZ:
 		return true
@@ -99,7 +109,7 @@ func isCondBranch(in Inst) bool {
 }
 
 // isUncond reports whether control never falls through past the instruction.
-func isUncond(in Inst) bool {
+func isUncond(in inst) bool {
 	switch in.Op {
 	case arm64asm.B:
 		return !isCondBranch(in)
@@ -109,51 +119,29 @@ func isUncond(in Inst) bool {
 	return false
 }
 
-// DecodeFunc decodes a Go function linearly from entry. Words that do not decode
+// decodeFunc decodes the function [entry, end) with arm64asm. Words that do not decode
 // (literal pools, the zero padding between functions) are kept as Bad instructions:
-// A64 has fixed-size aligned instructions, so one bad word cannot hide the next.
-//
-// It stops at end when end != 0. When end == 0 it stops after an unconditional
-// transfer (RET, B, BR, BRK) or a bad word (0 is UDF #0, which arm64asm does not decode) whose next pc inFunc rejects; inFunc must
-// not be nil then.
-func DecodeFunc(m Memory, entry, end uint64, inFunc func(pc uint64) bool) ([]Inst, error) {
-	if entry%InstLen != 0 {
+// A64 has fixed-size aligned instructions, so one bad word cannot hide the next. Code
+// that ends before end is an error naming the pc.
+func decodeFunc(m arch.Memory, entry, end uint64) ([]inst, error) {
+	if entry%instLen != 0 {
 		return nil, shapeErr(entry, "function entry not 4-byte aligned")
 	}
-	if end == 0 && inFunc == nil {
-		return nil, shapeErr(entry, "DecodeFunc needs an end or inFunc")
-	}
-	var insts []Inst
-	for pc := entry; end == 0 || pc < end; pc += InstLen {
-		b := m.Read(pc, InstLen)
-		if len(b) < InstLen {
-			if end != 0 {
-				return insts, shapeErr(pc, "function ends before %#x: no code mapped", end)
-			}
-			break
+	var insts []inst
+	for pc := entry; pc < end; pc += instLen {
+		b := m.Read(pc, instLen)
+		if len(b) < instLen {
+			return insts, shapeErr(pc, "function ends before %#x: no code mapped", end)
 		}
-		in := decodeWord(binary.LittleEndian.Uint32(b), pc)
-		insts = append(insts, in)
-		if end == 0 && (in.Bad || isUncond(in)) && !inFunc(pc+InstLen) {
-			break
-		}
+		insts = append(insts, decodeWord(binary.LittleEndian.Uint32(b), pc))
 	}
 	return insts, nil
 }
 
-// Index returns the index of the instruction that starts exactly at pc.
-func Index(insts []Inst, pc uint64) (int, bool) {
-	i := sort.Search(len(insts), func(i int) bool { return insts[i].PC >= pc })
-	if i < len(insts) && insts[i].PC == pc {
-		return i, true
-	}
-	return i, false
-}
-
-// BranchTargets returns every direct branch target in the function: those of B,
+// branchTargets returns every direct branch target in the function: those of B,
 // B.cond, CBZ, CBNZ, TBZ, TBNZ, of BLs that land inside the decoded range, and of ADRs
 // (Go's arm64 code takes label addresses with ADR, e.g. for deferreturn).
-func BranchTargets(insts []Inst) map[uint64]bool {
+func branchTargets(insts []inst) map[uint64]bool {
 	t := make(map[uint64]bool)
 	if len(insts) == 0 {
 		return t

@@ -1,9 +1,11 @@
 package arm64
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/gosdt/gosdt/arch"
 	"golang.org/x/arch/arm64/arm64asm"
 )
 
@@ -13,23 +15,31 @@ import (
 
 // regNum returns the general-purpose register number an argument names, or -1.
 func regNum(a arm64asm.Arg) int {
-	switch a := a.(type) {
-	case arm64asm.Reg:
-		return gpNum(a)
-	case arm64asm.RegSP:
-		return gpNum(arm64asm.Reg(a))
+	if n, _, ok := gpReg(a); ok {
+		return n
 	}
 	return -1
 }
 
-func gpNum(r arm64asm.Reg) int {
-	switch {
-	case r >= arm64asm.W0 && r <= arm64asm.W30:
-		return int(r - arm64asm.W0)
-	case r >= arm64asm.X0 && r <= arm64asm.X30:
-		return int(r - arm64asm.X0)
+// gpReg returns the number of the general-purpose register a names (R0..R30, not the
+// zero register or SP) and whether it is the 64-bit form.
+func gpReg(a arm64asm.Arg) (n int, wide, ok bool) {
+	var r arm64asm.Reg
+	switch a := a.(type) {
+	case arm64asm.Reg:
+		r = a
+	case arm64asm.RegSP:
+		r = arm64asm.Reg(a)
+	default:
+		return 0, false, false
 	}
-	return -1
+	switch {
+	case r >= arm64asm.X0 && r <= arm64asm.X30:
+		return int(r - arm64asm.X0), true, true
+	case r >= arm64asm.W0 && r <= arm64asm.W30:
+		return int(r - arm64asm.W0), false, true
+	}
+	return 0, false, false
 }
 
 // mentions returns the registers an argument uses (as operand, base, index or shifted
@@ -120,7 +130,7 @@ func opSet(names ...string) map[string]bool {
 // effect on r is understood at all. An instruction that does not name r leaves it alone:
 // A64 has no implicit general-purpose register operands except the link register of BL
 // and BLR, and the consecutive pairs of CASP, which are refused here.
-func regEffect(in Inst, r int) (reads, writes, known bool) {
+func regEffect(in inst, r int) (reads, writes, known bool) {
 	op := in.Op.String()
 	if strings.HasPrefix(op, "CASP") {
 		return false, false, false
@@ -160,27 +170,13 @@ func regEffect(in Inst, r int) (reads, writes, known bool) {
 	return reads, writes, known
 }
 
-// CallEffect tells RegDead what a BL does to the register it follows.
-type CallEffect int
-
-const (
-	// CallKeeps: the callee may preserve the register (runtime assembly helpers such as
-	// the write barrier do); the walk goes on after the call.
-	CallKeeps CallEffect = iota
-	// CallKills: an ordinary Go (ABIInternal) function, after which no allocatable
-	// register holds anything of the caller's: the register is dead.
-	CallKills
-	// CallNoReturn: the callee never returns (panics); the path ends.
-	CallNoReturn
-)
-
-// Limits of the walk in RegDead.
+// Limits of the walk in regDead.
 const (
 	deadMaxInsts = 96
 	maxJumps     = 4
 )
 
-// RegDead proves that register r holds nothing anyone reads at pc: on every path from
+// regDead proves that register r holds nothing anyone reads at pc: on every path from
 // pc, r is written before it is read, or the path reaches a RET, or a BL that call says
 // kills or never returns. Both sides of conditional branches are followed (backward
 // ones too: a path that meets a pc already walked is covered by that walk), up to 96
@@ -190,23 +186,24 @@ const (
 // RET and a killing BL count as no use of r: the caller tracks a value that Go code
 // never passes as an argument or returns (a probe's flag byte, which package sdt only
 // compares with zero), so r can only be an argument or result register there by chance.
-func RegDead(m Memory, pc uint64, r int, call func(target uint64) CallEffect) error {
+func regDead(m arch.Memory, pc uint64, r int, call func(target uint64) arch.CallEffect) error {
 	start := pc
-	seen := map[uint64]bool{}
+	var seenBuf [deadMaxInsts]uint64 // pcs walked: at most the budget, on the stack
+	seen := seenBuf[:0]
 	work := []uint64{pc}
 	budget := deadMaxInsts
 	for len(work) > 0 {
 		pc := work[len(work)-1]
 		work = work[:len(work)-1]
 		for jumps := 0; ; {
-			if seen[pc] {
+			if slices.Contains(seen, pc) {
 				break
 			}
-			seen[pc] = true
 			if budget--; budget < 0 {
 				return shapeErr(start, "R%d not proven dead within %d instructions", r, deadMaxInsts)
 			}
-			in, err := Decode(m, pc)
+			seen = append(seen, pc)
+			in, err := decode(m, pc)
 			if err != nil {
 				return shapeErr(start, "R%d not proven dead: %v", r, err)
 			}
@@ -215,7 +212,7 @@ func RegDead(m Memory, pc uint64, r int, call func(target uint64) CallEffect) er
 				goto next
 			case in.Op == arm64asm.BL:
 				switch call(in.Target) {
-				case CallKills, CallNoReturn:
+				case arch.CallKills, arch.CallNoReturn:
 					goto next
 				}
 				pc = in.End()

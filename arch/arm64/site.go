@@ -3,6 +3,7 @@ package arm64
 import (
 	"encoding/binary"
 
+	"github.com/gosdt/gosdt/arch"
 	"golang.org/x/arch/arm64/arm64asm"
 )
 
@@ -19,25 +20,14 @@ import (
 // Only the branch is the site (4 bytes): the load may be several instructions before
 // it. When Wn is proven dead after the branch, the load is turned into NOPs too.
 
-// Load is a candidate flag load: ADRP Xt then LDRB Wn, [Xt, #lo12], or ADRP Xt, ADD Xt,
-// Xt, #lo12, LDRB Wn, [Xt, #k].
-type Load struct {
-	Addr uint64 // the ADRP
-	Len  int    // 8 or 12 bytes
-	Flag uint64 // the byte loaded
-	Reg  int    // n of Wn
-	Tmp  int    // t of Xt, the ADRP's destination
-}
-
-// End is the address after the load's LDRB.
-func (l Load) End() uint64 { return l.Addr + uint64(l.Len) }
-
-// Candidates returns every flag-load pair in text, which starts at virtual address base
-// (4-byte aligned): a cheap pre-filter on raw encodings, not a match.
-func Candidates(text []byte, base uint64) []Load {
-	var out []Load
+// candidates returns every flag load that starts at offsets lo..hi-1 of text, whose
+// first byte is at base (Arch.Candidates): ADRP Xt then LDRB Wn, [Xt, #lo12], or ADRP
+// Xt, ADD Xt, Xt, #lo12, LDRB Wn, [Xt, #k], read from raw encodings.
+func candidates(text []byte, base uint64, lo, hi int) []arch.Check {
+	var out []arch.Check
 	word := func(off int) uint32 { return binary.LittleEndian.Uint32(text[off:]) }
-	for off := int((-base) % InstLen); off+8 <= len(text); off += InstLen {
+	lo += int((-(base + uint64(lo))) % instLen)
+	for off := lo; off < hi && off+8 <= len(text); off += instLen {
 		pc := base + uint64(off)
 		page, t, ok := adrp(word(off), pc)
 		if !ok || t == 31 {
@@ -45,118 +35,103 @@ func Candidates(text []byte, base uint64) []Load {
 		}
 		w := word(off + 4)
 		if rt, rn, imm, ok := ldrbImm(w); ok && rn == t && rt != 31 {
-			out = append(out, Load{Addr: pc, Len: 8, Flag: page + imm, Reg: rt, Tmp: t})
+			out = append(out, arch.Check{Addr: pc, Len: 8, Flag: page + imm, Reg: rt, Tmp: t})
 			continue
 		}
 		if rd, rn, lo, ok := addImm(w); ok && rd == t && rn == t && off+12 <= len(text) {
 			if rt, rn, imm, ok := ldrbImm(word(off + 8)); ok && rn == t && rt != 31 {
-				out = append(out, Load{Addr: pc, Len: 12, Flag: page + lo + imm, Reg: rt, Tmp: t})
+				out = append(out, arch.Check{Addr: pc, Len: 12, Flag: page + lo + imm, Reg: rt, Tmp: t})
 			}
 		}
 	}
 	return out
 }
 
-// Site is a matched probe site.
-type Site struct {
-	Load
-	Addr    uint64      // the conditional branch: the only instruction of the site
-	Word    uint32      // its encoding
-	Op      arm64asm.Op // CBZ, CBNZ, TBZ or TBNZ
-	Taken   uint64      // its target
-	Between int         // instructions between the load and the branch
-}
-
-// Next is the fall-through after the branch.
-func (s Site) Next() uint64 { return s.Addr + InstLen }
-
-// branchesOnZero reports whether the branch is taken when the flag is clear.
-func (s Site) branchesOnZero() bool { return s.Op == arm64asm.CBZ || s.Op == arm64asm.TBZ }
-
-// Fire is where control goes when the flag is set.
-func (s Site) Fire() uint64 {
-	if s.branchesOnZero() {
-		return s.Next()
-	}
-	return s.Taken
-}
-
-// Skip is where control goes when the flag is clear.
-func (s Site) Skip() uint64 {
-	if s.branchesOnZero() {
-		return s.Taken
-	}
-	return s.Next()
-}
-
 // maxBetween bounds how far the scheduler may have moved the load from its branch.
 const maxBetween = 16
 
-// FollowLoad walks the straight-line code after the load to the instruction that uses
-// Wn, which must be the site's branch: CBZ/CBNZ Wn (or Xn: LDRB zero-extends), or
-// TBZ/TBNZ Wn, #0. Nothing in between may name Wn or transfer control. It decodes from
-// the load, which may not be code at all: MatchSite proves that later.
-func FollowLoad(m Memory, l Load) (Site, error) {
-	pc := l.End()
-	for n := 0; n <= maxBetween; n++ {
-		in, err := Decode(m, pc)
-		if err != nil {
-			return Site{}, err
-		}
-		reads, writes, known := regEffect(in, l.Reg)
-		switch {
-		case isCondBranch(in) && reads:
-			return branchSite(l, in, n)
-		case !known || reads || writes:
-			return Site{}, shapeErr(in.PC, "W%d loaded from %#x is used by %v, not a branch", l.Reg, l.Flag, in.Inst)
-		case in.Op == arm64asm.BL || in.Op == arm64asm.BLR || isCondBranch(in) || isUncond(in):
-			return Site{}, shapeErr(in.PC, "%v between the flag load and its test", in.Inst)
-		}
-		pc = in.End()
-	}
-	return Site{}, shapeErr(l.Addr, "no test of W%d within %d instructions of the load", l.Reg, maxBetween)
-}
-
-func branchSite(l Load, in Inst, between int) (Site, error) {
-	s := Site{Load: l, Addr: in.PC, Word: in.Word, Op: in.Op, Taken: in.Target, Between: between}
-	switch in.Op {
-	case arm64asm.CBZ, arm64asm.CBNZ:
-	case arm64asm.TBZ, arm64asm.TBNZ:
-		if imm, ok := in.Inst.Args[1].(arm64asm.Imm); !ok || imm.Imm != 0 {
-			return Site{}, shapeErr(in.PC, "%v tests a bit other than 0", in.Inst)
-		}
-	default:
-		return Site{}, shapeErr(in.PC, "W%d is tested by %v, not CBZ/CBNZ/TBZ/TBNZ", l.Reg, in.Inst)
-	}
-	if regNum(in.Inst.Args[0]) != l.Reg || s.Taken == 0 {
-		return Site{}, shapeErr(in.PC, "%v does not test W%d", in.Inst, l.Reg)
+// follow walks the straight-line code after the load to the instruction that uses
+// Wn, which must be the site's branch (Arch.Follow): CBZ/CBNZ Wn (or Xn: LDRB
+// zero-extends), or TBZ/TBNZ Wn, #0. Nothing in between may name Wn or transfer
+// control. On error there is no site (Addr 0).
+func follow(m arch.Memory, c arch.Check) (arch.Site, error) {
+	s, err := followLoad(m, c)
+	if err != nil {
+		return arch.Site{Check: c}, err
 	}
 	return s, nil
 }
 
-// MatchSite checks a followed site against its whole function, decoded from the entry
-// (insts) with its branch targets (see BranchTargets): the load and the branch are
-// decoded instructions of the function, nothing between them is bad data, and no branch
-// lands after the ADRP up to and including the site's branch, so every path to the
-// branch comes through the load. Errors are *ShapeError.
-func MatchSite(insts []Inst, s Site, targets map[uint64]bool) error {
-	i, ok := Index(insts, s.Load.Addr)
-	if !ok {
-		return shapeErr(s.Load.Addr, "flag load is not an instruction of the function")
+func followLoad(m arch.Memory, c arch.Check) (arch.Site, error) {
+	pc := c.End()
+	for n := 0; n <= maxBetween; n++ {
+		in, err := decode(m, pc)
+		if err != nil {
+			return arch.Site{}, err
+		}
+		reads, writes, known := regEffect(in, c.Reg)
+		switch {
+		case isCondBranch(in) && reads:
+			return branchSite(c, in)
+		case !known || reads || writes:
+			return arch.Site{}, shapeErr(in.PC, "W%d loaded from %#x is used by %v, not a branch", c.Reg, c.Flag, in.Inst)
+		case in.Op == arm64asm.BL || in.Op == arm64asm.BLR || isCondBranch(in) || isUncond(in):
+			return arch.Site{}, shapeErr(in.PC, "%v between the flag load and its test", in.Inst)
+		}
+		pc = in.End()
 	}
-	j, ok := Index(insts, s.Addr)
-	if !ok {
+	return arch.Site{}, shapeErr(c.Addr, "no test of W%d within %d instructions of the load", c.Reg, maxBetween)
+}
+
+func branchSite(c arch.Check, in inst) (arch.Site, error) {
+	s := arch.Site{Check: c, Addr: in.PC, Len: instLen, Taken: in.Target, Branch: in.Op.String(),
+		OnZero: in.Op == arm64asm.CBZ || in.Op == arm64asm.TBZ}
+	switch in.Op {
+	case arm64asm.CBZ, arm64asm.CBNZ:
+	case arm64asm.TBZ, arm64asm.TBNZ:
+		if imm, ok := in.Inst.Args[1].(arm64asm.Imm); !ok || imm.Imm != 0 {
+			return arch.Site{}, shapeErr(in.PC, "%v tests a bit other than 0", in.Inst)
+		}
+	default:
+		return arch.Site{}, shapeErr(in.PC, "W%d is tested by %v, not CBZ/CBNZ/TBZ/TBNZ", c.Reg, in.Inst)
+	}
+	if regNum(in.Inst.Args[0]) != c.Reg || s.Taken == 0 {
+		return arch.Site{}, shapeErr(in.PC, "%v does not test W%d", in.Inst, c.Reg)
+	}
+	return s, nil
+}
+
+// match checks a followed site against its walked function (Arch.Match): the load
+// and the branch are words of the function, arm64asm decodes every word from the load
+// to the branch, and no branch lands after the load up to and including the branch,
+// so every path to the branch comes through the load.
+func match(m arch.Memory, w *arch.Walked, s arch.Site) error {
+	load := s.Check.Addr
+	if !w.IsStart(load) {
+		return shapeErr(load, "flag load is not an instruction of the function")
+	}
+	if !w.IsStart(s.Addr) || s.Addr < load {
 		return shapeErr(s.Addr, "branch is not an instruction of the function")
 	}
-	for _, in := range insts[i : j+1] {
-		if in.Bad {
-			return shapeErr(in.PC, "undecodable word %#08x in the site", in.Word)
-		}
-		if in.PC != s.Load.Addr && targets[in.PC] {
-			return shapeErr(s.Addr, "a branch targets %#x between the flag load and the site", in.PC)
+	for pc := load; pc <= s.Addr; pc += instLen {
+		if in, err := decode(m, pc); in.Bad {
+			return shapeErr(pc, "undecodable word %#08x in the site", in.Word)
+		} else if err != nil {
+			return err
 		}
 	}
-	if s.Taken > s.Load.Addr && s.Taken <= s.Addr {
+	// An ADR may take any byte's address: only an instruction's is a branch target.
+	for lo := load + 1; lo <= s.Addr; {
+		t, ok := w.Target(lo, s.Addr+1)
+		if !ok {
+			break
+		}
+		if t%instLen == 0 {
+			return shapeErr(s.Addr, "a branch targets %#x between the flag load and the site", t)
+		}
+		lo = t + 1
+	}
+	if s.Taken > load && s.Taken <= s.Addr {
 		return shapeErr(s.Addr, "the branch targets %#x inside the site", s.Taken)
 	}
 	return nil

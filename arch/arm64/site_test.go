@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"strings"
 	"testing"
+
+	"github.com/gosdt/gosdt/arch"
 )
 
 // Hand encoders for synthetic code; each is checked against arm64asm in TestAsm.
@@ -42,12 +44,12 @@ type prog struct{ words []uint32 }
 
 func (p *prog) pc() uint64       { return base + uint64(len(p.words))*4 }
 func (p *prog) add(ws ...uint32) { p.words = append(p.words, ws...) }
-func (p *prog) mem() Bytes {
+func (p *prog) mem() arch.Bytes {
 	b := make([]byte, 0, 4*len(p.words))
 	for _, w := range p.words {
 		b = binary.LittleEndian.AppendUint32(b, w)
 	}
-	return Bytes{Base: base, Code: b}
+	return arch.Bytes{Base: base, Code: b}
 }
 
 // siteProg builds: load; between...; branch(op) over a fire block; skip: after...; RET.
@@ -60,13 +62,13 @@ type shape struct {
 	tmp     int
 }
 
-func (sh shape) build() (prog, Load) {
+func (sh shape) build() (prog, arch.Check) {
 	var p prog
 	tmp := sh.tmp
 	if tmp == 0 {
 		tmp = 27
 	}
-	ld := Load{Addr: p.pc(), Len: 8, Flag: flagAddr, Reg: 3, Tmp: tmp}
+	ld := arch.Check{Addr: p.pc(), Len: 8, Flag: flagAddr, Reg: 3, Tmp: tmp}
 	p.add(encADRP(p.pc(), flagAddr, tmp), encLDRB(3, tmp, flagAddr&0xfff))
 	p.add(sh.between...)
 	br := len(p.words)
@@ -104,11 +106,11 @@ func (sh shape) build() (prog, Load) {
 	return p, ld
 }
 
-func callFx(target uint64) CallEffect {
+func callFx(target uint64) arch.CallEffect {
 	if target == fireFunc {
-		return CallKills
+		return arch.CallKills
 	}
-	return CallKeeps
+	return arch.CallKeeps
 }
 
 func TestAsm(t *testing.T) {
@@ -132,30 +134,39 @@ func TestAsm(t *testing.T) {
 	}
 }
 
-// check runs the discovery pipeline on a synthetic shape as package sled does.
-func check(sh shape) (Site, Guarded, error, error) {
+// check runs the discovery pipeline on a synthetic shape as package sled does, with
+// Arch's functions: the site, what its fire target calls, and whether the flag load
+// was proven removable (the sled's Note says why not).
+func check(sh shape) (arch.Site, arch.Guarded, error, string) {
 	p, _ := sh.build()
 	m := p.mem()
-	cands := Candidates(m.Code, base)
+	cands := Arch.Candidates(m.Code, base, 0, len(m.Code))
 	if len(cands) == 0 {
-		return Site{}, Guarded{}, shapeErr(base, "no candidate"), nil
+		return arch.Site{}, arch.Guarded{}, shapeErr(base, "no candidate"), ""
 	}
-	s, err := FollowLoad(m, cands[0])
+	s, err := Arch.Follow(m, cands[0])
 	if err != nil {
-		return s, Guarded{}, err, nil
+		return s, arch.Guarded{}, err, ""
 	}
-	insts, err := DecodeFunc(m, base, base+uint64(len(m.Code)), nil)
+	w, err := Arch.Walk(m, base, p.pc())
 	if err != nil {
-		return s, Guarded{}, err, nil
+		return s, arch.Guarded{}, err, ""
 	}
-	if err := MatchSite(insts, s, BranchTargets(insts)); err != nil {
-		return s, Guarded{}, err, nil
+	if err := Arch.Match(m, w, s); err != nil {
+		return s, arch.Guarded{}, err, ""
 	}
-	g, err := GuardedCall(m, s.Fire(), nil)
+	g, err := Arch.GuardedCall(m, s.Fire(), nil)
 	if err != nil {
-		return s, g, err, nil
+		return s, g, err, ""
 	}
-	return s, g, nil, LoadDead(m, s, callFx)
+	sl, err := Arch.Seal(m, s, callFx)
+	if err != nil {
+		return s, g, err, ""
+	}
+	if sl.Note == "" && (len(sl.Also) != 1 || sl.Also[0].Addr != s.Check.Addr || len(sl.Also[0].New) != s.Check.Len) {
+		return s, g, shapeErr(s.Addr, "load removable, but the sled's extra rewrite is %+v", sl.Also), ""
+	}
+	return s, g, nil, sl.Note
 }
 
 func TestSyntheticSites(t *testing.T) {
@@ -166,7 +177,7 @@ func TestSyntheticSites(t *testing.T) {
 		deadErr  string // substring; "" = load removable
 	}{
 		{"cbz", shape{op: "CBZ", recv: flagAddr}, "", ""},
-		{"cbz scheduled", shape{op: "CBZ", recv: flagAddr, between: []uint32{wMOVX1X2, wSTRX0SP, NOPWord}}, "", ""},
+		{"cbz scheduled", shape{op: "CBZ", recv: flagAddr, between: []uint32{wMOVX1X2, wSTRX0SP, nopWord}}, "", ""},
 		{"cbnz", shape{op: "CBNZ", recv: flagAddr}, "", ""},
 		{"tbz", shape{op: "TBZ", recv: flagAddr}, "", ""},
 		{"tbnz", shape{op: "TBNZ", recv: flagAddr}, "", ""},
@@ -189,19 +200,19 @@ func TestSyntheticSites(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if g.Call != fireFunc || g.R0 != flagAddr || g.Return != g.CallPC+4 {
+			if g.Call != fireFunc || len(g.Receivers) != 1 || g.Receivers[0] != flagAddr || g.Return != g.CallPC+4 {
 				t.Errorf("guarded call %+v", g)
 			}
-			if s.Fire() == s.Skip() || s.Reg != 3 || s.Flag != flagAddr {
+			if s.Fire() == s.Skip() || s.Check.Reg != 3 || s.Check.Flag != flagAddr {
 				t.Errorf("site %+v", s)
 			}
-			if c.deadErr == "" && dead != nil || c.deadErr != "" && (dead == nil || !strings.Contains(dead.Error(), c.deadErr)) {
-				t.Errorf("LoadDead = %v, want %q", dead, c.deadErr)
+			if c.deadErr == "" && dead != "" || c.deadErr != "" && !strings.Contains(dead, c.deadErr) {
+				t.Errorf("sled note %q, want %q", dead, c.deadErr)
 			}
 		})
 	}
 	// A receiver other than the flag is reported as such.
-	if _, g, err, _ := check(shape{op: "CBZ", recv: flagAddr + 8}); err != nil || g.R0 != flagAddr+8 {
+	if _, g, err, _ := check(shape{op: "CBZ", recv: flagAddr + 8}); err != nil || len(g.Receivers) != 1 || g.Receivers[0] != flagAddr+8 {
 		t.Errorf("other receiver: %+v, %v", g, err)
 	}
 }
@@ -212,27 +223,30 @@ func TestBranchIntoSite(t *testing.T) {
 	entry := p.pc()
 	p.add(encCB(0x34, 1, entry, base+12), wRET) // CBZ W1 to the second MOV
 	m := p.mem()
-	s, err := FollowLoad(m, Candidates(m.Code, base)[0])
+	s, err := follow(m, candidates(m.Code, base, 0, len(m.Code))[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	insts, _ := DecodeFunc(m, base, p.pc(), nil)
-	if err := MatchSite(insts, s, BranchTargets(insts)); err == nil || !strings.Contains(err.Error(), "between the flag load") {
-		t.Errorf("MatchSite = %v", err)
+	w, err := walk(m, base, p.pc())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := match(m, w, s); err == nil || !strings.Contains(err.Error(), "between the flag load") {
+		t.Errorf("match = %v", err)
 	}
 }
 
-// RegDead follows loops without running forever and stops at its budget.
+// regDead follows loops without running forever and stops at its budget.
 func TestRegDeadLoop(t *testing.T) {
 	var p prog
 	p.add(wMOVX1X2, encCB(0x34, 1, p.pc()+4, base)) // loop: MOV; CBZ W1, loop
 	p.add(wRET)
-	if err := RegDead(p.mem(), base, 3, callFx); err != nil {
+	if err := regDead(p.mem(), base, 3, callFx); err != nil {
 		t.Errorf("loop without uses: %v", err)
 	}
 	var q prog
 	q.add(wMOVX1X2, encCB(0x34, 1, q.pc()+4, base), wMOVX1X3, wRET)
-	if err := RegDead(q.mem(), base, 3, callFx); err == nil {
+	if err := regDead(q.mem(), base, 3, callFx); err == nil {
 		t.Error("a read after the loop was missed")
 	}
 }

@@ -2,8 +2,9 @@ package arm64
 
 import (
 	"encoding/binary"
+	"fmt"
 
-	"golang.org/x/arch/arm64/arm64asm"
+	"github.com/gosdt/gosdt/arch"
 )
 
 // The canonical sled replaces the site's conditional branch (4 bytes) in place:
@@ -17,77 +18,91 @@ import (
 // followed by cache maintenance. The conditional branch itself is not on that list: the
 // conversion goes through the rendezvous.
 
-// NOPWord is the A64 NOP (HINT #0).
-const NOPWord uint32 = 0xD503201F
+// nopWord is the A64 NOP (HINT #0).
+const nopWord uint32 = 0xD503201F
 
 // Range of B's signed, word-scaled 26-bit offset: ±128 MiB.
 const (
-	MinB = -(1 << 27)
-	MaxB = 1<<27 - 4
+	minB = -(1 << 27)
+	maxB = 1<<27 - 4
 )
 
-// NOP returns n/4 NOP instructions (n rounded down to whole instructions).
-func NOP(n int) []byte {
+// nop returns n/4 NOP instructions (n rounded down to whole instructions).
+func nop(n int) []byte {
 	b := make([]byte, 0, max(n, 0))
-	for ; n >= InstLen; n -= InstLen {
-		b = binary.LittleEndian.AppendUint32(b, NOPWord)
+	for ; n >= instLen; n -= instLen {
+		b = binary.LittleEndian.AppendUint32(b, nopWord)
 	}
 	return b
 }
 
-// EncodeB returns B to at from: both 4-byte aligned, to - from within [MinB, MaxB].
-func EncodeB(from, to uint64) ([]byte, error) {
+// encodeB returns B to at from: both 4-byte aligned, to - from within [minB, maxB].
+func encodeB(from, to uint64) ([]byte, error) {
 	off := int64(to - from)
-	if from%InstLen != 0 || to%InstLen != 0 {
+	if from%instLen != 0 || to%instLen != 0 {
 		return nil, shapeErr(from, "B to %#x: unaligned", to)
 	}
-	if off < MinB || off > MaxB {
+	if off < minB || off > maxB {
 		return nil, shapeErr(from, "B to %#x: offset %d out of the ±128MiB range", to, off)
 	}
 	w := 0x14000000 | uint32(off>>2)&0x03FFFFFF
 	return binary.LittleEndian.AppendUint32(nil, w), nil
 }
 
-// Sled is a site's canonical replacement: two 4-byte forms, B and NOP.
-type Sled struct {
-	Off, On []byte // disabled form, enabled form
-	Toggle  int    // always 4: the whole site is its one instruction
-	Target  uint64 // where the B form goes
+// jumps reports whether a toggle is the B form (Arch.Jumps).
+func jumps(toggle []byte) bool {
+	return len(toggle) == instLen && binary.LittleEndian.Uint32(toggle)&0xFC000000 == 0x14000000
 }
 
-// Canonical returns the canonical sled for s: the B form goes where the branch was
+// seal returns the canonical sled for s (Arch.Seal), with the flag load turned into
+// NOPs once loadDead proves that nothing reads the flag's register after the branch;
+// otherwise the load stays and the sled's Note says why.
+func seal(m arch.Memory, s arch.Site, call func(target uint64) arch.CallEffect) (arch.Sled, error) {
+	sl, err := canonical(s)
+	if err != nil {
+		return sl, err
+	}
+	if err := loadDead(m, s, call); err != nil {
+		sl.Note = fmt.Sprintf("flag load at %#x kept (only the branch is patched): %v", s.Check.Addr, err)
+		return sl, nil
+	}
+	sl.Also = []arch.Patch{{Addr: s.Check.Addr, New: nop(s.Check.Len)}}
+	return sl, nil
+}
+
+// canonical returns the canonical sled for s: the B form goes where the branch was
 // taken; for CBZ/TBZ (taken when clear) it is the disabled form, for CBNZ/TBNZ the
 // enabled one.
-func Canonical(s Site) (Sled, error) {
-	switch s.Op {
-	case arm64asm.CBZ, arm64asm.CBNZ, arm64asm.TBZ, arm64asm.TBNZ:
+func canonical(s arch.Site) (arch.Sled, error) {
+	switch s.Branch {
+	case "CBZ", "CBNZ", "TBZ", "TBNZ":
 	default:
-		return Sled{}, shapeErr(s.Addr, "site branch is %v, not CBZ/CBNZ/TBZ/TBNZ", s.Op)
+		return arch.Sled{}, shapeErr(s.Addr, "site branch is %q, not CBZ/CBNZ/TBZ/TBNZ", s.Branch)
 	}
-	b, err := EncodeB(s.Addr, s.Taken)
+	b, err := encodeB(s.Addr, s.Taken)
 	if err != nil {
-		return Sled{}, err
+		return arch.Sled{}, err
 	}
-	sl := Sled{Toggle: InstLen, Target: s.Taken}
-	if s.branchesOnZero() {
-		sl.Off, sl.On = b, NOP(InstLen)
+	sl := arch.Sled{Toggle: instLen, Target: s.Taken}
+	if s.OnZero {
+		sl.Off, sl.On = b, nop(instLen)
 	} else {
-		sl.Off, sl.On = NOP(InstLen), b
+		sl.Off, sl.On = nop(instLen), b
 	}
 	return sl, nil
 }
 
-// LoadDead proves that the site's flag load can become NOPs: its temporary is X27
+// loadDead proves that the site's flag load can become NOPs: its temporary is X27
 // (REGTMP, which the Go assembler uses only inside one expanded instruction and the
 // compiler never allocates) or Wn itself, and Wn is dead on both paths after the branch
-// (RegDead, with call saying what each BL does). FollowLoad has already proven that
+// (regDead, with call saying what each BL does). follow has already proven that
 // nothing between the load and the branch uses Wn.
-func LoadDead(m Memory, s Site, call func(target uint64) CallEffect) error {
-	if s.Tmp != 27 && s.Tmp != s.Reg {
-		return shapeErr(s.Load.Addr, "flag load goes through X%d, not REGTMP", s.Tmp)
+func loadDead(m arch.Memory, s arch.Site, call func(target uint64) arch.CallEffect) error {
+	if s.Check.Tmp != 27 && s.Check.Tmp != s.Check.Reg {
+		return shapeErr(s.Check.Addr, "flag load goes through X%d, not REGTMP", s.Check.Tmp)
 	}
 	for _, pc := range []uint64{s.Fire(), s.Skip()} {
-		if err := RegDead(m, pc, s.Reg, call); err != nil {
+		if err := regDead(m, pc, s.Check.Reg, call); err != nil {
 			return err
 		}
 	}

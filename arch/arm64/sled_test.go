@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/gosdt/gosdt/arch"
 	"golang.org/x/arch/arm64/arm64asm"
 )
 
@@ -11,7 +12,7 @@ import (
 // by the disassembler, never by re-reading its own bit layout.
 func decode1(t *testing.T, b []byte) arm64asm.Inst {
 	t.Helper()
-	if len(b) != InstLen {
+	if len(b) != instLen {
 		t.Fatalf("encoding % x is %d bytes, want 4", b, len(b))
 	}
 	in, err := arm64asm.Decode(b)
@@ -28,38 +29,38 @@ func TestEncodeB(t *testing.T) {
 		ok  bool
 	}{
 		{4, true}, {-4, true}, {0, true}, {0x18, true}, {-0x1c, true},
-		{MaxB, true}, {MinB, true},
-		{MaxB + 4, false}, {MinB - 4, false}, {2, false}, {1 << 40, false},
+		{maxB, true}, {minB, true},
+		{maxB + 4, false}, {minB - 4, false}, {2, false}, {1 << 40, false},
 	} {
 		to := uint64(int64(from) + c.off)
-		b, err := EncodeB(from, to)
+		b, err := encodeB(from, to)
 		if !c.ok {
 			if err == nil {
-				t.Errorf("EncodeB(%+d) = % x, want an error", c.off, b)
+				t.Errorf("encodeB(%+d) = % x, want an error", c.off, b)
 			}
 			continue
 		}
 		if err != nil {
-			t.Errorf("EncodeB(%+d): %v", c.off, err)
+			t.Errorf("encodeB(%+d): %v", c.off, err)
 			continue
 		}
 		in := decode1(t, b)
 		rel, ok := in.Args[0].(arm64asm.PCRel)
 		if in.Op != arm64asm.B || !ok || int64(rel) != c.off {
-			t.Errorf("EncodeB(%+d) = % x decodes as %v", c.off, b, in)
+			t.Errorf("encodeB(%+d) = % x decodes as %v", c.off, b, in)
 		}
 	}
 }
 
 func TestNOP(t *testing.T) {
 	for _, n := range []int{0, 4, 8, 12, 7} {
-		b := NOP(n)
+		b := nop(n)
 		if len(b) != n/4*4 {
-			t.Fatalf("NOP(%d) is %d bytes", n, len(b))
+			t.Fatalf("nop(%d) is %d bytes", n, len(b))
 		}
 		for i := 0; i < len(b); i += 4 {
 			if in := decode1(t, b[i:i+4]); in.Op != arm64asm.NOP {
-				t.Errorf("NOP(%d)[%d] decodes as %v", n, i, in)
+				t.Errorf("nop(%d)[%d] decodes as %v", n, i, in)
 			}
 		}
 	}
@@ -73,14 +74,17 @@ func TestCanonical(t *testing.T) {
 		{arm64asm.CBZ, true}, {arm64asm.TBZ, true}, {arm64asm.CBNZ, false}, {arm64asm.TBNZ, false},
 	} {
 		for _, taken := range []uint64{0x2000 + 0x40, 0x2000 - 0x100} {
-			s := Site{Addr: 0x2000, Op: c.op, Taken: taken}
-			sl, err := Canonical(s)
+			s := arch.Site{Addr: 0x2000, Len: 4, Taken: taken, OnZero: c.offJmp, Branch: c.op.String()}
+			sl, err := canonical(s)
 			if err != nil {
 				t.Fatalf("%v: %v", c.op, err)
 			}
 			jmp, nop := sl.Off, sl.On
 			if !c.offJmp {
 				jmp, nop = nop, jmp
+			}
+			if !jumps(jmp) || jumps(nop) {
+				t.Errorf("%v: jumps(B form) = %v, jumps(NOP form) = %v", c.op, jumps(jmp), jumps(nop))
 			}
 			j, n := decode1(t, jmp), decode1(t, nop)
 			if rel, _ := j.Args[0].(arm64asm.PCRel); j.Op != arm64asm.B || uint64(int64(s.Addr)+int64(rel)) != taken {
@@ -91,8 +95,8 @@ func TestCanonical(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Canonical(Site{Addr: 0x2000, Op: arm64asm.B, Taken: 0x2004}); err == nil {
-		t.Error("Canonical accepted a B site")
+	if _, err := canonical(arch.Site{Addr: 0x2000, Len: 4, Branch: "B", Taken: 0x2004}); err == nil {
+		t.Error("canonical accepted a B site")
 	}
 }
 

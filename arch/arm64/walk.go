@@ -3,12 +3,13 @@ package arm64
 import (
 	"encoding/binary"
 	"slices"
+
+	"github.com/gosdt/gosdt/arch"
 )
 
 // A64 is fixed-width: every aligned word of a function is an instruction boundary, so a
-// walk of a function needs only where its direct branches go and where it ends. Those
-// are read from the raw encodings below; arm64asm decodes the words a site is made of
-// and, at the few places where a function may end, words that are not branches.
+// walk of a function needs only where its direct branches go. Those are read from the
+// raw encodings below; arm64asm decodes only the words a site is made of.
 // TestRawAgreesWithArm64asm checks the raw classes against arm64asm on real binaries
 // and on random words.
 
@@ -49,74 +50,43 @@ func raw(w uint32, pc uint64) (rawKind, uint64) {
 	return rawOther, 0
 }
 
-// Walked is a function walked from its entry: its extent and where its direct branches
-// (and ADRs) go, as BranchTargets gives them.
-type Walked struct {
-	Entry, End uint64
-	Targets    []uint64 // sorted, no duplicates
-	Slow       int      // words arm64asm decoded to find the end
-}
-
-// walkChunk is how much code WalkFunc reads at a time.
+// walkChunk is how much code walk reads at a time.
 const walkChunk = 4096
 
-// WalkFunc walks a Go function from entry with DecodeFunc's rule for where it ends (end
-// == 0; inFunc must not be nil), without decoding every word: a word that may end the
-// function (an unconditional transfer, or one arm64asm cannot decode) matters only
-// where inFunc rejects the next pc, so arm64asm is asked about a word only there.
-// inFunc must be a pure function of its argument.
-func WalkFunc(m Memory, entry uint64, inFunc func(pc uint64) bool) (*Walked, error) {
-	if entry%InstLen != 0 {
-		return nil, shapeErr(entry, "function entry not 4-byte aligned")
+// walker is walk's memory, reused from one function to the next through a cache.
+type walker struct {
+	w     arch.Walked
+	calls []uint64
+}
+
+// walk reads the words of the function [entry, end) (Arch.Walk) with the raw decoder:
+// where its direct branches (and ADRs) go. Every aligned word is an instruction start,
+// and the words that arm64asm would not decode (literal pools, the padding before end)
+// are no branch to the raw decoder either, so no word is decoded by arm64asm.
+func walk(m arch.Memory, entry, end uint64) (*arch.Walked, error) {
+	if entry%instLen != 0 || end <= entry {
+		return nil, shapeErr(entry, "function [%#x, %#x) is not a run of aligned words", entry, end)
 	}
-	if inFunc == nil {
-		return nil, shapeErr(entry, "WalkFunc needs inFunc")
+	wr := new(walker)
+	if c, ok := m.(*cache); ok {
+		wr = &c.walker
 	}
-	w := &Walked{Entry: entry}
-	var calls []uint64
-	var chunk []byte
-	chunkPC := entry
+	w := &wr.w
+	*w = arch.Walked{Entry: entry, Width: instLen, Targets: w.Targets[:0]}
+	calls := wr.calls[:0]
+	defer func() { wr.calls = calls }()
 	pc := entry
-	for {
-		off := int(pc - chunkPC)
-		if chunk == nil || off+InstLen > len(chunk) {
-			chunk, chunkPC, off = m.Read(pc, walkChunk), pc, 0
-		}
-		if off+InstLen > len(chunk) {
+	for pc < end {
+		chunk := m.Read(pc, int(min(end-pc, walkChunk)))
+		if len(chunk) < instLen {
 			break
 		}
-		word := binary.LittleEndian.Uint32(chunk[off:])
-		kind, target := raw(word, pc)
-		switch kind {
-		case rawB, rawCond, rawADR:
-			w.Targets = append(w.Targets, target)
-		case rawBL:
-			calls = append(calls, target)
-		}
-		pc += InstLen
-		switch kind {
-		case rawB, rawUncond:
-			if !inFunc(pc) {
-				w.End = pc
-				return w.done(calls), nil
-			}
-		case rawOther:
-			// Ends the function if arm64asm cannot decode it and inFunc rejects pc.
-			// Both are pure; ask the cheaper first: Go's functions start 16-byte
-			// aligned, so elsewhere inFunc answers at once (sled's does), and at an
-			// aligned pc one arm64asm decode costs less than a symbol lookup.
-			if pc%16 == 0 {
-				w.Slow++
-				if decodeWord(word, pc-InstLen).Bad && !inFunc(pc) {
-					w.End = pc
-					return w.done(calls), nil
-				}
-			} else if !inFunc(pc) {
-				w.Slow++
-				if decodeWord(word, pc-InstLen).Bad {
-					w.End = pc
-					return w.done(calls), nil
-				}
+		for off := 0; off+instLen <= len(chunk); off, pc = off+instLen, pc+instLen {
+			switch kind, target := raw(binary.LittleEndian.Uint32(chunk[off:]), pc); kind {
+			case rawB, rawCond, rawADR:
+				w.Targets = append(w.Targets, target)
+			case rawBL:
+				calls = append(calls, target)
 			}
 		}
 	}
@@ -124,10 +94,7 @@ func WalkFunc(m Memory, entry uint64, inFunc func(pc uint64) bool) (*Walked, err
 		return w, shapeErr(entry, "no code mapped")
 	}
 	w.End = pc
-	return w.done(calls), nil
-}
-
-func (w *Walked) done(calls []uint64) *Walked {
+	w.Insts = int(pc-entry) / instLen
 	for _, t := range calls {
 		if t >= w.Entry && t < w.End {
 			w.Targets = append(w.Targets, t)
@@ -135,38 +102,5 @@ func (w *Walked) done(calls []uint64) *Walked {
 	}
 	slices.Sort(w.Targets)
 	w.Targets = slices.Compact(w.Targets)
-	return w
-}
-
-// Match checks a followed site against its walked function, as MatchSite does against
-// the decoded one: the load and the branch are words of the function, arm64asm decodes
-// every word from the load to the branch, and no branch lands after the load up to and
-// including the branch.
-func (w *Walked) Match(m Memory, s Site) error {
-	in := func(pc uint64) bool { return pc >= w.Entry && pc < w.End && pc%InstLen == 0 }
-	if !in(s.Load.Addr) {
-		return shapeErr(s.Load.Addr, "flag load is not an instruction of the function")
-	}
-	if !in(s.Addr) || s.Addr < s.Load.Addr {
-		return shapeErr(s.Addr, "branch is not an instruction of the function")
-	}
-	for pc := s.Load.Addr; pc <= s.Addr; pc += InstLen {
-		b := m.Read(pc, InstLen)
-		if len(b) < InstLen {
-			return shapeErr(pc, "no code mapped")
-		}
-		if word := binary.LittleEndian.Uint32(b); decodeWord(word, pc).Bad {
-			return shapeErr(pc, "undecodable word %#08x in the site", word)
-		}
-	}
-	i, _ := slices.BinarySearch(w.Targets, s.Load.Addr+1)
-	for ; i < len(w.Targets) && w.Targets[i] <= s.Addr; i++ {
-		if w.Targets[i]%InstLen == 0 { // an instruction's (an ADR may take any byte's)
-			return shapeErr(s.Addr, "a branch targets %#x between the flag load and the site", w.Targets[i])
-		}
-	}
-	if s.Taken > s.Load.Addr && s.Taken <= s.Addr {
-		return shapeErr(s.Addr, "the branch targets %#x inside the site", s.Taken)
-	}
-	return nil
+	return w, nil
 }

@@ -3,13 +3,16 @@ package arm64
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"sort"
 	"testing"
 
+	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/internal/testbin"
 	"golang.org/x/arch/arm64/arm64asm"
 )
 
-// adrTarget is the address an ADR takes, as BranchTargets reads it.
-func adrTarget(in Inst) uint64 {
+// adrTarget is the address an ADR takes, as branchTargets reads it.
+func adrTarget(in inst) uint64 {
 	if r, ok := in.Inst.Args[1].(arm64asm.PCRel); ok {
 		return in.PC + uint64(int64(r))
 	}
@@ -44,10 +47,10 @@ func checkRaw(t *testing.T, w uint32, pc uint64) {
 }
 
 // TestRawAgreesWithArm64asm checks the raw decoder on every word of a real arm64 binary
-// (the fixture program, built for linux/arm64 on any host) and on random words, biased
-// to the branch encodings.
+// (built for linux/arm64 on any host) and on random words, biased to the branch
+// encodings.
 func TestRawAgreesWithArm64asm(t *testing.T) {
-	b := readELF(t, buildFixture(t, "plain"))
+	b := testbin.Binaries(t, &Arch)[0]
 	code := b.Text.Code
 	for off := 0; off+4 <= len(code); off += 4 {
 		checkRaw(t, binary.LittleEndian.Uint32(code[off:]), b.Text.Base+uint64(off))
@@ -65,58 +68,90 @@ func TestRawAgreesWithArm64asm(t *testing.T) {
 		}
 		checkRaw(t, w, 0x400000+uint64(rnd.IntN(1<<20))*4)
 	}
-	t.Logf("%d words of the fixture and 2,000,000 random words agree", len(code)/4)
+	t.Logf("%d words of %s and 2,000,000 random words agree", len(code)/4, b.Path)
 }
 
-// TestWalkFuncMatchesDecodeFunc walks every function of the fixture with WalkFunc and
-// DecodeFunc under the same end rule and requires the same extent and branch targets,
-// and the same verdict of Match and MatchSite on every flag load that leads to a branch.
-func TestWalkFuncMatchesDecodeFunc(t *testing.T) {
-	b := readELF(t, buildFixture(t, "plain"))
+// TestWalkMatchesDecodeFunc walks every function of a real binary with walk and
+// decodeFunc, from its entry to its end, and requires the same extent and branch targets,
+// and the same verdict of match and of a check against the decoded function
+// (matchDecoded) on every flag load that leads to a branch.
+func TestWalkMatchesDecodeFunc(t *testing.T) {
+	b := testbin.Binaries(t, &Arch)[0]
 	mem := b.Text
-	var funcs, slow, matched int
+	var funcs, matched int
 	for _, fn := range b.Funcs {
-		inFunc := func(pc uint64) bool { return pc < fn.End }
-		insts, err := DecodeFunc(mem, fn.Start, 0, inFunc)
-		wk, werr := WalkFunc(mem, fn.Start, inFunc)
+		if (fn.End-fn.Entry)%instLen != 0 {
+			continue // a marker (go:textfipsend is one byte), not a function
+		}
+		insts, err := decodeFunc(mem, fn.Entry, fn.End)
+		wk, werr := walk(mem, fn.Entry, fn.End)
 		if err != nil || len(insts) == 0 {
 			if werr == nil {
-				t.Errorf("%s: DecodeFunc %v (%d), WalkFunc no error", fn.Name, err, len(insts))
+				t.Errorf("%s: decodeFunc %v (%d), walk no error", fn.Name, err, len(insts))
 			}
 			continue
 		}
 		if werr != nil {
-			t.Errorf("%s: WalkFunc: %v", fn.Name, werr)
+			t.Errorf("%s: walk: %v", fn.Name, werr)
 			continue
 		}
 		funcs++
-		slow += wk.Slow
 		if end := insts[len(insts)-1].End(); wk.End != end {
-			t.Errorf("%s: WalkFunc ends at %#x, DecodeFunc at %#x", fn.Name, wk.End, end)
+			t.Errorf("%s: walk ends at %#x, decodeFunc at %#x", fn.Name, wk.End, end)
 			continue
 		}
-		targets := BranchTargets(insts)
+		targets := branchTargets(insts)
 		if len(targets) != len(wk.Targets) {
-			t.Errorf("%s: %d targets, DecodeFunc %d", fn.Name, len(wk.Targets), len(targets))
+			t.Errorf("%s: %d targets, decodeFunc %d", fn.Name, len(wk.Targets), len(targets))
 		}
 		for _, tg := range wk.Targets {
 			if !targets[tg] {
-				t.Errorf("%s: target %#x not DecodeFunc's", fn.Name, tg)
+				t.Errorf("%s: target %#x not decodeFunc's", fn.Name, tg)
 			}
 		}
-		for _, l := range Candidates(mem.Code[fn.Start-mem.Base:fn.End-mem.Base], fn.Start) {
-			s, err := FollowLoad(mem, l)
+		for _, l := range candidates(mem.Code, mem.Base, int(fn.Entry-mem.Base), int(fn.End-mem.Base)) {
+			s, err := follow(mem, l)
 			if err != nil {
 				continue
 			}
 			matched++
-			if e1, e2 := MatchSite(insts, s, targets), wk.Match(mem, s); (e1 == nil) != (e2 == nil) {
-				t.Errorf("%s: site %#x: MatchSite %v, Match %v", fn.Name, s.Addr, e1, e2)
+			if e1, e2 := matchDecoded(insts, s, targets), match(mem, wk, s); (e1 == nil) != (e2 == nil) {
+				t.Errorf("%s: site %#x: against the decoded function %v, match %v", fn.Name, s.Addr, e1, e2)
 			}
 		}
 	}
 	if funcs == 0 || matched == 0 {
 		t.Fatalf("%d functions, %d sites compared", funcs, matched)
 	}
-	t.Logf("%d functions agree (%d words decoded by arm64asm to find ends), %d followed loads match alike", funcs, slow, matched)
+	t.Logf("%s: %d functions agree, %d followed loads match alike", b.Path, funcs, matched)
+}
+
+// matchDecoded is what match proves, checked on the whole function decoded by
+// arm64asm (insts) with its branch targets: the load and the branch are instructions
+// of it, nothing between them is bad data, and no branch lands after the load up to
+// and including the branch.
+func matchDecoded(insts []inst, s arch.Site, targets map[uint64]bool) error {
+	at := func(pc uint64) int {
+		i := sort.Search(len(insts), func(i int) bool { return insts[i].PC >= pc })
+		if i < len(insts) && insts[i].PC == pc {
+			return i
+		}
+		return -1
+	}
+	i, j := at(s.Check.Addr), at(s.Addr)
+	if i < 0 || j < 0 {
+		return shapeErr(s.Addr, "load or branch is not an instruction of the function")
+	}
+	for _, in := range insts[i : j+1] {
+		if in.Bad {
+			return shapeErr(in.PC, "undecodable word %#08x in the site", in.Word)
+		}
+		if in.PC != s.Check.Addr && targets[in.PC] {
+			return shapeErr(s.Addr, "a branch targets %#x between the flag load and the site", in.PC)
+		}
+	}
+	if s.Taken > s.Check.Addr && s.Taken <= s.Addr {
+		return shapeErr(s.Addr, "the branch targets %#x inside the site", s.Taken)
+	}
+	return nil
 }

@@ -380,6 +380,15 @@ func TestListBinary(t *testing.T) {
 	if want := fmt.Sprintf("target/main.go:%d ", line); !strings.Contains(out, want) {
 		t.Errorf("list BINARY: want the probe statement's %q:\n%s", want, out)
 	}
+	// The same without DWARF and symbols: the line comes from the function table's
+	// inline tree, which the runtime needs and stripping keeps.
+	stripped := filepath.Join(t.TempDir(), "target-stripped")
+	if msg, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", stripped, "./testdata/target").CombinedOutput(); err != nil {
+		t.Fatalf("building the stripped target: %v\n%s", err, msg)
+	}
+	if out, err := sdtctl(t, "list", stripped); err != nil || !strings.Contains(out, fmt.Sprintf("target/main.go:%d ", line)) {
+		t.Errorf("list STRIPPED: %v, want the probe statement's line %d:\n%s", err, line, out)
+	}
 	if out, err := sdtctl(t, "list", bin, "nope:::tick"); err != nil || strings.Contains(out, "main.step") {
 		t.Errorf("list BINARY nope:::tick: %v\n%s", err, out)
 	}

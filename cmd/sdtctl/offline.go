@@ -7,9 +7,8 @@ import (
 	"sort"
 	"text/tabwriter"
 
-	"github.com/gosdt/gosdt/internal/seal"
 	"github.com/gosdt/gosdt/internal/spec"
-	"github.com/gosdt/gosdt/sled"
+	"github.com/gosdt/gosdt/sled/offline"
 )
 
 // offlineSite is a probe site found in a binary file without running it.
@@ -17,7 +16,7 @@ type offlineSite struct {
 	Probe    string `json:"probe,omitempty"` // provider:module:function:name, when its Define was read
 	Addr     uint64 `json:"addr"`
 	Variable string `json:"variable"` // the probe definition's symbol
-	Function string `json:"function"` // the function that holds the probe statement (inlining resolved, with DWARF)
+	Function string `json:"function"` // the function that holds the probe statement (inlining resolved)
 	File     string `json:"file"`
 	Line     int    `json:"line"`
 	Kind     string `json:"kind"`             // fire, or guard (if p.Enabled())
@@ -26,7 +25,7 @@ type offlineSite struct {
 }
 
 // listBinary finds the probe sites of an ELF file with the matchers the runtime uses
-// (sled.DiscoverFile). Provider and name are arguments of Define, known only at run
+// (package sled/offline). Provider and name are arguments of Define, known only at run
 // time: offline, a site is named by its definition's variable.
 func listBinary(path string, specs []string, asJSON bool, w io.Writer) error {
 	var sp *spec.Spec
@@ -37,27 +36,27 @@ func listBinary(path string, specs []string, asJSON bool, w io.Writer) error {
 		}
 		sp = &s
 	}
-	t, err := sled.DiscoverFile(path, seal.Config)
+	t, err := offline.Discover(path)
 	if err != nil {
 		return fail(exitError, "%v", err)
 	}
 	symAt := symbolizer(path)
-	names := map[uint64]sled.Definition{}
-	defs, _ := sled.DefinitionsFile(path, seal.ProbePackage) // without, sites go by variable
+	names := map[uint64]offline.Definition{}
+	defs, _ := offline.Definitions(path) // without, sites go by variable
 	for _, d := range defs {
 		names[d.Flag] = d
 	}
 	var out []offlineSite
 	for _, s := range t.Sites {
-		s.Describe()
+		h := s.Describe()
 		d, named := names[uint64(s.Flag)]
-		if sp != nil && !sp.Match(d.Provider, s.Module, s.Func, d.Name) && (named || !sp.Match("", s.Module, s.Func, "")) {
+		if sp != nil && !sp.Match(d.Provider, h.Module, h.Func, d.Name) && (named || !sp.Match("", h.Module, h.Func, "")) {
 			continue
 		}
 		o := offlineSite{Addr: uint64(s.Addr), Variable: symAt(uint64(s.Flag)),
-			Function: s.Func, File: s.File, Line: s.Line, Kind: s.Kind.String(), Reason: s.Reason, Sealed: s.Presealed}
+			Function: h.Func, File: h.File, Line: h.Line, Kind: s.Kind.String(), Reason: s.Refusal.Detail, Sealed: s.Presealed}
 		if named {
-			o.Probe = d.Provider + ":" + s.Module + ":" + s.Func + ":" + d.Name
+			o.Probe = d.Provider + ":" + h.Module + ":" + h.Func + ":" + d.Name
 		}
 		out = append(out, o)
 	}
@@ -69,7 +68,7 @@ func listBinary(path string, specs []string, asJSON bool, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "%s: %d probe sites, read offline (provider and name from the Define calls\n"+
 		"in package initialisation, where they can be read; function and line are those of the\n"+
-		"probe statement, from the binary's DWARF, or without it of the code that holds the site)\n", path, len(out))
+		"probe statement, from the inline tree of the binary's function table)\n", path, len(out))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROBE\tVARIABLE\tADDR\tFILE:LINE\tKIND\tSEALABLE")
 	for _, s := range out {

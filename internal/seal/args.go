@@ -4,14 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gosdt/gosdt/arch"
 	"github.com/gosdt/gosdt/internal/usdt"
+	"github.com/gosdt/gosdt/sled"
 )
-
-// Go's integer argument registers (ABIInternal), as USDT argument specs name them.
-var argRegs = map[string][]string{
-	"amd64": {"%rax", "%rbx", "%rcx", "%rdi", "%rsi", "%r8", "%r9", "%r10", "%r11"},
-	"arm64": {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14", "x15"},
-}
 
 // shapeSizes is the note size of each GC shape a probe argument can have (package sdt's
 // Arg constraint): negative for signed. Go leaves the upper bits of a narrow value's
@@ -28,8 +24,8 @@ var shapeSizes = map[string]int{
 // floating-point registers, which tracers' argument specs do not name: the note stops
 // at the first one, as at the first argument that does not fit in registers; why says
 // so when that happens.
-func argSpecs(goarch, fireSym string) (args []usdt.Arg, why string) {
-	if !strings.HasPrefix(fireSym, ProbePackage+".(*P") {
+func argSpecs(a *arch.Arch, fireSym string) (args []usdt.Arg, why string) {
+	if !strings.HasPrefix(fireSym, sled.ProbePackage()+".(*P") {
 		// Latency and fbt probes compute their arguments (the duration, the
 		// function's parameters) inside the fire method: none is in a register at the call.
 		return nil, "its arguments are computed inside package sdt (a latency or fbt probe)"
@@ -38,7 +34,7 @@ func argSpecs(goarch, fireSym string) (args []usdt.Arg, why string) {
 	if i < 0 || j < i {
 		return nil, "" // P0: no arguments, and not generic
 	}
-	regs := argRegs[goarch][2:]
+	regs := a.ArgRegs[2:]
 	for _, shape := range strings.Split(fireSym[i+1:j], ",") {
 		kind := strings.TrimPrefix(shape, "go.shape.")
 		var want []int

@@ -26,6 +26,16 @@ func (w *writer) bytes(addr uint64, n int) ([]byte, error) {
 	return w.image[off : off+uint64(n)], nil
 }
 
+// Read reads the image's loaded bytes as an arch.Memory: n bytes at pc, none if they
+// are not all in the file.
+func (w *writer) Read(pc uint64, n int) []byte {
+	b, err := w.bytes(pc, n)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
 func (w *writer) span(addr uint64, n int) []byte {
 	b, err := w.bytes(addr, n)
 	if err != nil && w.err == nil {

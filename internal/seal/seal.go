@@ -20,23 +20,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
-	"strings"
 
+	"github.com/gosdt/gosdt/arch"
 	"github.com/gosdt/gosdt/internal/usdt"
 	"github.com/gosdt/gosdt/sled"
+	"github.com/gosdt/gosdt/sled/offline"
 )
-
-// ProbePackage is the import path of package sdt, whose fire methods sites call.
-const ProbePackage = "github.com/gosdt/gosdt/sdt"
-
-// Config is what discovery needs to know of package sdt, for binary files.
-var Config = sled.Config{
-	ProbePackage: ProbePackage,
-	IsFire: func(sym string) bool {
-		return strings.HasPrefix(sym, ProbePackage+".(*") && strings.HasSuffix(sym, ").fire")
-	},
-}
 
 // ErrNoGosdt is returned (wrapped) for a Go binary that does not use gosdt.
 var ErrNoGosdt = errors.New("not a gosdt program")
@@ -85,40 +76,40 @@ func File(in, out string) (*Report, error) {
 }
 
 // elfFile checks that image is a 64-bit little-endian Go executable for linux on
-// amd64 or arm64, and returns it parsed with its GOARCH.
-func elfFile(image []byte) (*elf.File, string, error) {
+// amd64 or arm64, and returns it parsed with its architecture.
+func elfFile(image []byte) (*elf.File, *arch.Arch, error) {
 	f, err := elf.NewFile(bytes.NewReader(image))
 	if err != nil {
-		return nil, "", fmt.Errorf("not an ELF file: %w", err)
+		return nil, nil, fmt.Errorf("not an ELF file: %w", err)
 	}
-	goarch := map[elf.Machine]string{elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64"}[f.Machine]
+	a := offline.Arch(f.Machine)
 	switch {
 	case len(f.Sections) <= 1:
-		return nil, "", errors.New("stripped of its section headers: nothing left to find the sites by")
+		return nil, nil, errors.New("stripped of its section headers: nothing left to find the sites by")
 	case f.Section(".gopclntab") == nil:
-		return nil, "", errors.New("not a Go binary (no .gopclntab)")
-	case goarch == "" || f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB:
-		return nil, "", fmt.Errorf("%v %v binary: gosdt seals x86-64 and AArch64 binaries", f.Machine, f.Class)
+		return nil, nil, errors.New("not a Go binary (no .gopclntab)")
+	case a == nil || f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB:
+		return nil, nil, fmt.Errorf("%v %v binary: gosdt seals x86-64 and AArch64 binaries", f.Machine, f.Class)
 	case f.OSABI != elf.ELFOSABI_NONE && f.OSABI != elf.ELFOSABI_LINUX:
-		return nil, "", fmt.Errorf("%v binary: gosdt seals linux binaries", f.OSABI)
+		return nil, nil, fmt.Errorf("%v binary: gosdt seals linux binaries", f.OSABI)
 	case f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN:
-		return nil, "", fmt.Errorf("%v: not an executable", f.Type)
+		return nil, nil, fmt.Errorf("%v: not an executable", f.Type)
 	}
-	return f, goarch, nil
+	return f, a, nil
 }
 
 // seal returns the sealed image, or nil if image is sealed already.
 func seal(path string, image []byte, r *Report) ([]byte, error) {
-	f, goarch, err := elfFile(image)
+	f, a, err := elfFile(image)
 	if err != nil {
 		return nil, err
 	}
-	r.Arch = goarch
+	r.Arch = a.Name
 	if f.Section(sled.SectionName) != nil {
 		r.Already = true
 		return nil, nil
 	}
-	_, textStart, tab, err := sled.GoText(path, f)
+	_, textStart, tab, err := offline.GoText(path, f)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +118,7 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 		return nil, err
 	}
 
-	t, err := sled.DiscoverFile(path, Config)
+	t, err := offline.Discover(path)
 	if err != nil {
 		return nil, err
 	}
@@ -144,8 +135,9 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 	}
 
 	r.Sites = len(t.Sites)
-	for _, s := range t.Sites {
-		if !s.Patchable() {
+	sites := slices.Clone(t.Sites) // the table's records: discovery's, or refused here
+	for i, s := range sites {
+		if !s.Sealable() {
 			continue
 		}
 		ok := w.holds(uint64(s.Addr), s.Orig)
@@ -153,7 +145,8 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 			ok = ok && w.holds(uint64(a.Addr), a.Orig)
 		}
 		if !ok {
-			s.Reason = "file bytes differ from what discovery read" // cannot happen: same file
+			// Cannot happen: discovery read the same file.
+			sites[i].Refusal = sled.Refusal{Cause: sled.TextDiffers, Detail: "file bytes differ from what discovery read"}
 			continue
 		}
 		w.put(uint64(s.Addr), s.Off)
@@ -169,8 +162,8 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 	}
 	// The calls the notes name are read from the linker's bytes.
 	linked := &writer{f: f, image: image}
-	notes, probes := notesFor(path, goarch, linked, t, tab, base.Addr, vars+sled.SemaphoresOffset, r)
-	table := (&sled.SiteTable{Arch: goarch, Text: textStart, Sites: t.Sites, Probes: probes}).Encode()
+	notes, probes := notesFor(path, a, linked, sites, tab, base.Addr, vars+sled.SemaphoresOffset, r)
+	table := (&sled.SiteTable{Arch: a.Name, Text: textStart, Sites: sites, Probes: probes}).Encode()
 	var m [32]byte
 	for i, v := range sled.MarkFor(table) {
 		binary.LittleEndian.PutUint64(m[8*i:], v)
@@ -196,20 +189,20 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 
 // notesFor names the fire calls of t's sites for USDT tracers and gives each probe name
 // a semaphore slot. Sites whose probe name cannot be read from the binary get no note.
-func notesFor(path, goarch string, linked *writer, t *sled.Table, tab *gosym.Table, base, sems uint64, r *Report) ([]usdt.Note, []sled.SealedProbe) {
-	defs, err := sled.DefinitionsFile(path, ProbePackage)
+func notesFor(path string, a *arch.Arch, linked *writer, sites []sled.Site, tab *gosym.Table, base, sems uint64, r *Report) ([]usdt.Note, []sled.SealedProbe) {
+	defs, err := offline.Definitions(path)
 	if err != nil {
 		r.Skipped = append(r.Skipped, "no USDT notes: "+err.Error())
 		return nil, nil
 	}
-	byFlag := map[uint64]sled.Definition{}
+	byFlag := map[uint64]offline.Definition{}
 	for _, d := range defs {
 		byFlag[d.Flag] = d
 	}
 	slots := map[[2]string]int{}
 	var notes []usdt.Note
-	for _, s := range t.Sites {
-		if s.Kind != sled.Fire || !s.Patchable() {
+	for _, s := range sites {
+		if s.Kind != sled.Fire || !s.Sealable() {
 			continue
 		}
 		d, ok := byFlag[uint64(s.Flag)]
@@ -217,7 +210,8 @@ func notesFor(path, goarch string, linked *writer, t *sled.Table, tab *gosym.Tab
 			r.Skipped = append(r.Skipped, fmt.Sprintf("site %#x: its probe's Define was not found in package initialisation; no note", s.Addr))
 			continue
 		}
-		pc, target, err := fireCall(linked, goarch, uint64(s.Return))
+		// The note's pc is the fire call, where the arguments are in registers.
+		pc, target, err := a.CallBefore(linked, uint64(s.Return))
 		if err != nil {
 			r.Skipped = append(r.Skipped, fmt.Sprintf("site %#x (%s:%s): %v; no note", s.Addr, d.Provider, d.Name, err))
 			continue
@@ -226,11 +220,11 @@ func notesFor(path, goarch string, linked *writer, t *sled.Table, tab *gosym.Tab
 		if fn := tab.PCToFunc(target); fn != nil && fn.Entry == target {
 			fireSym = fn.Name
 		}
-		if !Config.IsFire(fireSym) {
+		if !sled.IsFire(fireSym) {
 			r.Skipped = append(r.Skipped, fmt.Sprintf("site %#x (%s:%s): the call before its return address is to %q, not a fire method; no note", s.Addr, d.Provider, d.Name, fireSym))
 			continue
 		}
-		args, why := argSpecs(goarch, fireSym)
+		args, why := argSpecs(a, fireSym)
 		if why != "" {
 			r.Skipped = append(r.Skipped, fmt.Sprintf("site %#x (%s:%s): the note names %d argument registers, not all: %s", s.Addr, d.Provider, d.Name, len(args), why))
 		}
@@ -255,32 +249,6 @@ func notesFor(path, goarch string, linked *writer, t *sled.Table, tab *gosym.Tab
 	sort.Slice(probes, func(i, j int) bool { return probes[i].Slot < probes[j].Slot })
 	r.Notes, r.Probes = len(notes), len(probes)
 	return notes, probes
-}
-
-// fireCall returns the address and target of the call instruction that returns to
-// ret, checking that it is one: the note's pc, where the arguments are in registers.
-func fireCall(linked *writer, goarch string, ret uint64) (pc, target uint64, err error) {
-	read := linked.bytes
-	switch goarch {
-	case "amd64":
-		b, err := read(ret-5, 5)
-		if err != nil || b[0] != 0xe8 {
-			return 0, 0, errors.New("no CALL rel32 before the return address")
-		}
-		return ret - 5, ret + uint64(int64(int32(binary.LittleEndian.Uint32(b[1:])))), nil
-	case "arm64":
-		b, err := read(ret-4, 4)
-		if err != nil {
-			return 0, 0, err
-		}
-		w := binary.LittleEndian.Uint32(b)
-		if w>>26 != 0b100101 {
-			return 0, 0, errors.New("no BL before the return address")
-		}
-		off := int64(int32(w<<6)>>6) * 4
-		return ret - 4, uint64(int64(ret-4) + off), nil
-	}
-	return 0, 0, fmt.Errorf("no notes for %s", goarch)
 }
 
 // linkedMark is the bytes of sled's seal mark as linked.

@@ -1,0 +1,60 @@
+package arm64
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/arch/internal/recent"
+)
+
+// abiRegs is how many integer argument registers Go's ABIInternal has on arm64:
+// R0 up to R15, in order.
+const abiRegs = 16
+
+// argRegNames names the argument registers as USDT argument specs do: "x0".
+func argRegNames() []string {
+	names := make([]string, abiRegs)
+	for i := range names {
+		names[i] = fmt.Sprintf("x%d", i)
+	}
+	return names
+}
+
+// Arch is AArch64 as discovery uses it.
+var Arch = arch.Arch{
+	Name: "arm64", Machine: 183 /* EM_AARCH64 */, ArgRegs: argRegNames(),
+	Candidates: candidates, Follow: follow, GuardedCall: guardedCall, Walk: walk, Match: match, Seal: seal,
+	NewCache: newCache, Jumps: jumps, CallBefore: callBefore, Calls: calls,
+}
+
+// cache is the Memory of one goroutine of discovery (Arch.NewCache): the words decoded
+// for one site (follow, the guarded call and the liveness walks read some of them
+// twice; arm64asm is slow, and serialised), and the walker's memory.
+type cache struct {
+	arch.Memory
+	insts  recent.Insts[inst]
+	walker walker
+}
+
+func newCache(m arch.Memory) arch.Cache { return &cache{Memory: m} }
+
+// Reset forgets the decoded words, keeping the memory for the next site's.
+func (c *cache) Reset() { c.insts.Reset() }
+
+// callBefore reads the BL that ends at ret (Arch.CallBefore).
+func callBefore(m arch.Memory, ret uint64) (pc, target uint64, err error) {
+	b := m.Read(ret-instLen, instLen)
+	if len(b) < instLen {
+		return 0, 0, shapeErr(ret, "no code mapped before the return address")
+	}
+	kind, to := raw(binary.LittleEndian.Uint32(b), ret-instLen)
+	if kind != rawBL {
+		return 0, 0, shapeErr(ret, "no BL before the return address")
+	}
+	return ret - instLen, to, nil
+}
+
+func shapeErr(pc uint64, format string, args ...any) error {
+	return arch.Errorf("arm64", pc, format, args...)
+}

@@ -1,0 +1,121 @@
+// Package testbin gives tests real Go binaries of an architecture, on any host: it
+// builds them, and reads their text and their functions from the function table.
+package testbin
+
+import (
+	"debug/elf"
+	"debug/gosym"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gosdt/gosdt/arch"
+)
+
+// Build builds pkg (an import path, or a directory relative to dir) for linux/goarch
+// with flags, in dir ("" for the test's own), into a temporary directory of t, and
+// returns the binary's path. It skips the test when there is no go command, or when
+// -race is asked for another architecture than the go command's (it needs cgo, which
+// a cross-build lacks).
+func Build(t testing.TB, dir, goarch, pkg string, flags ...string) string {
+	t.Helper()
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		t.Skip("no go command to build a program with:", err)
+	}
+	cross := goarch != runtime.GOARCH || runtime.GOOS != "linux"
+	if cross && slices.Contains(flags, "-race") {
+		t.Skipf("-race build for linux/%s needs a linux/%s host", goarch, goarch)
+	}
+	out := filepath.Join(t.TempDir(), filepath.Base(pkg)+"-"+goarch)
+	cmd := exec.Command(gobin, append(append([]string{"build", "-o", out}, flags...), pkg)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch, "GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local")
+	if cross {
+		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
+	}
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		if slices.Contains(flags, "-race") && strings.Contains(string(msg), "requires cgo") {
+			// The go command builds for another architecture than its own (this test
+			// runs under qemu): no C compiler for it, so no -race.
+			t.Skipf("GOARCH=%s go build -race: %s", goarch, strings.TrimSpace(string(msg)))
+		}
+		t.Fatalf("GOARCH=%s go build %s %s: %v\n%s", goarch, strings.Join(flags, " "), pkg, err, msg)
+	}
+	return out
+}
+
+// Binary is the text and functions of a Go ELF binary.
+type Binary struct {
+	Path  string
+	Text  arch.Bytes
+	Funcs []gosym.Func // from .gopclntab, by entry
+}
+
+// Read reads the Go binary at path, which must be for machine.
+func Read(t testing.TB, path string, machine uint16) *Binary {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Machine != elf.Machine(machine) {
+		t.Fatalf("%s is %v, not %v", path, f.Machine, elf.Machine(machine))
+	}
+	text, pcln := f.Section(".text"), f.Section(".gopclntab")
+	if text == nil || pcln == nil {
+		t.Fatalf("%s: no .text or .gopclntab", path)
+	}
+	code, err := text.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pclnData, err := pcln.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := gosym.NewTable(nil, gosym.NewLineTable(pclnData, text.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fn := range tab.Funcs {
+		if fn.Entry < text.Addr || fn.End > text.Addr+uint64(len(code)) {
+			t.Fatalf("%s: %s at %#x..%#x outside .text", path, fn.Name, fn.Entry, fn.End)
+		}
+	}
+	return &Binary{Path: path, Text: arch.Bytes{Base: text.Addr, Code: code}, Funcs: tab.Funcs}
+}
+
+// Binaries returns real Go binaries for linux on a's architecture: where this machine
+// runs it, the go command, this test binary and the compiler; elsewhere (or when those
+// are another architecture's, as under qemu) the gofmt command built for it.
+func Binaries(t testing.TB, a *arch.Arch) []*Binary {
+	t.Helper()
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	paths := []string{gobin}
+	if self, err := os.Executable(); err == nil {
+		paths = append(paths, self)
+	}
+	if out, err := exec.Command(gobin, "env", "GOTOOLDIR").Output(); err == nil {
+		paths = append(paths, filepath.Join(strings.TrimSpace(string(out)), "compile"))
+	}
+	var bins []*Binary
+	for _, p := range paths {
+		if f, err := elf.Open(p); err == nil {
+			m := f.Machine
+			f.Close()
+			if m == elf.Machine(a.Machine) {
+				bins = append(bins, Read(t, p, a.Machine))
+			}
+		}
+	}
+	if len(bins) == 0 {
+		bins = append(bins, Read(t, Build(t, "", a.Name, "cmd/gofmt"), a.Machine))
+	}
+	return bins
+}

@@ -1,0 +1,115 @@
+package sled
+
+import (
+	"reflect"
+	"runtime"
+	"slices"
+	"testing"
+)
+
+func TestPackageOf(t *testing.T) {
+	for sym, want := range map[string]string{
+		"main.main":             "main",
+		"github.com/x/y.(*T).M": "github.com/x/y",
+		"slices.Sort[go.shape.[]int,go.shape.int]": "slices",
+		"example.com/a.F[example.com/b.T]":         "example.com/a",
+		"type:.eq.main.T":                          "type:",
+		"go:buildid":                               "go:buildid",
+		"net/http.(*Client).__sdt_fbt0_1t":         "net/http",
+	} {
+		if got := string(packageOf([]byte(sym))); got != want {
+			t.Errorf("packageOf(%q) = %q, want %q", sym, got, want)
+		}
+	}
+}
+
+func TestMayHoldSites(t *testing.T) {
+	mods := []string{"example.com/app", "github.com/gosdt/gosdt", "busyprog"}
+	for pkg, want := range map[string]bool{
+		"main":                        true,
+		"command-line-arguments":      true,
+		"example.com/app":             true,
+		"example.com/app/store":       true,
+		"example.com/app_test":        true,
+		"example.com/application":     false,
+		"busyprog/w":                  true,
+		"github.com/gosdt/gosdt/sdt":  true,
+		"runtime":                     false,
+		"fmt":                         false,
+		"vendor/golang.org/x/net/dns": false,
+		"type:":                       false,
+	} {
+		if got := mayHoldSites(pkg, mods); got != want {
+			t.Errorf("mayHoldSites(%q) = %v, want %v", pkg, got, want)
+		}
+	}
+}
+
+// TestSearchRanges: in this test binary the ranges searched at start cover this
+// package's functions and the test's, and leave out the runtime's and fmt's.
+func TestSearchRanges(t *testing.T) {
+	l := Self()
+	if len(l.funcs) == 0 {
+		t.Skipf("no function table read on %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	r := l.searchRanges()
+	if r == nil {
+		t.Fatal("searchRanges: nil (search everything) in a module build")
+	}
+	in := func(f any) bool {
+		off := int(reflect.ValueOf(f).Pointer() - l.Text)
+		_, found := slices.BinarySearchFunc(r, off, func(r [2]int, off int) int {
+			switch {
+			case off < r[0]:
+				return 1
+			case off >= r[1]:
+				return -1
+			}
+			return 0
+		})
+		return found
+	}
+	for name, f := range map[string]any{"sled.Discover": Discover, "sled.packageOf": packageOf, "this test": TestSearchRanges} {
+		if !in(f) {
+			t.Errorf("%s is not searched", name)
+		}
+	}
+	for name, f := range map[string]any{"runtime.GC": runtime.GC, "reflect.ValueOf": reflect.ValueOf} {
+		if in(f) {
+			t.Errorf("%s is searched", name)
+		}
+	}
+	searched := 0
+	for i, x := range r {
+		if x[0] >= x[1] || i > 0 && r[i-1][1] >= x[0] {
+			t.Fatalf("range %d %v: empty, or not after the one before (%v)", i, x, r[max(0, i-1)])
+		}
+		searched += x[1] - x[0]
+	}
+	t.Logf("%d ranges, %d of %d bytes of text", len(r), searched, l.Etext-l.Text)
+}
+
+// TestSearchFindsEverySite: a search of the ranges finds exactly the sites and
+// candidates of probe flags that a search of the whole text finds.
+func TestSearchFindsEverySite(t *testing.T) {
+	if host == nil {
+		t.Skip("no site matcher for", runtime.GOARCH)
+	}
+	src := self()
+	if src.Search == nil {
+		t.Fatal("no search ranges in a module build")
+	}
+	part := Scan(host, src)
+	src.Search = nil
+	all := Scan(host, src)
+	if len(all.Sites) == 0 {
+		t.Fatal("no site in this test binary")
+	}
+	if !reflect.DeepEqual(part.Sites, all.Sites) {
+		t.Errorf("ranges: %d sites, whole text: %d", len(part.Sites), len(all.Sites))
+	}
+	if part.Searched >= all.Searched || all.Searched != all.TextBytes {
+		t.Errorf("searched %d bytes of ranges against %d of all %d", part.Searched, all.Searched, all.TextBytes)
+	}
+	t.Logf("ranges: %d candidates, whole text: %d; %d sites", part.Candidates, all.Candidates, len(part.Sites))
+}
