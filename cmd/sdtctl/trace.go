@@ -17,6 +17,7 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	count := o.fs.Int("c", 0, "stop after `N` events")
 	dur := o.fs.Duration("d", 0, "stop after `DURATION`")
 	bufsize := o.fs.String("bufsize", "", "`BYTES` of each per-P buffer in the process (k, m, g suffixes; default 4m)")
+	stack := o.fs.Bool("stack", false, fmt.Sprintf("with each event the Go call stack of the fire (%d frames), as DTrace's ustack()", ctlproto.StackDepth))
 	pos, err := o.parse(args)
 	if err != nil {
 		return err
@@ -41,12 +42,15 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	cl := cls[0]
 	defer cl.close()
 	out := bufio.NewWriterSize(stdout, 256<<10)
-	p := &printer{w: out, pid: cl.pid, json: o.json}
+	var er ctlproto.EventReader
+	p := &printer{w: out, pid: cl.pid, json: o.json, er: &er}
 	n := 0
 	start := time.Now()
-	var er ctlproto.EventReader
 	var bad error
 	q := &ctlproto.Request{Op: ctlproto.OpTrace, Spec: pos[0], Count: *count, DurationMS: dur.Milliseconds(), BufSize: size}
+	if *stack {
+		q.Stack = ctlproto.StackDepth
+	}
 	end, err := stream(cl, q, stop, func(r *ctlproto.Response) {
 		if r.Kind != ctlproto.KindEvents || bad != nil {
 			return
@@ -125,14 +129,16 @@ func parseSize(s string) (int, error) {
 // description's parts once: at millions of events a second, fmt would be most of
 // sdtctl's time.
 type printer struct {
-	w     *bufio.Writer
-	pid   int
-	json  bool
-	texts map[*ctlproto.Desc]*descText
-	sec   int64  // the second whose clock time is secTx
-	secTx []byte // "15:04:05." (JSON: "2006-01-02T15:04:05.")
-	zone  []byte // JSON: "Z07:00"
-	b     []byte
+	w      *bufio.Writer
+	pid    int
+	json   bool
+	er     *ctlproto.EventReader // names the frames of stacks
+	frames map[uint64][]byte     // a frame's text: "func file:line"
+	texts  map[*ctlproto.Desc]*descText
+	sec    int64  // the second whose clock time is secTx
+	secTx  []byte // "15:04:05." (JSON: "2006-01-02T15:04:05.")
+	zone   []byte // JSON: "Z07:00"
+	b      []byte
 }
 
 // descText is a description's text: its probe name and argument prefixes.
@@ -235,8 +241,26 @@ func (p *printer) print(rec ctlproto.Record, ds *ctlproto.Desc, l *ctlproto.Layo
 		}
 	}
 	b = append(b, '\n')
+	for i := range l.Depth() {
+		b = append(b, "                "...)
+		b = append(b, p.frame(l.PC(rec, i))...)
+		b = append(b, '\n')
+	}
 	p.w.Write(b)
 	p.b = b
+}
+
+// frame is the text of a stack's return address, made once.
+func (p *printer) frame(pc uint64) []byte {
+	if t, ok := p.frames[pc]; ok {
+		return t
+	}
+	if p.frames == nil {
+		p.frames = map[uint64][]byte{}
+	}
+	t := []byte(p.er.Frame(pc).String())
+	p.frames[pc] = t
+	return t
 }
 
 // printJSON writes one event as {"pid":N,"event":{...}}, the fields of
@@ -271,6 +295,16 @@ func (p *printer) printJSON(rec ctlproto.Record, ds *ctlproto.Desc, l *ctlproto.
 				b = append(b, `,"cut":true`...)
 			}
 			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if l.Depth() > 0 {
+		b = append(b, `,"stack":[`...)
+		for i := range l.Depth() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONBytes(b, p.frame(l.PC(rec, i)))
 		}
 		b = append(b, ']')
 	}

@@ -43,6 +43,7 @@ const (
 	StringMax  = 64  // bytes kept of one string argument
 	MaxArgs    = 6   // arguments of one record
 	MaxStack   = 32  // return addresses of one record's stack
+	StackDepth = 16  // return addresses sdtctl trace --stack asks for
 	PadRecord  = 255 // n of the filler a buffer holds where a record did not fit at its end; never sent
 	LostRecord = 254 // n of a 16-byte record whose second word counts the records dropped before it; never sent
 )
@@ -97,6 +98,44 @@ func (ds *Desc) decode(d *dec) {
 			d.fail("desc with an unknown argument kind")
 		}
 	}
+}
+
+// Frame names one return address of the call stacks a trace's records carry: the
+// process symbolizes each once per stream, with its runtime's own tables, which know
+// what was inlined where (a reader of the binary's pclntab, debug/gosym, does not).
+type Frame struct {
+	PC   uint64
+	Func string // "main.step"; "?" when the process cannot tell
+	File string
+	Line int
+}
+
+// String is "func file:line", as ustack() lines and --json show a frame.
+func (f *Frame) String() string { return f.Func + " " + f.File + ":" + strconv.Itoa(f.Line) }
+
+func (f *Frame) append(e *enc) {
+	e.uint(1, f.PC)
+	e.str(2, f.Func)
+	e.str(3, f.File)
+	e.uint(4, uint64(f.Line))
+}
+
+func (f *Frame) decode(d *dec) {
+	d.fields(func(tag int) bool {
+		switch tag {
+		case 1:
+			f.PC = d.uint()
+		case 2:
+			f.Func = d.str()
+		case 3:
+			f.File = d.str()
+		case 4:
+			f.Line = d.small()
+		default:
+			return false
+		}
+		return true
+	})
 }
 
 // Clock converts a stream's ticks to wall-clock time: Wall (Unix nanoseconds) was

@@ -17,6 +17,7 @@ const (
 	MaxSpecs    = 64      // specs in one enable or disable
 	MinInterval = 100 * time.Millisecond
 	MaxBufSize  = 1 << 30 // bytes of one per-P trace buffer
+	MaxWhere    = 4096    // bytes of a predicate
 )
 
 // Error codes.
@@ -85,8 +86,10 @@ type Request struct {
 	LinLow     int64  // stat: a linear histogram's buckets, LinStep wide from LinLow to LinHigh
 	LinHigh    int64
 	LinStep    int64
-	Clear      bool  // stat: each snapshot holds its interval's values, not all since the start
-	IntervalMS int64 // stat: between snapshots
+	Clear      bool   // stat: each snapshot holds its interval's values, not all since the start
+	IntervalMS int64  // stat: between snapshots
+	Stack      int    // trace: return addresses of the fire's call stack each record carries, 0 to MaxStack
+	Where      string // trace, stat: a predicate (internal/pred) a fire must match to be recorded
 }
 
 // Request field tags.
@@ -106,6 +109,8 @@ const (
 	tqLinHigh
 	tqLinStep
 	tqClear
+	tqStack
+	tqWhere
 )
 
 // Histograms of a stat.
@@ -147,6 +152,7 @@ type Response struct {
 	Descs   []Desc
 	Clock   *Clock
 	Records []byte
+	Frames  []Frame // the call stack frames first met in this batch's records (trace --stack)
 
 	Stat *Stat
 	// events and end of a trace: events lost to it, all told (Drops) and per buffer
@@ -179,6 +185,7 @@ const (
 	trClock
 	trBufferDrops
 	trDelivered
+	trFrame
 )
 
 // Probe is one logical probe, as sdt.List describes it.
@@ -219,7 +226,7 @@ type Event struct {
 	Site      uint64    `json:"site,omitempty"`
 	Goroutine uint64    `json:"goroutine,omitempty"`
 	Args      []Arg     `json:"args,omitempty"`
-	Stack     []uint64  `json:"stack,omitempty"`
+	Stack     []string  `json:"stack,omitempty"` // "func file:line", innermost first
 }
 
 // Stat is one aggregation snapshot.
@@ -377,6 +384,8 @@ func (q *Request) appendTo(b []byte) ([]byte, error) {
 	e.int(tqLinHigh, q.LinHigh)
 	e.int(tqLinStep, q.LinStep)
 	e.bool(tqClear, q.Clear)
+	e.int(tqStack, int64(q.Stack))
+	e.str(tqWhere, q.Where)
 	return e.b, nil
 }
 
@@ -423,6 +432,10 @@ func DecodeRequest(b []byte) (*Request, error) {
 			q.LinStep = d.int()
 		case tqClear:
 			q.Clear = d.bool()
+		case tqStack:
+			q.Stack = int(d.int())
+		case tqWhere:
+			q.Where = d.str()
 		default:
 			d.fail(fmt.Sprintf("unknown field %d in %s", tag, q.Op))
 		}
@@ -455,6 +468,12 @@ func (q *Request) Check() error {
 		}
 		if q.Count < 0 || q.DurationMS < 0 || q.IntervalMS < 0 || q.BufSize < 0 {
 			return bad("%s: negative count, duration, interval or buffer size", q.Op)
+		}
+		if q.Stack < 0 || q.Stack > MaxStack || q.Stack > 0 && q.Op != OpTrace {
+			return bad("%s: a stack of %d return addresses: want 0 to %d, in a trace", q.Op, q.Stack, MaxStack)
+		}
+		if len(q.Where) > MaxWhere {
+			return bad("%s: a predicate of %d bytes, at most %d", q.Op, len(q.Where), MaxWhere)
 		}
 		if q.BufSize > MaxBufSize {
 			return bad("%s: buffers of %d bytes, at most %d", q.Op, q.BufSize, MaxBufSize)
@@ -516,6 +535,9 @@ func (r *Response) appendTo(b []byte) ([]byte, error) {
 		e.bytes(trBufferDrops, b)
 	}
 	e.uint(trDelivered, r.Delivered)
+	for i := range r.Frames {
+		e.msg(trFrame, r.Frames[i].append)
+	}
 	return e.b, nil
 }
 
@@ -579,6 +601,9 @@ func DecodeResponse(b []byte) (*Response, error) {
 			})
 		case trDelivered:
 			r.Delivered = d.uint()
+		case trFrame:
+			r.Frames = append(r.Frames, Frame{})
+			d.msg(r.Frames[len(r.Frames)-1].decode)
 		default:
 			return false
 		}

@@ -39,6 +39,7 @@ func TestRequestRoundTrip(t *testing.T) {
 		{Op: OpEnable, Specs: []string{"proc:::exit", ""}, Persist: true},
 		{Op: OpDisable, Specs: []string{"a:b:c:d"}},
 		{Op: OpTrace, Spec: "*", Count: 3, DurationMS: 1500, BufSize: 4096},
+		{Op: OpTrace, Spec: "*", Stack: StackDepth, Where: `arg0 > 100 && path == "/api"`},
 		{Op: OpStat, Spec: "x", By: "arg0", Value: "arg1", Hist: HistQuantize, IntervalMS: 500, DurationMS: 2},
 		{Op: OpStat, Spec: "x", By: "path", Value: "latency_ns", Hist: HistLinear, LinLow: -5, LinHigh: 100, LinStep: 5, Clear: true},
 		{Op: OpList}, {Op: OpStop},
@@ -108,7 +109,7 @@ func TestEvents(t *testing.T) {
 		[]string{4: "abc"}, 1<<4, []uint64{0x401000, 0x402000})
 	recs = appendRecord(recs, 2, 0, 1010, 0, nil, nil, nil, 0, nil)
 	clock := &Clock{Ticks: 1000, Wall: 1700000000123456789, NsPerTick: 0.5}
-	r := &Response{Kind: KindEvents, Records: recs, Clock: clock, Descs: []Desc{
+	r := &Response{Kind: KindEvents, Records: recs, Clock: clock, Frames: []Frame{{PC: 0x401000, Func: "main.step", File: "/src/main.go", Line: 17}}, Descs: []Desc{
 		{ID: 1, Probe: "p:m:f:n", Site: 0x1234, Args: []Arg{{Name: "a", Type: "int"}, {Name: "b", Type: "uint64"}}, Kinds: kinds},
 		{ID: 2, Probe: "p:m::other"}}}
 	got, err := DecodeResponse(encode(t, r))
@@ -123,7 +124,7 @@ func TestEvents(t *testing.T) {
 	want := []Arg{{Name: "a", Type: "int", Value: "-1"}, {Name: "b", Type: "uint64", Value: "18446744073709551615"},
 		{Name: "arg2", Value: "true"}, {Name: "arg3", Value: "-2.5"}, {Name: "arg4", Value: "abc", Cut: true}}
 	if e := evs[0]; e.Probe != "p:m:f:n" || e.Site != 0x1234 || e.Goroutine != 17 || e.Time.UnixNano() != clock.Wall ||
-		!reflect.DeepEqual(e.Args, want) || !reflect.DeepEqual(e.Stack, []uint64{0x401000, 0x402000}) {
+		!reflect.DeepEqual(e.Args, want) || !reflect.DeepEqual(e.Stack, []string{"main.step /src/main.go:17", "? :0"}) {
 		t.Errorf("event 0: %+v", e)
 	}
 	if e := evs[1]; e.Probe != "p:m::other" || e.Time.UnixNano() != clock.Wall+5 || len(e.Args) != 0 || e.Stack != nil {
@@ -183,6 +184,10 @@ func TestBadInput(t *testing.T) {
 		"negative count":   req(5, str(tqSpec, "x"), num(tqCount, -1)),
 		"too many specs":   req(3, bytes.Repeat(str(tqSpecs, "a"), MaxSpecs+1)),
 		"short interval":   req(6, str(tqSpec, "x"), num(tqInterval, 5)),
+		"deep stack":       req(5, str(tqSpec, "x"), num(tqStack, MaxStack+1)),
+		"negative stack":   req(5, str(tqSpec, "x"), num(tqStack, -1)),
+		"stat with stack":  req(6, str(tqSpec, "x"), num(tqStack, 4)),
+		"long predicate":   req(5, str(tqSpec, "x"), str(tqWhere, strings.Repeat("1", MaxWhere+1))),
 	} {
 		b, err := ReadFrame(bytes.NewReader(in))
 		if err == nil {

@@ -8,11 +8,12 @@ import (
 // EventReader decodes the event batches of one trace stream. It keeps what the stream
 // has told: the descriptions and the latest clock.
 type EventReader struct {
-	descs map[DescKey]*Desc
-	clock Clock
-	timed bool
-	last  *Desc  // the Desc of the previous record: most records repeat it
-	l     Layout // the record's, for Each (not one allocation per record)
+	descs  map[DescKey]*Desc
+	frames map[uint64]*Frame
+	clock  Clock
+	timed  bool
+	last   *Desc  // the Desc of the previous record: most records repeat it
+	l      Layout // the record's, for Each (not one allocation per record)
 }
 
 // DescKey names the events a Desc describes.
@@ -33,6 +34,27 @@ func (er *EventReader) Take(r *Response) {
 	if r.Clock != nil {
 		er.clock, er.timed = *r.Clock, true
 	}
+	if len(r.Frames) > 0 && er.frames == nil {
+		er.frames = map[uint64]*Frame{}
+	}
+	for i := range r.Frames {
+		f := r.Frames[i]
+		er.frames[f.PC] = &f
+	}
+}
+
+// Frame is the frame of a return address of a record's stack, as the stream named
+// it; one of Func "?" if it has not.
+func (er *EventReader) Frame(pc uint64) *Frame {
+	if f := er.frames[pc]; f != nil {
+		return f
+	}
+	f := &Frame{PC: pc, Func: "?"}
+	if er.frames == nil {
+		er.frames = map[uint64]*Frame{}
+	}
+	er.frames[pc] = f
+	return f
 }
 
 // Clock is the stream's latest clock.
@@ -98,7 +120,7 @@ func (er *EventReader) Event(rec Record, ds *Desc, l *Layout) Event {
 		a.Value, a.Cut = string(AppendValue(nil, ds.Kinds[i], rec, l, i)), rec.Cut(i)
 	}
 	for i := range l.Depth() {
-		ev.Stack = append(ev.Stack, l.PC(rec, i))
+		ev.Stack = append(ev.Stack, er.Frame(l.PC(rec, i)).String())
 	}
 	return ev
 }

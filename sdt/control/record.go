@@ -96,6 +96,15 @@ func (r *Record) Value(i int) any {
 // Cut reports whether string argument i was cut to StringMax bytes.
 func (r *Record) Cut(i int) bool { return r.rec.Cut(i) }
 
+// Stack appends the return addresses of the fire's call stack (TraceOptions.Stack),
+// innermost first, to pcs: runtime.CallersFrames names them.
+func (r *Record) Stack(pcs []uintptr) []uintptr {
+	for i := range r.l.Depth() {
+		pcs = append(pcs, uintptr(r.l.PC(r.rec, i)))
+	}
+	return pcs
+}
+
 // Event copies the record into an Event.
 func (r *Record) Event() Event {
 	e := Event{Time: r.Time(), Probe: r.Probe(), Site: r.Site(), Goroutine: r.Goroutine(), Args: make([]Arg, r.NumArgs())}
@@ -106,5 +115,6 @@ func (r *Record) Event() Event {
 		}
 		a.Value, a.Cut = r.Value(i), r.Cut(i)
 	}
+	e.Stack = r.Stack(nil)
 	return e
 }

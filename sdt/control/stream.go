@@ -67,7 +67,7 @@ func (cc *conn) request(q *ctlproto.Request, r *ctlproto.Request, ok bool) (stop
 // sent and what was dropped; at its count it ends at once: what fired after the
 // last event counted is neither sent nor counted dropped.
 func (cc *conn) traceStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (end *ctlproto.Response, closed bool, err error) {
-	o := TraceOptions{BufSize: q.BufSize}
+	o := TraceOptions{BufSize: q.BufSize, Stack: q.Stack}
 	if err := o.check(); err != nil {
 		return nil, false, ctlproto.Errorf(ctlproto.CodeBadRequest, "%v", err)
 	}

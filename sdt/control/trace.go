@@ -2,7 +2,9 @@ package control
 
 import (
 	"encoding/binary"
+	"reflect"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,8 +31,13 @@ type Trace struct {
 // TraceOptions says how a trace records.
 type TraceOptions struct {
 	// BufSize is the bytes of each P's buffer, rounded up to a power of two; 0 is
-	// DefaultBufSize. A record takes 32 bytes, 8 per argument, and a string's bytes.
+	// DefaultBufSize. A record takes 32 bytes, 8 per argument, a string's bytes, and
+	// 8 per return address of its stack.
 	BufSize int
+	// Stack is how many return addresses of the fire's call stack each record
+	// carries, innermost first (the caller of the probe statement's function is the
+	// second), up to MaxStack; 0: none. Capturing them costs an unwinding per fire.
+	Stack int
 }
 
 // Buffer sizes of a trace, per P. The default is DTrace's: on a 2-core VM it carries
@@ -44,6 +51,9 @@ const (
 // StringMax is the bytes kept of one string argument of a traced event.
 const StringMax = ctlproto.StringMax
 
+// MaxStack is the most return addresses a record's stack holds.
+const MaxStack = ctlproto.MaxStack
+
 // Event is one fire.
 type Event struct {
 	Time      time.Time
@@ -51,6 +61,7 @@ type Event struct {
 	Site      uintptr // the site's address; 0 for a fire not attributed to a site
 	Goroutine uint64  // the firing goroutine's id; 0 where it cannot be told
 	Args      []Arg
+	Stack     []uintptr // with TraceOptions.Stack: return addresses, for runtime.CallersFrames
 }
 
 // Arg is one argument of an event.
@@ -69,6 +80,7 @@ type traceSink struct {
 	probes atomic.Pointer[[]probeState] // by probe id; nil until subscribed
 	bufs   atomic.Pointer[[]*pbuf]      // by P; grown by the reader (grow)
 	size   int
+	stack  int           // return addresses per record
 	lost   atomic.Uint64 // fires on a P that had no buffer yet
 	goid   uintptr       // offset of the goroutine id in the runtime's g; 0: unknown
 	grown  time.Time     // when grow last looked at GOMAXPROCS (the reader's)
@@ -115,6 +127,9 @@ func (o TraceOptions) check() error {
 	if o.BufSize < 0 || o.BufSize > MaxBufSize {
 		return badOption("control: trace buffers of %d bytes: want %d to %d", o.BufSize, MinBufSize, MaxBufSize)
 	}
+	if o.Stack < 0 || o.Stack > MaxStack {
+		return badOption("control: a stack of %d return addresses: want 0 to %d", o.Stack, MaxStack)
+	}
 	return nil
 }
 
@@ -130,7 +145,7 @@ func newTraceSink(o TraceOptions) (*traceSink, error) {
 	for n < size {
 		n <<= 1
 	}
-	s := &traceSink{size: n, goid: goidAt()}
+	s := &traceSink{size: n, stack: o.Stack, goid: goidAt()}
 	bufs := make([]*pbuf, max(runtime.GOMAXPROCS(0), 1))
 	for i := range bufs {
 		bufs[i] = newPbuf(n)
@@ -172,8 +187,16 @@ func (s *traceSink) Fire(f *bridge.Firing) {
 		s.lost.Add(1)
 		return
 	}
-	b := bufs[f.P]
-	need := recordSize(a)
+	if s.stack > 0 {
+		s.writeStack(bufs[f.P], f, ticks, g)
+		return
+	}
+	s.write(bufs[f.P], f, ticks, g, nil)
+}
+
+// write writes f's record, with stack, into b, or counts it dropped.
+func (s *traceSink) write(b *pbuf, f *bridge.Firing, ticks uint64, g uintptr, stack []uintptr) {
+	need := recordSize(&f.Args) + 8*uint64(len(stack))
 	off, end, ok := b.reserve(need)
 	if !ok {
 		return
@@ -182,15 +205,72 @@ func (s *traceSink) Fire(f *bridge.Firing) {
 	if g != 0 && s.goid != 0 {
 		goid = gWord(g, s.goid)
 	}
-	writeRecord(b.b[off:off+need], f, ticks, goid)
+	writeRecord(b.b[off:off+need], f, ticks, goid, stack)
 	publish(tailWord(b), end)
 }
+
+// writeStack is write with the fire's call stack: out of Fire, so that a trace
+// without stacks does not clear the room for one on every fire.
+//
+//go:noinline
+func (s *traceSink) writeStack(b *pbuf, f *bridge.Firing, ticks uint64, g uintptr) {
+	var pcs [MaxStack + stackSkip]uintptr
+	s.write(b, f, ticks, g, callStack(pcs[:s.stack+stackSkip], f.Ret, s.stack))
+}
+
+// stackSkip bounds the frames of sdt and control between a sink and the function
+// that fired.
+const stackSkip = 8
+
+// callStack is up to depth return addresses of the firing goroutine's stack (buf
+// holds depth + stackSkip), from the function that fired: the one ret (the fire
+// call's return address) is in, without sdt's frames inlined there (Probe1...).
+func callStack(buf []uintptr, ret uintptr, depth int) []uintptr {
+	n := runtime.Callers(2, buf)
+	pcs := buf[:n]
+	from := firer(pcs[:min(n, stackSkip)], ret)
+	for from < n && strings.HasPrefix(funcName(pcs[from]), sdtPrefix) {
+		from++
+	}
+	return pcs[from:min(n, from+depth)]
+}
+
+// firer is the index of the frame that fired in pcs: the one at ret or, as an fbt
+// fire is delivered by a later call in the same function (Call.Entered, Returned),
+// the first in ret's function; 0 if none is.
+func firer(pcs []uintptr, ret uintptr) int {
+	for i, pc := range pcs {
+		if pc == ret {
+			return i
+		}
+	}
+	if f := runtime.FuncForPC(ret); f != nil {
+		for i, pc := range pcs {
+			if g := runtime.FuncForPC(pc - 1); g != nil && g.Entry() == f.Entry() {
+				return i
+			}
+		}
+	}
+	return 0
+}
+
+// funcName is the function (the innermost inlined one) of a return address of
+// runtime.Callers.
+func funcName(pc uintptr) string {
+	if f := runtime.FuncForPC(pc - 1); f != nil {
+		return f.Name()
+	}
+	return ""
+}
+
+// sdtPrefix begins the names of package sdt's functions.
+var sdtPrefix = strings.TrimSuffix(reflect.TypeFor[bridge.Probe]().PkgPath(), "/internal/bridge") + "."
 
 // writeRecord writes f as a record (ctlproto's layout) into r, recordSize bytes of a
 // P's buffer that no reader reads until published.
 //
 //go:norace
-func writeRecord(r []byte, f *bridge.Firing, ticks, goid uint64) {
+func writeRecord(r []byte, f *bridge.Firing, ticks, goid uint64, stack []uintptr) {
 	a := &f.Args
 	n := a.N
 	le := binary.LittleEndian
@@ -217,6 +297,10 @@ func writeRecord(r []byte, f *bridge.Firing, ticks, goid uint64) {
 	}
 	for ; off&7 != 0; off++ {
 		r[off] = 0
+	}
+	for _, pc := range stack {
+		le.PutUint64(r[off:], uint64(pc))
+		off += 8
 	}
 	le.PutUint64(r, uint64(len(r))|uint64(n)<<16|cut<<24|uint64(f.Probe)<<32)
 }

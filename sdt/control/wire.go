@@ -2,6 +2,7 @@ package control
 
 import (
 	"math"
+	"runtime"
 	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
@@ -17,22 +18,24 @@ const maxBatchBytes = 256 << 10
 // batcher copies a trace's records, as the buffers hold them, into events frames.
 // It describes each probe site to the client once, in the batch that first names it.
 type batcher struct {
-	t    *Trace
-	sent map[ctlproto.DescKey]bool
-	last ctlproto.DescKey // described: most records repeat the previous one's
-	r    ctlproto.Response
-	full bool // the last batch stopped at maxBatchBytes: more may be waiting
+	t      *Trace
+	sent   map[ctlproto.DescKey]bool
+	last   ctlproto.DescKey // described: most records repeat the previous one's
+	kinds  []byte           // last's argument kinds, for the stacks' layout
+	framed map[uint64]bool  // return addresses named (Frames) so far
+	r      ctlproto.Response
+	full   bool // the last batch stopped at maxBatchBytes: more may be waiting
 }
 
 func newBatcher(t *Trace) *batcher {
-	return &batcher{t: t, sent: map[ctlproto.DescKey]bool{}, last: ctlproto.DescKey{Probe: math.MaxUint32}}
+	return &batcher{t: t, sent: map[ctlproto.DescKey]bool{}, framed: map[uint64]bool{}, last: ctlproto.DescKey{Probe: math.MaxUint32}}
 }
 
 // next takes up to limit records that have arrived into a batch, and says how many;
 // the batch is nil when none has. It is valid until the next call.
 func (w *batcher) next(limit int) (*ctlproto.Response, int) {
 	r := &w.r
-	*r = ctlproto.Response{Kind: ctlproto.KindEvents, Descs: r.Descs[:0], Records: r.Records[:0]}
+	*r = ctlproto.Response{Kind: ctlproto.KindEvents, Descs: r.Descs[:0], Records: r.Records[:0], Frames: r.Frames[:0]}
 	w.full = false
 	n := 0
 	w.t.s.grow()
@@ -49,6 +52,10 @@ func (w *batcher) next(limit int) (*ctlproto.Response, int) {
 					r.Descs = append(r.Descs, w.describe(k))
 				}
 				w.last = k
+				w.kinds = (*w.t.s.probes.Load())[k.Probe].kindsOf()
+			}
+			if w.t.s.stack > 0 {
+				w.frames(rec)
 			}
 			r.Records = append(r.Records, rec...)
 			n++
@@ -63,6 +70,33 @@ func (w *batcher) next(limit int) (*ctlproto.Response, int) {
 	r.Clock = &clock
 	_, r.Drops = w.t.s.readDrops()
 	return r, n
+}
+
+// frames names the return addresses of rec's stack not named before.
+func (w *batcher) frames(rec ctlproto.Record) {
+	l, err := rec.Layout(w.kinds)
+	if err != nil {
+		return // cannot be: this process wrote it
+	}
+	for i := range l.Depth() {
+		pc := l.PC(rec, i)
+		if w.framed[pc] {
+			continue
+		}
+		w.framed[pc] = true
+		w.r.Frames = append(w.r.Frames, symbolize(pc))
+	}
+}
+
+// symbolize names one return address of a stack runtime.Callers took: the function
+// (inlined or not) and the line of the call.
+func symbolize(pc uint64) ctlproto.Frame {
+	f := ctlproto.Frame{PC: pc, Func: "?"}
+	fr, _ := runtime.CallersFrames([]uintptr{uintptr(pc)}).Next()
+	if fr.Function != "" {
+		f.Func, f.File, f.Line = fr.Function, fr.File, fr.Line
+	}
+	return f
 }
 
 // describe names the records of probe k.Probe at site k.Site, and their arguments.
