@@ -233,6 +233,7 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	value := o.fs.String("value", "", "sum, bound and average the argument `ARG` (argN or its name)")
 	hist := o.fs.String("hist", "", "quantize the argument `ARG` (power-of-two buckets; implies --value ARG)")
 	linear := o.fs.String("linear", "", "with --hist: linear buckets `LOW,HIGH,STEP` instead (lquantize)")
+	where := o.fs.String("where", "", "fold only fires whose arguments match `EXPR` (arg0 > 100 && path == \"/api\"), evaluated in the process")
 	clear := o.fs.Bool("clear", false, "each snapshot shows its interval's values, not all since the start")
 	iv := o.fs.Duration("i", time.Second, "`INTERVAL` between snapshots")
 	dur := o.fs.Duration("d", 0, "stop after `DURATION`")
@@ -249,7 +250,10 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	if *iv < ctlproto.MinInterval {
 		return fail(exitUsage, "stat: -i below %v", ctlproto.MinInterval)
 	}
-	q := &ctlproto.Request{Op: ctlproto.OpStat, Spec: pos[0], By: *by, Value: *value, Clear: *clear,
+	if len(*where) > ctlproto.MaxWhere {
+		return fail(exitUsage, "stat: --where: %d bytes, at most %d", len(*where), ctlproto.MaxWhere)
+	}
+	q := &ctlproto.Request{Op: ctlproto.OpStat, Spec: pos[0], By: *by, Value: *value, Clear: *clear, Where: *where,
 		IntervalMS: iv.Milliseconds(), DurationMS: dur.Milliseconds()}
 	if *hist != "" {
 		if *value != "" && *value != *hist {

@@ -184,6 +184,20 @@ func TestEndToEnd(t *testing.T) {
 		len(rec.Event.Stack) < 2 || !strings.HasPrefix(rec.Event.Stack[0], "main.step ") || !strings.HasPrefix(rec.Event.Stack[1], "main.main ") {
 		t.Fatalf("trace --stack --json: %v\n%s", err, out)
 	}
+	// --where: only matching fires are traced; a bad predicate is shown with a caret
+	out, err = sdtctl(t, "trace", "-p", p, "e2e:::tick", "-c", "5", "--where", `name == "beta" && i > 3`)
+	if err != nil || strings.Count(out, `name="beta"`) != 5 || strings.Contains(out, "alpha") {
+		t.Fatalf("trace --where: %v\n%s", err, out)
+	}
+	_, err = sdtctl(t, "trace", "-p", p, "e2e:::tick", "-c", "5", "--where", `i > 3 && nmae == "beta"`)
+	if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "col 10") ||
+		!strings.Contains(err.Error(), "i > 3 && nmae == \"beta\"\n           ^") {
+		t.Fatalf("trace --where with a misspelt argument: %v", err)
+	}
+	out, err = sdtctl(t, "stat", "-p", p, "e2e:::tick", "--by", "name", "--where", `name == "alpha"`, "-d", "300ms")
+	if err != nil || !strings.Contains(out, "alpha") || strings.Contains(out, "beta") {
+		t.Fatalf("stat --where: %v\n%s", err, out)
+	}
 	// arguments by name
 	out, err = sdtctl(t, "stat", "-p", p, "e2e:::tick", "--by", "name", "--hist", "i", "-d", "300ms")
 	if err != nil || !strings.Contains(out, "alpha") || !strings.Contains(out, "beta") || !strings.Contains(out, "Distribution") {

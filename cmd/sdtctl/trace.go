@@ -17,6 +17,7 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	count := o.fs.Int("c", 0, "stop after `N` events")
 	dur := o.fs.Duration("d", 0, "stop after `DURATION`")
 	bufsize := o.fs.String("bufsize", "", "`BYTES` of each per-P buffer in the process (k, m, g suffixes; default 4m)")
+	where := o.fs.String("where", "", "record only fires whose arguments match `EXPR` (arg0 > 100 && path == \"/api\"), evaluated in the process")
 	stack := o.fs.Bool("stack", false, fmt.Sprintf("with each event the Go call stack of the fire (%d frames), as DTrace's ustack()", ctlproto.StackDepth))
 	pos, err := o.parse(args)
 	if err != nil {
@@ -30,6 +31,9 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	}
 	if *count < 0 {
 		return fail(exitUsage, "trace: -c %d: want a count of events", *count)
+	}
+	if len(*where) > ctlproto.MaxWhere {
+		return fail(exitUsage, "trace: --where: %d bytes, at most %d", len(*where), ctlproto.MaxWhere)
 	}
 	size, err := parseSize(*bufsize)
 	if err != nil {
@@ -47,7 +51,7 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	n := 0
 	start := time.Now()
 	var bad error
-	q := &ctlproto.Request{Op: ctlproto.OpTrace, Spec: pos[0], Count: *count, DurationMS: dur.Milliseconds(), BufSize: size}
+	q := &ctlproto.Request{Op: ctlproto.OpTrace, Spec: pos[0], Count: *count, DurationMS: dur.Milliseconds(), BufSize: size, Where: *where}
 	if *stack {
 		q.Stack = ctlproto.StackDepth
 	}
@@ -81,11 +85,14 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	el := time.Since(start)
 	if o.json {
 		printJSON(stdout, map[string]any{"pid": cl.pid, "events": n, "drops": end.Drops, "buffer_drops": end.BufferDrops,
-			"delivered": end.Delivered, "seconds": el.Seconds()})
+			"delivered": end.Delivered, "filtered": end.Filtered, "seconds": el.Seconds()})
 	} else {
 		fmt.Fprintf(stderr, "%d events in %.2fs (%.0f/s), %d dropped", n, el.Seconds(), float64(n)/el.Seconds(), end.Drops)
 		if end.Drops > 0 {
 			fmt.Fprintf(stderr, " (per buffer: %s)", joinUints(end.BufferDrops))
+		}
+		if *where != "" {
+			fmt.Fprintf(stderr, ", %d filtered", end.Filtered)
 		}
 		fmt.Fprintln(stderr)
 	}

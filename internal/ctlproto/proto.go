@@ -17,7 +17,7 @@ const (
 	MaxSpecs    = 64      // specs in one enable or disable
 	MinInterval = 100 * time.Millisecond
 	MaxBufSize  = 1 << 30 // bytes of one per-P trace buffer
-	MaxWhere    = 4096    // bytes of a predicate
+	MaxWhere    = 1024    // bytes of a predicate
 )
 
 // Error codes.
@@ -156,10 +156,11 @@ type Response struct {
 
 	Stat *Stat
 	// events and end of a trace: events lost to it, all told (Drops) and per buffer
-	// (BufferDrops, end only), and events sent (Delivered, end only)
+	// (BufferDrops, end only), events sent (Delivered, end only)
 	Drops       uint64
 	BufferDrops []uint64
 	Delivered   uint64
+	Filtered    uint64 // end of a trace: fires its predicate (Where) rejected
 }
 
 // Response field tags.
@@ -186,6 +187,7 @@ const (
 	trBufferDrops
 	trDelivered
 	trFrame
+	trFiltered
 )
 
 // Probe is one logical probe, as sdt.List describes it.
@@ -538,6 +540,7 @@ func (r *Response) appendTo(b []byte) ([]byte, error) {
 	for i := range r.Frames {
 		e.msg(trFrame, r.Frames[i].append)
 	}
+	e.uint(trFiltered, r.Filtered)
 	return e.b, nil
 }
 
@@ -601,6 +604,8 @@ func DecodeResponse(b []byte) (*Response, error) {
 			})
 		case trDelivered:
 			r.Delivered = d.uint()
+		case trFiltered:
+			r.Filtered = d.uint()
 		case trFrame:
 			r.Frames = append(r.Frames, Frame{})
 			d.msg(r.Frames[len(r.Frames)-1].decode)

@@ -62,7 +62,7 @@ func TestResponseRoundTrip(t *testing.T) {
 				State: "sealed-on", Enabled: true, Hits: 9, HeldBy: []string{"program"}}, {Addr: 1, Reason: "why"}}}}},
 		{Kind: KindStat, Stat: &Stat{Time: now, By: "arg1", Value: "arg0", Overflow: 2, Drops: 1, Hist: HistLinear, Linear: &Linear{Low: -10, High: 10, Step: 2}, Interval: true,
 			Rows: []Row{{Key: "a", Count: 4, Sum: -10, Min: -9, Max: 3, Avg: -2.5, Hist: []Bucket{{Low: -8, Count: 1}, {Low: 2, Count: 3}}}}}},
-		{Kind: KindEnd, Drops: 77, BufferDrops: []uint64{70, 0, 7}, Delivered: 5},
+		{Kind: KindEnd, Drops: 77, BufferDrops: []uint64{70, 0, 7}, Delivered: 5, Filtered: 9},
 		{Kind: KindStarted, Buffers: 2, BufSize: 1 << 20},
 	} {
 		got, err := DecodeResponse(encode(t, &r))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gosdt/gosdt/internal/quantize"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/pred"
 )
 
 // Aggregation folds the fires of the probes a spec matched into rows, as sdtctl
@@ -35,6 +36,7 @@ type AggOptions struct {
 	Value  string  // an argument: rows also sum, bound and average it; "": they count only
 	Hist   bool    // rows also quantize Value in power-of-two buckets (DTrace's quantize)
 	Linear *Linear // rows also quantize Value in linear buckets (DTrace's lquantize)
+	Where  string  // a predicate a fire must match to be folded, as TraceOptions.Where
 }
 
 // Linear is a linear histogram: buckets of Step from Low up to High, one below Low
@@ -136,8 +138,9 @@ type aggregation struct {
 // aggProbe is where one probe's key and value are.
 type aggProbe struct {
 	ok    bool
-	byArg int // the key argument (byArg)
-	val   int // the value argument; -1: none
+	byArg int           // the key argument (byArg)
+	val   int           // the value argument; -1: none
+	where *pred.Program // nil: every fire
 }
 
 // aggKey is a row's key: probe and site, an integer argument, or a string one.
@@ -248,10 +251,17 @@ func (a *aggregation) resolve(probes []*bridge.Probe) error {
 	for _, p := range probes {
 		top = max(top, p.ID+1)
 	}
+	where, err := compileWhere(a.o.Where, probes, top)
+	if err != nil {
+		return err
+	}
 	ps := make([]aggProbe, top)
 	var any bool
 	for _, p := range probes {
 		ap := aggProbe{ok: true, val: -1}
+		if where != nil {
+			ap.where = where[p.ID]
+		}
 		if a.by == byArg {
 			ap.byArg = argIndex(p, a.o.By)
 			ap.ok = ap.byArg >= 0
@@ -309,7 +319,7 @@ func (a *aggregation) Fire(f *bridge.Firing) {
 		return // not yet told its probes: fired before the aggregation began
 	}
 	ap := &(*probes)[f.Probe]
-	if !ap.ok || ap.val >= f.N || a.by == byArg && ap.byArg >= f.N {
+	if !ap.ok || ap.val >= f.N || a.by == byArg && ap.byArg >= f.N || ap.where != nil && !ap.where.Match(&f.Args) {
 		return
 	}
 	shards := *a.shards.Load()

@@ -184,9 +184,12 @@ func command() string {
 func errCode(err error) error {
 	var pe *ctlproto.Error
 	var oe *optionError
+	var we *PredicateError
 	switch {
 	case errors.As(err, &pe):
 		return err
+	case errors.As(err, &we):
+		return ctlproto.Errorf(ctlproto.CodeBadRequest, "%s", whereMessage(we))
 	case errors.As(err, &oe):
 		return ctlproto.Errorf(ctlproto.CodeBadRequest, "%v", err)
 	case errors.Is(err, bridge.ErrMalformedSpec):

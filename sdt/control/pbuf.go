@@ -31,12 +31,14 @@ type pbuf struct {
 	seen   uint64        // the writers' last read of head, reread only when full
 	drops  uint64        // records lost because the ring was full (the P's writers)
 	marked uint64        // drops written into the ring (the P's writers)
-	_      [32]byte
-	head   atomic.Uint64 // start of the first record not yet read (the reader)
-	met    uint64        // drops the reader has met in the ring
-	_      [48]byte
-	b      []byte // len a power of two, 8-aligned
-	mask   uint64
+	// fires the trace's predicate rejected (the P's writers)
+	filtered uint64
+	_        [24]byte
+	head     atomic.Uint64 // start of the first record not yet read (the reader)
+	met      uint64        // drops the reader has met in the ring
+	_        [48]byte
+	b        []byte // len a power of two, 8-aligned
+	mask     uint64
 }
 
 // lostSize is the bytes of a LostRecord.
@@ -86,6 +88,12 @@ func (b *pbuf) reserve(need uint64) (off, end uint64, ok bool) {
 	}
 	return pos, tail + pad + lost + need, true
 }
+
+// filter counts a fire the trace's predicate rejected. The caller is pinned to the
+// ring's P.
+//
+//go:norace
+func (b *pbuf) filter() { atomic.StoreUint64(&b.filtered, b.filtered+1) }
 
 // dropped is the number of records the ring has dropped.
 func (b *pbuf) dropped() uint64 { return atomic.LoadUint64(&b.drops) }

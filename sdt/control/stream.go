@@ -67,7 +67,7 @@ func (cc *conn) request(q *ctlproto.Request, r *ctlproto.Request, ok bool) (stop
 // sent and what was dropped; at its count it ends at once: what fired after the
 // last event counted is neither sent nor counted dropped.
 func (cc *conn) traceStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (end *ctlproto.Response, closed bool, err error) {
-	o := TraceOptions{BufSize: q.BufSize, Stack: q.Stack}
+	o := TraceOptions{BufSize: q.BufSize, Stack: q.Stack, Where: q.Where}
 	if err := o.check(); err != nil {
 		return nil, false, ctlproto.Errorf(ctlproto.CodeBadRequest, "%v", err)
 	}
@@ -91,7 +91,7 @@ func (cc *conn) traceStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) 
 	// (per buffer: drops after a buffer's last event read came after the count's
 	// last); at a stop or the duration, every drop.
 	endNow := func(atCount bool) *ctlproto.Response {
-		r := &ctlproto.Response{Kind: ctlproto.KindEnd, Delivered: uint64(sent)}
+		r := &ctlproto.Response{Kind: ctlproto.KindEnd, Delivered: uint64(sent), Filtered: tr.s.filtered()}
 		if atCount {
 			r.BufferDrops, r.Drops = tr.s.readDrops()
 			r.BufferDrops = append(r.BufferDrops, 0)
@@ -165,7 +165,7 @@ func (cc *conn) traceStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) 
 
 // statStream sends an aggregation's snapshot every interval, and at its end.
 func (cc *conn) statStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (end *ctlproto.Response, closed bool, err error) {
-	o := AggOptions{By: q.By, Value: q.Value, Hist: q.Hist == ctlproto.HistQuantize}
+	o := AggOptions{By: q.By, Value: q.Value, Hist: q.Hist == ctlproto.HistQuantize, Where: q.Where}
 	if q.Hist == ctlproto.HistLinear {
 		o.Linear = &Linear{Low: q.LinLow, High: q.LinHigh, Step: q.LinStep}
 	}

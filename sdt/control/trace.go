@@ -11,6 +11,7 @@ import (
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/pred"
 )
 
 // Trace receives the fires of the probes a spec matched, as events, from OpenTrace
@@ -38,6 +39,10 @@ type TraceOptions struct {
 	// carries, innermost first (the caller of the probe statement's function is the
 	// second), up to MaxStack; 0: none. Capturing them costs an unwinding per fire.
 	Stack int
+	// Where is a predicate on the arguments (sdtctl's --where: arg0 > 100 &&
+	// path == "/api", arguments by name or argN), compiled once for each probe
+	// matched: a fire it rejects writes nothing and is counted filtered. "": all.
+	Where string
 }
 
 // Buffer sizes of a trace, per P. The default is DTrace's: on a 2-core VM it carries
@@ -89,6 +94,7 @@ type traceSink struct {
 // probeState is what a trace knows of one of its probes.
 type probeState struct {
 	p     *bridge.Probe // nil: not one of the trace's probes
+	where *pred.Program // nil: every fire
 	kinds atomic.Uint64 // as its fires tell (packKinds); 0 until one has
 }
 
@@ -185,6 +191,10 @@ func (s *traceSink) Fire(f *bridge.Firing) {
 	bufs := *s.bufs.Load()
 	if f.P >= len(bufs) {
 		s.lost.Add(1)
+		return
+	}
+	if st.where != nil && !st.where.Match(a) {
+		bufs[f.P].filter()
 		return
 	}
 	if s.stack > 0 {
@@ -338,6 +348,14 @@ func (s *traceSink) readDrops() (per []uint64, all uint64) {
 	return per, all
 }
 
+// filtered is the number of fires the trace's predicate rejected.
+func (s *traceSink) filtered() (n uint64) {
+	for _, b := range s.buffers() {
+		n += atomic.LoadUint64(&b.filtered)
+	}
+	return n
+}
+
 // drops is what the trace has lost: per buffer, and in all (with the fires that
 // came before their P had one).
 func (s *traceSink) drops() (per []uint64, all uint64) {
@@ -368,9 +386,16 @@ func openTrace(who, spec string, o TraceOptions) (*Trace, error) {
 		for _, p := range probes {
 			top = max(top, p.ID+1)
 		}
+		where, err := compileWhere(o.Where, probes, top)
+		if err != nil {
+			return err
+		}
 		states := make([]probeState, top)
 		for _, p := range probes {
 			states[p.ID].p = p
+			if where != nil {
+				states[p.ID].where = where[p.ID]
+			}
 		}
 		s.probes.Store(&states)
 		return nil
@@ -459,6 +484,10 @@ func (t *Trace) Drops() uint64 {
 	_, all := t.s.drops()
 	return all
 }
+
+// Filtered is the number of fires its predicate (TraceOptions.Where) rejected: they
+// took no room in any buffer. Every fire is read, dropped (Drops) or filtered.
+func (t *Trace) Filtered() uint64 { return t.s.filtered() }
 
 // Close releases the trace's probes (switching off what no other owner holds) and
 // stops recording. Events not read are lost. A fire that began just before Close may
