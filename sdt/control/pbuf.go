@@ -93,7 +93,7 @@ func (b *pbuf) reserve(need uint64) (off, end uint64, ok bool) {
 // ring's P.
 //
 //go:norace
-func (b *pbuf) filter() { atomic.StoreUint64(&b.filtered, b.filtered+1) }
+func (b *pbuf) filter() { b.filtered++ }
 
 // dropped is the number of records the ring has dropped.
 func (b *pbuf) dropped() uint64 { return atomic.LoadUint64(&b.drops) }

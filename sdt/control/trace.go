@@ -94,6 +94,7 @@ type traceSink struct {
 // probeState is what a trace knows of one of its probes.
 type probeState struct {
 	p     *bridge.Probe // nil: not one of the trace's probes
+	plain uint64        // the size of its records when they are words only (no string, kinds known); 0: not
 	where *pred.Program // nil: every fire
 	kinds atomic.Uint64 // as its fires tell (packKinds); 0 until one has
 }
@@ -161,6 +162,22 @@ func newTraceSink(o TraceOptions) (*traceSink, error) {
 	return s, nil
 }
 
+// plainSize is the size of p's records if they are words only: no string argument,
+// every kind known (an fbt argument's may not be), a little-endian machine.
+func plainSize(p *bridge.Probe) uint64 {
+	if !littleEndian {
+		return 0
+	}
+	for _, k := range p.Kinds {
+		if k == bridge.String || k == bridge.Unknown {
+			return 0
+		}
+	}
+	return uint64(ctlproto.RecordHead + 8*len(p.Kinds))
+}
+
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
 // recordSize is the bytes of a fire's record, its strings cut to StringMax.
 func recordSize(a *bridge.Args) uint64 {
 	strs := 0
@@ -199,6 +216,21 @@ func (s *traceSink) Fire(f *bridge.Firing) {
 	}
 	if s.stack > 0 {
 		s.writeStack(bufs[f.P], f, ticks, g)
+		return
+	}
+	if need := st.plain; need != 0 && int(need) == ctlproto.RecordHead+8*a.N {
+		// The common record: words only, its size known, written word by word.
+		b := bufs[f.P]
+		off, end, ok := b.reserve(need)
+		if !ok {
+			return
+		}
+		var goid uint64
+		if g != 0 && s.goid != 0 {
+			goid = gWord(g, s.goid)
+		}
+		writeWords(b.b[off:off+need], f, ticks, goid)
+		publish(tailWord(b), end)
 		return
 	}
 	s.write(bufs[f.P], f, ticks, g, nil)
@@ -393,6 +425,7 @@ func openTrace(who, spec string, o TraceOptions) (*Trace, error) {
 		states := make([]probeState, top)
 		for _, p := range probes {
 			states[p.ID].p = p
+			states[p.ID].plain = plainSize(p)
 			if where != nil {
 				states[p.ID].where = where[p.ID]
 			}

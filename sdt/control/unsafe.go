@@ -3,6 +3,8 @@ package control
 import (
 	"runtime"
 	"unsafe"
+
+	"github.com/gosdt/gosdt/sdt/internal/bridge"
 )
 
 // unaligned: the CPU loads and stores words at any address (putString).
@@ -46,3 +48,22 @@ func putString(b []byte, off int, s string) {
 // cellPad pads an aggregation's cell to three cache lines (its size class is then
 // 192 bytes, and every cell starts on a line of its own).
 const cellPad = 192 - unsafe.Sizeof(cellFields{})
+
+// writeWords writes f as a record of words only (no string: trace.go's plainSize)
+// into r, on a little-endian machine: writeRecord without its per-argument cases.
+//
+//go:norace
+func writeWords(r []byte, f *bridge.Firing, ticks, goid uint64) {
+	n := f.N
+	if n > len(f.Slots) || len(r) != 32+8*n {
+		return // cannot be: plainSize sized r for f's probe
+	}
+	p := unsafe.Pointer(unsafe.SliceData(r))
+	*(*uint64)(unsafe.Add(p, 8)) = uint64(f.Site)
+	*(*uint64)(unsafe.Add(p, 16)) = ticks
+	*(*uint64)(unsafe.Add(p, 24)) = goid
+	for i := 0; i < n; i++ {
+		*(*uint64)(unsafe.Add(p, 32+8*i)) = f.Slots[i]
+	}
+	*(*uint64)(p) = uint64(len(r)) | uint64(n)<<16 | uint64(f.Probe)<<32
+}
