@@ -366,7 +366,9 @@ func (a *aggregation) Fire(f *bridge.Firing) {
 }
 
 // is reports whether k and o are the same key (without the generic struct
-// comparison's call).
+// comparison's call). The P's writers, of their own cells.
+//
+//go:norace
 func (k *aggKey) is(o *aggKey) bool {
 	return k.x == o.x && k.y == o.y && k.str == o.str && (!k.str || k.s == o.s)
 }

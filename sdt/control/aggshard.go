@@ -51,6 +51,10 @@ func (sh *aggShard) lookup(k *aggKey, h uint64, buckets int) *aggCell {
 }
 
 // find returns k's cell, nil if it has none. The caller is pinned to the shard's P.
+// The P's writers (goroutines, to the race detector) follow one another: norace, as
+// the rest of the writers' half.
+//
+//go:norace
 func (sh *aggShard) find(k *aggKey, h uint64) *aggCell {
 	t := sh.tab.Load()
 	for i := h & t.mask; ; i = (i + 1) & t.mask {
@@ -68,6 +72,8 @@ func (sh *aggShard) find(k *aggKey, h uint64) *aggCell {
 // insert adds a cell for k (its string copied: the fire's dies with the fire); nil,
 // counted in overflow, when the shard has MaxRows. The caller is pinned to the
 // shard's P: it allocates, which the runtime allows there, and never waits.
+//
+//go:norace
 func (sh *aggShard) insert(k *aggKey, h uint64, buckets int) *aggCell {
 	t := sh.tab.Load()
 	if t.n >= MaxRows {
@@ -92,7 +98,9 @@ func (sh *aggShard) insert(k *aggKey, h uint64, buckets int) *aggCell {
 	return c
 }
 
-// put adds c at hash h; the table has room.
+// put adds c at hash h; the table has room. The P's writers.
+//
+//go:norace
 func (t *aggTable) put(h uint64, c *aggCell) {
 	i := h & t.mask
 	for t.slots[i].c.Load() != nil {
