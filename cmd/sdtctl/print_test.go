@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"encoding/binary"
 	"io"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
 )
@@ -60,5 +62,34 @@ func BenchmarkPrint(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/event")
 		})
+	}
+}
+
+// TestPrintTime: an event's time is its clock's, to the microsecond in text and the
+// nanosecond in --json.
+func TestPrintTime(t *testing.T) {
+	batch := benchBatch(3)
+	for _, c := range []struct {
+		json           bool
+		prefix, layout string
+	}{{false, "", "15:04:05.000000 "}, {true, `{"pid":4242,"event":{"time":"`, `2006-01-02T15:04:05.000000000Z07:00"`}} {
+		var out strings.Builder
+		w := bufio.NewWriter(&out)
+		p := &printer{w: w, pid: 4242, json: c.json}
+		var er ctlproto.EventReader
+		er.Take(batch)
+		var want []string
+		er.Each(batch.Records, func(rec ctlproto.Record, ds *ctlproto.Desc, l *ctlproto.Layout) bool {
+			p.print(rec, ds, l, er.Clock())
+			want = append(want, c.prefix+time.Unix(0, er.Clock().UnixNano(rec.Ticks())).Format(c.layout))
+			return true
+		})
+		w.Flush()
+		lines := strings.Split(out.String(), "\n")
+		for i, wl := range want {
+			if !strings.HasPrefix(lines[i], wl) {
+				t.Errorf("line %q, want it to begin %q", lines[i], wl)
+			}
+		}
 	}
 }

@@ -195,13 +195,18 @@ func (p *printer) clock(b []byte, ns int64) []byte {
 		p.zone = t.AppendFormat(p.zone[:0], "Z07:00")
 	}
 	b = append(b, p.secTx...)
-	frac, digits := ns%1e9/1e3, int64(100000)
+	// microseconds (text) or nanoseconds (JSON), right to left: division by the
+	// constant 10 is a multiplication, by a variable power of ten a DIV each
+	frac, n := ns%1e9/1e3, 6
 	if p.json {
-		frac, digits = ns%1e9, 100000000
+		frac, n = ns%1e9, 9
 	}
-	for d := digits; d > 0; d /= 10 {
-		b = append(b, byte('0'+frac/d%10))
+	var d [9]byte
+	for i := n - 1; i >= 0; i-- {
+		d[i] = byte('0' + frac%10)
+		frac /= 10
 	}
+	b = append(b, d[:n]...)
 	if p.json {
 		b = append(b, p.zone...)
 	}
