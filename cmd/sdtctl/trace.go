@@ -145,7 +145,6 @@ type printer struct {
 	sec    int64  // the second whose clock time is secTx
 	secTx  []byte // "15:04:05." (JSON: "2006-01-02T15:04:05.")
 	zone   []byte // JSON: "Z07:00"
-	b      []byte
 }
 
 // descText is a description's text: its probe name and argument prefixes.
@@ -197,9 +196,9 @@ func (p *printer) clock(b []byte, ns int64) []byte {
 	b = append(b, p.secTx...)
 	// microseconds (text) or nanoseconds (JSON), right to left: division by the
 	// constant 10 is a multiplication, by a variable power of ten a DIV each
-	frac, n := ns%1e9/1e3, 6
+	frac, n := uint64(ns%1e9)/1e3, 6
 	if p.json {
-		frac, n = ns%1e9, 9
+		frac, n = uint64(ns%1e9), 9
 	}
 	var d [9]byte
 	for i := n - 1; i >= 0; i-- {
@@ -234,7 +233,7 @@ func (p *printer) print(rec ctlproto.Record, ds *ctlproto.Desc, l *ctlproto.Layo
 		p.printJSON(rec, ds, l, ns)
 		return
 	}
-	b := p.clock(p.b[:0], ns)
+	b := p.clock(p.w.AvailableBuffer(), ns)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(p.pid), 10)
 	b = append(b, '/')
@@ -258,8 +257,7 @@ func (p *printer) print(rec ctlproto.Record, ds *ctlproto.Desc, l *ctlproto.Layo
 		b = append(b, p.frame(l.PC(rec, i))...)
 		b = append(b, '\n')
 	}
-	p.w.Write(b)
-	p.b = b
+	p.w.Write(b) // appended in the writer's own buffer (when it had room): no copy
 }
 
 // frame is the text of a stack's return address, made once.
@@ -279,7 +277,7 @@ func (p *printer) frame(pc uint64) []byte {
 // ctlproto.Event.
 func (p *printer) printJSON(rec ctlproto.Record, ds *ctlproto.Desc, l *ctlproto.Layout, ns int64) {
 	t := p.text(ds)
-	b := append(p.b[:0], `{"pid":`...)
+	b := append(p.w.AvailableBuffer(), `{"pid":`...)
 	b = strconv.AppendInt(b, int64(p.pid), 10)
 	b = append(b, `,"event":{"time":"`...)
 	b = p.clock(b, ns)
@@ -321,8 +319,7 @@ func (p *printer) printJSON(rec ctlproto.Record, ds *ctlproto.Desc, l *ctlproto.
 		b = append(b, ']')
 	}
 	b = append(b, "}}\n"...)
-	p.w.Write(b)
-	p.b = b
+	p.w.Write(b) // appended in the writer's own buffer (when it had room): no copy
 }
 
 // appendJSONBytes is appendJSONString for bytes, without a conversion when they need
