@@ -59,6 +59,26 @@ func newPbuf(size int) *pbuf {
 //go:norace
 func (b *pbuf) reserve(need uint64) (off, end uint64, ok bool) {
 	tail := b.tail.Load()
+	if b.fits(tail, need) {
+		return tail & b.mask, tail + need, true
+	}
+	return b.reserveSlow(tail, need)
+}
+
+// fits reports whether a record of need bytes goes at tail as most do: nothing
+// dropped to mark, room before the ring's end, room as of the writers' last look at
+// head. reserve's first half, small enough to inline into a sink's fast path.
+//
+//go:norace
+func (b *pbuf) fits(tail, need uint64) bool {
+	return b.drops == b.marked && tail&b.mask+need <= b.mask+1 && tail+need-b.seen <= b.mask+1
+}
+
+// reserveSlow is reserve for a record that wraps, follows drops, or needs a fresh
+// look at head.
+//
+//go:norace
+func (b *pbuf) reserveSlow(tail, need uint64) (off, end uint64, ok bool) {
 	size := b.mask + 1
 	var lost uint64
 	if b.drops != b.marked {

@@ -215,3 +215,14 @@ func BenchmarkBatch(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/event")
 }
+
+var stampSink uint64
+
+// BenchmarkStamp is the clock read every traced fire pays (stamp: RDTSC and the g
+// pointer), the floor under BenchmarkEnabled's trace rows besides the fire itself.
+func BenchmarkStamp(b *testing.B) {
+	for b.Loop() {
+		t, g := stamp()
+		stampSink += t + uint64(g)
+	}
+}

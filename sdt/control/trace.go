@@ -94,7 +94,7 @@ type traceSink struct {
 // probeState is what a trace knows of one of its probes.
 type probeState struct {
 	p     *bridge.Probe // nil: not one of the trace's probes
-	plain uint64        // the size of its records when they are words only (no string, kinds known); 0: not
+	plain uint64        // the size of its records when they are words only, no predicate, no stack (Fire's fast path); 0: not
 	where *pred.Program // nil: every fire
 	kinds atomic.Uint64 // as its fires tell (packKinds); 0 until one has
 }
@@ -198,6 +198,32 @@ func (s *traceSink) Fire(f *bridge.Firing) {
 		return // subscribed, and not yet told its probes: fired before the trace began
 	}
 	st := &(*probes)[f.Probe]
+	bufs := *s.bufs.Load()
+	if need := st.plain; need != 0 && f.P < len(bufs) && int(need) == ctlproto.RecordHead+8*f.N {
+		// The common record: words only, its size known, no predicate, no stack.
+		b := bufs[f.P]
+		tail := b.tail.Load()
+		off, end := tail&b.mask, tail+need
+		if !b.fits(tail, need) {
+			var ok bool
+			if off, end, ok = b.reserveSlow(tail, need); !ok {
+				return
+			}
+		}
+		var goid uint64
+		if g != 0 && s.goid != 0 {
+			goid = gWord(g, s.goid)
+		}
+		writeWords(b.b[off:off+need], f, ticks, goid)
+		publish(tailWord(b), end)
+		return
+	}
+	s.fire(st, bufs, f, ticks, g)
+}
+
+// fire is Fire for the other records: with strings, a predicate, a stack; or fired
+// before its P had a buffer.
+func (s *traceSink) fire(st *probeState, bufs []*pbuf, f *bridge.Firing, ticks uint64, g uintptr) {
 	if st.p == nil {
 		return
 	}
@@ -205,7 +231,6 @@ func (s *traceSink) Fire(f *bridge.Firing) {
 	if st.kinds.Load() == 0 {
 		st.kinds.Store(packKinds(a))
 	}
-	bufs := *s.bufs.Load()
 	if f.P >= len(bufs) {
 		s.lost.Add(1)
 		return
@@ -216,21 +241,6 @@ func (s *traceSink) Fire(f *bridge.Firing) {
 	}
 	if s.stack > 0 {
 		s.writeStack(bufs[f.P], f, ticks, g)
-		return
-	}
-	if need := st.plain; need != 0 && int(need) == ctlproto.RecordHead+8*a.N {
-		// The common record: words only, its size known, written word by word.
-		b := bufs[f.P]
-		off, end, ok := b.reserve(need)
-		if !ok {
-			return
-		}
-		var goid uint64
-		if g != 0 && s.goid != 0 {
-			goid = gWord(g, s.goid)
-		}
-		writeWords(b.b[off:off+need], f, ticks, goid)
-		publish(tailWord(b), end)
 		return
 	}
 	s.write(bufs[f.P], f, ticks, g, nil)
@@ -424,10 +434,19 @@ func openTrace(who, spec string, o TraceOptions) (*Trace, error) {
 		}
 		states := make([]probeState, top)
 		for _, p := range probes {
-			states[p.ID].p = p
-			states[p.ID].plain = plainSize(p)
+			st := &states[p.ID]
+			st.p = p
 			if where != nil {
-				states[p.ID].where = where[p.ID]
+				st.where = where[p.ID]
+			}
+			if st.where == nil && s.stack == 0 {
+				// Its kinds are known (plainSize): told now, not by a first fire.
+				if st.plain = plainSize(p); st.plain != 0 {
+					var a bridge.Args
+					a.N = len(p.Kinds)
+					copy(a.Kinds[:], p.Kinds)
+					st.kinds.Store(packKinds(&a))
+				}
 			}
 		}
 		s.probes.Store(&states)

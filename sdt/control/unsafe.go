@@ -54,16 +54,9 @@ const cellPad = 192 - unsafe.Sizeof(cellFields{})
 //
 //go:norace
 func writeWords(r []byte, f *bridge.Firing, ticks, goid uint64) {
-	n := f.N
-	if n > len(f.Slots) || len(r) != 32+8*n {
-		return // cannot be: plainSize sized r for f's probe
-	}
 	p := unsafe.Pointer(unsafe.SliceData(r))
-	*(*uint64)(unsafe.Add(p, 8)) = uint64(f.Site)
-	*(*uint64)(unsafe.Add(p, 16)) = ticks
-	*(*uint64)(unsafe.Add(p, 24)) = goid
-	for i := 0; i < n; i++ {
-		*(*uint64)(unsafe.Add(p, 32+8*i)) = f.Slots[i]
+	*(*[4]uint64)(p) = [4]uint64{uint64(len(r)) | uint64(f.N)<<16 | uint64(f.Probe)<<32, uint64(f.Site), ticks, goid}
+	for i, v := range f.Slots[:f.N] {
+		*(*uint64)(unsafe.Add(p, 32+8*i)) = v
 	}
-	*(*uint64)(p) = uint64(len(r)) | uint64(n)<<16 | uint64(f.Probe)<<32
 }
