@@ -138,6 +138,7 @@ type aggregation struct {
 // aggProbe is where one probe's key and value are.
 type aggProbe struct {
 	ok    bool
+	fast  bool          // ok, keyed by probe or site, no predicate: Fire's fast path
 	byArg int           // the key argument (byArg)
 	val   int           // the value argument; -1: none
 	where *pred.Program // nil: every fire
@@ -270,6 +271,7 @@ func (a *aggregation) resolve(probes []*bridge.Probe) error {
 			ap.val = argIndex(p, a.o.Value)
 			ap.ok = ap.ok && ap.val >= 0
 		}
+		ap.fast = ap.ok && ap.where == nil && a.by != byArg
 		ps[p.ID] = ap
 		any = any || ap.ok
 	}
@@ -319,16 +321,29 @@ func (a *aggregation) Fire(f *bridge.Firing) {
 		return // not yet told its probes: fired before the aggregation began
 	}
 	ap := &(*probes)[f.Probe]
+	shards := *a.shards.Load()
+	if ap.fast && f.P < len(shards) && ap.val < f.N {
+		// Keyed by probe or site, no predicate: most fires fold into the cell the
+		// P folded into last.
+		if c := shards[f.P].last; c != nil && c.key.x == uint64(f.Probe) && c.key.y == uint64(f.Site) {
+			a.fold(c, ap, f)
+			return
+		}
+	}
+	a.fire(ap, shards, f)
+}
+
+// fire is Fire for the other fires: keyed by an argument, filtered, or to a cell
+// other than the last.
+func (a *aggregation) fire(ap *aggProbe, shards []*aggShard, f *bridge.Firing) {
 	if !ap.ok || ap.val >= f.N || a.by == byArg && ap.byArg >= f.N || ap.where != nil && !ap.where.Match(&f.Args) {
 		return
 	}
-	shards := *a.shards.Load()
 	if f.P >= len(shards) {
 		a.missed.Add(1)
 		return
 	}
 	sh := shards[f.P]
-	// Most fires fold into the key the P folded into last (by probe: always).
 	c := sh.last
 	if a.by != byArg {
 		if c == nil || c.key.x != uint64(f.Probe) || c.key.y != uint64(f.Site) {
@@ -352,6 +367,11 @@ func (a *aggregation) Fire(f *bridge.Firing) {
 			}
 		}
 	}
+	a.fold(c, ap, f)
+}
+
+// fold folds f into its cell c: counts it, and folds its value if ap has one.
+func (a *aggregation) fold(c *aggCell, ap *aggProbe, f *bridge.Firing) {
 	if ap.val < 0 {
 		c.inc()
 		return
