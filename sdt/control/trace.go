@@ -281,7 +281,7 @@ func callStack(buf []uintptr, ret uintptr, depth int) []uintptr {
 	n := runtime.Callers(2, buf)
 	pcs := buf[:n]
 	from := firer(pcs[:min(n, stackSkip)], ret)
-	for from < n && strings.HasPrefix(funcName(pcs[from]), sdtPrefix) {
+	for from < n && ownFrame(funcName(pcs[from])) {
 		from++
 	}
 	return pcs[from:min(n, from+depth)]
@@ -289,7 +289,7 @@ func callStack(buf []uintptr, ret uintptr, depth int) []uintptr {
 
 // firer is the index of the frame that fired in pcs: the one at ret or, as an fbt
 // fire is delivered by a later call in the same function (Call.Entered, Returned),
-// the first in ret's function; 0 if none is.
+// the first in ret's function; 0 if none is (ret 0 where the platform cannot tell).
 func firer(pcs []uintptr, ret uintptr) int {
 	for i, pc := range pcs {
 		if pc == ret {
@@ -315,8 +315,18 @@ func funcName(pc uintptr) string {
 	return ""
 }
 
-// sdtPrefix begins the names of package sdt's functions.
-var sdtPrefix = strings.TrimSuffix(reflect.TypeFor[bridge.Probe]().PkgPath(), "/internal/bridge") + "."
+// ownFrame reports whether fn (a function's name) is package sdt's or control's: the
+// fire's machinery, not the program's, above the function that fired (all of it where
+// ret is not told: js/wasm).
+func ownFrame(fn string) bool {
+	return strings.HasPrefix(fn, sdtPrefix) || strings.HasPrefix(fn, controlPrefix)
+}
+
+// The names of package sdt's and package control's functions begin so.
+var (
+	sdtPrefix     = strings.TrimSuffix(reflect.TypeFor[bridge.Probe]().PkgPath(), "/internal/bridge") + "."
+	controlPrefix = reflect.TypeFor[traceSink]().PkgPath() + "."
+)
 
 // writeRecord writes f as a record (ctlproto's layout) into r, recordSize bytes of a
 // P's buffer that no reader reads until published.
