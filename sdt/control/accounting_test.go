@@ -67,32 +67,38 @@ func TestTraceAccounting(t *testing.T) {
 				read++
 				return true
 			}
-			done := make(chan struct{})
-			go func() { fireFrom(g, each); close(done) }()
-			for running := true; running; {
-				select {
-				case <-done:
-					running = false
-				default:
-				}
-				if _, err := tr.Each(time.Millisecond, take); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for { // what is left
-				n, err := tr.Each(0, take)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n == 0 {
-					break
-				}
-			}
+			readWhile(t, tr, func() { fireFrom(g, each) }, take)
 			t.Logf("fired %d: read %d, dropped %d", g*each, read, tr.Drops())
 			if read+int(tr.Drops()) != g*each {
 				t.Fatalf("fired %d, read %d, dropped %d", g*each, read, tr.Drops())
 			}
 		})
+	}
+}
+
+// readWhile runs fire, taking tr's events as they come, then what is left.
+func readWhile(t *testing.T, tr *control.Trace, fire func(), take func(r *control.Record) bool) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { fire(); close(done) }()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		if _, err := tr.Each(time.Millisecond, take); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		n, err := tr.Each(0, take)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
 	}
 }
 

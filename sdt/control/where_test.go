@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/sdt/control"
@@ -64,23 +63,7 @@ func TestTraceWhereAccounting(t *testing.T) {
 				read++
 				return true
 			}
-			done := make(chan struct{})
-			go func() { fireFrom(g, each); close(done) }()
-			for running := true; running; {
-				select {
-				case <-done:
-					running = false
-				default:
-				}
-				if _, err := tr.Each(time.Millisecond, take); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for {
-				if n, _ := tr.Each(0, take); n == 0 {
-					break
-				}
-			}
+			readWhile(t, tr, func() { fireFrom(g, each) }, take)
 			fired, dropped, filtered := uint64(g*each), tr.Drops(), tr.Filtered()
 			if uint64(read)+dropped+filtered != fired {
 				t.Fatalf("%d fired, %d read + %d dropped + %d filtered", fired, read, dropped, filtered)
