@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,18 +27,19 @@ var (
 //	handler  a typed handler (Attach) doing an atomic add
 //	trace    into a trace's buffer (control.OpenTrace, what sdtctl trace attaches),
 //	         a reader draining it on another goroutine; drops/op reported
-//	agg      into an aggregation keyed by probe, summing the argument
-//	         (control.OpenAggregation, what sdtctl stat attaches)
+//	agg      into an aggregation keyed by probe that counts, sums, or sums and
+//	         quantizes the argument (control.OpenAggregation, what sdtctl stat
+//	         attaches); each P folds into its own cells
+//
+// goroutines=N fires from N goroutines at once (RunParallel): ns/op is then the
+// time per fire of all of them together.
 func BenchmarkEnabled(b *testing.B) {
-	b.Run("consumer=counter", func(b *testing.B) {
-		enable(b, "bfire:::counter")
-		x := uint64(1)
-		for b.Loop() {
-			x = x*6364136223846793005 + 1442695040888963407
-			sdt.Probe1(&fireCounter, int(x))
-		}
-		sink = x
-	})
+	for _, g := range []int{1, 2} {
+		b.Run(fmt.Sprintf("consumer=counter/goroutines=%d", g), func(b *testing.B) {
+			enable(b, "bfire:::counter")
+			runFires(b, g, siteCounter)
+		})
+	}
 	b.Run("consumer=handler", func(b *testing.B) {
 		var n atomic.Uint64
 		defer fireHandler.Attach(func(v int) { n.Add(uint64(v)) })()
@@ -48,45 +51,109 @@ func BenchmarkEnabled(b *testing.B) {
 		}
 		sink = x + n.Load()
 	})
-	b.Run("consumer=trace", func(b *testing.B) {
-		tr, err := control.OpenTrace("bfire:::trace")
-		if err != nil {
-			b.Fatal(err)
+	for _, g := range []int{1, 2, 8} {
+		b.Run(fmt.Sprintf("consumer=trace/goroutines=%d", g), func(b *testing.B) {
+			traceBench(b, func(b *testing.B) { runFires(b, g, siteTrace) })
+		})
+	}
+	for _, c := range []struct {
+		name string
+		o    control.AggOptions
+	}{
+		{"count", control.AggOptions{}},
+		{"sum", control.AggOptions{Value: "v"}},
+		{"quantize", control.AggOptions{Value: "v", Hist: true}},
+	} {
+		for _, g := range []int{1, 2} {
+			b.Run(fmt.Sprintf("consumer=agg/%s/goroutines=%d", c.name, g), func(b *testing.B) {
+				agg, err := control.OpenAggregation("bfire:::agg", c.o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer agg.Close()
+				runFires(b, g, siteAgg)
+				if n := agg.Snapshot().Rows[0].Count; n < int64(b.N) {
+					b.Fatalf("%d fires, %d folded", b.N, n)
+				}
+			})
 		}
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			evs := make([]control.Event, 256)
-			for {
-				if _, err := tr.Read(evs, time.Millisecond); err != nil {
+	}
+}
+
+// One site per probe: a site compares its definition's flag at a static address
+// (through a pointer it would be no site, and its fires not attributed).
+//
+//go:noinline
+func siteCounter(x int) { sdt.Probe1(&fireCounter, x) }
+
+//go:noinline
+func siteTrace(x int) { sdt.Probe1(&fireTrace, x) }
+
+//go:noinline
+func siteAgg(x int) { sdt.Probe1(&fireAgg, x) }
+
+// runFires calls site b.N times from g goroutines (RunParallel beyond one), with an
+// argument from a chain of multiplications.
+func runFires(b *testing.B, g int, site func(int)) {
+	if g == 1 {
+		x := uint64(1)
+		for b.Loop() {
+			x = x*6364136223846793005 + 1442695040888963407
+			site(int(x >> 40))
+		}
+		sink = x
+		return
+	}
+	b.SetParallelism(max(1, g/runtime.GOMAXPROCS(0)))
+	b.RunParallel(func(pb *testing.PB) {
+		x := uint64(1)
+		for pb.Next() {
+			x = x*6364136223846793005 + 1442695040888963407
+			site(int(x >> 40))
+		}
+	})
+}
+
+// traceBench runs fire with a trace of bfire:::trace open and a reader taking its
+// events as they come, as a stream to sdtctl does (every millisecond, the records as
+// they are). It reports the drops per fire, and checks that every fire was read or
+// counted dropped.
+func traceBench(b *testing.B, fire func(b *testing.B)) {
+	tr, err := control.OpenTrace("bfire:::trace", control.TraceOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var read atomic.Uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			n, err := tr.Each(time.Millisecond, func(*control.Record) bool { return true })
+			read.Add(uint64(n))
+			select {
+			case <-stop:
+				if n == 0 || err != nil {
+					return
+				}
+			default:
+				if err != nil {
 					return
 				}
 			}
-		}()
-		x := uint64(1)
-		for b.Loop() {
-			x = x*6364136223846793005 + 1442695040888963407
-			sdt.Probe1(&fireTrace, int(x))
 		}
-		sink = x
-		b.ReportMetric(float64(tr.Drops())/float64(b.N), "drops/op")
-		tr.Close()
-		wg.Wait()
-	})
-	b.Run("consumer=agg", func(b *testing.B) {
-		agg, err := control.OpenAggregation("bfire:::agg", control.AggOptions{Value: "arg0"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer agg.Close()
-		x := uint64(1)
-		for b.Loop() {
-			x = x*6364136223846793005 + 1442695040888963407
-			sdt.Probe1(&fireAgg, int(x))
-		}
-		sink = x
-	})
+	}()
+	d0 := tr.Drops()
+	fire(b)
+	close(stop)
+	wg.Wait()
+	drops := tr.Drops() - d0
+	b.ReportMetric(float64(drops)/float64(b.N), "drops/op")
+	tr.Close()
+	if got := read.Load() + drops; got < uint64(b.N) {
+		b.Fatalf("%d fires, %d read and %d dropped", b.N, read.Load(), drops)
+	}
 }
 
 // enable enables spec for the rest of b and checks that it switched a site.

@@ -18,7 +18,12 @@ import (
 // probes concerned (copy on write, under cons.mu).
 type consumers struct {
 	id    uint32 // the probe's id, as sinks are told
+	n     int    // the probe's arguments: every fire's, and their kinds
+	kinds bridge.Kinds
+	fix   uint8 // the arguments whose raw slots need widening (rawFix)
+	sizes [MaxArgs]uint8
 	sinks []sinkEntry
+	one   bridge.Sink // the only sink, when it takes every fire of the probe
 }
 
 type sinkEntry struct {
@@ -41,21 +46,38 @@ func (f *filter) wants(s *site) bool {
 	return f.all || f.sites[s]
 }
 
-// emit feeds one admitted fire to the consumers. ret names the site, as for admit.
-func (c *consumers) emit(ret uintptr, v *argv) {
-	s := reg.byReturn.lookup(ret)
-	var addr uintptr
+// emit feeds one admitted fire to the consumers, on P pid, to which the caller is
+// pinned (admit). s is the fire's site, nil when not attributed; ret the fire call's
+// return address; v the fire's arguments, set by setArg.
+func (c *consumers) emit(pid int, s *site, ret uintptr, v *firing) {
+	if c.fix != 0 {
+		fixSlots(&v.Args, c.fix, &c.sizes)
+	}
+	v.P, v.Probe, v.Ret = pid, c.id, ret
 	if s != nil {
-		addr = s.Addr
+		v.Site = s.Addr
 	}
 	// Sinks do not keep v (bridge.Sink): hidden from escape analysis, which cannot
 	// see through the interface call, it stays on the firing goroutine's stack.
-	a := (*argv)(noescape(unsafe.Pointer(v)))
+	f := (*firing)(noescape(unsafe.Pointer(v)))
+	if c.one != nil {
+		c.one.Fire(f)
+		return
+	}
 	for i := range c.sinks {
 		if c.sinks[i].f.wants(s) {
-			c.sinks[i].s.Fire(c.id, addr, a)
+			c.sinks[i].s.Fire(f)
 		}
 	}
+}
+
+// emitPin delivers an fbt fire, whose hooks run between admitting it and delivering
+// it: its arguments are a Call's, and the caller is not pinned.
+func (c *consumers) emitPin(s *site, ret uintptr, a *argv) {
+	var v firing
+	v.Args = *a
+	c.emit(procPin(), s, ret, &v)
+	procUnpin()
 }
 
 // subscription is one sink attached to the probes a spec matched.
@@ -142,7 +164,7 @@ func subscribe(specText string, sink bridge.Sink) ([]*bridge.Probe, func(), erro
 
 // describe is what a consumer is told of p. Call with reg.mu held, after resolve.
 func (p *probe) describe(id uint32) *bridge.Probe {
-	d := &bridge.Probe{ID: id, Provider: p.provider, Name: p.name, Module: p.module, Args: p.args, Types: p.types}
+	d := &bridge.Probe{ID: id, Provider: p.provider, Name: p.name, Module: p.module, Args: p.args, Types: p.types, Kinds: p.kinds}
 	for _, s := range p.sites {
 		d.Sites = append(d.Sites, bridge.Site{Addr: s.Addr, Module: s.Module, Func: s.Func, File: s.File, Line: s.Line})
 	}
@@ -162,14 +184,22 @@ func (sub *subscription) close() {
 // rebuild publishes new consumer snapshots for the probes in fs. cons.mu held.
 func rebuild(fs map[*probe]*filter) {
 	for p := range fs {
-		c := &consumers{id: probeID(p)}
+		c := &consumers{id: probeID(p), n: len(p.kinds)}
+		copy(c.kinds[:], p.kinds)
+		copy(c.sizes[:], p.sizes)
+		if len(p.sizes) == len(p.kinds) {
+			c.fix = rawFix(p.kinds, p.sizes)
+		}
 		for _, sub := range cons.subs {
 			if f := sub.filters[p]; f != nil {
 				c.sinks = append(c.sinks, sinkEntry{s: sub.sink, f: f})
 			}
 		}
-		if len(c.sinks) == 0 {
+		switch {
+		case len(c.sinks) == 0:
 			c = nil
+		case len(c.sinks) == 1 && c.sinks[0].f.all && c.sinks[0].f.wide:
+			c.one = c.sinks[0].s
 		}
 		p.cons.Store(c)
 	}

@@ -1,8 +1,10 @@
 package sdt
 
 import (
+	"encoding/binary"
 	"math"
 	"reflect"
+	"strings"
 	"unsafe"
 
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
@@ -17,6 +19,9 @@ const _ = uint(MaxArgs-bridge.MaxArgs) + uint(bridge.MaxArgs-MaxArgs)
 // argv is a fire's arguments as slots, built on the fire's stack only when a
 // consumer is attached (package control's traces and aggregations).
 type argv = bridge.Args
+
+// firing is a fire as consumers see it (argv, and where it came from).
+type firing = bridge.Firing
 
 // kindOf is the slot kind of an argument type: from its underlying kind, so that
 // named types (type Reason int) work.
@@ -34,12 +39,85 @@ func kindOf(t reflect.Type) bridge.Kind {
 	return bridge.Uint
 }
 
-// setArg stores argument i; the generated fire methods call it with a pointer to
-// their parameter.
+// kindOfName is the slot kind of an argument known only by its type's name (fbt):
+// Unknown for a named type, whose fires tell.
+func kindOfName(t string) bridge.Kind {
+	switch t {
+	case "int", "int8", "int16", "int32", "int64", "time.Duration":
+		return bridge.Int
+	case "uint", "uint8", "uint16", "uint32", "uint64", "uintptr", "byte":
+		return bridge.Uint
+	case "bool":
+		return bridge.Bool
+	case "float32", "float64":
+		return bridge.Float
+	case "string":
+		return bridge.String
+	}
+	if strings.HasPrefix(t, "*") || strings.HasPrefix(t, "map[") || strings.HasPrefix(t, "chan ") ||
+		strings.HasPrefix(t, "func(") || t == "unsafe.Pointer" {
+		return bridge.Uint // carried by address
+	}
+	return bridge.Unknown
+}
+
+// setArg stores argument i: a string in Strs, anything else as its raw bits in the
+// low bytes of its slot, which the caller has zeroed (the probe's consumers widen
+// small signed integers and float32s to what the slot holds, once per fire: fix).
+// Per instantiation the size is a constant, and this one move.
 func setArg[T Arg](v *argv, i int, x *T) {
-	setSlot(v, i, reflect.TypeFor[T](), unsafe.Pointer(x))
-	if i >= v.N {
-		v.N = i + 1
+	if unsafe.Sizeof(*x) == unsafe.Sizeof("") {
+		v.Strs[i] = *(*string)(unsafe.Pointer(x))
+	} else {
+		*(*T)(unsafe.Pointer(&v.Slots[i])) = *x
+	}
+}
+
+// rawFix says how a probe's raw slots become what Args documents: bit i set when
+// argument i, of the given kind and size, needs widening (signed integers and
+// float32s narrower than a slot, and on big-endian machines anything narrower).
+func rawFix(kinds []bridge.Kind, sizes []uint8) uint8 {
+	var m uint8
+	for i, k := range kinds {
+		switch {
+		case k == bridge.String || sizes[i] == 8 || sizes[i] == 0: // 0: fbt, whose slots are set whole
+		case k == bridge.Int || k == bridge.Float || bigEndian:
+			m |= 1 << i
+		}
+	}
+	return m
+}
+
+// bigEndian: the raw bits of a narrow value sit in the high bytes of its slot.
+var bigEndian = binary.NativeEndian.Uint16([]byte{1, 0}) != 1
+
+// fixSlots widens the raw slots rawFix marked.
+func fixSlots(v *argv, mask uint8, sizes *[MaxArgs]uint8) {
+	for i := 0; mask != 0; i, mask = i+1, mask>>1 {
+		if mask&1 == 0 {
+			continue
+		}
+		p := unsafe.Pointer(&v.Slots[i])
+		var s uint64
+		switch k, n := v.Kinds[i], sizes[i]; {
+		case k == bridge.Float: // float32
+			s = math.Float64bits(float64(*(*float32)(p)))
+		case k == bridge.Int && n == 1:
+			s = uint64(*(*int8)(p))
+		case k == bridge.Int && n == 2:
+			s = uint64(*(*int16)(p))
+		case k == bridge.Int && n == 4:
+			s = uint64(*(*int32)(p))
+		case n == 1:
+			s = uint64(*(*uint8)(p))
+		case n == 2:
+			s = uint64(*(*uint16)(p))
+		case n == 4:
+			s = uint64(*(*uint32)(p))
+		default:
+			continue
+		}
+		v.Slots[i] = s
 	}
 }
 

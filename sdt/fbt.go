@@ -65,7 +65,11 @@ func DefineFunc(provider, usdt, module, function, which, args, types string) Fun
 	if len(names) > MaxArgs {
 		names, ts = names[:MaxArgs], ts[:MaxArgs]
 	}
-	h := define(provider, which, names, ts)
+	targs := make([]argT, len(ts))
+	for i, t := range ts {
+		targs[i] = argT{name: t, kind: kindOfName(t)}
+	}
+	h := define(provider, which, names, targs)
 	reg.mu.Lock()
 	reg.byName[provider+":"+usdt] = append(reg.byName[provider+":"+usdt], h.core)
 	reg.mu.Unlock()
@@ -127,16 +131,18 @@ const (
 //go:noinline
 func (p *Func) fire(c *Call, at uint8) *Call {
 	ret := callerPC()
-	if !p.admit(ret) {
+	_, s, ok := p.admit(ret)
+	if !ok {
 		return nil
 	}
+	procUnpin() // hooks and the consumers run later, in Entered and Returned
 	switch at {
 	case atEntry:
 		if c == nil {
 			c = newCall(p.fn)
 		}
 		c.entered = true
-		c.entry, c.entryCons = ret, p.consumers()
+		c.entry, c.entrySite, c.entryCons = ret, s, p.consumers()
 		if hs := p.fn.hooks.Load(); hs != nil {
 			c.hooks = *hs
 		}
@@ -144,21 +150,21 @@ func (p *Func) fire(c *Call, at uint8) *Call {
 		if c == nil || c.start == 0 {
 			return nil
 		}
-		c.ret, c.retCons = ret, p.consumers()
+		c.ret, c.retSite, c.retCons = ret, s, p.consumers()
 		if c.hooks == nil {
 			if hs := p.fn.hooks.Load(); hs != nil {
 				c.hooks = *hs
 				c.ran = len(c.hooks)
 			}
 		}
-		c.res.N = 0
 		c.panicking = !c.done
-		var lat, panicking int64 = nanotime() - c.start, 0
+		var panicking uint64
 		if c.panicking {
 			panicking = 1
 		}
-		setArg(&c.res, 0, &lat)
-		setArg(&c.res, 1, &panicking)
+		c.res.N = 2
+		c.res.Kinds[0], c.res.Slots[0] = bridge.Int, uint64(nanotime()-c.start)
+		c.res.Kinds[1], c.res.Slots[1] = bridge.Int, panicking
 		c.resVals, c.resSet = c.resVals[:0], c.resSet[:0]
 	}
 	return c
@@ -169,7 +175,9 @@ func (p *Func) fire(c *Call, at uint8) *Call {
 type Call struct {
 	fn          *funcDesc
 	start       int64
-	entry, ret  uintptr // the return addresses of the entry and return fires: their sites
+	entry, ret  uintptr // the return addresses of the entry and return fires
+	entrySite   *site   // their sites; nil when not attributed
+	retSite     *site
 	entryCons   *consumers
 	retCons     *consumers
 	args, res   argv
@@ -209,7 +217,7 @@ func (c *Call) Release() {
 	clear(c.resVals)
 	c.args.N, c.res.N = 0, 0
 	c.vals, c.resVals, c.resSet = c.vals[:0], c.resVals[:0], c.resSet[:0]
-	c.entryCons, c.retCons, c.hooks, c.fn = nil, nil, nil, nil
+	c.entryCons, c.retCons, c.entrySite, c.retSite, c.hooks, c.fn = nil, nil, nil, nil, nil, nil
 	c.ran, c.skipped, c.entered, c.done, c.panicking = 0, false, false, false, false
 	calls.Put(c)
 }
@@ -284,7 +292,7 @@ func setAny(v *argv, i int, t reflect.Type, p unsafe.Pointer) {
 // reports whether a hook skipped the call (SkipCall): then the results are its.
 func (c *Call) Entered() (skip bool) {
 	if c.entryCons != nil {
-		c.entryCons.emit(c.entry, &c.args)
+		c.entryCons.emitPin(c.entrySite, c.entry, &c.args)
 	}
 	for _, h := range c.hooks {
 		c.ran++
@@ -307,7 +315,7 @@ func (c *Call) Returned() {
 		}
 	}
 	if c.retCons != nil {
-		c.retCons.emit(c.ret, &c.res)
+		c.retCons.emitPin(c.retSite, c.ret, &c.res)
 	}
 }
 

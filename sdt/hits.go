@@ -17,32 +17,30 @@ func procPin() int
 //go:linkname procUnpin runtime.procUnpin
 func procUnpin()
 
-// hitShards[p][i] counts the fires of site i on P p. Built at init for GOMAXPROCS
-// (at least the number of CPUs); a P beyond it counts on the site's atomic instead.
-var hitShards [][]uint64
+// hitShards[p*hitStride+i] counts the fires of site i on P p. Built at init for
+// GOMAXPROCS (at least the number of CPUs); a P beyond it counts on the site's atomic
+// instead.
+var (
+	hitShards []uint64
+	hitStride int
+)
 
 // newHitShards gives each P its own block of counters, padded apart so that no two
 // Ps write the same cache line.
-func newHitShards(sites int) [][]uint64 {
+func newHitShards(sites int) ([]uint64, int) {
 	procs := max(runtime.GOMAXPROCS(0), runtime.NumCPU())
 	stride := (sites + 7) &^ 7 // whole cache lines per P
-	all := make([]uint64, procs*stride+8)
-	shards := make([][]uint64, procs)
-	for p := range shards {
-		shards[p] = all[8+p*stride : 8+p*stride+sites : 8+p*stride+sites]
-	}
-	return shards
+	all := make([]uint64, procs*stride+16)
+	return all[8 : 8+procs*stride], stride
 }
 
-// hit counts one fire of s.
-func (s *site) hit() {
-	p := procPin()
-	if p < len(hitShards) && s.index < len(hitShards[p]) {
-		bump(&hitShards[p][s.index])
+// hit counts one fire of s on P p, to which the caller is pinned.
+func (s *site) hit(p int) {
+	if i := p*hitStride + s.index; uint(i) < uint(len(hitShards)) {
+		bump(&hitShards[i])
 	} else {
 		s.hits.Add(1)
 	}
-	procUnpin()
 }
 
 // bump increments a counter that only the pinned P writes. Readers load it
@@ -55,10 +53,8 @@ func bump(c *uint64) { *c++ }
 // hitCount is s's fires over every P.
 func (s *site) hitCount() uint64 {
 	n := s.hits.Load()
-	for _, shard := range hitShards {
-		if s.index < len(shard) {
-			n += atomic.LoadUint64(&shard[s.index])
-		}
+	for i := s.index; i < len(hitShards); i += hitStride {
+		n += atomic.LoadUint64(&hitShards[i])
 	}
 	return n
 }

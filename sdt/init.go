@@ -42,7 +42,7 @@ func init() {
 	for n, s := range reg.sites {
 		s.index = n
 	}
-	hitShards = newHitShards(len(reg.sites))
+	hitShards, hitStride = newHitShards(len(reg.sites))
 	reg.byReturn = newReturnTable(reg.sites)
 	if reg.mode == modeSignal {
 		startSignalToggle()

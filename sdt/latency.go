@@ -39,7 +39,7 @@ type Latency struct {
 //
 //go:noinline
 func DefineLatency(provider, name string) Latency {
-	return Latency{head: define(provider, name, []string{"latency_ns"}, []string{"int64"}),
+	return Latency{head: define(provider, name, []string{"latency_ns"}, []argT{argType[int64]()}),
 		handlers: new(handlers[func(int64)])}
 }
 
@@ -70,15 +70,21 @@ func (p *Latency) Attach(h func(latencyNS int64)) (detach func()) { return p.han
 //go:noinline
 func (p *Latency) fire(t Stamp) {
 	ret := callerPC()
-	if t == 0 || !p.admit(ret) {
+	if t == 0 {
+		return
+	}
+	pid, s, ok := p.admit(ret)
+	if !ok {
 		return
 	}
 	d := nanotime() - int64(t)
 	if cs := p.consumers(); cs != nil {
-		var v argv
-		setArg(&v, 0, &d)
-		cs.emit(ret, &v)
+		var v firing
+		v.N, v.Kinds = cs.n, cs.kinds
+		setArg(&v.Args, 0, &d)
+		cs.emit(pid, s, ret, &v)
 	}
+	procUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(d)
 	}
@@ -96,7 +102,7 @@ type Latency1[A Arg] struct {
 //
 //go:noinline
 func DefineLatency1[A Arg](provider, name, aName string) Latency1[A] {
-	return Latency1[A]{head: define(provider, name, []string{"latency_ns", aName}, []string{"int64", typeName[A]()}),
+	return Latency1[A]{head: define(provider, name, []string{"latency_ns", aName}, []argT{argType[int64](), argType[A]()}),
 		handlers: new(handlers[func(int64, A)])}
 }
 
@@ -129,16 +135,22 @@ func (p *Latency1[A]) Attach(h func(latencyNS int64, a A)) (detach func()) {
 //go:noinline
 func (p *Latency1[A]) fire(t Stamp, a A) {
 	ret := callerPC()
-	if t == 0 || !p.admit(ret) {
+	if t == 0 {
+		return
+	}
+	pid, s, ok := p.admit(ret)
+	if !ok {
 		return
 	}
 	d := nanotime() - int64(t)
 	if cs := p.consumers(); cs != nil {
-		var v argv
-		setArg(&v, 0, &d)
-		setArg(&v, 1, &a)
-		cs.emit(ret, &v)
+		var v firing
+		v.N, v.Kinds = cs.n, cs.kinds
+		setArg(&v.Args, 0, &d)
+		setArg(&v.Args, 1, &a)
+		cs.emit(pid, s, ret, &v)
 	}
+	procUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(d, a)
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gosdt/gosdt/sdt/internal/bridge"
 	"github.com/gosdt/gosdt/sled"
 )
 
@@ -35,7 +36,9 @@ type head struct {
 type probe struct {
 	provider, name string
 	args, types    []string
-	module         string // package that called Define
+	kinds          []bridge.Kind
+	sizes          []uint8 // of each argument's Go type (fbt: 0, as fires tell)
+	module         string  // package that called Define
 
 	hits atomic.Uint64             // fires not attributed to a site (through non-inlined code)
 	wide atomic.Bool               // enabled as a whole: unattributed fires are delivered
@@ -49,8 +52,13 @@ type probe struct {
 }
 
 // define creates the descriptor behind a probe definition; Define0..Define6 call it.
-func define(provider, name string, args, types []string) head {
-	p := &probe{provider: provider, name: name, args: args, types: types}
+func define(provider, name string, args []string, types []argT) head {
+	p := &probe{provider: provider, name: name, args: args}
+	for _, t := range types {
+		p.types = append(p.types, t.name)
+		p.kinds = append(p.kinds, t.kind)
+		p.sizes = append(p.sizes, t.size)
+	}
 	if pc, _, _, ok := runtime.Caller(2); ok {
 		if f := runtime.FuncForPC(pc); f != nil {
 			p.module, _ = sled.SplitFunc(f.Name())
@@ -67,22 +75,25 @@ func define(provider, name string, args, types []string) head {
 }
 
 // admit decides whether a fire is delivered, and counts it. ret is the return address
-// of the fire call, which names the site; a fire from code that was not inlined (or
-// a site that could not be verified) is not attributed and counts on the definition.
-func (h *head) admit(ret uintptr) bool {
-	if s := reg.byReturn.lookup(ret); s != nil {
+// of the fire call, which names the site (s); a fire from code that was not inlined
+// (or a site that could not be verified) is not attributed (s is nil) and counts on
+// the definition. When it admits, the goroutine is left pinned to its P, pid, for the
+// consumers (package control's buffers are per P): the caller must procUnpin.
+func (h *head) admit(ret uintptr) (pid int, s *site, ok bool) {
+	if s = reg.byReturn.lookup(ret); s != nil {
 		if !s.on.Load() {
-			return false
+			return 0, nil, false
 		}
-		s.hit()
-		return true
+		pid = procPin()
+		s.hit(pid)
+		return pid, s, true
 	}
 	p := h.core
 	if p == nil || !p.wide.Load() {
-		return false
+		return 0, nil, false
 	}
 	p.hits.Add(1)
-	return true
+	return procPin(), nil, true
 }
 
 // consumers returns what the ring and aggregations want of this definition's fires;
@@ -143,5 +154,14 @@ func (l *atomicList[F]) load() []*F {
 	return nil
 }
 
-// typeName is the Go type of a probe argument, for List.
-func typeName[T any]() string { return reflect.TypeFor[T]().String() }
+// argT is a probe argument's Go type, as List names it, and its slot kind.
+type argT struct {
+	name string
+	kind bridge.Kind
+	size uint8
+}
+
+func argType[T any]() argT {
+	t := reflect.TypeFor[T]()
+	return argT{name: t.String(), kind: kindOf(t), size: uint8(t.Size())}
+}

@@ -17,7 +17,7 @@ type P0 struct {
 //
 //go:noinline
 func Define0(provider, name string) P0 {
-	return P0{head: define(provider, name, []string{}, []string{}), handlers: new(handlers[func()])}
+	return P0{head: define(provider, name, []string{}, []argT{}), handlers: new(handlers[func()])}
 }
 
 // Probe0 fires p. It inlines into the caller as a probe site that costs one jump
@@ -44,18 +44,22 @@ func (p *P0) Enabled() bool { return p.on != 0 }
 // until detach is called. Attaching does not enable p.
 func (p *P0) Attach(h func()) (detach func()) { return p.handlers.add(h) }
 
-// fire is the out-of-line half of every site of p.
+// fire is the out-of-line half of every site of p. Consumers run pinned to the
+// P (admit pins); handlers, which may block, after.
 //
 //go:noinline
 func (p *P0) fire() {
 	ret := callerPC()
-	if !p.admit(ret) {
+	pid, s, ok := p.admit(ret)
+	if !ok {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		var v argv
-		cs.emit(ret, &v)
+		var v firing
+		v.N, v.Kinds = cs.n, cs.kinds
+		cs.emit(pid, s, ret, &v)
 	}
+	procUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)()
 	}
@@ -75,7 +79,7 @@ type P1[A Arg] struct {
 //
 //go:noinline
 func Define1[A Arg](provider, name, aName string) P1[A] {
-	return P1[A]{head: define(provider, name, []string{aName}, []string{typeName[A]()}), handlers: new(handlers[func(A)])}
+	return P1[A]{head: define(provider, name, []string{aName}, []argT{argType[A]()}), handlers: new(handlers[func(A)])}
 }
 
 // Probe1 fires p. It inlines into the caller as a probe site that costs one jump
@@ -102,19 +106,23 @@ func (p *P1[A]) Enabled() bool { return p.on != 0 }
 // until detach is called. Attaching does not enable p.
 func (p *P1[A]) Attach(h func(A)) (detach func()) { return p.handlers.add(h) }
 
-// fire is the out-of-line half of every site of p.
+// fire is the out-of-line half of every site of p. Consumers run pinned to the
+// P (admit pins); handlers, which may block, after.
 //
 //go:noinline
 func (p *P1[A]) fire(a A) {
 	ret := callerPC()
-	if !p.admit(ret) {
+	pid, s, ok := p.admit(ret)
+	if !ok {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		var v argv
-		setArg(&v, 0, &a)
-		cs.emit(ret, &v)
+		var v firing
+		v.N, v.Kinds = cs.n, cs.kinds
+		setArg(&v.Args, 0, &a)
+		cs.emit(pid, s, ret, &v)
 	}
+	procUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(a)
 	}
@@ -134,7 +142,7 @@ type P2[A, B Arg] struct {
 //
 //go:noinline
 func Define2[A, B Arg](provider, name, aName, bName string) P2[A, B] {
-	return P2[A, B]{head: define(provider, name, []string{aName, bName}, []string{typeName[A](), typeName[B]()}), handlers: new(handlers[func(A, B)])}
+	return P2[A, B]{head: define(provider, name, []string{aName, bName}, []argT{argType[A](), argType[B]()}), handlers: new(handlers[func(A, B)])}
 }
 
 // Probe2 fires p. It inlines into the caller as a probe site that costs one jump
@@ -161,20 +169,24 @@ func (p *P2[A, B]) Enabled() bool { return p.on != 0 }
 // until detach is called. Attaching does not enable p.
 func (p *P2[A, B]) Attach(h func(A, B)) (detach func()) { return p.handlers.add(h) }
 
-// fire is the out-of-line half of every site of p.
+// fire is the out-of-line half of every site of p. Consumers run pinned to the
+// P (admit pins); handlers, which may block, after.
 //
 //go:noinline
 func (p *P2[A, B]) fire(a A, b B) {
 	ret := callerPC()
-	if !p.admit(ret) {
+	pid, s, ok := p.admit(ret)
+	if !ok {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		var v argv
-		setArg(&v, 0, &a)
-		setArg(&v, 1, &b)
-		cs.emit(ret, &v)
+		var v firing
+		v.N, v.Kinds = cs.n, cs.kinds
+		setArg(&v.Args, 0, &a)
+		setArg(&v.Args, 1, &b)
+		cs.emit(pid, s, ret, &v)
 	}
+	procUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(a, b)
 	}
@@ -194,7 +206,7 @@ type P3[A, B, C Arg] struct {
 //
 //go:noinline
 func Define3[A, B, C Arg](provider, name, aName, bName, cName string) P3[A, B, C] {
-	return P3[A, B, C]{head: define(provider, name, []string{aName, bName, cName}, []string{typeName[A](), typeName[B](), typeName[C]()}), handlers: new(handlers[func(A, B, C)])}
+	return P3[A, B, C]{head: define(provider, name, []string{aName, bName, cName}, []argT{argType[A](), argType[B](), argType[C]()}), handlers: new(handlers[func(A, B, C)])}
 }
 
 // Probe3 fires p. It inlines into the caller as a probe site that costs one jump
@@ -221,21 +233,25 @@ func (p *P3[A, B, C]) Enabled() bool { return p.on != 0 }
 // until detach is called. Attaching does not enable p.
 func (p *P3[A, B, C]) Attach(h func(A, B, C)) (detach func()) { return p.handlers.add(h) }
 
-// fire is the out-of-line half of every site of p.
+// fire is the out-of-line half of every site of p. Consumers run pinned to the
+// P (admit pins); handlers, which may block, after.
 //
 //go:noinline
 func (p *P3[A, B, C]) fire(a A, b B, c C) {
 	ret := callerPC()
-	if !p.admit(ret) {
+	pid, s, ok := p.admit(ret)
+	if !ok {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		var v argv
-		setArg(&v, 0, &a)
-		setArg(&v, 1, &b)
-		setArg(&v, 2, &c)
-		cs.emit(ret, &v)
+		var v firing
+		v.N, v.Kinds = cs.n, cs.kinds
+		setArg(&v.Args, 0, &a)
+		setArg(&v.Args, 1, &b)
+		setArg(&v.Args, 2, &c)
+		cs.emit(pid, s, ret, &v)
 	}
+	procUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(a, b, c)
 	}
@@ -255,7 +271,7 @@ type P4[A, B, C, D Arg] struct {
 //
 //go:noinline
 func Define4[A, B, C, D Arg](provider, name, aName, bName, cName, dName string) P4[A, B, C, D] {
-	return P4[A, B, C, D]{head: define(provider, name, []string{aName, bName, cName, dName}, []string{typeName[A](), typeName[B](), typeName[C](), typeName[D]()}), handlers: new(handlers[func(A, B, C, D)])}
+	return P4[A, B, C, D]{head: define(provider, name, []string{aName, bName, cName, dName}, []argT{argType[A](), argType[B](), argType[C](), argType[D]()}), handlers: new(handlers[func(A, B, C, D)])}
 }
 
 // Probe4 fires p. It inlines into the caller as a probe site that costs one jump
@@ -282,22 +298,26 @@ func (p *P4[A, B, C, D]) Enabled() bool { return p.on != 0 }
 // until detach is called. Attaching does not enable p.
 func (p *P4[A, B, C, D]) Attach(h func(A, B, C, D)) (detach func()) { return p.handlers.add(h) }
 
-// fire is the out-of-line half of every site of p.
+// fire is the out-of-line half of every site of p. Consumers run pinned to the
+// P (admit pins); handlers, which may block, after.
 //
 //go:noinline
 func (p *P4[A, B, C, D]) fire(a A, b B, c C, d D) {
 	ret := callerPC()
-	if !p.admit(ret) {
+	pid, s, ok := p.admit(ret)
+	if !ok {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		var v argv
-		setArg(&v, 0, &a)
-		setArg(&v, 1, &b)
-		setArg(&v, 2, &c)
-		setArg(&v, 3, &d)
-		cs.emit(ret, &v)
+		var v firing
+		v.N, v.Kinds = cs.n, cs.kinds
+		setArg(&v.Args, 0, &a)
+		setArg(&v.Args, 1, &b)
+		setArg(&v.Args, 2, &c)
+		setArg(&v.Args, 3, &d)
+		cs.emit(pid, s, ret, &v)
 	}
+	procUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(a, b, c, d)
 	}
@@ -317,7 +337,7 @@ type P5[A, B, C, D, E Arg] struct {
 //
 //go:noinline
 func Define5[A, B, C, D, E Arg](provider, name, aName, bName, cName, dName, eName string) P5[A, B, C, D, E] {
-	return P5[A, B, C, D, E]{head: define(provider, name, []string{aName, bName, cName, dName, eName}, []string{typeName[A](), typeName[B](), typeName[C](), typeName[D](), typeName[E]()}), handlers: new(handlers[func(A, B, C, D, E)])}
+	return P5[A, B, C, D, E]{head: define(provider, name, []string{aName, bName, cName, dName, eName}, []argT{argType[A](), argType[B](), argType[C](), argType[D](), argType[E]()}), handlers: new(handlers[func(A, B, C, D, E)])}
 }
 
 // Probe5 fires p. It inlines into the caller as a probe site that costs one jump
@@ -344,23 +364,27 @@ func (p *P5[A, B, C, D, E]) Enabled() bool { return p.on != 0 }
 // until detach is called. Attaching does not enable p.
 func (p *P5[A, B, C, D, E]) Attach(h func(A, B, C, D, E)) (detach func()) { return p.handlers.add(h) }
 
-// fire is the out-of-line half of every site of p.
+// fire is the out-of-line half of every site of p. Consumers run pinned to the
+// P (admit pins); handlers, which may block, after.
 //
 //go:noinline
 func (p *P5[A, B, C, D, E]) fire(a A, b B, c C, d D, e E) {
 	ret := callerPC()
-	if !p.admit(ret) {
+	pid, s, ok := p.admit(ret)
+	if !ok {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		var v argv
-		setArg(&v, 0, &a)
-		setArg(&v, 1, &b)
-		setArg(&v, 2, &c)
-		setArg(&v, 3, &d)
-		setArg(&v, 4, &e)
-		cs.emit(ret, &v)
+		var v firing
+		v.N, v.Kinds = cs.n, cs.kinds
+		setArg(&v.Args, 0, &a)
+		setArg(&v.Args, 1, &b)
+		setArg(&v.Args, 2, &c)
+		setArg(&v.Args, 3, &d)
+		setArg(&v.Args, 4, &e)
+		cs.emit(pid, s, ret, &v)
 	}
+	procUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(a, b, c, d, e)
 	}
@@ -380,7 +404,7 @@ type P6[A, B, C, D, E, F Arg] struct {
 //
 //go:noinline
 func Define6[A, B, C, D, E, F Arg](provider, name, aName, bName, cName, dName, eName, fName string) P6[A, B, C, D, E, F] {
-	return P6[A, B, C, D, E, F]{head: define(provider, name, []string{aName, bName, cName, dName, eName, fName}, []string{typeName[A](), typeName[B](), typeName[C](), typeName[D](), typeName[E](), typeName[F]()}), handlers: new(handlers[func(A, B, C, D, E, F)])}
+	return P6[A, B, C, D, E, F]{head: define(provider, name, []string{aName, bName, cName, dName, eName, fName}, []argT{argType[A](), argType[B](), argType[C](), argType[D](), argType[E](), argType[F]()}), handlers: new(handlers[func(A, B, C, D, E, F)])}
 }
 
 // Probe6 fires p. It inlines into the caller as a probe site that costs one jump
@@ -409,24 +433,28 @@ func (p *P6[A, B, C, D, E, F]) Attach(h func(A, B, C, D, E, F)) (detach func()) 
 	return p.handlers.add(h)
 }
 
-// fire is the out-of-line half of every site of p.
+// fire is the out-of-line half of every site of p. Consumers run pinned to the
+// P (admit pins); handlers, which may block, after.
 //
 //go:noinline
 func (p *P6[A, B, C, D, E, F]) fire(a A, b B, c C, d D, e E, f F) {
 	ret := callerPC()
-	if !p.admit(ret) {
+	pid, s, ok := p.admit(ret)
+	if !ok {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		var v argv
-		setArg(&v, 0, &a)
-		setArg(&v, 1, &b)
-		setArg(&v, 2, &c)
-		setArg(&v, 3, &d)
-		setArg(&v, 4, &e)
-		setArg(&v, 5, &f)
-		cs.emit(ret, &v)
+		var v firing
+		v.N, v.Kinds = cs.n, cs.kinds
+		setArg(&v.Args, 0, &a)
+		setArg(&v.Args, 1, &b)
+		setArg(&v.Args, 2, &c)
+		setArg(&v.Args, 3, &d)
+		setArg(&v.Args, 4, &e)
+		setArg(&v.Args, 5, &f)
+		cs.emit(pid, s, ret, &v)
 	}
+	procUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(a, b, c, d, e, f)
 	}

@@ -4,9 +4,13 @@ package sdt
 // hash table, built once and then only read, so fire looks a site up without a lock
 // in a few nanoseconds.
 type returnTable struct {
-	keys  []uintptr
-	vals  []*site
+	slots []retSlot // len a power of two; empty slots have pc 0
 	shift uint
+}
+
+type retSlot struct {
+	pc uintptr
+	s  *site
 }
 
 func newReturnTable(sites []*site) returnTable {
@@ -20,16 +24,16 @@ func newReturnTable(sites []*site) returnTable {
 	for size < 2*n {
 		size, shift = size*2, shift-1
 	}
-	t := returnTable{keys: make([]uintptr, size), vals: make([]*site, size), shift: shift}
+	t := returnTable{slots: make([]retSlot, size), shift: shift}
 	for _, s := range sites {
 		if s.Return == 0 {
 			continue
 		}
 		i := t.slot(s.Return)
-		for t.keys[i] != 0 {
-			i = (i + 1) & (len(t.keys) - 1)
+		for t.slots[i].pc != 0 {
+			i = (i + 1) & (len(t.slots) - 1)
 		}
-		t.keys[i], t.vals[i] = s.Return, s
+		t.slots[i] = retSlot{s.Return, s}
 	}
 	return t
 }
@@ -39,13 +43,13 @@ func (t *returnTable) slot(pc uintptr) int {
 }
 
 func (t *returnTable) lookup(pc uintptr) *site {
-	if len(t.keys) == 0 || pc == 0 {
+	if len(t.slots) == 0 {
 		return nil
 	}
-	for i := t.slot(pc); ; i = (i + 1) & (len(t.keys) - 1) {
-		switch t.keys[i] {
+	for i := t.slot(pc); ; i = (i + 1) & (len(t.slots) - 1) {
+		switch e := &t.slots[i]; e.pc {
 		case pc:
-			return t.vals[i]
+			return e.s
 		case 0:
 			return nil
 		}

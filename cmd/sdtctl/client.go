@@ -19,6 +19,7 @@ type client struct {
 	c     net.Conn
 	pid   int
 	hello *ctlproto.Response
+	rbuf  []byte // frames are read here: a reply is valid until the next recv
 }
 
 // socketFor finds pid's socket: in our directory, else (for root) in the directory
@@ -106,9 +107,12 @@ func (cl *client) send(q *ctlproto.Request) error {
 
 // recv reads one reply; an error reply becomes an error with its exit code.
 func (cl *client) recv() (*ctlproto.Response, error) {
-	b, err := ctlproto.ReadFrame(cl.c)
+	b, err := ctlproto.ReadFrameInto(cl.c, cl.rbuf)
 	if err != nil {
 		return nil, cl.connErr(err)
+	}
+	if cap(b) > cap(cl.rbuf) {
+		cl.rbuf = b[:cap(b)]
 	}
 	r, err := ctlproto.DecodeResponse(b)
 	if err != nil {

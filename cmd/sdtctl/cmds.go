@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -225,84 +227,14 @@ func stream(cl *client, q *ctlproto.Request, stop <-chan struct{}, each func(*ct
 	}
 }
 
-func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
-	o := newFlags("trace", stderr, true)
-	count := o.fs.Int("c", 0, "stop after `N` events")
-	dur := o.fs.Duration("d", 0, "stop after `DURATION`")
-	pos, err := o.parse(args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return fail(exitUsage, "trace: want one SPEC")
-	}
-	if err := checkSpecs(pos); err != nil {
-		return err
-	}
-	cls, err := o.targets(false)
-	if err != nil {
-		return err
-	}
-	cl := cls[0]
-	defer cl.close()
-	n := 0
-	start := time.Now()
-	var er ctlproto.EventReader
-	var bad error
-	end, err := stream(cl, &ctlproto.Request{Op: ctlproto.OpTrace, Spec: pos[0], Count: *count, DurationMS: dur.Milliseconds()}, stop,
-		func(r *ctlproto.Response) {
-			if r.Kind != ctlproto.KindEvents {
-				return
-			}
-			evs, err := er.Read(r)
-			if err != nil && bad == nil {
-				bad = fail(exitError, "pid %d: %v", cl.pid, err)
-			}
-			n += len(evs)
-			for i := range evs {
-				printEvent(stdout, cl.pid, &evs[i], o.json)
-			}
-		})
-	if err == nil {
-		err = bad
-	}
-	if err != nil {
-		return err
-	}
-	el := time.Since(start)
-	if o.json {
-		printJSON(stdout, map[string]any{"pid": cl.pid, "events": n, "drops": end.Drops, "seconds": el.Seconds()})
-	} else {
-		fmt.Fprintf(stderr, "%d events in %.2fs (%.0f/s), %d dropped\n", n, el.Seconds(), float64(n)/el.Seconds(), end.Drops)
-	}
-	return nil
-}
-
-// printEvent prints one event: a line of text, or one JSON object.
-func printEvent(w io.Writer, pid int, e *ctlproto.Event, asJSON bool) {
-	if asJSON {
-		printJSON(w, map[string]any{"pid": pid, "event": e})
-		return
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %d %s", e.Time.Format("15:04:05.000000"), pid, e.Probe)
-	for _, a := range e.Args {
-		v := a.Value
-		if a.Type == "string" || strings.ContainsAny(v, " \t\"=") {
-			v = fmt.Sprintf("%q", v)
-		}
-		if a.Cut {
-			v += "..."
-		}
-		fmt.Fprintf(&b, " %s=%s", a.Name, v)
-	}
-	fmt.Fprintln(w, b.String())
-}
-
 func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 	o := newFlags("stat", stderr, true)
-	by := o.fs.String("by", "probe", "key: probe, site or argN")
-	hist := o.fs.String("hist", "", "quantize argument `argN`")
+	by := o.fs.String("by", "probe", "key: probe, site, or an argument (argN or its name)")
+	value := o.fs.String("value", "", "sum, bound and average the argument `ARG` (argN or its name)")
+	hist := o.fs.String("hist", "", "quantize the argument `ARG` (power-of-two buckets; implies --value ARG)")
+	linear := o.fs.String("linear", "", "with --hist: linear buckets `LOW,HIGH,STEP` instead (lquantize)")
+	where := o.fs.String("where", "", "fold only fires whose arguments match `EXPR` (arg0 > 100 && path == \"/api\"), evaluated in the process")
+	clear := o.fs.Bool("clear", false, "each snapshot shows its interval's values, not all since the start")
 	iv := o.fs.Duration("i", time.Second, "`INTERVAL` between snapshots")
 	dur := o.fs.Duration("d", 0, "stop after `DURATION`")
 	pos, err := o.parse(args)
@@ -318,29 +250,52 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	if *iv < ctlproto.MinInterval {
 		return fail(exitUsage, "stat: -i below %v", ctlproto.MinInterval)
 	}
+	if len(*where) > ctlproto.MaxWhere {
+		return fail(exitUsage, "stat: --where: %d bytes, at most %d", len(*where), ctlproto.MaxWhere)
+	}
+	q := &ctlproto.Request{Op: ctlproto.OpStat, Spec: pos[0], By: *by, Value: *value, Clear: *clear, Where: *where,
+		IntervalMS: iv.Milliseconds(), DurationMS: dur.Milliseconds()}
+	if *hist != "" {
+		if *value != "" && *value != *hist {
+			return fail(exitUsage, "stat: --value %s and --hist %s: one argument folds", *value, *hist)
+		}
+		q.Value, q.Hist = *hist, ctlproto.HistQuantize
+	}
+	if *linear != "" {
+		if *hist == "" {
+			return fail(exitUsage, "stat: --linear shapes the buckets of --hist ARG")
+		}
+		if _, err := fmt.Sscanf(*linear, "%d,%d,%d", &q.LinLow, &q.LinHigh, &q.LinStep); err != nil ||
+			q.LinStep <= 0 || q.LinHigh <= q.LinLow {
+			return fail(exitUsage, "stat: --linear %q: want LOW,HIGH,STEP with LOW < HIGH and STEP > 0", *linear)
+		}
+		q.Hist = ctlproto.HistLinear
+	}
 	cls, err := o.targets(false)
 	if err != nil {
 		return err
 	}
 	cl := cls[0]
 	defer cl.close()
-	_, err = stream(cl, &ctlproto.Request{Op: ctlproto.OpStat, Spec: pos[0], By: *by, Hist: *hist,
-		IntervalMS: iv.Milliseconds(), DurationMS: dur.Milliseconds()}, stop,
-		func(r *ctlproto.Response) {
-			if r.Stat == nil {
-				return
-			}
-			if o.json {
-				printJSON(stdout, map[string]any{"pid": cl.pid, "stat": r.Stat})
-				return
-			}
-			printStat(stdout, cl.pid, r.Stat)
-		})
+	_, err = stream(cl, q, stop, func(r *ctlproto.Response) {
+		if r.Stat == nil {
+			return
+		}
+		if o.json {
+			printJSON(stdout, map[string]any{"pid": cl.pid, "stat": r.Stat})
+			return
+		}
+		printStat(stdout, cl.pid, r.Stat)
+	})
 	return err
 }
 
 func printStat(w io.Writer, pid int, s *ctlproto.Stat) {
-	fmt.Fprintf(w, "%s pid %d, by %s\n", s.Time.Format("15:04:05"), pid, s.By)
+	what := "since the start"
+	if s.Interval {
+		what = "this interval"
+	}
+	fmt.Fprintf(w, "%s pid %d, by %s, %s\n", s.Time.Format("15:04:05"), pid, s.By, what)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	if s.Value != "" {
 		fmt.Fprintf(tw, "COUNT\tSUM(%[1]s)\tMIN\tMAX\tAVG\t %s\t\n", s.Value, strings.ToUpper(s.By))
@@ -358,7 +313,11 @@ func printStat(w io.Writer, pid int, s *ctlproto.Stat) {
 	for _, r := range s.Rows {
 		if len(r.Hist) > 0 {
 			fmt.Fprintf(w, "\n  %s\n", r.Key)
-			printHist(w, r.Hist)
+			if s.Linear != nil {
+				printLinear(w, s.Linear, r.Hist)
+			} else {
+				printHist(w, r.Hist)
+			}
 		}
 	}
 	if s.Overflow > 0 {
@@ -378,11 +337,54 @@ func printHist(w io.Writer, hist []ctlproto.Bucket) {
 		total += b.Count
 	}
 	lo, hi = max(lo-1, 0), min(hi+1, 127)
-	fmt.Fprintf(w, "  %16s  %s %s\n", "value", "------------- Distribution -------------", "count")
+	rows := make([]histRow, 0, hi-lo+1)
 	for i := lo; i <= hi; i++ {
-		n := counts[i]
-		bar := int(float64(n) / float64(total) * 40)
-		fmt.Fprintf(w, "  %16d |%-40s %d\n", quantize.Low(i), strings.Repeat("@", bar), n)
+		rows = append(rows, histRow{strconv.FormatInt(quantize.Low(i), 10), counts[i]})
+	}
+	printRows(w, rows, total)
+}
+
+// printLinear prints a linear histogram as DTrace prints lquantize: "< LOW" first,
+// ">= HIGH" last, a row of zero above and below the non-empty ones.
+func printLinear(w io.Writer, l *ctlproto.Linear, hist []ctlproto.Bucket) {
+	n := int((l.High-l.Low+l.Step-1)/l.Step) + 2
+	index := func(low int64) int {
+		if low == math.MinInt64 {
+			return 0
+		}
+		return min(1+int((low-l.Low)/l.Step), n-1)
+	}
+	counts := map[int]uint64{}
+	var total uint64
+	for _, b := range hist {
+		counts[index(b.Low)] += b.Count
+		total += b.Count
+	}
+	lo, hi := max(index(hist[0].Low)-1, 0), min(index(hist[len(hist)-1].Low)+1, n-1)
+	rows := make([]histRow, 0, hi-lo+1)
+	for i := lo; i <= hi; i++ {
+		label := strconv.FormatInt(l.Low+int64(i-1)*l.Step, 10)
+		switch i {
+		case 0:
+			label = "< " + strconv.FormatInt(l.Low, 10)
+		case n - 1:
+			label = ">= " + strconv.FormatInt(l.High, 10)
+		}
+		rows = append(rows, histRow{label, counts[i]})
+	}
+	printRows(w, rows, total)
+}
+
+type histRow struct {
+	label string
+	count uint64
+}
+
+func printRows(w io.Writer, rows []histRow, total uint64) {
+	fmt.Fprintf(w, "  %16s  %s %s\n", "value", "------------- Distribution -------------", "count")
+	for _, r := range rows {
+		bar := int(float64(r.count) / float64(total) * 40)
+		fmt.Fprintf(w, "  %16s |%-40s %d\n", r.label, strings.Repeat("@", bar), r.count)
 	}
 }
 

@@ -162,6 +162,52 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("after trace, still on:\n%s", out)
 	}
 
+	// --stack: the fire's call stack under each event, as ustack() prints it, and in
+	// --json as "func file:line"
+	out, err = sdtctl(t, "trace", "-p", p, "e2e:::tick", "-c", "2", "--stack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(out, "\n"); len(lines) < 6 || !strings.Contains(lines[0], "e2e:main:main.step:tick i=") ||
+		!strings.HasPrefix(lines[1], "                main.step ") || !strings.Contains(lines[1], "target/main.go:") ||
+		!strings.HasPrefix(lines[2], "                main.main ") {
+		t.Fatalf("trace --stack:\n%s", out)
+	}
+	out, err = sdtctl(t, "trace", "-p", p, "e2e:::tick", "-c", "1", "--stack", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Event *ctlproto.Event `json:"event"`
+	}
+	if err := json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &rec); err != nil || rec.Event == nil ||
+		len(rec.Event.Stack) < 2 || !strings.HasPrefix(rec.Event.Stack[0], "main.step ") || !strings.HasPrefix(rec.Event.Stack[1], "main.main ") {
+		t.Fatalf("trace --stack --json: %v\n%s", err, out)
+	}
+	// --where: only matching fires are traced; a bad predicate is shown with a caret
+	out, err = sdtctl(t, "trace", "-p", p, "e2e:::tick", "-c", "5", "--where", `name == "beta" && i > 3`)
+	if err != nil || strings.Count(out, `name="beta"`) != 5 || strings.Contains(out, "alpha") {
+		t.Fatalf("trace --where: %v\n%s", err, out)
+	}
+	_, err = sdtctl(t, "trace", "-p", p, "e2e:::tick", "-c", "5", "--where", `i > 3 && nmae == "beta"`)
+	if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "col 10") ||
+		!strings.Contains(err.Error(), "i > 3 && nmae == \"beta\"\n           ^") {
+		t.Fatalf("trace --where with a misspelt argument: %v", err)
+	}
+	out, err = sdtctl(t, "stat", "-p", p, "e2e:::tick", "--by", "name", "--where", `name == "alpha"`, "-d", "300ms")
+	if err != nil || !strings.Contains(out, "alpha") || strings.Contains(out, "beta") {
+		t.Fatalf("stat --where: %v\n%s", err, out)
+	}
+	// arguments by name
+	out, err = sdtctl(t, "stat", "-p", p, "e2e:::tick", "--by", "name", "--hist", "i", "-d", "300ms")
+	if err != nil || !strings.Contains(out, "alpha") || !strings.Contains(out, "beta") || !strings.Contains(out, "Distribution") {
+		t.Fatalf("stat --by name --hist i: %v\n%s", err, out)
+	}
+	if _, err = sdtctl(t, "stat", "-p", p, "e2e:::tick", "--hist", "latency_ns", "-d", "300ms"); err == nil ||
+		!strings.Contains(err.Error(), "i, name") {
+		t.Fatalf("stat --hist latency_ns on a probe without it: %v, want an error naming i, name", err)
+	}
+
 	out, err = sdtctl(t, "stat", "-p", p, "e2e:::tick", "--by", "arg1", "--hist", "arg0", "-i", "200ms", "-d", "500ms")
 	if err != nil || !strings.Contains(out, "alpha") || !strings.Contains(out, "beta") || !strings.Contains(out, "Distribution") {
 		t.Fatalf("stat: %v\n%s", err, out)

@@ -72,13 +72,20 @@ socket in $XDG_RUNTIME_DIR/gosdt/ or /tmp/gosdt-<uid>/):
   enable  [-p PID | -n NAME] SPEC...   switch probes on; without -p/-n, in every gosdt process of
                                        yours. They stay on after sdtctl exits, until disable.
   disable [-p PID | -n NAME] SPEC...   switch probes off (sites a running trace or stat holds stay on)
-  trace [-p PID] SPEC [-c N] [-d DURATION]
-                                       enable, print one line per event (time, pid, probe, arg=value),
-                                       disable on exit, Ctrl-C, after N events or DURATION
-  stat [-p PID] SPEC [--by probe|site|argN] [--hist argN] [-i INTERVAL] [-d DURATION]
-                                       enable and count fires by key every INTERVAL (default 1s);
-                                       --hist quantizes an argument (power-of-two buckets, like
-                                       DTrace's quantize); disable on exit or Ctrl-C
+  trace [-p PID] SPEC [-c N] [-d DURATION] [--bufsize BYTES]
+                                       enable, print one line per event (time, pid/goroutine, probe,
+                                       arg=value), disable on exit, Ctrl-C, after N events or DURATION.
+                                       Each P of the process records into a buffer of its own (default
+                                       4m): what does not fit is dropped, counted, and reported at the
+                                       end (every fire is delivered or counted dropped, once)
+  stat [-p PID] SPEC [--by probe|site|ARG] [--value ARG] [--hist ARG [--linear LOW,HIGH,STEP]]
+       [--clear] [-i INTERVAL] [-d DURATION]
+                                       enable and count fires by key every INTERVAL (default 1s), in
+                                       the process, each P apart, merged when shown; --value sums,
+                                       bounds and averages an argument; --hist also quantizes it
+                                       (power-of-two buckets, DTrace's quantize; with --linear, linear
+                                       buckets, lquantize); --clear shows each interval's own values.
+                                       ARG is argN or the argument's name. Disable on exit or Ctrl-C
   seal [-o OUT] BINARY...              rewrite a linux/amd64 or arm64 Go binary that uses gosdt: its
                                        sites sealed in the file (no scan at start), a site table, and
                                        USDT notes for bpftrace/perf/gdb (usdt:BINARY:provider:name;

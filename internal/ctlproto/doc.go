@@ -30,7 +30,7 @@
 // # Session
 //
 // The client speaks first, with a Request of op "hello" carrying Version (this
-// package's Version, 2). The server answers with a Response of kind "hello" (Version,
+// package's Version, 3). The server answers with a Response of kind "hello" (Version,
 // Pid, Command, NProbes, SitesOn) or, for another version, an error with code
 // "version" and closes. Then the client sends requests, one at a time; each gets
 // exactly one reply, except trace and stat, which stream until the client sends op
@@ -42,9 +42,11 @@
 //	list     spec                           reply "list": Probes, as sdt.List
 //	enable   specs, persist                 reply "ok": N sites switched on, AlreadyOn
 //	disable  specs                          reply "ok": N sites switched off, Kept still held by others
-//	trace    spec, count, duration_ms       reply "started", then "events" batches, then "end"
-//	stat     spec, by, hist, interval_ms,   reply "started", then "stat" snapshots, then "end"
-//	         duration_ms
+//	trace    spec, count, duration_ms,      reply "started" (buffers, bufsize), then "events"
+//	         bufsize                        batches, then "end"
+//	stat     spec, by, value, hist,         reply "started", then "stat" snapshots, then "end"
+//	         lin_low, lin_high, lin_step,
+//	         clear, interval_ms, duration_ms
 //	stop                                    ends the running trace or stat
 //
 // Probes that a connection enables (enable without persist, and the enables that
@@ -55,11 +57,28 @@
 // the process's holds on what it matches; sites other owners still hold stay on, are
 // counted in Kept and named in KeptBy.
 //
-// Responses (kind): hello, ok, list, started, events, stat, end, error. An events
-// batch carries the descriptions (Desc) of the probe sites it is the first to name,
-// then packed records (events.go): the time, the arguments as typed values (strings
-// cut to 64 bytes). There is no goroutine id. "end" carries
-// Drops: events lost to this trace (its buffer was full or the client too slow).
+// Responses (kind): hello, ok, list, started, events, stat, end, error.
+//
+// A trace is recorded in the process into one buffer per P (bufsize bytes each): a
+// fire writes its record into the buffer of the P it runs on, or, when that is full,
+// is dropped and counted there. An events batch carries the records as the buffers
+// hold them (events.go: packed, little-endian, 8-byte aligned; time in ticks of the
+// process's CPU counter), the descriptions (Desc: probe name, site, argument names,
+// types and kinds) of the probe sites it is the first to name, the clock that turns
+// its ticks into wall-clock time, and Drops, all told so far. Records of one P arrive
+// in the order they fired; records of different Ps may not.
+//
+// A trace ends at its count, at once: what fired after the count's last event is
+// neither sent nor counted. At its duration or a stop, its probes are switched off
+// first and what they fired before is sent. "end" carries Delivered (records sent),
+// Drops, and BufferDrops (per buffer, then those fired on a P that had none yet):
+// every fire between the start and the end is delivered or dropped, once.
+
+// A stat is folded in the process, each P into cells of its own, merged when a
+// snapshot is taken: per key (by: probe, site, or an argument's values) the count,
+// and of value the sum, minimum, maximum and a histogram (quantize: powers of two;
+// linear: lin_step wide from lin_low to lin_high). Each snapshot holds everything
+// since the start, or with clear what its interval folded.
 //
 // # Errors
 //

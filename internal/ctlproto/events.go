@@ -4,23 +4,29 @@ import (
 	"encoding/binary"
 	"math"
 	"strconv"
-	"time"
 )
 
 // A trace streams its events in batches: a Response of kind "events" carries the
-// descriptions (Desc) of the probe sites first met in it, then the records, packed
-// one after another:
+// descriptions (Desc) of the probe sites first met in it, the stream's clock (Clock),
+// and the records, packed one after another exactly as the process's per-P buffers
+// hold them. Every field is little-endian and every record a multiple of 8 bytes:
 //
-//	uvarint  desc     the Desc's ID: which probe, which site, the arguments' names and types
-//	varint   time     Unix nanoseconds, as the difference from the previous record of
-//	                  the batch (from 0 for the first)
-//	byte     n        arguments that follow
-//	n times:
-//	  byte   kind     ValInt .. ValString; bit 7 set: a string cut to its bound
-//	  value           ValInt: varint; ValUint, ValBool: uvarint; ValFloat: 8 bytes,
-//	                  little-endian IEEE 754; ValString: uvarint length, bytes
+//	u16     size      bytes of the whole record
+//	u8      n         arguments (at most 6)
+//	u8      cut       bit i: string argument i was cut to StringMax bytes
+//	u32     probe     the probe's id in the process
+//	u64     site      the site's address; 0 for a fire not attributed to a site
+//	u64     ticks     when it fired, in the stream's clock (Clock converts)
+//	u64     goid      the firing goroutine's id; 0 where the process cannot tell
+//	u64 x n           each argument's bits: an int64, a uint64, 0 or 1, float64 bits;
+//	                  for a string, the number of its bytes that follow
+//	bytes             the strings' bytes, in argument order, then zeros to a multiple of 8
+//	u64 x k           the call stack (--stack): return addresses, innermost first, to
+//	                  the end of the record
 //
-// A record whose Desc has not been sent is an error.
+// The record does not say its arguments' kinds: its Desc, keyed by probe and site,
+// does, once per stream. A record whose probe and site no Desc has described is an
+// error.
 
 // Value kinds of an event argument.
 const (
@@ -31,34 +37,45 @@ const (
 	ValString        // bytes
 )
 
-// valCut marks a string value cut to the process's bound.
-const valCut = 0x80
-
-// maxRecordArgs bounds the arguments a record may announce.
-const maxRecordArgs = 16
+// Record limits.
+const (
+	RecordHead = 32  // bytes before the arguments
+	StringMax  = 64  // bytes kept of one string argument
+	MaxArgs    = 6   // arguments of one record
+	MaxStack   = 32  // return addresses of one record's stack
+	StackDepth = 16  // return addresses sdtctl trace --stack asks for
+	PadRecord  = 255 // n of the filler a buffer holds where a record did not fit at its end; never sent
+	LostRecord = 254 // n of a 16-byte record whose second word counts the records dropped before it; never sent
+)
 
 // Desc describes the events of one probe at one site, once per trace stream.
 type Desc struct {
-	ID    uint64
+	ID    uint32 // the probe's id, as records name it
 	Probe string // provider:module:function:name
 	Site  uint64 // 0: fires not attributed to a site
 	Args  []Arg  // names and types
+	Kinds []byte // ValInt .. ValString, one per argument
 }
 
 func (ds *Desc) append(e *enc) {
-	e.uint(1, ds.ID)
+	e.uint(1, uint64(ds.ID))
 	e.str(2, ds.Probe)
 	e.uint(3, ds.Site)
 	for i := range ds.Args {
 		e.msg(4, ds.Args[i].append)
 	}
+	e.bytes(5, ds.Kinds)
 }
 
 func (ds *Desc) decode(d *dec) {
 	d.fields(func(tag int) bool {
 		switch tag {
 		case 1:
-			ds.ID = d.uint()
+			v := d.uint()
+			if v > math.MaxUint32 {
+				d.fail("probe id out of range")
+			}
+			ds.ID = uint32(v)
 		case 2:
 			ds.Probe = d.str()
 		case 3:
@@ -66,6 +83,54 @@ func (ds *Desc) decode(d *dec) {
 		case 4:
 			ds.Args = append(ds.Args, Arg{})
 			d.msg(ds.Args[len(ds.Args)-1].decode)
+		case 5:
+			ds.Kinds = append([]byte(nil), d.bytes()...)
+		default:
+			return false
+		}
+		return true
+	})
+	if len(ds.Kinds) > MaxArgs {
+		d.fail("desc with too many arguments")
+	}
+	for _, k := range ds.Kinds {
+		if k > ValString {
+			d.fail("desc with an unknown argument kind")
+		}
+	}
+}
+
+// Frame names one return address of the call stacks a trace's records carry: the
+// process symbolizes each once per stream, with its runtime's own tables, which know
+// what was inlined where (a reader of the binary's pclntab, debug/gosym, does not).
+type Frame struct {
+	PC   uint64
+	Func string // "main.step"; "?" when the process cannot tell
+	File string
+	Line int
+}
+
+// String is "func file:line", as ustack() lines and --json show a frame.
+func (f *Frame) String() string { return f.Func + " " + f.File + ":" + strconv.Itoa(f.Line) }
+
+func (f *Frame) append(e *enc) {
+	e.uint(1, f.PC)
+	e.str(2, f.Func)
+	e.str(3, f.File)
+	e.uint(4, uint64(f.Line))
+}
+
+func (f *Frame) decode(d *dec) {
+	d.fields(func(tag int) bool {
+		switch tag {
+		case 1:
+			f.PC = d.uint()
+		case 2:
+			f.Func = d.str()
+		case 3:
+			f.File = d.str()
+		case 4:
+			f.Line = d.small()
 		default:
 			return false
 		}
@@ -73,118 +138,146 @@ func (ds *Desc) decode(d *dec) {
 	})
 }
 
-// AppendRecordHead appends the head of a record to a batch: its Desc, its time as
-// the difference from the previous record's (dt), and how many values follow.
-func AppendRecordHead(b []byte, desc uint64, dt int64, n int) []byte {
-	b = binary.AppendUvarint(b, desc)
-	b = binary.AppendUvarint(b, zigzag(dt))
-	return append(b, byte(n))
+// Clock converts a stream's ticks to wall-clock time: Wall (Unix nanoseconds) was
+// read at Ticks, and a tick is NsPerTick nanoseconds.
+type Clock struct {
+	Ticks     uint64
+	Wall      int64
+	NsPerTick float64
 }
 
-// AppendValue appends one argument value: bits for the number kinds (an int64, a
-// uint64, 0 or 1, float64 bits), str for ValString.
-func AppendValue(b []byte, kind int, cut bool, bits uint64, str []byte) []byte {
-	k := byte(kind)
-	if cut {
-		k |= valCut
+// UnixNano is the wall-clock time of ticks.
+func (c *Clock) UnixNano(ticks uint64) int64 {
+	return c.Wall + int64(float64(int64(ticks-c.Ticks))*c.NsPerTick)
+}
+
+func (c *Clock) append(e *enc) {
+	e.uint(1, c.Ticks)
+	e.int(2, c.Wall)
+	e.uint(3, math.Float64bits(c.NsPerTick))
+}
+
+func (c *Clock) decode(d *dec) {
+	d.fields(func(tag int) bool {
+		switch tag {
+		case 1:
+			c.Ticks = d.uint()
+		case 2:
+			c.Wall = d.int()
+		case 3:
+			c.NsPerTick = math.Float64frombits(d.uint())
+		default:
+			return false
+		}
+		return true
+	})
+	if !(c.NsPerTick > 0 && c.NsPerTick < 1e9) {
+		d.fail("clock with a bad tick length")
 	}
-	b = append(b, k)
+}
+
+// Record is one packed record: a view of its bytes (Split checks them).
+type Record []byte
+
+func (r Record) word(i int) uint64 { return binary.LittleEndian.Uint64(r[8*i:]) }
+
+// Size is the record's length in bytes.
+func (r Record) Size() int { return int(binary.LittleEndian.Uint16(r)) }
+
+// N is the number of arguments.
+func (r Record) N() int { return int(r[2]) }
+
+// Cut reports whether string argument i was cut to StringMax bytes.
+func (r Record) Cut(i int) bool { return r[3]&(1<<i) != 0 }
+
+// Probe is the probe's id.
+func (r Record) Probe() uint32 { return binary.LittleEndian.Uint32(r[4:]) }
+
+// Site is the site's address, 0 for a fire not attributed to a site.
+func (r Record) Site() uint64 { return r.word(1) }
+
+// Ticks is when it fired, in the stream's clock.
+func (r Record) Ticks() uint64 { return r.word(2) }
+
+// Goroutine is the firing goroutine's id; 0 where the process cannot tell.
+func (r Record) Goroutine() uint64 { return r.word(3) }
+
+// Slot is argument i's bits (a string's length).
+func (r Record) Slot(i int) uint64 { return r.word(4 + i) }
+
+// Split takes the first record off b: its size is checked against b, not its
+// contents (Layout does that, with the record's Desc).
+func Split(b []byte) (rec Record, rest []byte, err error) {
+	if len(b) < RecordHead {
+		return nil, nil, Errorf(CodeBadRequest, "bad record: %d bytes left, a record has at least %d", len(b), RecordHead)
+	}
+	n := int(binary.LittleEndian.Uint16(b))
+	if n < RecordHead || n%8 != 0 || n > len(b) {
+		return nil, nil, Errorf(CodeBadRequest, "bad record: size %d (%d bytes left)", n, len(b))
+	}
+	return Record(b[:n]), b[n:], nil
+}
+
+// Layout is where a record's parts are, from its Desc's kinds.
+type Layout struct {
+	str   [MaxArgs][2]int // each string argument's bytes: offset and length
+	stack int             // offset of the stack
+	depth int             // return addresses in it
+}
+
+// Layout checks rec against kinds (its Desc's) and says where its strings and its
+// stack are.
+func (r Record) Layout(kinds []byte) (Layout, error) {
+	var l Layout
+	n := r.N()
+	if n != len(kinds) {
+		return l, Errorf(CodeBadRequest, "bad record: %d arguments, its probe has %d", n, len(kinds))
+	}
+	off := RecordHead + 8*n
+	if off > len(r) {
+		return l, Errorf(CodeBadRequest, "bad record: %d arguments in %d bytes", n, len(r))
+	}
+	for i, k := range kinds {
+		if k != ValString {
+			continue
+		}
+		m := r.Slot(i)
+		if m > StringMax || off+int(m) > len(r) {
+			return l, Errorf(CodeBadRequest, "bad record: string argument %d of %d bytes", i, m)
+		}
+		l.str[i] = [2]int{off, int(m)}
+		off += int(m)
+	}
+	off = (off + 7) &^ 7
+	if off > len(r) || (len(r)-off)/8 > MaxStack {
+		return l, Errorf(CodeBadRequest, "bad record: %d bytes after the strings", len(r)-off)
+	}
+	l.stack, l.depth = off, (len(r)-off)/8
+	return l, nil
+}
+
+// Str is string argument i's bytes.
+func (l *Layout) Str(r Record, i int) []byte { return r[l.str[i][0] : l.str[i][0]+l.str[i][1]] }
+
+// Depth is the number of return addresses in the record's stack.
+func (l *Layout) Depth() int { return l.depth }
+
+// PC is the stack's return address i, innermost first.
+func (l *Layout) PC(r Record, i int) uint64 { return binary.LittleEndian.Uint64(r[l.stack+8*i:]) }
+
+// AppendValue appends argument i of rec as text: a number, true or false, or the
+// string's bytes as they are.
+func AppendValue(b []byte, kind byte, r Record, l *Layout, i int) []byte {
+	s := r.Slot(i)
 	switch kind {
 	case ValInt:
-		return binary.AppendUvarint(b, zigzag(int64(bits)))
-	case ValFloat:
-		return binary.LittleEndian.AppendUint64(b, bits)
-	case ValString:
-		b = binary.AppendUvarint(b, uint64(len(str)))
-		return append(b, str...)
-	}
-	return binary.AppendUvarint(b, bits)
-}
-
-// EventReader decodes the event batches of one trace stream. It keeps the
-// descriptions the stream has sent.
-type EventReader struct {
-	descs map[uint64]*Desc
-}
-
-// Read decodes the events of one batch.
-func (er *EventReader) Read(r *Response) ([]Event, error) {
-	if er.descs == nil {
-		er.descs = map[uint64]*Desc{}
-	}
-	for i := range r.Descs {
-		ds := r.Descs[i]
-		er.descs[ds.ID] = &ds
-	}
-	d := &dec{b: r.Records}
-	var out []Event
-	var t int64
-	for len(d.b) > 0 && d.err == nil {
-		ds := er.descs[d.uvarint()]
-		t += unzigzag(d.uvarint())
-		if d.err != nil {
-			break
-		}
-		if ds == nil {
-			d.fail("record of an undescribed probe")
-			break
-		}
-		n := int(d.byte())
-		if n > maxRecordArgs {
-			d.fail("record with too many arguments")
-			break
-		}
-		ev := Event{Time: time.Unix(0, t), Probe: ds.Probe, Site: ds.Site, Args: make([]Arg, n)}
-		for i := range n {
-			a := &ev.Args[i]
-			if i < len(ds.Args) {
-				a.Name, a.Type = ds.Args[i].Name, ds.Args[i].Type
-			} else {
-				a.Name = "arg" + strconv.Itoa(i)
-			}
-			a.Value, a.Cut = d.value()
-		}
-		out = append(out, ev)
-	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	return out, nil
-}
-
-func (d *dec) byte() byte {
-	if len(d.b) == 0 {
-		d.fail("record cut short")
-		return 0
-	}
-	c := d.b[0]
-	d.b = d.b[1:]
-	return c
-}
-
-// value reads one argument value as text.
-func (d *dec) value() (string, bool) {
-	k := d.byte()
-	cut := k&valCut != 0
-	switch k &^ valCut {
-	case ValInt:
-		return strconv.FormatInt(unzigzag(d.uvarint()), 10), cut
+		return strconv.AppendInt(b, int64(s), 10)
 	case ValUint:
-		return strconv.FormatUint(d.uvarint(), 10), cut
+		return strconv.AppendUint(b, s, 10)
 	case ValBool:
-		return strconv.FormatBool(d.uvarint() != 0), cut
+		return strconv.AppendBool(b, s != 0)
 	case ValFloat:
-		if len(d.b) < 8 {
-			d.fail("record cut short")
-			return "", false
-		}
-		f := math.Float64frombits(binary.LittleEndian.Uint64(d.b))
-		d.b = d.b[8:]
-		return strconv.FormatFloat(f, 'g', -1, 64), cut
-	case ValString:
-		d.typ = wireBytes
-		return d.str(), cut
+		return strconv.AppendFloat(b, math.Float64frombits(s), 'g', -1, 64)
 	}
-	d.fail("unknown value kind")
-	return "", false
+	return append(b, l.Str(r, i)...)
 }

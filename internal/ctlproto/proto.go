@@ -9,13 +9,15 @@ import (
 )
 
 // Version is the protocol version this package speaks.
-const Version = 2
+const Version = 3
 
 // Limits.
 const (
 	MaxFrame    = 1 << 20 // bytes of one frame's payload
 	MaxSpecs    = 64      // specs in one enable or disable
 	MinInterval = 100 * time.Millisecond
+	MaxBufSize  = 1 << 30 // bytes of one per-P trace buffer
+	MaxWhere    = 1024    // bytes of a predicate
 )
 
 // Error codes.
@@ -77,9 +79,17 @@ type Request struct {
 	Persist    bool
 	Count      int    // trace: stop after this many events
 	DurationMS int64  // trace, stat: stop after this long
-	By         string // stat: probe, site or argN
-	Hist       string // stat: argN to quantize
+	BufSize    int    // trace: bytes of each per-P buffer (0: the process's default)
+	By         string // stat: probe, site, or an argument (argN or its name)
+	Value      string // stat: an argument rows sum, bound and average
+	Hist       string // stat: "", HistQuantize or HistLinear: rows quantize Value
+	LinLow     int64  // stat: a linear histogram's buckets, LinStep wide from LinLow to LinHigh
+	LinHigh    int64
+	LinStep    int64
+	Clear      bool   // stat: each snapshot holds its interval's values, not all since the start
 	IntervalMS int64  // stat: between snapshots
+	Stack      int    // trace: return addresses of the fire's call stack each record carries, 0 to MaxStack
+	Where      string // trace, stat: a predicate (internal/pred) a fire must match to be recorded
 }
 
 // Request field tags.
@@ -93,6 +103,20 @@ const (
 	tqBy
 	tqHist
 	tqInterval
+	tqBufSize
+	tqValue
+	tqLinLow
+	tqLinHigh
+	tqLinStep
+	tqClear
+	tqStack
+	tqWhere
+)
+
+// Histograms of a stat.
+const (
+	HistQuantize = "quantize" // power-of-two buckets
+	HistLinear   = "linear"   // LinStep-wide buckets from LinLow to LinHigh, one below, one above
 )
 
 // Response is what the server sends.
@@ -119,12 +143,24 @@ type Response struct {
 
 	Probes []Probe // list
 
-	// events: descriptions first met in this batch, then the records (see Desc)
-	Descs   []Desc
-	Records []byte
+	// started (trace): the number of per-P buffers and the bytes of each
+	Buffers int
+	BufSize int
 
-	Stat  *Stat
-	Drops uint64 // end of a trace: events lost to it
+	// events: descriptions first met in this batch, the clock of its records, then
+	// the records (see Desc); Drops so far
+	Descs   []Desc
+	Clock   *Clock
+	Records []byte
+	Frames  []Frame // the call stack frames first met in this batch's records (trace --stack)
+
+	Stat *Stat
+	// events and end of a trace: events lost to it, all told (Drops) and per buffer
+	// (BufferDrops, end only), events sent (Delivered, end only)
+	Drops       uint64
+	BufferDrops []uint64
+	Delivered   uint64
+	Filtered    uint64 // end of a trace: fires its predicate (Where) rejected
 }
 
 // Response field tags.
@@ -145,6 +181,13 @@ const (
 	trRecords
 	trStat
 	trDrops
+	trBuffers
+	trBufSize
+	trClock
+	trBufferDrops
+	trDelivered
+	trFrame
+	trFiltered
 )
 
 // Probe is one logical probe, as sdt.List describes it.
@@ -180,10 +223,12 @@ type Site struct {
 
 // Event is one fire, as a client decodes it from a batch (EventReader).
 type Event struct {
-	Time  time.Time `json:"time"`
-	Probe string    `json:"probe"`
-	Site  uint64    `json:"site,omitempty"`
-	Args  []Arg     `json:"args,omitempty"`
+	Time      time.Time `json:"time"`
+	Probe     string    `json:"probe"`
+	Site      uint64    `json:"site,omitempty"`
+	Goroutine uint64    `json:"goroutine,omitempty"`
+	Args      []Arg     `json:"args,omitempty"`
+	Stack     []string  `json:"stack,omitempty"` // "func file:line", innermost first
 }
 
 // Stat is one aggregation snapshot.
@@ -191,9 +236,20 @@ type Stat struct {
 	Time     time.Time `json:"time"`
 	By       string    `json:"by"`
 	Value    string    `json:"value,omitempty"`
+	Hist     string    `json:"hist,omitempty"`     // "", HistQuantize, HistLinear
+	Linear   *Linear   `json:"linear,omitempty"`   // a linear histogram's buckets
+	Interval bool      `json:"interval,omitempty"` // the values of one interval (stat --clear)
 	Rows     []Row     `json:"rows"`
 	Overflow uint64    `json:"overflow,omitempty"`
 	Drops    uint64    `json:"drops,omitempty"`
+}
+
+// Linear is a linear histogram's buckets: Step wide from Low to High, one below Low
+// (whose Low is math.MinInt64) and one from High up.
+type Linear struct {
+	Low  int64 `json:"low"`
+	High int64 `json:"high"`
+	Step int64 `json:"step"`
 }
 
 // Row is one key of a snapshot. Avg is not sent: the client computes it.
@@ -250,23 +306,37 @@ type Message interface {
 
 // WriteFrame writes m as one frame, in one write.
 func WriteFrame(w io.Writer, m Message) error {
-	b, err := m.appendTo(make([]byte, 4, 256))
+	b, err := AppendFrame(make([]byte, 0, 256), m)
 	if err != nil {
 		return err
 	}
-	n := len(b) - 4
-	if n > MaxFrame {
-		return Errorf(CodeBadRequest, "frame of %d bytes exceeds %d", n, MaxFrame)
-	}
-	binary.BigEndian.PutUint32(b, uint32(n))
 	_, err = w.Write(b)
 	return err
+}
+
+// AppendFrame appends m as one frame to b: a stream reuses its buffer for every batch.
+func AppendFrame(b []byte, m Message) ([]byte, error) {
+	at := len(b)
+	b, err := m.appendTo(append(b, 0, 0, 0, 0))
+	if err != nil {
+		return b[:at], err
+	}
+	n := len(b) - at - 4
+	if n > MaxFrame {
+		return b[:at], Errorf(CodeBadRequest, "frame of %d bytes exceeds %d", n, MaxFrame)
+	}
+	binary.BigEndian.PutUint32(b[at:], uint32(n))
+	return b, nil
 }
 
 // ReadFrame reads one frame's payload. io.EOF means the connection ended cleanly
 // between frames; a truncated, empty or oversized frame is a *Error with code
 // badrequest.
-func ReadFrame(r io.Reader) ([]byte, error) {
+func ReadFrame(r io.Reader) ([]byte, error) { return ReadFrameInto(r, nil) }
+
+// ReadFrameInto is ReadFrame reading into buf when it is large enough: the payload
+// is valid until the next call with the same buf.
+func ReadFrameInto(r io.Reader, buf []byte) ([]byte, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		if err == io.EOF {
@@ -281,7 +351,11 @@ func ReadFrame(r io.Reader) ([]byte, error) {
 	if n == 0 || n > MaxFrame {
 		return nil, Errorf(CodeBadRequest, "frame length %d not in 1..%d", n, MaxFrame)
 	}
-	b := make([]byte, n)
+	b := buf
+	if cap(b) < int(n) {
+		b = make([]byte, n)
+	}
+	b = b[:n]
 	if _, err := io.ReadFull(r, b); err != nil {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return nil, Errorf(CodeBadRequest, "truncated frame: %d bytes announced", n)
@@ -306,6 +380,14 @@ func (q *Request) appendTo(b []byte) ([]byte, error) {
 	e.str(tqBy, q.By)
 	e.str(tqHist, q.Hist)
 	e.int(tqInterval, q.IntervalMS)
+	e.int(tqBufSize, int64(q.BufSize))
+	e.str(tqValue, q.Value)
+	e.int(tqLinLow, q.LinLow)
+	e.int(tqLinHigh, q.LinHigh)
+	e.int(tqLinStep, q.LinStep)
+	e.bool(tqClear, q.Clear)
+	e.int(tqStack, int64(q.Stack))
+	e.str(tqWhere, q.Where)
 	return e.b, nil
 }
 
@@ -340,6 +422,22 @@ func DecodeRequest(b []byte) (*Request, error) {
 			q.Hist = d.str()
 		case tqInterval:
 			q.IntervalMS = d.int()
+		case tqBufSize:
+			q.BufSize = int(d.int())
+		case tqValue:
+			q.Value = d.str()
+		case tqLinLow:
+			q.LinLow = d.int()
+		case tqLinHigh:
+			q.LinHigh = d.int()
+		case tqLinStep:
+			q.LinStep = d.int()
+		case tqClear:
+			q.Clear = d.bool()
+		case tqStack:
+			q.Stack = int(d.int())
+		case tqWhere:
+			q.Where = d.str()
 		default:
 			d.fail(fmt.Sprintf("unknown field %d in %s", tag, q.Op))
 		}
@@ -370,11 +468,25 @@ func (q *Request) Check() error {
 		if q.Spec == "" {
 			return bad("%s: no spec", q.Op)
 		}
-		if q.Count < 0 || q.DurationMS < 0 || q.IntervalMS < 0 {
-			return bad("%s: negative count, duration or interval", q.Op)
+		if q.Count < 0 || q.DurationMS < 0 || q.IntervalMS < 0 || q.BufSize < 0 {
+			return bad("%s: negative count, duration, interval or buffer size", q.Op)
+		}
+		if q.Stack < 0 || q.Stack > MaxStack || q.Stack > 0 && q.Op != OpTrace {
+			return bad("%s: a stack of %d return addresses: want 0 to %d, in a trace", q.Op, q.Stack, MaxStack)
+		}
+		if len(q.Where) > MaxWhere {
+			return bad("%s: a predicate of %d bytes, at most %d", q.Op, len(q.Where), MaxWhere)
+		}
+		if q.BufSize > MaxBufSize {
+			return bad("%s: buffers of %d bytes, at most %d", q.Op, q.BufSize, MaxBufSize)
 		}
 		if q.Op == OpStat && q.IntervalMS != 0 && q.IntervalMS < MinInterval.Milliseconds() {
 			return bad("stat: interval below %v", MinInterval)
+		}
+		switch q.Hist {
+		case "", HistQuantize, HistLinear:
+		default:
+			return bad("stat: histogram %q: want %s or %s", q.Hist, HistQuantize, HistLinear)
 		}
 	case "":
 		return bad("no op")
@@ -407,13 +519,28 @@ func (r *Response) appendTo(b []byte) ([]byte, error) {
 	for i := range r.Descs {
 		e.msg(trDesc, r.Descs[i].append)
 	}
-	if len(r.Records) > 0 {
-		e.bytesAlways(trRecords, string(r.Records))
+	e.uint(trBuffers, uint64(r.Buffers))
+	e.uint(trBufSize, uint64(r.BufSize))
+	if r.Clock != nil {
+		e.msg(trClock, r.Clock.append)
 	}
+	e.bytes(trRecords, r.Records)
 	if r.Stat != nil {
 		e.msg(trStat, r.Stat.append)
 	}
 	e.uint(trDrops, r.Drops)
+	if len(r.BufferDrops) > 0 {
+		var b []byte
+		for _, n := range r.BufferDrops {
+			b = binary.AppendUvarint(b, n)
+		}
+		e.bytes(trBufferDrops, b)
+	}
+	e.uint(trDelivered, r.Delivered)
+	for i := range r.Frames {
+		e.msg(trFrame, r.Frames[i].append)
+	}
+	e.uint(trFiltered, r.Filtered)
 	return e.b, nil
 }
 
@@ -462,6 +589,26 @@ func DecodeResponse(b []byte) (*Response, error) {
 			d.msg(r.Stat.decode)
 		case trDrops:
 			r.Drops = d.uint()
+		case trBuffers:
+			r.Buffers = d.small()
+		case trBufSize:
+			r.BufSize = d.small()
+		case trClock:
+			r.Clock = new(Clock)
+			d.msg(r.Clock.decode)
+		case trBufferDrops:
+			d.msg(func(h *dec) {
+				for len(h.b) > 0 && h.err == nil {
+					r.BufferDrops = append(r.BufferDrops, h.uvarint())
+				}
+			})
+		case trDelivered:
+			r.Delivered = d.uint()
+		case trFiltered:
+			r.Filtered = d.uint()
+		case trFrame:
+			r.Frames = append(r.Frames, Frame{})
+			d.msg(r.Frames[len(r.Frames)-1].decode)
 		default:
 			return false
 		}
@@ -582,6 +729,15 @@ func (st *Stat) append(e *enc) {
 	}
 	e.uint(5, st.Overflow)
 	e.uint(6, st.Drops)
+	e.str(7, st.Hist)
+	if l := st.Linear; l != nil {
+		e.msg(8, func(e *enc) {
+			e.int(1, l.Low)
+			e.int(2, l.High)
+			e.int(3, l.Step)
+		})
+	}
+	e.bool(9, st.Interval)
 }
 
 func (st *Stat) decode(d *dec) {
@@ -601,6 +757,28 @@ func (st *Stat) decode(d *dec) {
 			st.Overflow = d.uint()
 		case 6:
 			st.Drops = d.uint()
+		case 7:
+			st.Hist = d.str()
+		case 8:
+			l := new(Linear)
+			d.msg(func(m *dec) {
+				m.fields(func(tag int) bool {
+					switch tag {
+					case 1:
+						l.Low = m.int()
+					case 2:
+						l.High = m.int()
+					case 3:
+						l.Step = m.int()
+					default:
+						return false
+					}
+					return true
+				})
+			})
+			st.Linear = l
+		case 9:
+			st.Interval = d.bool()
 		default:
 			return false
 		}

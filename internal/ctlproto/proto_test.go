@@ -38,8 +38,10 @@ func TestRequestRoundTrip(t *testing.T) {
 		{Op: OpHello, Version: Version},
 		{Op: OpEnable, Specs: []string{"proc:::exit", ""}, Persist: true},
 		{Op: OpDisable, Specs: []string{"a:b:c:d"}},
-		{Op: OpTrace, Spec: "*", Count: 3, DurationMS: 1500},
-		{Op: OpStat, Spec: "x", By: "arg0", Hist: "arg1", IntervalMS: 500, DurationMS: 2},
+		{Op: OpTrace, Spec: "*", Count: 3, DurationMS: 1500, BufSize: 4096},
+		{Op: OpTrace, Spec: "*", Stack: StackDepth, Where: `arg0 > 100 && path == "/api"`},
+		{Op: OpStat, Spec: "x", By: "arg0", Value: "arg1", Hist: HistQuantize, IntervalMS: 500, DurationMS: 2},
+		{Op: OpStat, Spec: "x", By: "path", Value: "latency_ns", Hist: HistLinear, LinLow: -5, LinHigh: 100, LinStep: 5, Clear: true},
 		{Op: OpList}, {Op: OpStop},
 	} {
 		got, err := DecodeRequest(encode(t, &q))
@@ -58,9 +60,10 @@ func TestResponseRoundTrip(t *testing.T) {
 		{Kind: KindList, Probes: []Probe{{Name: "p:m:f:n", Args: []Arg{{Name: "i", Type: "int"}}, Enabled: true, Hits: 9,
 			HeldBy: []string{"program"}, Sites: []Site{{Addr: 0x401000, File: "/x/y.go", Line: 12, Kind: "fire",
 				State: "sealed-on", Enabled: true, Hits: 9, HeldBy: []string{"program"}}, {Addr: 1, Reason: "why"}}}}},
-		{Kind: KindStat, Stat: &Stat{Time: now, By: "arg1", Value: "arg0", Overflow: 2, Drops: 1,
+		{Kind: KindStat, Stat: &Stat{Time: now, By: "arg1", Value: "arg0", Overflow: 2, Drops: 1, Hist: HistLinear, Linear: &Linear{Low: -10, High: 10, Step: 2}, Interval: true,
 			Rows: []Row{{Key: "a", Count: 4, Sum: -10, Min: -9, Max: 3, Avg: -2.5, Hist: []Bucket{{Low: -8, Count: 1}, {Low: 2, Count: 3}}}}}},
-		{Kind: KindEnd, Drops: 77},
+		{Kind: KindEnd, Drops: 77, BufferDrops: []uint64{70, 0, 7}, Delivered: 5, Filtered: 9},
+		{Kind: KindStarted, Buffers: 2, BufSize: 1 << 20},
 	} {
 		got, err := DecodeResponse(encode(t, &r))
 		if err != nil || !reflect.DeepEqual(*got, r) {
@@ -69,18 +72,45 @@ func TestResponseRoundTrip(t *testing.T) {
 	}
 }
 
+// appendRecord appends a record in the layout of events.go, as a process's buffers
+// hold it.
+func appendRecord(b []byte, probe uint32, site, ticks, goid uint64, kinds []byte, vals []uint64, strs []string, cut uint8, stack []uint64) []byte {
+	at := len(b)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(kinds))<<16|uint64(cut)<<24|uint64(probe)<<32)
+	b = binary.LittleEndian.AppendUint64(b, site)
+	b = binary.LittleEndian.AppendUint64(b, ticks)
+	b = binary.LittleEndian.AppendUint64(b, goid)
+	for i, k := range kinds {
+		v := vals[i]
+		if k == ValString {
+			v = uint64(len(strs[i]))
+		}
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
+	for i, k := range kinds {
+		if k == ValString {
+			b = append(b, strs[i]...)
+		}
+	}
+	for len(b)%8 != 0 {
+		b = append(b, 0)
+	}
+	for _, pc := range stack {
+		b = binary.LittleEndian.AppendUint64(b, pc)
+	}
+	binary.LittleEndian.PutUint16(b[at:], uint16(len(b)-at))
+	return b
+}
+
 func TestEvents(t *testing.T) {
+	kinds := []byte{ValInt, ValUint, ValBool, ValFloat, ValString}
 	var recs []byte
-	t0 := int64(1700000000123456789)
-	recs = AppendRecordHead(recs, 1, t0, 5)
-	recs = AppendValue(recs, ValInt, false, uint64(math.MaxUint64), nil) // -1
-	recs = AppendValue(recs, ValUint, false, math.MaxUint64, nil)
-	recs = AppendValue(recs, ValBool, false, 1, nil)
-	recs = AppendValue(recs, ValFloat, false, math.Float64bits(-2.5), nil)
-	recs = AppendValue(recs, ValString, true, 0, []byte("abc"))
-	recs = AppendRecordHead(recs, 2, -5, 0)
-	r := &Response{Kind: KindEvents, Records: recs, Descs: []Desc{
-		{ID: 1, Probe: "p:m:f:n", Site: 0x1234, Args: []Arg{{Name: "a", Type: "int"}, {Name: "b", Type: "uint64"}}},
+	recs = appendRecord(recs, 1, 0x1234, 1000, 17, kinds, []uint64{math.MaxUint64, math.MaxUint64, 1, math.Float64bits(-2.5), 0},
+		[]string{4: "abc"}, 1<<4, []uint64{0x401000, 0x402000})
+	recs = appendRecord(recs, 2, 0, 1010, 0, nil, nil, nil, 0, nil)
+	clock := &Clock{Ticks: 1000, Wall: 1700000000123456789, NsPerTick: 0.5}
+	r := &Response{Kind: KindEvents, Records: recs, Clock: clock, Frames: []Frame{{PC: 0x401000, Func: "main.step", File: "/src/main.go", Line: 17}}, Descs: []Desc{
+		{ID: 1, Probe: "p:m:f:n", Site: 0x1234, Args: []Arg{{Name: "a", Type: "int"}, {Name: "b", Type: "uint64"}}, Kinds: kinds},
 		{ID: 2, Probe: "p:m::other"}}}
 	got, err := DecodeResponse(encode(t, r))
 	if err != nil {
@@ -93,19 +123,34 @@ func TestEvents(t *testing.T) {
 	}
 	want := []Arg{{Name: "a", Type: "int", Value: "-1"}, {Name: "b", Type: "uint64", Value: "18446744073709551615"},
 		{Name: "arg2", Value: "true"}, {Name: "arg3", Value: "-2.5"}, {Name: "arg4", Value: "abc", Cut: true}}
-	if e := evs[0]; e.Probe != "p:m:f:n" || e.Site != 0x1234 || e.Time.UnixNano() != t0 || !reflect.DeepEqual(e.Args, want) {
+	if e := evs[0]; e.Probe != "p:m:f:n" || e.Site != 0x1234 || e.Goroutine != 17 || e.Time.UnixNano() != clock.Wall ||
+		!reflect.DeepEqual(e.Args, want) || !reflect.DeepEqual(e.Stack, []string{"main.step /src/main.go:17", "? :0"}) {
 		t.Errorf("event 0: %+v", e)
 	}
-	if e := evs[1]; e.Probe != "p:m::other" || e.Time.UnixNano() != t0-5 || len(e.Args) != 0 {
+	if e := evs[1]; e.Probe != "p:m::other" || e.Time.UnixNano() != clock.Wall+5 || len(e.Args) != 0 || e.Stack != nil {
 		t.Errorf("event 1: %+v", e)
 	}
-	// The descriptions stay known to the reader: a later batch need not repeat them.
-	evs, err = er.Read(&Response{Kind: KindEvents, Records: AppendRecordHead(nil, 2, 9, 0)})
-	if err != nil || len(evs) != 1 || evs[0].Time.UnixNano() != 9 {
+	// The descriptions and the clock stay known to the reader: a later batch need not
+	// repeat them.
+	evs, err = er.Read(&Response{Kind: KindEvents, Records: appendRecord(nil, 2, 0, 1020, 0, nil, nil, nil, 0, nil)})
+	if err != nil || len(evs) != 1 || evs[0].Time.UnixNano() != clock.Wall+10 {
 		t.Errorf("second batch: %+v %v", evs, err)
 	}
-	if _, err := new(EventReader).Read(&Response{Records: AppendRecordHead(nil, 3, 0, 0)}); err == nil {
-		t.Error("a record of an undescribed probe decodes")
+	for _, bad := range []struct {
+		what string
+		r    *Response
+	}{
+		{"a record of an undescribed probe", &Response{Clock: clock, Records: appendRecord(nil, 3, 0, 0, 0, nil, nil, nil, 0, nil)}},
+		{"records before a clock", &Response{Descs: []Desc{{ID: 2}}, Records: appendRecord(nil, 2, 0, 0, 0, nil, nil, nil, 0, nil)}},
+		{"a record with more arguments than its desc", &Response{Clock: clock, Descs: []Desc{{ID: 2}},
+			Records: appendRecord(nil, 2, 0, 0, 0, []byte{ValInt}, []uint64{1}, nil, 0, nil)}},
+		{"a string past the record's end", &Response{Clock: clock, Descs: []Desc{{ID: 2, Kinds: []byte{ValString}}},
+			Records: appendRecord(nil, 2, 0, 0, 0, []byte{ValInt}, []uint64{60}, nil, 0, nil)}},
+		{"a record cut short", &Response{Clock: clock, Descs: []Desc{{ID: 2}}, Records: appendRecord(nil, 2, 0, 0, 0, nil, nil, nil, 0, nil)[:24]}},
+	} {
+		if _, err := new(EventReader).Read(bad.r); err == nil {
+			t.Errorf("%s decodes", bad.what)
+		}
 	}
 }
 
@@ -139,6 +184,10 @@ func TestBadInput(t *testing.T) {
 		"negative count":   req(5, str(tqSpec, "x"), num(tqCount, -1)),
 		"too many specs":   req(3, bytes.Repeat(str(tqSpecs, "a"), MaxSpecs+1)),
 		"short interval":   req(6, str(tqSpec, "x"), num(tqInterval, 5)),
+		"deep stack":       req(5, str(tqSpec, "x"), num(tqStack, MaxStack+1)),
+		"negative stack":   req(5, str(tqSpec, "x"), num(tqStack, -1)),
+		"stat with stack":  req(6, str(tqSpec, "x"), num(tqStack, 4)),
+		"long predicate":   req(5, str(tqSpec, "x"), str(tqWhere, strings.Repeat("1", MaxWhere+1))),
 	} {
 		b, err := ReadFrame(bytes.NewReader(in))
 		if err == nil {
@@ -211,8 +260,8 @@ func FuzzDecodeRequest(f *testing.F) {
 func FuzzDecodeResponse(f *testing.F) {
 	f.Add(encode(f, &Response{Kind: KindList, Probes: []Probe{{Name: "a", Sites: []Site{{Addr: 1}}}}}))
 	f.Add(encode(f, &Response{Kind: KindStat, Stat: &Stat{Rows: []Row{{Key: "k", Hist: []Bucket{{Low: 1, Count: 2}}}}}}))
-	f.Add(encode(f, &Response{Kind: KindEvents, Descs: []Desc{{ID: 1, Probe: "p", Args: []Arg{{Name: "s"}}}},
-		Records: AppendValue(AppendRecordHead(nil, 1, 5, 1), ValString, false, 0, []byte(strings.Repeat("x", 9)))}))
+	f.Add(encode(f, &Response{Kind: KindEvents, Descs: []Desc{{ID: 1, Probe: "p", Args: []Arg{{Name: "s"}}, Kinds: []byte{ValString}}},
+		Clock: &Clock{NsPerTick: 1}, Records: appendRecord(nil, 1, 0, 5, 1, []byte{ValString}, []uint64{0}, []string{strings.Repeat("x", 9)}, 0, nil)}))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r, err := DecodeResponse(in)
 		if err != nil {
@@ -220,5 +269,23 @@ func FuzzDecodeResponse(f *testing.F) {
 		}
 		var er EventReader
 		er.Read(r)
+	})
+}
+
+// FuzzRecords: any bytes, read as a batch's records against descriptions of every
+// kind, decode or fail; they never read out of bounds.
+func FuzzRecords(f *testing.F) {
+	kinds := []byte{ValInt, ValUint, ValBool, ValFloat, ValString}
+	f.Add(appendRecord(nil, 0, 0, 1, 2, kinds, []uint64{1, 2, 1, 0, 0}, []string{4: "hello"}, 0, []uint64{1, 2, 3}))
+	f.Add(appendRecord(appendRecord(nil, 1, 0, 1, 2, []byte{ValString, ValString}, []uint64{0, 0}, []string{"a", "bc"}, 3, nil),
+		2, 7, 3, 0, nil, nil, nil, 0, []uint64{9}))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var er EventReader
+		er.Take(&Response{Clock: &Clock{NsPerTick: 1}, Descs: []Desc{{ID: 0, Kinds: kinds},
+			{ID: 1, Kinds: []byte{ValString, ValString}}, {ID: 2, Site: 7}}})
+		er.Each(in, func(rec Record, ds *Desc, l *Layout) bool {
+			er.Event(rec, ds, l)
+			return true
+		})
 	})
 }

@@ -54,11 +54,23 @@ func (e *enc) strs(tag int, ss []string) {
 	}
 }
 
+// bytes writes b unless it is empty, without copying it to a string first (records
+// are most of a trace's bytes).
+func (e *enc) bytes(tag int, b []byte) {
+	if len(b) > 0 {
+		e.key(tag, wireBytes)
+		e.b = binary.AppendUvarint(e.b, uint64(len(b)))
+		e.b = append(e.b, b...)
+	}
+}
+
 // msg writes a nested message, whatever fill appends.
 func (e *enc) msg(tag int, fill func(*enc)) {
 	var sub enc
 	fill(&sub)
-	e.bytesAlways(tag, string(sub.b))
+	e.key(tag, wireBytes)
+	e.b = binary.AppendUvarint(e.b, uint64(len(sub.b)))
+	e.b = append(e.b, sub.b...)
 }
 
 func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }

@@ -2,37 +2,57 @@ package control
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gosdt/gosdt/internal/quantize"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/pred"
 )
 
 // Aggregation folds the fires of the probes a spec matched into rows, as sdtctl
 // stat shows them, from OpenAggregation until Close, without recording each event.
 // While open it holds those probes on, as its own owner.
+//
+// Each P folds into cells of its own (no cache line is written by two Ps); reading
+// merges them, as DTrace merges its per-CPU aggregation buffers.
 type Aggregation struct {
 	a *aggregation
 	c *consumer
 }
 
-// AggOptions says what an aggregation's rows are keyed by and what they fold.
+// AggOptions says what an aggregation's rows are keyed by and what they fold. An
+// argument is named "argN" (N from 0) or by its name in the probe's definition;
+// probes that have no such argument are not folded.
 type AggOptions struct {
-	By    string // "probe" (the default), "site", or "argN": one row per value of argument N
-	Value string // "argN": rows also sum, bound and average argument N; "": they count only
-	Hist  bool   // rows also quantize Value in power-of-two buckets, as DTrace's quantize
+	By     string  // "probe" (the default), "site", or an argument: one row per value
+	Value  string  // an argument: rows also sum, bound and average it; "": they count only
+	Hist   bool    // rows also quantize Value in power-of-two buckets (DTrace's quantize)
+	Linear *Linear // rows also quantize Value in linear buckets (DTrace's lquantize)
+	Where  string  // a predicate a fire must match to be folded, as TraceOptions.Where
 }
+
+// Linear is a linear histogram: buckets of Step from Low up to High, one below Low
+// and one from High up.
+type Linear struct{ Low, High, Step int64 }
+
+// maxLinear bounds the buckets of a linear histogram.
+const maxLinear = 1000
 
 // Snapshot is an aggregation's rows at one moment, by count, largest first.
 type Snapshot struct {
 	By, Value string
+	Hist      string  // "", "quantize" or "linear"
+	Linear    *Linear // the buckets of a linear histogram
 	Rows      []Row
-	Overflow  uint64 // fires not counted: their key would have been row MaxRows+1
+	Overflow  uint64 // fires not counted: their key would have been row MaxRows+1 of a P
 }
 
 // Row is one key's fold. Sum, Min, Max, Avg and Hist are of the Value argument.
@@ -44,19 +64,21 @@ type Row struct {
 	Hist       []Bucket // the non-empty buckets, lowest first
 }
 
-// Bucket is a power-of-two histogram bucket: values from Low (its bound nearest
-// zero) up to the next bucket's bound.
+// Bucket is a histogram bucket: values from Low up to the next bucket's Low. In a
+// power-of-two histogram Low is the bound nearest zero; in a linear one the bucket
+// below Linear.Low has Low math.MinInt64.
 type Bucket struct {
 	Low   int64
 	Count uint64
 }
 
-// MaxRows bounds the keys of one aggregation.
+// MaxRows bounds the keys one P folds into for one aggregation.
 const MaxRows = 4096
 
 // OpenAggregation switches on the probes spec matches (as sdt.Enable) and folds their
 // fires until Close. Errors match sdt.ErrNoMatch, sdt.ErrMalformedSpec and
-// sdt.ErrNotSupported; bad options are reported before anything is switched.
+// sdt.ErrNotSupported; bad options (an argument no probe spec matches has) are
+// reported before anything is switched.
 func OpenAggregation(spec string, o AggOptions) (*Aggregation, error) {
 	return openAggregation("in-process aggregation", spec, o)
 }
@@ -66,7 +88,7 @@ func openAggregation(who, spec string, o AggOptions) (*Aggregation, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := open(who, spec, a)
+	c, err := open(who, spec, a, a.resolve)
 	if err != nil {
 		return nil, err
 	}
@@ -74,8 +96,13 @@ func openAggregation(who, spec string, o AggOptions) (*Aggregation, error) {
 	return &Aggregation{a: a, c: c}, nil
 }
 
-// Snapshot reads the aggregation.
-func (a *Aggregation) Snapshot() Snapshot { return a.a.snapshot() }
+// Snapshot reads the aggregation: everything folded since it opened.
+func (a *Aggregation) Snapshot() Snapshot { return a.a.read(false) }
+
+// Interval reads what was folded since the previous Interval (or since the
+// aggregation opened): counts, sums and histograms exactly; the minimum and maximum
+// of the fires of the interval, less one that raced with its end by nanoseconds.
+func (a *Aggregation) Interval() Snapshot { return a.a.read(true) }
 
 // Close releases the aggregation's probes (switching off what no other owner holds)
 // and stops folding.
@@ -84,189 +111,478 @@ func (a *Aggregation) Close() error {
 	return nil
 }
 
-// aggregation counts the fires it is fed, keyed by by (argument byArg for "arg");
-// when val >= 0 it also sums, bounds and (hist) quantizes argument val. Lookups of
-// existing keys are lock-free (a copy-on-write map); cells are updated with atomics.
+// Keys of an aggregation.
+const (
+	byProbe = iota
+	bySite
+	byArg
+)
+
+// aggregation folds the fires it is fed (a bridge.Sink) into per-P shards.
 type aggregation struct {
-	by       string // probe, site or arg
-	byArg    int
-	val      int
-	hist     bool
-	c        *consumer // names probes and sites at snapshot
-	mu       sync.Mutex
-	cells    atomic.Pointer[map[aggKey]*aggCell]
-	overflow atomic.Uint64
+	o       AggOptions
+	by      int
+	buckets int // histogram buckets; 0 without
+	seed    maphash.Seed
+	probes  atomic.Pointer[[]aggProbe] // by probe id; nil until subscribed
+	shards  atomic.Pointer[[]*aggShard]
+	gen     atomic.Uint64 // the interval fires fold their minimum and maximum into
+	missed  atomic.Uint64 // fires on a P that had no shard yet
+	c       *consumer     // names probes and sites
+
+	mu    sync.Mutex // readers
+	prev  map[*aggCell]*cellRead
+	grown time.Time
 }
 
+// aggProbe is where one probe's key and value are.
+type aggProbe struct {
+	ok    bool
+	fast  bool          // ok, keyed by probe or site, no predicate: Fire's fast path
+	byArg int           // the key argument (byArg)
+	val   int           // the value argument; -1: none
+	where *pred.Program // nil: every fire
+}
+
+// aggKey is a row's key: probe and site, an integer argument, or a string one.
 type aggKey struct {
-	probe uint32
-	site  uintptr
-	n     int64
-	s     string
-	str   bool
+	x, y uint64
+	s    string
+	str  bool
 }
 
+// aggCell is one key's fold on one P: written by the P's writers only (plain stores,
+// pinned), read by readers with atomic loads. Its size is a multiple of a cache line,
+// and so is its histogram's, so that no line holds two Ps' cells.
 type aggCell struct {
-	count, sum atomic.Int64
-	min, max   atomic.Int64
-	hist       *[quantize.Buckets]atomic.Uint64
+	cellFields
+	_ [cellPad]byte
+}
+
+type cellFields struct {
+	count, sum int64
+	min, max   int64     // since the aggregation opened
+	mm         [2]mmSlot // the minimum and maximum of the current and the previous interval
+	hist       []uint64
+	key        aggKey
+}
+
+// mmSlot is an interval's minimum and maximum; gen says which interval.
+type mmSlot struct {
+	gen      uint64
+	min, max int64
 }
 
 func newAggregation(o AggOptions) (*aggregation, error) {
-	a := &aggregation{by: "probe", val: -1, hist: o.Hist}
+	a := &aggregation{o: o, seed: maphash.MakeSeed(), prev: map[*aggCell]*cellRead{}, grown: time.Now()}
 	switch o.By {
 	case "", "probe":
+		a.o.By = "probe"
 	case "site":
-		a.by = "site"
+		a.by = bySite
 	default:
-		n, ok := argN(o.By)
-		if !ok {
-			return nil, fmt.Errorf("control: aggregation key %q: want probe, site or arg0 to arg%d", o.By, bridge.MaxArgs-1)
+		if !validArg(o.By) {
+			return nil, badOption("control: aggregation key %q: want probe, site, or an argument (argN or its name)", o.By)
 		}
-		a.by, a.byArg = "arg", n
+		a.by = byArg
 	}
-	if o.Value != "" {
-		n, ok := argN(o.Value)
-		if !ok {
-			return nil, fmt.Errorf("control: aggregated value %q: want arg0 to arg%d", o.Value, bridge.MaxArgs-1)
+	if o.Value != "" && !validArg(o.Value) {
+		return nil, badOption("control: aggregated value %q: want an argument (argN or its name)", o.Value)
+	}
+	switch {
+	case o.Hist && o.Linear != nil:
+		return nil, badOption("control: a histogram is quantized or linear, not both")
+	case (o.Hist || o.Linear != nil) && o.Value == "":
+		return nil, badOption("control: a histogram needs a value (an argument) to quantize")
+	case o.Hist:
+		a.buckets = quantize.Buckets
+	case o.Linear != nil:
+		l := *o.Linear
+		if l.Step <= 0 || l.High <= l.Low || (l.High-l.Low)/l.Step > maxLinear || (l.High-l.Low)/l.Step < 1 {
+			return nil, badOption("control: linear histogram %d to %d by %d: want Low < High, Step > 0, at most %d buckets",
+				l.Low, l.High, l.Step, maxLinear)
 		}
-		a.val = n
-	} else if o.Hist {
-		return nil, fmt.Errorf("control: a histogram needs a value (argN) to quantize")
+		a.o.Linear = &l
+		a.buckets = int((l.High-l.Low+l.Step-1)/l.Step) + 2
 	}
-	m := map[aggKey]*aggCell{}
-	a.cells.Store(&m)
+	shards := make([]*aggShard, max(runtime.GOMAXPROCS(0), 1))
+	for i := range shards {
+		shards[i] = newAggShard()
+	}
+	a.shards.Store(&shards)
 	return a, nil
 }
 
-// argN parses "argN", N from 0.
-func argN(s string) (int, bool) {
-	if len(s) == 4 && strings.HasPrefix(s, "arg") && s[3] >= '0' && s[3] < '0'+bridge.MaxArgs {
-		return int(s[3] - '0'), true
+// validArg reports whether s can name an argument: argN, or an identifier.
+func validArg(s string) bool {
+	if s == "" || s == "probe" || s == "site" {
+		return false
 	}
-	return 0, false
+	for i, c := range s {
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
-// Fire folds one fire: the aggregation is a bridge.Sink.
-func (a *aggregation) Fire(probe uint32, site uintptr, v *bridge.Args) {
-	var k aggKey
-	switch a.by {
-	case "arg":
-		i := a.byArg
-		if i >= v.N {
-			return // this probe has no such argument
+// argIndex is the index of the argument name names in p: argN, or its name; -1 if p
+// has none.
+func argIndex(p *bridge.Probe, name string) int {
+	if len(name) >= 4 && strings.HasPrefix(name, "arg") {
+		if n, err := strconv.Atoi(name[3:]); err == nil && n >= 0 && n < bridge.MaxArgs && strconv.Itoa(n) == name[3:] {
+			if n < len(p.Args) {
+				return n
+			}
+			return -1
 		}
-		switch v.Kinds[i] {
-		case bridge.String:
-			s := v.Strs[i]
-			k = aggKey{s: s[:min(len(s), StringMax)], str: true}
-		case bridge.Int:
-			k = aggKey{n: int64(v.Slots[i])}
-		default:
-			k = aggKey{n: v.Int(i)}
-		}
-	default: // probe and site: folded at snapshot
-		k = aggKey{probe: probe, site: site}
 	}
-	var x int64
-	if a.val >= 0 {
-		if a.val >= v.N {
+	for i, a := range p.Args {
+		if a == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// resolve finds, in each probe subscribed, the key and value arguments; an argument
+// that none of them has is an error.
+func (a *aggregation) resolve(probes []*bridge.Probe) error {
+	top := uint32(0)
+	for _, p := range probes {
+		top = max(top, p.ID+1)
+	}
+	where, err := compileWhere(a.o.Where, probes, top)
+	if err != nil {
+		return err
+	}
+	ps := make([]aggProbe, top)
+	var any bool
+	for _, p := range probes {
+		ap := aggProbe{ok: true, val: -1}
+		if where != nil {
+			ap.where = where[p.ID]
+		}
+		if a.by == byArg {
+			ap.byArg = argIndex(p, a.o.By)
+			ap.ok = ap.byArg >= 0
+		}
+		if a.o.Value != "" {
+			ap.val = argIndex(p, a.o.Value)
+			ap.ok = ap.ok && ap.val >= 0
+		}
+		ap.fast = ap.ok && ap.where == nil && a.by != byArg
+		ps[p.ID] = ap
+		any = any || ap.ok
+	}
+	if !any {
+		var what []string
+		for _, n := range []string{a.o.By, a.o.Value} {
+			if validArg(n) {
+				what = append(what, strconv.Quote(n))
+			}
+		}
+		return badOption("control: no probe matched has the argument%s %s (%s)", plural(len(what)),
+			strings.Join(what, " and "), describeArgs(probes))
+	}
+	a.probes.Store(&ps)
+	return nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// describeArgs lists probes' arguments, for errors: "p:m:f:n: a, b; ...".
+func describeArgs(probes []*bridge.Probe) string {
+	var out []string
+	for i, p := range probes {
+		if i == 3 {
+			out = append(out, fmt.Sprintf("and %d more", len(probes)-3))
+			break
+		}
+		args := "no arguments"
+		if len(p.Args) > 0 {
+			args = "arguments " + strings.Join(p.Args, ", ")
+		}
+		out = append(out, p.Provider+":"+p.Module+"::"+p.Name+" has "+args)
+	}
+	return strings.Join(out, "; ")
+}
+
+// Fire folds one fire into the shard of the P it runs on: the aggregation is a
+// bridge.Sink.
+func (a *aggregation) Fire(f *bridge.Firing) {
+	probes := a.probes.Load()
+	if probes == nil || int(f.Probe) >= len(*probes) {
+		return // not yet told its probes: fired before the aggregation began
+	}
+	ap := &(*probes)[f.Probe]
+	shards := *a.shards.Load()
+	if ap.fast && f.P < len(shards) && ap.val < f.N {
+		// Keyed by probe or site, no predicate: most fires fold into the cell the
+		// P folded into last.
+		if c := shards[f.P].last; c != nil && c.key.x == uint64(f.Probe) && c.key.y == uint64(f.Site) {
+			a.fold(c, ap, f)
 			return
 		}
-		x = v.Int(a.val)
 	}
-	c := (*a.cells.Load())[k]
-	if c == nil {
-		if c = a.insert(k); c == nil {
-			a.overflow.Add(1)
-			return
-		}
-	}
-	c.count.Add(1)
-	if a.val < 0 {
+	a.fire(ap, shards, f)
+}
+
+// fire is Fire for the other fires: keyed by an argument, filtered, or to a cell
+// other than the last.
+func (a *aggregation) fire(ap *aggProbe, shards []*aggShard, f *bridge.Firing) {
+	if !ap.ok || ap.val >= f.N || a.by == byArg && ap.byArg >= f.N || ap.where != nil && !ap.where.Match(&f.Args) {
 		return
 	}
-	c.sum.Add(x)
-	for m := c.min.Load(); x < m && !c.min.CompareAndSwap(m, x); m = c.min.Load() {
+	if f.P >= len(shards) {
+		a.missed.Add(1)
+		return
 	}
-	for m := c.max.Load(); x > m && !c.max.CompareAndSwap(m, x); m = c.max.Load() {
+	sh := shards[f.P]
+	c := sh.last
+	if a.by != byArg {
+		if c == nil || c.key.x != uint64(f.Probe) || c.key.y != uint64(f.Site) {
+			k := aggKey{x: uint64(f.Probe), y: uint64(f.Site)}
+			if c = sh.lookup(&k, mix(k.x, k.y), a.buckets); c == nil {
+				return // MaxRows: counted in the shard's overflow
+			}
+		}
+	} else {
+		var k aggKey
+		i := ap.byArg
+		if f.Kinds[i] == bridge.String {
+			s := f.Strs[i]
+			k.s, k.str = s[:min(len(s), StringMax)], true
+		} else {
+			k.x = uint64(bridge.SlotInt(f.Kinds[i], f.Slots[i], 0))
+		}
+		if c == nil || !c.key.is(&k) {
+			if c = sh.lookup(&k, a.hash(&k), a.buckets); c == nil {
+				return
+			}
+		}
 	}
-	if c.hist != nil {
-		c.hist[quantize.Bucket(x)].Add(1)
-	}
+	a.fold(c, ap, f)
 }
 
-// insert adds a key (its string copied: the fire's string dies with the fire).
-func (a *aggregation) insert(k aggKey) *aggCell {
-	k.s = strings.Clone(k.s)
+// fold folds f into its cell c: counts it, and folds its value if ap has one.
+func (a *aggregation) fold(c *aggCell, ap *aggProbe, f *bridge.Firing) {
+	if ap.val < 0 {
+		c.inc()
+		return
+	}
+	i := ap.val
+	x := bridge.SlotInt(f.Kinds[i], f.Slots[i], len(f.Strs[i]))
+	b := -1
+	if a.buckets > 0 {
+		b = a.bucket(x)
+	}
+	c.fold(x, b, a.gen.Load())
+}
+
+// is reports whether k and o are the same key (without the generic struct
+// comparison's call). The P's writers, of their own cells.
+//
+//go:norace
+func (k *aggKey) is(o *aggKey) bool {
+	return k.x == o.x && k.y == o.y && k.str == o.str && (!k.str || k.s == o.s)
+}
+
+func (a *aggregation) hash(k *aggKey) uint64 {
+	if k.str {
+		return maphash.String(a.seed, k.s)
+	}
+	return mix(k.x, k.y)
+}
+
+// mix hashes two words (splitmix64's finalizer).
+func mix(x, y uint64) uint64 {
+	h := x ^ y*0x9e3779b97f4a7c15
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	return h ^ h>>31
+}
+
+// bucket is x's histogram bucket; -1 without a histogram.
+func (a *aggregation) bucket(x int64) int {
+	switch {
+	case a.buckets == 0:
+		return -1
+	case a.o.Linear == nil:
+		return quantize.Bucket(x)
+	}
+	l := a.o.Linear
+	switch {
+	case x < l.Low:
+		return 0
+	case x >= l.High:
+		return a.buckets - 1
+	}
+	return 1 + int((x-l.Low)/l.Step)
+}
+
+// bucketLow is the Low of bucket i.
+func (a *aggregation) bucketLow(i int) int64 {
+	l := a.o.Linear
+	switch {
+	case l == nil:
+		return quantize.Low(i)
+	case i == 0:
+		return math.MinInt64
+	}
+	return l.Low + int64(i-1)*l.Step
+}
+
+// grow gives Ps added since the aggregation opened (runtime.GOMAXPROCS) shards of
+// their own. Readers call it, now and then, with a.mu held.
+func (a *aggregation) grow() {
+	if time.Since(a.grown) < 100*time.Millisecond {
+		return
+	}
+	a.grown = time.Now()
+	old := *a.shards.Load()
+	procs := runtime.GOMAXPROCS(0)
+	if procs <= len(old) {
+		return
+	}
+	shards := append(make([]*aggShard, 0, procs), old...)
+	for len(shards) < procs {
+		shards = append(shards, newAggShard())
+	}
+	a.shards.Store(&shards)
+}
+
+// cellRead is what a reader read of a cell.
+type cellRead struct {
+	count, sum int64
+	min, max   int64
+	hist       []uint64
+}
+
+// load reads c; the minimum and maximum are those since it was made (interval < 0)
+// or of that interval (ok false if no value of the interval was folded).
+func (c *aggCell) load(r *cellRead, interval int64) (ok bool) {
+	r.count, r.sum = atomic.LoadInt64(&c.count), atomic.LoadInt64(&c.sum)
+	if interval < 0 {
+		r.min, r.max = atomic.LoadInt64(&c.min), atomic.LoadInt64(&c.max)
+		ok = true
+	} else {
+		s := &c.mm[interval&1]
+		r.min, r.max = atomic.LoadInt64(&s.min), atomic.LoadInt64(&s.max)
+		ok = atomic.LoadUint64(&s.gen) == uint64(interval)
+	}
+	if len(r.hist) != len(c.hist) {
+		r.hist = make([]uint64, len(c.hist))
+	}
+	for i := range c.hist {
+		r.hist[i] = atomic.LoadUint64(&c.hist[i])
+	}
+	return ok
+}
+
+// read merges every shard's cells into rows: all they folded, or (interval) what
+// they folded since the previous interval read.
+func (a *aggregation) read(interval bool) Snapshot {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	old := *a.cells.Load()
-	if c := old[k]; c != nil {
-		return c
+	a.grow()
+	snap := Snapshot{By: a.o.By, Value: a.o.Value, Linear: a.o.Linear}
+	switch {
+	case a.o.Hist:
+		snap.Hist = "quantize"
+	case a.o.Linear != nil:
+		snap.Hist = "linear"
 	}
-	if len(old) >= MaxRows {
-		return nil
+	gen := int64(-1)
+	if interval {
+		// Fires from now on fold their minimum and maximum into the next interval's
+		// slot; those of the one ending stay in the other until it is read, below.
+		gen = int64(a.gen.Add(1) - 1)
 	}
-	c := &aggCell{}
-	c.min.Store(math.MaxInt64)
-	c.max.Store(math.MinInt64)
-	if a.hist {
-		c.hist = new([quantize.Buckets]atomic.Uint64)
+	type acc struct {
+		row  Row
+		hist []uint64
 	}
-	m := make(map[aggKey]*aggCell, len(old)+1)
-	for kk, v := range old {
-		m[kk] = v
-	}
-	m[k] = c
-	a.cells.Store(&m)
-	return c
-}
-
-// snapshot reads the aggregation; rows sorted by count, descending.
-func (a *aggregation) snapshot() Snapshot {
-	snap := Snapshot{By: a.by, Overflow: a.overflow.Load()}
-	if a.by == "arg" {
-		snap.By = "arg" + strconv.Itoa(a.byArg)
-	}
-	if a.val >= 0 {
-		snap.Value = "arg" + strconv.Itoa(a.val)
-	}
-	rows := map[string]*Row{}
-	var hists = map[string]*[quantize.Buckets]uint64{}
-	for k, c := range *a.cells.Load() {
-		key := a.keyName(k)
-		r := rows[key]
-		if r == nil {
-			r = &Row{Key: key, Min: math.MaxInt64, Max: math.MinInt64}
-			rows[key] = r
-		}
-		r.Count += c.count.Load()
-		r.Sum += c.sum.Load()
-		r.Min = min(r.Min, c.min.Load())
-		r.Max = max(r.Max, c.max.Load())
-		if c.hist != nil {
-			h := hists[key]
-			if h == nil {
-				h = new([quantize.Buckets]uint64)
-				hists[key] = h
+	rows := map[aggKey]*acc{}
+	var cur cellRead
+	for _, sh := range *a.shards.Load() {
+		snap.Overflow += sh.overflowed()
+		sh.each(func(c *aggCell) {
+			mmOK := c.load(&cur, gen)
+			r := cur
+			if interval {
+				p := a.prev[c]
+				if p == nil {
+					p = &cellRead{hist: make([]uint64, len(cur.hist))}
+					a.prev[c] = p
+				}
+				r.count, r.sum = cur.count-p.count, cur.sum-p.sum
+				r.hist = make([]uint64, len(cur.hist))
+				for i := range cur.hist {
+					r.hist[i] = cur.hist[i] - p.hist[i]
+				}
+				p.count, p.sum = cur.count, cur.sum
+				p.hist = append(p.hist[:0], cur.hist...)
+				if r.count == 0 {
+					return
+				}
 			}
-			for i := range c.hist {
-				h[i] += c.hist[i].Load()
+			ac := rows[c.key]
+			if ac == nil {
+				ac = &acc{row: Row{Min: math.MaxInt64, Max: math.MinInt64}, hist: make([]uint64, a.buckets)}
+				rows[c.key] = ac
 			}
-		}
+			ac.row.Count += r.count
+			ac.row.Sum += r.sum
+			if mmOK {
+				ac.row.Min, ac.row.Max = min(ac.row.Min, r.min), max(ac.row.Max, r.max)
+			}
+			for i, n := range r.hist {
+				ac.hist[i] += n
+			}
+		})
 	}
-	for key, r := range rows {
-		if a.val < 0 || r.Count == 0 {
+	snap.Overflow += a.missed.Load()
+	// Keys that name the same row (probe: every site of a probe in one function)
+	// are folded by name.
+	byName := map[string]*acc{}
+	var names []string
+	for k, ac := range rows {
+		name := a.keyName(k)
+		if x := byName[name]; x != nil {
+			x.row.Count += ac.row.Count
+			x.row.Sum += ac.row.Sum
+			x.row.Min, x.row.Max = min(x.row.Min, ac.row.Min), max(x.row.Max, ac.row.Max)
+			for i, n := range ac.hist {
+				x.hist[i] += n
+			}
+			continue
+		}
+		ac.row.Key = name
+		byName[name] = ac
+		names = append(names, name)
+	}
+	for _, name := range names {
+		ac := byName[name]
+		r := &ac.row
+		if a.o.Value == "" || r.Count == 0 {
 			r.Sum, r.Min, r.Max = 0, 0, 0
 		} else {
 			r.Avg = float64(r.Sum) / float64(r.Count)
+			if r.Min > r.Max { // no minimum of the interval survived: none to show
+				r.Min, r.Max = 0, 0
+			}
 		}
-		if h := hists[key]; h != nil {
-			for i, n := range h {
-				if n > 0 {
-					r.Hist = append(r.Hist, Bucket{Low: quantize.Low(i), Count: n})
-				}
+		for i, n := range ac.hist {
+			if n > 0 {
+				r.Hist = append(r.Hist, Bucket{Low: a.bucketLow(i), Count: n})
 			}
 		}
 		snap.Rows = append(snap.Rows, *r)
@@ -282,19 +598,20 @@ func (a *aggregation) snapshot() Snapshot {
 
 func (a *aggregation) keyName(k aggKey) string {
 	switch a.by {
-	case "arg":
+	case byArg:
 		if k.str {
 			return k.s
 		}
-		return strconv.FormatInt(k.n, 10)
-	case "site":
-		name := a.c.name(k.probe, k.site)
-		if p := a.c.probes[k.probe]; p != nil {
-			if s := p.Site(k.site); s != nil {
+		return strconv.FormatInt(int64(k.x), 10)
+	case bySite:
+		probe, site := uint32(k.x), uintptr(k.y)
+		name := a.c.name(probe, site)
+		if p := a.c.probes[probe]; p != nil {
+			if s := p.Site(site); s != nil {
 				return fmt.Sprintf("%s %#x %s:%d", name, s.Addr, s.File, s.Line)
 			}
 		}
 		return name + " (not attributed to a site)"
 	}
-	return a.c.name(k.probe, k.site)
+	return a.c.name(uint32(k.x), uintptr(k.y))
 }

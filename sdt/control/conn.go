@@ -26,6 +26,7 @@ type conn struct {
 	c    io.ReadWriteCloser
 	reg  bridge.Registry
 	wmu  sync.Mutex
+	wbuf []byte        // frames are made here (wmu): a stream sends many
 	o    *bridge.Owner // what the connection enables, released when it ends
 	name string        // "sdtctl pid N", for the owners it creates
 }
@@ -37,7 +38,13 @@ func (cc *conn) send(r *ctlproto.Response) error {
 	if d, ok := cc.c.(interface{ SetWriteDeadline(time.Time) error }); ok {
 		d.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	}
-	return ctlproto.WriteFrame(cc.c, r)
+	b, err := ctlproto.AppendFrame(cc.wbuf[:0], r)
+	if err != nil {
+		return err
+	}
+	cc.wbuf = b
+	_, err = cc.c.Write(b)
+	return err
 }
 
 func (cc *conn) fail(err error) error { return cc.send(ctlproto.ErrorResponse(errCode(err))) }
@@ -169,9 +176,15 @@ func command() string {
 // errCode maps an error to a protocol error.
 func errCode(err error) error {
 	var pe *ctlproto.Error
+	var oe *optionError
+	var we *PredicateError
 	switch {
 	case errors.As(err, &pe):
 		return err
+	case errors.As(err, &we):
+		return ctlproto.Errorf(ctlproto.CodeBadRequest, "%s", whereMessage(we))
+	case errors.As(err, &oe):
+		return ctlproto.Errorf(ctlproto.CodeBadRequest, "%v", err)
 	case errors.Is(err, bridge.ErrMalformedSpec):
 		return ctlproto.Errorf(ctlproto.CodeBadSpec, "%v", err)
 	case errors.Is(err, bridge.ErrNoMatch):

@@ -2,7 +2,9 @@ package control
 
 import (
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
 )
@@ -25,6 +27,16 @@ func registry() (bridge.Registry, error) {
 // errNoRegistry: package sdt has not finished its init, or is not in the program.
 var errNoRegistry = errors.New("control: no probe registry yet (package sdt has not finished its initialisation)")
 
+// optionError is a consumer's options in error (what an sdtctl client asked for
+// wrong: the server answers badrequest).
+type optionError struct{ msg string }
+
+func (e *optionError) Error() string { return e.msg }
+
+func badOption(format string, args ...any) error {
+	return &optionError{fmt.Sprintf(format, args...)}
+}
+
 // ErrClosed is what a closed Trace's Read returns.
 var ErrClosed = errors.New("control: trace closed")
 
@@ -41,9 +53,14 @@ type consumer struct {
 	names map[[2]uintptr]string // full names by probe id and site, as asked for
 }
 
-// open subscribes sink to spec and then holds what spec matches on behalf of who:
-// in this order, so that no fire of a probe it switches on is missed.
-func open(who, spec string, sink bridge.Sink) (*consumer, error) {
+// consumers counts the consumers open, for the tests that check that a stream's end
+// leaves none behind.
+var consumers atomic.Int64
+
+// open subscribes sink to spec, tells ready what it covers, and then holds what spec
+// matches on behalf of who: in this order, so that no fire of a probe it switches on
+// is missed.
+func open(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) error) (*consumer, error) {
 	reg, err := registry()
 	if err != nil {
 		return nil, err
@@ -56,12 +73,23 @@ func open(who, spec string, sink bridge.Sink) (*consumer, error) {
 	for _, p := range probes {
 		c.probes[p.ID] = p
 	}
+	if ready != nil {
+		if err := ready(probes); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
 	if _, _, err := reg.Hold(c.o, []string{spec}); err != nil {
 		cancel()
 		return nil, err
 	}
+	consumers.Add(1)
 	return c, nil
 }
+
+// release releases the consumer's holds, switching off what nobody else holds; its
+// sink still takes what is fired meanwhile.
+func (c *consumer) release() { c.reg.Release(c.o) }
 
 // close releases the consumer's holds, switching off what nobody else holds, and
 // then detaches its sink. A fire admitted just before may still reach the sink.
@@ -69,6 +97,7 @@ func (c *consumer) close() {
 	c.once.Do(func() {
 		c.reg.Release(c.o)
 		c.cancel()
+		consumers.Add(-1)
 	})
 }
 

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -80,14 +82,14 @@ func holders(t *testing.T, spec string) []string {
 func TestTraceAndAggregate(t *testing.T) {
 	const spec = "constest:::fire"
 	needSwitchable(t, spec)
-	if _, err := control.OpenTrace("nosuch:::probe"); !errors.Is(err, sdt.ErrNoMatch) {
+	if _, err := control.OpenTrace("nosuch:::probe", control.TraceOptions{}); !errors.Is(err, sdt.ErrNoMatch) {
 		t.Fatalf("OpenTrace nosuch: %v", err)
 	}
-	if _, err := control.OpenTrace("a:b:c:d:e"); !errors.Is(err, sdt.ErrMalformedSpec) {
+	if _, err := control.OpenTrace("a:b:c:d:e", control.TraceOptions{}); !errors.Is(err, sdt.ErrMalformedSpec) {
 		t.Fatalf("OpenTrace with a malformed spec: %v", err)
 	}
 	consSite(-1, "before") // off: not traced
-	tr, err := control.OpenTrace(spec)
+	tr, err := control.OpenTrace(spec, control.TraceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +161,7 @@ func TestTraceAndAggregate(t *testing.T) {
 func TestArgKinds(t *testing.T) {
 	const spec = "constest:::kinds"
 	needSwitchable(t, spec)
-	tr, err := control.OpenTrace(spec)
+	tr, err := control.OpenTrace(spec, control.TraceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,9 +178,16 @@ func TestArgKinds(t *testing.T) {
 }
 
 func TestAggOptions(t *testing.T) {
-	for _, o := range []control.AggOptions{{By: "arg9"}, {By: "bogus"}, {Value: "x"}, {Hist: true}} {
-		if _, err := control.OpenAggregation("constest:::fire", o); err == nil {
+	needSwitchable(t, "constest:::fire")
+	for _, o := range []control.AggOptions{{By: "arg9"}, {By: "arg2"}, {By: "bogus"}, {By: "a b"}, {Value: "x"}, {Value: "1n"},
+		{Hist: true}, {Value: "n", Hist: true, Linear: &control.Linear{Low: 0, High: 10, Step: 1}},
+		{Value: "n", Linear: &control.Linear{Low: 0, High: 10, Step: 0}}, {Value: "n", Linear: &control.Linear{Low: 10, High: 0, Step: 1}},
+		{Value: "n", Linear: &control.Linear{Low: 0, High: 1e9, Step: 1}}} {
+		if agg, err := control.OpenAggregation("constest:::fire", o); err == nil {
+			agg.Close()
 			t.Errorf("%+v: no error", o)
+		} else {
+			t.Logf("%+v: %v", o, err)
 		}
 	}
 	if consProbe.Enabled() {
@@ -191,7 +200,7 @@ func TestAggOptions(t *testing.T) {
 func TestTraceDrops(t *testing.T) {
 	const spec = "constest:::fire"
 	needSwitchable(t, spec)
-	tr, err := control.OpenTrace(spec)
+	tr, err := control.OpenTrace(spec, control.TraceOptions{BufSize: control.MinBufSize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +230,7 @@ func TestTraceDrops(t *testing.T) {
 // draining it on another goroutine meanwhile.
 func BenchmarkTrace(b *testing.B) {
 	needSwitchable(b, "constest:::fire")
-	tr, err := control.OpenTrace("constest:::fire")
+	tr, err := control.OpenTrace("constest:::fire", control.TraceOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -244,4 +253,45 @@ func BenchmarkTrace(b *testing.B) {
 	b.ReportMetric(float64(tr.Drops()-d0)/float64(b.N), "drops/op")
 	tr.Close()
 	wg.Wait()
+}
+
+// goid is the calling goroutine's id, from its stack trace's header.
+func goid() uint64 {
+	var buf [64]byte
+	f := strings.Fields(string(buf[:runtime.Stack(buf[:], false)]))
+	id, _ := strconv.ParseUint(f[1], 10, 64)
+	return id
+}
+
+// TestGoroutineID: each event carries the id of the goroutine that fired it (on
+// amd64 and arm64; elsewhere 0).
+func TestGoroutineID(t *testing.T) {
+	const spec = "constest:::fire"
+	needSwitchable(t, spec)
+	tr, err := control.OpenTrace(spec, control.TraceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	want := map[int]uint64{}
+	for i := range 4 {
+		done := make(chan uint64)
+		go func() {
+			consSite(i, "g")
+			done <- goid()
+		}()
+		want[i] = <-done
+	}
+	for _, e := range readN(t, tr, 4) {
+		i := int(e.Args[0].Value.(int64))
+		if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+			if e.Goroutine != 0 {
+				t.Errorf("event %d: goroutine %d where none can be told", i, e.Goroutine)
+			}
+			continue
+		}
+		if e.Goroutine != want[i] || e.Goroutine == 0 {
+			t.Errorf("event %d: goroutine %d, fired by %d", i, e.Goroutine, want[i])
+		}
+	}
 }

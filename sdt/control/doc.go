@@ -10,7 +10,7 @@
 //
 // A program or a benchmark reads its own probes without the socket:
 //
-//	tr, err := control.OpenTrace("http:::done") // switches the probes on, as its own owner
+//	tr, err := control.OpenTrace("http:::done", control.TraceOptions{}) // switches the probes on, as its own owner
 //	...
 //	n, err := tr.Read(evs, time.Second)
 //	tr.Close()                                  // releases them

@@ -35,7 +35,7 @@ func ExampleOpenAggregation() {
 
 // A trace records each fire, with its arguments.
 func ExampleOpenTrace() {
-	tr, err := control.OpenTrace("http:::done")
+	tr, err := control.OpenTrace("http:::done", control.TraceOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return

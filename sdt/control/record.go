@@ -2,68 +2,85 @@ package control
 
 import (
 	"math"
+	"time"
 
+	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
 )
 
-// Limits of an event record. Records have a fixed size, so that a trace's ring never
-// allocates: integer, bool and float arguments are 64-bit slots; a string argument is
-// copied into the record's string area, cut to StringMax bytes, and cut further (to
-// nothing, if need be) once stringArea bytes of one event are used.
-const (
-	StringMax  = 64  // bytes kept of one string argument of a traced event
-	stringArea = 192 // bytes of string data in one event
-)
-
-// record is one fire as a trace's ring holds it: fixed size, no pointers. There is no
-// goroutine id: Go has no cheap way to read it (runtime.Stack costs microseconds).
-type record struct {
-	time  int64   // monotonic nanoseconds (runtime clock); see wallTime
-	site  uintptr // the site's address; 0 for a fire not attributed to a site
-	probe uint32  // bridge.Probe.ID
-	n     uint8
-	cut   uint8 // bit i: string argument i was cut
-	kinds [bridge.MaxArgs]bridge.Kind
-	slots [bridge.MaxArgs]uint64 // a string's is offset<<8 | length in str
-	str   [stringArea]byte
+// Record is one event as Trace.Each hands it over: a view of the trace's buffer,
+// valid only during the call.
+type Record struct {
+	t     *Trace
+	rec   ctlproto.Record
+	st    *probeState
+	kinds []byte
+	l     ctlproto.Layout
+	clock ctlproto.Clock
 }
 
-// fill copies a fire into rec, cutting strings to the documented bounds.
-func (rec *record) fill(t int64, site uintptr, probe uint32, a *bridge.Args) {
-	rec.time, rec.site, rec.probe = t, site, probe
-	rec.n = uint8(a.N)
-	rec.cut = 0
-	rec.kinds = a.Kinds
-	used := 0
-	for i := 0; i < a.N; i++ {
-		if a.Kinds[i] != bridge.String {
-			rec.slots[i] = a.Slots[i]
-			continue
-		}
-		s := a.Strs[i]
-		n := min(len(s), StringMax, stringArea-used)
-		if n < len(s) {
-			rec.cut |= 1 << i
-		}
-		copy(rec.str[used:used+n], s)
-		rec.slots[i] = uint64(used)<<8 | uint64(n)
-		used += n
+// set points r at rec; false if rec cannot be read (not one of the trace's probes,
+// or not as its probe's kinds say: neither can happen to a record this process
+// wrote).
+func (r *Record) set(rec ctlproto.Record) bool {
+	probes := r.t.s.probes.Load()
+	if int(rec.Probe()) >= len(*probes) {
+		return false
 	}
+	st := &(*probes)[rec.Probe()]
+	if st.p == nil {
+		return false
+	}
+	if st != r.st {
+		r.st, r.kinds = st, st.kindsOf()
+	}
+	l, err := rec.Layout(r.kinds)
+	if err != nil {
+		return false
+	}
+	r.rec, r.l = rec, l
+	return true
 }
 
-// strBytes is string argument i's bytes, as copied.
-func (rec *record) strBytes(i int) []byte {
-	off, n := int(rec.slots[i]>>8), int(rec.slots[i]&0xff)
-	if off+n > len(rec.str) {
+// Time is when the probe fired.
+func (r *Record) Time() time.Time { return time.Unix(0, r.clock.UnixNano(r.rec.Ticks())) }
+
+// Probe is the fire's full name, provider:module:function:name.
+func (r *Record) Probe() string { return r.t.c.name(r.rec.Probe(), uintptr(r.rec.Site())) }
+
+// Site is the site's address; 0 for a fire not attributed to a site.
+func (r *Record) Site() uintptr { return uintptr(r.rec.Site()) }
+
+// Goroutine is the firing goroutine's id; 0 where it cannot be told.
+func (r *Record) Goroutine() uint64 { return r.rec.Goroutine() }
+
+// NumArgs is the number of arguments.
+func (r *Record) NumArgs() int { return r.rec.N() }
+
+// Kind is argument i's kind: "int", "uint", "bool", "float" or "string".
+func (r *Record) Kind(i int) string {
+	return [...]string{"int", "uint", "bool", "float", "string"}[r.kinds[i]]
+}
+
+// Int is argument i as an integer: as aggregations see it (a string's length).
+func (r *Record) Int(i int) int64 {
+	k := bridge.Kind(r.kinds[i])
+	return bridge.SlotInt(k, r.rec.Slot(i), int(r.rec.Slot(i)))
+}
+
+// Bytes is string argument i's bytes (cut to StringMax), valid during the call; nil
+// for another kind.
+func (r *Record) Bytes(i int) []byte {
+	if r.kinds[i] != ctlproto.ValString {
 		return nil
 	}
-	return rec.str[off : off+n]
+	return r.l.Str(r.rec, i)
 }
 
-// value is argument i as a Go value: int64, uint64, bool, float64 or string.
-func (rec *record) value(i int) any {
-	s := rec.slots[i]
-	switch rec.kinds[i] {
+// Value is argument i as a Go value: int64, uint64, bool, float64 or string.
+func (r *Record) Value(i int) any {
+	s := r.rec.Slot(i)
+	switch bridge.Kind(r.kinds[i]) {
 	case bridge.Int:
 		return int64(s)
 	case bridge.Uint:
@@ -73,5 +90,31 @@ func (rec *record) value(i int) any {
 	case bridge.Float:
 		return math.Float64frombits(s)
 	}
-	return string(rec.strBytes(i))
+	return string(r.l.Str(r.rec, i))
+}
+
+// Cut reports whether string argument i was cut to StringMax bytes.
+func (r *Record) Cut(i int) bool { return r.rec.Cut(i) }
+
+// Stack appends the return addresses of the fire's call stack (TraceOptions.Stack),
+// innermost first, to pcs: runtime.CallersFrames names them.
+func (r *Record) Stack(pcs []uintptr) []uintptr {
+	for i := range r.l.Depth() {
+		pcs = append(pcs, uintptr(r.l.PC(r.rec, i)))
+	}
+	return pcs
+}
+
+// Event copies the record into an Event.
+func (r *Record) Event() Event {
+	e := Event{Time: r.Time(), Probe: r.Probe(), Site: r.Site(), Goroutine: r.Goroutine(), Args: make([]Arg, r.NumArgs())}
+	for i := range e.Args {
+		a := &e.Args[i]
+		if i < len(r.st.p.Args) {
+			a.Name, a.Type = r.st.p.Args[i], r.st.p.Types[i]
+		}
+		a.Value, a.Cut = r.Value(i), r.Cut(i)
+	}
+	e.Stack = r.Stack(nil)
+	return e
 }

@@ -138,24 +138,32 @@ func controlDir() (string, error) {
 }
 
 // listen binds a non-blocking unix stream socket at path (replacing a stale socket of
-// an earlier process with our pid) and listens on it.
+// an earlier process with our pid) and listens on it. It binds a temporary name and
+// renames it to path once listening: a client that sees path can connect (a client
+// that found it between bind and listen was refused).
 func listen(path string) (*os.File, error) {
-	if len(path) >= len(unix.RawSockaddrUnix{}.Path) {
+	if len(path)+4 >= len(unix.RawSockaddrUnix{}.Path) {
 		return nil, fmt.Errorf("socket path %s: longer than a unix socket address allows", path)
 	}
-	unix.Unlink(path)
+	tmp := path + ".new"
+	unix.Unlink(tmp)
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, os.NewSyscallError("socket", err)
 	}
-	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: tmp}); err != nil {
 		unix.Close(fd)
-		return nil, &os.PathError{Op: "bind", Path: path, Err: err}
+		return nil, &os.PathError{Op: "bind", Path: tmp, Err: err}
 	}
 	if err := unix.Listen(fd, 64); err != nil {
 		unix.Close(fd)
-		unix.Unlink(path)
+		unix.Unlink(tmp)
 		return nil, os.NewSyscallError("listen", err)
+	}
+	if err := unix.Rename(tmp, path); err != nil {
+		unix.Close(fd)
+		unix.Unlink(tmp)
+		return nil, &os.LinkError{Op: "rename", Old: tmp, New: path, Err: err}
 	}
 	return os.NewFile(uintptr(fd), path), nil
 }

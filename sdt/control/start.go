@@ -21,6 +21,7 @@ func init() { bridge.Start = start }
 
 // start takes the registry and, unless SDT_CONTROL=off, arms the automatic Serve.
 func start(r bridge.Registry) {
+	startClock()
 	plane.Lock()
 	plane.reg = r
 	plane.Unlock()

@@ -6,120 +6,215 @@ import (
 	"github.com/gosdt/gosdt/internal/ctlproto"
 )
 
+// pollBusy is how long a trace stream waits after a batch that emptied the buffers:
+// long enough to send a thousand events at a million a second in one frame, short
+// against what a buffer holds (DefaultBufSize: 65,000 records of two arguments).
+const pollBusy = time.Millisecond
+
 // stream runs a trace or a stat until its count or duration is reached, the client
 // sends stop, or the connection ends (closed true). The end is sent only after the
 // stream's holds are released, so that a client that has read it sees its probes off.
 func (cc *conn) stream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (closed bool, err error) {
-	end, closed, err := cc.runStream(q, reqs)
+	var end *ctlproto.Response
+	if q.Op == ctlproto.OpStat {
+		end, closed, err = cc.statStream(q, reqs)
+	} else {
+		end, closed, err = cc.traceStream(q, reqs)
+	}
 	if end != nil {
 		err = cc.send(end)
 	}
 	return closed, err
 }
 
-// runStream is stream up to its end, which it returns to be sent.
-func (cc *conn) runStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (end *ctlproto.Response, closed bool, err error) {
-	var tr *Trace
-	var ag *Aggregation
-	if q.Op == ctlproto.OpStat {
-		o := AggOptions{By: q.By, Value: q.Hist, Hist: q.Hist != ""}
-		if _, err := newAggregation(o); err != nil {
-			return nil, false, ctlproto.Errorf(ctlproto.CodeBadRequest, "%v", err)
-		}
-		if ag, err = openAggregation(cc.name+" stat", q.Spec, o); err != nil {
-			return nil, false, errCode(err)
-		}
-		defer ag.Close()
-	} else {
-		if tr, err = openTrace(cc.name+" trace", q.Spec); err != nil {
-			return nil, false, errCode(err)
-		}
-		defer tr.Close()
+// streamEnd is what ends a stream besides its own work: its duration, or a request
+// (stop, or the connection's end).
+type streamEnd struct {
+	deadline <-chan time.Time
+	timer    *time.Timer
+}
+
+func newStreamEnd(q *ctlproto.Request) *streamEnd {
+	e := &streamEnd{}
+	if q.DurationMS > 0 {
+		e.timer = time.NewTimer(time.Duration(q.DurationMS) * time.Millisecond)
+		e.deadline = e.timer.C
 	}
-	if err := cc.send(&ctlproto.Response{Kind: ctlproto.KindStarted}); err != nil {
+	return e
+}
+
+func (e *streamEnd) stop() {
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+}
+
+// request handles a request that came during a stream: true when it ends the stream
+// (stop), closed when the connection has ended.
+func (cc *conn) request(q *ctlproto.Request, r *ctlproto.Request, ok bool) (stop, closed bool) {
+	if !ok {
+		return true, true
+	}
+	if r.Op != ctlproto.OpStop {
+		cc.fail(ctlproto.Errorf(ctlproto.CodeBadRequest, "%s during %s: send stop first", r.Op, q.Op))
+		return false, false
+	}
+	return true, false
+}
+
+// traceStream sends a trace's records as they arrive. At its end (stop, duration)
+// it switches its probes off, sends what they fired before, and ends with what was
+// sent and what was dropped; at its count it ends at once: what fired after the
+// last event counted is neither sent nor counted dropped.
+func (cc *conn) traceStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (end *ctlproto.Response, closed bool, err error) {
+	o := TraceOptions{BufSize: q.BufSize, Stack: q.Stack, Where: q.Where}
+	if err := o.check(); err != nil {
+		return nil, false, ctlproto.Errorf(ctlproto.CodeBadRequest, "%v", err)
+	}
+	tr, err := openTrace(cc.name+" trace", q.Spec, o)
+	if err != nil {
+		return nil, false, errCode(err)
+	}
+	defer tr.Close()
+	started := &ctlproto.Response{Kind: ctlproto.KindStarted, Buffers: len(tr.s.buffers()), BufSize: tr.s.size}
+	if err := cc.send(started); err != nil {
 		return nil, true, nil
 	}
-	var deadline <-chan time.Time
-	if q.DurationMS > 0 {
-		t := time.NewTimer(time.Duration(q.DurationMS) * time.Millisecond)
-		defer t.Stop()
-		deadline = t.C
-	}
-	var tick, poll <-chan time.Time
-	var pollTimer *time.Timer
-	if ag != nil {
-		iv := time.Second
-		if q.IntervalMS > 0 {
-			iv = time.Duration(q.IntervalMS) * time.Millisecond
-		}
-		t := time.NewTicker(iv)
-		defer t.Stop()
-		tick = t.C
-	} else {
-		pollTimer = time.NewTimer(time.Hour)
-		defer pollTimer.Stop()
-		poll = pollTimer.C
-	}
-	lastStat := time.Now()
-	statNow := func() error {
-		lastStat = time.Now()
-		return cc.send(&ctlproto.Response{Kind: ctlproto.KindStat, Stat: toStat(ag.Snapshot())})
-	}
-	endNow := func() *ctlproto.Response {
-		r := &ctlproto.Response{Kind: ctlproto.KindEnd}
-		if tr != nil {
-			r.Drops = tr.Drops()
+	ends := newStreamEnd(q)
+	defer ends.stop()
+	poll := time.NewTimer(time.Hour)
+	defer poll.Stop()
+
+	w := newBatcher(tr)
+	sent := 0
+	// endNow is the end: at the count, the drops that came before the events read
+	// (per buffer: drops after a buffer's last event read came after the count's
+	// last); at a stop or the duration, every drop.
+	endNow := func(atCount bool) *ctlproto.Response {
+		r := &ctlproto.Response{Kind: ctlproto.KindEnd, Delivered: uint64(sent), Filtered: tr.s.filtered()}
+		if atCount {
+			r.BufferDrops, r.Drops = tr.s.readDrops()
+			r.BufferDrops = append(r.BufferDrops, 0)
+		} else {
+			r.BufferDrops, r.Drops = tr.s.drops()
+			r.BufferDrops = append(r.BufferDrops, tr.s.lost.Load())
 		}
 		return r
 	}
-	w := newBatcher(tr)
-	count, idle := 0, 0
-	for {
-		if tr != nil {
-			limit := maxBatchEvents
-			if q.Count > 0 {
-				limit = min(limit, q.Count-count)
+	// pump sends what has arrived, up to the count; done when that is reached.
+	pump := func() (n int, done bool, err error) {
+		limit := int(^uint(0) >> 1)
+		if q.Count > 0 {
+			limit = q.Count - sent
+		}
+		batch, n := w.next(limit)
+		if batch == nil {
+			return 0, false, nil
+		}
+		if err := cc.send(batch); err != nil {
+			return 0, false, err
+		}
+		sent += n
+		return n, q.Count > 0 && sent >= q.Count, nil
+	}
+	finish := func() (*ctlproto.Response, bool, error) {
+		tr.c.release()
+		for {
+			n, done, err := pump()
+			if err != nil {
+				return nil, true, nil
 			}
-			if batch := w.next(limit); batch != nil {
-				if err := cc.send(batch); err != nil {
-					return nil, true, nil
-				}
-				if count += w.n; q.Count > 0 && count >= q.Count {
-					return endNow(), false, nil
-				}
-				idle = 0
-			} else {
-				idle++
-			}
-			if idle == 0 {
-				pollTimer.Reset(0) // more may be waiting: look again at once
-			} else {
-				pollTimer.Reset(backoff(idle))
+			if n == 0 || done {
+				return endNow(done), false, nil
 			}
 		}
+	}
+	for idle := 0; ; {
+		n, done, err := pump()
+		switch {
+		case err != nil:
+			return nil, true, nil
+		case done:
+			return endNow(true), false, nil
+		case n > 0:
+			idle = 0
+		default:
+			idle++
+		}
+		switch {
+		case w.full:
+			poll.Reset(0) // more is waiting: look again at once
+		case idle == 0:
+			poll.Reset(pollBusy)
+		default:
+			poll.Reset(backoff(idle))
+		}
 		select {
-		case <-poll:
-		case <-tick:
+		case <-poll.C:
+		case <-ends.deadline:
+			return finish()
+		case r, ok := <-reqs:
+			if stop, closed := cc.request(q, r, ok); closed {
+				return nil, true, nil
+			} else if stop {
+				return finish()
+			}
+		}
+	}
+}
+
+// statStream sends an aggregation's snapshot every interval, and at its end.
+func (cc *conn) statStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (end *ctlproto.Response, closed bool, err error) {
+	o := AggOptions{By: q.By, Value: q.Value, Hist: q.Hist == ctlproto.HistQuantize, Where: q.Where}
+	if q.Hist == ctlproto.HistLinear {
+		o.Linear = &Linear{Low: q.LinLow, High: q.LinHigh, Step: q.LinStep}
+	}
+	ag, err := openAggregation(cc.name+" stat", q.Spec, o)
+	if err != nil {
+		return nil, false, errCode(err)
+	}
+	defer ag.Close()
+	if err := cc.send(&ctlproto.Response{Kind: ctlproto.KindStarted}); err != nil {
+		return nil, true, nil
+	}
+	ends := newStreamEnd(q)
+	defer ends.stop()
+	iv := time.Second
+	if q.IntervalMS > 0 {
+		iv = time.Duration(q.IntervalMS) * time.Millisecond
+	}
+	tick := time.NewTicker(iv)
+	defer tick.Stop()
+	lastStat := time.Now()
+	statNow := func() error {
+		lastStat = time.Now()
+		snap := ag.Snapshot
+		if q.Clear {
+			snap = ag.Interval
+		}
+		st := toStat(snap())
+		st.Interval = q.Clear
+		return cc.send(&ctlproto.Response{Kind: ctlproto.KindStat, Stat: st})
+	}
+	end = &ctlproto.Response{Kind: ctlproto.KindEnd}
+	for {
+		select {
+		case <-tick.C:
 			if err := statNow(); err != nil {
 				return nil, true, nil
 			}
-		case <-deadline:
-			if ag != nil && time.Since(lastStat) > 100*time.Millisecond {
+		case <-ends.deadline:
+			if time.Since(lastStat) > 100*time.Millisecond {
 				statNow()
 			}
-			return endNow(), false, nil
+			return end, false, nil
 		case r, ok := <-reqs:
-			if !ok {
+			if stop, closed := cc.request(q, r, ok); closed {
 				return nil, true, nil
-			}
-			if r.Op != ctlproto.OpStop {
-				cc.fail(ctlproto.Errorf(ctlproto.CodeBadRequest, "%s during %s: send stop first", r.Op, q.Op))
-				continue
-			}
-			if ag != nil {
+			} else if stop {
 				statNow()
+				return end, false, nil
 			}
-			return endNow(), false, nil
 		}
 	}
 }

@@ -1,86 +1,120 @@
 package control
 
 import (
+	"math"
+	"runtime"
 	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
 )
 
 // What streams send: a trace's records in batches (ctlproto's events), an
 // aggregation's snapshots.
 
-// maxBatchEvents and maxBatchBytes bound one events frame, far below ctlproto.MaxFrame
-// (a record is at most a few hundred bytes).
-const (
-	maxBatchEvents = 1024
-	maxBatchBytes  = 64 << 10
-)
+// maxBatchBytes bounds one events frame's records, far below ctlproto.MaxFrame (a
+// record is at most about a kilobyte).
+const maxBatchBytes = 256 << 10
 
-// batcher turns a trace's records into events frames. It describes each probe site
-// to the client once, in the batch that first names it.
+// batcher copies a trace's records, as the buffers hold them, into events frames.
+// It describes each probe site to the client once, in the batch that first names it.
 type batcher struct {
-	t     *Trace
-	descs map[[2]uintptr]uint64
-	rec   record
-	n     int // events in the last batch
+	t      *Trace
+	sent   map[ctlproto.DescKey]bool
+	last   ctlproto.DescKey // described: most records repeat the previous one's
+	kinds  []byte           // last's argument kinds, for the stacks' layout
+	framed map[uint64]bool  // return addresses named (Frames) so far
+	r      ctlproto.Response
+	full   bool // the last batch stopped at maxBatchBytes: more may be waiting
 }
 
-func newBatcher(t *Trace) *batcher { return &batcher{t: t, descs: map[[2]uintptr]uint64{}} }
-
-// next takes up to limit records that have arrived into a batch; nil when none has.
-func (w *batcher) next(limit int) *ctlproto.Response {
-	w.n = 0
-	var batch *ctlproto.Response
-	var last int64
-	for w.n < limit && (batch == nil || len(batch.Records) < maxBatchBytes) && w.t.r.get(&w.rec) {
-		if batch == nil {
-			batch = &ctlproto.Response{Kind: ctlproto.KindEvents}
-		}
-		last = w.append(batch, last)
-		w.n++
-	}
-	return batch
+func newBatcher(t *Trace) *batcher {
+	return &batcher{t: t, sent: map[ctlproto.DescKey]bool{}, framed: map[uint64]bool{}, last: ctlproto.DescKey{Probe: math.MaxUint32}}
 }
 
-// append adds w.rec to batch; last is the time of the batch's previous record, and
-// the record's is returned.
-func (w *batcher) append(batch *ctlproto.Response, last int64) int64 {
-	rec := &w.rec
-	k := [2]uintptr{uintptr(rec.probe), rec.site}
-	id, ok := w.descs[k]
-	if !ok {
-		id = uint64(len(w.descs) + 1)
-		w.descs[k] = id
-		batch.Descs = append(batch.Descs, w.describe(id))
+// next takes up to limit records that have arrived into a batch, and says how many;
+// the batch is nil when none has. It is valid until the next call.
+func (w *batcher) next(limit int) (*ctlproto.Response, int) {
+	r := &w.r
+	*r = ctlproto.Response{Kind: ctlproto.KindEvents, Descs: r.Descs[:0], Records: r.Records[:0], Frames: r.Frames[:0]}
+	w.full = false
+	n := 0
+	w.t.s.grow()
+	bufs := w.t.s.buffers()
+	for k := range bufs {
+		bufs[(w.t.next+k)%len(bufs)].read(func(rec ctlproto.Record) bool {
+			if n >= limit || len(r.Records)+len(rec) > maxBatchBytes {
+				w.full = w.full || n < limit
+				return false
+			}
+			if k := (ctlproto.DescKey{Probe: rec.Probe(), Site: rec.Site()}); k != w.last {
+				if !w.sent[k] {
+					w.sent[k] = true
+					r.Descs = append(r.Descs, w.describe(k))
+				}
+				w.last = k
+				w.kinds = (*w.t.s.probes.Load())[k.Probe].kindsOf()
+			}
+			if w.t.s.stack > 0 {
+				w.frames(rec)
+			}
+			r.Records = append(r.Records, rec...)
+			n++
+			return true
+		})
 	}
-	t := wallTime(rec.time).UnixNano()
-	b := ctlproto.AppendRecordHead(batch.Records, id, t-last, int(rec.n))
-	for i := 0; i < int(rec.n); i++ {
-		var str []byte
-		if rec.kinds[i] == bridge.String {
-			str = rec.strBytes(i)
-		}
-		b = ctlproto.AppendValue(b, int(rec.kinds[i]), rec.cut&(1<<i) != 0, rec.slots[i], str)
+	w.t.next++
+	if n == 0 {
+		return nil, 0
 	}
-	batch.Records = b
-	return t
+	clock := nowClock()
+	r.Clock = &clock
+	_, r.Drops = w.t.s.readDrops()
+	return r, n
 }
 
-// describe names w.rec's probe and site, and its arguments.
-func (w *batcher) describe(id uint64) ctlproto.Desc {
-	rec := &w.rec
-	ds := ctlproto.Desc{ID: id, Probe: w.t.c.name(rec.probe, rec.site), Site: uint64(rec.site)}
-	if p := w.t.c.probes[rec.probe]; p != nil {
-		for i := range p.Args {
-			ds.Args = append(ds.Args, ctlproto.Arg{Name: p.Args[i], Type: p.Types[i]})
+// frames names the return addresses of rec's stack not named before.
+func (w *batcher) frames(rec ctlproto.Record) {
+	l, err := rec.Layout(w.kinds)
+	if err != nil {
+		return // cannot be: this process wrote it
+	}
+	for i := range l.Depth() {
+		pc := l.PC(rec, i)
+		if w.framed[pc] {
+			continue
 		}
+		w.framed[pc] = true
+		w.r.Frames = append(w.r.Frames, symbolize(pc))
+	}
+}
+
+// symbolize names one return address of a stack runtime.Callers took: the function
+// (inlined or not) and the line of the call.
+func symbolize(pc uint64) ctlproto.Frame {
+	f := ctlproto.Frame{PC: pc, Func: "?"}
+	fr, _ := runtime.CallersFrames([]uintptr{uintptr(pc)}).Next()
+	if fr.Function != "" {
+		f.Func, f.File, f.Line = fr.Function, fr.File, fr.Line
+	}
+	return f
+}
+
+// describe names the records of probe k.Probe at site k.Site, and their arguments.
+func (w *batcher) describe(k ctlproto.DescKey) ctlproto.Desc {
+	ds := ctlproto.Desc{ID: k.Probe, Probe: w.t.c.name(k.Probe, uintptr(k.Site)), Site: k.Site}
+	st := &(*w.t.s.probes.Load())[k.Probe]
+	ds.Kinds = st.kindsOf()
+	for i := range st.p.Args {
+		ds.Args = append(ds.Args, ctlproto.Arg{Name: st.p.Args[i], Type: st.p.Types[i]})
 	}
 	return ds
 }
 
 func toStat(s Snapshot) *ctlproto.Stat {
-	st := &ctlproto.Stat{Time: time.Now(), By: s.By, Value: s.Value, Overflow: s.Overflow, Rows: []ctlproto.Row{}}
+	st := &ctlproto.Stat{Time: time.Now(), By: s.By, Value: s.Value, Hist: s.Hist, Overflow: s.Overflow, Rows: []ctlproto.Row{}}
+	if l := s.Linear; l != nil {
+		st.Linear = &ctlproto.Linear{Low: l.Low, High: l.High, Step: l.Step}
+	}
 	for _, r := range s.Rows {
 		row := ctlproto.Row{Key: r.Key, Count: r.Count, Sum: r.Sum, Min: r.Min, Max: r.Max, Avg: r.Avg}
 		for _, b := range r.Hist {

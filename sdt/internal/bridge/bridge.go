@@ -30,6 +30,10 @@ const (
 	Bool               // 0 or 1
 	Float              // math.Float64bits(float64(v))
 	String             // the slot is unused: the value is in Args.Strs
+
+	// Unknown is a Probe's argument kind that only its fires tell: an fbt
+	// argument of a named type.
+	Unknown Kind = 0xff
 )
 
 // Args is one fire's arguments, built on the firing goroutine's stack only when a
@@ -37,9 +41,25 @@ const (
 // copies what it keeps.
 type Args struct {
 	N     int
-	Kinds [MaxArgs]Kind
+	Kinds Kinds
 	Slots [MaxArgs]uint64
 	Strs  [MaxArgs]string
+}
+
+// Kinds is the kinds of a fire's arguments: eight bytes, so that a fire copies its
+// probe's in one move (the last two are unused).
+type Kinds [8]Kind
+
+// Firing is one admitted fire as sinks see it, built on the firing goroutine's stack
+// only when a consumer is attached. Sinks run on the firing goroutine while it is
+// pinned to its P, whose id is P (0 <= P < GOMAXPROCS): per-P buffers and counters
+// are written without atomic read-modify-writes.
+type Firing struct {
+	P     int
+	Probe uint32  // Probe.ID
+	Site  uintptr // the site's address; 0 for a fire not attributed to a site
+	Ret   uintptr // the fire call's return address: where its call stack starts
+	Args
 }
 
 // Int is argument i as an integer, what aggregations key, sum and quantize:
@@ -78,10 +98,10 @@ func SlotInt(k Kind, s uint64, strLen int) int64 {
 type Owner struct{ Name string }
 
 // Sink consumes fires: package control's traces and aggregations. Fire is called on
-// the firing goroutine with the probe's id (Probe.ID) and the site's address (0 for
-// a fire not attributed to a site); it must not block, and must not keep a.
+// the firing goroutine, pinned to its P: it must not block (no locks, no channel
+// operations, no system calls), and must not keep f.
 type Sink interface {
-	Fire(probe uint32, site uintptr, a *Args)
+	Fire(f *Firing)
 }
 
 // Probe describes a probe definition a subscription covers: what its fires are
@@ -91,6 +111,7 @@ type Probe struct {
 	Provider, Name string
 	Module         string // the package that defined it: the module of unattributed fires
 	Args, Types    []string
+	Kinds          []Kind // of each argument; Unknown where only a fire tells (fbt)
 	Sites          []Site
 }
 

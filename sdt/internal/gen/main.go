@@ -46,7 +46,7 @@ func arity(b *bytes.Buffer, n int) {
 		params = append(params, ns[i]+" "+ls[i])
 		args = append(args, ns[i])
 		argNames = append(argNames, ns[i]+"Name")
-		types = append(types, "typeName["+ls[i]+"]()")
+		types = append(types, "argType["+ls[i]+"]()")
 	}
 	fn := "func(" + strings.Join(ls, ", ") + ")"
 	P := fmt.Sprintf("P%d%s", n, targs)
@@ -73,7 +73,7 @@ type P%[1]d%[3]s struct {
 //
 //go:noinline
 func Define%[1]d%[3]s(provider, name%[6]s) P%[1]d%[7]s {
-	return P%[1]d%[7]s{head: define(provider, name, []string{%[8]s}, []string{%[9]s}), handlers: new(handlers[%[4]s])}
+	return P%[1]d%[7]s{head: define(provider, name, []string{%[8]s}, []argT{%[9]s}), handlers: new(handlers[%[4]s])}
 }
 
 // Probe%[1]d fires p. It inlines into the caller as a probe site that costs one jump
@@ -100,18 +100,22 @@ func (p *%[10]s) Enabled() bool { return p.on != 0 }
 // until detach is called. Attaching does not enable p.
 func (p *%[10]s) Attach(h %[4]s) (detach func()) { return p.handlers.add(h) }
 
-// fire is the out-of-line half of every site of p.
+// fire is the out-of-line half of every site of p. Consumers run pinned to the
+// P (admit pins); handlers, which may block, after.
 //
 //go:noinline
 func (p *%[10]s) fire(%[13]s) {
 	ret := callerPC()
-	if !p.admit(ret) {
+	pid, s, ok := p.admit(ret)
+	if !ok {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		var v argv%[14]s
-		cs.emit(ret, &v)
+		var v firing
+		v.N, v.Kinds = cs.n, cs.kinds%[14]s
+		cs.emit(pid, s, ret, &v)
 	}
+	procUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(%[12]s)
 	}
@@ -138,7 +142,7 @@ func prefixComma(params []string) string {
 func setArgs(ns []string) string {
 	var b strings.Builder
 	for i, n := range ns {
-		fmt.Fprintf(&b, "\n\t\tsetArg(&v, %d, &%s)", i, n)
+		fmt.Fprintf(&b, "\n\t\tsetArg(&v.Args, %d, &%s)", i, n)
 	}
 	return b.String()
 }

@@ -1,0 +1,47 @@
+#!/bin/bash
+# tracerate.sh: sdtctl trace at production rates (issue 12, bench/README.md). Builds
+# sdtctl and cmd/sdtctl/testdata/source (which fires src:::fire(int, int, string) once
+# a trace switches it on), then RUNS times each:
+#   steady  a source of 1,000,000 fires/s for 3.5 s, traced for 5 s to a file
+#   fast    a source firing as fast as it goes, traced for 1 s to a file
+# and prints what the source fired, sdtctl's summary (events, dropped), and the event
+# lines in the file.
+#
+# Usage: bench/tracerate.sh [RUNS]   (default 5)
+set -u
+runs=${1:-5}
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+(cd "$root" && go build -o "$tmp/sdtctl" ./cmd/sdtctl && go build -o "$tmp/source" ./cmd/sdtctl/testdata/source) || exit 1
+export XDG_RUNTIME_DIR="$tmp/run"
+mkdir -m 700 "$XDG_RUNTIME_DIR"
+
+# one N RATE DUR: a source of N fires at RATE per second (0: as fast as it goes),
+# traced for DUR.
+one() {
+	# the source waits for its stdin to close once done: sleep holds it open
+	sleep 60 | "$tmp/source" -g 1 -n "$1" -rate "$2" >"$tmp/src.out" &
+	local pid
+	for _ in $(seq 100); do
+		pid=$(pgrep -n -P "$$" -x source) && [ -S "$XDG_RUNTIME_DIR/gosdt/$pid.sock" ] && break
+		sleep 0.05
+	done
+	"$tmp/sdtctl" trace -p "$pid" 'src:::fire' -d "$3" >"$tmp/trace.out" 2>"$tmp/trace.err"
+	sleep 0.2
+	echo "source: $(grep done "$tmp/src.out")"
+	echo "trace:  $(cat "$tmp/trace.err")"
+	echo "lines:  $(grep -c ' src:' "$tmp/trace.out")"
+	kill "$pid" 2>/dev/null
+	wait 2>/dev/null
+}
+
+echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) vCPUs; $(uname -sr); $(go version)"
+for _ in $(seq "$runs"); do
+	echo "## steady 1M/s, 3.5M fires, trace -d 5s; $(uptime | sed 's/.*load/load/')"
+	one 3500000 1000000 5s
+done
+for _ in $(seq "$runs"); do
+	echo "## as fast as it goes, trace -d 1s; $(uptime | sed 's/.*load/load/')"
+	one 40000000 0 1s
+done

@@ -1,0 +1,267 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gosdt/gosdt/internal/testutil"
+)
+
+var (
+	sourceOnce sync.Once
+	sourceBin  string
+	sourceErr  error
+)
+
+// source is a running testdata/source: it fires src:::fire once a trace enables it,
+// and says when it is done.
+type source struct {
+	pid  int
+	done chan string // "done FIRED SECONDS RATE"
+}
+
+// startSource starts testdata/source with args, its socket in a private directory.
+func startSource(t *testing.T, args ...string) *source {
+	t.Helper()
+	sourceOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "sdtctl-source")
+		if err != nil {
+			sourceErr = err
+			return
+		}
+		sourceBin = filepath.Join(dir, "source")
+		if out, err := exec.Command("go", "build", "-o", sourceBin, "./testdata/source").CombinedOutput(); err != nil {
+			sourceErr = fmt.Errorf("building the source: %v\n%s", err, out)
+		}
+	})
+	if sourceErr != nil {
+		t.Fatal(sourceErr)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	cmd := testutil.Command(sourceBin, args...)
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() || sc.Text() != "ready" {
+		t.Fatal("the source did not start")
+	}
+	s := &source{pid: cmd.Process.Pid, done: make(chan string, 1)}
+	go func() {
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "done ") {
+				s.done <- sc.Text()
+			}
+		}
+	}()
+	return s
+}
+
+// traceSummary is the last line of sdtctl trace --json.
+type traceSummary struct {
+	Events      int      `json:"events"`
+	Drops       uint64   `json:"drops"`
+	BufferDrops []uint64 `json:"buffer_drops"`
+	Delivered   uint64   `json:"delivered"`
+	Seconds     float64  `json:"seconds"`
+}
+
+// traceSource traces src:::fire in s until the source is done (then stops the
+// trace), or until the trace ends by itself (-c), writing the events to the file out.
+// It returns the summary and what the source said it fired (0 if it was not done).
+func traceSource(t *testing.T, s *source, out *os.File, args ...string) (traceSummary, int) {
+	t.Helper()
+	stop := make(chan struct{})
+	var errb bytes.Buffer
+	res := make(chan error, 1)
+	// --json writes the summary to stdout after the events, text to stderr.
+	go func() {
+		res <- cmdTrace(append([]string{"-p", strconv.Itoa(s.pid), "src:::fire"}, args...), out, &errb, stop)
+	}()
+	fired := 0
+	select {
+	case line := <-s.done:
+		f := strings.Fields(line)
+		fired, _ = strconv.Atoi(f[1])
+		t.Logf("source: %s", line)
+		close(stop)
+		if err := <-res; err != nil {
+			t.Fatalf("trace: %v (%s)", err, errb.String())
+		}
+	case err := <-res:
+		if err != nil {
+			t.Fatalf("trace: %v (%s)", err, errb.String())
+		}
+	case <-time.After(5 * time.Minute):
+		t.Fatal("neither the source nor the trace ended in 5 minutes")
+	}
+	var ts traceSummary
+	if !slices.Contains(args, "--json") {
+		line := strings.TrimSpace(errb.String())
+		if _, err := fmt.Sscanf(line, "%d events in %fs", &ts.Events, &ts.Seconds); err != nil {
+			t.Fatalf("summary %q: %v", line, err)
+		}
+		if _, d, ok := strings.Cut(line, "), "); ok {
+			fmt.Sscanf(d, "%d dropped", &ts.Drops)
+		}
+		ts.Delivered = uint64(ts.Events)
+		return ts, fired
+	}
+	last := lastLine(t, out)
+	if err := json.Unmarshal(last, &ts); err != nil {
+		t.Fatalf("summary %q: %v", last, err)
+	}
+	return ts, fired
+}
+
+// lastLine is the last line of the file f.
+func lastLine(t *testing.T, f *os.File) []byte {
+	t.Helper()
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.TrimRight(b, "\n")
+	return b[bytes.LastIndexByte(b, '\n')+1:]
+}
+
+// eventLines counts the event lines of a --json trace file, checking that no event
+// (worker, i) came twice.
+func eventLines(t *testing.T, f *os.File) int {
+	t.Helper()
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[[2]int]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	n := 0
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.Contains(line, []byte(`"event":`)) {
+			continue
+		}
+		k := [2]int{argValue(t, line, "worker"), argValue(t, line, "i")}
+		if seen[k] {
+			t.Fatalf("event %v twice: %s", k, line)
+		}
+		seen[k] = true
+		n++
+	}
+	return n
+}
+
+// argValue is the integer value of the argument named name in a --json event line.
+func argValue(t *testing.T, line []byte, name string) int {
+	_, rest, ok := bytes.Cut(line, []byte(`{"name":"`+name+`","type":"int","value":"`))
+	if !ok {
+		t.Fatalf("no argument %s in %s", name, line)
+	}
+	v, err := strconv.Atoi(string(rest[:bytes.IndexByte(rest, '"')]))
+	if err != nil {
+		t.Fatalf("argument %s in %s: %v", name, line, err)
+	}
+	return v
+}
+
+// TestTraceAccounting: every fire of a source that fires as fast as it goes, from 1,
+// 2 and 8 goroutines, is either written to the trace's file or counted dropped, once:
+// fired = delivered + dropped, exactly. The buffers are small, so that some are.
+func TestTraceAccounting(t *testing.T) {
+	n := 200000
+	if testing.Short() || testutil.Emulated() {
+		n = 20000
+	}
+	for _, g := range []int{1, 2, 8} {
+		t.Run(fmt.Sprintf("goroutines=%d", g), func(t *testing.T) {
+			s := startSource(t, "-g", strconv.Itoa(g), "-n", strconv.Itoa(n/g))
+			out, err := os.CreateTemp(t.TempDir(), "trace")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Close()
+			sum, fired := traceSource(t, s, out, "--json", "--bufsize", "16k")
+			lines := eventLines(t, out)
+			t.Logf("fired %d: %d delivered, %d dropped (per buffer %v)", fired, sum.Delivered, sum.Drops, sum.BufferDrops)
+			if fired != g*(n/g) || uint64(lines) != sum.Delivered || sum.Events != lines ||
+				sum.Delivered+sum.Drops != uint64(fired) {
+				t.Fatalf("fired %d, file has %d events, summary %+v", fired, lines, sum)
+			}
+			var per uint64
+			for _, d := range sum.BufferDrops {
+				per += d
+			}
+			if per != sum.Drops {
+				t.Fatalf("drops per buffer %v do not add up to %d", sum.BufferDrops, sum.Drops)
+			}
+		})
+	}
+}
+
+// TestTraceCount: -c N stops the stream at the Nth event: N events, N delivered,
+// whatever the source goes on firing.
+func TestTraceCount(t *testing.T) {
+	s := startSource(t, "-g", "2", "-n", "100000000")
+	out, err := os.CreateTemp(t.TempDir(), "trace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	sum, _ := traceSource(t, s, out, "--json", "-c", "5000")
+	if lines := eventLines(t, out); lines != 5000 || sum.Events != 5000 || sum.Delivered != 5000 {
+		t.Fatalf("-c 5000: %d events in the file, summary %+v", lines, sum)
+	}
+	t.Logf("-c 5000: %+v", sum)
+}
+
+// TestTraceRate traces a source of a million fires a second to a file: what is not
+// delivered is counted dropped, exactly. (How much is delivered is a measurement of
+// the machine, in bench/README.md, not a test: the CPUs are shared.)
+func TestTraceRate(t *testing.T) {
+	if testutil.Emulated() {
+		t.Skip("an emulated source does not fire a million times a second")
+	}
+	n := 1000000
+	if testing.Short() {
+		n = 200000
+	}
+	s := startSource(t, "-g", "1", "-n", strconv.Itoa(n), "-rate", "1000000")
+	out, err := os.CreateTemp(t.TempDir(), "trace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	sum, fired := traceSource(t, s, out)
+	if _, err := out.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	lines := 0
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), " src:") {
+			lines++
+		}
+	}
+	t.Logf("fired %d, %d events written (%.2f%%), %d dropped", fired, lines, 100*float64(lines)/float64(fired), sum.Drops)
+	if fired != n || lines != sum.Events || uint64(lines)+sum.Drops != uint64(fired) {
+		t.Fatalf("fired %d, %d events in the file, summary %+v", fired, lines, sum)
+	}
+}

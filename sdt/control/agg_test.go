@@ -1,0 +1,159 @@
+package control_test
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/gosdt/gosdt/sdt"
+	"github.com/gosdt/gosdt/sdt/control"
+)
+
+var aggProbe = sdt.Define2[int, string]("aggtest", "req", "latency", "path")
+
+//go:noinline
+func aggSite(latency int, path string) { sdt.Probe2(&aggProbe, latency, path) }
+
+var paths = []string{"/a", "/b", "/c"}
+
+// fireValues fires aggSite with latencies 0..each-1 from each of g goroutines, path
+// paths[latency%3].
+func fireValues(g, each int) {
+	var wg sync.WaitGroup
+	for range g {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				aggSite(i, paths[i%3])
+				if i%512 == 0 {
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// want is the rows fireValues folds by path: for each path, count, sum, min, max.
+func want(g, each int) map[string]control.Row {
+	rows := map[string]control.Row{}
+	for i := range each {
+		p := paths[i%3]
+		r := rows[p]
+		if r.Count == 0 {
+			r.Min, r.Max = math.MaxInt64, math.MinInt64
+		}
+		r.Key = p
+		r.Count += int64(g)
+		r.Sum += int64(g * i)
+		r.Min, r.Max = min(r.Min, int64(i)), max(r.Max, int64(i))
+		rows[p] = r
+	}
+	return rows
+}
+
+func check(t *testing.T, snap control.Snapshot, want map[string]control.Row) {
+	t.Helper()
+	if len(snap.Rows) != len(want) {
+		t.Fatalf("%d rows, want %d: %+v", len(snap.Rows), len(want), snap.Rows)
+	}
+	for _, r := range snap.Rows {
+		w := want[r.Key]
+		var hist uint64
+		for _, b := range r.Hist {
+			hist += b.Count
+		}
+		if r.Count != w.Count || r.Sum != w.Sum || r.Min != w.Min || r.Max != w.Max ||
+			r.Avg != float64(w.Sum)/float64(w.Count) || (len(r.Hist) > 0 && hist != uint64(w.Count)) {
+			t.Errorf("row %s: %+v, want %+v (histogram holds %d)", r.Key, r, w, hist)
+		}
+	}
+}
+
+// TestAggregationPerP: with 1, 2 and 8 goroutines folding at once, each into its
+// P's cells, the merged rows are exact: counts, sums, bounds, histograms. Arguments
+// are named as the definition names them.
+func TestAggregationPerP(t *testing.T) {
+	const spec = "aggtest:::req"
+	needSwitchable(t, spec)
+	each := 30000
+	if testing.Short() {
+		each = 3000
+	}
+	for _, g := range []int{1, 2, 8} {
+		t.Run(fmt.Sprintf("goroutines=%d", g), func(t *testing.T) {
+			agg, err := control.OpenAggregation(spec, control.AggOptions{By: "path", Value: "latency", Hist: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer agg.Close()
+			fireValues(g, each)
+			snap := agg.Snapshot()
+			check(t, snap, want(g, each))
+			if snap.By != "path" || snap.Value != "latency" || snap.Hist != "quantize" {
+				t.Errorf("snapshot of %q by %q, %q", snap.Value, snap.By, snap.Hist)
+			}
+		})
+	}
+}
+
+// TestAggregationLinear: a linear histogram's buckets, with those below and above.
+func TestAggregationLinear(t *testing.T) {
+	const spec = "aggtest:::req"
+	needSwitchable(t, spec)
+	agg, err := control.OpenAggregation(spec, control.AggOptions{Value: "arg0", Linear: &control.Linear{Low: 10, High: 50, Step: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agg.Close()
+	for _, v := range []int{-5, 9, 10, 19, 20, 49, 50, 1000} {
+		aggSite(v, "/")
+	}
+	snap := agg.Snapshot()
+	if len(snap.Rows) != 1 || snap.Hist != "linear" || *snap.Linear != (control.Linear{Low: 10, High: 50, Step: 10}) {
+		t.Fatalf("%+v", snap)
+	}
+	wantHist := []control.Bucket{{Low: math.MinInt64, Count: 2}, {Low: 10, Count: 2}, {Low: 20, Count: 1}, {Low: 40, Count: 1}, {Low: 50, Count: 2}}
+	if h := snap.Rows[0].Hist; !slices.Equal(h, wantHist) {
+		t.Fatalf("hist %+v, want %+v", h, wantHist)
+	}
+}
+
+// TestAggregationInterval: each Interval holds what was folded since the one before:
+// the intervals' counts and sums add up to the whole, and each has its own bounds.
+func TestAggregationInterval(t *testing.T) {
+	const spec = "aggtest:::req"
+	needSwitchable(t, spec)
+	agg, err := control.OpenAggregation(spec, control.AggOptions{By: "probe", Value: "latency", Hist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agg.Close()
+	for i := range 100 {
+		aggSite(1000+i, "/")
+	}
+	first := agg.Interval()
+	for i := range 10 {
+		aggSite(i, "/")
+	}
+	second := agg.Interval()
+	third := agg.Interval()
+	if len(first.Rows) != 1 || first.Rows[0].Count != 100 || first.Rows[0].Min != 1000 || first.Rows[0].Max != 1099 {
+		t.Fatalf("first interval %+v", first.Rows)
+	}
+	if len(second.Rows) != 1 || second.Rows[0].Count != 10 || second.Rows[0].Sum != 45 || second.Rows[0].Min != 0 ||
+		second.Rows[0].Max != 9 || second.Rows[0].Hist[len(second.Rows[0].Hist)-1].Low != 8 {
+		t.Fatalf("second interval %+v", second.Rows)
+	}
+	if len(third.Rows) != 0 {
+		t.Fatalf("an interval with no fire has rows: %+v", third.Rows)
+	}
+	all := agg.Snapshot()
+	if r := all.Rows[0]; r.Count != 110 || r.Min != 0 || r.Max != 1099 {
+		t.Fatalf("all %+v", r)
+	}
+}

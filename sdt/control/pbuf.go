@@ -1,0 +1,148 @@
+package control
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+
+	"github.com/gosdt/gosdt/internal/ctlproto"
+)
+
+// pbuf is one P's buffer of a trace: a byte ring of packed records (the layout of
+// internal/ctlproto's records, which a stream sends as they are), with one writer
+// and one reader. The writer is whichever goroutine fires on the P: sinks run with
+// the goroutine pinned to its P (bridge.Sink), so two writers never overlap, and no
+// atomic read-modify-write is needed; a record is published by a release store of
+// the ring's end (tail). The reader (the stream, or Trace.Read) copies records out
+// and then advances head. A record that does not fit is dropped and counted: the
+// writer never waits.
+//
+// tail and head count bytes from the start, never wrapping; a record is never split
+// at the end of the ring: where it would be, a filler record (n = PadRecord) takes
+// the rest of the ring and the record starts again at 0.
+//
+// Drops are counted (drops), and also written into the ring, where they happened: the
+// first record that fits after some were dropped is preceded by a record of the
+// count (n = LostRecord). So a reader knows which drops came before the records it
+// has read (met): a trace that stops at its count does not count the fires after
+// its last event as drops.
+type pbuf struct {
+	_      [64]byte
+	tail   atomic.Uint64 // end of the last record written (written by the P's writers)
+	seen   uint64        // the writers' last read of head, reread only when full
+	drops  uint64        // records lost because the ring was full (the P's writers)
+	marked uint64        // drops written into the ring (the P's writers)
+	// fires the trace's predicate rejected (the P's writers)
+	filtered uint64
+	_        [24]byte
+	head     atomic.Uint64 // start of the first record not yet read (the reader)
+	met      uint64        // drops the reader has met in the ring
+	_        [48]byte
+	b        []byte // len a power of two, 8-aligned
+	mask     uint64
+}
+
+// lostSize is the bytes of a LostRecord.
+const lostSize = 16
+
+func newPbuf(size int) *pbuf {
+	words := make([]uint64, size/8) // 8-aligned
+	b := &pbuf{mask: uint64(size - 1)}
+	b.b = unsafeBytes(words)
+	return b
+}
+
+// reserve finds room for a record of need bytes (a multiple of 8) and returns where
+// it starts in b.b and where the ring ends after it (publish that once written); ok
+// is false, and the record is counted as dropped, when the ring is full. The caller
+// is pinned to the ring's P.
+//
+//go:norace
+func (b *pbuf) reserve(need uint64) (off, end uint64, ok bool) {
+	tail := b.tail.Load()
+	if b.fits(tail, need) {
+		return tail & b.mask, tail + need, true
+	}
+	return b.reserveSlow(tail, need)
+}
+
+// fits reports whether a record of need bytes goes at tail as most do: nothing
+// dropped to mark, room before the ring's end, room as of the writers' last look at
+// head. reserve's first half, small enough to inline into a sink's fast path.
+//
+//go:norace
+func (b *pbuf) fits(tail, need uint64) bool {
+	return b.drops == b.marked && tail&b.mask+need <= b.mask+1 && tail+need-b.seen <= b.mask+1
+}
+
+// reserveSlow is reserve for a record that wraps, follows drops, or needs a fresh
+// look at head.
+//
+//go:norace
+func (b *pbuf) reserveSlow(tail, need uint64) (off, end uint64, ok bool) {
+	size := b.mask + 1
+	var lost uint64
+	if b.drops != b.marked {
+		lost = lostSize
+	}
+	pos := tail & b.mask
+	var pad uint64
+	if pos+lost+need > size {
+		pad = size - pos
+	}
+	if tail+pad+lost+need-b.seen > size {
+		b.seen = b.head.Load()
+		if tail+pad+lost+need-b.seen > size {
+			b.drops++
+			return 0, 0, false
+		}
+	}
+	if pad > 0 {
+		binary.LittleEndian.PutUint64(b.b[pos:], pad|ctlproto.PadRecord<<16)
+		pos = 0
+	}
+	if lost > 0 {
+		binary.LittleEndian.PutUint64(b.b[pos:], lostSize|ctlproto.LostRecord<<16)
+		binary.LittleEndian.PutUint64(b.b[pos+8:], b.drops-b.marked)
+		b.marked = b.drops
+		pos += lostSize
+	}
+	return pos, tail + pad + lost + need, true
+}
+
+// filter counts a fire the trace's predicate rejected. The caller is pinned to the
+// ring's P.
+//
+//go:norace
+func (b *pbuf) filter() { b.filtered++ }
+
+// dropped is the number of records the ring has dropped.
+func (b *pbuf) dropped() uint64 { return atomic.LoadUint64(&b.drops) }
+
+// read calls f with each record written and not yet read, oldest first, until f
+// returns false (that record stays unread), then frees what it read. One reader at
+// a time; f must copy what it keeps.
+func (b *pbuf) read(f func(rec ctlproto.Record) bool) {
+	head, tail := b.head.Load(), b.tail.Load()
+	for head < tail {
+		pos := head & b.mask
+		w := binary.LittleEndian.Uint64(b.b[pos:])
+		n := w & 0xffff
+		switch w >> 16 & 0xff {
+		case ctlproto.PadRecord:
+			head += n
+			continue
+		case ctlproto.LostRecord:
+			b.met += binary.LittleEndian.Uint64(b.b[pos+8:])
+			head += n
+			continue
+		}
+		if !f(ctlproto.Record(b.b[pos : pos+n])) {
+			break
+		}
+		head += n
+	}
+	b.head.Store(head)
+}
+
+// empty reports whether everything written has been read.
+func (b *pbuf) empty() bool { return b.head.Load() == b.tail.Load() }

@@ -1,0 +1,325 @@
+package pred
+
+import (
+	"math"
+	"strings"
+
+	"github.com/gosdt/gosdt/sdt/internal/bridge"
+)
+
+// The outcomes of a comparison; an operator holds for a set of them.
+const (
+	lt uint8 = 1 << iota
+	eq
+	gt
+	unordered // a NaN
+)
+
+// value is a literal, or an argument as a fire stores it.
+type value struct {
+	kind bridge.Kind
+	bits uint64
+	s    string
+}
+
+type opcode uint8
+
+const (
+	opConst opcode = iota // mask != 0
+	opBool                // arg x, a Bool, is true
+	opInt                 // arg x, an Int, against the int64 k
+	opUint                // arg x, a Uint, against the uint64 k
+	opStrEq               // arg x, a String, == s: mask is eq or not
+	opStr                 // arg x, a String, against s
+	opArgs                // arg x against arg y, whatever their kinds
+	opAny                 // arg x against the literal k/s of kind lk, whatever x's kind
+)
+
+// ins is one test of a program. The program starts at its first instruction and
+// goes to t when the test holds, to f when it does not; all jumps go forward, to
+// another instruction or to accept (len(code)) or reject (len(code)+1). && and ||
+// short-circuit by their jumps, ! swaps them: no stack, no boolean values.
+type ins struct {
+	op   opcode
+	mask uint8 // the outcomes for which the test holds
+	x, y uint8 // argument indexes
+	lk   bridge.Kind
+	t, f int32
+	k    uint64
+	s    string
+}
+
+// Match reports whether a fire's arguments satisfy the predicate. It neither
+// allocates nor locks. a holds the fires of the probe the program was compiled for; an
+// argument of another kind than the predicate compares (an fbt argument of kind
+// Unknown, or a probe with other arguments) makes the fire not match.
+func (p *Program) Match(a *bridge.Args) bool {
+	if p == nil {
+		return true
+	}
+	code := p.code
+	pc := 0
+	for pc < len(code) {
+		in := &code[pc]
+		var c uint8
+		switch in.op {
+		case opConst:
+			c = in.mask
+		case opBool:
+			if a.Kinds[in.x] != bridge.Bool {
+				return false
+			}
+			c = in.mask & -uint8(a.Slots[in.x]&1) // mask when true, 0 when false
+		case opInt:
+			if a.Kinds[in.x] != bridge.Int {
+				return false
+			}
+			c = in.mask & cmpInt(int64(a.Slots[in.x]), int64(in.k))
+		case opUint:
+			if a.Kinds[in.x] != bridge.Uint {
+				return false
+			}
+			c = in.mask & cmpUint(a.Slots[in.x], in.k)
+		case opStrEq:
+			if a.Kinds[in.x] != bridge.String {
+				return false
+			}
+			if a.Strs[in.x] == in.s {
+				c = in.mask & eq
+			} else {
+				c = in.mask &^ eq
+			}
+		case opStr:
+			if a.Kinds[in.x] != bridge.String {
+				return false
+			}
+			c = in.mask & (lt << (strings.Compare(a.Strs[in.x], in.s) + 1))
+		case opArgs:
+			o, ok := compare(value{a.Kinds[in.x], a.Slots[in.x], a.Strs[in.x]}, value{a.Kinds[in.y], a.Slots[in.y], a.Strs[in.y]})
+			if !ok {
+				return false
+			}
+			c = in.mask & o
+		case opAny:
+			o, ok := compare(value{a.Kinds[in.x], a.Slots[in.x], a.Strs[in.x]}, value{in.lk, in.k, in.s})
+			if !ok {
+				return false
+			}
+			c = in.mask & o
+		}
+		if c != 0 {
+			pc = int(in.t)
+		} else {
+			pc = int(in.f)
+		}
+	}
+	return pc == len(code)
+}
+
+func cmpInt(x, y int64) uint8 {
+	switch {
+	case x < y:
+		return lt
+	case x > y:
+		return gt
+	}
+	return eq
+}
+
+func cmpUint(x, y uint64) uint8 {
+	switch {
+	case x < y:
+		return lt
+	case x > y:
+		return gt
+	}
+	return eq
+}
+
+// compare is the outcome of comparing x with y, false when they cannot be compared:
+// numbers as mathematics does whatever their kinds, strings by bytes, bools for
+// equality (true is greater).
+func compare(x, y value) (uint8, bool) {
+	cx, cy := classOf(x.kind), classOf(y.kind)
+	if cx != cy || cx == cAny {
+		return 0, false
+	}
+	switch cx {
+	case cStr:
+		return lt << (strings.Compare(x.s, y.s) + 1), true
+	case cBool:
+		return cmpUint(x.bits&1, y.bits&1), true
+	}
+	if x.kind == bridge.Float || y.kind == bridge.Float {
+		if y.kind == bridge.Float && x.kind != bridge.Float {
+			return flip(cmpFloat(math.Float64frombits(y.bits), x)), true
+		}
+		return cmpFloat(math.Float64frombits(x.bits), y), true
+	}
+	switch {
+	case x.kind == y.kind && x.kind == bridge.Int:
+		return cmpInt(int64(x.bits), int64(y.bits)), true
+	case x.kind == bridge.Int && int64(x.bits) < 0:
+		return lt, true // y is a Uint
+	case y.kind == bridge.Int && int64(y.bits) < 0:
+		return gt, true // x is a Uint
+	}
+	return cmpUint(x.bits, y.bits), true
+}
+
+// flip is the outcome of y against x from that of x against y.
+func flip(o uint8) uint8 {
+	switch o {
+	case lt:
+		return gt
+	case gt:
+		return lt
+	}
+	return o
+}
+
+// cmpFloat compares f exactly with a number y of any kind: converting an integer
+// to a float64 would round it.
+func cmpFloat(f float64, y value) uint8 {
+	switch {
+	case f != f:
+		return unordered
+	case y.kind == bridge.Float:
+		g := math.Float64frombits(y.bits)
+		switch {
+		case g != g:
+			return unordered
+		case f < g:
+			return lt
+		case f > g:
+			return gt
+		}
+		return eq
+	case y.kind == bridge.Int || y.bits <= math.MaxInt64:
+		switch {
+		case f < -(1 << 63):
+			return lt
+		case f >= 1<<63:
+			return gt
+		}
+		// In range, f's integer part is exact as an int64; its fraction breaks a tie.
+		if o := cmpInt(int64(f), int64(y.bits)); o != eq {
+			return o
+		}
+		return flip(cmpFloatFrac(float64(int64(f)), f))
+	}
+	// y is a Uint above MaxInt64.
+	switch {
+	case f < 1<<63:
+		return lt
+	case f >= 1<<64:
+		return gt
+	}
+	return cmpUint(uint64(f), y.bits) // f is integral this large
+}
+
+// cmpFloatFrac is the outcome of t, f's integer part, against f.
+func cmpFloatFrac(t, f float64) uint8 {
+	switch {
+	case t < f:
+		return lt
+	case t > f:
+		return gt
+	}
+	return eq
+}
+
+// gen compiles the tree into tests and forward jumps.
+func gen(n *node, args []Arg) []ins {
+	g := &generator{args: args}
+	g.emit(n, accept, reject)
+	end := int32(len(g.code))
+	for i := range g.code {
+		g.code[i].t = g.resolve(g.code[i].t, end)
+		g.code[i].f = g.resolve(g.code[i].f, end)
+	}
+	return g.code
+}
+
+// Labels while generating: accept, reject, or an index in generator.labels.
+const (
+	accept int32 = -1
+	reject int32 = -2
+)
+
+type generator struct {
+	args   []Arg
+	code   []ins
+	labels []int32 // the instruction each label stands before
+}
+
+func (g *generator) resolve(l, end int32) int32 {
+	switch l {
+	case accept:
+		return end
+	case reject:
+		return end + 1
+	}
+	return g.labels[l]
+}
+
+// emit emits n's tests so that they go to t when n holds and to f when not.
+func (g *generator) emit(n *node, t, f int32) {
+	switch n.kind {
+	case nAnd, nOr:
+		l := int32(len(g.labels))
+		g.labels = append(g.labels, 0)
+		if n.kind == nAnd {
+			g.emit(n.l, l, f)
+		} else {
+			g.emit(n.l, t, l)
+		}
+		g.labels[l] = int32(len(g.code))
+		g.emit(n.r, t, f)
+		return
+	case nNot:
+		g.emit(n.l, f, t)
+		return
+	}
+	in := g.test(n)
+	in.t, in.f = t, f
+	g.code = append(g.code, in)
+}
+
+// test is the instruction of a condition or a comparison, specialised where the
+// argument's kind is known.
+func (g *generator) test(n *node) ins {
+	if n.kind == nLit {
+		return ins{op: opConst, mask: uint8(n.lit.bits)}
+	}
+	if n.kind == nArg {
+		return ins{op: opBool, x: n.arg, mask: eq}
+	}
+	mask := cmpOps[n.op].mask
+	x, y := n.l, n.r
+	if x.kind == nLit && y.kind == nLit {
+		o, _ := compare(x.lit, y.lit)
+		return ins{op: opConst, mask: mask & o}
+	}
+	if x.kind == nLit { // the argument first
+		x, y = y, x
+		mask = mask&^(lt|gt) | flip(mask&lt) | flip(mask&gt)
+	}
+	if y.kind == nArg {
+		return ins{op: opArgs, mask: mask, x: x.arg, y: y.arg}
+	}
+	l := y.lit
+	in := ins{op: opAny, mask: mask, x: x.arg, lk: l.kind, k: l.bits, s: l.s}
+	switch k := g.args[x.arg].Kind; {
+	case k == bridge.Int && l.kind == bridge.Int:
+		in.op = opInt
+	case k == bridge.Uint && (l.kind == bridge.Uint || int64(l.bits) >= 0):
+		in.op = opUint
+	case k == bridge.String && (mask == eq || mask == lt|gt|unordered):
+		in.op = opStrEq
+		in.mask = mask &^ unordered
+	case k == bridge.String:
+		in.op = opStr
+	}
+	return in
+}

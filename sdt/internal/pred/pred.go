@@ -1,0 +1,77 @@
+package pred
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gosdt/gosdt/sdt/internal/bridge"
+)
+
+// Limits on a predicate: it runs in the traced process on every fire.
+const (
+	MaxLen   = 1024 // bytes of source
+	MaxDepth = 64   // nested parentheses and !
+)
+
+// Arg is one argument of the probe a predicate is compiled for.
+type Arg struct {
+	Name string // "" when it has none: only argN names it
+	Kind bridge.Kind
+}
+
+// Error is a predicate that does not compile, and where.
+type Error struct {
+	Expr string
+	Pos  int // byte offset in Expr
+	Msg  string
+}
+
+// Error is one line: "where: col N: msg", N counting from 1.
+func (e *Error) Error() string {
+	return "where: col " + strconv.Itoa(e.Pos+1) + ": " + e.Msg
+}
+
+// Caret is two lines: the expression, then a '^' under the error's position.
+func (e *Error) Caret() string {
+	// One line, and the caret under the character, not the byte: control
+	// characters print as spaces, a multi-byte character takes one column.
+	line := []byte(e.Expr)
+	for i, c := range line {
+		if c < ' ' || c == 0x7f {
+			line[i] = ' '
+		}
+	}
+	pos := min(max(e.Pos, 0), len(e.Expr))
+	return string(line) + "\n" + strings.Repeat(" ", utf8.RuneCountInString(e.Expr[:pos])) + "^"
+}
+
+// Program is a compiled predicate. It is immutable: Match may run on any number of
+// goroutines at once. A nil *Program matches every fire.
+type Program struct {
+	code []ins
+	src  string // canonical
+}
+
+// Compile compiles src for a probe whose arguments are args. Its errors are *Error.
+func Compile(src string, args []Arg) (*Program, error) {
+	if len(args) > bridge.MaxArgs {
+		return nil, &Error{Expr: src, Msg: "a probe has at most " + strconv.Itoa(bridge.MaxArgs) + " arguments, not " + strconv.Itoa(len(args))}
+	}
+	n, err := parse(src, args)
+	if err != nil {
+		return nil, err
+	}
+	if err := check(src, n, args); err != nil {
+		return nil, err
+	}
+	return &Program{code: gen(n, args), src: format(n, args)}, nil
+}
+
+// String is the predicate in canonical form: Compile of it gives the same program.
+func (p *Program) String() string {
+	if p == nil {
+		return ""
+	}
+	return p.src
+}
