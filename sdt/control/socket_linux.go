@@ -16,9 +16,10 @@ import (
 
 // The control socket: $XDG_RUNTIME_DIR/gosdt/<pid>.sock or /tmp/gosdt-<uid>/<pid>.sock,
 // in a directory of mode 0700 that must belong to us; peers are checked with
-// SO_PEERCRED (permitted: also from outside our user namespace). It is made with raw system calls and served through os.File, whose
-// descriptors wait in the runtime's network poller: no package net, and an idle
-// server is one goroutine parked in the poller, no thread.
+// SO_PEERCRED (permitted: also from outside our user namespace). It is made with
+// raw system calls and served through os.File, whose descriptors wait in the
+// runtime's network poller: no package net, and an idle server is one goroutine
+// parked in the poller, no thread.
 
 var server struct {
 	sync.Mutex
