@@ -3,11 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
+	"slices"
 	"syscall"
 	"time"
 
@@ -17,41 +17,32 @@ import (
 // client is a connection to one process's control server.
 type client struct {
 	c     net.Conn
-	pid   int
+	pid   int // in our PID namespace
+	nspid int // in the process's own (hello.Pid)
 	hello *ctlproto.Response
 	rbuf  []byte // frames are read here: a reply is valid until the next recv
 }
 
-// socketFor finds pid's socket: in our directory, else (for root) in the directory
-// of the user who owns pid.
-func socketFor(pid int) string {
-	path := ctlproto.SocketPath(pid)
-	if _, err := os.Stat(path); err == nil {
-		return path
-	}
-	if uid, ok := ownerOf(pid); ok && uid != os.Getuid() {
-		for _, d := range []string{fmt.Sprintf("/run/user/%d/gosdt", uid), filepath.Join(os.TempDir(), fmt.Sprintf("gosdt-%d", uid))} {
-			p := filepath.Join(d, strconv.Itoa(pid)+".sock")
-			if _, err := os.Lstat(p); err == nil {
-				return p
-			}
-		}
-	}
-	return path
-}
-
-// dial connects to pid and does the handshake, mapping failures to exit codes.
+// dial connects to pid (in our PID namespace) and does the handshake, mapping
+// failures to exit codes. The process may run in other namespaces (locate).
 func dial(pid int) (*client, error) {
 	if pid <= 0 || !alive(pid) {
 		return nil, fail(exitNoProcess, "pid %d: no such process", pid)
 	}
-	path := socketFor(pid)
-	waitYoung(pid, path)
-	c, err := net.DialTimeout("unix", path, 5*time.Second)
+	p, err := locate(pid)
+	if err != nil {
+		return nil, err
+	}
+	waitYoung(p)
+	c, path, err := p.connect(5 * time.Second)
 	if err != nil {
 		switch {
 		case errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM):
-			return nil, fail(exitPermission, "pid %d: permission denied (%s)", pid, path)
+			return nil, fail(exitPermission, "pid %d: permission denied (%s)%s", pid, path, otherUser(p))
+		case errors.Is(err, syscall.ENOENT) && p.hidden != nil && otherUser(p) != "":
+			return nil, fail(exitPermission, "pid %d: permission denied: its namespaces are not reachable (%v)%s", pid, p.hidden, otherUser(p))
+		case errors.Is(err, syscall.ENOENT) && p.hidden != nil:
+			return nil, fail(exitNotGosdt, "pid %d: not a gosdt process (no control socket %s), or one in namespaces that are not reachable (%v)", pid, path, p.hidden)
 		case errors.Is(err, syscall.ENOENT):
 			return nil, fail(exitNotGosdt, "pid %d: not a gosdt process (no control socket %s)", pid, path)
 		case !alive(pid):
@@ -59,10 +50,34 @@ func dial(pid int) (*client, error) {
 		}
 		return nil, fail(exitNotGosdt, "pid %d: not a gosdt process: %v", pid, err)
 	}
+	// A process in a child PID namespace that shares our mount namespace names its
+	// socket by its own pid, which is another process's here.
+	if server := peerPid(c); server != 0 && server != pid {
+		c.Close()
+		return nil, fail(exitNotGosdt, "pid %d: not a gosdt process (%s is served by pid %d)", pid, path, server)
+	}
+	return handshake(c, pid)
+}
+
+// otherUser says whose a process is when that explains a denial.
+func otherUser(p *proc) string {
+	if p.uid >= 0 && p.uid != os.Getuid() && os.Getuid() != 0 {
+		return fmt.Sprintf(": owned by uid %d, you are uid %d (only the same user or root)", p.uid, os.Getuid())
+	}
+	return ""
+}
+
+// handshake says hello on c, a connection to pid's control server.
+func handshake(c net.Conn, pid int) (*client, error) {
 	cl := &client{c: c, pid: pid}
 	if err := cl.send(&ctlproto.Request{Op: ctlproto.OpHello, Version: ctlproto.Version}); err != nil {
+		// A server that refuses us says why before it closes: that beats EPIPE.
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		if _, rerr := cl.recv(); exitCode(rerr) == exitPermission {
+			err = rerr
+		}
 		c.Close()
-		return nil, cl.connErr(err)
+		return nil, err
 	}
 	r, err := cl.recv()
 	if err != nil {
@@ -73,8 +88,17 @@ func dial(pid int) (*client, error) {
 		c.Close()
 		return nil, fail(exitError, "pid %d: unexpected %s reply to hello", pid, r.Kind)
 	}
-	cl.hello = r
+	cl.hello, cl.nspid = r, r.Pid
 	return cl, nil
+}
+
+// nsNote is what to add to a process's name in listings when its pid in its own
+// namespace is not the one it has in ours.
+func (cl *client) nsNote() string {
+	if cl.nspid != 0 && cl.nspid != cl.pid {
+		return fmt.Sprintf(", pid %d in its namespace", cl.nspid)
+	}
+	return ""
 }
 
 // youngest is the age below which a process may still be about to bind its socket:
@@ -83,12 +107,12 @@ const youngest = time.Second
 
 // waitYoung waits for the socket of a process that is too young to have bound it,
 // so that "start a program, then sdtctl -p its pid" works.
-func waitYoung(pid int, path string) {
+func waitYoung(p *proc) {
 	for {
-		if _, err := os.Lstat(path); err == nil {
+		if _, err := p.find(); err == nil {
 			return
 		}
-		a, ok := age(pid)
+		a, ok := age(p.pid)
 		if !ok || a >= youngest {
 			return
 		}
@@ -156,27 +180,63 @@ func (cl *client) call(q *ctlproto.Request) (*ctlproto.Response, error) {
 	return cl.recv()
 }
 
-// procs lists the gosdt processes of this user whose control server answers, in pid
-// order. Sockets of dead processes are removed (a process does not remove its socket
-// when it is killed); our own is skipped.
+// procs lists the gosdt processes whose control server answers, in pid order:
+// this user's, and those in other mount or PID namespaces that we may reach (a
+// container's), each once. Sockets that no process serves any more are removed (a
+// process does not remove its socket when it is killed); our own is skipped.
 func procs() []*client {
+	conns := map[int]net.Conn{}
 	dir := ctlproto.Dir()
 	ents, _ := os.ReadDir(dir)
-	var pids []int
 	for _, e := range ents {
-		pid, ok := ctlproto.PidOf(e.Name())
-		switch {
-		case !ok || pid == os.Getpid():
-		case alive(pid):
-			pids = append(pids, pid)
-		default:
-			os.Remove(filepath.Join(dir, e.Name()))
+		n, ok := ctlproto.PidOf(e.Name())
+		if !ok || n == os.Getpid() {
+			continue
 		}
+		path := filepath.Join(dir, e.Name())
+		c, err := net.DialTimeout("unix", path, 5*time.Second)
+		if err != nil {
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				os.Remove(path)
+			}
+			continue
+		}
+		// The name is the pid in the server's PID namespace; the kernel tells ours.
+		pid := peerPid(c)
+		if pid == 0 {
+			pid = n
+		}
+		if pid == os.Getpid() || conns[pid] != nil {
+			c.Close()
+			continue
+		}
+		conns[pid] = c
 	}
-	sort.Ints(pids)
+	for _, pid := range foreign() {
+		if conns[pid] != nil {
+			continue
+		}
+		p, err := locate(pid)
+		if err != nil {
+			continue
+		}
+		if _, err := p.find(); err != nil {
+			continue
+		}
+		c, _, err := p.connect(5 * time.Second)
+		if err != nil {
+			continue
+		}
+		if server := peerPid(c); server != 0 && server != pid {
+			c.Close()
+			continue
+		}
+		conns[pid] = c
+	}
+	pids := slices.Sorted(maps.Keys(conns))
 	var out []*client
 	for _, pid := range pids {
-		if cl, err := dial(pid); err == nil {
+		if cl, err := handshake(conns[pid], pid); err == nil {
 			out = append(out, cl)
 		}
 	}
@@ -208,7 +268,7 @@ func (o *opts) targets(all bool) ([]*client, error) {
 		return keep, nil
 	}
 	if len(ps) == 0 {
-		return nil, fail(exitNoProcess, "no gosdt process of uid %d found (in %s)", os.Getuid(), ctlproto.Dir())
+		return nil, fail(exitNoProcess, "no gosdt process of uid %d found (in %s), nor one in another namespace that uid %d may reach", os.Getuid(), ctlproto.Dir(), os.Getuid())
 	}
 	if !all && len(ps) > 1 {
 		var pids []int

@@ -35,9 +35,9 @@ func cmdPs(args []string, stdout, stderr io.Writer) error {
 	for _, cl := range ps {
 		h := cl.hello
 		if o.json {
-			printJSON(stdout, map[string]any{"pid": h.Pid, "command": h.Command, "probes": h.NProbes, "sites_on": h.SitesOn})
+			printJSON(stdout, map[string]any{"pid": cl.pid, "ns_pid": h.Pid, "command": h.Command, "probes": h.NProbes, "sites_on": h.SitesOn})
 		} else {
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\n", h.Pid, h.Command, h.NProbes, h.SitesOn)
+			fmt.Fprintf(tw, "%d\t%s%s\t%d\t%d\n", cl.pid, h.Command, cl.nsNote(), h.NProbes, h.SitesOn)
 		}
 		cl.close()
 	}
@@ -93,7 +93,7 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 			}
 			continue
 		}
-		fmt.Fprintf(stdout, "pid %d (%s): %d probes\n", cl.pid, cl.hello.Command, len(r.Probes))
+		fmt.Fprintf(stdout, "pid %d (%s%s): %d probes\n", cl.pid, cl.hello.Command, cl.nsNote(), len(r.Probes))
 		printProbes(stdout, r.Probes)
 	}
 	return first

@@ -23,16 +23,6 @@ func alive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// ownerOf is the uid that owns pid (linux: /proc/PID).
-func ownerOf(pid int) (int, bool) {
-	fi, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
-	if err != nil {
-		return 0, false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return int(st.Uid), ok
-}
-
 // age is how long pid has run (linux: /proc/PID/stat's start time against
 // /proc/uptime, in the kernel's 10 ms ticks); false where it cannot be read.
 func age(pid int) (time.Duration, bool) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,9 +16,10 @@ import (
 
 // The control socket: $XDG_RUNTIME_DIR/gosdt/<pid>.sock or /tmp/gosdt-<uid>/<pid>.sock,
 // in a directory of mode 0700 that must belong to us; peers are checked with
-// SO_PEERCRED. It is made with raw system calls and served through os.File, whose
-// descriptors wait in the runtime's network poller: no package net, and an idle
-// server is one goroutine parked in the poller, no thread.
+// SO_PEERCRED (permitted: also from outside our user namespace). It is made with
+// raw system calls and served through os.File, whose descriptors wait in the
+// runtime's network poller: no package net, and an idle server is one goroutine
+// parked in the poller, no thread.
 
 var server struct {
 	sync.Mutex
@@ -84,7 +86,7 @@ func serveLocked() error {
 	if server.warned == nil {
 		server.warned = map[uint32]bool{}
 	}
-	go accept(ln)
+	go accept(ln, dir)
 	return nil
 }
 
@@ -168,8 +170,9 @@ func listen(path string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), path), nil
 }
 
-// accept serves each connection on its own goroutine, until ln is closed.
-func accept(ln *os.File) {
+// accept serves each connection on its own goroutine, until ln is closed; dir is
+// the socket's directory.
+func accept(ln *os.File, dir string) {
 	rc, err := ln.SyscallConn()
 	if err != nil {
 		warnf("accept: %v", err)
@@ -196,7 +199,7 @@ func accept(ln *os.File) {
 		}
 		cred, err := unix.GetsockoptUcred(nfd, unix.SOL_SOCKET, unix.SO_PEERCRED)
 		c := os.NewFile(uintptr(nfd), "sdtctl")
-		if err != nil || !permitted(c, cred) {
+		if err != nil || !permitted(c, cred, dir) {
 			c.Close()
 			continue
 		}
@@ -204,10 +207,16 @@ func accept(ln *os.File) {
 	}
 }
 
-// permitted checks the peer's uid: ours or root. A refused uid is told why, and
-// logged once.
-func permitted(c *os.File, cred *unix.Ucred) bool {
-	if cred.Uid == 0 || int(cred.Uid) == os.Getuid() {
+// permitted checks the peer's uid, which the kernel translated into our user
+// namespace: ours, or root of our namespace (a root or the same uid outside it that
+// maps to those, too). In a nested user namespace, a peer whose uid has no mapping
+// here (root of the host reaching into a container that a user made) arrives as the
+// overflow uid (65534): it is let in while our directory is still ours and 0700, for
+// a peer that is not our uid came through it only with a capability over our uid
+// (CAP_DAC_OVERRIDE). Anyone else is refused.
+// A refused uid is told why, and logged once.
+func permitted(c *os.File, cred *unix.Ucred, dir string) bool {
+	if cred.Uid == 0 || int(cred.Uid) == os.Getuid() || cred.Uid == overflowUID() && private(dir) {
 		return true
 	}
 	server.Lock()
@@ -217,8 +226,33 @@ func permitted(c *os.File, cred *unix.Ucred) bool {
 	if first {
 		warnf("refused a client with uid %d (pid %d): only uid %d or root", cred.Uid, cred.Pid, os.Getuid())
 	}
+	why := ""
+	if cred.Uid == overflowUID() {
+		why = fmt.Sprintf("; a uid of an enclosing user namespace is let in only while %s is private", dir)
+	}
 	c.SetWriteDeadline(time.Now().Add(time.Second))
 	ctlproto.WriteFrame(c, ctlproto.ErrorResponse(ctlproto.Errorf(ctlproto.CodePermission,
-		"uid %d may not control pid %d (owned by uid %d)", cred.Uid, os.Getpid(), os.Getuid())))
+		"uid %d may not control pid %d (owned by uid %d%s)", cred.Uid, os.Getpid(), os.Getuid(), why)))
 	return false
+}
+
+// overflowUID is the uid the kernel reports for a uid without a mapping in our user
+// namespace; in the initial namespace, which maps every uid, no uid (-1).
+var overflowUID = sync.OnceValue(func() uint32 {
+	if m, err := os.ReadFile("/proc/self/uid_map"); err != nil || strings.Join(strings.Fields(string(m)), " ") == "0 0 4294967295" {
+		return ^uint32(0)
+	}
+	b, err := os.ReadFile("/proc/sys/kernel/overflowuid")
+	if n, err2 := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32); err == nil && err2 == nil {
+		return uint32(n)
+	}
+	return 65534
+})
+
+// private reports whether dir is still our directory of mode 0700, as controlDir
+// made sure when we bound the socket in it.
+func private(dir string) bool {
+	var st unix.Stat_t
+	return unix.Lstat(dir, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR &&
+		int(st.Uid) == os.Getuid() && st.Mode&0o077 == 0
 }
