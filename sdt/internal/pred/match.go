@@ -50,12 +50,15 @@ type ins struct {
 }
 
 // Match reports whether a fire's arguments satisfy the predicate. It neither
-// allocates nor locks. a holds the fires of the probe the program was compiled for; an
-// argument of another kind than the predicate compares (an fbt argument of kind
-// Unknown, or a probe with other arguments) makes the fire not match.
+// allocates nor locks. a holds the fires of the probe the program was compiled for; a
+// fire that lacks an argument the predicate compares, or has it of another kind (an
+// fbt argument of kind Unknown, a fire of another probe), does not match.
 func (p *Program) Match(a *bridge.Args) bool {
 	if p == nil {
 		return true
+	}
+	if a.N < p.need {
+		return false
 	}
 	code := p.code
 	pc := 0
@@ -227,6 +230,18 @@ func cmpFloatFrac(t, f float64) uint8 {
 		return gt
 	}
 	return eq
+}
+
+func need(n *node) int {
+	switch n.kind {
+	case nArg:
+		return int(n.arg) + 1
+	case nLit:
+		return 0
+	case nNot:
+		return need(n.l)
+	}
+	return max(need(n.l), need(n.r))
 }
 
 // gen compiles the tree into tests and forward jumps.
