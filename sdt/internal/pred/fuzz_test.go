@@ -30,6 +30,9 @@ func FuzzCompile(f *testing.F) {
 			if !ok || e.Pos < 0 || e.Pos > len(src) || e.Expr != src || e.Msg == "" {
 				t.Fatalf("%q: bad error %#v", src, err)
 			}
+			if strings.ContainsFunc(e.Error(), func(r rune) bool { return r < ' ' || r == 0x7f }) {
+				t.Fatalf("%q: Error is not one printable line: %q", src, e.Error())
+			}
 			if c := e.Caret(); strings.Count(c, "\n") != 1 {
 				t.Fatalf("%q: Caret is not two lines: %q", src, c)
 			}

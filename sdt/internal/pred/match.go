@@ -80,12 +80,12 @@ func (p *Program) Match(a *bridge.Args) bool {
 			if a.Kinds[in.x] != bridge.Int {
 				return false
 			}
-			c = in.mask & cmpInt(int64(a.Slots[in.x]), int64(in.k))
+			c = in.mask & cmp3(int64(a.Slots[in.x]), int64(in.k))
 		case opUint:
 			if a.Kinds[in.x] != bridge.Uint {
 				return false
 			}
-			c = in.mask & cmpUint(a.Slots[in.x], in.k)
+			c = in.mask & cmp3(a.Slots[in.x], in.k)
 		case opStrEq:
 			if a.Kinds[in.x] != bridge.String {
 				return false
@@ -139,17 +139,8 @@ func equal(s, t string) bool {
 	return true
 }
 
-func cmpInt(x, y int64) uint8 {
-	switch {
-	case x < y:
-		return lt
-	case x > y:
-		return gt
-	}
-	return eq
-}
-
-func cmpUint(x, y uint64) uint8 {
+// cmp3 is the outcome of x against y, neither a NaN.
+func cmp3[T int64 | uint64 | float64](x, y T) uint8 {
 	switch {
 	case x < y:
 		return lt
@@ -171,7 +162,7 @@ func compare(x, y value) (uint8, bool) {
 	case cStr:
 		return lt << (strings.Compare(x.s, y.s) + 1), true
 	case cBool:
-		return cmpUint(x.bits&1, y.bits&1), true
+		return cmp3(x.bits&1, y.bits&1), true
 	}
 	if x.kind == bridge.Float || y.kind == bridge.Float {
 		if y.kind == bridge.Float && x.kind != bridge.Float {
@@ -181,13 +172,13 @@ func compare(x, y value) (uint8, bool) {
 	}
 	switch {
 	case x.kind == y.kind && x.kind == bridge.Int:
-		return cmpInt(int64(x.bits), int64(y.bits)), true
+		return cmp3(int64(x.bits), int64(y.bits)), true
 	case x.kind == bridge.Int && int64(x.bits) < 0:
 		return lt, true // y is a Uint
 	case y.kind == bridge.Int && int64(y.bits) < 0:
 		return gt, true // x is a Uint
 	}
-	return cmpUint(x.bits, y.bits), true
+	return cmp3(x.bits, y.bits), true
 }
 
 // flip is the outcome of y against x from that of x against y.
@@ -209,15 +200,10 @@ func cmpFloat(f float64, y value) uint8 {
 		return unordered
 	case y.kind == bridge.Float:
 		g := math.Float64frombits(y.bits)
-		switch {
-		case g != g:
+		if g != g {
 			return unordered
-		case f < g:
-			return lt
-		case f > g:
-			return gt
 		}
-		return eq
+		return cmp3(f, g)
 	case y.kind == bridge.Int || y.bits <= math.MaxInt64:
 		switch {
 		case f < -(1 << 63):
@@ -226,10 +212,10 @@ func cmpFloat(f float64, y value) uint8 {
 			return gt
 		}
 		// In range, f's integer part is exact as an int64; its fraction breaks a tie.
-		if o := cmpInt(int64(f), int64(y.bits)); o != eq {
+		if o := cmp3(int64(f), int64(y.bits)); o != eq {
 			return o
 		}
-		return flip(cmpFloatFrac(float64(int64(f)), f))
+		return cmp3(f, float64(int64(f)))
 	}
 	// y is a Uint above MaxInt64.
 	switch {
@@ -238,18 +224,7 @@ func cmpFloat(f float64, y value) uint8 {
 	case f >= 1<<64:
 		return gt
 	}
-	return cmpUint(uint64(f), y.bits) // f is integral this large
-}
-
-// cmpFloatFrac is the outcome of t, f's integer part, against f.
-func cmpFloatFrac(t, f float64) uint8 {
-	switch {
-	case t < f:
-		return lt
-	case t > f:
-		return gt
-	}
-	return eq
+	return cmp3(uint64(f), y.bits) // f is integral this large
 }
 
 func need(n *node) int {

@@ -104,7 +104,7 @@ func (p *parser) describe() string {
 	case tEOF:
 		return "end of expression"
 	case tStr:
-		return "string " + quote(p.lit.s)
+		return "string " + strconv.Quote(p.lit.s)
 	}
 	return strconv.Quote(p.text)
 }
@@ -393,7 +393,11 @@ func (p *parser) string() error {
 			case 't':
 				b = append(b, '\t')
 			default:
-				return p.errAt(i-1, "unknown escape \\"+string(rune(s[i]))+`: strings know \" \\ \n \t`)
+				esc := s[i-1 : i+1]
+				if s[i] < ' ' || s[i] >= 0x7f {
+					esc = strconv.Quote(esc)
+				}
+				return p.errAt(i-1, "unknown escape "+esc+`: strings know \" \\ \n \t`)
 			}
 		default:
 			b = append(b, c)
