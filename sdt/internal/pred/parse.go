@@ -21,12 +21,13 @@ const (
 // node is the parsed predicate. Every node keeps its source position so that type
 // errors, found after parsing, still point at the offending operand.
 type node struct {
-	kind nodeKind
-	pos  int
-	op   uint8 // nCmp: index in cmpOps
-	arg  uint8 // nArg
-	lit  value // nLit
-	l, r *node // nOr, nAnd, nCmp; nNot uses l
+	kind  nodeKind
+	pos   int   // of the operator, or of the operand
+	start int   // of the whole, parentheses included
+	op    uint8 // nCmp: index in cmpOps
+	arg   uint8 // nArg
+	lit   value // nLit
+	l, r  *node // nOr, nAnd, nCmp; nNot uses l
 }
 
 // cmpOps are the comparison operators, with the outcomes of a comparison for which
@@ -103,7 +104,7 @@ func (p *parser) describe() string {
 	case tEOF:
 		return "end of expression"
 	case tStr:
-		return "string " + quote(p.lit.s)
+		return "string " + strconv.Quote(p.lit.s)
 	}
 	return strconv.Quote(p.text)
 }
@@ -117,7 +118,7 @@ func (p *parser) or() (*node, error) {
 		}
 		var r *node
 		if r, err = p.and(); err == nil {
-			l = &node{kind: nOr, pos: pos, l: l, r: r}
+			l = &node{kind: nOr, pos: pos, start: l.start, l: l, r: r}
 		}
 	}
 	return l, err
@@ -132,7 +133,7 @@ func (p *parser) and() (*node, error) {
 		}
 		var r *node
 		if r, err = p.cmp(); err == nil {
-			l = &node{kind: nAnd, pos: pos, l: l, r: r}
+			l = &node{kind: nAnd, pos: pos, start: l.start, l: l, r: r}
 		}
 	}
 	return l, err
@@ -154,7 +155,7 @@ func (p *parser) cmp() (*node, error) {
 	if p.tok == tCmp {
 		return nil, p.errAt(p.pos, "comparisons do not chain: join them with && or ||")
 	}
-	return &node{kind: nCmp, pos: pos, op: op, l: l, r: r}, nil
+	return &node{kind: nCmp, pos: pos, start: l.start, op: op, l: l, r: r}, nil
 }
 
 func (p *parser) unary() (*node, error) {
@@ -175,7 +176,7 @@ func (p *parser) unary() (*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &node{kind: nNot, pos: pos, l: x}, nil
+		return &node{kind: nNot, pos: pos, start: pos, l: x}, nil
 	case tLParen:
 		if err := p.next(); err != nil {
 			return nil, err
@@ -190,11 +191,12 @@ func (p *parser) unary() (*node, error) {
 			}
 			return nil, p.errAt(p.pos, "expected ) or an operator, found "+p.describe())
 		}
+		x.start = pos
 		return x, p.next()
 	case tIdent:
 		return p.ident()
 	case tInt, tStr:
-		n := &node{kind: nLit, pos: pos, lit: p.lit}
+		n := &node{kind: nLit, pos: pos, start: pos, lit: p.lit}
 		return n, p.next()
 	}
 	return nil, p.errAt(pos, "expected an argument, a literal, ! or (, found "+p.describe())
@@ -202,7 +204,7 @@ func (p *parser) unary() (*node, error) {
 
 func (p *parser) ident() (*node, error) {
 	pos, name := p.pos, p.text
-	n := &node{kind: nArg, pos: pos}
+	n := &node{kind: nArg, pos: pos, start: pos}
 	switch i, ok := lookup(name, p.args); {
 	case name == "true" || name == "false":
 		n.kind, n.lit = nLit, value{kind: bridge.Bool}
@@ -391,7 +393,11 @@ func (p *parser) string() error {
 			case 't':
 				b = append(b, '\t')
 			default:
-				return p.errAt(i-1, "unknown escape \\"+string(rune(s[i]))+`: strings know \" \\ \n \t`)
+				esc := s[i-1 : i+1]
+				if s[i] < ' ' || s[i] >= 0x7f {
+					esc = strconv.Quote(esc)
+				}
+				return p.errAt(i-1, "unknown escape "+esc+`: strings know \" \\ \n \t`)
 			}
 		default:
 			b = append(b, c)
@@ -468,7 +474,7 @@ func check(src string, n *node, args []Arg) *Error {
 	}
 	for _, o := range []*node{n.l, n.r} {
 		if o.kind != nArg && o.kind != nLit {
-			return &Error{Expr: src, Pos: o.pos, Msg: cmpOps[n.op].text + " compares arguments and literals, not conditions"}
+			return &Error{Expr: src, Pos: o.start, Msg: cmpOps[n.op].text + " compares arguments and literals, not conditions"}
 		}
 	}
 	cl, cr := n.l.class(args), n.r.class(args)

@@ -50,6 +50,7 @@ func (e *Error) Caret() string {
 // goroutines at once. A nil *Program matches every fire.
 type Program struct {
 	code []ins
+	need int    // arguments a fire must have: 1 + the highest index compared
 	src  string // canonical
 }
 
@@ -65,7 +66,7 @@ func Compile(src string, args []Arg) (*Program, error) {
 	if err := check(src, n, args); err != nil {
 		return nil, err
 	}
-	return &Program{code: gen(n, args), src: format(n, args)}, nil
+	return &Program{code: gen(n, args), need: need(n), src: format(n, args)}, nil
 }
 
 // String is the predicate in canonical form: Compile of it gives the same program.
