@@ -3,7 +3,6 @@ package sled
 import (
 	"bytes"
 	"runtime/debug"
-	"sort"
 	"strings"
 )
 
@@ -17,76 +16,120 @@ import (
 // `sdtctl toolexec -rules` instrumented: its traced copies are named
 // pkg.__sdt_fbt<i>_<j>t. Searching only those spares the start-up most of the text
 // (hello world with one probe: 1.1 MB of text, almost all of it the runtime and fmt).
-// Where the build info or the function names are not there (a GOPATH build, names
-// that do not check out), discovery searches all of it. A site that a search misses
+// Of those functions only the ones whose inline tree names a function of package sdt
+// can hold a site, and package sdt's own, and the traced copies (inltree.go): in a
+// large program with few sites that spares the first read of almost all its text.
+// Where the inline trees cannot be read, discovery searches all the functions of those
+// packages; where the build info or the function names are not there either (a GOPATH
+// build, names that do not check out), all the text. A site that a search misses
 // would still work, through its branch check.
 
 // fbtCopy marks the traced copies of functions instrumented by rules (internal/fbt).
 var fbtCopy = []byte(".__sdt_fbt")
 
 // searchRanges returns the parts of the text, as offsets [lo, hi) sorted and merged,
-// that can hold probe sites; nil when it cannot tell (search everything).
-func (l Layout) searchRanges() [][2]int {
-	mods := programModules()
-	if mods == nil || len(l.funcs) < 2 || l.funcnames == nil {
-		return nil
+// that can hold probe sites, nil when it cannot tell (search everything), and how it
+// chose them (Table.Search). Of the functions of the packages that can hold sites, it
+// keeps those that inlined a function of package sdt, the fbt copies, and package sdt's
+// own (a Probe body that was not inlined: refused, but listed); when the inline trees
+// cannot be read, all of them.
+func (l Layout) searchRanges() ([][2]int, string) {
+	return l.searchRangesOf(programModules(), true)
+}
+
+// searchRangesOf is searchRanges for a program of modules mods (nil: no build info),
+// checking first that the inline trees read as the runtime's if live.
+func (l Layout) searchRangesOf(mods []string, live bool) ([][2]int, string) {
+	if len(l.funcs) < 2 || l.funcnames == nil {
+		return nil, "all the text: function names unknown"
 	}
-	type pkgRuns struct {
-		holds bool
-		runs  [][2]int
+	why := l.inl.why
+	if why == "" && live {
+		if err := l.checkInlineTrees(); err != nil {
+			why = err.Error()
+		}
 	}
-	byPkg := map[string]*pkgRuns{}
-	var cur *pkgRuns
+	if mods == nil && why != "" {
+		return nil, "all the text: no build info, no inline trees (" + why + ")"
+	}
+	// Which packages can hold sites: a traced copy makes its package one.
+	holds := map[string]bool{}
 	var curPkg []byte
 	for i := 0; i < len(l.funcs)-1; i++ {
 		name := l.funcName(i)
 		if name == nil {
-			return nil
+			return nil, "all the text: function names unknown"
 		}
 		pkg := packageOf(name)
-		if cur == nil || !bytes.Equal(pkg, curPkg) {
-			if cur = byPkg[string(pkg)]; cur == nil {
-				cur = &pkgRuns{holds: mayHoldSites(string(pkg), mods)}
-				byPkg[string(pkg)] = cur
+		if curPkg == nil || !bytes.Equal(pkg, curPkg) {
+			if _, ok := holds[string(pkg)]; !ok {
+				holds[string(pkg)] = mods == nil || mayHoldSites(string(pkg), mods)
 			}
 			curPkg = pkg
 		}
-		if !cur.holds && bytes.Contains(name, fbtCopy) {
-			cur.holds = true
+		if bytes.Contains(name, fbtCopy) {
+			holds[string(pkg)] = true
+		}
+	}
+	if why == "" {
+		r, err := l.searchFuncs(holds, true)
+		if err == nil {
+			return r, "functions that inlined package sdt's (inline trees)"
+		}
+		why = err.Error()
+	}
+	r, _ := l.searchFuncs(holds, false)
+	return r, "functions of the program's modules (inline trees unread: " + why + ")"
+}
+
+// searchFuncs returns the text of the functions of the packages that holds says can
+// hold sites, only those that inlined package sdt's functions (or are sdt's, or fbt
+// copies) if byInline, as offsets [lo, hi) sorted and merged; never nil.
+func (l Layout) searchFuncs(holds map[string]bool, byInline bool) ([][2]int, error) {
+	prefix := []byte(probePackage + ".")
+	out := [][2]int{}
+	var curPkg []byte
+	var held, probePkg bool
+	for i := 0; i < len(l.funcs)-1; i++ {
+		name := l.funcName(i)
+		if pkg := packageOf(name); curPkg == nil || !bytes.Equal(pkg, curPkg) {
+			held, probePkg, curPkg = holds[string(pkg)], string(pkg) == probePackage, pkg
+		}
+		if !held {
+			continue
+		}
+		if byInline && !probePkg && !bytes.Contains(name, fbtCopy) {
+			inlines, err := l.inlinesProbe(i, prefix)
+			if err != nil {
+				return nil, err
+			}
+			if !inlines {
+				continue
+			}
 		}
 		lo, hi := int(l.funcs[i].entryoff), int(l.funcs[i+1].entryoff)
-		if n := len(cur.runs); n > 0 && cur.runs[n-1][1] == lo {
-			cur.runs[n-1][1] = hi
+		if n := len(out); n > 0 && out[n-1][1] == lo {
+			out[n-1][1] = hi
 		} else {
-			cur.runs = append(cur.runs, [2]int{lo, hi})
+			out = append(out, [2]int{lo, hi})
 		}
 	}
-	var out [][2]int
-	for _, p := range byPkg {
-		if p.holds {
-			out = append(out, p.runs...)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
-	merged := out[:0]
-	for _, r := range out {
-		if n := len(merged); n > 0 && merged[n-1][1] == r[0] {
-			merged[n-1][1] = r[1]
-		} else {
-			merged = append(merged, r)
-		}
-	}
-	if merged == nil {
-		merged = [][2]int{} // nothing can hold a site: search nothing, not everything
-	}
-	return merged
+	return out, nil
 }
 
 // programModules returns the module paths of the program's build info (the main module
 // and every dependency), or nil when there is none to read.
 func programModules() []string {
 	bi, ok := debug.ReadBuildInfo()
-	if !ok || bi.Main.Path == "" && bi.Path != "command-line-arguments" {
+	if !ok {
+		return nil
+	}
+	return modulesOf(bi)
+}
+
+// modulesOf returns the module paths of build info bi, nil if it names no main module.
+func modulesOf(bi *debug.BuildInfo) []string {
+	if bi.Main.Path == "" && bi.Path != "command-line-arguments" {
 		return nil
 	}
 	mods := []string{bi.Main.Path}
