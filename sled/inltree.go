@@ -73,11 +73,7 @@ func (l Layout) inlineTree(i int) (tree, pcs []byte, err error) {
 		return nil, nil, fmt.Errorf("function %d: inline tables at %d, %d out of bounds", i, pcOff, treeOff)
 	}
 	pcs = l.inl.pctab[pcOff:]
-	maxIndex := int32(-1)
-	err = eachValue(pcs, l.inl.quantum, func(_, _ uint32, v int32) bool {
-		maxIndex = max(maxIndex, v)
-		return true
-	})
+	maxIndex, err := maxValue(pcs)
 	if err != nil {
 		return nil, nil, fmt.Errorf("function %d: %v", i, err)
 	}
@@ -89,6 +85,36 @@ func (l Layout) inlineTree(i int) (tree, pcs []byte, err error) {
 		return nil, nil, fmt.Errorf("function %d: inline tree of %d calls out of bounds", i, maxIndex+1)
 	}
 	return l.inl.gofunc[treeOff:end], pcs, nil
+}
+
+// maxValue returns the largest value of a pc-value table: eachValue's loop, without
+// the pcs, for the many functions discovery reads at start.
+func maxValue(p []byte) (int32, error) {
+	val, most := int32(-1), int32(-1)
+	for first := true; ; first = false {
+		uv := uint32(0)
+		if len(p) > 0 && p[0] < 0x80 {
+			uv, p = uint32(p[0]), p[1:]
+		} else {
+			v, n := binary.Uvarint(p)
+			if n <= 0 || v > 1<<32-1 {
+				return 0, fmt.Errorf("pc-value table: bad varint")
+			}
+			uv, p = uint32(v), p[n:]
+		}
+		if uv == 0 && !first {
+			return most, nil
+		}
+		val += int32(-(uv & 1) ^ (uv >> 1))
+		most = max(most, val)
+		if len(p) > 0 && p[0] < 0x80 { // the pc delta
+			p = p[1:]
+		} else if _, n := binary.Uvarint(p); n > 0 {
+			p = p[n:]
+		} else {
+			return 0, fmt.Errorf("pc-value table: bad varint")
+		}
+	}
 }
 
 // eachValue calls do(lo, hi, v) for each run of a pc-value table (pcs [lo, hi) from the
@@ -137,11 +163,11 @@ func (l Layout) callName(tree []byte, k int) []byte {
 func (l Layout) inlinesProbe(i int, prefix []byte) (bool, error) {
 	tree, _, err := l.inlineTree(i)
 	for k := 0; k < len(tree)/inlinedCallSize; k++ {
-		name := l.callName(tree, k)
-		if name == nil {
+		off := int32(binary.NativeEndian.Uint32(tree[k*inlinedCallSize+inlinedCallName:]))
+		if off < 0 || int(off) >= len(l.funcnames) {
 			return false, fmt.Errorf("function %d: inlined call %d: name out of the name table", i, k)
 		}
-		if bytes.HasPrefix(name, prefix) {
+		if bytes.HasPrefix(l.funcnames[off:], prefix) {
 			return true, nil
 		}
 	}

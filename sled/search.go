@@ -2,7 +2,9 @@ package sled
 
 import (
 	"bytes"
+	"runtime"
 	"runtime/debug"
+	"sort"
 	"strings"
 )
 
@@ -16,11 +18,13 @@ import (
 // `sdtctl toolexec -rules` instrumented: its traced copies are named
 // pkg.__sdt_fbt<i>_<j>t. Searching only those spares the start-up most of the text
 // (hello world with one probe: 1.1 MB of text, almost all of it the runtime and fmt).
-// Of those functions only the ones whose inline tree names a function of package sdt
-// can hold a site, and package sdt's own, and the traced copies (inltree.go): in a
-// large program with few sites that spares the first read of almost all its text.
-// Where the inline trees cannot be read, discovery searches all the functions of those
-// packages; where the build info or the function names are not there either (a GOPATH
+// But a site is always the flag check of one of package sdt's functions inlined into
+// another (package sdt itself reads flags only through pointers, which are no sites),
+// so only the functions whose inline tree names a function of sdt can hold one
+// (inltree.go): in a large program with few sites that spares the first read of
+// almost all its text, and needs neither the build info nor the names. Where the
+// inline trees cannot be read, discovery searches all the functions of the packages
+// above; where the build info or the function names are not there either (a GOPATH
 // build, names that do not check out), all the text. A site that a search misses
 // would still work, through its branch check.
 
@@ -29,10 +33,9 @@ var fbtCopy = []byte(".__sdt_fbt")
 
 // searchRanges returns the parts of the text, as offsets [lo, hi) sorted and merged,
 // that can hold probe sites, nil when it cannot tell (search everything), and how it
-// chose them (Table.Search). Of the functions of the packages that can hold sites, it
-// keeps those that inlined a function of package sdt, the fbt copies, and package sdt's
-// own (a Probe body that was not inlined: refused, but listed); when the inline trees
-// cannot be read, all of them.
+// chose them (Table.Search): the functions whose inline tree names a function of
+// package sdt, or where the inline trees cannot be read, those of the packages that
+// can hold sites.
 func (l Layout) searchRanges() ([][2]int, string) {
 	return l.searchRangesOf(programModules(), true)
 }
@@ -49,72 +52,113 @@ func (l Layout) searchRangesOf(mods []string, live bool) ([][2]int, string) {
 			why = err.Error()
 		}
 	}
-	if mods == nil && why != "" {
-		return nil, "all the text: no build info, no inline trees (" + why + ")"
-	}
-	// Which packages can hold sites: a traced copy makes its package one.
-	holds := map[string]bool{}
-	var curPkg []byte
-	for i := 0; i < len(l.funcs)-1; i++ {
-		name := l.funcName(i)
-		if name == nil {
-			return nil, "all the text: function names unknown"
-		}
-		pkg := packageOf(name)
-		if curPkg == nil || !bytes.Equal(pkg, curPkg) {
-			if _, ok := holds[string(pkg)]; !ok {
-				holds[string(pkg)] = mods == nil || mayHoldSites(string(pkg), mods)
-			}
-			curPkg = pkg
-		}
-		if bytes.Contains(name, fbtCopy) {
-			holds[string(pkg)] = true
-		}
-	}
 	if why == "" {
-		r, err := l.searchFuncs(holds, true)
+		r, err := l.inliners()
 		if err == nil {
 			return r, "functions that inlined package sdt's (inline trees)"
 		}
 		why = err.Error()
 	}
-	r, _ := l.searchFuncs(holds, false)
+	if mods == nil {
+		return nil, "all the text: no build info, no inline trees (" + why + ")"
+	}
+	r := l.packageFuncs(mods)
+	if r == nil {
+		return nil, "all the text: function names unknown"
+	}
 	return r, "functions of the program's modules (inline trees unread: " + why + ")"
 }
 
-// searchFuncs returns the text of the functions of the packages that holds says can
-// hold sites, only those that inlined package sdt's functions (or are sdt's, or fbt
-// copies) if byInline, as offsets [lo, hi) sorted and merged; never nil.
-func (l Layout) searchFuncs(holds map[string]bool, byInline bool) ([][2]int, error) {
+// minInlinersPerWorker is the fewest functions worth a goroutine of their own when
+// reading inline trees: most of the time goes in first reads of the function table.
+var minInlinersPerWorker = 8192
+
+// inliners returns the text of the functions whose inline tree names a function of
+// package sdt, as offsets [lo, hi) sorted and merged; never nil. It reads no function
+// name, only each function's _func record and, for those that inlined anything, their
+// inline tree: on several goroutines in a large program.
+func (l Layout) inliners() ([][2]int, error) {
 	prefix := []byte(probePackage + ".")
-	out := [][2]int{}
-	var curPkg []byte
-	var held, probePkg bool
-	for i := 0; i < len(l.funcs)-1; i++ {
-		name := l.funcName(i)
-		if pkg := packageOf(name); curPkg == nil || !bytes.Equal(pkg, curPkg) {
-			held, probePkg, curPkg = holds[string(pkg)], string(pkg) == probePackage, pkg
-		}
-		if !held {
-			continue
-		}
-		if byInline && !probePkg && !bytes.Contains(name, fbtCopy) {
+	n := len(l.funcs) - 1
+	workers := max(1, min(runtime.GOMAXPROCS(0), n/minInlinersPerWorker))
+	parts := make([][][2]int, workers)
+	errs := make([]error, workers)
+	inParallel(workers, workers, func(_, w int) {
+		out := [][2]int{}
+		for i := w * n / workers; i < (w+1)*n/workers; i++ {
 			inlines, err := l.inlinesProbe(i, prefix)
 			if err != nil {
-				return nil, err
+				errs[w] = err
+				return
 			}
-			if !inlines {
-				continue
+			if inlines {
+				out = appendRange(out, int(l.funcs[i].entryoff), int(l.funcs[i+1].entryoff))
 			}
 		}
-		lo, hi := int(l.funcs[i].entryoff), int(l.funcs[i+1].entryoff)
-		if n := len(out); n > 0 && out[n-1][1] == lo {
-			out[n-1][1] = hi
-		} else {
-			out = append(out, [2]int{lo, hi})
+		parts[w] = out
+	})
+	out := [][2]int{}
+	for w, p := range parts {
+		if errs[w] != nil {
+			return nil, errs[w]
+		}
+		for _, r := range p {
+			out = appendRange(out, r[0], r[1])
 		}
 	}
 	return out, nil
+}
+
+// appendRange appends [lo, hi) to ranges sorted and merged, which end at or before lo.
+func appendRange(ranges [][2]int, lo, hi int) [][2]int {
+	if n := len(ranges); n > 0 && ranges[n-1][1] == lo {
+		ranges[n-1][1] = hi
+		return ranges
+	}
+	return append(ranges, [2]int{lo, hi})
+}
+
+// packageFuncs returns the text of the functions of the packages that can hold sites
+// in a program of modules mods, and of those that rules instrumented, sorted and
+// merged (never nil), or nil if a function's name cannot be read.
+func (l Layout) packageFuncs(mods []string) [][2]int {
+	type pkgRuns struct {
+		holds bool
+		runs  [][2]int
+	}
+	byPkg := map[string]*pkgRuns{}
+	var cur *pkgRuns
+	var curPkg []byte
+	for i := 0; i < len(l.funcs)-1; i++ {
+		name := l.funcName(i)
+		if name == nil {
+			return nil
+		}
+		pkg := packageOf(name)
+		if cur == nil || !bytes.Equal(pkg, curPkg) {
+			if cur = byPkg[string(pkg)]; cur == nil {
+				cur = &pkgRuns{holds: mayHoldSites(string(pkg), mods)}
+				byPkg[string(pkg)] = cur
+			}
+			curPkg = pkg
+		}
+		if !cur.holds && bytes.Contains(name, fbtCopy) {
+			cur.holds = true
+		}
+		cur.runs = appendRange(cur.runs, int(l.funcs[i].entryoff), int(l.funcs[i+1].entryoff))
+	}
+	var out [][2]int
+	for _, p := range byPkg {
+		if p.holds {
+			out = append(out, p.runs...)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	merged := [][2]int{} // nothing can hold a site: search nothing, not everything
+	for _, r := range out {
+		merged = appendRange(merged, r[0], r[1])
+	}
+	return merged
 }
 
 // programModules returns the module paths of the program's build info (the main module
