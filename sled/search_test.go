@@ -156,3 +156,43 @@ func TestSearchFindsEverySite(t *testing.T) {
 	}
 	t.Logf("ranges: %d candidates, whole text: %d; %d sites", part.Candidates, all.Candidates, len(part.Sites))
 }
+
+// TestMaxValue: the fast reading of a pc-value table's largest value agrees with the
+// plain one on every inline index table of this test binary.
+func TestMaxValue(t *testing.T) {
+	l := Self()
+	if len(l.funcs) == 0 || l.inl.why != "" {
+		t.Skipf("no inline trees read on %s/%s: %s", runtime.GOOS, runtime.GOARCH, l.inl.why)
+	}
+	tables := 0
+	for i := 0; i < len(l.funcs)-1; i++ {
+		_, pcs, err := l.inlineTree(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pcs == nil {
+			continue
+		}
+		tables++
+		want := int32(-1)
+		if err := eachValue(pcs, l.inl.quantum, func(_, _ uint32, v int32) bool { want = max(want, v); return true }); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := maxValue(pcs); got != want || err != nil {
+			t.Fatalf("%s: maxValue %d, %v; want %d", l.funcName(i), got, err, want)
+		}
+	}
+	if tables == 0 {
+		t.Fatal("no function with an inline tree")
+	}
+	t.Logf("%d inline index tables of %d functions", tables, len(l.funcs)-1)
+}
+
+// BenchmarkSearchRanges: choosing the functions to search in this test binary, from
+// tables already read once (the first read of a page at start costs more).
+func BenchmarkSearchRanges(b *testing.B) {
+	l := Self()
+	for b.Loop() {
+		l.searchRanges()
+	}
+}
