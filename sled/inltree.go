@@ -175,54 +175,51 @@ func (l Layout) inlinesProbe(i int, prefix []byte) (bool, error) {
 }
 
 // checkInlineTrees checks that this code reads the inline trees as the runtime does:
-// for the first pcs in inlined code of a few functions (some at the start of the
-// function table, some from its middle) the innermost inlined call it reads is the
-// function the runtime's CallersFrames names there. It returns nil when at least one
-// pc was compared and all agreed.
+// for the first pcs in inlined code of the first few functions that have some (the
+// runtime's, in every program) the innermost inlined call it reads is the function
+// the runtime's CallersFrames names there. It returns nil when some pcs were compared
+// and all agreed.
 func (l Layout) checkInlineTrees() error {
+	const enough = 3
 	compared := 0
-	for _, from := range []int{0, len(l.funcs) / 2} {
-		seen := 0
-		for i := from; i < len(l.funcs)-1 && seen < 2; i++ {
-			tree, pcs, err := l.inlineTree(i)
-			if err != nil {
-				return err
-			}
-			if tree == nil {
-				continue
-			}
-			// The first run in inlined code whose call is an ordinary function (the
-			// runtime elides wrappers) and has a name as the runtime prints it (no
-			// generic type arguments, which it prints as "[...]").
-			var pc uint32
-			var want []byte
-			var bad error
-			eachValue(pcs, l.inl.quantum, func(lo, hi uint32, v int32) bool {
-				if v < 0 || lo == hi || tree[int(v)*inlinedCallSize] != 0 {
-					return true
-				}
-				if want = l.callName(tree, int(v)); want == nil {
-					bad = fmt.Errorf("function %d: inlined call %d: name out of the name table", i, v)
-				}
-				pc = lo
-				return false
-			})
-			if bad != nil {
-				return bad
-			}
-			if want == nil || bytes.IndexByte(want, '[') >= 0 {
-				continue
-			}
-			seen++
-			addr := l.Text + uintptr(l.funcs[i].entryoff) + uintptr(pc)
-			// CallersFrames wants return addresses (it looks up pc-1) and expands a pc's
-			// inline tree only while more pcs follow: hence +1 and the trailing 0.
-			f, _ := runtime.CallersFrames([]uintptr{addr + 1, 0}).Next()
-			if f.Function != string(want) {
-				return fmt.Errorf("inline tree of %s at %#x names %q, the runtime %q", l.funcName(i), addr, want, f.Function)
-			}
-			compared++
+	for i := 0; i < len(l.funcs)-1 && compared < enough; i++ {
+		tree, pcs, err := l.inlineTree(i)
+		if err != nil {
+			return err
 		}
+		if tree == nil {
+			continue
+		}
+		// The first run in inlined code whose call is an ordinary function (the
+		// runtime elides wrappers) and has a name as the runtime prints it (no
+		// generic type arguments, which it prints as "[...]").
+		var pc uint32
+		var want []byte
+		var bad error
+		eachValue(pcs, l.inl.quantum, func(lo, hi uint32, v int32) bool {
+			if v < 0 || lo == hi || tree[int(v)*inlinedCallSize] != 0 {
+				return true
+			}
+			if want = l.callName(tree, int(v)); want == nil {
+				bad = fmt.Errorf("function %d: inlined call %d: name out of the name table", i, v)
+			}
+			pc = lo
+			return false
+		})
+		if bad != nil {
+			return bad
+		}
+		if want == nil || bytes.IndexByte(want, '[') >= 0 {
+			continue
+		}
+		addr := l.Text + uintptr(l.funcs[i].entryoff) + uintptr(pc)
+		// CallersFrames wants return addresses (it looks up pc-1) and expands a pc's
+		// inline tree only while more pcs follow: hence +1 and the trailing 0.
+		f, _ := runtime.CallersFrames([]uintptr{addr + 1, 0}).Next()
+		if f.Function != string(want) {
+			return fmt.Errorf("inline tree of %s at %#x names %q, the runtime %q", l.funcName(i), addr, want, f.Function)
+		}
+		compared++
 	}
 	if compared == 0 {
 		return fmt.Errorf("no inlined call to compare with the runtime's")
