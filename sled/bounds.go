@@ -24,7 +24,7 @@ var lastmoduledatap unsafe.Pointer
 // moduleData mirrors the start of runtime.moduledata up to the bounds of bss, and on
 // to the base of the functions' funcdata (gofunc) in the layout of go1.20 and later,
 // whose pclntab has the magic pclntabMagic: only inline trees are read past ebss, and
-// only after inlineTrees has checked them (inltree.go).
+// only after checkInlineTrees has compared them with the runtime (inltree.go).
 type moduleData struct {
 	pcHeader                                                   uintptr
 	funcnametab, cutab, filetab, pctab, pclntable, ftab        [3]uintptr

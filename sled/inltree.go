@@ -37,8 +37,9 @@ const (
 	noFuncdata         = ^uint32(0)
 )
 
-// inlTables is what inline trees are read from, when checkInlineTrees has said they
-// can be; zero otherwise.
+// inlTables is where the inline trees are, when the pclntab's magic and bounds are
+// the layout this code reads (checkInlineTrees checks further before they are used);
+// otherwise only why says why not.
 type inlTables struct {
 	pctab   []byte // the pc-value tables
 	gofunc  []byte // funcdata, from moduledata.gofunc to the end of the pclntab
