@@ -2,6 +2,7 @@ package sled
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"runtime"
 	"unsafe"
@@ -20,12 +21,18 @@ import (
 //go:linkname lastmoduledatap runtime.lastmoduledatap
 var lastmoduledatap unsafe.Pointer
 
-// moduleData mirrors the start of runtime.moduledata up to the bounds of bss.
+// moduleData mirrors the start of runtime.moduledata up to the bounds of bss, and on
+// to the base of the functions' funcdata (gofunc) in the layout of go1.20 and later,
+// whose pclntab has the magic pclntabMagic: only inline trees are read past ebss, and
+// only after checkInlineTrees has compared them with the runtime (inltree.go).
 type moduleData struct {
 	pcHeader                                                   uintptr
 	funcnametab, cutab, filetab, pctab, pclntable, ftab        [3]uintptr
 	findfunctab, minpc, maxpc                                  uintptr
 	text, etext, noptrdata, enoptrdata, data, edata, bss, ebss uintptr
+	noptrbss, enoptrbss, covctrs, ecovctrs                     uintptr
+	end, gcdata, gcbss, types, etypes, rodata, gofunc          uintptr
+	epclntab                                                   uintptr
 }
 
 // inData and inBss are variables the linker puts in data (a pointer, initialised
@@ -83,7 +90,29 @@ func moduleBounds() (l Layout) {
 			break
 		}
 	}
+	l.inl = inlineTables(m)
 	return
+}
+
+// inlineTables returns where the functions' inline trees are, if the pclntab has the
+// layout this package reads (checked further by checkInlineTrees before use).
+func inlineTables(m *moduleData) inlTables {
+	if magic := *(*uint32)(at(m.pcHeader)); magic != pclntabMagic {
+		return inlTables{why: fmt.Sprintf("pclntab magic %#x, not %#x", magic, uint32(pclntabMagic))}
+	}
+	// The funcdata lie in the pclntab, after its tables (go1.26); the pctab too.
+	if m.gofunc < m.pcHeader || m.gofunc >= m.epclntab || m.pctab[0] < m.pcHeader || m.pctab[0]+m.pctab[1] > m.epclntab {
+		return inlTables{why: "funcdata or pc-value tables outside the pclntab"}
+	}
+	q := uint32(*(*uint8)(at(m.pcHeader + 6))) // pcHeader.minLC
+	if q == 0 {
+		return inlTables{why: "pclntab: no pc quantum"}
+	}
+	return inlTables{
+		pctab:   unsafe.Slice((*byte)(at(m.pctab[0])), m.pctab[1]),
+		gofunc:  unsafe.Slice((*byte)(at(m.gofunc)), m.epclntab-m.gofunc),
+		quantum: q,
+	}
 }
 
 // funcName returns the name of the i-th function of the function table, from the

@@ -47,8 +47,12 @@ func Scan(a *arch.Arch, src Source) *Table {
 		return t
 	}
 	search := src.Search
+	t.Search = src.SearchBy
 	if search == nil {
 		search = [][2]int{{0, len(text)}}
+		if t.Search == "" {
+			t.Search = "all the text"
+		}
 	}
 	for _, r := range search {
 		t.Searched += r[1] - r[0]

@@ -13,6 +13,7 @@ type Layout struct {
 	funcs       []functab // the runtime's function table, when Text is known
 	funcnames   []byte    // the runtime's function name table and
 	pclntable   []byte    // its _func records, when their names check out
+	inl         inlTables // where the functions' inline trees are
 }
 
 // Self returns the layout of the running executable.

@@ -2,6 +2,7 @@ package sled
 
 import (
 	"bytes"
+	"runtime"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -17,20 +18,110 @@ import (
 // `sdtctl toolexec -rules` instrumented: its traced copies are named
 // pkg.__sdt_fbt<i>_<j>t. Searching only those spares the start-up most of the text
 // (hello world with one probe: 1.1 MB of text, almost all of it the runtime and fmt).
-// Where the build info or the function names are not there (a GOPATH build, names
-// that do not check out), discovery searches all of it. A site that a search misses
+// But a site is always the flag check of one of package sdt's functions inlined into
+// another (package sdt itself reads flags only through pointers, which are no sites),
+// so only the functions whose inline tree names a function of sdt can hold one
+// (inltree.go): in a large program with few sites that spares the first read of
+// almost all its text, and needs neither the build info nor the names. Where the
+// inline trees cannot be read, discovery searches all the functions of the packages
+// above; where the build info or the function names are not there either (a GOPATH
+// build, names that do not check out), all the text. A site that a search misses
 // would still work, through its branch check.
 
 // fbtCopy marks the traced copies of functions instrumented by rules (internal/fbt).
 var fbtCopy = []byte(".__sdt_fbt")
 
 // searchRanges returns the parts of the text, as offsets [lo, hi) sorted and merged,
-// that can hold probe sites; nil when it cannot tell (search everything).
-func (l Layout) searchRanges() [][2]int {
-	mods := programModules()
-	if mods == nil || len(l.funcs) < 2 || l.funcnames == nil {
-		return nil
+// that can hold probe sites, nil when it cannot tell (search everything), and how it
+// chose them (Table.Search): the functions whose inline tree names a function of
+// package sdt, or where the inline trees cannot be read, those of the packages that
+// can hold sites.
+func (l Layout) searchRanges() ([][2]int, string) {
+	return l.searchRangesOf(programModules(), true)
+}
+
+// searchRangesOf is searchRanges for a program of modules mods (nil: no build info),
+// checking first that the inline trees read as the runtime's if live.
+func (l Layout) searchRangesOf(mods []string, live bool) ([][2]int, string) {
+	if len(l.funcs) < 2 || l.funcnames == nil {
+		return nil, "all the text: function names unknown"
 	}
+	why := l.inl.why
+	if why == "" && live {
+		if err := l.checkInlineTrees(); err != nil {
+			why = err.Error()
+		}
+	}
+	if why == "" {
+		r, err := l.inliners()
+		if err == nil {
+			return r, "functions that inlined package sdt's (inline trees)"
+		}
+		why = err.Error()
+	}
+	if mods == nil {
+		return nil, "all the text: no build info, no inline trees (" + why + ")"
+	}
+	r := l.packageFuncs(mods)
+	if r == nil {
+		return nil, "all the text: function names unknown"
+	}
+	return r, "functions of the program's modules (inline trees unread: " + why + ")"
+}
+
+// minInlinersPerWorker is the fewest functions worth a goroutine of their own when
+// reading inline trees: most of the time goes in first reads of the function table.
+var minInlinersPerWorker = 8192
+
+// inliners returns the text of the functions whose inline tree names a function of
+// package sdt, as offsets [lo, hi) sorted and merged; never nil. It reads no function
+// name, only each function's _func record and, for those that inlined anything, their
+// inline tree: on several goroutines in a large program.
+func (l Layout) inliners() ([][2]int, error) {
+	prefix := []byte(probePackage + ".")
+	n := len(l.funcs) - 1
+	workers := max(1, min(runtime.GOMAXPROCS(0), n/minInlinersPerWorker))
+	parts := make([][][2]int, workers)
+	errs := make([]error, workers)
+	inParallel(workers, workers, func(_, w int) {
+		out := [][2]int{}
+		for i := w * n / workers; i < (w+1)*n/workers; i++ {
+			inlines, err := l.inlinesProbe(i, prefix)
+			if err != nil {
+				errs[w] = err
+				return
+			}
+			if inlines {
+				out = appendRange(out, int(l.funcs[i].entryoff), int(l.funcs[i+1].entryoff))
+			}
+		}
+		parts[w] = out
+	})
+	out := [][2]int{}
+	for w, p := range parts {
+		if errs[w] != nil {
+			return nil, errs[w]
+		}
+		for _, r := range p {
+			out = appendRange(out, r[0], r[1])
+		}
+	}
+	return out, nil
+}
+
+// appendRange appends [lo, hi) to ranges sorted and merged, which end at or before lo.
+func appendRange(ranges [][2]int, lo, hi int) [][2]int {
+	if n := len(ranges); n > 0 && ranges[n-1][1] == lo {
+		ranges[n-1][1] = hi
+		return ranges
+	}
+	return append(ranges, [2]int{lo, hi})
+}
+
+// packageFuncs returns the text of the functions of the packages that can hold sites
+// in a program of modules mods, and of those that rules instrumented, sorted and
+// merged (never nil), or nil if a function's name cannot be read.
+func (l Layout) packageFuncs(mods []string) [][2]int {
 	type pkgRuns struct {
 		holds bool
 		runs  [][2]int
@@ -54,12 +145,7 @@ func (l Layout) searchRanges() [][2]int {
 		if !cur.holds && bytes.Contains(name, fbtCopy) {
 			cur.holds = true
 		}
-		lo, hi := int(l.funcs[i].entryoff), int(l.funcs[i+1].entryoff)
-		if n := len(cur.runs); n > 0 && cur.runs[n-1][1] == lo {
-			cur.runs[n-1][1] = hi
-		} else {
-			cur.runs = append(cur.runs, [2]int{lo, hi})
-		}
+		cur.runs = appendRange(cur.runs, int(l.funcs[i].entryoff), int(l.funcs[i+1].entryoff))
 	}
 	var out [][2]int
 	for _, p := range byPkg {
@@ -68,16 +154,9 @@ func (l Layout) searchRanges() [][2]int {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
-	merged := out[:0]
+	merged := [][2]int{} // nothing can hold a site: search nothing, not everything
 	for _, r := range out {
-		if n := len(merged); n > 0 && merged[n-1][1] == r[0] {
-			merged[n-1][1] = r[1]
-		} else {
-			merged = append(merged, r)
-		}
-	}
-	if merged == nil {
-		merged = [][2]int{} // nothing can hold a site: search nothing, not everything
+		merged = appendRange(merged, r[0], r[1])
 	}
 	return merged
 }
@@ -86,7 +165,15 @@ func (l Layout) searchRanges() [][2]int {
 // and every dependency), or nil when there is none to read.
 func programModules() []string {
 	bi, ok := debug.ReadBuildInfo()
-	if !ok || bi.Main.Path == "" && bi.Path != "command-line-arguments" {
+	if !ok {
+		return nil
+	}
+	return modulesOf(bi)
+}
+
+// modulesOf returns the module paths of build info bi, nil if it names no main module.
+func modulesOf(bi *debug.BuildInfo) []string {
+	if bi.Main.Path == "" && bi.Path != "command-line-arguments" {
 		return nil
 	}
 	mods := []string{bi.Main.Path}

@@ -4,7 +4,10 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/gosdt/gosdt/sled/internal/fakesdt"
 )
 
 func TestPackageOf(t *testing.T) {
@@ -45,16 +48,35 @@ func TestMayHoldSites(t *testing.T) {
 	}
 }
 
-// TestSearchRanges: in this test binary the ranges searched at start cover this
-// package's functions and the test's, and leave out the runtime's and fmt's.
+// inlinesFake holds a site of the fake probe package that sled_test's TestMain makes
+// the probe package of this test binary: searched at start, where its neighbours are not.
+//
+//go:noinline
+func inlinesFake(n int) {
+	searchFake.Fire(n)
+}
+
+var searchFake = fakesdt.New()
+
+// TestSearchRanges: in this test binary the ranges searched at start cover the
+// functions that inlined the probe package, and leave out this package's others, the
+// runtime's and reflect's.
 func TestSearchRanges(t *testing.T) {
 	l := Self()
 	if len(l.funcs) == 0 {
 		t.Skipf("no function table read on %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
-	r := l.searchRanges()
+	if !strings.HasSuffix(probePackage, "fakesdt") {
+		t.Fatalf("probe package %s: not the fake one of sled_test's TestMain", probePackage)
+	}
+	inlinesFake(0)
+	r, by := l.searchRanges()
 	if r == nil {
-		t.Fatal("searchRanges: nil (search everything) in a module build")
+		t.Fatal("searchRanges: nil (search everything) in a module build:", by)
+	}
+	t.Log("searched:", by)
+	if !strings.Contains(by, "inline trees") {
+		t.Errorf("search not chosen by the inline trees: %s", by)
 	}
 	in := func(f any) bool {
 		off := int(reflect.ValueOf(f).Pointer() - l.Text)
@@ -69,12 +91,10 @@ func TestSearchRanges(t *testing.T) {
 		})
 		return found
 	}
-	for name, f := range map[string]any{"sled.Discover": Discover, "sled.packageOf": packageOf, "this test": TestSearchRanges} {
-		if !in(f) {
-			t.Errorf("%s is not searched", name)
-		}
+	if !in(inlinesFake) {
+		t.Error("inlinesFake is not searched")
 	}
-	for name, f := range map[string]any{"runtime.GC": runtime.GC, "reflect.ValueOf": reflect.ValueOf} {
+	for name, f := range map[string]any{"sled.Discover": Discover, "sled.packageOf": packageOf, "this test": TestSearchRanges, "runtime.GC": runtime.GC, "reflect.ValueOf": reflect.ValueOf} {
 		if in(f) {
 			t.Errorf("%s is searched", name)
 		}
@@ -87,6 +107,29 @@ func TestSearchRanges(t *testing.T) {
 		searched += x[1] - x[0]
 	}
 	t.Logf("%d ranges, %d of %d bytes of text", len(r), searched, l.Etext-l.Text)
+}
+
+// TestInlineTreesUnread: a layout whose inline trees are unknown searches the
+// functions of the program's modules, and says why.
+func TestInlineTreesUnread(t *testing.T) {
+	l := Self()
+	if len(l.funcs) == 0 {
+		t.Skipf("no function table read on %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	l.inl = inlTables{why: "pclntab magic 0xfffffff0, not 0xfffffff1"}
+	r, by := l.searchRanges()
+	if r == nil || !strings.Contains(by, "inline trees unread: pclntab magic") {
+		t.Fatalf("%d ranges: %s", len(r), by)
+	}
+	// A pc quantum the tables do not have: decoding goes wrong, and the check with
+	// the runtime's names says so.
+	l = Self()
+	l.inl.quantum++
+	if err := l.checkInlineTrees(); err == nil {
+		t.Error("checkInlineTrees: no error with a wrong pc quantum")
+	} else {
+		t.Log(err)
+	}
 }
 
 // TestSearchFindsEverySite: a search of the ranges finds exactly the sites and
@@ -112,4 +155,44 @@ func TestSearchFindsEverySite(t *testing.T) {
 		t.Errorf("searched %d bytes of ranges against %d of all %d", part.Searched, all.Searched, all.TextBytes)
 	}
 	t.Logf("ranges: %d candidates, whole text: %d; %d sites", part.Candidates, all.Candidates, len(part.Sites))
+}
+
+// TestMaxValue: the fast reading of a pc-value table's largest value agrees with the
+// plain one on every inline index table of this test binary.
+func TestMaxValue(t *testing.T) {
+	l := Self()
+	if len(l.funcs) == 0 || l.inl.why != "" {
+		t.Skipf("no inline trees read on %s/%s: %s", runtime.GOOS, runtime.GOARCH, l.inl.why)
+	}
+	tables := 0
+	for i := 0; i < len(l.funcs)-1; i++ {
+		_, pcs, err := l.inlineTree(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pcs == nil {
+			continue
+		}
+		tables++
+		want := int32(-1)
+		if err := eachValue(pcs, l.inl.quantum, func(_, _ uint32, v int32) bool { want = max(want, v); return true }); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := maxValue(pcs); got != want || err != nil {
+			t.Fatalf("%s: maxValue %d, %v; want %d", l.funcName(i), got, err, want)
+		}
+	}
+	if tables == 0 {
+		t.Fatal("no function with an inline tree")
+	}
+	t.Logf("%d inline index tables of %d functions", tables, len(l.funcs)-1)
+}
+
+// BenchmarkSearchRanges: choosing the functions to search in this test binary, from
+// tables already read once (the first read of a page at start costs more).
+func BenchmarkSearchRanges(b *testing.B) {
+	l := Self()
+	for b.Loop() {
+		l.searchRanges()
+	}
 }

@@ -131,6 +131,7 @@ type Table struct {
 	Candidates int           // byte patterns examined
 	TextBytes  int           // size of the text
 	Searched   int           // of it, the bytes searched: the functions that can hold sites
+	Search     string        // how those functions were chosen, or why all the text was searched
 	Elapsed    time.Duration // wall time of the discovery
 	Reason     string        // set when discovery could not run at all (platform, build)
 

@@ -44,6 +44,9 @@ func TestDiscoverFindsSites(t *testing.T) {
 	var kinds []string
 	for _, s := range tab.Sites {
 		h := s.Describe()
+		if h.Func == "sled.inlinesFake" {
+			continue // TestSearchRanges's
+		}
 		if h.Func != "sled_test.fakeSites" {
 			t.Errorf("site %#x in %s (%s), want only fakeSites", s.Addr, h.Func, h.Module)
 			continue

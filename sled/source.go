@@ -18,6 +18,8 @@ type Source struct {
 	// Search lists the parts of Text, as offsets [lo, hi) in order, that can hold
 	// sites; nil: all of it.
 	Search [][2]int
+	// SearchBy says how Search was chosen, or why it is nil (Table.Search).
+	SearchBy string
 }
 
 // bytes copies n bytes at addr.
@@ -55,7 +57,8 @@ func (live) Name(pc uint64) string {
 // self is the running program as a source.
 func self() Source {
 	l := Self()
+	search, by := l.searchRanges()
 	return Source{Text: l.text(), Base: uint64(l.Text), Mem: liveText{l},
 		InData: func(addr uint64) bool { return l.InData(uintptr(addr)) }, Syms: live{l},
-		Search: l.searchRanges()}
+		Search: search, SearchBy: by}
 }
