@@ -384,4 +384,7 @@ func TestDiscoveryStats(t *testing.T) {
 	if patching && d.Sealed == 0 {
 		t.Errorf("nothing sealed: %+v", d)
 	}
+	if matching && !d.Table && (d.Search == "" || d.Searched == 0 || d.Searched > d.TextBytes) {
+		t.Errorf("discovery does not say what it searched, or how it chose it: %+v", d)
+	}
 }

@@ -73,7 +73,8 @@ func unseal(specText string) (int, error) {
 // DiscoveryStats says what discovery did at start-up.
 type DiscoveryStats struct {
 	TextBytes  int           // size of the text
-	Searched   int           // of it, the bytes searched: functions of the program's modules (and instrumented ones)
+	Searched   int           // of it, the bytes searched: the functions that can hold sites
+	Search     string        // how those functions were chosen (their inline trees, or the program's modules), or why all the text was searched
 	Candidates int           // flag compares (amd64) or flag loads (arm64) on pointer-bearing data examined
 	Sites      int           // probe sites found
 	Sealed     int           // of which sealed
@@ -91,7 +92,7 @@ func Discovery() DiscoveryStats {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
 	t := reg.table
-	d := DiscoveryStats{TextBytes: t.TextBytes, Searched: t.Searched, Candidates: t.Candidates, Sites: len(t.Sites),
+	d := DiscoveryStats{TextBytes: t.TextBytes, Searched: t.Searched, Search: t.Search, Candidates: t.Candidates, Sites: len(t.Sites),
 		Rejected: len(t.Rejected), Elapsed: t.Elapsed, Reason: t.Reason, Table: t.Sealed}
 	for _, s := range reg.sites {
 		if s.Patchable() {
