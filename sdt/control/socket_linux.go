@@ -3,6 +3,7 @@ package control
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -239,15 +240,38 @@ func permitted(c *os.File, cred *unix.Ucred, dir string) bool {
 // overflowUID is the uid the kernel reports for a uid without a mapping in our user
 // namespace; in the initial namespace, which maps every uid, no uid (-1).
 var overflowUID = sync.OnceValue(func() uint32 {
-	if m, err := os.ReadFile("/proc/self/uid_map"); err != nil || strings.Join(strings.Fields(string(m)), " ") == "0 0 4294967295" {
+	if m, err := readProc("/proc/self/uid_map"); err != nil || strings.Join(strings.Fields(string(m)), " ") == "0 0 4294967295" {
 		return ^uint32(0)
 	}
-	b, err := os.ReadFile("/proc/sys/kernel/overflowuid")
+	b, err := readProc("/proc/sys/kernel/overflowuid")
 	if n, err2 := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32); err == nil && err2 == nil {
 		return uint32(n)
 	}
 	return 65534
 })
+
+// readProc reads a small /proc file. Not os.ReadFile, whose Stat puts a FileInfo in an
+// interface and keeps its methods in every program that imports sdt.
+func readProc(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, 0, 512)
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF || err == nil && n == 0 {
+			return b, nil
+		} else if err != nil {
+			return nil, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
 
 // private reports whether dir is still our directory of mode 0700, as controlDir
 // made sure when we bound the socket in it.
