@@ -288,7 +288,9 @@ func In[T any](c *Call, x T) {
 		return // the fire is counted and nothing reads its arguments
 	}
 	if c.args.N < MaxArgs {
-		setAny(&c.args, c.args.N, reflect.TypeFor[T](), unsafe.Pointer(&x))
+		if !setFast(&c.args, c.args.N, x) {
+			setAny(&c.args, c.args.N, reflect.TypeFor[T](), unsafe.Pointer(&x))
+		}
 		c.args.N++
 	}
 	if c.hooksWanted {
@@ -299,7 +301,9 @@ func In[T any](c *Call, x T) {
 // Out records the next result of a returning call.
 func Out[T any](c *Call, x T) {
 	if c.res.N < MaxArgs {
-		setAny(&c.res, c.res.N, reflect.TypeFor[T](), unsafe.Pointer(&x))
+		if !setFast(&c.res, c.res.N, x) {
+			setAny(&c.res, c.res.N, reflect.TypeFor[T](), unsafe.Pointer(&x))
+		}
 		c.res.N++
 	}
 	if len(c.hooks) > 0 {
@@ -494,4 +498,38 @@ func HookFuncs(specText string, order int, h FuncHook) (detach func(), n int, er
 			}
 		}
 	}, len(ds), nil
+}
+
+// setFast stores argument i of the common types without reflect (In and Out run at
+// every enabled fire); false for any other type, which setAny stores.
+func setFast[T any](v *argv, i int, x T) bool {
+	var zero T
+	if any(zero) == nil {
+		return false // an interface type: stored by its name, not by its dynamic value
+	}
+	switch y := any(x).(type) {
+	case int:
+		v.Kinds[i], v.Slots[i] = bridge.Int, uint64(y)
+	case int64:
+		v.Kinds[i], v.Slots[i] = bridge.Int, uint64(y)
+	case int32:
+		v.Kinds[i], v.Slots[i] = bridge.Int, uint64(y)
+	case uint:
+		v.Kinds[i], v.Slots[i] = bridge.Uint, uint64(y)
+	case uint64:
+		v.Kinds[i], v.Slots[i] = bridge.Uint, y
+	case uint32:
+		v.Kinds[i], v.Slots[i] = bridge.Uint, uint64(y)
+	case bool:
+		var s uint64
+		if y {
+			s = 1
+		}
+		v.Kinds[i], v.Slots[i] = bridge.Bool, s
+	case string:
+		v.Kinds[i], v.Slots[i], v.Strs[i] = bridge.String, 0, y
+	default:
+		return false
+	}
+	return true
 }
