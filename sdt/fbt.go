@@ -17,7 +17,8 @@ import (
 //
 //	entry:   if ent.Enabled() { return traced(args) }     // guard sites
 //	         if ret.Enabled() { return traced(args) }
-//	traced:  if ent.Enabled() { c = ent.Enter(nil) }       // fbt:pkg:fn:entry
+//	traced:  c := ret.Begin(&cv)                            // the Call, in its frame
+//	         if ent.Enabled() { ent.Enter(c) }              // fbt:pkg:fn:entry
 //	returns: if ret.Enabled() { ... ret.Return(c) ... }    // fbt:pkg:fn:return
 //
 // where traced is a copy of the function's body (internal/fbt says how it is made).
@@ -30,6 +31,9 @@ import (
 //
 // A return fires only for a call that began while the return probe was on: a call in
 // flight when it is switched on has no start time, and no bogus latency is reported.
+// Likewise a call that began while its return probe had no consumer and no hooks (then
+// no clock is read: a probe fired only into its hit count costs no clock read) is
+// counted but not delivered to a consumer or hook attached while it ran.
 
 // Func is the entry or the return probe of an instrumented function. Generated code
 // defines it with DefineFunc; it is not meant to be written by hand.
@@ -44,6 +48,7 @@ type funcDesc struct {
 	module, function string // as sites name them: "example.com/app/store", "store.(*DB).Query"
 	recv             bool   // the entry's first argument is the receiver
 	hooks            atomic.Pointer[[]*funcHook]
+	ret              *probe // the return probe: whether a call must read the clock
 }
 
 var funcDescs struct {
@@ -91,6 +96,8 @@ func DefineFunc(provider, usdt, module, function, which, args, types string) Fun
 		// store.(*DB).Get, store.Pair.Sum, store.(*Stack[...]).Pop: methods;
 		// store.Fib, store.Map[...]: functions.
 		d.recv = strings.Count(strings.ReplaceAll(function, "[...]", ""), ".") > 1
+	} else {
+		d.ret = h.core
 	}
 	return Func{head: head{on: h.on, core: h.core}, fn: d}
 }
@@ -110,11 +117,24 @@ var funcProbes = map[*probe]*funcDesc{}
 // Enabled reports whether p is on. Generated code guards every use of p with it.
 func (p *Func) Enabled() bool { return p.on != 0 }
 
-// NewCall starts the clock of a call whose entry probe did not fire, for the return
-// probe p.
+// NewCall starts a call whose entry probe did not fire, for the return probe p, in a
+// recycled Call (Release).
 func (p *Func) NewCall() *Call { return newCall(p.fn) }
 
-// Enter fires the entry probe p; nil if this site is not on. c is Begin's Call, if any.
+// Begin starts a call of the function of the return probe p in c, storage the caller
+// owns (the traced copy's frame: no allocation, no pool), and returns c. With hooks
+// attached it returns a recycled Call instead, whose argument and result slices the
+// hooks' calls reuse: the caller must Release what Begin returns.
+func (p *Func) Begin(c *Call) *Call {
+	if p.fn.hooks.Load() != nil {
+		return newCall(p.fn)
+	}
+	c.begin(p.fn)
+	return c
+}
+
+// Enter fires the entry probe p; nil if this site is not on. c is Begin's Call, or nil
+// for one from NewCall's pool.
 func (p *Func) Enter(c *Call) *Call { return p.fire(c, atEntry) }
 
 // Return fires the return probe p; nil if this site is not on or the call began while
@@ -147,7 +167,7 @@ func (p *Func) fire(c *Call, at uint8) *Call {
 			c.hooks = *hs
 		}
 	case atReturn:
-		if c == nil || c.start == 0 {
+		if c == nil || !c.begun {
 			return nil
 		}
 		c.ret, c.retSite, c.retCons = ret, s, p.consumers()
@@ -156,6 +176,13 @@ func (p *Func) fire(c *Call, at uint8) *Call {
 				c.hooks = *hs
 				c.ran = len(c.hooks)
 			}
+		}
+		if c.retCons == nil && len(c.hooks) == 0 || !c.timed {
+			// Nothing sees the fire but its hit count (counted): no clock, no results.
+			// Or a consumer or hook came after the call began, when nothing wanted its
+			// start time: as for a call in flight when the probe is switched on, it is
+			// not given a bogus latency.
+			return nil
 		}
 		c.panicking = !c.done
 		var panicking uint64
@@ -174,7 +201,7 @@ func (p *Func) fire(c *Call, at uint8) *Call {
 // keep it after it returns.
 type Call struct {
 	fn          *funcDesc
-	start       int64
+	start       int64   // when timed
 	entry, ret  uintptr // the return addresses of the entry and return fires
 	entrySite   *site   // their sites; nil when not attributed
 	retSite     *site
@@ -191,6 +218,9 @@ type Call struct {
 	done        bool // the call reached a return statement
 	panicking   bool
 	hooksWanted bool
+	begun       bool // Begin or NewCall started it
+	timed       bool // start was read: the return probe had a consumer or hooks
+	pooled      bool // from calls: Release recycles it
 }
 
 // calls recycles Calls: a traced call releases its Call when it leaves (Release), so
@@ -199,14 +229,26 @@ var calls = sync.Pool{New: func() any { return new(Call) }}
 
 func newCall(d *funcDesc) *Call {
 	c := calls.Get().(*Call)
-	c.fn, c.start, c.hooksWanted = d, nanotime(), d.hooks.Load() != nil
+	c.begin(d)
+	c.pooled = true
 	return c
+}
+
+// begin starts c, a zero Call, for d. The clock is read only when the return fire
+// will carry its latency to someone: a consumer of the return probe or a hook (a
+// return probe fired into its hit count alone reads no clock at all).
+func (c *Call) begin(d *funcDesc) {
+	c.fn, c.begun = d, true
+	c.hooksWanted = d.hooks.Load() != nil
+	if c.hooksWanted || d.ret != nil && d.ret.cons.Load() != nil {
+		c.start, c.timed = nanotime(), true
+	}
 }
 
 // Release recycles the Call of a call that has left (the traced copy's deferred
 // check calls it last).
 func (c *Call) Release() {
-	if c == nil {
+	if c == nil || !c.pooled {
 		return
 	}
 	// Reset what the next call reads, and drop the references this one held (the
@@ -219,7 +261,10 @@ func (c *Call) Release() {
 	c.vals, c.resVals, c.resSet = c.vals[:0], c.resVals[:0], c.resSet[:0]
 	c.entryCons, c.retCons, c.entrySite, c.retSite, c.hooks, c.fn = nil, nil, nil, nil, nil, nil
 	c.ran, c.skipped, c.entered, c.done, c.panicking = 0, false, false, false, false
-	calls.Put(c)
+	c.begun, c.timed, c.start = false, false, 0
+	// Only a pooled Call, on the heap, gets here: a Begin Call in a traced copy's frame
+	// must not be made to escape by this path, which it never takes.
+	calls.Put((*Call)(noescape(unsafe.Pointer(c))))
 }
 
 // EntryFired reports whether the entry probe fired for the call: then its arguments
@@ -239,8 +284,13 @@ func (c *Call) Unwinding() bool { return c != nil && !c.done }
 
 // In records the next argument (the receiver first) of an entered call.
 func In[T any](c *Call, x T) {
+	if c.entryCons == nil && !c.hooksWanted {
+		return // the fire is counted and nothing reads its arguments
+	}
 	if c.args.N < MaxArgs {
-		setAny(&c.args, c.args.N, reflect.TypeFor[T](), unsafe.Pointer(&x))
+		if !setFast(&c.args, c.args.N, x) {
+			setAny(&c.args, c.args.N, reflect.TypeFor[T](), unsafe.Pointer(&x))
+		}
 		c.args.N++
 	}
 	if c.hooksWanted {
@@ -251,7 +301,9 @@ func In[T any](c *Call, x T) {
 // Out records the next result of a returning call.
 func Out[T any](c *Call, x T) {
 	if c.res.N < MaxArgs {
-		setAny(&c.res, c.res.N, reflect.TypeFor[T](), unsafe.Pointer(&x))
+		if !setFast(&c.res, c.res.N, x) {
+			setAny(&c.res, c.res.N, reflect.TypeFor[T](), unsafe.Pointer(&x))
+		}
 		c.res.N++
 	}
 	if len(c.hooks) > 0 {
@@ -294,10 +346,13 @@ func (c *Call) Entered() (skip bool) {
 	if c.entryCons != nil {
 		c.entryCons.emitPin(c.entrySite, c.entry, &c.args)
 	}
+	// Hooks do not keep c (Call): hidden from escape analysis, which cannot see
+	// through the call, a Begin Call stays in the traced copy's frame.
+	hc := (*Call)(noescape(unsafe.Pointer(c)))
 	for _, h := range c.hooks {
 		c.ran++
 		if h.Enter != nil {
-			h.Enter(c)
+			h.Enter(hc)
 		}
 		if c.skipped {
 			return true
@@ -311,7 +366,7 @@ func (c *Call) Entered() (skip bool) {
 func (c *Call) Returned() {
 	for i := min(c.ran, len(c.hooks)) - 1; i >= 0; i-- {
 		if h := c.hooks[i]; h.Exit != nil {
-			h.Exit(c)
+			h.Exit((*Call)(noescape(unsafe.Pointer(c))))
 		}
 	}
 	if c.retCons != nil {
@@ -443,4 +498,38 @@ func HookFuncs(specText string, order int, h FuncHook) (detach func(), n int, er
 			}
 		}
 	}, len(ds), nil
+}
+
+// setFast stores argument i of the common types without reflect (In and Out run at
+// every enabled fire); false for any other type, which setAny stores.
+func setFast[T any](v *argv, i int, x T) bool {
+	var zero T
+	if any(zero) == nil {
+		return false // an interface type: stored by its name, not by its dynamic value
+	}
+	switch y := any(x).(type) {
+	case int:
+		v.Kinds[i], v.Slots[i] = bridge.Int, uint64(y)
+	case int64:
+		v.Kinds[i], v.Slots[i] = bridge.Int, uint64(y)
+	case int32:
+		v.Kinds[i], v.Slots[i] = bridge.Int, uint64(y)
+	case uint:
+		v.Kinds[i], v.Slots[i] = bridge.Uint, uint64(y)
+	case uint64:
+		v.Kinds[i], v.Slots[i] = bridge.Uint, y
+	case uint32:
+		v.Kinds[i], v.Slots[i] = bridge.Uint, uint64(y)
+	case bool:
+		var s uint64
+		if y {
+			s = 1
+		}
+		v.Kinds[i], v.Slots[i] = bridge.Bool, s
+	case string:
+		v.Kinds[i], v.Slots[i], v.Strs[i] = bridge.String, 0, y
+	default:
+		return false
+	}
+	return true
 }

@@ -197,7 +197,8 @@ func (rw *fileRewrite) apply() []byte {
 //		... the body, as written ...
 //	}
 //	func __sdt_fbtN_t(a A) (r0 R0, r1 error) {
-//		if E.Enabled() { c = E.Enter(nil) }         // the entry's fire site
+//		c := R.Begin(&cv)                            // the Call, in this frame
+//		if E.Enabled() { E.Enter(c) }               // the entry's fire site
 //		entry arguments and hooks; a deferred check for panics
 //		... the body again, every return a return site of R ...
 //	}
@@ -341,8 +342,9 @@ func (rw *fileRewrite) instrument(fd *ast.FuncDecl, name, sym string) {
 		unwind += fmt.Sprintf("__sdt.Out(__sdt_x, %s); ", n)
 	}
 	unwind += "__sdt_x.Returned() } } }; __sdt_c.Release() }(); "
-	body.insert(1, fmt.Sprintf("var __sdt_c *__sdt.Call; if %s.Enabled() { __sdt_c = %s.Enter(nil) }; if __sdt_c == nil { __sdt_c = %s.NewCall() }; "+
-		"if __sdt_c.EntryFired() { %s if __sdt_c.Entered() { %s } }; %s", E, E, R, strings.Join(ins, " "), skip, unwind))
+	// The Call lives in the copy's frame unless hooks are attached (Begin).
+	body.insert(1, fmt.Sprintf("var __sdt_cv __sdt.Call; __sdt_c := %s.Begin(&__sdt_cv); if %s.Enabled() { %s.Enter(__sdt_c) }; "+
+		"if __sdt_c.EntryFired() { %s if __sdt_c.Entered() { %s } }; %s", R, E, E, strings.Join(ins, " "), skip, unwind))
 	lastIsReturn := false
 	if n := len(fd.Body.List); n > 0 {
 		_, lastIsReturn = fd.Body.List[n-1].(*ast.ReturnStmt)
