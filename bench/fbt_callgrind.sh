@@ -62,7 +62,7 @@ awk -v n="$n" '
 		mid = added["LoopMid"] - added["LoopWork"]
 		printf "Mid alone (LoopMid added minus Work added): %.2f\n", mid
 		# The goal (issue 13): at most 4 instructions per call of a function with a frame.
-		# The runtime's own work during a loop (a GC cycle, timers) is spread over its
+		# Work of the runtime during a loop (a GC cycle, timers) is spread over its
 		# calls: the same build measures 25.01 to 25.05 a call of LoopMid at 20,000
 		# iterations, so the check allows 0.05 over the goal.
 		if (mid > 4.05) { printf "fbt_callgrind: Mid costs %.2f instructions per call while off, goal 4\n", mid; exit 1 }
