@@ -369,14 +369,26 @@ func findBenchstat() string {
 
 // cpuModel is the CPU's model name as the kernel reports it (as lscpu prints it).
 func cpuModel() string {
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-				return strings.TrimSpace(v)
-			}
-		}
+	if name := firstCPU()["model name"]; name != "" {
+		return name
 	}
 	return "unknown CPU"
+}
+
+// firstCPU is the first processor's fields in /proc/cpuinfo; empty where there is none.
+func firstCPU() map[string]string {
+	fields := map[string]string{}
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return fields
+	}
+	first, _, _ := strings.Cut(string(b), "\n\n")
+	for _, l := range strings.Split(first, "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			fields[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return fields
 }
 
 // cpuSlug names a CPU model in file names and markers: "Intel(R) Xeon(R) Processor"
@@ -420,33 +432,12 @@ func describeMachine(model, brand string) string {
 // CPUID brand string (what go test prints as "cpu:"), when it differs from the
 // kernel's name.
 func cpuIdentity(brand string) string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return ""
-	}
-	var family, number, name string
-	for _, l := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(l, ":")
-		if !ok {
-			continue
-		}
-		switch strings.TrimSpace(k) {
-		case "cpu family":
-			family = strings.TrimSpace(v)
-		case "model":
-			number = strings.TrimSpace(v)
-		case "model name":
-			name = strings.TrimSpace(v)
-		}
-		if k == "" || strings.TrimSpace(k) == "processor" && family != "" {
-			break
-		}
-	}
+	cpu := firstCPU()
 	var parts []string
-	if family != "" && number != "" {
+	if family, number := cpu["cpu family"], cpu["model"]; family != "" && number != "" {
 		parts = append(parts, "family "+family+" model "+number)
 	}
-	if brand != "" && brand != name {
+	if brand != "" && brand != cpu["model name"] {
 		parts = append(parts, "CPUID brand \""+brand+"\"")
 	}
 	if len(parts) == 0 {
