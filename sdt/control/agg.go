@@ -132,7 +132,7 @@ type aggregation struct {
 
 	mu    sync.Mutex // readers
 	prev  map[*aggCell]*cellRead
-	grown time.Duration // monoNow when grow last looked at GOMAXPROCS
+	grown int64 // nanotime when grow last looked at GOMAXPROCS
 }
 
 // aggProbe is where one probe's key and value are.
@@ -174,7 +174,7 @@ type mmSlot struct {
 }
 
 func newAggregation(o AggOptions) (*aggregation, error) {
-	a := &aggregation{o: o, seed: maphash.MakeSeed(), prev: map[*aggCell]*cellRead{}, grown: monoNow()}
+	a := &aggregation{o: o, seed: maphash.MakeSeed(), prev: map[*aggCell]*cellRead{}, grown: nanotime()}
 	switch o.By {
 	case "", "probe":
 		a.o.By = "probe"
@@ -443,10 +443,10 @@ func (a *aggregation) bucketLow(i int) int64 {
 // grow gives Ps added since the aggregation opened (runtime.GOMAXPROCS) shards of
 // their own. Readers call it, now and then, with a.mu held.
 func (a *aggregation) grow() {
-	if monoNow()-a.grown < 100*time.Millisecond {
+	if nanotime()-a.grown < int64(100*time.Millisecond) {
 		return
 	}
-	a.grown = monoNow()
+	a.grown = nanotime()
 	old := *a.shards.Load()
 	procs := runtime.GOMAXPROCS(0)
 	if procs <= len(old) {

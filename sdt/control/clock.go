@@ -43,10 +43,3 @@ func nowClock() ctlproto.Clock {
 	}
 	return ctlproto.Clock{Ticks: ticks, Wall: wall, NsPerTick: rate}
 }
-
-// monoStart and monoNow give the package a monotonic clock without a time.Time in the
-// sinks' structs: a type stored in an interface keeps the methods of the types it
-// holds, time.Time's formatting among them, in every program that imports sdt.
-var monoStart = time.Now()
-
-func monoNow() time.Duration { return time.Since(monoStart) }

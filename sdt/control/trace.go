@@ -88,7 +88,7 @@ type traceSink struct {
 	stack  int           // return addresses per record
 	lost   atomic.Uint64 // fires on a P that had no buffer yet
 	goid   uintptr       // offset of the goroutine id in the runtime's g; 0: unknown
-	grown  time.Duration // monoNow when grow last looked at GOMAXPROCS (the reader's)
+	grown  int64         // nanotime when grow last looked at GOMAXPROCS (the reader's)
 }
 
 // probeState is what a trace knows of one of its probes.
@@ -158,7 +158,7 @@ func newTraceSink(o TraceOptions) (*traceSink, error) {
 		bufs[i] = newPbuf(n)
 	}
 	s.bufs.Store(&bufs)
-	s.grown = monoNow()
+	s.grown = nanotime()
 	return s, nil
 }
 
@@ -371,10 +371,10 @@ func writeRecord(r []byte, f *bridge.Firing, ticks, goid uint64, stack []uintptr
 // own: fires on them were counted lost until now. The reader calls it, now and
 // then.
 func (s *traceSink) grow() {
-	if monoNow()-s.grown < 100*time.Millisecond {
+	if nanotime()-s.grown < int64(100*time.Millisecond) {
 		return
 	}
-	s.grown = monoNow()
+	s.grown = nanotime()
 	old := *s.bufs.Load()
 	procs := runtime.GOMAXPROCS(0)
 	if procs <= len(old) {
