@@ -91,6 +91,8 @@ import (
 	_ "unsafe" // for go:linkname
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosdt/gosdt/internal/alarm"
 )
 
 //go:linkname procPin runtime.procPin
@@ -208,7 +210,7 @@ var ownProcs atomic.Bool
 // restores only once the world has shrunk; it returns once the caller has finished.
 // When it restores before the caller pinned, the caller's attempt fails and is retried.
 func backupRestorer(restore func(), restored *atomic.Int64, waiting, wake, finished chan struct{}) {
-	tick := time.NewTicker(restoreTick)
+	tick := alarm.Every(restoreTick)
 	defer tick.Stop()
 	close(waiting)
 	for {

@@ -3,6 +3,7 @@ package control
 import (
 	"time"
 
+	"github.com/gosdt/gosdt/internal/alarm"
 	"github.com/gosdt/gosdt/internal/ctlproto"
 )
 
@@ -30,14 +31,14 @@ func (cc *conn) stream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (clos
 // streamEnd is what ends a stream besides its own work: its duration, or a request
 // (stop, or the connection's end).
 type streamEnd struct {
-	deadline <-chan time.Time
-	timer    *time.Timer
+	deadline <-chan struct{}
+	timer    *alarm.Alarm
 }
 
 func newStreamEnd(q *ctlproto.Request) *streamEnd {
 	e := &streamEnd{}
 	if q.DurationMS > 0 {
-		e.timer = time.NewTimer(time.Duration(q.DurationMS) * time.Millisecond)
+		e.timer = alarm.After(time.Duration(q.DurationMS) * time.Millisecond)
 		e.deadline = e.timer.C
 	}
 	return e
@@ -82,7 +83,7 @@ func (cc *conn) traceStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) 
 	}
 	ends := newStreamEnd(q)
 	defer ends.stop()
-	poll := time.NewTimer(time.Hour)
+	poll := alarm.After(time.Hour)
 	defer poll.Stop()
 
 	w := newBatcher(tr)
@@ -183,7 +184,7 @@ func (cc *conn) statStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (
 	if q.IntervalMS > 0 {
 		iv = time.Duration(q.IntervalMS) * time.Millisecond
 	}
-	tick := time.NewTicker(iv)
+	tick := alarm.Every(iv)
 	defer tick.Stop()
 	lastStat := time.Now()
 	statNow := func() error {
