@@ -282,7 +282,7 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 			return
 		}
 		if o.json {
-			printJSON(stdout, map[string]any{"pid": cl.pid, "stat": r.Stat})
+			printJSON(stdout, map[string]any{"pid": cl.pid, "stat": jsonStat{time.Unix(0, r.Stat.Time), r.Stat}})
 			return
 		}
 		printStat(stdout, cl.pid, r.Stat)
@@ -290,12 +290,18 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	return err
 }
 
+// jsonStat is a Stat as --json prints it: its time as RFC 3339.
+type jsonStat struct {
+	Time time.Time `json:"time"`
+	*ctlproto.Stat
+}
+
 func printStat(w io.Writer, pid int, s *ctlproto.Stat) {
 	what := "since the start"
 	if s.Interval {
 		what = "this interval"
 	}
-	fmt.Fprintf(w, "%s pid %d, by %s, %s\n", s.Time.Format("15:04:05"), pid, s.By, what)
+	fmt.Fprintf(w, "%s pid %d, by %s, %s\n", time.Unix(0, s.Time).Format("15:04:05"), pid, s.By, what)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	if s.Value != "" {
 		fmt.Fprintf(tw, "COUNT\tSUM(%[1]s)\tMIN\tMAX\tAVG\t %s\t\n", s.Value, strings.ToUpper(s.By))

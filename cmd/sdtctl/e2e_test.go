@@ -158,6 +158,23 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("%d events, want 20", n)
 	}
 	// the trace's enable went away with it
+	// --json: the snapshot's time as RFC 3339, as it always was (the wire carries ns).
+	out, err = sdtctl(t, "stat", "-p", p, "e2e:::tick", "--by", "name", "-d", "300ms", "--json")
+	var js struct {
+		Pid  int `json:"pid"`
+		Stat struct {
+			Time time.Time `json:"time"`
+			By   string    `json:"by"`
+			Rows []struct {
+				Key   string `json:"key"`
+				Count uint64 `json:"count"`
+			} `json:"rows"`
+		} `json:"stat"`
+	}
+	if first, _, _ := strings.Cut(out, "\n"); err != nil || json.Unmarshal([]byte(first), &js) != nil ||
+		time.Since(js.Stat.Time) > time.Minute || js.Stat.By != "name" || len(js.Stat.Rows) == 0 {
+		t.Fatalf("stat --json: %v\n%s", err, out)
+	}
 	if out, _ := sdtctl(t, "list", "-p", p, "e2e:::tick"); !strings.Contains(out, " off ") {
 		t.Fatalf("after trace, still on:\n%s", out)
 	}

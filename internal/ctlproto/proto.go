@@ -233,15 +233,18 @@ type Event struct {
 
 // Stat is one aggregation snapshot.
 type Stat struct {
-	Time     time.Time `json:"time"`
-	By       string    `json:"by"`
-	Value    string    `json:"value,omitempty"`
-	Hist     string    `json:"hist,omitempty"`     // "", HistQuantize, HistLinear
-	Linear   *Linear   `json:"linear,omitempty"`   // a linear histogram's buckets
-	Interval bool      `json:"interval,omitempty"` // the values of one interval (stat --clear)
-	Rows     []Row     `json:"rows"`
-	Overflow uint64    `json:"overflow,omitempty"`
-	Drops    uint64    `json:"drops,omitempty"`
+	// Time is when it was taken, in nanoseconds since the Unix epoch: not a time.Time,
+	// whose methods (its formatting, 40 KB of code) every traced process would link
+	// because a Stat travels in an interface. Clients convert it (time.Unix).
+	Time     int64   `json:"-"`
+	By       string  `json:"by"`
+	Value    string  `json:"value,omitempty"`
+	Hist     string  `json:"hist,omitempty"`     // "", HistQuantize, HistLinear
+	Linear   *Linear `json:"linear,omitempty"`   // a linear histogram's buckets
+	Interval bool    `json:"interval,omitempty"` // the values of one interval (stat --clear)
+	Rows     []Row   `json:"rows"`
+	Overflow uint64  `json:"overflow,omitempty"`
+	Drops    uint64  `json:"drops,omitempty"`
 }
 
 // Linear is a linear histogram's buckets: Step wide from Low to High, one below Low
@@ -721,7 +724,7 @@ func (s *Site) decode(d *dec) {
 }
 
 func (st *Stat) append(e *enc) {
-	e.int(1, st.Time.UnixNano())
+	e.int(1, st.Time)
 	e.str(2, st.By)
 	e.str(3, st.Value)
 	for i := range st.Rows {
@@ -745,7 +748,7 @@ func (st *Stat) decode(d *dec) {
 	d.fields(func(tag int) bool {
 		switch tag {
 		case 1:
-			st.Time = time.Unix(0, d.int())
+			st.Time = d.int()
 		case 2:
 			st.By = d.str()
 		case 3:

@@ -60,7 +60,7 @@ func TestResponseRoundTrip(t *testing.T) {
 		{Kind: KindList, Probes: []Probe{{Name: "p:m:f:n", Args: []Arg{{Name: "i", Type: "int"}}, Enabled: true, Hits: 9,
 			HeldBy: []string{"program"}, Sites: []Site{{Addr: 0x401000, File: "/x/y.go", Line: 12, Kind: "fire",
 				State: "sealed-on", Enabled: true, Hits: 9, HeldBy: []string{"program"}}, {Addr: 1, Reason: "why"}}}}},
-		{Kind: KindStat, Stat: &Stat{Time: now, By: "arg1", Value: "arg0", Overflow: 2, Drops: 1, Hist: HistLinear, Linear: &Linear{Low: -10, High: 10, Step: 2}, Interval: true,
+		{Kind: KindStat, Stat: &Stat{Time: now.UnixNano(), By: "arg1", Value: "arg0", Overflow: 2, Drops: 1, Hist: HistLinear, Linear: &Linear{Low: -10, High: 10, Step: 2}, Interval: true,
 			Rows: []Row{{Key: "a", Count: 4, Sum: -10, Min: -9, Max: 3, Avg: -2.5, Hist: []Bucket{{Low: -8, Count: 1}, {Low: 2, Count: 3}}}}}},
 		{Kind: KindEnd, Drops: 77, BufferDrops: []uint64{70, 0, 7}, Delivered: 5, Filtered: 9},
 		{Kind: KindStarted, Buffers: 2, BufSize: 1 << 20},

@@ -31,12 +31,17 @@ type conn struct {
 	name string        // "sdtctl pid N", for the owners it creates
 }
 
+// writeTimer is a connection whose writes can be given up after a while (the
+// socket's, socketConn). Not SetWriteDeadline(time.Time): an interface that names
+// time.Time in a method makes every traced process link time.Time's formatting.
+type writeTimer interface{ setWriteTimeout(time.Duration) }
+
 // send writes one reply; a client that does not read for 10 s is given up.
 func (cc *conn) send(r *ctlproto.Response) error {
 	cc.wmu.Lock()
 	defer cc.wmu.Unlock()
-	if d, ok := cc.c.(interface{ SetWriteDeadline(time.Time) error }); ok {
-		d.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if d, ok := cc.c.(writeTimer); ok {
+		d.setWriteTimeout(10 * time.Second)
 	}
 	b, err := ctlproto.AppendFrame(cc.wbuf[:0], r)
 	if err != nil {

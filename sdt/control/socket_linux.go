@@ -204,7 +204,7 @@ func accept(ln *os.File, dir string) {
 			c.Close()
 			continue
 		}
-		go serve(c, fmt.Sprintf("sdtctl pid %d", cred.Pid))
+		go serve(socketConn{c}, fmt.Sprintf("sdtctl pid %d", cred.Pid))
 	}
 }
 
@@ -236,6 +236,15 @@ func permitted(c *os.File, cred *unix.Ucred, dir string) bool {
 		"uid %d may not control pid %d (owned by uid %d%s)", cred.Uid, os.Getpid(), os.Getuid(), why)))
 	return false
 }
+
+// socketConn is an accepted connection, as serve reads and writes it.
+type socketConn struct{ f *os.File }
+
+func (s socketConn) Read(p []byte) (int, error)  { return s.f.Read(p) }
+func (s socketConn) Write(p []byte) (int, error) { return s.f.Write(p) }
+func (s socketConn) Close() error                { return s.f.Close() }
+
+func (s socketConn) setWriteTimeout(d time.Duration) { s.f.SetWriteDeadline(time.Now().Add(d)) }
 
 // overflowUID is the uid the kernel reports for a uid without a mapping in our user
 // namespace; in the initial namespace, which maps every uid, no uid (-1).

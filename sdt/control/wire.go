@@ -111,7 +111,7 @@ func (w *batcher) describe(k ctlproto.DescKey) ctlproto.Desc {
 }
 
 func toStat(s Snapshot) *ctlproto.Stat {
-	st := &ctlproto.Stat{Time: time.Now(), By: s.By, Value: s.Value, Hist: s.Hist, Overflow: s.Overflow, Rows: []ctlproto.Row{}}
+	st := &ctlproto.Stat{Time: time.Now().UnixNano(), By: s.By, Value: s.Value, Hist: s.Hist, Overflow: s.Overflow, Rows: []ctlproto.Row{}}
 	if l := s.Linear; l != nil {
 		st.Linear = &ctlproto.Linear{Low: l.Low, High: l.High, Step: l.Step}
 	}
