@@ -5,7 +5,7 @@ package patch
 import (
 	"bytes"
 	"os"
-	"slices"
+	"sort"
 	"sync"
 	"unsafe"
 
@@ -30,14 +30,7 @@ func pageSpans(ws []Write) []span {
 	for _, w := range ws {
 		s = append(s, span{w.Addr &^ (pageSize - 1), (w.Addr + uintptr(len(w.New)) + pageSize - 1) &^ (pageSize - 1)})
 	}
-	slices.SortFunc(s, func(a, b span) int {
-		if a.start < b.start {
-			return -1
-		} else if a.start > b.start {
-			return 1
-		}
-		return 0
-	})
+	sort.Slice(s, func(i, j int) bool { return s[i].start < s[j].start })
 	out := s[:1]
 	for _, x := range s[1:] {
 		if last := &out[len(out)-1]; x.start <= last.end {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sort"
 	"time"
 )
 
@@ -123,15 +124,9 @@ func validate(ws []Write) error {
 		}
 	}
 	s := slices.Clone(ws)
-	slices.SortFunc(s, func(a, b Write) int {
-		switch {
-		case a.Addr < b.Addr:
-			return -1
-		case a.Addr > b.Addr:
-			return 1
-		}
-		return 0
-	})
+	// sort.Slice, not slices.SortFunc, here and for pages: the sorting code is shared
+	// with the rest of the program instead of instantiated for Write (12 KB).
+	sort.Slice(s, func(i, j int) bool { return s[i].Addr < s[j].Addr })
 	for i := 1; i < len(s); i++ {
 		if prev := s[i-1]; prev.Addr+uintptr(len(prev.Old)) > s[i].Addr {
 			return fmt.Errorf("%w: writes at %#x and %#x overlap", ErrOverlap, prev.Addr, s[i].Addr)

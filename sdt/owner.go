@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
@@ -148,7 +149,7 @@ func stillHeld(what string, keys []holdKey) error {
 		return nil
 	}
 	e.Spec = what
-	slices.Sort(e.Holders)
+	sort.Slice(e.Holders, func(i, j int) bool { return e.Holders[i] < e.Holders[j] })
 	return &e
 }
 
