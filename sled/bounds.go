@@ -85,7 +85,7 @@ func moduleBounds() (l Layout) {
 	l.pclntable = unsafe.Slice((*byte)(at(m.pclntable[0])), m.pclntable[1])
 	for _, i := range []int{0, len(ftab) / 2, len(ftab) - 2} {
 		f := runtime.FuncForPC(m.text + uintptr(ftab[i].entryoff))
-		if f == nil || string(l.funcName(i)) != f.Name() {
+		if f == nil || !printedAs(l.funcName(i), f.Name()) {
 			l.funcnames, l.pclntable = nil, nil // names unknown: discovery searches all the text
 			break
 		}
@@ -113,6 +113,19 @@ func inlineTables(m *moduleData) inlTables {
 		gofunc:  unsafe.Slice((*byte)(at(m.gofunc)), m.epclntab-m.gofunc),
 		quantum: q,
 	}
+}
+
+// printedAs reports whether a function named name in the name table is the one the
+// runtime prints as printed: the runtime prints what a generic function's outermost
+// brackets hold as "..." (runtime.funcNamePiecesForPrint).
+func printedAs(name []byte, printed string) bool {
+	i := bytes.IndexByte(name, '[')
+	j := bytes.LastIndexByte(name, ']')
+	if i < 0 || j <= i {
+		return string(name) == printed
+	}
+	return len(printed) == i+5+len(name)-j-1 && string(name[:i]) == printed[:i] &&
+		printed[i:i+5] == "[...]" && string(name[j+1:]) == printed[i+5:]
 }
 
 // funcName returns the name of the i-th function of the function table, from the

@@ -4,6 +4,7 @@ import (
 	"debug/buildinfo"
 	"debug/elf"
 	"fmt"
+	"slices"
 )
 
 // SetProbePackage makes path the probe package for a test, and returns what puts the
@@ -26,7 +27,9 @@ func SetParallelism(candidates, text int) (restore func()) {
 // search, as offsets [lo, hi) from its runtime.text (text), with the same code as the
 // running program's (searchRanges), its tables read from the file's .gopclntab and its
 // build info, not the runtime's; nil ranges: all the text. The runtime's check of the
-// inline trees (checkInlineTrees) needs the running program, and is left out.
+// inline trees (checkInlineTrees) needs the running program, and is left out. Where
+// the inline trees are read, the two ways of finding the functions that inlined the
+// probe package must both work and agree: an error says where they do not.
 func FileSearch(path string) (text uint64, ranges [][2]int, how string, err error) {
 	f, err := elf.Open(path)
 	if err != nil {
@@ -75,5 +78,19 @@ func FileSearch(path string) (text uint64, ranges [][2]int, how string, err erro
 		return 0, nil, "", fmt.Errorf("%s: no runtime.text symbol", path)
 	}
 	ranges, how = l.searchRangesOf(mods, false)
+	if l.inl.why == "" {
+		prefix := []byte(probePackage + ".")
+		byTree, err := l.inlinersByTree(prefix)
+		if err != nil {
+			return 0, nil, "", fmt.Errorf("%s: inliners from the trees: %v", path, err)
+		}
+		byRecord, err := l.inlinersByRecord(prefix)
+		if err != nil {
+			return 0, nil, "", fmt.Errorf("%s: inliners from the records: %v", path, err)
+		}
+		if !slices.Equal(byTree, byRecord) {
+			return 0, nil, "", fmt.Errorf("%s: inliners from the trees: %d ranges, from the records %d", path, len(byTree), len(byRecord))
+		}
+	}
 	return uint64(l.Text), ranges, how, nil
 }

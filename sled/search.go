@@ -20,9 +20,10 @@ import (
 // (hello world with one probe: 1.1 MB of text, almost all of it the runtime and fmt).
 // But a site is always the flag check of one of package sdt's functions inlined into
 // another (package sdt itself reads flags only through pointers, which are no sites),
-// so only the functions whose inline tree names a function of sdt can hold one
-// (inltree.go): in a large program with few sites that spares the first read of
-// almost all its text, and needs neither the build info nor the names. Where the
+// so only the functions whose inline tree names a function of sdt's API (the call that
+// brought sdt's code in) can hold one (inltree.go): in a large program with few sites
+// that spares the first read of almost all its text, and needs neither the build info
+// nor the names. Where the
 // inline trees cannot be read, discovery searches all the functions of the packages
 // above; where the build info or the function names are not there either (a GOPATH
 // build, names that do not check out), all the text. A site that a search misses
@@ -74,11 +75,34 @@ func (l Layout) searchRangesOf(mods []string, live bool) ([][2]int, string) {
 var minInlinersPerWorker = 8192
 
 // inliners returns the text of the functions whose inline tree names a function of
-// package sdt, as offsets [lo, hi) sorted and merged; never nil. It reads no function
-// name, only each function's _func record and, for those that inlined anything, their
-// inline tree: on several goroutines in a large program.
+// package sdt's API, as offsets [lo, hi) sorted and merged; never nil. It finds them
+// from the trees' side (inlinersByTree) where trees are dense enough, and otherwise,
+// or where that cannot tell, from every function's record. Both give the same
+// functions (FileSearch's check, in every build TestSearchBuilds makes).
 func (l Layout) inliners() ([][2]int, error) {
 	prefix := []byte(probePackage + ".")
+	if l.treesDense() {
+		r, err := l.inlinersByTree(prefix)
+		if err != errUnexplained && err != errSparse {
+			return r, err
+		}
+	}
+	return l.inlinersByRecord(prefix)
+}
+
+// treesDense reports whether the functions' funcdata, where their inline trees are,
+// average at least 12 bytes a function. Where they are fewer, few functions inlined
+// anything (a program of 48,000 functions that inline nothing: 7 bytes a function;
+// the go command: 120), and the search for the function of a tree would read about
+// as many records as inlinersByRecord. (Reading a sample of the records to tell
+// costs more: at start each record far from the last read faults on its own page.)
+func (l Layout) treesDense() bool {
+	return len(l.inl.gofunc) >= 12*(len(l.funcs)-1)
+}
+
+// inlinersByRecord is inliners from each function's _func record and, for those that
+// inlined anything, their inline tree: on several goroutines in a large program.
+func (l Layout) inlinersByRecord(prefix []byte) ([][2]int, error) {
 	n := len(l.funcs) - 1
 	workers := max(1, min(runtime.GOMAXPROCS(0), n/minInlinersPerWorker))
 	parts := make([][][2]int, workers)

@@ -1,6 +1,7 @@
 package sled
 
 import (
+	"bytes"
 	"reflect"
 	"runtime"
 	"slices"
@@ -194,5 +195,74 @@ func BenchmarkSearchRanges(b *testing.B) {
 	l := Self()
 	for b.Loop() {
 		l.searchRanges()
+	}
+}
+
+// TestPrintedAs: names compare as the runtime prints them, generic ones with "[...]".
+func TestPrintedAs(t *testing.T) {
+	for _, c := range []struct {
+		name, printed string
+		want          bool
+	}{
+		{"main.f", "main.f", true},
+		{"main.f", "main.g", false},
+		{"p.F[go.shape.int]", "p.F[...]", true},
+		{"p.(*T[go.shape.int]).M", "p.(*T[...]).M", true},
+		{"p.F[go.shape.int].func1", "p.F[...].func1", true},
+		{"p.F[go.shape.int].func1", "p.F[...].func2", false},
+		{"p.F[go.shape.int]", "p.F[go.shape.int]", false},
+		{"p.F[go.shape.int]", "p.G[...]", false},
+		{"p.F[", "p.F[", true},
+		{"p.F]x[", "p.F]x[", true},
+	} {
+		if got := printedAs([]byte(c.name), c.printed); got != c.want {
+			t.Errorf("printedAs(%q, %q) = %v, want %v", c.name, c.printed, got, c.want)
+		}
+	}
+	l := Self()
+	if len(l.funcs) == 0 || l.funcnames == nil {
+		t.Skipf("no function names read on %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	generic := 0
+	for i := 0; i < len(l.funcs)-1; i++ {
+		name := l.funcName(i)
+		f := runtime.FuncForPC(l.Text + uintptr(l.funcs[i].entryoff))
+		if f == nil || !printedAs(name, f.Name()) {
+			t.Fatalf("function %d: %q printed as %q", i, name, f.Name())
+		}
+		if bytes.IndexByte(name, '[') >= 0 {
+			generic++
+		}
+	}
+	if generic == 0 {
+		t.Error("no generic function in this test binary")
+	}
+}
+
+// TestProbeAPI: the names of package sdt's functions that another package can call,
+// as the name table spells them, and those it cannot.
+func TestProbeAPI(t *testing.T) {
+	for name, want := range map[string]bool{
+		"Probe1[go.shape.int]":                   true,
+		"Probe1[go.shape.int].func1":             true,
+		"(*P1[go.shape.int]).Enabled":            true,
+		"(*Func).Begin":                          true,
+		"Latency.Start":                          true,
+		"List.deferwrap1":                        true,
+		"(*P1[go.shape.int]).fire":               false,
+		"(*registry).seal":                       false,
+		"(*registry).seal.func1":                 false,
+		"bump":                                   false,
+		"setArg[go.shape.int]":                   false,
+		"init":                                   false,
+		"init.0":                                 false,
+		"init.func2":                             false,
+		"(*atomicList[go.shape.func(int)]).load": false,
+		"":                                       false,
+		"(broken":                                false,
+	} {
+		if got := probeAPI([]byte(name + "\x00rest")); got != want {
+			t.Errorf("probeAPI(%q) = %v, want %v", name, got, want)
+		}
 	}
 }
