@@ -4,6 +4,7 @@ import (
 	"debug/buildinfo"
 	"debug/elf"
 	"fmt"
+	"slices"
 )
 
 // SetProbePackage makes path the probe package for a test, and returns what puts the
@@ -76,4 +77,19 @@ func FileSearch(path string) (text uint64, ranges [][2]int, how string, err erro
 	}
 	ranges, how = l.searchRangesOf(mods, false)
 	return uint64(l.Text), ranges, how, nil
+}
+
+// InRanges says whether off lies in one of ranges: sorted, disjoint [lo, hi) offsets
+// from the text, as searchRanges and FileSearch return them.
+func InRanges(ranges [][2]int, off int) bool {
+	_, found := slices.BinarySearchFunc(ranges, off, func(r [2]int, off int) int {
+		switch {
+		case off < r[0]:
+			return 1
+		case off >= r[1]:
+			return -1
+		}
+		return 0
+	})
+	return found
 }

@@ -3,7 +3,6 @@ package sled
 import (
 	"reflect"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 
@@ -78,19 +77,7 @@ func TestSearchRanges(t *testing.T) {
 	if !strings.Contains(by, "inline trees") {
 		t.Errorf("search not chosen by the inline trees: %s", by)
 	}
-	in := func(f any) bool {
-		off := int(reflect.ValueOf(f).Pointer() - l.Text)
-		_, found := slices.BinarySearchFunc(r, off, func(r [2]int, off int) int {
-			switch {
-			case off < r[0]:
-				return 1
-			case off >= r[1]:
-				return -1
-			}
-			return 0
-		})
-		return found
-	}
+	in := func(f any) bool { return InRanges(r, int(reflect.ValueOf(f).Pointer()-l.Text)) }
 	if !in(inlinesFake) {
 		t.Error("inlinesFake is not searched")
 	}
