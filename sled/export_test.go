@@ -94,3 +94,18 @@ func FileSearch(path string) (text uint64, ranges [][2]int, how string, err erro
 	}
 	return uint64(l.Text), ranges, how, nil
 }
+
+// InRanges says whether off lies in one of ranges: sorted, disjoint [lo, hi) offsets
+// from the text, as searchRanges and FileSearch return them.
+func InRanges(ranges [][2]int, off int) bool {
+	_, found := slices.BinarySearchFunc(ranges, off, func(r [2]int, off int) int {
+		switch {
+		case off < r[0]:
+			return 1
+		case off >= r[1]:
+			return -1
+		}
+		return 0
+	})
+	return found
+}

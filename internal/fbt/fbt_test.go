@@ -12,10 +12,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gosdt/gosdt/internal/fbt"
+	"github.com/gosdt/gosdt/internal/testbin"
 	"github.com/gosdt/gosdt/internal/testutil"
 )
 
@@ -66,21 +66,6 @@ func TestMatch(t *testing.T) {
 	}
 }
 
-// tools builds sdtctl (for the go command's machine: it runs as -toolexec) once.
-var tools = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "fbt-test")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "sdtctl")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/gosdt/gosdt/cmd/sdtctl")
-	cmd.Env = append(os.Environ(), "GOARCH="+testutil.HostArch())
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building sdtctl: %v\n%s", err, out)
-	}
-	return bin, nil
-})
-
 func sdtctlBin(t *testing.T) string {
 	t.Helper()
 	if runtime.GOOS != "linux" {
@@ -91,11 +76,7 @@ func sdtctlBin(t *testing.T) string {
 		// sealed) needs discovery, which has no matcher for this GOARCH.
 		t.Skipf("no site matcher for %s", runtime.GOARCH)
 	}
-	bin, err := tools()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
+	return testbin.Sdtctl(t)
 }
 
 func exampleDir(t *testing.T) string {

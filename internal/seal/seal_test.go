@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gosdt/gosdt/internal/testbin"
 	"github.com/gosdt/gosdt/internal/testutil"
 	"github.com/gosdt/gosdt/internal/usdt"
 	"github.com/gosdt/gosdt/sled"
@@ -360,9 +361,7 @@ func TestToolexec(t *testing.T) {
 		t.Skip("builds sdtctl and programs")
 	}
 	dir := t.TempDir()
-	// The go command runs the tool itself: sdtctl is built for its architecture.
-	sdtctl := goBuild(t, dir, "sdtctl", "../../cmd/sdtctl", []string{"GOARCH=" + testutil.HostArch()})
-	toolexec := "-toolexec=" + sdtctl + " toolexec"
+	toolexec := "-toolexec=" + testbin.Sdtctl(t) + " toolexec"
 	isSealed := func(bin string) bool {
 		f, err := elf.Open(bin)
 		if err != nil {

@@ -8,46 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/gosdt/gosdt/arch"
 )
-
-// Build builds pkg (an import path, or a directory relative to dir) for linux/goarch
-// with flags, in dir ("" for the test's own), into a temporary directory of t, and
-// returns the binary's path. It skips the test when there is no go command, or when
-// -race is asked for another architecture than the go command's (it needs cgo, which
-// a cross-build lacks).
-func Build(t testing.TB, dir, goarch, pkg string, flags ...string) string {
-	t.Helper()
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		t.Skip("no go command to build a program with:", err)
-	}
-	cross := goarch != runtime.GOARCH || runtime.GOOS != "linux"
-	if cross && slices.Contains(flags, "-race") {
-		t.Skipf("-race build for linux/%s needs a linux/%s host", goarch, goarch)
-	}
-	out := filepath.Join(t.TempDir(), filepath.Base(pkg)+"-"+goarch)
-	cmd := exec.Command(gobin, append(append([]string{"build", "-o", out}, flags...), pkg)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch, "GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local")
-	if cross {
-		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
-	}
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		if slices.Contains(flags, "-race") && strings.Contains(string(msg), "requires cgo") {
-			// The go command builds for another architecture than its own (this test
-			// runs under qemu): no C compiler for it, so no -race.
-			t.Skipf("GOARCH=%s go build -race: %s", goarch, strings.TrimSpace(string(msg)))
-		}
-		t.Fatalf("GOARCH=%s go build %s %s: %v\n%s", goarch, strings.Join(flags, " "), pkg, err, msg)
-	}
-	return out
-}
 
 // Binary is the text and functions of a Go ELF binary.
 type Binary struct {
@@ -96,7 +61,6 @@ func Read(t testing.TB, path string, machine uint16) *Binary {
 // are another architecture's, as under qemu) the gofmt command built for it.
 func Binaries(t testing.TB, a *arch.Arch) []*Binary {
 	t.Helper()
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	paths := []string{gobin}
 	if self, err := os.Executable(); err == nil {
 		paths = append(paths, self)

@@ -13,16 +13,30 @@ import (
 	"github.com/gosdt/gosdt/sled/testdata/sites/lib"
 )
 
-var (
-	p0  = sdt.Define0("sites", "p0")
-	p1  = sdt.Define1[int]("sites", "p1", "a")
-	p2  = sdt.Define2[string, int]("sites", "p2", "s", "n")
-	p3  = sdt.Define3[int, int, int]("sites", "p3", "a", "b", "c")
-	g   = sdt.Define1[string]("sites", "guard", "s")
-	lat = sdt.DefineLatency1[int]("sites", "lat", "n")
+func main() {
+	n := len(os.Args)
+	f := func(k int) int {
+		sdt.Probe2(&p2, "closure", k)
+		return k + 1
+	}
+	done := make(chan int)
+	go func() {
+		sdt.Probe1(&p1, n)
+		done <- n
+	}()
+	ints.Put(n)
+	strs.Put("x")
+	w := &worker{n: n}
+	fmt.Println(plain(n), guarded("s"), generic([]int{n, 2}), generic([]int64{3}), f(n), <-done, w.run(), lib.Step(n))
+}
 
-	ints = lib.Box[int]{P: sdt.Define1[int]("sites", "ints", "v")}
-	strs = lib.Box[string]{P: sdt.Define1[string]("sites", "strs", "v")}
+// Plain sites of every arity up to three; p1 and p2 fire again in generic code, in a
+// closure and in a goroutine.
+var (
+	p0 = sdt.Define0("sites", "p0")
+	p1 = sdt.Define1[int]("sites", "p1", "a")
+	p2 = sdt.Define2[string, int]("sites", "p2", "s", "n")
+	p3 = sdt.Define3[int, int, int]("sites", "p3", "a", "b", "c")
 )
 
 //go:noinline
@@ -33,6 +47,9 @@ func plain(n int) int {
 	sdt.Probe3(&p3, n, n+1, n+2)
 	return n * 3
 }
+
+// g fires behind its Enabled check, which keeps fmt.Sprint off the disabled path.
+var g = sdt.Define1[string]("sites", "guard", "s")
 
 //go:noinline
 func guarded(s string) int {
@@ -54,6 +71,9 @@ func generic[T number](xs []T) T {
 	return sum
 }
 
+// lat times worker.run: its End fires in a deferred closure.
+var lat = sdt.DefineLatency1[int]("sites", "lat", "n")
+
 type worker struct{ n int }
 
 //go:noinline
@@ -64,19 +84,8 @@ func (w *worker) run() int {
 	return w.n
 }
 
-func main() {
-	n := len(os.Args)
-	f := func(k int) int {
-		sdt.Probe2(&p2, "closure", k)
-		return k + 1
-	}
-	done := make(chan int)
-	go func() {
-		sdt.Probe1(&p1, n)
-		done <- n
-	}()
-	ints.Put(n)
-	strs.Put("x")
-	w := &worker{n: n}
-	fmt.Println(plain(n), guarded("s"), generic([]int{n, 2}), generic([]int64{3}), f(n), <-done, w.run(), lib.Step(n))
-}
+// Generic probes, each fired by package lib's generic method Box.Put.
+var (
+	ints = lib.Box[int]{P: sdt.Define1[int]("sites", "ints", "v")}
+	strs = lib.Box[string]{P: sdt.Define1[string]("sites", "strs", "v")}
+)
