@@ -210,23 +210,20 @@ func BenchmarkSearchRanges(b *testing.B) {
 
 // TestPrintedAs: names compare as the runtime prints them, generic ones with "[...]".
 func TestPrintedAs(t *testing.T) {
-	for _, c := range []struct {
-		name, printed string
-		want          bool
-	}{
-		{"main.f", "main.f", true},
-		{"main.f", "main.g", false},
-		{"p.F[go.shape.int]", "p.F[...]", true},
-		{"p.(*T[go.shape.int]).M", "p.(*T[...]).M", true},
-		{"p.F[go.shape.int].func1", "p.F[...].func1", true},
-		{"p.F[go.shape.int].func1", "p.F[...].func2", false},
-		{"p.F[go.shape.int]", "p.F[go.shape.int]", false},
-		{"p.F[go.shape.int]", "p.G[...]", false},
-		{"p.F[", "p.F[", true},
-		{"p.F]x[", "p.F]x[", true},
+	for c, want := range map[[2]string]bool{ // {name in the table, as printed}
+		{"main.f", "main.f"}:                          true,
+		{"main.f", "main.g"}:                          false,
+		{"p.F[go.shape.int]", "p.F[...]"}:             true,
+		{"p.(*T[go.shape.int]).M", "p.(*T[...]).M"}:   true,
+		{"p.F[go.shape.int].func1", "p.F[...].func1"}: true,
+		{"p.F[go.shape.int].func1", "p.F[...].func2"}: false,
+		{"p.F[go.shape.int]", "p.F[go.shape.int]"}:    false,
+		{"p.F[go.shape.int]", "p.G[...]"}:             false,
+		{"p.F[", "p.F["}:                              true,
+		{"p.F]x[", "p.F]x["}:                          true,
 	} {
-		if got := printedAs([]byte(c.name), c.printed); got != c.want {
-			t.Errorf("printedAs(%q, %q) = %v, want %v", c.name, c.printed, got, c.want)
+		if got := printedAs([]byte(c[0]), c[1]); got != want {
+			t.Errorf("printedAs(%q, %q) = %v, want %v", c[0], c[1], got, want)
 		}
 	}
 	l := Self()
