@@ -80,15 +80,17 @@ func TestDiscoveryScaling(t *testing.T) {
 // writeProgram writes a module in dir: n generated functions, each a little
 // arithmetic, every 16th with a probe site, all reachable from main.
 func writeProgram(t testing.TB, dir string, n int, root string, goMod, goSum []byte) {
-	writeProgramEvery(t, dir, n, 16, root, goMod, goSum)
+	writeProgramEvery(t, dir, n, 16, false, root, goMod, goSum)
 }
 
-// writeProgramEvery is writeProgram with a probe site in every every-th function.
+// writeProgramEvery is writeProgram with a probe site in every every-th function,
+// and with helper a small function inlined into every one, as real code inlines
+// helpers: then every function has an inline tree.
 // The program prints its start-up discovery; with GOSDT_DISCOVERY_LOOP=k it also runs
 // the scan k more times (sled.Discover, which only reads) and prints the fastest
 // ("best=ns"), and with GOSDT_DISCOVERY_PROFILE=file it writes a CPU profile of them
 // (run it with SDT_PATCH=off: a rescan of sealed sites finds sleds, not checks).
-func writeProgramEvery(t testing.TB, dir string, n, every int, root string, goMod, goSum []byte) {
+func writeProgramEvery(t testing.TB, dir string, n, every int, helper bool, root string, goMod, goSum []byte) {
 	mod := "module prog\n\ngo 1.26.0\n\nrequire github.com/gosdt/gosdt v0.0.0\n\nreplace github.com/gosdt/gosdt => " + root + "\n"
 	// The gosdt module's own requirements, so that no network is needed.
 	if i := strings.Index(string(goMod), "require ("); i >= 0 {
@@ -115,6 +117,9 @@ var probes = [4]sdt.P1[int]{
 }
 
 var fns []func(uint64) uint64
+
+// mix is what the functions inline when they inline something.
+func mix(x, k uint64) uint64 { return (x ^ x>>29) * k }
 
 func main() {
 	x := uint64(len(os.Args))
@@ -161,6 +166,9 @@ func main() {
 			for j := range 24 {
 				fmt.Fprintf(&b, "\tx = x*%d + %d\n\tx ^= x >> %d\n", 2*(i+j)+3, i*31+j, 1+(i+j)%61)
 			}
+			if helper {
+				fmt.Fprintf(&b, "\tx = mix(x, %d)\n", 2*i+1)
+			}
 			if i%every == 0 {
 				fmt.Fprintf(&b, "\tsdt.Probe1(&probes[%d], int(x))\n", i/every%4)
 			}
@@ -180,7 +188,9 @@ func must(t testing.TB, err error) {
 // BenchmarkDiscovery runs generated programs from exec to exit and reports their own
 // start-up discovery (the text scan and the proof of every site), per site and per MB
 // of text: us/site for 1,250 small functions with one site each, ms/MB for a program
-// with one site; with -discovery also one site in 30 MB of text (a build of minutes).
+// with one site; with -discovery also one site in 30 MB of text (a build of minutes),
+// in functions that inline nothing and in functions that each inline a helper
+// ("inlined", as real code does: every function then has an inline tree).
 // Each iteration is one start (cold caches, as a user pays it); the figures are the
 // mean over b.N starts. The warm figures are the fastest of 20 discoveries more in one
 // of the processes (SDT_PATCH=off, so that its sites are still the compiler's): the
@@ -191,10 +201,13 @@ func must(t testing.TB, err error) {
 // the arm64 code path compares with itself before and after a change, not what an
 // arm64 CPU takes.
 func BenchmarkDiscovery(b *testing.B) {
-	type prog struct{ funcs, every int }
-	progs := []prog{{1250, 1}, {2000, 1 << 30}}
+	type prog struct {
+		funcs, every int
+		helper       bool
+	}
+	progs := []prog{{1250, 1, false}, {2000, 1 << 30, false}}
 	if *discoveryFlag {
-		progs = append(progs, prog{45000, 1 << 30})
+		progs = append(progs, prog{45000, 1 << 30, false}, prog{45000, 1 << 30, true})
 	}
 	goarchs := []string{runtime.GOARCH}
 	if *discoveryQemu && runtime.GOARCH != "arm64" {
@@ -205,17 +218,20 @@ func BenchmarkDiscovery(b *testing.B) {
 	}
 	for _, goarch := range goarchs {
 		for _, p := range progs {
-			benchDiscovery(b, goarch, p.funcs, p.every)
+			benchDiscovery(b, goarch, p.funcs, p.every, p.helper)
 		}
 	}
 }
 
 // benchDiscovery runs one generated program, for goarch (under qemu if not this
 // machine's), b.N times.
-func benchDiscovery(b *testing.B, goarch string, funcs, every int) {
-	bin := discoveryProgram(b, goarch, funcs, every)
+func benchDiscovery(b *testing.B, goarch string, funcs, every int, helper bool) {
+	bin := discoveryProgram(b, goarch, funcs, every, helper)
 	sites := (funcs + every - 1) / every
 	name := fmt.Sprintf("funcs=%d/sites=%d", funcs, sites)
+	if helper {
+		name += "/inlined"
+	}
 	if goarch != runtime.GOARCH {
 		name += "/goarch=" + goarch + "-qemu"
 	}
@@ -266,14 +282,15 @@ func benchDiscovery(b *testing.B, goarch string, funcs, every int) {
 type programKey struct {
 	goarch       string
 	funcs, every int
+	helper       bool
 }
 
 var discoveryBuilt = map[programKey]string{}
 
 // discoveryProgram builds the generated program of funcs functions, a site in every
-// every-th, for linux/goarch, once per test binary.
-func discoveryProgram(b *testing.B, goarch string, funcs, every int) string {
-	key := programKey{goarch, funcs, every}
+// every-th, each inlining a helper if helper, for linux/goarch, once per test binary.
+func discoveryProgram(b *testing.B, goarch string, funcs, every int, helper bool) string {
+	key := programKey{goarch, funcs, every, helper}
 	if p, ok := discoveryBuilt[key]; ok {
 		return p
 	}
@@ -285,7 +302,7 @@ func discoveryProgram(b *testing.B, goarch string, funcs, every int) string {
 	dir, err := os.MkdirTemp("", "gosdt-discovery")
 	must(b, err)
 	b.Cleanup(func() { os.RemoveAll(dir) })
-	writeProgramEvery(b, dir, funcs, every, root, goMod, goSum)
+	writeProgramEvery(b, dir, funcs, every, helper, root, goMod, goSum)
 	bin := filepath.Join(dir, "prog")
 	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, ".")
 	cmd.Dir = dir
@@ -295,7 +312,7 @@ func discoveryProgram(b *testing.B, goarch string, funcs, every int) string {
 	}
 	if dst := os.Getenv("GOSDT_KEEP_PROGRAM"); dst != "" {
 		// Keep a copy for profiling (GOSDT_DISCOVERY_LOOP, GOSDT_DISCOVERY_PROFILE).
-		cp := exec.Command("cp", bin, fmt.Sprintf("%s.%s.%d.%d", dst, goarch, funcs, every))
+		cp := exec.Command("cp", bin, fmt.Sprintf("%s.%s.%d.%d.%t", dst, goarch, funcs, every, helper))
 		must(b, cp.Run())
 	}
 	discoveryBuilt[key] = bin
