@@ -33,7 +33,11 @@ func Every(d time.Duration) *Alarm { return start(d, d) }
 func start(d, every time.Duration) *Alarm {
 	a := &Alarm{c: make(chan struct{}, 1), every: every}
 	a.C = a.c
+	// A short d may ring before AfterFunc returns: a periodic ring re-arms a.t under
+	// mu, so a.t is set under it too.
+	a.mu.Lock()
 	a.t = time.AfterFunc(d, a.ring)
+	a.mu.Unlock()
 	return a
 }
 

@@ -64,3 +64,13 @@ func TestResetTakesBackAndRearms(t *testing.T) {
 		t.Fatal("no ring after Reset")
 	}
 }
+
+// TestEveryRingsBeforeStartReturns: a period so short that the first ring may come
+// before Every has returned must not find the alarm half made (it re-arms its timer).
+func TestEveryRingsBeforeStartReturns(t *testing.T) {
+	for range 2000 {
+		a := Every(time.Nanosecond)
+		<-a.C
+		a.Stop()
+	}
+}
