@@ -3,10 +3,15 @@ package sdt
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/gosdt/gosdt/patch"
 	"github.com/gosdt/gosdt/sled"
 )
+
+// prepareDelay is how long after init the kernel is asked to get ready for run-time
+// switches (patch.Prepare).
+const prepareDelay = 100 * time.Millisecond
 
 // init finds every site and seals it. Package initialisation runs sdt before any
 // package that imports it, so no site has run yet: this is the one moment at which a
@@ -15,11 +20,14 @@ import (
 func init() {
 	reg.mode = modeFromEnv()
 	reg.opts = optionsFromEnv()
-	if os.Getenv("SDT_PATCH") != "off" && !sled.SealedBinary() {
-		// Sealing will patch: let the kernel get ready while discovery runs. (A sealed
-		// binary has nothing to patch at start; preparing anyway would hold up the exit
-		// of a short-lived program by the rest of the wait.)
-		patch.Prepare()
+	if os.Getenv("SDT_PATCH") != "off" && patch.Supported() {
+		// Every switch after this init asks the kernel to serialize every core, which
+		// first costs an RCU grace period to register for. Get it ready in the
+		// background once the program has run a while: a short command never pays it
+		// (a thread in that system call holds up the process's exit), a server has it
+		// done before an operator switches anything, and an Enable that comes sooner
+		// waits for it. Sealing at this init needs none of it (patch.Quiescent).
+		time.AfterFunc(prepareDelay, patch.Prepare)
 	}
 	reg.layout = sled.Self()
 	reg.table = sled.Discover()
