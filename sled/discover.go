@@ -16,7 +16,7 @@ func Discover() *Table {
 	start := time.Now()
 	var t *Table
 	switch src := self(); {
-	case SealedBinary():
+	case sealedBinary():
 		t = loadSealed(src)
 	case len(src.Text) == 0:
 		t = &Table{Reason: "text section not found"}

@@ -69,9 +69,9 @@ func MarkFor(table []byte) [4]uint64 {
 // runtime's tables for the CRC instruction, which every start would otherwise pay.
 var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
-// SealedBinary reports whether this executable was sealed (sdtctl seal): its sites
+// sealedBinary reports whether this executable was sealed (sdtctl seal): its sites
 // are then in a site table, and sealed in its text already.
-func SealedBinary() bool { return sealed.mark[1] != 0 }
+func sealedBinary() bool { return sealed.mark[1] != 0 }
 
 // exePath is this executable's file. /proc/self/exe names the mapped file itself,
 // even if the path it was started from has been replaced or removed.
