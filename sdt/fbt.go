@@ -450,8 +450,8 @@ var hookSeq atomic.Uint64
 // ignored: h sees both boundaries). Hooks of one function run in order, lowest first
 // (outermost): their Enter in that order, their Exit in the reverse one; hooks of equal
 // order run in the order they were attached. It returns how many functions matched.
-func HookFuncs(specText string, order int, h FuncHook) (detach func(), n int, err error) {
-	sp, err := parseListSpec(specText)
+func HookFuncs(spec string, order int, h FuncHook) (detach func(), n int, err error) {
+	sp, err := parseListSpec(spec)
 	if err != nil {
 		return nil, 0, err
 	}
