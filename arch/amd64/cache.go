@@ -13,20 +13,20 @@ import (
 // searched linearly, and the walker's scratch memory. One goroutine only.
 type cache struct {
 	arch.Memory
-	insts  recent.Insts[inst]
+	insts  recent.Insts[xinst]
 	walker walker
 }
 
 func newCache(m arch.Memory) arch.Cache { return &cache{Memory: m} }
 
 // decode is decode through the cache.
-func (c *cache) decode(pc uint64) (inst, error) {
+func (c *cache) decode(pc uint64) (xinst, error) {
 	if in, ok := c.insts.Get(pc); ok {
 		return in, nil
 	}
 	b := c.Read(pc, maxInstLen)
 	if len(b) == 0 {
-		return inst{}, shapeErr(pc, "no code mapped")
+		return xinst{}, shapeErr(pc, "no code mapped")
 	}
 	in, err := decodeBytes(b, pc)
 	if err == nil {

@@ -70,7 +70,7 @@ func calls(m arch.Memory, entry, end uint64, want func(target uint64) bool, name
 // into the variable after the race detector is told, the X of LEAQ X(SB), AX; ...;
 // CALL runtime.racewriterange, that call coming before any other within a few
 // instructions. 0 if neither.
-func storedByte(after []inst, name func(pc uint64) string) uint64 {
+func storedByte(after []xinst, name func(pc uint64) string) uint64 {
 	if len(after) == 0 {
 		return 0
 	}

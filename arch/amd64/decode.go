@@ -7,11 +7,8 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 )
 
-// maxInstLen is the architectural limit on the length of one instruction.
-const maxInstLen = 15
-
-// inst is one instruction decoded by x86asm, with its absolute addresses resolved.
-type inst struct {
+// xinst is one instruction decoded by x86asm, with its absolute addresses resolved.
+type xinst struct {
 	PC     uint64
 	Len    int
 	Op     x86asm.Op
@@ -21,30 +18,30 @@ type inst struct {
 }
 
 // End is the address just past the instruction.
-func (in inst) End() uint64 { return in.PC + uint64(in.Len) }
+func (in xinst) End() uint64 { return in.PC + uint64(in.Len) }
 
-func (in inst) String() string {
+func (in xinst) String() string {
 	return fmt.Sprintf("%#x: %v", in.PC, in.Inst)
 }
 
 // decode decodes the one instruction at pc (once, if m is a *cache).
-func decode(m arch.Memory, pc uint64) (inst, error) {
+func decode(m arch.Memory, pc uint64) (xinst, error) {
 	if c, ok := m.(*cache); ok {
 		return c.decode(pc)
 	}
 	b := m.Read(pc, maxInstLen)
 	if len(b) == 0 {
-		return inst{}, shapeErr(pc, "no code mapped")
+		return xinst{}, shapeErr(pc, "no code mapped")
 	}
 	return decodeBytes(b, pc)
 }
 
-func decodeBytes(b []byte, pc uint64) (inst, error) {
+func decodeBytes(b []byte, pc uint64) (xinst, error) {
 	xi, err := x86asm.Decode(b, 64)
 	if err != nil {
-		return inst{}, shapeErr(pc, "cannot decode % x: %v", b[:min(len(b), 8)], err)
+		return xinst{}, shapeErr(pc, "cannot decode % x: %v", b[:min(len(b), 8)], err)
 	}
-	in := inst{PC: pc, Len: xi.Len, Op: xi.Op, Inst: xi}
+	in := xinst{PC: pc, Len: xi.Len, Op: xi.Op, Inst: xi}
 	end := pc + uint64(xi.Len)
 	for _, a := range xi.Args {
 		switch a := a.(type) {
@@ -81,7 +78,7 @@ func isCondJump(op x86asm.Op) bool {
 }
 
 // isUncond reports whether control never falls through past the instruction.
-func isUncond(in inst) bool {
+func isUncond(in xinst) bool {
 	switch in.Op {
 	case x86asm.INT:
 		return in.Len == 1 // INT3 (CC)
@@ -95,8 +92,8 @@ func isUncond(in inst) bool {
 // decodeFunc decodes the function [entry, end) linearly with x86asm: every
 // instruction, where walk only finds their boundaries. Undecodable bytes are an error
 // naming the pc, and so is code that ends before end.
-func decodeFunc(m arch.Memory, entry, end uint64) ([]inst, error) {
-	var insts []inst
+func decodeFunc(m arch.Memory, entry, end uint64) ([]xinst, error) {
+	var insts []xinst
 	for pc := entry; pc < end; {
 		b := m.Read(pc, int(min(end-pc, maxInstLen)))
 		if len(b) == 0 {

@@ -98,7 +98,7 @@ var flagTable = sync.OnceValue(func() map[x86asm.Op][2]uint8 {
 
 // flagEffect returns the flags in read and written by in, and whether in is
 // understood at all.
-func flagEffect(in inst) (reads, writes uint8, known bool) {
+func flagEffect(in xinst) (reads, writes uint8, known bool) {
 	switch in.Op {
 	case x86asm.SHL, x86asm.SHR, x86asm.SAR:
 		// With an immediate count in 1..width-1 CF, ZF, SF, PF are defined

@@ -1,16 +1,13 @@
 package amd64
 
 import (
-	"encoding/binary"
-
 	"github.com/gosdt/gosdt/arch"
 )
 
 // peeked is what the walks that prove a site (follow, guardedCall, flagsDead) need of
-// an instruction that the length decoder knows, read without x86asm: its extent and
-// flow, and whether it is one of the few kinds those walks step over. Most of a fire
-// block is spills, LEAs and the call, all of them here; anything else the walks
-// decode with x86asm, as they do an instruction length does not know.
+// an instruction that the decoder knows: its extent and flow, and whether it is one
+// of the few kinds those walks step over. Most of a fire block is spills, LEAs and the
+// call, all of them here; anything else the walks decode with x86asm.
 // TestLengthAgreesWithX86asm checks every classification against x86asm.
 type peeked struct {
 	n      int
@@ -31,45 +28,49 @@ const (
 	peekJNE                    // 75 rel8, 0F 85 rel32
 )
 
-// peek reads the instruction at pc with the length decoder; false if it does not
-// know it (the caller decodes it with x86asm).
+// peek reads the instruction at pc with the decoder; false if it does not know it
+// (the caller decodes it with x86asm).
 func peek(m arch.Memory, pc uint64) (peeked, bool) {
-	b := m.Read(pc, maxInstLen)
-	n, flow, rel, ok := length(b)
-	if !ok {
+	var in inst
+	if !decodeInst(m.Read(pc, maxInstLen), &in) {
 		return peeked{}, false
 	}
-	p := peeked{n: n, flow: flow}
-	if flow == flowJcc || flow == flowJmp || flow == flowCall {
-		p.target = pc + uint64(n) + uint64(int64(rel))
+	p := peeked{n: int(in.n), flow: in.flow}
+	if in.flow == flowJcc || in.flow == flowJmp || in.flow == flowCall {
+		p.target = in.target(pc)
 	}
-	// The prefixes length accepted: 66s, one of F2 and F3, then at most one REX.
-	i, rep, rex := 0, false, byte(0)
-	for ; b[i] == 0x66 || b[i] == 0xF2 || b[i] == 0xF3; i++ {
-		rep = rep || b[i] != 0x66
-	}
-	if b[i]&0xF0 == 0x40 {
-		rex = b[i]
-		i++
-	}
-	op := uint16(b[i])
-	if op == 0x0F {
-		i++
-		op = 0x0F00 | uint16(b[i])
-	}
-	modrm := i + 1 // where the ModRM byte is, for the opcodes that have one
 	switch {
-	case op == 0x90 && rex&1 == 0 && !rep, op == 0x0F1F:
+	case in.isNOP():
 		p.kind = peekNOP
-	case op == 0x74 || op == 0x0F84:
+	case in.isJcc(ccE):
 		p.kind = peekJE
-	case op == 0x75 || op == 0x0F85:
+	case in.isJcc(ccNE):
 		p.kind = peekJNE
-	case op == 0x8D && b[modrm]&0xC7 == 0x05: // mod 00, r/m 101: [RIP+disp32]
+	case in.legacy(mapOne, 0x8D) && in.rip:
 		p.kind = peekLeaRIP
-		p.lea = pc + uint64(n) + uint64(int64(int32(binary.LittleEndian.Uint32(b[modrm+1:]))))
-	case op >= 0x88 && op <= 0x8B, op == 0x8D, op == 0xC6, op == 0xC7, op >= 0xB0 && op <= 0xBF:
+		p.lea = in.mem(pc)
+	case in.enc == encLegacy && in.m == mapOne && (in.op >= 0x88 && in.op <= 0x8B || in.op == 0x8D || in.op == 0xC6 || in.op == 0xC7 || in.op >= 0xB0 && in.op <= 0xBF):
 		p.kind = peekMove
 	}
 	return p, true
+}
+
+// Condition codes: the low nibble of Jcc, SETcc and CMOVcc.
+const (
+	ccE  = 0x4
+	ccNE = 0x5
+)
+
+// legacy reports whether in is the legacy opcode op of map m.
+func (in *inst) legacy(m, op uint8) bool { return in.enc == encLegacy && in.m == m && in.op == op }
+
+// isNOP reports whether in is a NOP: 90 (without REX.B, which makes it XCHG, or F3,
+// which makes it PAUSE) or 0F 1F /0, with any prefix the decoder accepts.
+func (in *inst) isNOP() bool {
+	return in.legacy(mapOne, 0x90) && in.rex&1 == 0 && in.pfx&pF3 == 0 || in.legacy(map0F, 0x1F)
+}
+
+// isJcc reports whether in is the Jcc (rel8 or rel32) of condition code cc.
+func (in *inst) isJcc(cc uint8) bool {
+	return in.flow == flowJcc && in.enc == encLegacy && (in.m == mapOne && in.op == 0x70|cc || in.m == map0F && in.op == 0x80|cc)
 }

@@ -121,7 +121,7 @@ func match(m arch.Memory, w *arch.Walked, s arch.Site) error {
 	if !w.IsStart(s.Addr) {
 		return shapeErr(s.Addr, "not on an instruction boundary")
 	}
-	var buf [maxPadding + 2]inst // the CMPB, the padding, the Jcc: on the stack
+	var buf [maxPadding + 2]xinst // the CMPB, the padding, the Jcc: on the stack
 	insts := buf[:0]
 	for pc := s.Addr; pc < w.End && pc < s.Addr+maxSiteLen && len(insts) < len(buf); {
 		if !w.IsStart(pc) {
@@ -153,7 +153,7 @@ func match(m arch.Memory, w *arch.Walked, s arch.Site) error {
 // matchSite checks that insts, decoded from a site's start, are CMPB $0 on a
 // RIP-relative byte, only NOPs, then a JE or JNE (rel8 or rel32) that does not
 // branch into the site itself, and returns the site they make.
-func matchSite(insts []inst) (arch.Site, error) {
+func matchSite(insts []xinst) (arch.Site, error) {
 	if len(insts) == 0 {
 		return arch.Site{}, shapeErr(0, "no instructions")
 	}
@@ -189,7 +189,7 @@ func matchSite(insts []inst) (arch.Site, error) {
 }
 
 // isCMPBZeroRIP reports whether in is exactly `80 3D <rel32> 00`.
-func isCMPBZeroRIP(in inst) bool {
+func isCMPBZeroRIP(in xinst) bool {
 	xi := in.Inst
 	if in.Op != x86asm.CMP || in.Len != cmpbLen || xi.Prefix[0] != 0 || xi.Opcode>>24 != 0x80 || xi.MemBytes != 1 {
 		return false

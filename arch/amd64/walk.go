@@ -98,7 +98,7 @@ func walk(m arch.Memory, entry, end uint64) (*arch.Walked, error) {
 }
 
 // flowOf classifies an instruction decoded by x86asm as length would.
-func flowOf(in inst) flowKind {
+func flowOf(in xinst) flowKind {
 	switch {
 	case in.Op == x86asm.CALL:
 		if in.Target != 0 {
