@@ -86,19 +86,22 @@ func agree(b []byte, pc uint64) (a agreement, err error) {
 		return a, fmt.Errorf("% x: the decoder says %d bytes, flow %v, target %#x, mem %#x; x86asm %v: %d bytes, flow %v, target %#x, mem %#x",
 			b[:max(int(in.n), a.x.Len)], in.n, in.flow, target, mem, a.x.Inst, a.x.Len, xflowOf(a.x), a.x.Target, a.x.Mem)
 	}
+	if err := agreeFlags(in, a.x); err != nil {
+		return a, fmt.Errorf("% x: %v", b[:in.n], err)
+	}
 	return a, agreePeek(b, pc, a.x)
 }
 
 // agreePeek checks peek's reading of the instruction at the start of b against
 // x86asm's: the same extent, flow and target; a NOP, a JE, a JNE where x86asm says
-// so; a move where x86asm says MOV or LEA, which leave the flags alone (flagEffect);
+// so; a move where x86asm says MOV or LEA, which leave the flags alone (xflagEffect);
 // and a LEA's RIP-relative address.
 func agreePeek(b []byte, pc uint64, in xinst) error {
 	p, ok := peek(arch.Bytes{Base: pc, Code: b}, pc)
 	if !ok || p.n != in.Len || p.flow != xflowOf(in) || p.target != in.Target {
 		return fmt.Errorf("% x: peek %+v, %v; x86asm %v", b[:in.Len], p, ok, in.Inst)
 	}
-	reads, writes, known := flagEffect(in)
+	reads, writes, known := xflagEffect(in)
 	neutral := known && reads == 0 && writes == 0
 	var bad bool
 	switch p.kind {

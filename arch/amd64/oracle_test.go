@@ -1,6 +1,11 @@
 package amd64
 
-import "golang.org/x/arch/x86/x86asm"
+import (
+	"strings"
+	"sync"
+
+	"golang.org/x/arch/x86/x86asm"
+)
 
 // The x86asm ops the tests name.
 const (
@@ -27,4 +32,129 @@ func xabsolute(x xinst) (int32, bool) {
 		}
 	}
 	return 0, false
+}
+
+// The flag table flagsDead used with x86asm, by x86asm.Op: the oracle of flagEffect.
+
+// xxflagRows is what flagsDead knew of instructions: the flags each reads and the flags
+// it always writes (flags the SDM leaves undefined are not counted as written), by
+// group. Instructions in no row are unknown and stop the proof. Shifts and rotates are
+// in the neutral rows: with a zero count they leave the flags alone (see flagEffect
+// for the immediate-count case).
+var xflagRows = []struct {
+	reads, writes uint8
+	ops           []x86asm.Op
+}{
+	// Condition codes, by the flags they test: Jcc, SETcc, CMOVcc and the like.
+	{fCF | fZF, 0, []x86asm.Op{x86asm.JA, x86asm.JBE, x86asm.SETA, x86asm.SETBE, x86asm.CMOVA, x86asm.CMOVBE, x86asm.FCMOVBE, x86asm.FCMOVNBE}},
+	{fCF, 0, []x86asm.Op{x86asm.JAE, x86asm.JB, x86asm.SETAE, x86asm.SETB, x86asm.CMOVAE, x86asm.CMOVB, x86asm.FCMOVB, x86asm.FCMOVNB, x86asm.ADC, x86asm.SBB, x86asm.RCL, x86asm.RCR, x86asm.CMC}},
+	{fZF, 0, []x86asm.Op{x86asm.JE, x86asm.JNE, x86asm.LOOPE, x86asm.LOOPNE, x86asm.SETE, x86asm.SETNE, x86asm.CMOVE, x86asm.CMOVNE, x86asm.FCMOVE, x86asm.FCMOVNE}},
+	{fZF | fSF | fOF, 0, []x86asm.Op{x86asm.JG, x86asm.JLE, x86asm.SETG, x86asm.SETLE, x86asm.CMOVG, x86asm.CMOVLE}},
+	{fSF | fOF, 0, []x86asm.Op{x86asm.JGE, x86asm.JL, x86asm.SETGE, x86asm.SETL, x86asm.CMOVGE, x86asm.CMOVL}},
+	{fOF, 0, []x86asm.Op{x86asm.JO, x86asm.JNO, x86asm.SETO, x86asm.SETNO, x86asm.CMOVO, x86asm.CMOVNO, x86asm.INTO}},
+	{fPF, 0, []x86asm.Op{x86asm.JP, x86asm.JNP, x86asm.SETP, x86asm.SETNP, x86asm.CMOVP, x86asm.CMOVNP, x86asm.FCMOVU, x86asm.FCMOVNU}},
+	{fSF, 0, []x86asm.Op{x86asm.JS, x86asm.JNS, x86asm.SETS, x86asm.SETNS, x86asm.CMOVS, x86asm.CMOVNS}},
+	{fAll, 0, []x86asm.Op{x86asm.PUSHF, x86asm.PUSHFD, x86asm.PUSHFQ, x86asm.LAHF}},
+
+	// Writers.
+	{0, fAll, []x86asm.Op{
+		x86asm.CMP, x86asm.TEST, x86asm.ADD, x86asm.SUB, x86asm.AND, x86asm.OR, x86asm.XOR, x86asm.NEG, x86asm.XADD, x86asm.CMPXCHG,
+		x86asm.POPCNT, x86asm.PTEST, x86asm.VPTEST, x86asm.UCOMISS, x86asm.UCOMISD, x86asm.COMISS, x86asm.COMISD, x86asm.VUCOMISS, x86asm.VUCOMISD,
+		x86asm.VCOMISS, x86asm.VCOMISD, x86asm.CMPSB, x86asm.CMPSW, x86asm.CMPSD, x86asm.CMPSQ, x86asm.SCASB, x86asm.SCASW,
+		x86asm.SCASD, x86asm.SCASQ, x86asm.POPF, x86asm.POPFD, x86asm.POPFQ}},
+	{0, fCF | fPF | fZF | fSF, []x86asm.Op{x86asm.SAHF}},
+	{0, fAll &^ fCF, []x86asm.Op{x86asm.INC, x86asm.DEC}},
+	{0, fCF | fOF, []x86asm.Op{x86asm.MUL, x86asm.IMUL}},
+	{0, fCF, []x86asm.Op{x86asm.BT, x86asm.BTS, x86asm.BTR, x86asm.BTC, x86asm.CLC, x86asm.STC}},
+	{0, fZF, []x86asm.Op{x86asm.BSF, x86asm.BSR, x86asm.CMPXCHG8B, x86asm.CMPXCHG16B}},
+	{0, fCF | fZF, []x86asm.Op{x86asm.TZCNT, x86asm.LZCNT}},
+
+	// Neither: moves, loads and stores; stack, exchange and sign extension.
+	{0, 0, []x86asm.Op{
+		x86asm.MOV, x86asm.MOVZX, x86asm.MOVSX, x86asm.MOVSXD, x86asm.MOVQ, x86asm.MOVD, x86asm.MOVBE, x86asm.MOVNTI,
+		x86asm.MOVUPS, x86asm.MOVUPD, x86asm.MOVAPS, x86asm.MOVAPD, x86asm.MOVSD_XMM, x86asm.MOVSS, x86asm.MOVDQU,
+		x86asm.MOVDQA, x86asm.MOVHPS, x86asm.MOVLPS, x86asm.MOVHPD, x86asm.MOVLPD, x86asm.MOVSB, x86asm.MOVSW, x86asm.MOVSD,
+		x86asm.MOVSQ, x86asm.STOSB, x86asm.STOSW, x86asm.STOSD, x86asm.STOSQ, x86asm.LEA, x86asm.NOP, x86asm.PUSH, x86asm.POP,
+		x86asm.XCHG, x86asm.BSWAP, x86asm.NOT, x86asm.CBW, x86asm.CWDE, x86asm.CDQE, x86asm.CWD, x86asm.CDQ, x86asm.CQO}},
+	// SSE arithmetic and logic, conversions, shuffles.
+	{0, 0, []x86asm.Op{
+		x86asm.XORPS, x86asm.XORPD, x86asm.PXOR, x86asm.ANDPS, x86asm.ANDPD, x86asm.ANDNPS, x86asm.ANDNPD, x86asm.ORPS, x86asm.ORPD,
+		x86asm.ADDSD, x86asm.ADDSS, x86asm.SUBSD, x86asm.SUBSS, x86asm.MULSD, x86asm.MULSS, x86asm.DIVSD, x86asm.DIVSS,
+		x86asm.SQRTSD, x86asm.SQRTSS, x86asm.MINSD, x86asm.MAXSD, x86asm.MINSS, x86asm.MAXSS, x86asm.ROUNDSD, x86asm.ROUNDSS,
+		x86asm.CVTSI2SD, x86asm.CVTSI2SS, x86asm.CVTSD2SS, x86asm.CVTSS2SD, x86asm.CVTTSD2SI, x86asm.CVTTSS2SI, x86asm.CVTSD2SI,
+		x86asm.CVTSS2SI, x86asm.PSHUFD, x86asm.PSHUFB, x86asm.PUNPCKLQDQ, x86asm.PCMPEQB, x86asm.PMOVMSKB, x86asm.PADDQ,
+		x86asm.PAND, x86asm.POR}},
+	// Prefetches, fences, timers; shifts, rotates, divisions and BMI.
+	{0, 0, []x86asm.Op{
+		x86asm.PREFETCHNTA, x86asm.PREFETCHT0, x86asm.PREFETCHT1, x86asm.PREFETCHT2, x86asm.PREFETCHW, x86asm.LFENCE,
+		x86asm.MFENCE, x86asm.SFENCE, x86asm.PAUSE, x86asm.CPUID, x86asm.RDTSC, x86asm.RDTSCP,
+		x86asm.SHL, x86asm.SHR, x86asm.SAR, x86asm.ROL, x86asm.ROR, x86asm.SHLD, x86asm.SHRD, x86asm.DIV, x86asm.IDIV, x86asm.SHLX,
+		x86asm.SHRX, x86asm.SARX, x86asm.RORX, x86asm.MULX, x86asm.PDEP, x86asm.PEXT, x86asm.ANDN, x86asm.BLSR, x86asm.BZHI, x86asm.CRC32}},
+}
+
+// xflagTable is xflagRows by instruction: the flags read and written. Built when first
+// needed, not at every program's start: a program whose sites came sealed never needs it.
+var xflagTable = sync.OnceValue(func() map[x86asm.Op][2]uint8 {
+	t := map[x86asm.Op][2]uint8{}
+	for _, r := range xflagRows {
+		for _, op := range r.ops {
+			t[op] = [2]uint8{r.reads, r.writes}
+		}
+	}
+	return t
+})
+
+// xflagEffect returns the flags in read and written by in, and whether in is
+// understood at all.
+func xflagEffect(in xinst) (reads, writes uint8, known bool) {
+	switch in.Op {
+	case x86asm.SHL, x86asm.SHR, x86asm.SAR:
+		// With an immediate count in 1..width-1 CF, ZF, SF, PF are defined
+		// (OF only for a count of 1); other counts may leave flags alone.
+		c, ok := in.Inst.Args[1].(x86asm.Imm)
+		if width := xoperandBits(in.Inst.Args[0], in.Inst.MemBytes); ok && width >= 8 {
+			// The CPU masks the count to 5 bits (6 for 64-bit operands).
+			if width == 64 {
+				c &= 63
+			} else {
+				c &= 31
+			}
+			switch {
+			case c == 1:
+				return 0, fAll, true
+			case c > 1 && c < x86asm.Imm(width):
+				return 0, fAll &^ fOF, true
+			}
+		}
+		return 0, 0, true
+	}
+	if e, ok := xflagTable()[in.Op]; ok {
+		return e[0], e[1], true
+	}
+	// VEX/EVEX-encoded vector instructions leave EFLAGS alone, except the
+	// compares and tests listed as writers.
+	if name := in.Op.String(); strings.HasPrefix(name, "V") {
+		return 0, 0, true
+	}
+	return 0, 0, false
+}
+
+// xoperandBits returns the width of a register or memory operand, or 0.
+func xoperandBits(a x86asm.Arg, memBytes int) int {
+	switch a := a.(type) {
+	case x86asm.Reg:
+		switch {
+		case a >= x86asm.AL && a <= x86asm.R15B:
+			return 8
+		case a >= x86asm.AX && a <= x86asm.R15W:
+			return 16
+		case a >= x86asm.EAX && a <= x86asm.R15L:
+			return 32
+		case a >= x86asm.RAX && a <= x86asm.R15:
+			return 64
+		}
+	case x86asm.Mem:
+		return memBytes * 8
+	}
+	return 0
 }

@@ -336,6 +336,12 @@ func TestFlagsDead(t *testing.T) {
 		{"PUSHF", func(a *asm) { a.raw(0x9C) }, "reads"},
 		{"SHL by CL then JE", func(a *asm) { a.raw(0x48, 0xD3, 0xE0).je8("x").label("x").ret() }, "reads"},
 		{"unknown op", func(a *asm) { a.raw(0x0F, 0x0B) }, "not understood"},
+		{"unknown to the decoder", func(a *asm) { a.raw(0x06) }, "cannot decode"},
+		{"LOCK XADD then JE", func(a *asm) { a.raw(0xF0, 0x48, 0x0F, 0xC1, 0x0B).je8("x").label("x").ret() }, ""},
+		{"VPTEST then JNE", func(a *asm) { a.raw(0xC4, 0xE2, 0x7D, 0x17, 0xC1, 0x75, 0x00) }, ""},
+		{"REP CMPSB then JE", func(a *asm) { a.raw(0xF3, 0xA6).je8("x").label("x").ret() }, "reads ZF"},
+		{"SHR by 1 then JA", func(a *asm) { a.raw(0x48, 0xD1, 0xE8, 0x77, 0x00) }, ""},
+		{"SHR by 64 then JE", func(a *asm) { a.raw(0x48, 0xC1, 0xE8, 0x40, 0x74, 0x00) }, "reads ZF"},
 		{"indirect jump", func(a *asm) { a.raw(0xFF, 0xE0) }, "indirect jump"},
 		{"jump loop", func(a *asm) { a.label("l").jmp8("l") }, "jumps"},
 		{"too long", func(a *asm) {
