@@ -24,18 +24,6 @@ func (in xinst) String() string {
 	return fmt.Sprintf("%#x: %v", in.PC, in.Inst)
 }
 
-// decode decodes the one instruction at pc (once, if m is a *cache).
-func decode(m arch.Memory, pc uint64) (xinst, error) {
-	if c, ok := m.(*cache); ok {
-		return c.decode(pc)
-	}
-	b := m.Read(pc, maxInstLen)
-	if len(b) == 0 {
-		return xinst{}, shapeErr(pc, "no code mapped")
-	}
-	return decodeBytes(b, pc)
-}
-
 func decodeBytes(b []byte, pc uint64) (xinst, error) {
 	xi, err := x86asm.Decode(b, 64)
 	if err != nil {

@@ -402,9 +402,11 @@ prefixes:
 		return false
 	}
 
-	// Direct control transfers: the plain encodings only, without any prefix.
+	// Direct control transfers: the plain encodings only, without any prefix but a
+	// branch hint (2E, 3E) before a Jcc.
 	if a&(aRel8|aRel32) != 0 {
-		if in.pfx != 0 || in.rex != 0 {
+		hint := in.pfx == pSeg && (b[0] == 0x2E || b[0] == 0x3E) && (in.m == map0F || op < 0x80)
+		if in.pfx != 0 && !hint || in.rex != 0 {
 			return false
 		}
 		switch {
@@ -639,4 +641,24 @@ func addressLen(modrm byte, after []byte) int {
 		n += 4
 	}
 	return n
+}
+
+// Condition codes: the low nibble of Jcc, SETcc and CMOVcc.
+const (
+	ccE  = 0x4
+	ccNE = 0x5
+)
+
+// legacy reports whether in is the legacy opcode op of map m.
+func (in *inst) legacy(m, op uint8) bool { return in.enc == encLegacy && in.m == m && in.op == op }
+
+// isNOP reports whether in is a NOP: 90 (without REX.B, which makes it XCHG, or F3,
+// which makes it PAUSE) or 0F 1F /0, with any prefix the decoder accepts.
+func (in *inst) isNOP() bool {
+	return in.legacy(mapOne, 0x90) && in.rex&1 == 0 && in.pfx&pF3 == 0 || in.legacy(map0F, 0x1F)
+}
+
+// isJcc reports whether in is the Jcc (rel8 or rel32) of condition code cc.
+func (in *inst) isJcc(cc uint8) bool {
+	return in.flow == flowJcc && in.enc == encLegacy && (in.m == mapOne && in.op == 0x70|cc || in.m == map0F && in.op == 0x80|cc)
 }

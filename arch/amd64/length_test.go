@@ -50,8 +50,10 @@ func (a *agreement) next() int {
 
 // agree decodes the instruction at the start of b (at pc) with the decoder and with
 // x86asm. Wherever the decoder answers, it must agree with x86asm exactly: the length,
-// the kind of control transfer, a direct branch's target and a RIP-relative operand's
-// address; or the instruction is one of x86asm's errata (x86asmWrong).
+// the kind of control transfer, a direct branch's target, a RIP-relative operand's
+// address, the kinds the proofs look for (agreeKinds), and flagEffect must be no less
+// conservative than the oracle's table (agreeFlags); or the instruction is one of
+// x86asm's errata (x86asmWrong).
 func agree(b []byte, pc uint64) (a agreement, err error) {
 	a.known = decodeInst(b, &a.in)
 	a.x, a.xerr = xdecode(b[:min(len(b), maxInstLen)], pc)
@@ -89,37 +91,20 @@ func agree(b []byte, pc uint64) (a agreement, err error) {
 	if err := agreeFlags(in, a.x); err != nil {
 		return a, fmt.Errorf("% x: %v", b[:in.n], err)
 	}
-	return a, agreePeek(b, pc, a.x)
+	if err := agreeKinds(in, pc, a.x); err != nil {
+		return a, fmt.Errorf("% x: %v", b[:in.n], err)
+	}
+	return a, nil
 }
 
-// agreePeek checks peek's reading of the instruction at the start of b against
-// x86asm's: the same extent, flow and target; a NOP, a JE, a JNE where x86asm says
-// so; a move where x86asm says MOV or LEA, which leave the flags alone (xflagEffect);
-// and a LEA's RIP-relative address.
-func agreePeek(b []byte, pc uint64, in xinst) error {
-	p, ok := peek(arch.Bytes{Base: pc, Code: b}, pc)
-	if !ok || p.n != in.Len || p.flow != xflowOf(in) || p.target != in.Target {
-		return fmt.Errorf("% x: peek %+v, %v; x86asm %v", b[:in.Len], p, ok, in.Inst)
-	}
-	reads, writes, known := xflagEffect(in)
-	neutral := known && reads == 0 && writes == 0
-	var bad bool
-	switch p.kind {
-	case peekNOP:
-		bad = in.Op != xNOP || !neutral
-	case peekJE:
-		bad = in.Op != xJE
-	case peekJNE:
-		bad = in.Op != xJNE
-	case peekMove:
-		bad = in.Op != xMOV && in.Op != xLEA || !neutral
-	case peekLeaRIP:
-		bad = in.Op != xLEA || in.Mem != p.lea || p.lea == 0 || !neutral
-	case peekOther:
-		bad = in.Op == xJE || in.Op == xJNE || in.Op == xLEA && in.Mem != 0
-	}
-	if bad {
-		return fmt.Errorf("% x: peek says %d (lea %#x); x86asm %v (mem %#x), flags %d/%d/%v", b[:in.Len], p.kind, p.lea, in.Inst, in.Mem, reads, writes, known)
+// agreeKinds checks the decoder's classifications that the proofs rely on against
+// x86asm's reading: a NOP, a JE, a JNE, a RIP-relative LEA (and its address) exactly
+// where x86asm says so.
+func agreeKinds(in *inst, pc uint64, x xinst) error {
+	lea := in.legacy(mapOne, 0x8D) && in.rip
+	if in.isNOP() != (x.Op == xNOP) || in.isJcc(ccE) != (x.Op == xJE) || in.isJcc(ccNE) != (x.Op == xJNE) ||
+		lea != (x.Op == xLEA && x.Mem != 0) || lea && in.mem(pc) != x.Mem {
+		return fmt.Errorf("NOP %v, JE %v, JNE %v, LEA RIP %v; x86asm %v (mem %#x)", in.isNOP(), in.isJcc(ccE), in.isJcc(ccNE), lea, x.Inst, x.Mem)
 	}
 	return nil
 }
@@ -280,7 +265,7 @@ func FuzzLength(f *testing.F) {
 		{0x66, 0x0F, 0x38, 0xDC, 0xC1}, {0x66, 0x0F, 0x3A, 0x0F, 0xC1, 8}, {0x66, 0x0F, 0x72, 0xF0, 7},
 		{0xC4, 0x63, 0x7B, 0xF0, 0xC8, 0x0D}, {0xC4, 0xE2, 0x7B, 0xF6, 0xC3}, {0xC5, 0xFE, 0x6F, 0x06}, {0xC5, 0xF8, 0x77},
 		{0x62, 0xF1, 0xFE, 0x48, 0x6F, 0x04, 0x24}, {0x62, 0xF3, 0x75, 0x48, 0x25, 0xC2, 0x96}, {0x66, 0x4C, 0x0F, 0x38, 0xF6, 0xEB},
-		{0xF2, 0x48, 0x0F, 0x38, 0xF1, 0xC1}, {0xC2, 8, 0}, {0xE2, 0xFE}, {0xCD, 3},
+		{0xF2, 0x48, 0x0F, 0x38, 0xF1, 0xC1}, {0xC2, 8, 0}, {0xE2, 0xFE}, {0xCD, 3}, {0x3E, 0x74, 0x10}, {0x2E, 0x0F, 0x85, 1, 0, 0, 0},
 	} {
 		f.Add(s)
 	}

@@ -12,16 +12,37 @@ const (
 	xNOP = x86asm.NOP
 	xJE  = x86asm.JE
 	xJNE = x86asm.JNE
-	xMOV = x86asm.MOV
 	xLEA = x86asm.LEA
 )
 
-// xdecode, xdecodeFunc and xflowOf are x86asm's readings, the oracle of the decoder.
+// xdecode and xdecodeFunc are x86asm's readings, the oracle of the decoder.
 var (
 	xdecode     = decodeBytes
 	xdecodeFunc = decodeFunc
-	xflowOf     = flowOf
 )
+
+// xflowOf classifies an instruction decoded by x86asm as the decoder would.
+func xflowOf(in xinst) flowKind {
+	switch {
+	case in.Op == x86asm.CALL:
+		if in.Target != 0 {
+			return flowCall
+		}
+		return flowCallInd
+	case in.Op == x86asm.JMP:
+		if in.Target != 0 {
+			return flowJmp
+		}
+		return flowJmpInd
+	case isCondJump(in.Op):
+		return flowJcc
+	case in.Op == x86asm.RET:
+		return flowRet
+	case isUncond(in):
+		return flowTrap
+	}
+	return flowNext
+}
 
 // xabsolute returns the displacement of x's memory operand if x86asm reads it as an
 // absolute address ([disp32]: no base, no index).
