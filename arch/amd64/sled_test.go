@@ -23,7 +23,7 @@ func decodeAll(t *testing.T, b []byte, pc uint64) []xinst {
 	t.Helper()
 	var out []xinst
 	for off := 0; off < len(b); {
-		in, err := decodeBytes(b[off:], pc+uint64(off))
+		in, err := xdecode(b[off:], pc+uint64(off))
 		if err != nil {
 			t.Fatalf("decode % x at +%d: %v", b, off, err)
 		}
