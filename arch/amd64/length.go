@@ -285,16 +285,105 @@ var legacyMaps = [4]*[256]uint32{&oneByte, &twoByte, &map38, &map3A}
 // length decodes the instruction at the start of b: its length, how it passes control
 // on, and for a direct branch or call its displacement (relative to the instruction's
 // end). ok is false when the instruction is not one the decoder knows exactly, or is
-// cut short by the end of b.
+// cut short by the end of b. It answers as decodeInst does, most of Go's code on a
+// short path that reads no more than that needs.
 func length(b []byte) (n int, flow flowKind, rel int32, ok bool) {
-	if n := plainLength(b); n > 0 {
-		return n, flowNext, 0, true
+	if len(b) >= maxInstLen {
+		if n, flow, rel, ok := quickLength(b); ok {
+			return n, flow, rel, true
+		}
 	}
 	var in inst
 	if !decodeInst(b, &in) {
 		return 0, 0, 0, false
 	}
 	return int(in.n), in.flow, in.rel, true
+}
+
+// quickLength is length for an instruction without legacy prefixes, an optional REX
+// and an opcode of the one-byte or 0F map whose table entry says all (no group but
+// the ALU immediates and the shifts, no mandatory prefix, no far or system transfer);
+// b holds maxInstLen bytes. It returns false for the rest, which decodeInst then
+// reads; where it answers, it answers as decodeInst would (agree checks both).
+func quickLength(b []byte) (n int, flow flowKind, rel int32, ok bool) {
+	i, rex := 0, byte(0)
+	if b[0]&0xF0 == 0x40 {
+		rex, i = b[0], 1
+	}
+	op := b[i]
+	var a uint32
+	if op == 0x0F {
+		i++
+		op = b[i]
+		a = twoByte[op]
+		switch {
+		case a&aRel32 != 0: // Jcc rel32
+			if rex != 0 {
+				return 0, 0, 0, false
+			}
+			return i + 5, flowJcc, int32(binary.LittleEndian.Uint32(b[i+1:])), true
+		case a&pN == 0 || op == 0x0B, a&aGroup != 0 && op != 0x1F:
+			return 0, 0, 0, false
+		case op == 0x1F && (rex&8 != 0 || b[i+1]>>3&7 != 0):
+			return 0, 0, 0, false
+		}
+	} else {
+		a = oneByte[op]
+		switch {
+		case a == 0:
+			return 0, 0, 0, false
+		case a&(aRel8|aRel32) != 0, op == 0xC3, op == 0xCC:
+			if rex != 0 {
+				return 0, 0, 0, false
+			}
+			switch op {
+			case 0xC3:
+				return 1, flowRet, 0, true
+			case 0xCC:
+				return 1, flowTrap, 0, true
+			case 0xE8:
+				return 5, flowCall, int32(binary.LittleEndian.Uint32(b[1:])), true
+			case 0xE9:
+				return 5, flowJmp, int32(binary.LittleEndian.Uint32(b[1:])), true
+			case 0xEB:
+				return 2, flowJmp, int32(int8(b[1])), true
+			}
+			return 2, flowJcc, int32(int8(b[1])), true
+		case a&aImm16 != 0, op == 0xCB, op == 0xF4:
+			return 0, 0, 0, false // RET imm16, far RET, HLT
+		case a&aGroup != 0:
+			switch op {
+			case 0x80, 0x81, 0x83:
+			case 0xC0, 0xC1, 0xD0, 0xD1, 0xD2, 0xD3:
+				if b[i+1]>>3&7 == 6 {
+					return 0, 0, 0, false
+				}
+			default:
+				return 0, 0, 0, false
+			}
+		}
+	}
+	n = i + 1
+	if a&aModRM != 0 {
+		modrm := b[n]
+		mod := modrm >> 6
+		if a&aMemOnly != 0 && mod == 3 || a&aRegOnly != 0 && mod != 3 || a&aReg0 != 0 && modrm>>3&7 != 0 {
+			return 0, 0, 0, false
+		}
+		n += 1 + addressLen(modrm, b[n+1:])
+	}
+	switch {
+	case a&aImm8 != 0:
+		n++
+	case a&aImmZ != 0:
+		n += 4
+	case a&aImmV != 0:
+		n += 4
+		if rex&8 != 0 {
+			n += 4
+		}
+	}
+	return n, flowNext, 0, true
 }
 
 // decodeInst decodes the instruction at the start of b into in, and reports whether
@@ -592,33 +681,6 @@ func group(in *inst, after []byte) bool {
 		return false
 	}
 	return false
-}
-
-// plainLength is decodeInst's fast path for most of Go's code: an optional REX, then a
-// one-byte opcode whose table entry is a ModRM and at most an immediate (MOV, the ALU
-// ops, TEST, IMUL, MOVSXD, the 80-83 group), no other prefix. It returns 0 for
-// anything else, which the general path then reads; where it answers, it answers as
-// the general path would.
-func plainLength(b []byte) int {
-	if len(b) < maxInstLen {
-		return 0
-	}
-	i := 0
-	if b[0]&0xF0 == 0x40 {
-		i = 1
-	}
-	a := oneByte[b[i]]
-	if a&^(aImm8|aImmZ|aLock|aGroup) != mrm || a&aGroup != 0 && b[i] != 0x80 && b[i] != 0x81 && b[i] != 0x83 {
-		return 0
-	}
-	n := i + 2 + addressLen(b[i+1], b[i+2:])
-	switch {
-	case a&aImm8 != 0:
-		n++
-	case a&aImmZ != 0:
-		n += 4
-	}
-	return n
 }
 
 // addressLen is how many bytes of SIB and displacement follow a ModRM byte; after

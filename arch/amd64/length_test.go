@@ -61,11 +61,21 @@ func agree(b []byte, pc uint64) (a agreement, err error) {
 		a.xerr = fmt.Errorf("x86asm decodes no instruction (%d bytes)", a.x.Len)
 	}
 	if !a.known {
+		if len(b) >= maxInstLen {
+			if n, _, _, ok := quickLength(b); ok {
+				return a, fmt.Errorf("% x: quickLength says %d bytes, decodeInst does not know it", b[:n], n)
+			}
+		}
 		return a, nil
 	}
 	in := &a.in
-	if n, _, _, ok := length(b); !ok || n != int(in.n) {
-		return a, fmt.Errorf("% x: length %d, %v; decodeInst %d bytes", b[:in.n], n, ok, in.n)
+	if n, flow, rel, ok := length(b); !ok || n != int(in.n) || flow != in.flow || rel != in.rel {
+		return a, fmt.Errorf("% x: length %d, %v, %d, %v; decodeInst %d bytes, %v, %d", b[:in.n], n, flow, rel, ok, in.n, in.flow, in.rel)
+	}
+	// length's short path reads maxInstLen bytes: check it on short inputs too.
+	padded := append(b[:len(b):len(b)], make([]byte, maxInstLen)...)
+	if n, flow, rel, ok := quickLength(padded); ok && (n != int(in.n) || flow != in.flow || rel != in.rel) {
+		return a, fmt.Errorf("% x: quickLength %d, %v, %d; decodeInst %d bytes, %v, %d", b[:in.n], n, flow, rel, in.n, in.flow, in.rel)
 	}
 	if a.wrong = x86asmWrong(in); a.wrong != "" {
 		return a, nil
