@@ -69,7 +69,7 @@ func decodeVEX(b []byte, in *inst) bool {
 	in.pfx = [4]uint8{0, p66, pF3, pF2}[pp]
 	in.op = b[i]
 	i++
-	e, ok := vexEntry(in.enc, vexKey(in.m, in.op, pp))
+	e, ok := lookup(vexOps[:], vexKey(in.enc, in.m, in.op, pp))
 	if !ok {
 		return false
 	}
@@ -115,19 +115,13 @@ func decodeVEX(b []byte, in *inst) bool {
 	return true
 }
 
-// vexKey is the key of vextab.go's tables: the map, opcode and pp.
-func vexKey(m, op, pp uint8) uint32 { return uint32(m)<<10 | uint32(op)<<2 | uint32(pp) }
-
-// vexEntry returns the entry of vextab.go's table for enc (VEX or EVEX) at key.
-func vexEntry(enc uint8, key uint32) (uint32, bool) {
-	if enc == encVEX {
-		return lookup(vexOps[:], key)
-	}
-	return lookup(evexOps[:], key)
+// vexKey is the key of vextab.go's table: the encoding (VEX or EVEX), map, opcode and pp.
+func vexKey(enc, m, op, pp uint8) uint32 {
+	return uint32(enc-encVEX)<<12 | uint32(m)<<10 | uint32(op)<<2 | uint32(pp)
 }
 
-// evexMasked marks the EVEX entries that x86asm decodes only with a mask register
-// other than k0 (gathers and scatters).
+// evexMasked marks the EVEX entries of vexOps that x86asm decodes only with a mask
+// register other than k0 (gathers and scatters).
 const evexMasked = 0x100
 
 // vexForm reports whether the form of entry e with the broadcast bit (EVEX.b, 0 for
