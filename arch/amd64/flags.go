@@ -1,7 +1,10 @@
 package amd64
 
 import (
+	"sort"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gosdt/gosdt/arch"
 )
@@ -55,241 +58,243 @@ func aluFx(i uint8) fx {
 }
 
 // flagEffect returns what in does to the flags and its mnemonic, and whether the
-// effect is known. The table is by encoding (map, opcode, ModRM.reg for groups,
-// mandatory prefix where it matters) and conservative: an instruction it does not
-// list is unknown, and a proof stops there. It knows Go's moves, arithmetic, logic,
-// compares, condition-code users, shifts, bit tests, the SSE moves, arithmetic and
-// conversions Go emits, prefetches, fences, and VEX/EVEX vector code. The name may be
-// given where the effect is not known (RET, UD2), for messages.
+// effect is known. It computes the families that follow a pattern (the ALU operations,
+// the condition-code users, the shifts, VEX and EVEX code) and looks the rest up in
+// flagRows. The name may be given where the effect is not known (RET, UD2), for
+// messages.
 func flagEffect(in *inst) (e fx, name string, known bool) {
 	if in.enc != encLegacy {
 		return vexFlags(in)
 	}
-	op, reg := in.op, in.regDigit()
-	rep := in.pfx & (pF2 | pF3)
-	mand := rep // the mandatory prefix of an SSE instruction: F2 or F3, else 66
-	if mand == 0 {
-		mand = in.pfx & p66
-	}
+	op, cc := in.op, in.op&0xF
 	switch in.m {
 	case mapOne:
 		switch {
 		case op < 0x40 && op&7 < 6:
 			return aluFx(op >> 3), aluNames[op>>3], true
-		case op >= 0x50 && op <= 0x57, op == 0x68, op == 0x6A:
-			return neutral, "PUSH", true
-		case op >= 0x58 && op <= 0x5F:
-			return neutral, "POP", true
-		case op >= 0x70 && op <= 0x7F:
-			return fx{reads: ccFlags[op&0xF>>1]}, "J" + ccNames[op&0xF], true
 		case op >= 0x80 && op <= 0x83:
-			return aluFx(reg), aluNames[reg], true
-		case op >= 0x88 && op <= 0x8B, op >= 0xB0 && op <= 0xBF, op == 0xC6, op == 0xC7:
-			return neutral, "MOV", true
-		case op == 0x90 && in.pfx&pF3 != 0:
-			return neutral, "PAUSE", true
-		case op == 0x90 && in.rex&1 == 0:
-			return neutral, "NOP", true
-		case op >= 0x90 && op <= 0x97, op == 0x86, op == 0x87:
-			return neutral, "XCHG", true
+			return aluFx(in.regDigit()), aluNames[in.regDigit()], true
+		case op >= 0x70 && op <= 0x7F:
+			return fx{reads: ccFlags[cc>>1]}, "J" + ccNames[cc], true
+		case op == 0xC0, op == 0xC1, op >= 0xD0 && op <= 0xD3:
+			return shiftFx(in)
 		case op == 0xA6, op == 0xA7, op == 0xAE, op == 0xAF:
-			name := "CMPS"
-			if op >= 0xAE {
-				name = "SCAS"
-			}
-			if rep != 0 {
+			name := [2]string{"CMPS", "SCAS"}[op>>3&1]
+			if in.pfx&(pF2|pF3) != 0 {
 				return neutral, "REP " + name, true // with a zero count, no flag is written
 			}
 			return writes, name, true
-		case op == 0xC0, op == 0xC1, op >= 0xD0 && op <= 0xD3:
-			return shiftFx(in)
-		}
-		switch op {
-		case 0x63:
-			return neutral, "MOVSXD", true
-		case 0x69, 0x6B:
-			return fx{writes: fCF | fOF}, "IMUL", true
-		case 0x84, 0x85, 0xA8, 0xA9:
-			return writes, "TEST", true
-		case 0x8D:
-			return neutral, "LEA", true
-		case 0x8F:
-			return neutral, "POP", true
-		case 0x98, 0x99:
-			return neutral, "CDQE/CQO", true // CBW CWDE CDQE CWD CDQ CQO
-		case 0x9C:
-			return fx{reads: fAll}, "PUSHF", true
-		case 0x9D:
-			return writes, "POPF", true
-		case 0x9E:
-			return fx{writes: fCF | fPF | fZF | fSF}, "SAHF", true
-		case 0x9F:
-			return fx{reads: fAll}, "LAHF", true
-		case 0xA4, 0xA5:
-			return neutral, "MOVS", true
-		case 0xAA, 0xAB:
-			return neutral, "STOS", true
-		case 0xE0, 0xE1:
-			return fx{reads: fZF}, "LOOPcc", true
-		case 0xF5:
-			return fx{reads: fCF}, "CMC", true
-		case 0xF8:
-			return fx{writes: fCF}, "CLC", true
-		case 0xF9:
-			return fx{writes: fCF}, "STC", true
-		case 0xF6, 0xF7:
-			switch reg {
-			case 0:
-				return writes, "TEST", true
-			case 2:
-				return neutral, "NOT", true
-			case 3:
-				return writes, "NEG", true
-			case 4, 5:
-				return fx{writes: fCF | fOF}, [2]string{"MUL", "IMUL"}[reg-4], true
-			case 6, 7:
-				return neutral, [2]string{"DIV", "IDIV"}[reg-6], true
-			}
-		case 0xFE, 0xFF:
-			switch reg {
-			case 0, 1:
-				return fx{writes: fAll &^ fCF}, [2]string{"INC", "DEC"}[reg], true
-			case 2:
-				return neutral, "CALL", false
-			case 4:
-				return neutral, "JMP", false
-			case 6:
-				return neutral, "PUSH", true
-			}
-		case 0xC2, 0xC3:
-			return neutral, "RET", false
-		case 0xCA, 0xCB:
-			return neutral, "LRET", false
-		case 0xCC:
-			return neutral, "INT3", false
-		case 0xE2, 0xE3:
-			return neutral, "LOOP", false // LOOP, JRCXZ
-		case 0xE8:
-			return neutral, "CALL", false
-		case 0xE9, 0xEB:
-			return neutral, "JMP", false
-		case 0xF4:
-			return neutral, "HLT", false
+		case op == 0x90 && in.pfx&pF3 != 0:
+			return neutral, "PAUSE", true
+		case op == 0x90 && in.rex&1 != 0:
+			return neutral, "XCHG", true
 		}
 	case map0F:
-		return flags0F(in, mand)
-	case map0F38:
-		switch {
-		case op == 0x00:
-			return neutral, "PSHUFB", true
-		case op == 0x17:
-			return writes, "PTEST", true
-		case (op == 0xF0 || op == 0xF1) && rep == pF2:
-			return neutral, "CRC32", true
-		case op == 0xF0 || op == 0xF1:
-			return neutral, "MOVBE", true
-		}
-	case map0F3A:
-		if op == 0x0A || op == 0x0B {
-			return neutral, "ROUNDSx", true
+		switch op & 0xF0 {
+		case 0x40:
+			return fx{reads: ccFlags[cc>>1]}, "CMOV" + ccNames[cc], true
+		case 0x80:
+			return fx{reads: ccFlags[cc>>1]}, "J" + ccNames[cc], true
+		case 0x90:
+			return fx{reads: ccFlags[cc>>1]}, "SET" + ccNames[cc], true
 		}
 	}
-	return neutral, "", false
+	r, ok := flagTable().find(in)
+	return r.fx, r.name, ok && r.known
 }
 
-// flags0F is flagEffect for the 0F map; mand is the mandatory prefix.
-func flags0F(in *inst, mand uint8) (fx, string, bool) {
-	op, reg, mem := in.op, in.regDigit(), in.mod() != 3
-	sse := mand == pF2 || mand == pF3 // a scalar SSE instruction
+// flagRows is what flagEffect looks up: the flags each instruction reads and those it
+// always writes, by encoding, and its name. An encoding is [P:]OP[-OP][/R][m|r]=NAME:
+// P the mandatory prefix (66, F3, F2, or - for none; without it, any), OP a hex opcode
+// of the one-byte map or after 0F, 0F38 or 0F3A, R the ModRM.reg values of a group
+// (a digit or a range), m or r for its memory or register form only. known false
+// names instructions whose effect is not known (a proof stops there).
+var flagRows = []struct {
+	fx
+	known bool
+	encs  string
+}{
+	// Moves, exchanges, the stack, sign extension; no flag.
+	{neutral, true, "50-57=PUSH 58-5F=POP 63=MOVSXD 68=PUSH 6A=PUSH 86-87=XCHG 88-8B=MOV 8D=LEA 8F=POP 90=NOP " +
+		"91-97=XCHG 98=CDQE 99=CQO A4-A5=MOVS AA-AB=STOS B0-BF=MOV C6-C7=MOV F6-F7/2=NOT F6-F7/6=DIV " +
+		"F6-F7/7=IDIV FF/6=PUSH 0FB6-0FB7=MOVZX 0FBE-0FBF=MOVSX 0FC3=MOVNTI 0FC8-0FCF=BSWAP 0FA4-0FA5=SHLD 0FAC-0FAD=SHRD"},
+	// Prefetches, fences, timers.
+	{neutral, true, "0F01/7r=RDTSCP 0F0D/1m=PREFETCHW 0F18/0-3m=PREFETCH 0F1F=NOP 0F31=RDTSC 0FA2=CPUID " +
+		"0FAE/5r=LFENCE 0FAE/6r=MFENCE 0FAE/7r=SFENCE"},
+	// SSE moves.
+	{neutral, true, "-:0F10-0F11=MOVUPS 66:0F10-0F11=MOVUPD F3:0F10-0F11=MOVSS F2:0F10-0F11=MOVSD -:0F12m=MOVLPS " +
+		"-:0F13m=MOVLPS 66:0F12-0F13=MOVLPD -:0F16m=MOVHPS -:0F17m=MOVHPS 66:0F16-0F17=MOVHPD -:0F28-0F29=MOVAPS " +
+		"66:0F28-0F29=MOVAPD 0F6E=MOVD/MOVQ 0F7E=MOVD/MOVQ -:0F6F=MOVQ -:0F7F=MOVQ 66:0F6F=MOVDQA 66:0F7F=MOVDQA " +
+		"F3:0F6F=MOVDQU F3:0F7F=MOVDQU 66:0FD6=MOVQ"},
+	// SSE scalar arithmetic and conversions.
+	{neutral, true, "F3:0F2A=CVTSI2SS F2:0F2A=CVTSI2SD F3:0F2C=CVTTSS2SI F2:0F2C=CVTTSD2SI F3:0F2D=CVTSS2SI " +
+		"F2:0F2D=CVTSD2SI F3:0F51=SQRTSS F2:0F51=SQRTSD F3:0F58=ADDSS F2:0F58=ADDSD F3:0F59=MULSS F2:0F59=MULSD " +
+		"F3:0F5A=CVTSS2SD F2:0F5A=CVTSD2SS F3:0F5C=SUBSS F2:0F5C=SUBSD F3:0F5D=MINSS F2:0F5D=MINSD F3:0F5E=DIVSS " +
+		"F2:0F5E=DIVSD F3:0F5F=MAXSS F2:0F5F=MAXSD 66:0F3A0A=ROUNDSS 66:0F3A0B=ROUNDSD"},
+	// SSE logic, shuffles, compares into vector registers; MOVBE, CRC32.
+	{neutral, true, "-:0F54=ANDPS 66:0F54=ANDPD -:0F55=ANDNPS 66:0F55=ANDNPD -:0F56=ORPS 66:0F56=ORPD " +
+		"-:0F57=XORPS 66:0F57=XORPD 66:0F6C=PUNPCKLQDQ 66:0F70=PSHUFD 0F74=PCMPEQB 0FD4=PADDQ 0FD7=PMOVMSKB " +
+		"0FDB=PAND 0FEB=POR 0FEF=PXOR 0F3800=PSHUFB -:0F38F0-0F38F1=MOVBE 66:0F38F0-0F38F1=MOVBE F2:0F38F0-0F38F1=CRC32"},
+	// Writers of all five: compares, tests, exchanges that compare or add.
+	{writes, true, "84-85=TEST A8-A9=TEST F6-F7/0=TEST F6-F7/3=NEG 9D=POPF -:0F2E=UCOMISS 66:0F2E=UCOMISD " +
+		"-:0F2F=COMISS 66:0F2F=COMISD 0FB0-0FB1=CMPXCHG 0FC0-0FC1=XADD F3:0FB8=POPCNT 66:0F3817=PTEST"},
+	{fx{writes: fAll &^ fCF}, true, "FE-FF/0=INC FE-FF/1=DEC"},
+	{fx{writes: fCF | fOF}, true, "69=IMUL 6B=IMUL F6-F7/4=MUL F6-F7/5=IMUL 0FAF=IMUL"},
+	{fx{writes: fCF}, true, "F8=CLC F9=STC 0FA3=BT 0FAB=BTS 0FB3=BTR 0FBB=BTC 0FBA/4=BT 0FBA/5=BTS 0FBA/6=BTR 0FBA/7=BTC"},
+	{fx{writes: fZF}, true, "0FBC=BSF 0FBD=BSR 0FC7/1=CMPXCHG8B/16B"},
+	{fx{writes: fCF | fZF}, true, "F3:0FBC=TZCNT F3:0FBD=LZCNT"},
+	{fx{writes: fCF | fPF | fZF | fSF}, true, "9E=SAHF"},
+	// Readers: the flags pushed or loaded, the carry complemented, the loops' ZF.
+	{fx{reads: fAll}, true, "9C=PUSHF 9F=LAHF"},
+	{fx{reads: fCF}, true, "F5=CMC"},
+	{fx{reads: fZF}, true, "E0=LOOPNE E1=LOOPE"},
+	// Control transfers and traps, and instructions left unknown: named for messages.
+	{neutral, false, "C2-C3=RET C9=LEAVE CA-CB=LRET CC=INT3 CD=INT D7=XLAT E2=LOOP E3=JRCXZ E8=CALL E9=JMP " +
+		"EB=JMP F4=HLT FC=CLD FD=STD FF/2=CALL FF/4=JMP 0F05=SYSCALL 0F0B=UD2 0F01/2r=XGETBV 0FC7/6=RDRAND"},
+}
+
+// flagRow is one encoding of flagRows.
+type flagRow struct {
+	fx
+	known    bool
+	m, op    uint8
+	pfx, reg uint8 // the mandatory prefix (0 any, 1 none, 2 66, 3 F3, 4 F2), ModRM.reg+1 (0 any)
+	form     byte  // 'm', 'r', or 0 for both
+	name     string
+}
+
+// flagIndex is flagRows by opcode: the rows of map m, opcode op are rows[at>>4:][:at&15]
+// with at = at[m][op].
+type flagIndex struct {
+	at   [4][256]uint16
+	rows []flagRow
+}
+
+// flagTable parses flagRows when first needed, not at every program's start: a
+// program whose sites came sealed never needs it.
+var flagTable = sync.OnceValue(func() *flagIndex {
+	var rows []flagRow
+	for _, row := range flagRows {
+		for _, enc := range strings.Fields(row.encs) {
+			rows = append(rows, parseFlagRow(enc, row.fx, row.known)...)
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		return rows[i].m < rows[j].m || rows[i].m == rows[j].m && rows[i].op < rows[j].op
+	})
+	t := &flagIndex{rows: rows}
+	for i, r := range rows {
+		if t.at[r.m][r.op] == 0 {
+			t.at[r.m][r.op] = uint16(i) << 4
+		}
+		t.at[r.m][r.op]++
+	}
+	return t
+})
+
+// parseFlagRow returns the rows of one encoding of flagRows. It panics on a malformed
+// one (TestFlagRows parses them all).
+func parseFlagRow(enc string, e fx, known bool) []flagRow {
+	spec, name, _ := strings.Cut(enc, "=")
+	r := flagRow{fx: e, known: known, name: name}
+	if p, rest, ok := strings.Cut(spec, ":"); ok {
+		i := strings.Index("-  66 F3 F2 ", p+" ")
+		if i < 0 || i%3 != 0 {
+			panic("amd64: bad prefix in flagRows: " + enc)
+		}
+		r.pfx, spec = uint8(i/3+1), rest
+	}
+	if c := spec[len(spec)-1]; c == 'm' || c == 'r' {
+		r.form, spec = c, spec[:len(spec)-1]
+	}
+	spec, regs, _ := strings.Cut(spec, "/")
+	lo, hi, ok := strings.Cut(spec, "-")
+	if !ok {
+		hi = lo
+	}
+	rlo, rhi, ok := strings.Cut(regs, "-")
+	if !ok {
+		rhi = rlo
+	}
+	m, op0 := parseOpcode(lo)
+	m1, op1 := parseOpcode(hi)
+	var out []flagRow
+	for op := int(op0); op <= int(op1) && m1 == m; op++ {
+		for reg := digit(rlo); reg <= digit(rhi); reg++ {
+			r.m, r.op, r.reg = m, uint8(op), uint8(reg)
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 || name == "" {
+		panic("amd64: bad flagRows encoding " + enc)
+	}
+	return out
+}
+
+// parseOpcode reads a hex opcode after its map's escape bytes: 90, 0F1F, 0F38F0.
+func parseOpcode(s string) (m, op uint8) {
 	switch {
-	case op >= 0x40 && op <= 0x4F:
-		return fx{reads: ccFlags[op&0xF>>1]}, "CMOV" + ccNames[op&0xF], true
-	case op >= 0x80 && op <= 0x8F:
-		return fx{reads: ccFlags[op&0xF>>1]}, "J" + ccNames[op&0xF], true
-	case op >= 0x90 && op <= 0x9F:
-		return fx{reads: ccFlags[op&0xF>>1]}, "SET" + ccNames[op&0xF], true
-	case op >= 0xC8 && op <= 0xCF:
-		return neutral, "BSWAP", true
+	case len(s) == 6 && s[:4] == "0F38":
+		m = map0F38
+	case len(s) == 6 && s[:4] == "0F3A":
+		m = map0F3A
+	case len(s) == 4 && s[:2] == "0F":
+		m = map0F
+	case len(s) != 2:
+		panic("amd64: bad opcode in flagRows: " + s)
 	}
-	switch op {
-	case 0x01:
-		if in.modrm == 0xF9 {
-			return neutral, "RDTSCP", true
-		}
-	case 0x0B:
-		return neutral, "UD2", false
-	case 0x0D, 0x18:
-		return neutral, "PREFETCH", true
-	case 0x10, 0x11, 0x28, 0x29:
-		return neutral, "MOVUPS/MOVAPS/MOVSS/MOVSD", true
-	case 0x12, 0x13, 0x16, 0x17:
-		// MOVLPS MOVLPD MOVHPS MOVHPD; not MOVHLPS, MOVLHPS, MOVSLDUP, MOVDDUP, MOVSHDUP.
-		if mand == p66 || mand == 0 && mem {
-			return neutral, "MOVLPx/MOVHPx", true
-		}
-	case 0x1F:
-		return neutral, "NOP", true
-	case 0x2A, 0x2C, 0x2D, 0x51, 0x58, 0x59, 0x5A, 0x5C, 0x5D, 0x5E, 0x5F:
-		if sse { // CVTSI2Sx CVTTSx2SI CVTSx2SI SQRT ADD MUL CVT SUB MIN DIV MAX, scalar
-			return neutral, "SSE scalar", true
-		}
-	case 0x2E, 0x2F:
-		return writes, "UCOMISx/COMISx", true
-	case 0x31:
-		return neutral, "RDTSC", true
-	case 0x54, 0x55, 0x56, 0x57:
-		return neutral, "ANDPx/ORPx/XORPx", true
-	case 0x6C:
-		return neutral, "PUNPCKLQDQ", true
-	case 0x6E, 0x7E:
-		if mand != pF2 {
-			return neutral, "MOVD/MOVQ", true
-		}
-	case 0x6F, 0x7F:
-		return neutral, "MOVQ/MOVDQA/MOVDQU", true
-	case 0x70:
-		if mand == p66 {
-			return neutral, "PSHUFD", true
-		}
-	case 0x74:
-		return neutral, "PCMPEQB", true
-	case 0xA2:
-		return neutral, "CPUID", true
-	case 0xA3, 0xAB, 0xB3, 0xBB:
-		return fx{writes: fCF}, "BT/BTS/BTR/BTC", true
-	case 0xBA:
-		return fx{writes: fCF}, "BT/BTS/BTR/BTC", true // reg 4-7
-	case 0xA4, 0xA5, 0xAC, 0xAD:
-		return neutral, "SHLD/SHRD", true // only their undefined counts leave flags alone
-	case 0xAE:
-		if !mem && reg >= 5 {
-			return neutral, "LFENCE/MFENCE/SFENCE", true
-		}
-	case 0xAF:
-		return fx{writes: fCF | fOF}, "IMUL", true
-	case 0xB0, 0xB1:
-		return writes, "CMPXCHG", true
-	case 0xB6, 0xB7, 0xBE, 0xBF:
-		return neutral, "MOVZX/MOVSX", true
-	case 0xB8:
-		return writes, "POPCNT", true
-	case 0xBC, 0xBD:
-		if mand == pF3 {
-			return fx{writes: fCF | fZF}, "TZCNT/LZCNT", true
-		}
-		return fx{writes: fZF}, "BSF/BSR", true
-	case 0xC0, 0xC1:
-		return writes, "XADD", true
-	case 0xC3:
-		return neutral, "MOVNTI", true
-	case 0xC7:
-		if reg == 1 {
-			return fx{writes: fZF}, "CMPXCHG8B/16B", true
-		}
-	case 0xD4, 0xD6, 0xD7, 0xDB, 0xEB, 0xEF:
-		return neutral, "SSE2 integer", true // PADDQ MOVQ PMOVMSKB PAND POR PXOR
+	v, err := strconv.ParseUint(s[len(s)-2:], 16, 8)
+	if err != nil {
+		panic("amd64: bad opcode in flagRows: " + s)
 	}
-	return neutral, "", false
+	return m, uint8(v)
+}
+
+// digit is a ModRM.reg digit as a row's reg (+1), 0 for none.
+func digit(s string) int {
+	if s == "" {
+		return 0
+	}
+	if s[0] < '0' || s[0] > '7' || len(s) != 1 {
+		panic("amd64: bad ModRM.reg in flagRows: " + s)
+	}
+	return int(s[0]-'0') + 1
+}
+
+// find returns the row of in: of those of its opcode that match its mandatory prefix,
+// ModRM.reg and form, the most specific (a prefix named counts more than a ModRM.reg).
+func (t *flagIndex) find(in *inst) (flagRow, bool) {
+	mand := uint8(1) // none
+	switch {
+	case in.pfx&pF3 != 0:
+		mand = 3
+	case in.pfx&pF2 != 0:
+		mand = 4
+	case in.pfx&p66 != 0:
+		mand = 2
+	}
+	reg, mem := uint8(0), in.hasRM && in.mod() != 3
+	if in.hasRM {
+		reg = in.regDigit() + 1
+	}
+	a := t.at[in.m][in.op]
+	best, score := flagRow{}, -1
+	for _, r := range t.rows[a>>4 : a>>4+a&15] {
+		if r.pfx != 0 && r.pfx != mand || r.reg != 0 && r.reg != reg || r.form == 'm' && !mem || r.form == 'r' && mem {
+			continue
+		}
+		s := 0
+		if r.pfx != 0 {
+			s += 2
+		}
+		if r.reg != 0 {
+			s++
+		}
+		if s > score {
+			best, score = r, s
+		}
+	}
+	return best, score >= 0
 }
 
 // shiftFx is flagEffect for the shift and rotate group (C0, C1, D0-D3). ROL and ROR,

@@ -1,7 +1,6 @@
 package amd64
 
 import (
-	"debug/elf"
 	"debug/gosym"
 	"fmt"
 	"strings"
@@ -33,52 +32,32 @@ func agreeFlags(in *inst, x xinst) error {
 // site sealed today could then stop being sealed).
 func TestFlagEffectAgainstOracle(t *testing.T) {
 	for _, b := range testbin.Binaries(t, &Arch) {
-		var total, same, fails int
+		var total, same, inGo int
 		more := map[string]int{}
-		inGo := 0
 		compiled := goCompiled(t, b)
-		for _, fn := range b.Funcs {
-			goCode := compiled[fn.Entry]
-			for pc := fn.Entry; pc < fn.End; {
-				code := b.Text.Read(pc, int(fn.End-pc))
-				a, err := agree(code, pc)
-				if err != nil {
-					if fails++; fails <= 10 {
-						t.Errorf("%s+%#x: %v", fn.Name, pc-fn.Entry, err)
-					}
-				}
-				if a.xerr != nil && a.wrong == "" {
-					break
-				}
-				pc += uint64(a.next())
-				if a.wrong != "" {
-					continue
-				}
-				total++
-				xr, xw, xknown := xflagEffect(a.x)
-				if !xknown {
-					same++
-					continue
-				}
-				e, name, known := flagEffect(&a.in)
-				if known && e.reads == xr && e.writes == xw {
-					same++
-					continue
-				}
-				key := fmt.Sprintf("%v (%s)", a.x.Op, name)
-				if !known {
-					key += " unknown"
-				}
-				more[key]++
-				if goCode {
-					inGo++
-					if inGo <= 10 {
-						t.Errorf("%s+%#x: %v: flagEffect %s %v reads %s writes %s; oracle reads %s writes %s",
-							fn.Name, pc-fn.Entry, a.x.Inst, name, known, flagNames(e.reads), flagNames(e.writes), flagNames(xr), flagNames(xw))
-					}
+		sweep(t, b, func(fn *gosym.Func, pc uint64, _ []byte, a *agreement) {
+			if a.wrong != "" {
+				return
+			}
+			total++
+			xr, xw, xknown := xflagEffect(a.x)
+			e, name, known := flagEffect(&a.in)
+			if !xknown || known && e.reads == xr && e.writes == xw {
+				same++
+				return
+			}
+			key := fmt.Sprintf("%v (%s)", a.x.Op, name)
+			if !known {
+				key += " unknown"
+			}
+			more[key]++
+			if compiled[fn.Entry] {
+				if inGo++; inGo <= 10 {
+					t.Errorf("%s+%#x: %v: flagEffect %s %v reads %s writes %s; oracle reads %s writes %s",
+						fn.Name, pc-fn.Entry, a.x.Inst, name, known, flagNames(e.reads), flagNames(e.writes), flagNames(xr), flagNames(xw))
 				}
 			}
-		}
+		})
 		n := 0
 		for _, c := range more {
 			n += c
@@ -92,16 +71,7 @@ func TestFlagEffectAgainstOracle(t *testing.T) {
 // their source is a .go file, not assembly (.s) or C.
 func goCompiled(t *testing.T, b *testbin.Binary) map[uint64]bool {
 	t.Helper()
-	f, err := elf.Open(b.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	pcln, err := f.Section(".gopclntab").Data()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab, err := gosym.NewTable(nil, gosym.NewLineTable(pcln, f.Section(".text").Addr))
+	tab, err := gosym.NewTable(nil, b.Funcs[0].LineTable)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,5 +81,37 @@ func goCompiled(t *testing.T, b *testbin.Binary) map[uint64]bool {
 			compiled[fn.Entry] = true
 		}
 	}
+	if len(compiled) < len(tab.Funcs)/2 {
+		t.Fatalf("%s: only %d of %d functions from .go files", b.Path, len(compiled), len(tab.Funcs))
+	}
 	return compiled
+}
+
+// TestFlagRows parses flagRows: every encoding is well formed, names an opcode the
+// decoder knows, and no two rows are for the same form.
+func TestFlagRows(t *testing.T) {
+	seen := map[flagRow]string{}
+	for _, r := range flagTable().rows {
+		if legacyMaps[r.m][r.op] == 0 {
+			t.Errorf("%s: map %d opcode %#02x is not known to the decoder", r.name, r.m, r.op)
+		}
+		k := flagRow{m: r.m, op: r.op, pfx: r.pfx, reg: r.reg, form: r.form}
+		if other, ok := seen[k]; ok {
+			t.Errorf("map %d opcode %#02x (prefix %d, reg %d, form %q): %s and %s", r.m, r.op, r.pfx, r.reg, r.form, other, r.name)
+		}
+		seen[k] = r.name
+	}
+	if len(seen) < 200 {
+		t.Errorf("only %d rows", len(seen))
+	}
+	for _, bad := range []string{"0F1=X", "0F1Fx=X", "F4:90=X", "90/8=X", "91-90=X", "0F90-91=X", "90"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("parseFlagRow(%q) did not panic", bad)
+				}
+			}()
+			parseFlagRow(bad, neutral, true)
+		}()
+	}
 }
