@@ -3,6 +3,7 @@ package amd64
 import (
 	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -39,17 +40,17 @@ func xcalls(m arch.Memory, entry, end uint64, want func(target uint64) bool, nam
 	}
 	var out []arch.Call
 	regs := map[x86asm.Reg]uint64{}
-	// put is regs[wide(r)] = v, with fixWidth by r's width.
+	// put is regs[wide(r, false)] = v, with fixWidth by r's width.
 	put := func(r x86asm.Reg, v uint64) {
 		switch {
 		case fixes&fixWidth == 0:
-			regs[wide(r)] = v
+			regs[wide(r, false)] = v
 		case r >= x86asm.EAX && r <= x86asm.R15L:
-			regs[wide(r)] = uint64(uint32(v))
+			regs[wide(r, false)] = uint64(uint32(v))
 		case r >= x86asm.RAX && r <= x86asm.R15:
 			regs[r] = v
 		default:
-			delete(regs, wide64(r))
+			delete(regs, wide(r, true))
 		}
 	}
 	for i, in := range insts {
@@ -59,7 +60,7 @@ func xcalls(m arch.Memory, entry, end uint64, want func(target uint64) bool, nam
 			if r, ok := a[0].(x86asm.Reg); ok && in.Mem != 0 {
 				put(r, in.Mem)
 			} else if ok && fixes&fixLEA != 0 {
-				delete(regs, wide64(r))
+				delete(regs, wide(r, true))
 			}
 			continue
 		case x86asm.MOV:
@@ -68,18 +69,18 @@ func xcalls(m arch.Memory, entry, end uint64, want func(target uint64) bool, nam
 				case x86asm.Imm:
 					put(r, uint64(v))
 				case x86asm.Reg:
-					if x, ok := regs[wide(v)]; ok {
+					if x, ok := regs[wide(v, false)]; ok {
 						put(r, x)
 					} else {
-						delete(regs, wide(r))
+						delete(regs, wide(r, false))
 						if fixes&fixWidth != 0 {
-							delete(regs, wide64(r))
+							delete(regs, wide(r, true))
 						}
 					}
 				default:
-					delete(regs, wide(r))
+					delete(regs, wide(r, false))
 					if fixes&fixWidth != 0 {
-						delete(regs, wide64(r))
+						delete(regs, wide(r, true))
 					}
 				}
 				continue
@@ -101,9 +102,9 @@ func xcalls(m arch.Memory, entry, end uint64, want func(target uint64) bool, nam
 		// Anything else may write its first operand.
 		if len(a) > 0 && a[0] != nil {
 			if r, ok := a[0].(x86asm.Reg); ok {
-				delete(regs, wide(r))
+				delete(regs, wide(r, false))
 				if fixes&fixWidth != 0 && !xreadsFirst(in) {
-					delete(regs, wide64(r))
+					delete(regs, wide(r, true))
 				}
 			}
 		}
@@ -112,7 +113,7 @@ func xcalls(m arch.Memory, entry, end uint64, want func(target uint64) bool, nam
 				if r == 0 {
 					clear(regs)
 				}
-				delete(regs, wide64(r))
+				delete(regs, wide(r, true))
 			}
 		}
 	}
@@ -147,27 +148,21 @@ func xstoredByte(after []xinst, name func(pc uint64) string) uint64 {
 	return 0
 }
 
-// wide names a register by its 64-bit form, so that MOVL $3, CX sets RCX; the x86asm
-// implementation left the 8-bit registers as they are.
-func wide(r x86asm.Reg) x86asm.Reg {
+// wide names a register by its 64-bit form, so that MOVL $3, CX sets RCX; with bytes,
+// the 8-bit registers too (AL and AH are parts of RAX, SPB of RSP), which the x86asm
+// implementation left as they are.
+func wide(r x86asm.Reg, bytes bool) x86asm.Reg {
 	switch {
 	case r >= x86asm.EAX && r <= x86asm.R15L:
 		return r - x86asm.EAX + x86asm.RAX
 	case r >= x86asm.AX && r <= x86asm.R15W:
 		return r - x86asm.AX + x86asm.RAX
-	}
-	return r
-}
-
-// wide64 is wide for the 8-bit registers too: AL and AH are parts of RAX, SPB of RSP.
-func wide64(r x86asm.Reg) x86asm.Reg {
-	switch {
-	case r >= x86asm.AL && r <= x86asm.BL:
+	case bytes && r >= x86asm.AL && r <= x86asm.BL:
 		return r - x86asm.AL + x86asm.RAX
-	case r >= x86asm.AH && r <= x86asm.R15B:
+	case bytes && r >= x86asm.AH && r <= x86asm.R15B:
 		return r - x86asm.AH + x86asm.RAX
 	}
-	return wide(r)
+	return r
 }
 
 // xreadsFirst reports the instructions whose first operand is read, not written.
@@ -262,9 +257,12 @@ func xbyteReg(a x86asm.Arg) bool {
 // runtime.racewriterange).
 func callBinaries(t *testing.T) []*testbin.Binary {
 	bins := testbin.Binaries(t, &Arch)
-	if !testing.Short() {
-		bins = append(bins, testbin.Read(t, testbin.BuildTest(t, "amd64", "../../sdt"), Arch.Machine),
-			testbin.Read(t, testbin.Build(t, "", "amd64", "../../cmd/sdtdemo", "-race"), Arch.Machine))
+	if testing.Short() {
+		return bins
+	}
+	bins = append(bins, testbin.Read(t, testbin.BuildTest(t, "amd64", "../../sdt"), Arch.Machine))
+	if runtime.GOARCH == "amd64" && runtime.GOOS == "linux" { // -race needs cgo, so this host
+		bins = append(bins, testbin.Read(t, testbin.Build(t, "", "amd64", "../../cmd/sdtdemo", "-race"), Arch.Machine))
 	}
 	return bins
 }

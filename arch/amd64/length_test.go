@@ -2,6 +2,7 @@ package amd64
 
 import (
 	"bytes"
+	"debug/gosym"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -40,9 +41,9 @@ type agreement struct {
 }
 
 // next is how far the instruction goes: the decoder's length where x86asm is known to
-// be wrong, else x86asm's.
+// be wrong or cannot decode it, else x86asm's.
 func (a *agreement) next() int {
-	if a.wrong != "" {
+	if a.wrong != "" || a.xerr != nil {
 		return int(a.in.n)
 	}
 	return a.x.Len
@@ -73,7 +74,10 @@ func agree(b []byte, pc uint64) (a agreement, err error) {
 		return a, fmt.Errorf("% x: length %d, %v, %d, %v; decodeInst %d bytes, %v, %d", b[:in.n], n, flow, rel, ok, in.n, in.flow, in.rel)
 	}
 	// length's short path reads maxInstLen bytes: check it on short inputs too.
-	padded := append(b[:len(b):len(b)], make([]byte, maxInstLen)...)
+	padded := b
+	if len(b) < maxInstLen {
+		padded = append(b[:len(b):len(b)], make([]byte, maxInstLen)...)
+	}
 	if n, flow, rel, ok := quickLength(padded); ok && (n != int(in.n) || flow != in.flow || rel != in.rel) {
 		return a, fmt.Errorf("% x: quickLength %d, %v, %d; decodeInst %d bytes, %v, %d", b[:in.n], n, flow, rel, in.n, in.flow, in.rel)
 	}
@@ -202,37 +206,20 @@ func (e *errata) checkObjdump(t *testing.T) {
 func TestLengthAgreesWithX86asm(t *testing.T) {
 	var wrong errata
 	for _, b := range testbin.Binaries(t, &Arch) {
-		var total, known, stopped, fails int
+		var total, known int
 		unknown := map[string]int{}
-		for _, fn := range b.Funcs {
-			for pc := fn.Entry; pc < fn.End; {
-				code := b.Text.Read(pc, int(fn.End-pc))
-				a, err := agree(code, pc)
-				if err != nil {
-					if fails++; fails <= 20 {
-						t.Errorf("%s+%#x: %v", fn.Name, pc-fn.Entry, err)
-					}
-				}
-				if !a.known && a.xerr != nil {
-					// Neither decodes it: the rest of the function is not checked.
-					// Count it; a Go function should never do this.
-					stopped++
-					t.Logf("%s+%#x: % x: x86asm: %v (sweep of the function stops)", fn.Name, pc-fn.Entry, code[:min(len(code), 8)], a.xerr)
-					break
-				}
-				total++
-				switch {
-				case a.wrong != "":
-					wrong.add(code, &a)
-					known++
-				case a.known:
-					known++
-				default:
-					unknown[fmt.Sprintf("%v % x in %s", a.x.Op, code[:min(a.x.Len, 4)], fn.Name)]++
-				}
-				pc += uint64(a.next())
+		stopped := sweep(t, b, func(fn *gosym.Func, pc uint64, code []byte, a *agreement) {
+			total++
+			switch {
+			case a.wrong != "":
+				wrong.add(code, a)
+				known++
+			case a.known:
+				known++
+			default:
+				unknown[fmt.Sprintf("%v % x in %s", a.x.Op, code[:min(a.x.Len, 4)], fn.Name)]++
 			}
-		}
+		})
 		if total == 0 {
 			t.Fatalf("%s: no instructions checked", b.Path)
 		}
@@ -244,6 +231,37 @@ func TestLengthAgreesWithX86asm(t *testing.T) {
 	}
 	t.Logf("x86asm's errata: %v", &wrong)
 	wrong.checkObjdump(t)
+}
+
+// sweep reads every function of b linearly from its entry to its end with agree, and
+// calls each for every instruction: x86asm's length, or the decoder's where x86asm
+// reads it wrong or not at all. It fails t on disagreements, and stops a function
+// where neither reads an instruction; it returns how many it stopped.
+func sweep(t *testing.T, b *testbin.Binary, each func(fn *gosym.Func, pc uint64, code []byte, a *agreement)) (stopped int) {
+	t.Helper()
+	fails := 0
+	for i := range b.Funcs {
+		fn := &b.Funcs[i]
+		for pc := fn.Entry; pc < fn.End; {
+			code := b.Text.Read(pc, int(fn.End-pc))
+			a, err := agree(code, pc)
+			if err != nil {
+				if fails++; fails <= 20 {
+					t.Errorf("%s+%#x: %v", fn.Name, pc-fn.Entry, err)
+				}
+			}
+			if !a.known && a.xerr != nil {
+				// Neither decodes it: the rest of the function is not checked. Count
+				// it; a Go function should never do this.
+				stopped++
+				t.Logf("%s+%#x: % x: x86asm: %v (sweep of the function stops)", fn.Name, pc-fn.Entry, code[:min(len(code), 8)], a.xerr)
+				break
+			}
+			each(fn, pc, code, &a)
+			pc += uint64(a.next())
+		}
+	}
+	return stopped
 }
 
 // top lists the n most frequent keys of counts, with their counts.
