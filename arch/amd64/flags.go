@@ -1,7 +1,6 @@
 package amd64
 
 import (
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -179,15 +178,22 @@ var flagTable = sync.OnceValue(func() *flagIndex {
 			rows = append(rows, parseFlagRow(enc, row.fx, row.known)...)
 		}
 	}
-	sort.SliceStable(rows, func(i, j int) bool {
-		return rows[i].m < rows[j].m || rows[i].m == rows[j].m && rows[i].op < rows[j].op
-	})
-	t := &flagIndex{rows: rows}
-	for i, r := range rows {
-		if t.at[r.m][r.op] == 0 {
-			t.at[r.m][r.op] = uint16(i) << 4
+	// Index the rows by opcode: count them, give each opcode its start, place them.
+	var count, placed [4][256]uint16
+	for _, r := range rows {
+		count[r.m][r.op]++
+	}
+	t := &flagIndex{rows: make([]flagRow, len(rows))}
+	next := uint16(0)
+	for m := range count {
+		for op, n := range count[m] {
+			t.at[m][op] = next<<4 | n
+			next += n
 		}
-		t.at[r.m][r.op]++
+	}
+	for _, r := range rows {
+		t.rows[t.at[r.m][r.op]>>4+placed[r.m][r.op]] = r
+		placed[r.m][r.op]++
 	}
 	return t
 })
