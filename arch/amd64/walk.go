@@ -46,9 +46,17 @@ func walk(m arch.Memory, entry, end uint64) (*arch.Walked, error) {
 		if len(b) == 0 {
 			break
 		}
-		n, flow, rel, ok := length(b)
+		// length, without the call: most instructions take quickLength.
+		n, flow, rel, ok := 0, flowNext, int32(0), false
+		if len(b) >= maxInstLen {
+			n, flow, rel, ok = quickLength(b)
+		}
 		if !ok {
-			return w, shapeErr(pc, "cannot decode % x: not an instruction the decoder knows", b[:min(len(b), 8)])
+			var in inst
+			if !decodeInst(b, &in) {
+				return w, shapeErr(pc, "cannot decode % x: not an instruction the decoder knows", b[:min(len(b), 8)])
+			}
+			n, flow, rel = int(in.n), in.flow, in.rel
 		}
 		var target uint64
 		if flow == flowJcc || flow == flowJmp || flow == flowCall {
