@@ -122,7 +122,6 @@ type Walked struct {
 	Starts     []uint64 // bit i set: an instruction starts at Entry+i; nil where Width says
 	Width      int      // the fixed instruction width (arm64: 4), 0 for variable-length code
 	Insts      int      // instructions walked, where counted
-	Slow       int      // of which the full disassembler was asked about
 }
 
 // IsStart reports whether an instruction of the walked function starts at pc.

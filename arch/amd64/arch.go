@@ -2,30 +2,23 @@ package amd64
 
 import (
 	"encoding/binary"
-	"strings"
 
 	"github.com/gosdt/gosdt/arch"
-	"golang.org/x/arch/x86/x86asm"
 )
 
 // Arch is x86-64 as discovery uses it.
 var Arch = arch.Arch{
-	Name: "amd64", Machine: 62 /* EM_X86_64 */, ArgRegs: argRegNames(),
+	Name: "amd64", Machine: 62 /* EM_X86_64 */, ArgRegs: abiNames[:],
 	Candidates: candidates, Follow: follow, GuardedCall: guardedCall, Walk: walk, Match: match, Seal: seal,
 	NewCache: newCache, Jumps: jumps, CallBefore: callBefore, Calls: calls,
 }
 
-// abiRegs is Go's integer argument register order on amd64 (ABIInternal).
-var abiRegs = [...]x86asm.Reg{x86asm.RAX, x86asm.RBX, x86asm.RCX, x86asm.RDI, x86asm.RSI, x86asm.R8, x86asm.R9, x86asm.R10, x86asm.R11}
-
-// argRegNames names abiRegs as USDT argument specs do: "%rax".
-func argRegNames() []string {
-	names := make([]string, len(abiRegs))
-	for i, r := range abiRegs {
-		names[i] = "%" + strings.ToLower(r.String())
-	}
-	return names
-}
+// abiRegs is Go's integer argument register order on amd64 (ABIInternal), by number,
+// and the names USDT argument specs give them.
+var (
+	abiRegs  = [...]int{rAX, rBX, rCX, rDI, rSI, 8, 9, 10, 11}
+	abiNames = [...]string{"%rax", "%rbx", "%rcx", "%rdi", "%rsi", "%r8", "%r9", "%r10", "%r11"}
+)
 
 // callBefore reads the CALL rel32 that ends at ret (Arch.CallBefore): Go calls
 // functions with it, and the fire call's return address names a site.

@@ -1,3 +1,3 @@
 // Package amd64 describes x86-64 machine code to gosdt's discovery (Arch): it finds and
-// proves probe sites in Go's code with x86asm and a length decoder, and encodes sleds.
+// proves probe sites in Go's code with its own table decoder, and encodes sleds.
 package amd64

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 
 	"github.com/gosdt/gosdt/arch"
-	"golang.org/x/arch/x86/x86asm"
 )
 
 // A probe site, as go1.26 compiles `if p.on != 0 { p.fire(a) }` inlined into
@@ -83,61 +82,34 @@ func follow(m arch.Memory, c arch.Check) (arch.Site, error) {
 	s := arch.Site{Check: c, Addr: c.Addr, Len: c.Len}
 	pc := c.End()
 	for range maxPadding {
-		if p, ok := peek(m, pc); ok && p.kind != peekOther && p.kind != peekMove && p.kind != peekLeaRIP {
-			if p.kind == peekNOP {
-				pc += uint64(p.n)
-				continue
-			}
-			s.Len, s.Taken, s.OnZero, s.Branch = int(pc+uint64(p.n)-c.Addr), p.target, p.kind == peekJE, "JNE"
+		in, err := decodeAt(m, pc)
+		if err != nil {
+			return s, err
+		}
+		switch {
+		case in.isNOP():
+			pc += uint64(in.n)
+			continue
+		case in.isJcc(ccE), in.isJcc(ccNE):
+			s.Len, s.Taken, s.OnZero, s.Branch = int(pc+uint64(in.n)-c.Addr), in.target(pc), in.isJcc(ccE), "JNE"
 			if s.OnZero {
 				s.Branch = "JE"
 			}
 			return s, nil
 		}
-		in, err := decode(m, pc)
-		if err != nil {
-			return s, err
-		}
-		switch in.Op {
-		case x86asm.NOP:
-			pc = in.End()
-			continue
-		case x86asm.JE, x86asm.JNE:
-			s.Len, s.Taken, s.OnZero, s.Branch = int(in.End()-c.Addr), in.Target, in.Op == x86asm.JE, in.Op.String()
-			return s, nil
-		}
-		return s, shapeErr(in.PC, "%v after the compare, not a JE or JNE", in.Op)
+		return s, shapeErr(pc, "%v after the compare, not a JE or JNE", in.text(m, pc))
 	}
 	return s, shapeErr(pc, "too much padding after the compare")
 }
 
-// maxSiteLen bounds a site: the CMPB, padding NOPs and the Jcc.
-const maxSiteLen = 64
-
-// match proves s against its walked function (Arch.Match): its instructions, decoded
-// by x86asm, fall on the walk's boundaries and have the site's exact shape (matchSite),
-// and no branch of the function lands inside it.
+// match proves s against its walked function (Arch.Match): the site read again from
+// its bytes (matchSite) is the one followed, and no branch of the function lands
+// inside it.
 func match(m arch.Memory, w *arch.Walked, s arch.Site) error {
 	if !w.IsStart(s.Addr) {
 		return shapeErr(s.Addr, "not on an instruction boundary")
 	}
-	var buf [maxPadding + 2]inst // the CMPB, the padding, the Jcc: on the stack
-	insts := buf[:0]
-	for pc := s.Addr; pc < w.End && pc < s.Addr+maxSiteLen && len(insts) < len(buf); {
-		if !w.IsStart(pc) {
-			return shapeErr(pc, "x86asm and the walk disagree on the instruction boundary at %#x", pc)
-		}
-		in, err := decode(m, pc)
-		if err != nil {
-			return err
-		}
-		insts = append(insts, in)
-		if len(insts) > 1 && in.Op != x86asm.NOP {
-			break
-		}
-		pc = in.End()
-	}
-	got, err := matchSite(insts)
+	got, err := matchSite(m, w, s.Addr)
 	if err != nil {
 		return err
 	}
@@ -150,54 +122,54 @@ func match(m arch.Memory, w *arch.Walked, s arch.Site) error {
 	return nil
 }
 
-// matchSite checks that insts, decoded from a site's start, are CMPB $0 on a
-// RIP-relative byte, only NOPs, then a JE or JNE (rel8 or rel32) that does not
-// branch into the site itself, and returns the site they make.
-func matchSite(insts []inst) (arch.Site, error) {
-	if len(insts) == 0 {
-		return arch.Site{}, shapeErr(0, "no instructions")
+// matchSite reads the site at addr, an instruction start of the walked function w,
+// byte by byte: exactly `80 3D <rel32> 00` (CMPB $0, rel32(RIP)), then up to
+// maxPadding NOPs, then a JE or JNE (74/75 rel8, 0F 84/85 rel32) without a prefix
+// that does not branch into the site itself, every instruction on a boundary of the
+// walk; and returns the site they make.
+func matchSite(m arch.Memory, w *arch.Walked, addr uint64) (arch.Site, error) {
+	b := m.Read(addr, cmpbLen)
+	if len(b) < cmpbLen || b[0] != cmpbOpcode[0] || b[1] != cmpbOpcode[1] || b[6] != 0 {
+		return arch.Site{}, shapeErr(addr, "not CMPB $0, rel32(RIP): % x", b)
 	}
-	cmp := insts[0]
-	if !isCMPBZeroRIP(cmp) {
-		return arch.Site{}, shapeErr(cmp.PC, "not CMPB $0, rel32(RIP): %v", cmp.Inst)
+	flag := addr + cmpbLen + uint64(int64(int32(binary.LittleEndian.Uint32(b[2:]))))
+	pc := addr + cmpbLen
+	for range maxPadding + 1 {
+		if pc >= w.End {
+			return arch.Site{}, shapeErr(addr, "function ends after the CMPB")
+		}
+		if !w.IsStart(pc) {
+			return arch.Site{}, shapeErr(pc, "the site and the walk disagree on the instruction boundary at %#x", pc)
+		}
+		in, err := decodeAt(m, pc)
+		if err != nil {
+			return arch.Site{}, err
+		}
+		if in.isNOP() {
+			pc += uint64(in.n)
+			continue
+		}
+		if !in.isJcc(ccE) && !in.isJcc(ccNE) {
+			return arch.Site{}, shapeErr(pc, "CMPB followed by %v, not JE/JNE", in.text(m, pc))
+		}
+		if in.pfx != 0 || in.rex != 0 {
+			return arch.Site{}, shapeErr(pc, "prefixed %v", in.text(m, pc))
+		}
+		s := arch.Site{
+			Check:  arch.Check{Addr: addr, Len: cmpbLen, Flag: flag, Reg: -1, Tmp: -1},
+			Addr:   addr,
+			Len:    int(pc + uint64(in.n) - addr),
+			Taken:  in.target(pc),
+			OnZero: in.isJcc(ccE),
+			Branch: "JNE",
+		}
+		if s.OnZero {
+			s.Branch = "JE"
+		}
+		if s.Taken > s.Addr && s.Taken < s.Next() {
+			return arch.Site{}, shapeErr(s.Addr, "JE/JNE targets %#x inside the site", s.Taken)
+		}
+		return s, nil
 	}
-	j := 1
-	for ; j < len(insts) && insts[j].Op == x86asm.NOP; j++ {
-	}
-	if j >= len(insts) {
-		return arch.Site{}, shapeErr(cmp.PC, "function ends after the CMPB")
-	}
-	jcc := insts[j]
-	if jcc.Op != x86asm.JE && jcc.Op != x86asm.JNE || jcc.Target == 0 {
-		return arch.Site{}, shapeErr(jcc.PC, "CMPB followed by %v, not JE/JNE", jcc.Inst)
-	}
-	if jcc.Inst.Prefix[0] != 0 {
-		return arch.Site{}, shapeErr(jcc.PC, "prefixed %v", jcc.Inst)
-	}
-	s := arch.Site{
-		Check:  arch.Check{Addr: cmp.PC, Len: cmp.Len, Flag: cmp.Mem, Reg: -1, Tmp: -1},
-		Addr:   cmp.PC,
-		Len:    int(jcc.End() - cmp.PC),
-		Taken:  jcc.Target,
-		OnZero: jcc.Op == x86asm.JE,
-		Branch: jcc.Op.String(),
-	}
-	if s.Taken > s.Addr && s.Taken < s.Next() {
-		return arch.Site{}, shapeErr(s.Addr, "JE/JNE targets %#x inside the site", s.Taken)
-	}
-	return s, nil
-}
-
-// isCMPBZeroRIP reports whether in is exactly `80 3D <rel32> 00`.
-func isCMPBZeroRIP(in inst) bool {
-	xi := in.Inst
-	if in.Op != x86asm.CMP || in.Len != cmpbLen || xi.Prefix[0] != 0 || xi.Opcode>>24 != 0x80 || xi.MemBytes != 1 {
-		return false
-	}
-	m, ok := xi.Args[0].(x86asm.Mem)
-	if !ok || m.Base != x86asm.RIP || m.Index != 0 || m.Segment != 0 {
-		return false
-	}
-	imm, ok := xi.Args[1].(x86asm.Imm)
-	return ok && imm == 0
+	return arch.Site{}, shapeErr(addr, "more than %d NOPs after the CMPB", maxPadding)
 }

@@ -76,51 +76,63 @@ func TestCandidates(t *testing.T) {
 	}
 }
 
-func TestDecodeFunc(t *testing.T) {
+// TestWalk walks the loop of the design notes: where its instructions start, where
+// its branches go, and what stops a walk.
+func TestWalk(t *testing.T) {
 	a := loopFunc(0x1000)
 	m := a.mem()
 	end := a.at("morestack") + 5 + 5 // CALL + JMP rel32
 	t.Run("whole", func(t *testing.T) {
-		insts, err := decodeFunc(m, 0x1000, end)
+		w, err := walk(m, 0x1000, end)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if last := insts[len(insts)-1]; last.End() != end || last.Op != x86asm.JMP || last.Target != 0x1000 {
-			t.Fatalf("decode ended at %v (end %#x), want the JMP back to the entry ending at %#x", last, last.End(), end)
+		if w.End != end {
+			t.Fatalf("walk ended at %#x, want %#x", w.End, end)
 		}
-		if i, ok := index(insts, a.at("site")); !ok || insts[i].PC != a.at("site") {
-			t.Fatalf("index(site) = %d, %v", i, ok)
+		last, err := decodeAt(m, end-5)
+		if err != nil || last.flow != flowJmp || last.target(end-5) != 0x1000 || !w.IsStart(end-5) {
+			t.Fatalf("last instruction %+v, %v: want the JMP back to the entry", last, err)
 		}
-		if _, ok := index(insts, a.at("site")+1); ok {
-			t.Fatal("index inside an instruction succeeded")
+		if !w.IsStart(a.at("site")) || w.IsStart(a.at("site")+1) {
+			t.Fatalf("IsStart(site) = %v, IsStart(site+1) = %v", w.IsStart(a.at("site")), w.IsStart(a.at("site")+1))
 		}
-		tg := targetsOf(insts)
 		for _, l := range []string{"incr", "cond", "exit", "morestack"} {
-			if !slices.Contains(tg, a.at(l)) {
-				t.Errorf("targetsOf misses %s", l)
+			if !slices.Contains(w.Targets, a.at(l)) {
+				t.Errorf("Targets misses %s", l)
 			}
 		}
-		if slices.Contains(tg, fireAddr) {
-			t.Error("targetsOf has a call target outside the function")
+		if slices.Contains(w.Targets, fireAddr) {
+			t.Error("Targets has a call target outside the function")
+		}
+		// x86asm's reading, the oracle: the same starts and targets.
+		insts, err := xdecodeFunc(m, 0x1000, end)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Insts != len(insts) || !slices.Equal(w.Targets, targetsOf(insts)) {
+			t.Fatalf("walk: %d instructions, targets %#x; x86asm %d, %#x", w.Insts, w.Targets, len(insts), targetsOf(insts))
 		}
 	})
 	t.Run("part", func(t *testing.T) {
-		insts, err := decodeFunc(m, 0x1000, a.at("exit"))
-		if err != nil || insts[len(insts)-1].End() != a.at("exit") {
-			t.Fatalf("decodeFunc(end=exit) = %v, %v", insts[len(insts)-1], err)
+		w, err := walk(m, 0x1000, a.at("exit"))
+		if err != nil || w.End != a.at("exit") {
+			t.Fatalf("walk(end=exit) = %+v, %v", w, err)
 		}
 	})
 	t.Run("bad bytes", func(t *testing.T) {
 		code := append(append([]byte{}, a.bytes()[:4]...), 0x06) // PUSH ES: invalid in 64-bit mode
-		_, err := decodeFunc(arch.Bytes{Base: 0x1000, Code: code}, 0x1000, end)
+		_, err := walk(arch.Bytes{Base: 0x1000, Code: code}, 0x1000, end)
 		var se *arch.ShapeError
-		if !errors.As(err, &se) || se.PC != 0x1004 {
-			t.Fatalf("err = %v, want a ShapeError at 0x1004", err)
+		if !errors.As(err, &se) || se.PC != 0x1004 || !strings.Contains(se.Reason, "cannot decode 06") {
+			t.Fatalf("err = %v, want a ShapeError at 0x1004 naming the byte", err)
 		}
 	})
 	t.Run("truncated before end", func(t *testing.T) {
-		if _, err := decodeFunc(m, 0x1000, 0x1000+uint64(len(a.b))+16); err == nil {
-			t.Fatal("decoding past the mapped code succeeded")
+		// The next function's entry is past the mapped code: the walk ends with it.
+		w, err := walk(m, 0x1000, 0x1000+uint64(len(a.b))+16)
+		if err != nil || w.End != 0x1000+uint64(len(a.b)) {
+			t.Fatalf("walk past the mapped code = %+v, %v", w, err)
 		}
 	})
 }
@@ -161,30 +173,31 @@ func TestMatchSite(t *testing.T) {
 			a.jmp8("site").label("site").cmpb(flagAddr).je8("skip").label("skip").ret()
 		}, x86asm.JE, 9, ""},
 		{"ends after CMPB", func(a *asm) { a.label("site").cmpb(flagAddr) }, 0, 0, "ends after"},
+		{"prefixed JE", func(a *asm) { a.label("site").cmpb(flagAddr).raw(0x3E).je8("skip").label("skip").ret() }, 0, 0, "prefixed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := newAsm(0x2000)
 			tt.build(a)
-			insts, err := decodeFunc(a.mem(), 0x2000, a.pc())
+			// x86asm's reading of the function: the oracle of the site's branch.
+			insts, err := xdecodeFunc(a.mem(), 0x2000, a.pc())
 			if err != nil {
 				t.Fatal(err)
 			}
-			i, ok := index(insts, a.at("site"))
-			if !ok {
+			if _, ok := index(insts, a.at("site")); !ok {
 				t.Fatal("no instruction at site")
 			}
-			// The shape, from the decoded instructions; then the pipeline discovery
-			// runs: the site followed from its check, matched against the walk.
-			s, err := matchSite(insts[i:])
+			// The shape, from the bytes on the walk's boundaries; then the pipeline
+			// discovery runs: the site followed from its check, matched.
+			w, err := walk(a.mem(), 0x2000, a.pc())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := matchSite(a.mem(), w, a.at("site"))
 			if err == nil {
 				f, ferr := follow(a.mem(), s.Check)
 				if ferr != nil || f != s {
 					t.Fatalf("follow = %+v, %v; matchSite %+v", f, ferr, s)
-				}
-				w, werr := walk(a.mem(), 0x2000, a.pc())
-				if werr != nil {
-					t.Fatal(werr)
 				}
 				err = match(a.mem(), w, s)
 			}
@@ -336,6 +349,12 @@ func TestFlagsDead(t *testing.T) {
 		{"PUSHF", func(a *asm) { a.raw(0x9C) }, "reads"},
 		{"SHL by CL then JE", func(a *asm) { a.raw(0x48, 0xD3, 0xE0).je8("x").label("x").ret() }, "reads"},
 		{"unknown op", func(a *asm) { a.raw(0x0F, 0x0B) }, "not understood"},
+		{"unknown to the decoder", func(a *asm) { a.raw(0x06) }, "cannot decode"},
+		{"LOCK XADD then JE", func(a *asm) { a.raw(0xF0, 0x48, 0x0F, 0xC1, 0x0B).je8("x").label("x").ret() }, ""},
+		{"VPTEST then JNE", func(a *asm) { a.raw(0xC4, 0xE2, 0x7D, 0x17, 0xC1, 0x75, 0x00) }, ""},
+		{"REP CMPSB then JE", func(a *asm) { a.raw(0xF3, 0xA6).je8("x").label("x").ret() }, "reads ZF"},
+		{"SHR by 1 then JA", func(a *asm) { a.raw(0x48, 0xD1, 0xE8, 0x77, 0x00) }, ""},
+		{"SHR by 64 then JE", func(a *asm) { a.raw(0x48, 0xC1, 0xE8, 0x40, 0x74, 0x00) }, "reads ZF"},
 		{"indirect jump", func(a *asm) { a.raw(0xFF, 0xE0) }, "indirect jump"},
 		{"jump loop", func(a *asm) { a.label("l").jmp8("l") }, "jumps"},
 		{"too long", func(a *asm) {

@@ -16,14 +16,14 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/sleds.golden")
+var update = flag.Bool("update", false, "rewrite testdata/sleds.golden and vextab.go")
 
 // decodeAll decodes b at pc into instructions that must end exactly at len(b).
-func decodeAll(t *testing.T, b []byte, pc uint64) []inst {
+func decodeAll(t *testing.T, b []byte, pc uint64) []xinst {
 	t.Helper()
-	var out []inst
+	var out []xinst
 	for off := 0; off < len(b); {
-		in, err := decodeBytes(b[off:], pc+uint64(off))
+		in, err := xdecode(b[off:], pc+uint64(off))
 		if err != nil {
 			t.Fatalf("decode % x at +%d: %v", b, off, err)
 		}
@@ -98,10 +98,10 @@ func TestNOP(t *testing.T) {
 		}
 		for i, in := range ins {
 			if in.Op != x86asm.NOP {
-				t.Errorf("nop(%d) inst %d is %v", n, i, in.Inst)
+				t.Errorf("nop(%d) xinst %d is %v", n, i, in.Inst)
 			}
 			if i > 0 && in.Len != maxNOP {
-				t.Errorf("nop(%d) inst %d has length %d: only the first may be short", n, i, in.Len)
+				t.Errorf("nop(%d) xinst %d has length %d: only the first may be short", n, i, in.Len)
 			}
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/gosdt/gosdt/arch"
-	"golang.org/x/arch/x86/x86asm"
 )
 
 // walkChunk is how much code walk reads at a time.
@@ -18,10 +17,10 @@ type walker struct {
 	targets, calls []uint64
 }
 
-// walk walks the Go function [entry, end) linearly (Arch.Walk), padding included, with
-// decodeFunc's instruction boundaries, without decoding operands: length says how long
-// each instruction is, and x86asm is asked only about those it does not know.
-// Undecodable bytes are an error naming the pc.
+// walk walks the Go function [entry, end) linearly (Arch.Walk), padding included,
+// without decoding operands: quickLength (or decodeInst) says how long each
+// instruction is and where a branch goes. An instruction the decoder does not know is
+// an error naming the pc.
 func walk(m arch.Memory, entry, end uint64) (*arch.Walked, error) {
 	if end <= entry {
 		return nil, shapeErr(entry, "function ends at %#x, before it starts", end)
@@ -48,19 +47,20 @@ func walk(m arch.Memory, entry, end uint64) (*arch.Walked, error) {
 		if len(b) == 0 {
 			break
 		}
-		n, flow, rel, ok := length(b)
+		n, flow, rel, ok := 0, flowNext, int32(0), false
+		if len(b) >= maxInstLen {
+			n, flow, rel, ok = quickLength(b)
+		}
+		if !ok {
+			var in inst
+			if !decodeInst(b, &in) {
+				return w, shapeErr(pc, "cannot decode % x: not an instruction the decoder knows", b[:min(len(b), 8)])
+			}
+			n, flow, rel = int(in.n), in.flow, in.rel
+		}
 		var target uint64
-		if ok {
-			if flow == flowJcc || flow == flowJmp || flow == flowCall {
-				target = pc + uint64(n) + uint64(int64(rel))
-			}
-		} else {
-			in, err := decodeBytes(b[:min(len(b), maxInstLen)], pc)
-			if err != nil {
-				return w, err
-			}
-			w.Slow++
-			n, flow, target = in.Len, flowOf(in), in.Target
+		if flow == flowJcc || flow == flowJmp || flow == flowCall {
+			target = pc + uint64(n) + uint64(int64(rel))
 		}
 		o := pc - entry
 		for int(o/64) >= len(starts) {
@@ -95,27 +95,4 @@ func walk(m arch.Memory, entry, end uint64) (*arch.Walked, error) {
 	targets = slices.Compact(targets)
 	w.Targets = targets
 	return w, nil
-}
-
-// flowOf classifies an instruction decoded by x86asm as length would.
-func flowOf(in inst) flowKind {
-	switch {
-	case in.Op == x86asm.CALL:
-		if in.Target != 0 {
-			return flowCall
-		}
-		return flowCallInd
-	case in.Op == x86asm.JMP:
-		if in.Target != 0 {
-			return flowJmp
-		}
-		return flowJmpInd
-	case isCondJump(in.Op):
-		return flowJcc
-	case in.Op == x86asm.RET:
-		return flowRet
-	case isUncond(in):
-		return flowTrap
-	}
-	return flowNext
 }
