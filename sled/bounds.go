@@ -84,6 +84,7 @@ func moduleBounds() (l Layout) {
 	l.funcnames = unsafe.Slice((*byte)(at(m.funcnametab[0])), m.funcnametab[1])
 	l.pclntable = unsafe.Slice((*byte)(at(m.pclntable[0])), m.pclntable[1])
 	for _, i := range []int{0, len(ftab) / 2, len(ftab) - 2} {
+		i = lastAt(ftab, i)
 		f := runtime.FuncForPC(m.text + uintptr(ftab[i].entryoff))
 		if f == nil || !printedAs(l.funcName(i), f.Name()) {
 			l.funcnames, l.pclntable = nil, nil // names unknown: discovery searches all the text
@@ -113,6 +114,16 @@ func inlineTables(m *moduleData) inlTables {
 		gofunc:  unsafe.Slice((*byte)(at(m.gofunc)), m.epclntab-m.gofunc),
 		quantum: q,
 	}
+}
+
+// lastAt returns the last function of ftab (but its end marker) that starts where the
+// i-th does: the one FuncForPC names at that entry. Functions share an entry only as
+// aliases in C code linked in (the race detector's).
+func lastAt(ftab []functab, i int) int {
+	for i+2 < len(ftab) && ftab[i+1].entryoff == ftab[i].entryoff {
+		i++
+	}
+	return i
 }
 
 // printedAs reports whether a function named name in the name table is the one the

@@ -232,6 +232,9 @@ func TestPrintedAs(t *testing.T) {
 	}
 	generic := 0
 	for i := 0; i < len(l.funcs)-1; i++ {
+		if lastAt(l.funcs, i) != i {
+			continue // an alias: FuncForPC names the last function at its entry
+		}
 		name := l.funcName(i)
 		f := runtime.FuncForPC(l.Text + uintptr(l.funcs[i].entryoff))
 		if f == nil || !printedAs(name, f.Name()) {
