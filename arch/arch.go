@@ -1,5 +1,6 @@
 // Package arch is the shape of an instruction set's description for gosdt's discovery
-// (Arch) and the values it works on; arch/amd64 and arch/arm64 each export one.
+// (Arch) and for reading its binaries (Offline), and the values they work on;
+// arch/amd64 and arch/arm64 each export one of both.
 package arch
 
 // Arch is one instruction set as discovery (package sled) uses it. Every function is
@@ -7,9 +8,8 @@ package arch
 // build and run on every host (sdtctl reads either architecture's binaries anywhere).
 // Errors about code are *ShapeError.
 type Arch struct {
-	Name    string   // GOARCH: "amd64", "arm64"
-	Machine uint16   // the ELF e_machine of its binaries
-	ArgRegs []string // Go's ABIInternal integer argument registers, in order, as USDT argument specs name them ("%rax", "x0")
+	Name    string // GOARCH: "amd64", "arm64"
+	Machine uint16 // the ELF e_machine of its binaries
 
 	// Candidates returns the flag checks that start at offsets lo..hi-1 of text, whose
 	// first byte is at address base: a search on raw bytes, so that parts of a large
@@ -49,6 +49,13 @@ type Arch struct {
 
 	// Jumps reports whether a toggle's bytes are its jump form.
 	Jumps func(toggle []byte) bool
+}
+
+// Offline is what reading an architecture's binary files needs beyond discovery
+// (sdtctl list and seal): apart from Arch, so that no traced process links it.
+type Offline struct {
+	*Arch
+	ArgRegs []string // Go's ABIInternal integer argument registers, in order, as USDT argument specs name them ("%rax", "x0")
 
 	// CallBefore returns the address and target of the direct call instruction that
 	// returns to ret, or an error if the code before ret is not one.
@@ -188,10 +195,10 @@ const (
 	CallNoReturn
 )
 
-// Call is a direct call found by Arch.Calls.
+// Call is a direct call found by Offline.Calls.
 type Call struct {
 	PC, Target uint64
-	// Args holds the values the code put in the argument registers (Arch.ArgRegs
+	// Args holds the values the code put in the argument registers (Offline.ArgRegs
 	// order) as far as they are constants: addresses and immediates; Known bit i says
 	// Args[i] is one.
 	Args  []uint64

@@ -8,19 +8,21 @@ import (
 
 // Arch is x86-64 as discovery uses it.
 var Arch = arch.Arch{
-	Name: "amd64", Machine: 62 /* EM_X86_64 */, ArgRegs: abiNames[:],
+	Name: "amd64", Machine: 62, // EM_X86_64
 	Candidates: candidates, Follow: follow, GuardedCall: guardedCall, Walk: walk, Match: match, Seal: seal,
-	NewCache: newCache, Jumps: jumps, CallBefore: callBefore, Calls: calls,
+	NewCache: newCache, Jumps: jumps,
 }
 
-// abiRegs is Go's integer argument register order on amd64 (ABIInternal), by number,
-// and the names USDT argument specs give them.
-var (
-	abiRegs  = [...]int{rAX, rBX, rCX, rDI, rSI, 8, 9, 10, 11}
-	abiNames = [...]string{"%rax", "%rbx", "%rcx", "%rdi", "%rsi", "%r8", "%r9", "%r10", "%r11"}
-)
+// Offline is x86-64 as reading its binaries uses it.
+var Offline = arch.Offline{
+	Arch: &Arch, CallBefore: callBefore, Calls: calls,
+	ArgRegs: []string{"%rax", "%rbx", "%rcx", "%rdi", "%rsi", "%r8", "%r9", "%r10", "%r11"}, // abiRegs by name
+}
 
-// callBefore reads the CALL rel32 that ends at ret (Arch.CallBefore): Go calls
+// abiRegs is Go's integer argument register order on amd64 (ABIInternal), by number.
+var abiRegs = [...]int{rAX, rBX, rCX, rDI, rSI, 8, 9, 10, 11}
+
+// callBefore reads the CALL rel32 that ends at ret (Offline.CallBefore): Go calls
 // functions with it, and the fire call's return address names a site.
 func callBefore(m arch.Memory, ret uint64) (pc, target uint64, err error) {
 	b := m.Read(ret-5, 5)

@@ -32,7 +32,7 @@ func (r *regs) forget(ns ...int) {
 func (r *regs) get(n int) (uint64, bool) { return r.val[n], r.known&(1<<n) != 0 }
 
 // calls follows the constant values of registers through the function [entry, end)
-// (Arch.Calls): what LEA of a RIP-relative address and MOV of an immediate or of
+// (Offline.Calls): what LEA of a RIP-relative address and MOV of an immediate or of
 // another known register put there. Anything else that may write a register forgets
 // it (a partial write too), an instruction whose effect on the registers is not
 // listed forgets them all, and every call forgets them all. At each direct call that

@@ -31,7 +31,7 @@ const (
 
 var fixNames = map[int]string{fixLEA: "LEA not RIP-relative", fixWidth: "8-, 16- or 32-bit write", fixImplicit: "implicit write"}
 
-// xcalls is Arch.Calls as it was with x86asm, with the fixes in fixes: the oracle of
+// xcalls is Offline.Calls as it was with x86asm, with the fixes in fixes: the oracle of
 // calls.
 func xcalls(m arch.Memory, entry, end uint64, want func(target uint64) bool, name func(pc uint64) string, fixes int) []arch.Call {
 	insts, err := xdecodeFunc(m, entry, end)
@@ -321,10 +321,10 @@ func TestCallsAgainstOracle(t *testing.T) {
 						continue
 					}
 					if isDefine {
-						t.Errorf("%s: call %#x to %s: %s %#x (%v); the oracle %#x (%v)", fn.Name, c.PC, name(c.Target), abiNames[j], v, ok, ov, ook)
+						t.Errorf("%s: call %#x to %s: %s %#x (%v); the oracle %#x (%v)", fn.Name, c.PC, name(c.Target), Offline.ArgRegs[j], v, ok, ov, ook)
 					}
 					if ok && !ook {
-						t.Errorf("%s: call %#x: %s is %#x; the oracle does not know it", fn.Name, c.PC, abiNames[j], v)
+						t.Errorf("%s: call %#x: %s is %#x; the oracle does not know it", fn.Name, c.PC, Offline.ArgRegs[j], v)
 						continue
 					}
 					// Which fix alone makes the oracle agree?
@@ -342,7 +342,7 @@ func TestCallsAgainstOracle(t *testing.T) {
 						}
 					}
 					if why == "no single fix" {
-						t.Logf("%s: call %#x: %s %#x (%v); the oracle %#x: no single fix explains it", fn.Name, c.PC, abiNames[j], v, ok, ov)
+						t.Logf("%s: call %#x: %s %#x (%v); the oracle %#x: no single fix explains it", fn.Name, c.PC, Offline.ArgRegs[j], v, ok, ov)
 					}
 					diffs[why]++
 				}
@@ -378,4 +378,17 @@ func callsDiff(a, b []arch.Call) string {
 		s = append(s, fmt.Sprintf("%#x->%#x known %b %#x stored %#x", c.PC, c.Target, c.Known, c.Args, c.Stored))
 	}
 	return fmt.Sprintf("%d calls [%s]", len(a), strings.Join(s, "; "))
+}
+
+// TestArgRegs: the USDT names of the argument registers, in Go's order.
+func TestArgRegs(t *testing.T) {
+	want := []x86asm.Reg{x86asm.RAX, x86asm.RBX, x86asm.RCX, x86asm.RDI, x86asm.RSI, x86asm.R8, x86asm.R9, x86asm.R10, x86asm.R11}
+	if len(Offline.ArgRegs) != len(want) || len(abiRegs) != len(want) {
+		t.Fatalf("%d register names, %d registers, want %d", len(Offline.ArgRegs), len(abiRegs), len(want))
+	}
+	for i, r := range want {
+		if name := "%" + strings.ToLower(r.String()); Offline.ArgRegs[i] != name {
+			t.Errorf("argument register %d named %q, want %q", i, Offline.ArgRegs[i], name)
+		}
+	}
 }

@@ -261,7 +261,7 @@ func TestLoopSite(t *testing.T) {
 	if g.Call != fireAddr || !reflect.DeepEqual(g.Receivers, []uint64{dictAddr, flagAddr}) || g.Return != g.CallPC+5 {
 		t.Fatalf("guardedCall = %+v", g)
 	}
-	if pc, target, err := Arch.CallBefore(m, g.Return); err != nil || pc != g.CallPC || target != fireAddr {
+	if pc, target, err := Offline.CallBefore(m, g.Return); err != nil || pc != g.CallPC || target != fireAddr {
 		t.Fatalf("CallBefore(%#x) = %#x, %#x, %v; want %#x, %#x", g.Return, pc, target, err, g.CallPC, fireAddr)
 	}
 	sl, err := Arch.Seal(m, s, nil)

@@ -2,7 +2,6 @@ package arm64
 
 import (
 	"encoding/binary"
-	"fmt"
 
 	"github.com/gosdt/gosdt/arch"
 	"github.com/gosdt/gosdt/arch/internal/recent"
@@ -12,20 +11,17 @@ import (
 // R0 up to R15, in order.
 const abiRegs = 16
 
-// argRegNames names the argument registers as USDT argument specs do: "x0".
-func argRegNames() []string {
-	names := make([]string, abiRegs)
-	for i := range names {
-		names[i] = fmt.Sprintf("x%d", i)
-	}
-	return names
-}
-
 // Arch is AArch64 as discovery uses it.
 var Arch = arch.Arch{
-	Name: "arm64", Machine: 183 /* EM_AARCH64 */, ArgRegs: argRegNames(),
+	Name: "arm64", Machine: 183, // EM_AARCH64
 	Candidates: candidates, Follow: follow, GuardedCall: guardedCall, Walk: walk, Match: match, Seal: seal,
-	NewCache: newCache, Jumps: jumps, CallBefore: callBefore, Calls: calls,
+	NewCache: newCache, Jumps: jumps,
+}
+
+// Offline is AArch64 as reading its binaries uses it.
+var Offline = arch.Offline{
+	Arch: &Arch, CallBefore: callBefore, Calls: calls,
+	ArgRegs: []string{"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14", "x15"},
 }
 
 // cache is the Memory of one goroutine of discovery (Arch.NewCache): the words decoded
@@ -42,7 +38,7 @@ func newCache(m arch.Memory) arch.Cache { return &cache{Memory: m} }
 // Reset forgets the decoded words, keeping the memory for the next site's.
 func (c *cache) Reset() { c.insts.Reset() }
 
-// callBefore reads the BL that ends at ret (Arch.CallBefore).
+// callBefore reads the BL that ends at ret (Offline.CallBefore).
 func callBefore(m arch.Memory, ret uint64) (pc, target uint64, err error) {
 	b := m.Read(ret-instLen, instLen)
 	if len(b) < instLen {

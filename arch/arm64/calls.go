@@ -19,7 +19,7 @@ import (
 // the mov forms (MOVZ, MOVN, MOVK, ORR from the zero register) and copies between
 // registers.
 
-// calls reads the function [entry, end) (Arch.Calls) and reports, at each BL that want
+// calls reads the function [entry, end) (Offline.Calls) and reports, at each BL that want
 // accepts, the argument registers it knows and the store of W0's low byte after it.
 func calls(m arch.Memory, entry, end uint64, want func(target uint64) bool, _ func(pc uint64) string) []arch.Call {
 	insts, err := decodeFunc(m, entry, end)

@@ -2,6 +2,7 @@ package arm64
 
 import (
 	"encoding/binary"
+	"fmt"
 	"maps"
 	"testing"
 
@@ -93,6 +94,18 @@ func TestFlagStore(t *testing.T) {
 		flag, ok := flagStore(a64Code(t, pc, c.code))
 		if flag != c.flag || ok != (c.flag != 0) {
 			t.Errorf("%s: %#x, %v; want %#x", c.name, flag, ok, c.flag)
+		}
+	}
+}
+
+// TestArgRegs: the USDT names of the argument registers, one for each of Go's.
+func TestArgRegs(t *testing.T) {
+	if len(Offline.ArgRegs) != abiRegs {
+		t.Fatalf("%d register names, want %d", len(Offline.ArgRegs), abiRegs)
+	}
+	for i, name := range Offline.ArgRegs {
+		if want := fmt.Sprintf("x%d", i); name != want {
+			t.Errorf("argument register %d named %q, want %q", i, name, want)
 		}
 	}
 }

@@ -24,7 +24,7 @@ var shapeSizes = map[string]int{
 // floating-point registers, which tracers' argument specs do not name: the note stops
 // at the first one, as at the first argument that does not fit in registers; why says
 // so when that happens.
-func argSpecs(a *arch.Arch, fireSym string) (args []usdt.Arg, why string) {
+func argSpecs(a *arch.Offline, fireSym string) (args []usdt.Arg, why string) {
 	if !strings.HasPrefix(fireSym, sled.ProbePackage()+".(*P") {
 		// Latency and fbt probes compute their arguments (the duration, the
 		// function's parameters) inside the fire method: none is in a register at the call.

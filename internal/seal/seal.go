@@ -77,7 +77,7 @@ func File(in, out string) (*Report, error) {
 
 // elfFile checks that image is a 64-bit little-endian Go executable for linux on
 // amd64 or arm64, and returns it parsed with its architecture.
-func elfFile(image []byte) (*elf.File, *arch.Arch, error) {
+func elfFile(image []byte) (*elf.File, *arch.Offline, error) {
 	f, err := elf.NewFile(bytes.NewReader(image))
 	if err != nil {
 		return nil, nil, fmt.Errorf("not an ELF file: %w", err)
@@ -189,7 +189,7 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 
 // notesFor names the fire calls of t's sites for USDT tracers and gives each probe name
 // a semaphore slot. Sites whose probe name cannot be read from the binary get no note.
-func notesFor(path string, a *arch.Arch, linked *writer, sites []sled.Site, tab *gosym.Table, base, sems uint64, r *Report) ([]usdt.Note, []sled.SealedProbe) {
+func notesFor(path string, a *arch.Offline, linked *writer, sites []sled.Site, tab *gosym.Table, base, sems uint64, r *Report) ([]usdt.Note, []sled.SealedProbe) {
 	defs, err := offline.Definitions(path)
 	if err != nil {
 		r.Skipped = append(r.Skipped, "no USDT notes: "+err.Error())

@@ -18,7 +18,7 @@ import (
 
 // TestArch checks what each description says of its ELF files.
 func TestArch(t *testing.T) {
-	for m, a := range map[elf.Machine]*arch.Arch{elf.EM_X86_64: &amd64.Arch, elf.EM_AARCH64: &arm64.Arch} {
+	for m, a := range map[elf.Machine]*arch.Offline{elf.EM_X86_64: &amd64.Offline, elf.EM_AARCH64: &arm64.Offline} {
 		if got := offline.Arch(m); got != a || elf.Machine(a.Machine) != m {
 			t.Errorf("offline.Arch(%v) = %v; %s's machine is %v", m, got, a.Name, elf.Machine(a.Machine))
 		}

@@ -21,7 +21,7 @@ type Definition struct {
 // running it, on any host: `var p = sdt.Define1[int]("proc", "exit", "reason")`
 // compiles, in the package's init, to the string arguments put in the argument
 // registers (a generic instantiation's dictionary first), the call, and a store of the
-// result's flag byte into the variable (Arch.Calls finds both). Definitions made
+// result's flag byte into the variable (Offline.Calls finds both). Definitions made
 // otherwise (not in an init function, arguments that are not constants) are not found;
 // package sdt keeps every Define from being inlined so that the call is there to read.
 // Argument names passed on the stack are left out: a generic Define passes four

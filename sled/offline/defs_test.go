@@ -23,8 +23,8 @@ type wantDef struct {
 // integer argument registers the dictionary takes one, provider and name two strings
 // (two registers each).
 var argRoom = map[string]int{
-	"amd64": (len(amd64.Arch.ArgRegs)-1)/2 - 2,
-	"arm64": (len(arm64.Arch.ArgRegs)-1)/2 - 2,
+	"amd64": (len(amd64.Offline.ArgRegs)-1)/2 - 2,
+	"arm64": (len(arm64.Offline.ArgRegs)-1)/2 - 2,
 }
 
 // defsPrograms are the programs TestDefinitions reads, with the definitions in each.

@@ -16,8 +16,8 @@ import (
 
 // Arch returns the description of the architecture of ELF machine m, nil for one that
 // gosdt does not read.
-func Arch(m elf.Machine) *arch.Arch {
-	for _, a := range []*arch.Arch{&amd64.Arch, &arm64.Arch} {
+func Arch(m elf.Machine) *arch.Offline {
+	for _, a := range []*arch.Offline{&amd64.Offline, &arm64.Offline} {
 		if elf.Machine(a.Machine) == m {
 			return a
 		}
@@ -79,7 +79,7 @@ func Discover(path string) (*sled.Table, error) {
 		}
 		t = sled.FromTable(st, b.arch.Name, src, 0) // link-time addresses, as the table's
 	} else {
-		t = sled.Scan(b.arch, src)
+		t = sled.Scan(b.arch.Arch, src)
 	}
 	t.TextBytes = len(code)
 	t.Elapsed = time.Since(begin)
@@ -90,7 +90,7 @@ func Discover(path string) (*sled.Table, error) {
 // function table.
 type goBinary struct {
 	f     *elf.File
-	arch  *arch.Arch
+	arch  *arch.Offline
 	text  *elf.Section
 	code  []byte // text's
 	start uint64 // runtime.text
