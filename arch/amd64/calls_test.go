@@ -9,6 +9,7 @@ import (
 
 	"github.com/gosdt/gosdt/arch"
 	"github.com/gosdt/gosdt/internal/testbin"
+	"github.com/gosdt/gosdt/internal/testutil"
 	"golang.org/x/arch/x86/x86asm"
 )
 
@@ -257,8 +258,8 @@ func xbyteReg(a x86asm.Arg) bool {
 // runtime.racewriterange).
 func callBinaries(t *testing.T) []*testbin.Binary {
 	bins := testbin.Binaries(t, &Arch)
-	if testing.Short() {
-		return bins
+	if testing.Short() || testutil.Emulated() {
+		return bins // under an emulator the native run reads the builds below, in a fraction of the time
 	}
 	bins = append(bins, testbin.Read(t, testbin.BuildTest(t, "amd64", "../../sdt"), Arch.Machine))
 	if runtime.GOARCH == "amd64" && runtime.GOOS == "linux" { // -race needs cgo, so this host
