@@ -41,29 +41,9 @@ func Discover(path string) (*sled.Table, error) {
 	}
 	defer b.f.Close()
 	f, code := b.f, b.code
-	pcln, err := f.Section(".gopclntab").Data()
+	src, err := b.source()
 	if err != nil {
-		return nil, fmt.Errorf("%s: .gopclntab: %w", path, err)
-	}
-	var data [][2]uint64
-	for _, name := range []string{".data", ".bss"} {
-		if s := f.Section(name); s != nil {
-			data = append(data, [2]uint64{s.Addr, s.Addr + s.Size})
-		}
-	}
-	src := sled.Source{
-		Text: code,
-		Base: b.text.Addr,
-		Mem:  b.mem(),
-		InData: func(addr uint64) bool {
-			for _, r := range data {
-				if addr >= r[0] && addr < r[1] {
-					return true
-				}
-			}
-			return false
-		},
-		Syms: fileSyms{tab: b.tab, inl: newInlineTree(f, pcln, b.start, b.tab)},
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var t *sled.Table
 	if sec := f.Section(sled.SectionName); sec != nil {
@@ -116,6 +96,34 @@ func open(path, what string) (*goBinary, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// source is the binary as discovery reads it: its text, data and bss, and its names.
+func (b *goBinary) source() (sled.Source, error) {
+	pcln, err := b.f.Section(".gopclntab").Data()
+	if err != nil {
+		return sled.Source{}, fmt.Errorf(".gopclntab: %w", err)
+	}
+	var data [][2]uint64
+	for _, name := range []string{".data", ".bss"} {
+		if s := b.f.Section(name); s != nil {
+			data = append(data, [2]uint64{s.Addr, s.Addr + s.Size})
+		}
+	}
+	return sled.Source{
+		Text: b.code,
+		Base: b.text.Addr,
+		Mem:  b.mem(),
+		InData: func(addr uint64) bool {
+			for _, r := range data {
+				if addr >= r[0] && addr < r[1] {
+					return true
+				}
+			}
+			return false
+		},
+		Syms: fileSyms{tab: b.tab, inl: newInlineTree(b.f, pcln, b.start, b.tab)},
+	}, nil
 }
 
 // mem is the binary's text by address.
