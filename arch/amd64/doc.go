@@ -1,3 +1,3 @@
-// Package amd64 describes x86-64 machine code to gosdt's discovery (Arch): it finds and
-// proves probe sites in Go's code with its own table decoder, and encodes sleds.
+// Package amd64 describes x86-64 machine code to gosdt's discovery (Arch) and to the
+// reading of binaries (Offline), with its own table decoder; and it encodes sleds.
 package amd64
