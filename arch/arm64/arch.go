@@ -26,7 +26,7 @@ var Offline = arch.Offline{
 
 // cache is the Memory of one goroutine of discovery (Arch.NewCache): the words decoded
 // for one site (follow, the guarded call and the liveness walks read some of them
-// twice; arm64asm is slow, and serialised), and the walker's memory.
+// twice), and the walker's memory.
 type cache struct {
 	arch.Memory
 	insts  recent.Insts[inst]

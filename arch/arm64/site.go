@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 
 	"github.com/gosdt/gosdt/arch"
-	"golang.org/x/arch/arm64/arm64asm"
 )
 
 // A probe site, as go1.26 compiles `if p.on != 0 { p.fire(a) }` inlined into user
@@ -74,9 +73,9 @@ func followLoad(m arch.Memory, c arch.Check) (arch.Site, error) {
 		case isCondBranch(in) && reads:
 			return branchSite(c, in)
 		case !known || reads || writes:
-			return arch.Site{}, shapeErr(in.PC, "W%d loaded from %#x is used by %v, not a branch", c.Reg, c.Flag, in.Inst)
-		case in.Op == arm64asm.BL || in.Op == arm64asm.BLR || isCondBranch(in) || isUncond(in):
-			return arch.Site{}, shapeErr(in.PC, "%v between the flag load and its test", in.Inst)
+			return arch.Site{}, shapeErr(in.PC, "W%d loaded from %#x is used by %v, not a branch", c.Reg, c.Flag, in)
+		case in.Flow != flowNext && in.Flow != flowADR && in.Flow != flowADRP:
+			return arch.Site{}, shapeErr(in.PC, "%v between the flag load and its test", in)
 		}
 		pc = in.End()
 	}
@@ -84,25 +83,33 @@ func followLoad(m arch.Memory, c arch.Check) (arch.Site, error) {
 }
 
 func branchSite(c arch.Check, in inst) (arch.Site, error) {
-	s := arch.Site{Check: c, Addr: in.PC, Len: instLen, Taken: in.Target, Branch: in.Op.String(),
-		OnZero: in.Op == arm64asm.CBZ || in.Op == arm64asm.TBZ}
-	switch in.Op {
-	case arm64asm.CBZ, arm64asm.CBNZ:
-	case arm64asm.TBZ, arm64asm.TBNZ:
-		if imm, ok := in.Inst.Args[1].(arm64asm.Imm); !ok || imm.Imm != 0 {
-			return arch.Site{}, shapeErr(in.PC, "%v tests a bit other than 0", in.Inst)
-		}
+	// CBZ/CBNZ: sf 011010 op imm19 Rt; TBZ/TBNZ: b5 011011 op b40 imm14 Rt.
+	w := in.Word
+	var name string
+	switch w & 0x7F000000 {
+	case 0x34000000:
+		name = "CBZ"
+	case 0x35000000:
+		name = "CBNZ"
+	case 0x36000000:
+		name = "TBZ"
+	case 0x37000000:
+		name = "TBNZ"
 	default:
-		return arch.Site{}, shapeErr(in.PC, "W%d is tested by %v, not CBZ/CBNZ/TBZ/TBNZ", c.Reg, in.Inst)
+		return arch.Site{}, shapeErr(in.PC, "W%d is tested by %v, not CBZ/CBNZ/TBZ/TBNZ", c.Reg, in)
 	}
-	if regNum(in.Inst.Args[0]) != c.Reg || s.Taken == 0 {
-		return arch.Site{}, shapeErr(in.PC, "%v does not test W%d", in.Inst, c.Reg)
+	if name[0] == 'T' && (w>>31 != 0 || w>>19&31 != 0) {
+		return arch.Site{}, shapeErr(in.PC, "%v tests a bit other than 0", in)
 	}
-	return s, nil
+	if int(w&31) != c.Reg || in.Target == 0 {
+		return arch.Site{}, shapeErr(in.PC, "%v does not test W%d", in, c.Reg)
+	}
+	return arch.Site{Check: c, Addr: in.PC, Len: instLen, Taken: in.Target, Branch: name,
+		OnZero: name == "CBZ" || name == "TBZ"}, nil
 }
 
 // match checks a followed site against its walked function (Arch.Match): the load
-// and the branch are words of the function, arm64asm decodes every word from the load
+// and the branch are words of the function, the decoder knows every word from the load
 // to the branch, and no branch lands after the load up to and including the branch,
 // so every path to the branch comes through the load.
 func match(m arch.Memory, w *arch.Walked, s arch.Site) error {
@@ -114,7 +121,7 @@ func match(m arch.Memory, w *arch.Walked, s arch.Site) error {
 		return shapeErr(s.Addr, "branch is not an instruction of the function")
 	}
 	for pc := load; pc <= s.Addr; pc += instLen {
-		if in, err := decode(m, pc); in.Bad {
+		if in, err := decode(m, pc); err != nil && in.PC == pc {
 			return shapeErr(pc, "undecodable word %#08x in the site", in.Word)
 		} else if err != nil {
 			return err
