@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 
 	"github.com/gosdt/gosdt/arch"
-	"github.com/gosdt/gosdt/arch/internal/recent"
 )
 
 // abiRegs is how many integer argument registers Go's ABIInternal has on arm64:
@@ -25,18 +24,30 @@ var Offline = arch.Offline{
 }
 
 // cache is the Memory of one goroutine of discovery (Arch.NewCache): the words decoded
-// for one site (follow, the guarded call and the liveness walks read some of them
-// twice), and the walker's memory.
+// for one site (follow, the guarded call and the liveness walks read many of them more
+// than once), direct-mapped by pc, and the walker's memory.
 type cache struct {
 	arch.Memory
-	insts  recent.Insts[inst]
+	gen    uint32 // the site's generation: entries of another are stale
+	insts  [256]decoded
 	walker walker
 }
 
-func newCache(m arch.Memory) arch.Cache { return &cache{Memory: m} }
+// decoded is an instruction decoded for the site of generation gen.
+type decoded struct {
+	gen uint32
+	in  inst
+}
+
+func newCache(m arch.Memory) arch.Cache { return &cache{Memory: m, gen: 1} }
 
 // Reset forgets the decoded words, keeping the memory for the next site's.
-func (c *cache) Reset() { c.insts.Reset() }
+func (c *cache) Reset() {
+	if c.gen++; c.gen == 0 { // wrapped: entries of generation 1 and up could look fresh
+		clear(c.insts[:])
+		c.gen = 1
+	}
+}
 
 // callBefore reads the BL that ends at ret (Offline.CallBefore).
 func callBefore(m arch.Memory, ret uint64) (pc, target uint64, err error) {

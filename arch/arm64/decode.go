@@ -45,17 +45,18 @@ func (in inst) String() string {
 	return fmt.Sprintf("%s (%#08x)", in.Name(), in.Word)
 }
 
-// decode decodes the one instruction at pc (once per site, if m is a *cache). A word
-// the decoder does not know is an error naming pc and the word, and so is a pc that is
-// not 4-byte aligned: A64 code never is.
+// decode decodes the one instruction at pc (once per site, mostly, if m is a *cache). A word the decoder does not know is an
+// error naming pc and the word (the inst is returned, with its PC), and so is a pc
+// that is not 4-byte aligned (A64 code never is) or not mapped (the inst is zero).
 func decode(m arch.Memory, pc uint64) (inst, error) {
 	if pc%instLen != 0 {
 		return inst{}, shapeErr(pc, "pc not 4-byte aligned")
 	}
+	var e *decoded
 	c, cached := m.(*cache)
 	if cached {
-		if in, ok := c.insts.Get(pc); ok {
-			return in, nil
+		if e = &c.insts[pc/instLen%uint64(len(c.insts))]; e.gen == c.gen && e.in.PC == pc {
+			return e.in, nil
 		}
 	}
 	b := m.Read(pc, instLen)
@@ -67,7 +68,7 @@ func decode(m arch.Memory, pc uint64) (inst, error) {
 		return in, shapeErr(pc, "cannot decode %#08x: not an instruction the decoder knows", in.Word)
 	}
 	if cached {
-		c.insts.Put(pc, in)
+		e.gen, e.in = c.gen, in
 	}
 	return in, nil
 }
@@ -75,8 +76,10 @@ func decode(m arch.Memory, pc uint64) (inst, error) {
 // decodeWord decodes w at pc with the table; the result is not Known when no row
 // matches. It allocates nothing.
 func decodeWord(w uint32, pc uint64) inst {
-	in := inst{PC: pc, Word: w}
-	x := table()
+	x := tableIndex.Load()
+	if x == nil {
+		x = table()
+	}
 	b := w >> bucketShift
 	for _, i := range x.rows[x.start[b]:x.start[b+1]] {
 		r := &rows[i]
@@ -87,85 +90,52 @@ func decodeWord(w uint32, pc uint64) inst {
 		if !ok {
 			continue
 		}
-		in.row, in.Flow = i+1, r.flow
-		in.Reads, in.Writes = effect(r.fx|t, w)
+		// The fields in registers, the inst made once: a struct filled field by field
+		// and then copied whole stalls on store forwarding.
+		reads, writes := effect(r.fx|t, w)
+		var target uint64
 		switch r.flow {
 		case flowB, flowBL:
-			in.Target = pc + uint64(int64(int32(w<<6)>>6)*4)
+			target = pc + uint64(int64(int32(w<<6)>>6)*4)
 		case flowCond:
 			if w&0x7E000000 == 0x36000000 { // TBZ, TBNZ
-				in.Target = pc + uint64(int64(int32(w<<13)>>18)*4)
+				target = pc + uint64(int64(int32(w<<13)>>18)*4)
 			} else {
-				in.Target = pc + uint64(int64(int32(w<<8)>>13)*4)
+				target = pc + uint64(int64(int32(w<<8)>>13)*4)
 			}
 		case flowADR:
-			in.Target = pc + uint64(int64(int32(w<<8)>>13)<<2|int64(w>>29&3))
+			target = pc + uint64(int64(int32(w<<8)>>13)<<2|int64(w>>29&3))
 		case flowADRP:
-			in.Target, _, _ = adrp(w, pc)
+			target, _, _ = adrp(w, pc)
 		}
-		return in
+		return inst{PC: pc, Word: w, row: i + 1, Flow: r.flow, Target: target, Reads: reads, Writes: writes}
 	}
-	return in
+	return inst{PC: pc, Word: w}
 }
 
-// effect returns the registers an instruction of effect f reads and writes.
+// effect returns the registers an instruction of effect f reads and writes. A field
+// holding 31 (SP or ZR) sets bit 31, which is cleared at the end.
 func effect(f fx, w uint32) (reads, writes uint32) {
-	reg := func(shift uint) uint32 {
-		if n := w >> shift & 31; n != 31 {
-			return 1 << n
+	d, n := uint32(1)<<(w&31), uint32(1)<<(w>>5&31)
+	m, a := uint32(1)<<(w>>16&31), uint32(1)<<(w>>10&31)
+	reads = d*uint32(f&rd) | n*uint32(f>>1&1) | m*uint32(f>>2&1) | a*uint32(f>>3&1)
+	writes = d*uint32(f>>4&1) | n*uint32(f>>5&1) | m*uint32(f>>6&1) | a*uint32(f>>7&1)
+	if f&(wlr|rlr|rall|r1716) != 0 {
+		if f&rlr != 0 {
+			reads |= 1 << 30
 		}
-		return 0
-	}
-	if f&(rd|wd) != 0 {
-		d := reg(0)
-		if f&rd != 0 {
-			reads |= d
+		if f&wlr != 0 {
+			writes |= 1 << 30
 		}
-		if f&wd != 0 {
-			writes |= d
+		if f&r1716 != 0 {
+			reads |= 1<<16 | 1<<17
+			writes |= 1 << 17
 		}
-	}
-	if f&(rn|wn) != 0 {
-		n := reg(5)
-		if f&rn != 0 {
-			reads |= n
-		}
-		if f&wn != 0 {
-			writes |= n
+		if f&rall != 0 {
+			reads = 1<<31 - 1
 		}
 	}
-	if f&(rm|wm) != 0 {
-		m := reg(16)
-		if f&rm != 0 {
-			reads |= m
-		}
-		if f&wm != 0 {
-			writes |= m
-		}
-	}
-	if f&(ra|wa) != 0 {
-		a := reg(10)
-		if f&ra != 0 {
-			reads |= a
-		}
-		if f&wa != 0 {
-			writes |= a
-		}
-	}
-	if f&rlr != 0 {
-		reads |= 1 << 30
-	}
-	if f&wlr != 0 {
-		writes |= 1 << 30
-	}
-	if f&r1716 != 0 {
-		reads |= 1<<16 | 1<<17
-		writes |= 1 << 17
-	}
-	if f&rall != 0 {
-		reads |= 1<<31 - 1
-	}
-	return reads, writes
+	return reads &^ (1 << 31), writes &^ (1 << 31)
 }
 
 // isCondBranch reports B.cond, CBZ, CBNZ, TBZ and TBNZ.

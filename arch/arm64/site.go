@@ -1,6 +1,7 @@
 package arm64
 
 import (
+	"bytes"
 	"encoding/binary"
 
 	"github.com/gosdt/gosdt/arch"
@@ -21,26 +22,49 @@ import (
 
 // candidates returns every flag load that starts at offsets lo..hi-1 of text, whose
 // first byte is at base (Arch.Candidates): ADRP Xt then LDRB Wn, [Xt, #lo12], or ADRP
-// Xt, ADD Xt, Xt, #lo12, LDRB Wn, [Xt, #k], read from raw encodings.
+// Xt, ADD Xt, Xt, #lo12, LDRB Wn, [Xt, #k], read from raw encodings. Both end with the
+// LDRB, whose top byte is 0x39: bytes.IndexByte (vectorised) finds those bytes, and
+// only the words before one are looked at.
 func candidates(text []byte, base uint64, lo, hi int) []arch.Check {
 	var out []arch.Check
+	hi = min(hi, len(text)-7) // the flag load is two words at least
+	if lo >= hi {
+		return nil
+	}
+	end := min(len(text), hi+11) // past the top byte of the last LDRB a load in range has
+	for i := lo + 7; i < end; i++ {
+		j := bytes.IndexByte(text[i:end], 0x39)
+		if j < 0 {
+			break
+		}
+		i += j
+		w := i - 3 // the LDRB's word, if it is one
+		if (base+uint64(w))%instLen != 0 || text[i-1]&0xC0 != 0x40 {
+			continue
+		}
+		out = flagLoad(text, base, w, lo, hi, out)
+	}
+	return out
+}
+
+// flagLoad appends to out the flag load that ends with the LDRB Wn, [Xt, #k] at
+// text[w:], if there is one that starts at lo..hi-1: ADRP Xt right before it, or ADRP
+// Xt, ADD Xt, Xt, #lo12 before it.
+func flagLoad(text []byte, base uint64, w, lo, hi int, out []arch.Check) []arch.Check {
 	word := func(off int) uint32 { return binary.LittleEndian.Uint32(text[off:]) }
-	lo += int((-(base + uint64(lo))) % instLen)
-	for off := lo; off < hi && off+8 <= len(text); off += instLen {
-		pc := base + uint64(off)
-		page, t, ok := adrp(word(off), pc)
-		if !ok || t == 31 {
-			continue
+	rt, rn, imm, ok := ldrbImm(word(w))
+	if !ok || rt == 31 {
+		return out
+	}
+	if off := w - 4; off >= lo && off < hi {
+		if page, t, ok := adrp(word(off), base+uint64(off)); ok && t != 31 && t == rn {
+			return append(out, arch.Check{Addr: base + uint64(off), Len: 8, Flag: page + imm, Reg: rt, Tmp: t})
 		}
-		w := word(off + 4)
-		if rt, rn, imm, ok := ldrbImm(w); ok && rn == t && rt != 31 {
-			out = append(out, arch.Check{Addr: pc, Len: 8, Flag: page + imm, Reg: rt, Tmp: t})
-			continue
-		}
-		if rd, rn, lo, ok := addImm(w); ok && rd == t && rn == t && off+12 <= len(text) {
-			if rt, rn, imm, ok := ldrbImm(word(off + 8)); ok && rn == t && rt != 31 {
-				out = append(out, arch.Check{Addr: pc, Len: 12, Flag: page + lo + imm, Reg: rt, Tmp: t})
-			}
+	}
+	if off := w - 8; off >= lo && off < hi {
+		page, t, ok := adrp(word(off), base+uint64(off))
+		if rd, rn2, lo12, isAdd := addImm(word(off + 4)); ok && t != 31 && t == rn && isAdd && rd == t && rn2 == t {
+			return append(out, arch.Check{Addr: base + uint64(off), Len: 12, Flag: page + lo12 + imm, Reg: rt, Tmp: t})
 		}
 	}
 	return out
@@ -63,10 +87,14 @@ func follow(m arch.Memory, c arch.Check) (arch.Site, error) {
 
 func followLoad(m arch.Memory, c arch.Check) (arch.Site, error) {
 	pc := c.End()
+	code := m.Read(pc, (maxBetween+1)*instLen) // one read: the words are decoded from it
 	for n := 0; n <= maxBetween; n++ {
-		in, err := decode(m, pc)
-		if err != nil {
-			return arch.Site{}, err
+		if len(code) < instLen {
+			return arch.Site{}, shapeErr(pc, "no code mapped")
+		}
+		in := decodeWord(binary.LittleEndian.Uint32(code), pc)
+		if code = code[instLen:]; !in.Known() {
+			return arch.Site{}, shapeErr(pc, "cannot decode %#08x: not an instruction the decoder knows", in.Word)
 		}
 		reads, writes, known := regEffect(in, c.Reg)
 		switch {
@@ -109,23 +137,17 @@ func branchSite(c arch.Check, in inst) (arch.Site, error) {
 }
 
 // match checks a followed site against its walked function (Arch.Match): the load
-// and the branch are words of the function, the decoder knows every word from the load
-// to the branch, and no branch lands after the load up to and including the branch,
-// so every path to the branch comes through the load.
-func match(m arch.Memory, w *arch.Walked, s arch.Site) error {
+// and the branch are words of the function, and no branch lands after the load up to
+// and including the branch, so every path to the branch comes through the load. That
+// the decoder knows every word from the load to the branch, follow has proven: it
+// decoded each, and the load's own words are the ADRP, ADD and LDRB it matched.
+func match(_ arch.Memory, w *arch.Walked, s arch.Site) error {
 	load := s.Check.Addr
 	if !w.IsStart(load) {
 		return shapeErr(load, "flag load is not an instruction of the function")
 	}
 	if !w.IsStart(s.Addr) || s.Addr < load {
 		return shapeErr(s.Addr, "branch is not an instruction of the function")
-	}
-	for pc := load; pc <= s.Addr; pc += instLen {
-		if in, err := decode(m, pc); err != nil && in.PC == pc {
-			return shapeErr(pc, "undecodable word %#08x in the site", in.Word)
-		} else if err != nil {
-			return err
-		}
 	}
 	// An ADR may take any byte's address: only an instruction's is a branch target.
 	for lo := load + 1; lo <= s.Addr; {

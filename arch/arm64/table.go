@@ -1,6 +1,9 @@
 package arm64
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // The decoder's table: one row per encoding (or family of encodings) it knows, as the
 // ARM ARM (DDI 0487, chapter C4, "A64 instruction set encoding") gives it: the bits
@@ -289,9 +292,18 @@ type index struct {
 	rows  []uint16
 }
 
+// tableIndex is table's result once built, for decodeWord to read without a call.
+var tableIndex atomic.Pointer[index]
+
 // table returns the index of rows by bucket, built when first needed: a program whose
 // sites came sealed never decodes.
 var table = sync.OnceValue(func() *index {
+	x := buildIndex()
+	tableIndex.Store(x)
+	return x
+})
+
+func buildIndex() *index {
 	x := new(index)
 	const top = 1<<(32-bucketShift) - 1
 	each := func(r *row, f func(b uint32)) {
@@ -317,4 +329,4 @@ var table = sync.OnceValue(func() *index {
 		each(&rows[i], func(b uint32) { x.rows[next[b]] = uint16(i); next[b]++ })
 	}
 	return x
-})
+}
