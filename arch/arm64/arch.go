@@ -30,6 +30,7 @@ type cache struct {
 	arch.Memory
 	gen    uint32 // the site's generation: entries of another are stale
 	insts  [256]decoded
+	seen   []uint64 // regDead's pcs
 	walker walker
 }
 

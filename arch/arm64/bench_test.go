@@ -2,6 +2,7 @@ package arm64
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -10,12 +11,19 @@ import (
 	"github.com/gosdt/gosdt/internal/testbin"
 )
 
-// BenchmarkCandidates searches the text of a real arm64 binary for flag loads.
+// BenchmarkCandidates searches the text of a real arm64 binary for flag loads, with
+// IndexByte alone and with the host's vector search.
 func BenchmarkCandidates(b *testing.B) {
 	text := testbin.Binaries(b, &Arch)[0].Text.Code
-	b.SetBytes(int64(len(text)))
-	for b.Loop() {
-		candidates(text, 0, 0, len(text))
+	defer func(h bool) { hasAVX2 = h }(hasAVX2)
+	for _, avx2 := range []bool{false, hasAVX2} {
+		hasAVX2 = avx2
+		b.Run(fmt.Sprintf("avx2=%v", avx2), func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				candidates(text, 0, 0, len(text))
+			}
+		})
 	}
 }
 
@@ -58,22 +66,26 @@ func TestCandidates(t *testing.T) {
 		}
 		return out
 	}
-	all := candidates(text, 0x10000, 0, len(text))
-	if want := plain(text, 0x10000, 0, len(text)); !slices.Equal(all, want) || len(all) == 0 {
-		t.Fatalf("%d candidates in the whole text, the plain search %d", len(all), len(want))
-	}
-	rnd := rand.New(rand.NewPCG(1, 2))
-	for range 2000 {
-		lo, hi := rnd.IntN(len(text)), rnd.IntN(len(text)+16)
-		if lo > hi {
-			lo, hi = hi, lo
+	defer func(h bool) { hasAVX2 = h }(hasAVX2)
+	for _, avx2 := range []bool{false, hasAVX2} { // IndexByte alone, and the host's vector search
+		hasAVX2 = avx2
+		all := candidates(text, 0x10000, 0, len(text))
+		if want := plain(text, 0x10000, 0, len(text)); !slices.Equal(all, want) || len(all) == 0 {
+			t.Fatalf("avx2=%v: %d candidates in the whole text, the plain search %d", avx2, len(all), len(want))
 		}
-		hi = min(hi, lo+rnd.IntN(4096))
-		part := text[:min(len(text), hi+rnd.IntN(16))]
-		base := uint64(0x400000 + rnd.IntN(4))
-		if got, want := candidates(part, base, lo, hi), plain(part, base, lo, hi); !slices.Equal(got, want) {
-			t.Fatalf("[%d, %d) of %d bytes at %#x: %v, the plain search %v", lo, hi, len(part), base, got, want)
+		rnd := rand.New(rand.NewPCG(1, 2))
+		for range 2000 {
+			lo, hi := rnd.IntN(len(text)), rnd.IntN(len(text)+16)
+			if lo > hi {
+				lo, hi = hi, lo
+			}
+			hi = min(hi, lo+rnd.IntN(4096))
+			part := text[:min(len(text), hi+rnd.IntN(16))]
+			base := uint64(0x400000 + rnd.IntN(4))
+			if got, want := candidates(part, base, lo, hi), plain(part, base, lo, hi); !slices.Equal(got, want) {
+				t.Fatalf("avx2=%v: [%d, %d) of %d bytes at %#x: %v, the plain search %v", avx2, lo, hi, len(part), base, got, want)
+			}
 		}
+		t.Logf("avx2=%v: %d candidates in %d bytes agree, and 2000 ranges", avx2, len(all), len(text))
 	}
-	t.Logf("%d candidates in %d bytes agree, and 2000 ranges", len(all), len(text))
 }

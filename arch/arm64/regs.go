@@ -39,9 +39,13 @@ const (
 // compares with zero), so r can only be an argument or result register there by chance.
 func regDead(m arch.Memory, pc uint64, r int, call func(target uint64) arch.CallEffect) error {
 	start := pc
-	var seenBuf [deadMaxInsts]uint64 // pcs walked: at most the budget, on the stack
-	seen := seenBuf[:0]
-	work := []uint64{pc}
+	var seen []uint64 // pcs walked: at most the budget; a cache's memory, reused
+	if c, ok := m.(*cache); ok {
+		seen = c.seen[:0]
+		defer func() { c.seen = seen }()
+	}
+	var workBuf [8]uint64 // the other sides of branches still to walk
+	work := append(workBuf[:0], pc)
 	budget := deadMaxInsts
 	for len(work) > 0 {
 		pc := work[len(work)-1]
