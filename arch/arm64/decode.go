@@ -86,13 +86,15 @@ func decodeWord(w uint32, pc uint64) inst {
 		if w&r.mask != r.value {
 			continue
 		}
-		t, ok := r.form.check(w)
-		if !ok {
-			continue
+		var t fx
+		if r.form != formPlain {
+			var ok bool
+			if t, ok = r.form.check(w); !ok {
+				continue
+			}
 		}
 		// The fields in registers, the inst made once: a struct filled field by field
 		// and then copied whole stalls on store forwarding.
-		reads, writes := effect(r.fx|t, w)
 		var target uint64
 		switch r.flow {
 		case flowB, flowBL:
@@ -108,6 +110,7 @@ func decodeWord(w uint32, pc uint64) inst {
 		case flowADRP:
 			target, _, _ = adrp(w, pc)
 		}
+		reads, writes := effect(r.fx|t, w)
 		return inst{PC: pc, Word: w, row: i + 1, Flow: r.flow, Target: target, Reads: reads, Writes: writes}
 	}
 	return inst{PC: pc, Word: w}
@@ -116,11 +119,38 @@ func decodeWord(w uint32, pc uint64) inst {
 // effect returns the registers an instruction of effect f reads and writes. A field
 // holding 31 (SP or ZR) sets bit 31, which is cleared at the end.
 func effect(f fx, w uint32) (reads, writes uint32) {
-	d, n := uint32(1)<<(w&31), uint32(1)<<(w>>5&31)
-	m, a := uint32(1)<<(w>>16&31), uint32(1)<<(w>>10&31)
-	reads = d*uint32(f&rd) | n*uint32(f>>1&1) | m*uint32(f>>2&1) | a*uint32(f>>3&1)
-	writes = d*uint32(f>>4&1) | n*uint32(f>>5&1) | m*uint32(f>>6&1) | a*uint32(f>>7&1)
-	if f&(wlr|rlr|rall|r1716) != 0 {
+	if f&(rd|wd) != 0 {
+		d := uint32(1) << (w & 31)
+		if f&rd != 0 {
+			reads = d
+		}
+		if f&wd != 0 {
+			writes = d
+		}
+	}
+	if f&(rn|wn) != 0 {
+		n := uint32(1) << (w >> 5 & 31)
+		if f&rn != 0 {
+			reads |= n
+		}
+		if f&wn != 0 {
+			writes |= n
+		}
+	}
+	if f&(rm|wm|ra|wa|wlr|rlr|rall|r1716) != 0 {
+		m, a := uint32(1)<<(w>>16&31), uint32(1)<<(w>>10&31)
+		if f&rm != 0 {
+			reads |= m
+		}
+		if f&wm != 0 {
+			writes |= m
+		}
+		if f&ra != 0 {
+			reads |= a
+		}
+		if f&wa != 0 {
+			writes |= a
+		}
 		if f&rlr != 0 {
 			reads |= 1 << 30
 		}
