@@ -77,13 +77,18 @@ func (r *regValues) clear() { r.known = 0 }
 // immediate or a known register with the zero register), and otherwise forgets every
 // register it writes. Calls (BL, BLR) and SVC forget them all.
 func track(in inst, regs *regValues) {
+	switch in.Flow {
+	case flowBL, flowBLR, flowSVC:
+		regs.clear()
+		return
+	}
+	if in.Writes == 0 || regs.known == 0 && in.Flow != flowADRP && in.Word&0x1F800000 != 0x12800000 && in.Word&0x7F8003E0 != 0x320003E0 {
+		return // nothing to forget, and no constant made (ADRP, MOVZ, MOVN, ORR #imm)
+	}
 	w := in.Word
 	d := int(w & 31)
 	v, known := uint64(0), false
 	switch {
-	case in.Flow == flowBL || in.Flow == flowBLR || in.Flow == flowSVC:
-		regs.clear()
-		return
 	case in.Flow == flowADRP:
 		v, known = in.Target, true
 	case w&0xFF800000 == 0x91000000: // ADD Xd, Xn, #imm12{, LSL #12}

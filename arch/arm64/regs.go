@@ -39,10 +39,10 @@ const (
 // compares with zero), so r can only be an argument or result register there by chance.
 func regDead(m arch.Memory, pc uint64, r int, call func(target uint64) arch.CallEffect) error {
 	start := pc
-	var seen []uint64 // pcs walked: at most the budget; a cache's memory, reused
+	var local []uint64
+	seen := &local // pcs walked: at most the budget; a cache's memory, reused
 	if c, ok := m.(*cache); ok {
-		seen = c.seen[:0]
-		defer func() { c.seen = seen }()
+		seen, c.seen = &c.seen, c.seen[:0]
 	}
 	var workBuf [8]uint64 // the other sides of branches still to walk
 	work := append(workBuf[:0], pc)
@@ -51,13 +51,13 @@ func regDead(m arch.Memory, pc uint64, r int, call func(target uint64) arch.Call
 		pc := work[len(work)-1]
 		work = work[:len(work)-1]
 		for jumps := 0; ; {
-			if slices.Contains(seen, pc) {
+			if slices.Contains(*seen, pc) {
 				break
 			}
 			if budget--; budget < 0 {
 				return shapeErr(start, "R%d not proven dead within %d instructions", r, deadMaxInsts)
 			}
-			seen = append(seen, pc)
+			*seen = append(*seen, pc)
 			in, err := decode(m, pc)
 			if err != nil {
 				return shapeErr(start, "R%d not proven dead: %v", r, err)

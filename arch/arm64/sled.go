@@ -38,15 +38,23 @@ func nop(n int) []byte {
 
 // encodeB returns B to at from: both 4-byte aligned, to - from within [minB, maxB].
 func encodeB(from, to uint64) ([]byte, error) {
+	w, err := bWord(from, to)
+	if err != nil {
+		return nil, err
+	}
+	return binary.LittleEndian.AppendUint32(nil, w), nil
+}
+
+// bWord is encodeB's word.
+func bWord(from, to uint64) (uint32, error) {
 	off := int64(to - from)
 	if from%instLen != 0 || to%instLen != 0 {
-		return nil, shapeErr(from, "B to %#x: unaligned", to)
+		return 0, shapeErr(from, "B to %#x: unaligned", to)
 	}
 	if off < minB || off > maxB {
-		return nil, shapeErr(from, "B to %#x: offset %d out of the ±128MiB range", to, off)
+		return 0, shapeErr(from, "B to %#x: offset %d out of the ±128MiB range", to, off)
 	}
-	w := 0x14000000 | uint32(off>>2)&0x03FFFFFF
-	return binary.LittleEndian.AppendUint32(nil, w), nil
+	return 0x14000000 | uint32(off>>2)&0x03FFFFFF, nil
 }
 
 // jumps reports whether a toggle is the B form (Arch.Jumps).
@@ -79,15 +87,18 @@ func canonical(s arch.Site) (arch.Sled, error) {
 	default:
 		return arch.Sled{}, shapeErr(s.Addr, "site branch is %q, not CBZ/CBNZ/TBZ/TBNZ", s.Branch)
 	}
-	b, err := encodeB(s.Addr, s.Taken)
+	w, err := bWord(s.Addr, s.Taken)
 	if err != nil {
 		return arch.Sled{}, err
 	}
+	// Both forms in one allocation: B, then NOP.
+	forms := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(make([]byte, 0, 2*instLen), w), nopWord)
+	b, n := forms[:instLen:instLen], forms[instLen:]
 	sl := arch.Sled{Toggle: instLen, Target: s.Taken}
 	if s.OnZero {
-		sl.Off, sl.On = b, nop(instLen)
+		sl.Off, sl.On = b, n
 	} else {
-		sl.Off, sl.On = nop(instLen), b
+		sl.Off, sl.On = n, b
 	}
 	return sl, nil
 }
