@@ -29,13 +29,93 @@ func (in inst) Known() bool { return in.row != 0 }
 // End is the address just past the instruction.
 func (in inst) End() uint64 { return in.PC + instLen }
 
-// Name is the instruction's mnemonic as its row names it (the row's first, where a
-// row holds several); "" if the decoder does not know it.
+// Name is the instruction's mnemonic, for messages: the row's, or for the rows that
+// hold a family (loads and stores, add and logical with registers, conditional
+// selects) the member's, with the aliases CMP, CMN, TST and MOV where they apply; ""
+// if the decoder does not know it.
 func (in inst) Name() string {
 	if in.row == 0 {
 		return ""
 	}
-	return rows[in.row-1].name
+	r, w := &rows[in.row-1], in.Word
+	zd, zn := w&31 == 31, w>>5&31 == 31
+	switch {
+	case r.form == formLdSt:
+		return ldstName(w)
+	case r.form == formAddShift || r.form == formAddExt || r.value&0x1F000000 == 0x11000000: // ADD, ADDS, SUB, SUBS
+		if w&(1<<29) != 0 && zd {
+			return [...]string{"CMN", "CMP"}[w>>30&1]
+		}
+		return [...]string{"ADD", "ADDS", "SUB", "SUBS"}[w>>29&3]
+	case r.form == formLogShift:
+		if name := [...]string{"AND", "BIC", "ORR", "ORN", "EOR", "EON", "ANDS", "BICS"}[w>>29&3<<1|w>>21&1]; name == "ANDS" && zd {
+			return "TST"
+		} else if name == "ORR" && zn && w&0x00C0FC00 == 0 {
+			return "MOV"
+		} else {
+			return name
+		}
+	case r.name == "ANDS" && zd:
+		return "TST"
+	case r.name == "ADC":
+		return [...]string{"ADC", "ADCS", "SBC", "SBCS"}[w>>29&3]
+	case r.name == "CCMP":
+		return [...]string{"CCMN", "CCMP"}[w>>30&1]
+	case r.name == "CSEL":
+		return [...]string{"CSEL", "CSINC", "CSINV", "CSNEG"}[w>>29&2|w>>10&1]
+	case r.name == "B.cond":
+		return "B." + [...]string{"EQ", "NE", "CS", "CC", "MI", "PL", "VS", "VC", "HI", "LS", "GE", "LT", "GT", "LE", "AL", "NV"}[w&15]
+	case r.name == "MADD":
+		return [...]string{"MADD", "MSUB"}[w>>15&1]
+	case r.name == "UDIV":
+		return [...]string{"UDIV", "SDIV"}[w>>10&1]
+	case r.name == "LSLV":
+		return [...]string{"LSLV", "LSRV", "ASRV", "RORV"}[w>>10&3]
+	case r.form == formFP1:
+		return [...]string{"FMOV", "FABS", "FNEG", "FSQRT", "FCVT", "FCVT", "FCVT", "FCVT",
+			"FRINTN", "FRINTP", "FRINTM", "FRINTZ", "FRINTA", "FRINT", "FRINTX", "FRINTI"}[w>>15&15]
+	case r.form == formFP2:
+		return [...]string{"FMUL", "FDIV", "FADD", "FSUB", "FMAX", "FMIN", "FMAXNM", "FMINNM", "FNMUL"}[w>>12&15]
+	case r.name == "FMADD":
+		return [...]string{"FMADD", "FMSUB", "FNMADD", "FNMSUB"}[w>>20&2|w>>15&1]
+	case r.value&0x3F000000 == 0x08000000 && w>>30 < 2: // exclusive and ordered, B and H
+		return r.name + [...]string{"B", "H"}[w>>30]
+	}
+	return r.name
+}
+
+// ldstName names a single-register load or store: LDR, STRB, LDURSH, LDTR, PRFM...
+func ldstName(w uint32) string {
+	size, opc := w>>30, w>>22&3
+	op := "LD"
+	switch {
+	case w&(1<<26) == 0 && size == 3 && opc == 2:
+		op = "PRF"
+	case opc == 0 || w&(1<<26) != 0 && opc == 2:
+		op = "ST"
+	}
+	mode := "R"
+	switch {
+	case w&(1<<24) != 0 || w&(1<<21) != 0: // unsigned offset, register offset
+	case w>>10&3 == 0:
+		mode = "UR"
+	case w>>10&3 == 2:
+		mode = "TR"
+	}
+	if op == "PRF" {
+		return map[string]string{"R": "PRFM", "UR": "PRFUM"}[mode]
+	}
+	suffix := ""
+	if w&(1<<26) == 0 {
+		if opc >= 2 {
+			suffix = "S"
+		}
+		suffix += [...]string{"B", "H", "W", ""}[size]
+		if suffix == "W" {
+			suffix = ""
+		}
+	}
+	return op + mode + suffix
 }
 
 func (in inst) String() string {
