@@ -12,15 +12,25 @@ const abiRegs = 16
 
 // Arch is AArch64 as discovery uses it.
 var Arch = arch.Arch{
-	Name: "arm64", Machine: 183, // EM_AARCH64
-	Candidates: candidates, Follow: follow, GuardedCall: guardedCall, Walk: walk, Match: match, Seal: seal,
-	NewCache: newCache, Jumps: jumps,
+	Name:        "arm64",
+	Machine:     183, // EM_AARCH64
+	Candidates:  candidates,
+	NewCache:    newCache,
+	Follow:      follow,
+	GuardedCall: guardedCall,
+	Walk:        walk,
+	Match:       match,
+	Seal:        seal,
+	Jumps:       jumps,
 }
 
-// Offline is AArch64 as reading its binaries uses it.
+// Offline is AArch64 as reading its binaries uses it: the argument registers are
+// R0..R15, which USDT argument specs name x0..x15.
 var Offline = arch.Offline{
-	Arch: &Arch, CallBefore: callBefore, Calls: calls,
-	ArgRegs: []string{"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14", "x15"},
+	Arch:       &Arch,
+	ArgRegs:    []string{"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14", "x15"},
+	CallBefore: callBefore,
+	Calls:      calls,
 }
 
 // cache is the Memory of one goroutine of discovery (Arch.NewCache): the words decoded

@@ -36,14 +36,8 @@ func calls(m arch.Memory, entry, end uint64, want func(target uint64) bool, _ fu
 			}
 		}
 		if in.Flow == flowBL && want(in.Target) {
-			c := arch.Call{PC: in.PC, Target: in.Target, Args: make([]uint64, abiRegs)}
-			for r := range abiRegs {
-				if v, ok := regs.get(r); ok {
-					c.Args[r], c.Known = v, c.Known|1<<r
-				}
-			}
-			c.Stored, _ = flagStore(insts[i+1:])
-			out = append(out, c)
+			stored, _ := flagStore(insts[i+1:])
+			out = append(out, regs.call(in.PC, in.Target, stored))
 		}
 		track(in, &regs)
 	}
@@ -71,6 +65,17 @@ func (r *regValues) set(n int, v uint64) {
 }
 
 func (r *regValues) clear() { r.known = 0 }
+
+// call is the Call at pc to target with the argument registers r knows.
+func (r *regValues) call(pc, target, stored uint64) arch.Call {
+	c := arch.Call{PC: pc, Target: target, Args: make([]uint64, abiRegs), Stored: stored}
+	for n := range abiRegs {
+		if v, ok := r.get(n); ok {
+			c.Args[n], c.Known = v, c.Known|1<<n
+		}
+	}
+	return c
+}
 
 // track updates regs with what in does: the value it gives its destination when that
 // is a constant (ADRP; ADD Xd, Xn, #imm of a known Xn; MOVZ, MOVN, MOVK; ORR of an

@@ -148,95 +148,103 @@ func callBinaries(t *testing.T) []*testbin.Binary {
 // explains, and the calls to sdt's Define (what Definitions reads) must not differ.
 func TestCallsAgainstOracle(t *testing.T) {
 	for _, b := range callBinaries(t) {
-		names := map[uint64]string{}
+		d := callsDiffer{t: t, text: b.Text, names: map[uint64]string{}, diffs: map[string]int{}}
 		for _, fn := range b.Funcs {
-			names[fn.Entry] = fn.Name
+			d.names[fn.Entry] = fn.Name
 		}
-		all := func(uint64) bool { return true }
-		var funcs, ncalls, known, oldKnown, fails, defines int
-		diffs := map[string]int{} // against the oracle as it was
 		for _, fn := range b.Funcs {
-			got := calls(b.Text, fn.Entry, fn.End, all, nil)
-			want := xcalls(b.Text, fn.Entry, fn.End, all, fixAll)
-			if !reflect.DeepEqual(got, want) {
-				if fails++; fails <= 10 {
-					t.Errorf("%s: calls %s; the fixed oracle %s", fn.Name, callsDiff(got, want), callsDiff(want, got))
-				}
-				continue
-			}
-			if got != nil {
-				funcs++
-			}
-			ncalls += len(got)
-			old := xcalls(b.Text, fn.Entry, fn.End, all, 0)
-			var byFix map[int][]arch.Call
-			for i, c := range got {
-				known += bits.OnesCount64(c.Known)
-				o := old[i]
-				oldKnown += bits.OnesCount64(o.Known)
-				if o.PC != c.PC || o.Target != c.Target || o.Stored != c.Stored {
-					t.Errorf("%s: call %#x to %#x stored %#x; the oracle %#x to %#x stored %#x", fn.Name, c.PC, c.Target, c.Stored, o.PC, o.Target, o.Stored)
-					continue
-				}
-				isDefine := strings.HasPrefix(names[c.Target], "github.com/gosdt/gosdt/sdt.Define")
-				if isDefine {
-					defines++
-				}
-				for j := range abiRegs {
-					v, ok := c.Arg(j)
-					ov, ook := o.Arg(j)
-					if ok == ook && v == ov {
-						continue
-					}
-					if isDefine {
-						t.Errorf("%s: call %#x to %s: x%d %#x (%v); the oracle %#x (%v)", fn.Name, c.PC, names[c.Target], j, v, ok, ov, ook)
-					}
-					if ok && ook {
-						t.Errorf("%s: call %#x: x%d is %#x, the oracle says %#x", fn.Name, c.PC, j, v, ov)
-						continue
-					}
-					// Which fix alone makes the oracle agree?
-					if byFix == nil {
-						byFix = map[int][]arch.Call{}
-						for f := range fixNames {
-							byFix[f] = xcalls(b.Text, fn.Entry, fn.End, all, f)
-						}
-					}
-					why := "no single fix"
-					for _, f := range []int{fixReadOnly, fixUnknown} {
-						if fv, fok := byFix[f][i].Arg(j); fok == ok && fv == v {
-							why = fixNames[f]
-							break
-						}
-					}
-					if why == "no single fix" {
-						t.Errorf("%s: call %#x: x%d %#x (%v); the oracle %#x: no single fix explains it", fn.Name, c.PC, j, v, ok, ov)
-					}
-					if ok {
-						why = "calls knows, the oracle did not: " + why
-					} else {
-						why = "the oracle knew, calls does not: " + why
-					}
-					diffs[why]++
-				}
-			}
+			d.function(fn.Name, fn.Entry, fn.End)
 		}
 		t.Logf("%s: %d functions with calls, %d calls, %d arguments known (the oracle as it was: %d), %d calls to Define",
-			b.Path, funcs, ncalls, known, oldKnown, defines)
-		if len(diffs) > 0 {
-			t.Logf("  arguments that differ from the oracle as it was: %s", top(diffs, 8))
+			b.Path, d.funcs, d.calls, d.known, d.oldKnown, d.defines)
+		if len(d.diffs) > 0 {
+			t.Logf("  arguments that differ from the oracle as it was: %s", top(d.diffs, 8))
 		}
 	}
 }
 
-// callsDiff prints the calls of a that b does not have.
-func callsDiff(a, b []arch.Call) string {
-	var s []string
-	for i, c := range a {
-		if i < len(b) && reflect.DeepEqual(c, b[i]) {
+// callsDiffer compares calls with the oracle, function by function, and counts.
+type callsDiffer struct {
+	t                                            *testing.T
+	text                                         arch.Bytes
+	names                                        map[uint64]string
+	funcs, calls, known, oldKnown, defines, fail int
+	diffs                                        map[string]int // against the oracle as it was, by reason
+}
+
+func (d *callsDiffer) function(name string, entry, end uint64) {
+	all := func(uint64) bool { return true }
+	got := calls(d.text, entry, end, all, nil)
+	if want := xcalls(d.text, entry, end, all, fixAll); !reflect.DeepEqual(got, want) {
+		if d.fail++; d.fail <= 10 {
+			d.t.Errorf("%s: calls %s; the fixed oracle %s", name, callsDiff(got, want), callsDiff(want, got))
+		}
+		return
+	}
+	if len(got) > 0 {
+		d.funcs++
+	}
+	d.calls += len(got)
+	old := xcalls(d.text, entry, end, all, 0)
+	var byFix map[int][]arch.Call // the oracle with one fix, made when first asked
+	for i, c := range got {
+		o := old[i]
+		d.known += bits.OnesCount64(c.Known)
+		d.oldKnown += bits.OnesCount64(o.Known)
+		if o.PC != c.PC || o.Target != c.Target || o.Stored != c.Stored {
+			d.t.Errorf("%s: call %#x to %#x stored %#x; the oracle %#x to %#x stored %#x", name, c.PC, c.Target, c.Stored, o.PC, o.Target, o.Stored)
 			continue
 		}
-		s = append(s, fmt.Sprintf("%#x->%#x known %b %#x stored %#x", c.PC, c.Target, c.Known, c.Args, c.Stored))
+		isDefine := strings.HasPrefix(d.names[c.Target], "github.com/gosdt/gosdt/sdt.Define")
+		if isDefine {
+			d.defines++
+		}
+		for j := range abiRegs {
+			v, ok := c.Arg(j)
+			ov, ook := o.Arg(j)
+			switch {
+			case ok == ook && v == ov:
+				continue
+			case isDefine:
+				d.t.Errorf("%s: call %#x to %s: x%d %#x (%v); the oracle %#x (%v)", name, c.PC, d.names[c.Target], j, v, ok, ov, ook)
+			case ok && ook:
+				d.t.Errorf("%s: call %#x: x%d is %#x, the oracle says %#x", name, c.PC, j, v, ov)
+				continue
+			}
+			if byFix == nil {
+				byFix = map[int][]arch.Call{}
+				for f := range fixNames {
+					byFix[f] = xcalls(d.text, entry, end, all, f)
+				}
+			}
+			why := ""
+			for _, f := range []int{fixReadOnly, fixUnknown} {
+				if fv, fok := byFix[f][i].Arg(j); fok == ok && fv == v {
+					why = fixNames[f]
+					break
+				}
+			}
+			if why == "" {
+				d.t.Errorf("%s: call %#x: x%d %#x (%v); the oracle %#x: no single fix explains it", name, c.PC, j, v, ok, ov)
+				why = "no single fix"
+			}
+			if ok {
+				d.diffs["calls knows, the oracle did not: "+why]++
+			} else {
+				d.diffs["the oracle knew, calls does not: "+why]++
+			}
+		}
 	}
-	return fmt.Sprintf("%d calls [%s]", len(a), strings.Join(s, "; "))
+}
+
+// callsDiff prints the calls of a that b does not have, field by field.
+func callsDiff(a, b []arch.Call) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "%d calls", len(a))
+	for i := range a {
+		if i >= len(b) || !reflect.DeepEqual(a[i], b[i]) {
+			fmt.Fprintf(&s, "; %+v", a[i])
+		}
+	}
+	return s.String()
 }

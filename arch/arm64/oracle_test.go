@@ -52,51 +52,21 @@ func xdecode(w uint32, pc uint64) xinst {
 	return in
 }
 
-// xflow is how control leaves an instruction as arm64asm reads it. arm64asm decodes
-// B.cond as B with a Cond argument.
-func xflow(in xinst) flow {
-	switch in.Op {
-	case arm64asm.B:
-		if _, ok := in.Inst.Args[0].(arm64asm.Cond); ok {
-			return flowCond
-		}
-		return flowB
-	case arm64asm.BL:
-		return flowBL
-	case arm64asm.CBZ, arm64asm.CBNZ, arm64asm.TBZ, arm64asm.TBNZ:
-		return flowCond
-	case arm64asm.BR:
-		return flowBR
-	case arm64asm.BLR:
-		return flowBLR
-	case arm64asm.RET:
-		return flowRET
-	case arm64asm.BRK, arm64asm.HLT, arm64asm.ERET:
-		return flowTrap
-	case arm64asm.SVC:
-		return flowSVC
-	case arm64asm.ADR:
-		return flowADR
-	case arm64asm.ADRP:
-		return flowADRP
-	}
-	return flowNext
+// xflows is how control leaves an instruction, by arm64asm's operation; an operation
+// not listed falls through. arm64asm decodes B.cond as B with a Cond argument (xflow).
+var xflows = map[arm64asm.Op]flow{
+	arm64asm.B: flowB, arm64asm.BL: flowBL, arm64asm.CBZ: flowCond, arm64asm.CBNZ: flowCond,
+	arm64asm.TBZ: flowCond, arm64asm.TBNZ: flowCond, arm64asm.BR: flowBR, arm64asm.BLR: flowBLR,
+	arm64asm.RET: flowRET, arm64asm.BRK: flowTrap, arm64asm.HLT: flowTrap, arm64asm.ERET: flowTrap,
+	arm64asm.SVC: flowSVC, arm64asm.ADR: flowADR, arm64asm.ADRP: flowADRP,
 }
 
-// xdecodeFunc decodes the function [entry, end) with arm64asm, word by word.
-func xdecodeFunc(m arch.Memory, entry, end uint64) ([]xinst, error) {
-	if entry%instLen != 0 {
-		return nil, shapeErr(entry, "function entry not 4-byte aligned")
+// xflow is how control leaves an instruction as arm64asm reads it.
+func xflow(in xinst) flow {
+	if _, ok := in.Inst.Args[0].(arm64asm.Cond); ok && in.Op == arm64asm.B {
+		return flowCond
 	}
-	var insts []xinst
-	for pc := entry; pc < end; pc += instLen {
-		b := m.Read(pc, instLen)
-		if len(b) < instLen {
-			return insts, shapeErr(pc, "function ends before %#x: no code mapped", end)
-		}
-		insts = append(insts, xdecode(binary.LittleEndian.Uint32(b), pc))
-	}
-	return insts, nil
+	return xflows[in.Op]
 }
 
 // The roles of the registers arm64asm names, by operation: the oracle of the
@@ -278,17 +248,21 @@ func parseGP(name string) (int, bool) {
 // Offline.Calls as it was with arm64asm.
 
 // xcalls is calls as it was with arm64asm, with the fixes in fixes (see calls_test.go):
-// the oracle of calls.
+// the oracle of calls. It reads the words decodeFunc reads, and takes their branch
+// targets from branchTargets (TestDecodeAgreesWithArm64asm checks those against
+// arm64asm's).
 func xcalls(m arch.Memory, entry, end uint64, want func(target uint64) bool, fixes int) []arch.Call {
-	insts, err := xdecodeFunc(m, entry, end)
+	words, err := decodeFunc(m, entry, end)
 	if err != nil {
 		return nil // no call there that can be read
 	}
-	var out []arch.Call
+	targets := branchTargets(words)
 	var regs regValues
-	targets := xbranchTargets(insts)
-	for i, in := range insts {
-		if in.Bad || targets[in.PC] || fixes&fixUnknown != 0 && !decodeWord(in.Word, in.PC).Known() {
+	var out []arch.Call
+	for i, w := range words {
+		in := xdecode(w.Word, w.PC)
+		unknown := fixes&fixUnknown != 0 && !w.Known()
+		if in.Bad || unknown || targets[in.PC] {
 			// Data, or code reached from elsewhere with values this walk did not see.
 			regs.clear()
 			if in.Bad {
@@ -298,14 +272,8 @@ func xcalls(m arch.Memory, entry, end uint64, want func(target uint64) bool, fix
 		switch in.Op {
 		case arm64asm.BL:
 			if in.Target != 0 && want(in.Target) {
-				c := arch.Call{PC: in.PC, Target: in.Target, Args: make([]uint64, abiRegs)}
-				for r := range abiRegs {
-					if v, ok := regs.get(r); ok {
-						c.Args[r], c.Known = v, c.Known|1<<r
-					}
-				}
-				c.Stored, _ = xflagStore(insts[i+1:])
-				out = append(out, c)
+				stored, _ := xflagStore(words[i+1:])
+				out = append(out, regs.call(in.PC, in.Target, stored))
 			}
 			regs.clear() // calls clobber every register
 		case arm64asm.BLR, arm64asm.SVC:
@@ -315,24 +283,6 @@ func xcalls(m arch.Memory, entry, end uint64, want func(target uint64) bool, fix
 		}
 	}
 	return out
-}
-
-// xbranchTargets is branchTargets with arm64asm.
-func xbranchTargets(insts []xinst) map[uint64]bool {
-	t := make(map[uint64]bool)
-	if len(insts) == 0 {
-		return t
-	}
-	lo, hi := insts[0].PC, insts[len(insts)-1].End()
-	for _, in := range insts {
-		if in.Bad || in.Target == 0 || in.Op == arm64asm.ADRP {
-			continue
-		}
-		if in.Op != arm64asm.BL || (in.Target >= lo && in.Target < hi) {
-			t[in.Target] = true
-		}
-	}
-	return t
 }
 
 // xtrack64 updates regs with what in does: the value it gives its destination when
@@ -424,9 +374,16 @@ func xwritten(in xinst) []int {
 	return out
 }
 
-// xflagStore is flagStore with arm64asm.
-func xflagStore(insts []xinst) (uint64, bool) {
-	if len(insts) < 2 || insts[0].Op != arm64asm.ADRP {
+// xflagStore is flagStore with arm64asm, on the words that follow a call.
+func xflagStore(words []inst) (uint64, bool) {
+	if len(words) < 2 {
+		return 0, false
+	}
+	insts := make([]xinst, min(len(words), 3))
+	for i := range insts {
+		insts[i] = xdecode(words[i].Word, words[i].PC)
+	}
+	if insts[0].Op != arm64asm.ADRP {
 		return 0, false
 	}
 	t, _, ok := xgpReg(insts[0].Inst.Args[0])

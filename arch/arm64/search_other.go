@@ -2,9 +2,8 @@
 
 package arm64
 
-// hasAVX2 is false off x86-64: candidates searches with IndexByte.
+// hasAVX2 is false off x86-64, where candidates searches with IndexByte alone.
 var hasAVX2 = false
 
-// searchLoad looks at no position: candidates searches with IndexByte on hosts other
-// than x86-64.
-func searchLoad(b []byte) int { return -1 }
+// indexLoadAVX2 is never called off x86-64 (hasAVX2 is false): it looks at nothing.
+func indexLoadAVX2(b []byte) int { return -1 }

@@ -23,9 +23,9 @@ import (
 // candidates returns every flag load that starts at offsets lo..hi-1 of text, whose
 // first byte is at base (Arch.Candidates): ADRP Xt then LDRB Wn, [Xt, #lo12], or ADRP
 // Xt, ADD Xt, Xt, #lo12, LDRB Wn, [Xt, #k], read from raw encodings. Both end with the
-// LDRB, whose top byte is 0x39: the search finds those bytes (searchLoad, 32 at a time
-// where the host has AVX2; else bytes.IndexByte, vectorised too), and only the words
-// before one are looked at.
+// LDRB, whose top byte is 0x39: the search finds those bytes (indexLoadAVX2, 32 at a
+// time, where the host has AVX2; else bytes.IndexByte, vectorised too), and only the
+// words before one are looked at.
 func candidates(text []byte, base uint64, lo, hi int) []arch.Check {
 	hi = min(hi, len(text)-7) // the flag load is two words at least
 	if lo >= hi {
@@ -34,9 +34,9 @@ func candidates(text []byte, base uint64, lo, hi int) []arch.Check {
 	out := make([]arch.Check, 0, (hi-lo)>>14+4) // Go's code: a load of a flag byte in some 20 KiB
 	end := min(len(text), hi+11)                // past the top byte of the last LDRB a load in range has
 	for i := lo + 7; i < end; i++ {
-		if i >= 8 {
+		if hasAVX2 && i >= 8 {
 			// The vector search: it needs the 8 bytes before i.
-			if k := searchLoad(text[i-8 : end]); k >= 0 {
+			if k := indexLoadAVX2(text[i-8 : end]); k >= 0 {
 				i += k - 8
 			} else if n := -1 - k; n > 8 {
 				i += n - 8 // it looked at everything before
