@@ -31,7 +31,7 @@ func candidates(text []byte, base uint64, lo, hi int) []arch.Check {
 	if lo >= hi {
 		return nil
 	}
-	out := make([]arch.Check, 0, (hi-lo)>>14+4) // Go's code: a load of a flag byte in some 20 KiB
+	out := make([]arch.Check, 0, (hi-lo)>>12+4) // half the density of bench (a flag load in 2 KiB of text)
 	end := min(len(text), hi+11)                // past the top byte of the last LDRB a load in range has
 	for i := lo + 7; i < end; i++ {
 		if hasAVX2 && i >= 8 {
