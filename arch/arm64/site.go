@@ -34,10 +34,11 @@ func candidates(text []byte, base uint64, lo, hi int) []arch.Check {
 	out := make([]arch.Check, 0, (hi-lo)>>12+4) // half the density of bench (a flag load in 2 KiB of text)
 	end := min(len(text), hi+11)                // past the top byte of the last LDRB a load in range has
 	for i := lo + 7; i < end; i++ {
+		found := false
 		if hasAVX2 && i >= 8 {
 			// The vector search: it needs the 8 bytes before i.
 			if k := indexLoadAVX2(text[i-8 : end]); k >= 0 {
-				i += k - 8
+				i, found = i+k-8, true
 			} else if n := -1 - k; n > 8 {
 				i += n - 8 // it looked at everything before
 				if i >= end {
@@ -45,11 +46,13 @@ func candidates(text []byte, base uint64, lo, hi int) []arch.Check {
 				}
 			}
 		}
-		j := bytes.IndexByte(text[i:end], 0x39)
-		if j < 0 {
-			break
+		if !found {
+			j := bytes.IndexByte(text[i:end], 0x39)
+			if j < 0 {
+				break
+			}
+			i += j
 		}
-		i += j
 		w := i - 3 // the LDRB's word, if it is one
 		if (base+uint64(w))%instLen != 0 || text[i-1]&0xC0 != 0x40 {
 			continue
