@@ -21,31 +21,31 @@ func guardedCall(m arch.Memory, start uint64, pass func(target uint64) bool) (ar
 		if err != nil {
 			return arch.Guarded{}, err
 		}
-		switch {
-		case in.Flow == flowBL:
+		switch in.Flow { // the inst is made again for a message, so that in can stay in registers
+		case flowBL:
 			if pass != nil && pass(in.Target) {
 				known.clear() // a call may clobber every allocatable register
-				pc = in.End()
+				pc += instLen
 				continue
 			}
-			g := arch.Guarded{Call: in.Target, CallPC: in.PC, Return: in.End()}
+			g := arch.Guarded{Call: in.Target, CallPC: pc, Return: pc + instLen}
 			if x0, ok := known.get(0); ok {
 				g.Receivers = []uint64{x0}
 			}
 			return g, nil
-		case in.Flow == flowB:
+		case flowB:
 			if jumps++; jumps > maxJumps {
-				return arch.Guarded{}, shapeErr(in.PC, "more than %d jumps before the guarded call", maxJumps)
+				return arch.Guarded{}, shapeErr(pc, "more than %d jumps before the guarded call", maxJumps)
 			}
 			pc = in.Target
 			continue
-		case isCondBranch(in):
-			return arch.Guarded{}, shapeErr(in.PC, "conditional branch %v before the guarded call", in)
-		case isUncond(in) || in.Flow == flowBLR:
-			return arch.Guarded{}, shapeErr(in.PC, "%v before the guarded call", in)
+		case flowCond:
+			return arch.Guarded{}, shapeErr(pc, "conditional branch %v before the guarded call", decodeWord(in.Word, pc))
+		case flowBR, flowRET, flowTrap, flowBLR:
+			return arch.Guarded{}, shapeErr(pc, "%v before the guarded call", decodeWord(in.Word, pc))
 		}
 		track(in, &known)
-		pc = in.End()
+		pc += instLen
 	}
 	return arch.Guarded{}, shapeErr(start, "no call within %d instructions", guardedMaxInsts)
 }

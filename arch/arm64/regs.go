@@ -62,42 +62,42 @@ func regDead(m arch.Memory, pc uint64, r int, call func(target uint64) arch.Call
 			if err != nil {
 				return shapeErr(start, "R%d not proven dead: %v", r, err)
 			}
-			switch in.Flow {
+			// The fields the walk needs, in registers; the inst is made again for a
+			// message.
+			w, flow, target := in.Word, in.Flow, in.Target
+			switch flow {
 			case flowRET:
 				goto next
 			case flowBL:
-				switch call(in.Target) {
+				switch call(target) {
 				case arch.CallKills, arch.CallNoReturn:
 					goto next
 				}
-				pc = in.End()
+				pc += instLen
 				continue
 			case flowBR, flowBLR:
-				return shapeErr(in.PC, "R%d at %#x not proven dead: indirect branch %v", r, start, in)
+				return shapeErr(pc, "R%d at %#x not proven dead: indirect branch %v", r, start, decodeWord(w, pc))
 			}
 			reads, writes, known := regEffect(in, r)
-			if !known {
-				return shapeErr(in.PC, "R%d at %#x not proven dead: %v not understood", r, start, in)
-			}
-			if reads {
-				return shapeErr(in.PC, "R%d at %#x is live: %v reads it", r, start, in)
-			}
-			if writes {
-				goto next
-			}
 			switch {
-			case isCondBranch(in):
-				work = append(work, in.Target)
-				pc = in.End()
-			case in.Flow == flowB:
+			case !known:
+				return shapeErr(pc, "R%d at %#x not proven dead: %v not understood", r, start, decodeWord(w, pc))
+			case reads:
+				return shapeErr(pc, "R%d at %#x is live: %v reads it", r, start, decodeWord(w, pc))
+			case writes:
+				goto next
+			case flow == flowCond:
+				work = append(work, target)
+				pc += instLen
+			case flow == flowB:
 				if jumps++; jumps > maxJumps {
-					return shapeErr(in.PC, "R%d at %#x not proven dead: more than %d jumps", r, start, maxJumps)
+					return shapeErr(pc, "R%d at %#x not proven dead: more than %d jumps", r, start, maxJumps)
 				}
-				pc = in.Target
-			case isUncond(in):
-				return shapeErr(in.PC, "R%d at %#x not proven dead: %v", r, start, in)
+				pc = target
+			case flow == flowBR || flow == flowRET || flow == flowTrap:
+				return shapeErr(pc, "R%d at %#x not proven dead: %v", r, start, decodeWord(w, pc))
 			default:
-				pc = in.End()
+				pc += instLen
 			}
 		}
 	next:

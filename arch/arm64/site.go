@@ -103,24 +103,27 @@ func follow(m arch.Memory, c arch.Check) (arch.Site, error) {
 func followLoad(m arch.Memory, c arch.Check) (arch.Site, error) {
 	pc := c.End()
 	code := m.Read(pc, (maxBetween+1)*instLen) // one read: the words are decoded from it
-	for n := 0; n <= maxBetween; n++ {
+	bit := uint32(1) << c.Reg
+	for n := 0; n <= maxBetween; n, pc = n+1, pc+instLen {
 		if len(code) < instLen {
 			return arch.Site{}, shapeErr(pc, "no code mapped")
 		}
-		in := decodeWord(binary.LittleEndian.Uint32(code), pc)
-		if code = code[instLen:]; !in.Known() {
-			return arch.Site{}, shapeErr(pc, "cannot decode %#08x: not an instruction the decoder knows", in.Word)
-		}
-		reads, writes, known := regEffect(in, c.Reg)
+		w := binary.LittleEndian.Uint32(code)
+		code = code[instLen:]
+		// Only the fields the walk needs, in registers; the inst is made again for a
+		// message or the site.
+		in := decodeWord(w, pc)
+		known, flow, reads, writes := in.Known(), in.Flow, in.Reads&bit != 0, in.Writes&bit != 0
 		switch {
-		case isCondBranch(in) && reads:
-			return branchSite(c, in)
-		case !known || reads || writes:
-			return arch.Site{}, shapeErr(in.PC, "W%d loaded from %#x is used by %v, not a branch", c.Reg, c.Flag, in)
-		case in.Flow != flowNext && in.Flow != flowADR && in.Flow != flowADRP:
-			return arch.Site{}, shapeErr(in.PC, "%v between the flag load and its test", in)
+		case !known:
+			return arch.Site{}, shapeErr(pc, "cannot decode %#08x: not an instruction the decoder knows", w)
+		case flow == flowCond && reads:
+			return branchSite(c, decodeWord(w, pc))
+		case reads || writes:
+			return arch.Site{}, shapeErr(pc, "W%d loaded from %#x is used by %v, not a branch", c.Reg, c.Flag, decodeWord(w, pc))
+		case flow != flowNext && flow != flowADR && flow != flowADRP:
+			return arch.Site{}, shapeErr(pc, "%v between the flag load and its test", decodeWord(w, pc))
 		}
-		pc = in.End()
 	}
 	return arch.Site{}, shapeErr(c.Addr, "no test of W%d within %d instructions of the load", c.Reg, maxBetween)
 }
