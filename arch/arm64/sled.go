@@ -27,15 +27,6 @@ const (
 	maxB = 1<<27 - 4
 )
 
-// nop returns n/4 NOP instructions (n rounded down to whole instructions).
-func nop(n int) []byte {
-	b := make([]byte, 0, max(n, 0))
-	for ; n >= instLen; n -= instLen {
-		b = binary.LittleEndian.AppendUint32(b, nopWord)
-	}
-	return b
-}
-
 // encodeB returns B to at from: both 4-byte aligned, to - from within [minB, maxB].
 func encodeB(from, to uint64) ([]byte, error) {
 	w, err := bWord(from, to)
