@@ -252,6 +252,7 @@ var rows = [...]row{
 	// Vectors: the instructions of Go's assembly (crypto, bytes, math/big, runtime).
 	{0xBFE0FC00, 0x0E000400, "DUP", 0, 0, formDup},  // element
 	{0xBFE0FC00, 0x0E000C00, "DUP", rn, 0, formDup}, // general
+	{0xFFE0FC00, 0x5E000400, "DUP", 0, 0, formDup},  // scalar, from an element (MOV S1, V20.S[0])
 	{0xFFE0FC00, 0x4E001C00, "INS", rn, 0, formDup}, // general
 	{0xFFE08400, 0x6E000400, "INS", 0, 0, formDup},  // element
 	{0xBFE0FC00, 0x0E002C00, "SMOV", wd, 0, formSMOV},
