@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 
 	"github.com/gosdt/gosdt/arch"
-	"github.com/gosdt/gosdt/arch/internal/recent"
 )
 
 // abiRegs is how many integer argument registers Go's ABIInternal has on arm64:
@@ -13,30 +12,53 @@ const abiRegs = 16
 
 // Arch is AArch64 as discovery uses it.
 var Arch = arch.Arch{
-	Name: "arm64", Machine: 183, // EM_AARCH64
-	Candidates: candidates, Follow: follow, GuardedCall: guardedCall, Walk: walk, Match: match, Seal: seal,
-	NewCache: newCache, Jumps: jumps,
+	Name:        "arm64",
+	Machine:     183, // EM_AARCH64
+	Candidates:  candidates,
+	NewCache:    newCache,
+	Follow:      follow,
+	GuardedCall: guardedCall,
+	Walk:        walk,
+	Match:       match,
+	Seal:        seal,
+	Jumps:       jumps,
 }
 
-// Offline is AArch64 as reading its binaries uses it.
+// Offline is AArch64 as reading its binaries uses it: the argument registers are
+// R0..R15, which USDT argument specs name x0..x15.
 var Offline = arch.Offline{
-	Arch: &Arch, CallBefore: callBefore, Calls: calls,
-	ArgRegs: []string{"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14", "x15"},
+	Arch:       &Arch,
+	ArgRegs:    []string{"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14", "x15"},
+	CallBefore: callBefore,
+	Calls:      calls,
 }
 
 // cache is the Memory of one goroutine of discovery (Arch.NewCache): the words decoded
-// for one site (follow, the guarded call and the liveness walks read some of them
-// twice; arm64asm is slow, and serialised), and the walker's memory.
+// for one site (follow, the guarded call and the liveness walks read many of them more
+// than once), direct-mapped by pc, and the walker's memory.
 type cache struct {
 	arch.Memory
-	insts  recent.Insts[inst]
+	gen    uint32 // the site's generation: entries of another are stale
+	insts  [256]decoded
+	seen   []uint64 // regDead's pcs
 	walker walker
 }
 
-func newCache(m arch.Memory) arch.Cache { return &cache{Memory: m} }
+// decoded is an instruction decoded for the site of generation gen.
+type decoded struct {
+	gen uint32
+	in  inst
+}
+
+func newCache(m arch.Memory) arch.Cache { return &cache{Memory: m, gen: 1} }
 
 // Reset forgets the decoded words, keeping the memory for the next site's.
-func (c *cache) Reset() { c.insts.Reset() }
+func (c *cache) Reset() {
+	if c.gen++; c.gen == 0 { // wrapped: entries of generation 1 and up could look fresh
+		clear(c.insts[:])
+		c.gen = 1
+	}
+}
 
 // callBefore reads the BL that ends at ret (Offline.CallBefore).
 func callBefore(m arch.Memory, ret uint64) (pc, target uint64, err error) {

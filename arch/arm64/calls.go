@@ -1,10 +1,7 @@
 package arm64
 
 import (
-	"strings"
-
 	"github.com/gosdt/gosdt/arch"
-	"golang.org/x/arch/arm64/arm64asm"
 )
 
 // A probe definition, `var tick = sdt.Define1[int]("e2e", "tick", "i")`, compiles to
@@ -30,36 +27,24 @@ func calls(m arch.Memory, entry, end uint64, want func(target uint64) bool, _ fu
 	var regs regValues
 	targets := branchTargets(insts)
 	for i, in := range insts {
-		if in.Bad || targets[in.PC] {
-			// Data, or code reached from elsewhere with values this walk did not see.
+		if !in.Known() || targets[in.PC] {
+			// Data or an instruction the decoder does not know (what it writes is not
+			// known), or code reached from elsewhere with values this walk did not see.
 			regs.clear()
-			if in.Bad {
+			if !in.Known() {
 				continue
 			}
 		}
-		switch in.Op {
-		case arm64asm.BL:
-			if in.Target != 0 && want(in.Target) {
-				c := arch.Call{PC: in.PC, Target: in.Target, Args: make([]uint64, abiRegs)}
-				for r := range abiRegs {
-					if v, ok := regs.get(r); ok {
-						c.Args[r], c.Known = v, c.Known|1<<r
-					}
-				}
-				c.Stored, _ = flagStore(insts[i+1:])
-				out = append(out, c)
-			}
-			regs.clear() // calls clobber every register
-		case arm64asm.BLR, arm64asm.SVC:
-			regs.clear()
-		default:
-			track64(in, &regs)
+		if in.Flow == flowBL && want(in.Target) {
+			stored, _ := flagStore(insts[i+1:])
+			out = append(out, regs.call(in.PC, in.Target, stored))
 		}
+		track(in, &regs)
 	}
 	return out
 }
 
-// regValues is what track64 knows of the general-purpose registers R0..R30: the value
+// regValues is what track knows of the general-purpose registers R0..R30: the value
 // each holds, where it is a constant.
 type regValues struct {
 	v     [31]uint64
@@ -79,123 +64,86 @@ func (r *regValues) set(n int, v uint64) {
 	}
 }
 
-func (r *regValues) forget(n int) {
-	if n >= 0 && n <= 30 {
-		r.known &^= 1 << n
-	}
-}
-
 func (r *regValues) clear() { r.known = 0 }
 
-// track64 updates regs with what in does: the value it gives its destination when
-// that is a constant, and otherwise forgets every register it may write.
-func track64(in inst, regs *regValues) {
-	a := in.Inst.Args
-	d, wide, isReg := gpReg(a[0])
+// call is the Call at pc to target with the argument registers r knows.
+func (r *regValues) call(pc, target, stored uint64) arch.Call {
+	c := arch.Call{PC: pc, Target: target, Args: make([]uint64, abiRegs), Stored: stored}
+	for n := range abiRegs {
+		if v, ok := r.get(n); ok {
+			c.Args[n], c.Known = v, c.Known|1<<n
+		}
+	}
+	return c
+}
+
+// track updates regs with what in does: the value it gives its destination when that
+// is a constant (ADRP; ADD Xd, Xn, #imm of a known Xn; MOVZ, MOVN, MOVK; ORR of an
+// immediate or a known register with the zero register), and otherwise forgets every
+// register it writes. Calls (BL, BLR) and SVC forget them all.
+func track(in inst, regs *regValues) {
+	switch in.Flow {
+	case flowBL, flowBLR, flowSVC:
+		regs.clear()
+		return
+	}
+	if in.Writes == 0 || regs.known == 0 && in.Flow != flowADRP && in.Word&0x1F800000 != 0x12800000 && in.Word&0x7F8003E0 != 0x320003E0 {
+		return // nothing to forget, and no constant made (ADRP, MOVZ, MOVN, ORR #imm)
+	}
+	w := in.Word
+	d := int(w & 31)
 	v, known := uint64(0), false
 	switch {
-	case !isReg:
-	case in.Op == arm64asm.ADRP:
-		if rel, ok := a[1].(arm64asm.PCRel); ok {
-			v, known = in.PC&^0xFFF+uint64(rel), true
+	case in.Flow == flowADRP:
+		v, known = in.Target, true
+	case w&0xFF800000 == 0x91000000: // ADD Xd, Xn, #imm12{, LSL #12}
+		if x, ok := regs.get(int(w >> 5 & 31)); ok {
+			v, known = x+uint64(w>>10&0xFFF)<<(12*(w>>22&1)), true
 		}
-	case in.Op == arm64asm.ADD && in.Word&0xFF800000 == 0x91000000:
-		// ADD Xd, Xn, #imm12{, LSL #12}: the low bits of an address. ImmShift hides its
-		// fields, so they are read from the encoding.
-		if x, ok := regs.get(int(in.Word >> 5 & 31)); ok {
-			v, known = x+uint64(in.Word>>10&0xFFF)<<(12*(in.Word>>22&1)), true
-		}
-	case in.Op == arm64asm.MOV:
-		switch src := a[1].(type) {
-		case arm64asm.Imm64:
-			v, known = src.Imm, true
-		case arm64asm.Imm:
-			v, known = uint64(src.Imm), true
-		case arm64asm.Reg, arm64asm.RegSP:
-			if n, _, ok := gpReg(src); ok {
-				v, known = regs.get(n)
-			}
-		}
-	case in.Op == arm64asm.ORR:
-		if z, ok := a[1].(arm64asm.Reg); ok && (z == arm64asm.XZR || z == arm64asm.WZR) {
-			if imm, ok := a[2].(arm64asm.Imm64); ok {
-				v, known = imm.Imm, true
-			}
-		}
-	case in.Op == arm64asm.MOVZ, in.Op == arm64asm.MOVN, in.Op == arm64asm.MOVK:
-		// The forms arm64asm does not show as MOV. Fields from the encoding again.
-		shift := 16 * (in.Word >> 21 & 3)
-		imm := uint64(in.Word>>5&0xFFFF) << shift
-		switch in.Op {
-		case arm64asm.MOVZ:
-			v, known = imm, true
-		case arm64asm.MOVN:
+	case w&0x1F800000 == 0x12800000 && w>>29&3 != 1: // MOVN, MOVZ, MOVK
+		shift := 16 * (w >> 21 & 3)
+		imm := uint64(w>>5&0xFFFF) << shift
+		switch w >> 29 & 3 {
+		case 0:
 			v, known = ^imm, true
-		case arm64asm.MOVK:
+		case 2:
+			v, known = imm, true
+		case 3:
 			if x, ok := regs.get(d); ok {
 				v, known = x&^(0xFFFF<<shift)|imm, true
 			}
 		}
+	case w&0x7F8003E0 == 0x320003E0: // ORR Rd, ZR, #imm
+		v, known = bitMask(w>>31, w>>22&1, w>>16&63, w>>10&63)
+	case w&0x7FE0FFE0 == 0x2A0003E0: // ORR Rd, ZR, Rm: MOV Rd, Rm
+		v, known = regs.get(int(w >> 16 & 31))
 	}
-	if known {
-		if !wide {
+	if known && in.Writes&(1<<d) != 0 {
+		if w>>31 == 0 {
 			v &= 0xFFFFFFFF // a write to Wn zero-extends into Xn
 		}
 		regs.set(d, v)
 		return
 	}
-	for _, n := range written(in) {
-		regs.forget(n)
-	}
-}
-
-// written returns the registers in may write. It errs on the side of too many: every
-// register it names, except those a store only reads.
-func written(in inst) []int {
-	op := in.Op.String()
-	store := strings.HasPrefix(op, "ST") && !strings.HasPrefix(op, "STX") && !strings.HasPrefix(op, "STLX")
-	var out []int
-	for _, a := range in.Inst.Args {
-		switch a := a.(type) {
-		case nil:
-			return out
-		case arm64asm.MemImmediate:
-			if n, _, ok := gpReg(a.Base); ok && a.Mode != arm64asm.AddrOffset {
-				out = append(out, n) // write-back
-			}
-		default:
-			if n, _, ok := gpReg(a); ok && !store {
-				out = append(out, n)
-			}
-		}
-	}
-	return out
+	regs.known &^= in.Writes
 }
 
 // flagStore returns the address the code at the start of insts stores W0's low byte
 // to: ADRP Xt, then STRB W0, [Xt, #off], or the same with ADD Xt, Xt, #lo in between.
 func flagStore(insts []inst) (uint64, bool) {
-	if len(insts) < 2 || insts[0].Op != arm64asm.ADRP {
+	if len(insts) < 2 || insts[0].Flow != flowADRP {
 		return 0, false
 	}
-	t, _, ok := gpReg(insts[0].Inst.Args[0])
-	if !ok {
-		return 0, false
-	}
-	var addr regValues
-	track64(insts[0], &addr)
+	t, addr := int(insts[0].Word&31), insts[0].Target
 	st := insts[1]
-	if add := insts[1]; add.Op == arm64asm.ADD && len(insts) > 2 {
-		if d, _, ok := gpReg(add.Inst.Args[0]); !ok || d != t {
-			return 0, false
-		}
-		track64(add, &addr) // known only for ADD Xt, Xt, #imm
+	// ADD Xt, Xt, #imm12{, LSL #12}
+	if w := st.Word; w&0xFF800000 == 0x91000000 && int(w&31) == t && int(w>>5&31) == t && len(insts) > 2 {
+		addr += uint64(w>>10&0xFFF) << (12 * (w >> 22 & 1))
 		st = insts[2]
 	}
 	// STRB Wt, [Xn, #imm12], the unsigned-offset form, with t = 0 and n = the ADRP's.
-	base, ok := addr.get(t)
-	if w := st.Word; !ok || st.Bad || w&0xFFC00000 != 0x39000000 || w&31 != 0 || int(w>>5&31) != t {
+	if w := st.Word; t == 31 || w&0xFFC00000 != 0x39000000 || w&31 != 0 || int(w>>5&31) != t {
 		return 0, false
 	}
-	return base + uint64(st.Word>>10&0xFFF), true
+	return addr + uint64(st.Word>>10&0xFFF), true
 }

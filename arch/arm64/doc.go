@@ -1,3 +1,3 @@
-// Package arm64 describes AArch64 machine code to gosdt's discovery (Arch): it finds and
-// proves probe sites in Go's code with arm64asm and raw encodings, and encodes sleds.
+// Package arm64 describes AArch64 machine code to gosdt's discovery (Arch) and to the
+// reading of binaries (Offline), with its own table decoder; and it encodes sleds.
 package arm64

@@ -60,6 +60,7 @@ type shape struct {
 	after   []uint32 // at the skip target (CBZ) or the fall-through (CBNZ)
 	recv    uint64
 	tmp     int
+	add     bool // the load is ADRP, ADD, LDRB (12 bytes)
 }
 
 func (sh shape) build() (prog, arch.Check) {
@@ -69,7 +70,12 @@ func (sh shape) build() (prog, arch.Check) {
 		tmp = 27
 	}
 	ld := arch.Check{Addr: p.pc(), Len: 8, Flag: flagAddr, Reg: 3, Tmp: tmp}
-	p.add(encADRP(p.pc(), flagAddr, tmp), encLDRB(3, tmp, flagAddr&0xfff))
+	if sh.add {
+		ld.Len = 12
+		p.add(encADRP(p.pc(), flagAddr, tmp), encADD(tmp, tmp, flagAddr&0xfff), encLDRB(3, tmp, 0))
+	} else {
+		p.add(encADRP(p.pc(), flagAddr, tmp), encLDRB(3, tmp, flagAddr&0xfff))
+	}
 	p.add(sh.between...)
 	br := len(p.words)
 	p.add(0) // branch, fixed below

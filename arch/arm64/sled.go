@@ -27,26 +27,25 @@ const (
 	maxB = 1<<27 - 4
 )
 
-// nop returns n/4 NOP instructions (n rounded down to whole instructions).
-func nop(n int) []byte {
-	b := make([]byte, 0, max(n, 0))
-	for ; n >= instLen; n -= instLen {
-		b = binary.LittleEndian.AppendUint32(b, nopWord)
-	}
-	return b
-}
-
 // encodeB returns B to at from: both 4-byte aligned, to - from within [minB, maxB].
 func encodeB(from, to uint64) ([]byte, error) {
+	w, err := bWord(from, to)
+	if err != nil {
+		return nil, err
+	}
+	return binary.LittleEndian.AppendUint32(nil, w), nil
+}
+
+// bWord is encodeB's word.
+func bWord(from, to uint64) (uint32, error) {
 	off := int64(to - from)
 	if from%instLen != 0 || to%instLen != 0 {
-		return nil, shapeErr(from, "B to %#x: unaligned", to)
+		return 0, shapeErr(from, "B to %#x: unaligned", to)
 	}
 	if off < minB || off > maxB {
-		return nil, shapeErr(from, "B to %#x: offset %d out of the ±128MiB range", to, off)
+		return 0, shapeErr(from, "B to %#x: offset %d out of the ±128MiB range", to, off)
 	}
-	w := 0x14000000 | uint32(off>>2)&0x03FFFFFF
-	return binary.LittleEndian.AppendUint32(nil, w), nil
+	return 0x14000000 | uint32(off>>2)&0x03FFFFFF, nil
 }
 
 // jumps reports whether a toggle is the B form (Arch.Jumps).
@@ -58,7 +57,7 @@ func jumps(toggle []byte) bool {
 // NOPs once loadDead proves that nothing reads the flag's register after the branch;
 // otherwise the load stays and the sled's Note says why.
 func seal(m arch.Memory, s arch.Site, call func(target uint64) arch.CallEffect) (arch.Sled, error) {
-	sl, err := canonical(s)
+	sl, mem, err := canonicalIn(s)
 	if err != nil {
 		return sl, err
 	}
@@ -66,30 +65,54 @@ func seal(m arch.Memory, s arch.Site, call func(target uint64) arch.CallEffect) 
 		sl.Note = fmt.Sprintf("flag load at %#x kept (only the branch is patched): %v", s.Check.Addr, err)
 		return sl, nil
 	}
-	sl.Also = []arch.Patch{{Addr: s.Check.Addr, New: nop(s.Check.Len)}}
+	nops := mem.bytes[2*instLen : 2*instLen+s.Check.Len : 2*instLen+s.Check.Len]
+	for i := 0; i < len(nops); i += instLen {
+		binary.LittleEndian.PutUint32(nops[i:], nopWord)
+	}
+	mem.also[0] = arch.Patch{Addr: s.Check.Addr, New: nops}
+	sl.Also = mem.also[:]
 	return sl, nil
+}
+
+// sledMem is a sled's bytes and its rewrite of the flag load, in one allocation.
+type sledMem struct {
+	bytes [2*instLen + 12]byte // the B and NOP forms, then the load's NOPs (8 or 12 bytes)
+	also  [1]arch.Patch
 }
 
 // canonical returns the canonical sled for s: the B form goes where the branch was
 // taken; for CBZ/TBZ (taken when clear) it is the disabled form, for CBNZ/TBNZ the
 // enabled one.
 func canonical(s arch.Site) (arch.Sled, error) {
+	sl, _, err := canonicalIn(s)
+	return sl, err
+}
+
+// canonicalIn is canonical, and the memory its forms are in.
+func canonicalIn(s arch.Site) (arch.Sled, *sledMem, error) {
 	switch s.Branch {
 	case "CBZ", "CBNZ", "TBZ", "TBNZ":
 	default:
-		return arch.Sled{}, shapeErr(s.Addr, "site branch is %q, not CBZ/CBNZ/TBZ/TBNZ", s.Branch)
+		return arch.Sled{}, nil, shapeErr(s.Addr, "site branch is %q, not CBZ/CBNZ/TBZ/TBNZ", s.Branch)
 	}
-	b, err := encodeB(s.Addr, s.Taken)
+	if s.Check.Len > 12 {
+		return arch.Sled{}, nil, shapeErr(s.Check.Addr, "flag load of %d bytes, more than 12", s.Check.Len)
+	}
+	w, err := bWord(s.Addr, s.Taken)
 	if err != nil {
-		return arch.Sled{}, err
+		return arch.Sled{}, nil, err
 	}
+	mem := new(sledMem)
+	binary.LittleEndian.PutUint32(mem.bytes[:], w)
+	binary.LittleEndian.PutUint32(mem.bytes[instLen:], nopWord)
+	b, n := mem.bytes[:instLen:instLen], mem.bytes[instLen:2*instLen:2*instLen]
 	sl := arch.Sled{Toggle: instLen, Target: s.Taken}
 	if s.OnZero {
-		sl.Off, sl.On = b, nop(instLen)
+		sl.Off, sl.On = b, n
 	} else {
-		sl.Off, sl.On = nop(instLen), b
+		sl.Off, sl.On = n, b
 	}
-	return sl, nil
+	return sl, mem, nil
 }
 
 // loadDead proves that the site's flag load can become NOPs: its temporary is X27

@@ -52,16 +52,27 @@ func TestEncodeB(t *testing.T) {
 	}
 }
 
-func TestNOP(t *testing.T) {
-	for _, n := range []int{0, 4, 8, 12, 7} {
-		b := nop(n)
-		if len(b) != n/4*4 {
-			t.Fatalf("nop(%d) is %d bytes", n, len(b))
+// TestSealNOPs: the flag load's rewrite is NOPs over the whole load, 8 or 12 bytes,
+// and leaves the sled's forms as they were.
+func TestSealNOPs(t *testing.T) {
+	for _, add := range []bool{false, true} {
+		p, ld := shape{op: "CBZ", recv: flagAddr, add: add}.build()
+		m := p.mem()
+		s, err := follow(m, ld)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for i := 0; i < len(b); i += 4 {
-			if in := decode1(t, b[i:i+4]); in.Op != arm64asm.NOP {
-				t.Errorf("nop(%d)[%d] decodes as %v", n, i, in)
+		sl, err := seal(m, s, callFx)
+		if err != nil || len(sl.Also) != 1 || sl.Also[0].Addr != ld.Addr || len(sl.Also[0].New) != ld.Len {
+			t.Fatalf("load of %d bytes: sled %+v, %v", ld.Len, sl, err)
+		}
+		for i := 0; i < ld.Len; i += instLen {
+			if in := decode1(t, sl.Also[0].New[i:i+instLen]); in.Op != arm64asm.NOP {
+				t.Errorf("load of %d bytes: word %d of its rewrite decodes as %v", ld.Len, i/instLen, in)
 			}
+		}
+		if !jumps(sl.Off) || jumps(sl.On) || decode1(t, sl.On).Op != arm64asm.NOP {
+			t.Errorf("load of %d bytes: forms % x, % x", ld.Len, sl.Off, sl.On)
 		}
 	}
 }

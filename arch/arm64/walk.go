@@ -9,7 +9,7 @@ import (
 
 // A64 is fixed-width: every aligned word of a function is an instruction boundary, so a
 // walk of a function needs only where its direct branches go. Those are read from the
-// raw encodings below; arm64asm decodes only the words a site is made of.
+// raw encodings below; the decoder reads only the words a site's proof walks.
 // TestRawAgreesWithArm64asm checks the raw classes against arm64asm on real binaries
 // and on random words.
 
@@ -17,7 +17,7 @@ import (
 type rawKind uint8
 
 const (
-	rawOther  rawKind = iota // not a branch (valid or not: arm64asm decides)
+	rawOther  rawKind = iota // not a branch (valid or not: the decoder decides)
 	rawB                     // B: unconditional, direct
 	rawBL                    // BL: a call, direct
 	rawCond                  // B.cond, CBZ, CBNZ, TBZ, TBNZ: conditional, direct
@@ -33,7 +33,7 @@ func raw(w uint32, pc uint64) (rawKind, uint64) {
 		return rawB, pc + uint64(int64(int32(w<<6)>>6)*4)
 	case w&0xFC000000 == 0x94000000:
 		return rawBL, pc + uint64(int64(int32(w<<6)>>6)*4)
-	case w&0xFF000010 == 0x54000000: // B.cond (bit 4 set is BC.cond, left to arm64asm)
+	case w&0xFF000010 == 0x54000000: // B.cond (bit 4 set is BC.cond, which the decoder does not know)
 		return rawCond, imm19()
 	case w&0x7E000000 == 0x34000000: // CBZ, CBNZ
 		return rawCond, imm19()
@@ -60,9 +60,9 @@ type walker struct {
 }
 
 // walk reads the words of the function [entry, end) (Arch.Walk) with the raw decoder:
-// where its direct branches (and ADRs) go. Every aligned word is an instruction start,
-// and the words that arm64asm would not decode (literal pools, the padding before end)
-// are no branch to the raw decoder either, so no word is decoded by arm64asm.
+// where its direct branches (and ADRs) go. Every aligned word is an instruction start;
+// the raw classes are the decoder's rows for B, BL, B.cond, CBZ, CBNZ, TBZ, TBNZ and
+// ADR, which need no check beyond their masks.
 func walk(m arch.Memory, entry, end uint64) (*arch.Walked, error) {
 	if entry%instLen != 0 || end <= entry {
 		return nil, shapeErr(entry, "function [%#x, %#x) is not a run of aligned words", entry, end)

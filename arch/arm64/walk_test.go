@@ -8,16 +8,7 @@ import (
 
 	"github.com/gosdt/gosdt/arch"
 	"github.com/gosdt/gosdt/internal/testbin"
-	"golang.org/x/arch/arm64/arm64asm"
 )
-
-// adrTarget is the address an ADR takes, as branchTargets reads it.
-func adrTarget(in inst) uint64 {
-	if r, ok := in.Inst.Args[1].(arm64asm.PCRel); ok {
-		return in.PC + uint64(int64(r))
-	}
-	return 0
-}
 
 // checkRaw compares the raw decoder with arm64asm on one word: a word raw calls a
 // branch, ADR or unconditional transfer decodes to that, with the same target; a word
@@ -25,20 +16,20 @@ func adrTarget(in inst) uint64 {
 func checkRaw(t *testing.T, w uint32, pc uint64) {
 	t.Helper()
 	kind, target := raw(w, pc)
-	in := decodeWord(w, pc)
+	in := xdecode(w, pc)
 	var want rawKind
 	var wantTarget uint64
-	switch {
+	switch f := xflow(in); {
 	case in.Bad:
-	case isDirectBranch(in.Op) && in.Op == arm64asm.BL:
+	case f == flowBL:
 		want, wantTarget = rawBL, in.Target
-	case isDirectBranch(in.Op) && isCondBranch(in):
+	case f == flowCond:
 		want, wantTarget = rawCond, in.Target
-	case isDirectBranch(in.Op):
+	case f == flowB:
 		want, wantTarget = rawB, in.Target
-	case in.Op == arm64asm.ADR:
-		want, wantTarget = rawADR, adrTarget(in)
-	case isUncond(in):
+	case f == flowADR:
+		want, wantTarget = rawADR, in.Target
+	case f == flowBR || f == flowRET || f == flowTrap:
 		want = rawUncond
 	}
 	if kind != want || target != wantTarget {
@@ -127,7 +118,7 @@ func TestWalkMatchesDecodeFunc(t *testing.T) {
 }
 
 // matchDecoded is what match proves, checked on the whole function decoded by
-// arm64asm (insts) with its branch targets: the load and the branch are instructions
+// decodeFunc (insts) with its branch targets: the load and the branch are instructions
 // of it, nothing between them is bad data, and no branch lands after the load up to
 // and including the branch.
 func matchDecoded(insts []inst, s arch.Site, targets map[uint64]bool) error {
@@ -143,7 +134,7 @@ func matchDecoded(insts []inst, s arch.Site, targets map[uint64]bool) error {
 		return shapeErr(s.Addr, "load or branch is not an instruction of the function")
 	}
 	for _, in := range insts[i : j+1] {
-		if in.Bad {
+		if !in.Known() {
 			return shapeErr(in.PC, "undecodable word %#08x in the site", in.Word)
 		}
 		if in.PC != s.Check.Addr && targets[in.PC] {
