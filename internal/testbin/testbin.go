@@ -83,3 +83,18 @@ func Binaries(t testing.TB, a *arch.Arch) []*Binary {
 	}
 	return bins
 }
+
+// Symbols returns the ELF symbol table of the binary at path.
+func Symbols(t testing.TB, path string) []elf.Symbol {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return syms
+}

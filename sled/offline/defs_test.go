@@ -88,17 +88,8 @@ func TestDefinitions(t *testing.T) {
 // passes in registers. It returns defs by the name of their variable.
 func checkDefs(t *testing.T, goarch, bin string, defs []offline.Definition, want []wantDef) map[string]offline.Definition {
 	t.Helper()
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
 	varAt := map[uint64]string{}
-	for _, s := range syms {
+	for _, s := range testbin.Symbols(t, bin) {
 		if elf.ST_TYPE(s.Info) == elf.STT_OBJECT {
 			varAt[s.Value] = s.Name
 		}
