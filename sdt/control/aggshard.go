@@ -11,9 +11,12 @@ import (
 // publishing its pointer; it grows the table by building a larger one and publishing
 // it whole (readers may still walk the old one: it holds the same cells).
 type aggShard struct {
-	_        [64]byte
+	_ [64]byte
+	// overflow counts fires not folded: the table had MaxRows keys (the P's writers).
+	// First after the padding, so that it is 8-aligned on 32-bit machines too, where
+	// readers load it atomically.
+	overflow uint64
 	tab      atomic.Pointer[aggTable]
-	overflow uint64   // fires not folded: the table had MaxRows keys (the P's writers)
 	last     *aggCell // the cell the P's writers folded into last
 	_        [40]byte
 }
