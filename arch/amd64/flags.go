@@ -172,10 +172,12 @@ type flagIndex struct {
 // flagTable parses flagRows when first needed, not at every program's start: a
 // program whose sites came sealed never needs it.
 var flagTable = sync.OnceValue(func() *flagIndex {
-	var rows []flagRow
+	rows := make([]flagRow, 0, 256) // flagRows expands to 244
 	for _, row := range flagRows {
-		for _, enc := range strings.Fields(row.encs) {
-			rows = append(rows, parseFlagRow(enc, row.fx, row.known)...)
+		for encs := row.encs; encs != ""; {
+			var enc string
+			enc, encs, _ = strings.Cut(encs, " ")
+			rows = parseFlagRow(rows, enc, row.fx, row.known)
 		}
 	}
 	// Index the rows by opcode: count them, give each opcode its start, place them.
@@ -198,9 +200,9 @@ var flagTable = sync.OnceValue(func() *flagIndex {
 	return t
 })
 
-// parseFlagRow returns the rows of one encoding of flagRows. It panics on a malformed
-// one (TestFlagRows parses them all).
-func parseFlagRow(enc string, e fx, known bool) []flagRow {
+// parseFlagRow appends the rows of one encoding of flagRows to rows. It panics on a
+// malformed one (TestFlagRows parses them all).
+func parseFlagRow(rows []flagRow, enc string, e fx, known bool) []flagRow {
 	spec, name, _ := strings.Cut(enc, "=")
 	r := flagRow{fx: e, known: known, name: name}
 	if p, rest, ok := strings.Cut(spec, ":"); ok {
@@ -224,17 +226,17 @@ func parseFlagRow(enc string, e fx, known bool) []flagRow {
 	}
 	m, op0 := parseOpcode(lo)
 	m1, op1 := parseOpcode(hi)
-	var out []flagRow
+	n := len(rows)
 	for op := int(op0); op <= int(op1) && m1 == m; op++ {
 		for reg := digit(rlo); reg <= digit(rhi); reg++ {
 			r.m, r.op, r.reg = m, uint8(op), uint8(reg)
-			out = append(out, r)
+			rows = append(rows, r)
 		}
 	}
-	if len(out) == 0 || name == "" {
+	if len(rows) == n || name == "" {
 		panic("amd64: bad flagRows encoding " + enc)
 	}
-	return out
+	return rows
 }
 
 // parseOpcode reads a hex opcode after its map's escape bytes: 90, 0F1F, 0F38F0.

@@ -111,7 +111,7 @@ func TestFlagRows(t *testing.T) {
 					t.Errorf("parseFlagRow(%q) did not panic", bad)
 				}
 			}()
-			parseFlagRow(bad, neutral, true)
+			parseFlagRow(nil, bad, neutral, true)
 		}()
 	}
 }
