@@ -20,15 +20,6 @@ const prepareDelay = 100 * time.Millisecond
 func init() {
 	reg.mode = modeFromEnv()
 	reg.opts = optionsFromEnv()
-	if os.Getenv("SDT_PATCH") != "off" && patch.Supported() {
-		// Every switch after this init asks the kernel to serialize every core, which
-		// first costs an RCU grace period to register for. Get it ready in the
-		// background once the program has run a while: a short command never pays it
-		// (a thread in that system call holds up the process's exit), a server has it
-		// done before an operator switches anything, and an Enable that comes sooner
-		// waits for it. Sealing at this init needs none of it (patch.Quiescent).
-		time.AfterFunc(prepareDelay, patch.Prepare)
-	}
 	reg.layout = sled.Self()
 	reg.table = sled.Discover()
 	for i := range reg.table.Sites {
@@ -57,6 +48,17 @@ func init() {
 	}
 	startUSDTWatch(reg.table.Probes)
 	startControl()
+	if os.Getenv("SDT_PATCH") != "off" && patch.Supported() {
+		// Every switch after this init asks the kernel to serialize every core, which
+		// first costs an RCU grace period to register for. Get it ready in the
+		// background once the program has run a while: a short command never pays it
+		// (a thread in that system call holds up the process's exit), a server has it
+		// done before an operator switches anything, and an Enable that comes sooner
+		// waits for it. Sealing at this init needs none of it (patch.Quiescent). The
+		// delay counts from the end of this init, however long discovery took (an
+		// emulator, a loaded machine), not from its start.
+		time.AfterFunc(prepareDelay, patch.Prepare)
+	}
 }
 
 // seal rewrites every patchable site into its canonical sled, in one batch; sites
