@@ -44,24 +44,40 @@ func Apply(ws []Write, o Options) (Report, error) {
 	if len(ws) == 0 {
 		return rep, nil
 	}
-	spans := pageSpans(ws)
+	b := &batch{ws: ws, spans: pageSpans(ws), memFD: -1}
 
 	mu.Lock()
 	defer mu.Unlock()
-	memFD = -1
+	rep, err = b.apply(proto, o)
+	rep.Elapsed = time.Since(start)
+	return rep, err
+}
+
+// batch is one Apply: its writes, the pages they cover, and how they reach the text.
+type batch struct {
+	ws    []Write
+	spans []span
+	// memFD is the /proc/self/mem descriptor the batch writes through, or -1 when it
+	// makes its pages RWX and stores (wx_linux.go). Set before any writer runs.
+	memFD int
+}
+
+// apply writes the batch with proto, or through /proc/self/mem where a W^X policy has
+// refused to make text writable (now or in an earlier batch), and serializes the cores
+// that may run it. Call with mu held.
+func (b *batch) apply(proto Protocol, o Options) (Report, error) {
+	rep := Report{Protocol: proto}
+	var err error
 	for {
-		if lockedErrno != 0 {
-			// Text cannot be made writable here (wx_linux.go): write through
-			// /proc/self/mem, which is not one store, so never as Atomic.
-			if err := useProcMem(ws, o); err != nil {
-				rep.Elapsed = time.Since(start)
+		if wx.refused != 0 {
+			// Text cannot be made writable here: write through /proc/self/mem, which is
+			// not one store, so never as Atomic.
+			if err := b.useProcMem(o); err != nil {
 				return rep, err
 			}
 			if proto == Atomic {
 				if o.Protocol == Atomic {
-					memFD = -1
-					rep.Elapsed = time.Since(start)
-					return rep, fmt.Errorf("%w: text is written through /proc/self/mem here (mprotect: %v)", ErrNotAtomic, lockedErrno)
+					return rep, fmt.Errorf("%w: text is written through /proc/self/mem here (mprotect: %v)", ErrNotAtomic, wx.refused)
 				}
 				proto = Rendezvous
 			}
@@ -69,40 +85,38 @@ func Apply(ws []Write, o Options) (Report, error) {
 		}
 		switch proto {
 		case Atomic:
-			err = applyDirect(ws, spans, storeAtomic)
+			err = b.applyDirect(storeAtomic)
 		case Quiescent:
-			err = applyDirect(ws, spans, copyText)
+			err = b.applyDirect(copyText)
 		default:
-			rep.Attempts, err = applyRendezvous(ws, spans, o)
+			rep.Attempts, err = b.applyRendezvous(o)
 		}
 		var me *mprotectError
 		if !errors.As(err, &me) {
 			break
 		}
-		if memFD >= 0 {
+		if b.memFD >= 0 {
 			// The errno is the /proc/self/mem write's, which writeMem undid.
-			err = &textError{lockedErrno, "/proc/self/mem: write failed: " + me.errno.Error()}
-			break
+			return rep, &textError{wx.refused, "/proc/self/mem: write failed: " + me.errno.Error()}
 		}
-		if !refused(me.errno) || lockedErrno != 0 || mismatch(ws) >= 0 {
+		if !refused(me.errno) || wx.refused != 0 || mismatch(b.ws) >= 0 {
 			break // not a policy, or the text changed (RX could not be restored after)
 		}
-		lockedErrno = me.errno // nothing was written: try again the other way
+		wx.refused = me.errno // nothing was written: try again the other way
 	}
-	memFD = -1
-	if err == nil {
-		rep.Pages = countPages(spans)
-		if proto == Quiescent {
-			serialize() // no other core can hold the old bytes (see Quiescent)
-		} else {
-			// Threads that held no P during the write (in syscalls, idle) and cores
-			// that ran the site just before it changed must serialize before they
-			// execute it again.
-			syncCores()
-		}
+	if err != nil {
+		return rep, err
 	}
-	rep.Elapsed = time.Since(start)
-	return rep, err
+	rep.Pages = countPages(b.spans)
+	if proto == Quiescent {
+		serialize() // no other core can hold the old bytes (see Quiescent)
+	} else {
+		// Threads that held no P during the write (in syscalls, idle) and cores that
+		// ran the site just before it changed must serialize before they execute it
+		// again.
+		syncCores()
+	}
+	return rep, nil
 }
 
 func choose(ws []Write, p Protocol) (Protocol, error) {
@@ -130,11 +144,11 @@ func choose(ws []Write, p Protocol) (Protocol, error) {
 // applyDirect writes each site with store while other threads keep running: with
 // storeAtomic they see either the old or the new instruction, never a mix; Quiescent
 // callers promise that no thread looks.
-func applyDirect(ws []Write, spans []span, store func(addr uintptr, b []byte)) error {
-	if i := mismatch(ws); i >= 0 {
-		return mismatchError(ws[i])
+func (b *batch) applyDirect(store func(addr uintptr, b []byte)) error {
+	if i := mismatch(b.ws); i >= 0 {
+		return mismatchError(b.ws[i])
 	}
-	e, err := writeText(ws, spans, store, false)
+	e, err := b.writeText(store, false)
 	if e != 0 {
 		// A failure to make the pages writable (or to write through /proc/self/mem)
 		// wrote nothing; one to restore RX comes after the write (and is reported too).

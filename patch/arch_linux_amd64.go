@@ -27,11 +27,5 @@ func storeAtomic(addr uintptr, b []byte) {
 // serialization, which the rendezvous release and syncCores provide.
 func flushRange(addr uintptr, n int) {}
 
-// spinWhileLess spins with PAUSE while *addr < v, at most iters times, and returns the
-// last value read.
-//
-//go:noescape
-func spinWhileLess(addr *uint32, v uint32, iters uint64) uint32
-
 // serialize executes CPUID, an architecturally serializing instruction.
 func serialize()

@@ -28,11 +28,5 @@ func flushRange(addr uintptr, n int) {
 // __flush_icache_range and libgcc's __clear_cache do).
 func syncICache(start, end uintptr)
 
-// spinWhileLess spins with YIELD while *addr < v (load-acquire), at most iters times, and
-// returns the last value read.
-//
-//go:noescape
-func spinWhileLess(addr *uint32, v uint32, iters uint64) uint32
-
 // serialize executes ISB, discarding instructions fetched before it.
 func serialize()

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gosdt/gosdt/patch/internal/spin"
 )
 
 // TestRendezvousExcludesEveryP holds one of two Ps in an assembly loop that never reaches
@@ -25,7 +27,7 @@ func TestRendezvousExcludesEveryP(t *testing.T) {
 	var never uint32
 	const probe = 1 << 20
 	t0 := time.Now()
-	spinWhileLess(&never, 1, probe)
+	spin.WhileLess(&never, 1, probe)
 	iters := uint64(float64(probe) * float64(100*time.Millisecond) / float64(max(time.Since(t0), time.Microsecond)))
 
 	var loopStart, wrote atomic.Int64
@@ -34,7 +36,7 @@ func TestRendezvousExcludesEveryP(t *testing.T) {
 	go func() {
 		loopStart.Store(time.Now().UnixNano())
 		close(started)
-		spinWhileLess(&never, 1, iters) // no preemption point inside
+		spin.WhileLess(&never, 1, iters) // no preemption point inside
 		close(done)
 	}()
 	<-started

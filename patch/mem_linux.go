@@ -96,32 +96,32 @@ func makeWritable(spans []span, raw bool) unix.Errno {
 	return 0
 }
 
-// writeText writes every w.New over its site: through /proc/self/mem when Apply chose
-// that (memFD, wx_linux.go), else with the pages RWX around store. raw: raw syscalls only
+// writeText writes every w.New over its site: through /proc/self/mem when the batch
+// does (memFD, wx_linux.go), else with the pages RWX around store. raw: raw syscalls only
 // (a pinned writer). e is the first mprotect or write failure, herr testHookWritable's
 // error; either means nothing was written.
-func writeText(ws []Write, spans []span, store func(addr uintptr, b []byte), raw bool) (e unix.Errno, herr error) {
-	if memFD >= 0 {
+func (b *batch) writeText(store func(addr uintptr, b []byte), raw bool) (e unix.Errno, herr error) {
+	if b.memFD >= 0 {
 		if testHookWritable != nil {
 			if herr = testHookWritable(); herr != nil {
 				return 0, herr
 			}
 		}
-		return writeMem(memFD, ws, raw), nil
+		return writeMem(b.memFD, b.ws, raw), nil
 	}
-	if e = makeWritable(spans, raw); e != 0 {
+	if e = makeWritable(b.spans, raw); e != 0 {
 		return e, nil
 	}
 	if testHookWritable != nil {
 		herr = testHookWritable()
 	}
 	if herr == nil {
-		for _, w := range ws {
+		for _, w := range b.ws {
 			store(w.Addr, w.New)
 			flushRange(w.Addr, len(w.New))
 		}
 	}
-	return restore(spans, raw), herr
+	return restore(b.spans, raw), herr
 }
 
 // copyText is the store of writes that no thread can observe half done.

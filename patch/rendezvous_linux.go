@@ -106,17 +106,17 @@ func procUnpin()
 // the end of the restoring stop-the-world).
 var testHookRendezvous func(gather, oneP time.Duration)
 
-// applyRendezvous writes ws with no other P running, in at most o.Attempts tries, and
+// applyRendezvous writes the batch with no other P running, in at most o.Attempts tries, and
 // returns how many it made. A try fails only if GOMAXPROCS is not 1 once the caller has
 // pinned itself: the backup restorer gave it back while the caller was preempted, or the
 // program set it.
-func applyRendezvous(ws []Write, spans []span, o Options) (int, error) {
+func (b *batch) applyRendezvous(o Options) (int, error) {
 	for attempt := 1; ; attempt++ {
-		done, idx, e, herr := rendezvousOnce(ws, spans)
+		done, idx, e, herr := b.rendezvousOnce()
 		if done {
 			switch {
 			case idx >= 0:
-				return attempt, mismatchError(ws[idx])
+				return attempt, mismatchError(b.ws[idx])
 			case e != 0:
 				return attempt, &mprotectError{e}
 			}
@@ -136,7 +136,7 @@ func (e *mprotectError) Unwrap() error { return e.errno }
 // rendezvousOnce makes one attempt. done reports whether the caller held the only P (and
 // so whether the outcome is final); idx is the first mismatching write or -1; e an
 // mprotect failure; herr the test hook's error.
-func rendezvousOnce(ws []Write, spans []span) (done bool, idx int, e unix.Errno, herr error) {
+func (b *batch) rendezvousOnce() (done bool, idx int, e unix.Errno, herr error) {
 	prev := runtime.GOMAXPROCS(0)
 	if prev == 1 {
 		// The pinned caller alone is the world: no other P exists to run Go code.
@@ -145,7 +145,7 @@ func rendezvousOnce(ws []Write, spans []span) (done bool, idx int, e unix.Errno,
 			procUnpin()
 			return false, -1, 0, nil
 		}
-		idx, e, herr = writePinned(ws, spans)
+		idx, e, herr = b.writePinned()
 		procUnpin()
 		return true, idx, e, herr
 	}
@@ -168,7 +168,7 @@ func rendezvousOnce(ws []Write, spans []span) (done bool, idx int, e unix.Errno,
 	shrunk.Store(int64(time.Since(start)))
 	procPin()
 	if done = runtime.GOMAXPROCS(0) == 1; done {
-		idx, e, herr = writePinned(ws, spans)
+		idx, e, herr = b.writePinned()
 	}
 	// Ready the backup while this goroutine still holds the only P: it becomes that P's
 	// next goroutine, should this one be preempted once it unpins.
@@ -190,10 +190,10 @@ func rendezvousOnce(ws []Write, spans []span) (done bool, idx int, e unix.Errno,
 // writePinned compares the sites and writes them. It runs pinned on the only P, so it
 // must not allocate or block: an allocation may have to assist the garbage collector,
 // and a blocking call would hand the P to another goroutine.
-func writePinned(ws []Write, spans []span) (idx int, e unix.Errno, herr error) {
-	idx = mismatch(ws)
+func (b *batch) writePinned() (idx int, e unix.Errno, herr error) {
+	idx = mismatch(b.ws)
 	if idx < 0 {
-		e, herr = writeText(ws, spans, copyText, true)
+		e, herr = b.writeText(copyText, true)
 	}
 	serialize() // no stale prefetched instructions on this core once it returns to Go
 	return idx, e, herr

@@ -40,17 +40,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// memFD is the /proc/self/mem descriptor the current batch writes through, -1 when the
-// batch makes pages RWX and stores. Set by Apply, under mu, before any writer runs.
-var memFD = -1
-
-// lockedErrno is the errno with which mprotect refused to make text writable, once it
-// has: the policies that refuse it cannot be lifted in a running process, so later
-// batches do not try again. Guarded by mu.
-var lockedErrno unix.Errno
-
-// procMemOK records that a write through /proc/self/mem succeeded. Guarded by mu.
-var procMemOK bool
+// wx is what this process has learned of its W^X policy, guarded by mu. The policies
+// that refuse to make text writable cannot be lifted in a running process, so a batch
+// after the first refusal does not try again.
+var wx struct {
+	refused   unix.Errno // the errno with which mprotect refused, once it has
+	procMemOK bool       // a write through /proc/self/mem succeeded
+}
 
 // testHookMprotect, when set by tests, is consulted before every mprotect; a non-zero
 // errno is returned instead of calling the kernel. It must not allocate.
@@ -77,27 +73,27 @@ func (e *textError) Error() string {
 func (e *textError) Is(target error) bool { return target == ErrTextNotWritable }
 func (e *textError) Unwrap() error        { return e.mprotect }
 
-// useProcMem makes the current batch write through /proc/self/mem, after checking that
-// the kernel lets this process write its text that way. Call with mu held.
-func useProcMem(ws []Write, o Options) error {
+// useProcMem makes the batch write through /proc/self/mem, after checking that the
+// kernel lets this process write its text that way. Call with mu held.
+func (b *batch) useProcMem(o Options) error {
 	if o.NoProcMem {
-		return &textError{lockedErrno, "writing through /proc/self/mem is switched off"}
+		return &textError{wx.refused, "writing through /proc/self/mem is switched off"}
 	}
 	fd, err := procMem()
 	if err != nil {
-		return &textError{lockedErrno, "/proc/self/mem: " + err.Error()}
+		return &textError{wx.refused, "/proc/self/mem: " + err.Error()}
 	}
-	if !procMemOK {
+	if !wx.procMemOK {
 		// Write what the first site holds now: proves FOLL_FORCE writes are allowed,
 		// and changes no byte (only this package writes text, under mu).
-		w := ws[0]
+		w := b.ws[0]
 		cur := append([]byte(nil), text(w.Addr, len(w.Old))...)
 		if e := pwriteText(fd, w.Addr, cur, false); e != 0 {
-			return &textError{lockedErrno, fmt.Sprintf("/proc/self/mem: write refused: %v (kernel with proc_mem.force_override=never or ptrace?)", e)}
+			return &textError{wx.refused, fmt.Sprintf("/proc/self/mem: write refused: %v (kernel with proc_mem.force_override=never or ptrace?)", e)}
 		}
-		procMemOK = true
+		wx.procMemOK = true
 	}
-	memFD = fd
+	b.memFD = fd
 	return nil
 }
 

@@ -29,7 +29,7 @@ func denyWX(t testing.TB, errno unix.Errno) {
 	}
 	t.Cleanup(func() {
 		mu.Lock()
-		testHookMprotect, lockedErrno = nil, 0
+		testHookMprotect, wx.refused = nil, 0
 		mu.Unlock()
 	})
 }
