@@ -3,9 +3,9 @@ package patch
 import (
 	"encoding/binary"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/gosdt/gosdt/arch/amd64"
+	"github.com/gosdt/gosdt/internal/rawptr"
 )
 
 // CanAtomic reports whether [addr, addr+n) lies inside one aligned 8-byte word, which an
@@ -16,7 +16,7 @@ func CanAtomic(addr uintptr, n int) bool { return amd64.AtomicStore(uint64(addr)
 // other bytes of the word cannot change meanwhile: only this package writes text, under mu.
 func storeAtomic(addr uintptr, b []byte) {
 	base := addr &^ 7
-	p := (*uint64)(*(*unsafe.Pointer)(unsafe.Pointer(&base)))
+	p := (*uint64)(rawptr.At(base)) // text
 	var w [8]byte
 	binary.LittleEndian.PutUint64(w[:], atomic.LoadUint64(p))
 	copy(w[addr-base:], b)

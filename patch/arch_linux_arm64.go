@@ -3,7 +3,8 @@ package patch
 import (
 	"encoding/binary"
 	"sync/atomic"
-	"unsafe"
+
+	"github.com/gosdt/gosdt/internal/rawptr"
 )
 
 // CanAtomic reports whether the write is one whole, aligned instruction, stored with one
@@ -14,7 +15,7 @@ func CanAtomic(addr uintptr, n int) bool {
 }
 
 func storeAtomic(addr uintptr, b []byte) {
-	p := (*uint32)(*(*unsafe.Pointer)(unsafe.Pointer(&addr)))
+	p := (*uint32)(rawptr.At(addr)) // text
 	atomic.StoreUint32(p, binary.LittleEndian.Uint32(b))
 }
 

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/gosdt/gosdt/internal/rawptr"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -50,11 +52,8 @@ func countPages(spans []span) int {
 	return n
 }
 
-// text is the live text at addr. The pointer is laundered through memory because the
-// address is not a Go pointer (it points into the binary's text, outside the Go heap).
-func text(addr uintptr, n int) []byte {
-	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&addr))), n)
-}
+// text is the live text at addr.
+func text(addr uintptr, n int) []byte { return unsafe.Slice((*byte)(rawptr.At(addr)), n) }
 
 // mismatch returns the index of the first write whose site does not hold Old, or -1.
 // It does not allocate, so it may run while pinned.

@@ -1,13 +1,17 @@
 package sdt
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/gosdt/gosdt/internal/rawptr"
+)
 
 // coreOffset is where a definition keeps its descriptor pointer, from its start.
 const coreOffset = unsafe.Offsetof(head{}.core)
 
 // headAt views the probe definition at addr, a package-level variable in data or bss
 // that discovery proved to be a definition (its sites pass addr as fire's receiver).
-func headAt(addr uintptr) *head { return (*head)(*(*unsafe.Pointer)(unsafe.Pointer(&addr))) }
+func headAt(addr uintptr) *head { return (*head)(rawptr.At(addr)) }
 
 // self is p's address, the value a definition's core field holds.
 func (p *probe) self() uintptr { return uintptr(unsafe.Pointer(p)) }

@@ -3,6 +3,8 @@ package sled
 import (
 	"sort"
 	"unsafe"
+
+	"github.com/gosdt/gosdt/internal/rawptr"
 )
 
 // Layout is where this executable's text and pointer-bearing data are in memory.
@@ -84,7 +86,5 @@ func (l Layout) FindWord(v uintptr) []uintptr {
 	return found
 }
 
-// at turns a static address (text, data or bss: never the Go heap) into a pointer.
-// Going through memory keeps vet's unsafeptr check quiet for the one place that
-// legitimately needs it.
-func at(addr uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&addr)) }
+// at is the executable's text, data or bss at addr.
+func at(addr uintptr) unsafe.Pointer { return rawptr.At(addr) }

@@ -97,6 +97,9 @@ var gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
 // haveGo skips the test when there is no go command.
 func haveGo(t testing.TB) {
 	t.Helper()
+	if runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
+		t.Skip("no processes to run the go command in on", runtime.GOOS)
+	}
 	if _, err := os.Stat(gobin); err != nil {
 		t.Skip("no go command to build a program with:", err)
 	}
