@@ -5,6 +5,8 @@ import (
 	"debug/elf"
 	"fmt"
 	"slices"
+
+	"github.com/gosdt/gosdt/internal/functab"
 )
 
 // SetProbePackage makes path the probe package for a test, and returns what puts the
@@ -27,64 +29,35 @@ func SetParallelism(candidates, text int) (restore func()) {
 // search, as offsets [lo, hi) from its runtime.text (text), with the same code as the
 // running program's (searchRanges), its tables read from the file's .gopclntab and its
 // build info, not the runtime's; nil ranges: all the text. The runtime's check of the
-// inline trees (checkInlineTrees) needs the running program, and is left out. Where
-// the inline trees are read, the two ways of finding the functions that inlined the
-// probe package must both work and agree: an error says where they do not.
+// inline trees needs the running program, and is left out. Where the inline trees are
+// read, the two ways of finding the functions that inlined the probe package must both
+// work and agree: an error says where they do not.
 func FileSearch(path string) (text uint64, ranges [][2]int, how string, err error) {
 	f, err := elf.Open(path)
 	if err != nil {
 		return 0, nil, "", err
 	}
 	defer f.Close()
-	sec := f.Section(".gopclntab")
-	if sec == nil {
-		return 0, nil, "", fmt.Errorf("%s: no .gopclntab", path)
-	}
-	pcln, err := sec.Data()
+	tab, err := functab.ReadELF(f)
 	if err != nil {
-		return 0, nil, "", err
+		return 0, nil, "", fmt.Errorf("%s: %v", path, err)
 	}
-	word := func(i int) int { return int(f.ByteOrder.Uint64(pcln[8+8*i:])) }
-	if len(pcln) < 8+8*8 || f.ByteOrder.Uint32(pcln) != pclntabMagic || pcln[7] != 8 {
-		return 0, nil, "", fmt.Errorf("%s: not a go1.20+ 64-bit pclntab", path)
-	}
-	nfunc, names, pctab, pclnOff := word(0), word(3), word(6), word(7)
-	var l Layout
-	l.funcnames = pcln[names:word(4)]
-	l.pclntable = pcln[pclnOff:]
-	for i := 0; i <= nfunc; i++ {
-		l.funcs = append(l.funcs, functab{f.ByteOrder.Uint32(l.pclntable[8*i:]), f.ByteOrder.Uint32(l.pclntable[8*i+4:])})
-	}
-	syms, err := f.Symbols()
-	if err != nil {
-		return 0, nil, "", err
-	}
-	for _, s := range syms {
-		if s.Name == "runtime.text" { // the header's textStart is the runtime's to fill in
-			l.Text = uintptr(s.Value)
-		}
-		if s.Name == "go:func.*" && s.Value >= sec.Addr && s.Value < sec.Addr+sec.Size {
-			l.inl = inlTables{pctab: pcln[pctab:pclnOff], gofunc: pcln[s.Value-sec.Addr:], quantum: uint32(pcln[6])}
-		}
-	}
-	if l.inl.gofunc == nil {
-		l.inl.why = "no go:func.* symbol in the pclntab"
+	l := Layout{tab: tab, namesOK: true}
+	if tab.Gofunc() == nil {
+		l.noInline = "no go:func.* found"
 	}
 	var mods []string
 	if bi, err := buildinfo.ReadFile(path); err == nil {
 		mods = modulesOf(bi)
 	}
-	if l.Text == 0 {
-		return 0, nil, "", fmt.Errorf("%s: no runtime.text symbol", path)
-	}
-	ranges, how = l.searchRangesOf(mods, false)
-	if l.inl.why == "" {
+	ranges, how = l.searchRangesOf(mods)
+	if l.noInline == "" {
 		prefix := []byte(probePackage + ".")
-		byTree, err := l.inlinersByTree(prefix)
+		byTree, err := tab.InlinersByTree(prefix, probeAPI)
 		if err != nil {
 			return 0, nil, "", fmt.Errorf("%s: inliners from the trees: %v", path, err)
 		}
-		byRecord, err := l.inlinersByRecord(prefix)
+		byRecord, err := tab.InlinersByRecord(prefix, probeAPI)
 		if err != nil {
 			return 0, nil, "", fmt.Errorf("%s: inliners from the records: %v", path, err)
 		}
@@ -92,7 +65,7 @@ func FileSearch(path string) (text uint64, ranges [][2]int, how string, err erro
 			return 0, nil, "", fmt.Errorf("%s: inliners from the trees: %d ranges, from the records %d", path, len(byTree), len(byRecord))
 		}
 	}
-	return uint64(l.Text), ranges, how, nil
+	return tab.Text, ranges, how, nil
 }
 
 // InRanges says whether off lies in one of ranges: sorted, disjoint [lo, hi) offsets

@@ -1,35 +1,41 @@
 package sled
 
 import (
-	"sort"
 	"unsafe"
 
+	"github.com/gosdt/gosdt/internal/functab"
 	"github.com/gosdt/gosdt/internal/rawptr"
 )
 
-// Layout is where this executable's text and pointer-bearing data are in memory.
+// Layout is where this executable's text and pointer-bearing data are in memory, and
+// its function table.
 type Layout struct {
 	Text, Etext uintptr
 	Data, Edata uintptr
 	Bss, Ebss   uintptr
-	funcs       []functab // the runtime's function table, when Text is known
-	funcnames   []byte    // the runtime's function name table and
-	pclntable   []byte    // its _func records, when their names check out
-	inl         inlTables // where the functions' inline trees are
+	tab         *functab.Table // nil where the module data did not check out
+	namesOK     bool           // the table's names are the runtime's
+	noInline    string         // why its inline trees cannot be read ("": they can)
 }
 
 // Self returns the layout of the running executable.
-func Self() Layout { return moduleBounds() }
+func Self() Layout {
+	m := functab.Self()
+	return Layout{Text: m.Text, Etext: m.Etext, Data: m.Data, Edata: m.Edata, Bss: m.Bss, Ebss: m.Ebss,
+		tab: m.Table, namesOK: m.NamesOK, noInline: m.NoInline}
+}
 
 // function returns the entry and the end (the next function's entry) of the function
 // whose code holds pc, from the runtime's function table; zeros if none does.
 func (l Layout) function(pc uintptr) (entry, end uintptr) {
-	t := l.funcs
-	if len(t) < 2 || pc < l.Text+uintptr(t[0].entryoff) || pc >= l.Text+uintptr(t[len(t)-1].entryoff) {
+	if l.tab == nil {
 		return 0, 0
 	}
-	i := sort.Search(len(t)-1, func(i int) bool { return l.Text+uintptr(t[i+1].entryoff) > pc })
-	return l.Text + uintptr(t[i].entryoff), l.Text + uintptr(t[i+1].entryoff)
+	i := l.tab.Find(uint64(pc))
+	if i < 0 {
+		return 0, 0
+	}
+	return uintptr(l.tab.Entry(i)), uintptr(l.tab.End(i))
 }
 
 // InData reports whether addr lies in data or bss, where probe definitions live.

@@ -2,10 +2,11 @@ package sled
 
 import (
 	"bytes"
-	"runtime"
 	"runtime/debug"
 	"sort"
 	"strings"
+
+	"github.com/gosdt/gosdt/internal/functab"
 )
 
 // Which of the running program's text discovery searches. A probe site reads a probe
@@ -38,21 +39,15 @@ var fbtCopy = []byte(".__sdt_fbt")
 // package sdt, or where the inline trees cannot be read, those of the packages that
 // can hold sites.
 func (l Layout) searchRanges() ([][2]int, string) {
-	return l.searchRangesOf(programModules(), true)
+	return l.searchRangesOf(programModules())
 }
 
-// searchRangesOf is searchRanges for a program of modules mods (nil: no build info),
-// checking first that the inline trees read as the runtime's if live.
-func (l Layout) searchRangesOf(mods []string, live bool) ([][2]int, string) {
-	if len(l.funcs) < 2 || l.funcnames == nil {
+// searchRangesOf is searchRanges for a program of modules mods (nil: no build info).
+func (l Layout) searchRangesOf(mods []string) ([][2]int, string) {
+	if l.tab == nil || !l.namesOK {
 		return nil, "all the text: function names unknown"
 	}
-	why := l.inl.why
-	if why == "" && live {
-		if err := l.checkInlineTrees(); err != nil {
-			why = err.Error()
-		}
-	}
+	why := l.noInline
 	if why == "" {
 		r, err := l.inliners()
 		if err == nil {
@@ -70,76 +65,47 @@ func (l Layout) searchRangesOf(mods []string, live bool) ([][2]int, string) {
 	return r, "functions of the program's modules (inline trees unread: " + why + ")"
 }
 
-// minInlinersPerWorker is the fewest functions worth a goroutine of their own when
-// reading inline trees: most of the time goes in first reads of the function table.
-var minInlinersPerWorker = 8192
-
 // inliners returns the text of the functions whose inline tree names a function of
-// package sdt's API, as offsets [lo, hi) sorted and merged; never nil. It finds them
-// from the trees' side (inlinersByTree) where trees are dense enough, and otherwise,
-// or where that cannot tell, from every function's record. Both give the same
-// functions (FileSearch's check, in every build TestSearchBuilds makes).
+// package sdt's API, as offsets [lo, hi) sorted and merged; never nil.
 func (l Layout) inliners() ([][2]int, error) {
-	prefix := []byte(probePackage + ".")
-	if l.treesDense() {
-		r, err := l.inlinersByTree(prefix)
-		if err != errUnexplained && err != errSparse {
-			return r, err
-		}
-	}
-	return l.inlinersByRecord(prefix)
+	return l.tab.Inliners([]byte(probePackage+"."), probeAPI)
 }
 
-// treesDense reports whether the functions' funcdata, where their inline trees are,
-// average at least 12 bytes a function. Where they are fewer, few functions inlined
-// anything (a program of 48,000 functions that inline nothing: 7 bytes a function;
-// the go command: 120), and the search for the function of a tree would read about
-// as many records as inlinersByRecord. (Reading a sample of the records to tell
-// costs more: at start each record far from the last read faults on its own page.)
-func (l Layout) treesDense() bool {
-	return len(l.inl.gofunc) >= 12*(len(l.funcs)-1)
+// probeAPI reports whether a function of package sdt, named name after the package's
+// path, is one another package can call: a function or a method with an exported
+// name. A site's inline tree always names one, the call that brought package sdt's
+// code into the caller; the functions sdt inlines into its own (its registry's locks,
+// a site's hit count) hold no site and are left out, which spares a start the search
+// for each function of sdt's that inlined them.
+func probeAPI(name []byte) bool {
+	if end := bytes.IndexByte(name, 0); end >= 0 {
+		name = name[:end]
+	}
+	// A method: (*T).M, (*T[...]).M, T.M; else a function, F or F[...] or a closure of one.
+	if len(name) == 0 {
+		return false
+	}
+	if name[0] == '(' {
+		close := bytes.Index(name, []byte(")."))
+		if close < 0 {
+			return false
+		}
+		name = name[close+2:]
+	} else if dot := bytes.IndexAny(name, ".["); dot >= 0 && name[dot] == '.' && !isClosureSuffix(name[dot+1:]) {
+		name = name[dot+1:]
+	}
+	return len(name) > 0 && name[0] >= 'A' && name[0] <= 'Z'
 }
 
-// inlinersByRecord is inliners from each function's _func record and, for those that
-// inlined anything, their inline tree: on several goroutines in a large program.
-func (l Layout) inlinersByRecord(prefix []byte) ([][2]int, error) {
-	n := len(l.funcs) - 1
-	workers := max(1, min(runtime.GOMAXPROCS(0), n/minInlinersPerWorker))
-	parts := make([][][2]int, workers)
-	errs := make([]error, workers)
-	inParallel(workers, workers, func(_, w int) {
-		out := [][2]int{}
-		for i := w * n / workers; i < (w+1)*n/workers; i++ {
-			inlines, err := l.inlinesProbe(i, prefix)
-			if err != nil {
-				errs[w] = err
-				return
-			}
-			if inlines {
-				out = appendRange(out, int(l.funcs[i].entryoff), int(l.funcs[i+1].entryoff))
-			}
-		}
-		parts[w] = out
-	})
-	out := [][2]int{}
-	for w, p := range parts {
-		if errs[w] != nil {
-			return nil, errs[w]
-		}
-		for _, r := range p {
-			out = appendRange(out, r[0], r[1])
+// isClosureSuffix reports whether what follows a function's name and a dot names a
+// closure or a deferred call's wrapper of it (func1, deferwrap1, gowrap1), not a method.
+func isClosureSuffix(s []byte) bool {
+	for _, p := range []string{"func", "deferwrap", "gowrap"} {
+		if bytes.HasPrefix(s, []byte(p)) && len(s) > len(p) && s[len(p)] >= '0' && s[len(p)] <= '9' {
+			return true
 		}
 	}
-	return out, nil
-}
-
-// appendRange appends [lo, hi) to ranges sorted and merged, which end at or before lo.
-func appendRange(ranges [][2]int, lo, hi int) [][2]int {
-	if n := len(ranges); n > 0 && ranges[n-1][1] == lo {
-		ranges[n-1][1] = hi
-		return ranges
-	}
-	return append(ranges, [2]int{lo, hi})
+	return false
 }
 
 // packageFuncs returns the text of the functions of the packages that can hold sites
@@ -153,8 +119,8 @@ func (l Layout) packageFuncs(mods []string) [][2]int {
 	byPkg := map[string]*pkgRuns{}
 	var cur *pkgRuns
 	var curPkg []byte
-	for i := 0; i < len(l.funcs)-1; i++ {
-		name := l.funcName(i)
+	for i := 0; i < l.tab.Len(); i++ {
+		name := l.tab.Name(i)
 		if name == nil {
 			return nil
 		}
@@ -169,7 +135,7 @@ func (l Layout) packageFuncs(mods []string) [][2]int {
 		if !cur.holds && bytes.Contains(name, fbtCopy) {
 			cur.holds = true
 		}
-		cur.runs = appendRange(cur.runs, int(l.funcs[i].entryoff), int(l.funcs[i+1].entryoff))
+		cur.runs = functab.AppendRange(cur.runs, l.tab.EntryOffset(i), l.tab.EndOffset(i))
 	}
 	var out [][2]int
 	for _, p := range byPkg {
@@ -180,7 +146,7 @@ func (l Layout) packageFuncs(mods []string) [][2]int {
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	merged := [][2]int{} // nothing can hold a site: search nothing, not everything
 	for _, r := range out {
-		merged = appendRange(merged, r[0], r[1])
+		merged = functab.AppendRange(merged, r[0], r[1])
 	}
 	return merged
 }

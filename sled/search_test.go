@@ -1,7 +1,6 @@
 package sled
 
 import (
-	"bytes"
 	"debug/gosym"
 	"reflect"
 	"runtime"
@@ -17,12 +16,12 @@ import (
 // for none of the program's packages.
 func TestPackageOf(t *testing.T) {
 	l := Self()
-	if len(l.funcs) == 0 {
+	if l.tab == nil {
 		t.Skipf("no function table read on %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
 	generic := 0
-	for i := 0; i < len(l.funcs)-1; i++ {
-		name := string(l.funcName(i))
+	for i := 0; i < l.tab.Len(); i++ {
+		name := string(l.tab.Name(i))
 		got := string(packageOf([]byte(name)))
 		if strings.HasPrefix(name, "go:") || strings.HasPrefix(name, "type:") {
 			// The compiler's, of no package since go1.20 (gosym knows it only from
@@ -46,7 +45,7 @@ func TestPackageOf(t *testing.T) {
 	if generic == 0 {
 		t.Error("no generic instantiation among the functions")
 	}
-	t.Logf("%d functions, %d of them instantiations", len(l.funcs)-1, generic)
+	t.Logf("%d functions, %d of them instantiations", l.tab.Len(), generic)
 }
 
 func TestMayHoldSites(t *testing.T) {
@@ -86,7 +85,7 @@ var searchFake = fakesdt.New()
 // runtime's and reflect's.
 func TestSearchRanges(t *testing.T) {
 	l := Self()
-	if len(l.funcs) == 0 {
+	if l.tab == nil {
 		t.Skipf("no function table read on %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
 	if !strings.HasSuffix(probePackage, "fakesdt") {
@@ -124,22 +123,13 @@ func TestSearchRanges(t *testing.T) {
 // functions of the program's modules, and says why.
 func TestInlineTreesUnread(t *testing.T) {
 	l := Self()
-	if len(l.funcs) == 0 {
+	if l.tab == nil {
 		t.Skipf("no function table read on %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
-	l.inl = inlTables{why: "pclntab magic 0xfffffff0, not 0xfffffff1"}
+	l.noInline = "pclntab magic 0xfffffff0, not 0xfffffff1"
 	r, by := l.searchRanges()
 	if r == nil || !strings.Contains(by, "inline trees unread: pclntab magic") {
 		t.Fatalf("%d ranges: %s", len(r), by)
-	}
-	// A pc quantum the tables do not have: decoding goes wrong, and the check with
-	// the runtime's names says so.
-	l = Self()
-	l.inl.quantum++
-	if err := l.checkInlineTrees(); err == nil {
-		t.Error("checkInlineTrees: no error with a wrong pc quantum")
-	} else {
-		t.Log(err)
 	}
 }
 
@@ -168,84 +158,12 @@ func TestSearchFindsEverySite(t *testing.T) {
 	t.Logf("ranges: %d candidates, whole text: %d; %d sites", part.Candidates, all.Candidates, len(part.Sites))
 }
 
-// TestMaxValue: the fast reading of a pc-value table's largest value agrees with the
-// plain one on every inline index table of this test binary.
-func TestMaxValue(t *testing.T) {
-	l := Self()
-	if len(l.funcs) == 0 || l.inl.why != "" {
-		t.Skipf("no inline trees read on %s/%s: %s", runtime.GOOS, runtime.GOARCH, l.inl.why)
-	}
-	tables := 0
-	for i := 0; i < len(l.funcs)-1; i++ {
-		_, pcs, err := l.inlineTree(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pcs == nil {
-			continue
-		}
-		tables++
-		want := int32(-1)
-		if err := eachValue(pcs, l.inl.quantum, func(_, _ uint32, v int32) bool { want = max(want, v); return true }); err != nil {
-			t.Fatal(err)
-		}
-		if got, err := maxValue(pcs); got != want || err != nil {
-			t.Fatalf("%s: maxValue %d, %v; want %d", l.funcName(i), got, err, want)
-		}
-	}
-	if tables == 0 {
-		t.Fatal("no function with an inline tree")
-	}
-	t.Logf("%d inline index tables of %d functions", tables, len(l.funcs)-1)
-}
-
 // BenchmarkSearchRanges: choosing the functions to search in this test binary, from
 // tables already read once (the first read of a page at start costs more).
 func BenchmarkSearchRanges(b *testing.B) {
 	l := Self()
 	for b.Loop() {
 		l.searchRanges()
-	}
-}
-
-// TestPrintedAs: names compare as the runtime prints them, generic ones with "[...]".
-func TestPrintedAs(t *testing.T) {
-	for c, want := range map[[2]string]bool{ // {name in the table, as printed}
-		{"main.f", "main.f"}:                          true,
-		{"main.f", "main.g"}:                          false,
-		{"p.F[go.shape.int]", "p.F[...]"}:             true,
-		{"p.(*T[go.shape.int]).M", "p.(*T[...]).M"}:   true,
-		{"p.F[go.shape.int].func1", "p.F[...].func1"}: true,
-		{"p.F[go.shape.int].func1", "p.F[...].func2"}: false,
-		{"p.F[go.shape.int]", "p.F[go.shape.int]"}:    false,
-		{"p.F[go.shape.int]", "p.G[...]"}:             false,
-		{"p.F[", "p.F["}:                              true,
-		{"p.F]x[", "p.F]x["}:                          true,
-	} {
-		if got := printedAs([]byte(c[0]), c[1]); got != want {
-			t.Errorf("printedAs(%q, %q) = %v, want %v", c[0], c[1], got, want)
-		}
-	}
-	l := Self()
-	if len(l.funcs) == 0 || l.funcnames == nil {
-		t.Skipf("no function names read on %s/%s", runtime.GOOS, runtime.GOARCH)
-	}
-	generic := 0
-	for i := 0; i < len(l.funcs)-1; i++ {
-		if lastAt(l.funcs, i) != i {
-			continue // an alias: FuncForPC names the last function at its entry
-		}
-		name := l.funcName(i)
-		f := runtime.FuncForPC(l.Text + uintptr(l.funcs[i].entryoff))
-		if f == nil || !printedAs(name, f.Name()) {
-			t.Fatalf("function %d: %q printed as %q", i, name, f.Name())
-		}
-		if bytes.IndexByte(name, '[') >= 0 {
-			generic++
-		}
-	}
-	if generic == 0 {
-		t.Error("no generic function in this test binary")
 	}
 }
 

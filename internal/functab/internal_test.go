@@ -1,0 +1,75 @@
+package functab
+
+import (
+	"runtime"
+	"testing"
+)
+
+// TestMaxValue: the fast reading of a pc-value table's largest value agrees with
+// EachValue's on every inline index table of this test binary.
+func TestMaxValue(t *testing.T) {
+	m := Self()
+	if m.Table == nil || m.NoInline != "" {
+		t.Skipf("no inline trees read on %s/%s: %s", runtime.GOOS, runtime.GOARCH, m.NoInline)
+	}
+	tab, tables := m.Table, 0
+	for i := 0; i < tab.Len(); i++ {
+		_, pcs, err := tab.InlineTree(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pcs == nil {
+			continue
+		}
+		tables++
+		want := int32(-1)
+		if err := EachValue(pcs, tab.Quantum, func(_, _ uint32, v int32) bool { want = max(want, v); return true }); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := maxValue(pcs); got != want || err != nil {
+			t.Fatalf("%s: maxValue %d, %v; want %d", tab.Name(i), got, err, want)
+		}
+	}
+	if tables == 0 {
+		t.Fatal("no function with an inline tree")
+	}
+}
+
+// TestCheckInlineTrees: a pc quantum the tables do not have decodes them wrong, and
+// the check against the runtime's frames says so.
+func TestCheckInlineTrees(t *testing.T) {
+	m := Self()
+	if m.Table == nil || m.NoInline != "" {
+		t.Skipf("no inline trees read on %s/%s: %s", runtime.GOOS, runtime.GOARCH, m.NoInline)
+	}
+	if err := m.Table.checkInlineTrees(); err != nil {
+		t.Fatal(err)
+	}
+	bad := *m.Table
+	bad.Quantum++
+	if err := bad.checkInlineTrees(); err == nil {
+		t.Error("checkInlineTrees: no error with a wrong pc quantum")
+	} else {
+		t.Log(err)
+	}
+}
+
+// TestPrintedAs: names compare as the runtime prints them, generic ones with "[...]".
+func TestPrintedAs(t *testing.T) {
+	for c, want := range map[[2]string]bool{ // {name in the table, as printed}
+		{"main.f", "main.f"}:                          true,
+		{"main.f", "main.g"}:                          false,
+		{"p.F[go.shape.int]", "p.F[...]"}:             true,
+		{"p.(*T[go.shape.int]).M", "p.(*T[...]).M"}:   true,
+		{"p.F[go.shape.int].func1", "p.F[...].func1"}: true,
+		{"p.F[go.shape.int].func1", "p.F[...].func2"}: false,
+		{"p.F[go.shape.int]", "p.F[go.shape.int]"}:    false,
+		{"p.F[go.shape.int]", "p.G[...]"}:             false,
+		{"p.F[", "p.F["}:                              true,
+		{"p.F]x[", "p.F]x["}:                          true,
+	} {
+		if got := PrintedAs([]byte(c[0]), c[1]); got != want {
+			t.Errorf("PrintedAs(%q, %q) = %v, want %v", c[0], c[1], got, want)
+		}
+	}
+}
