@@ -35,10 +35,7 @@ func ToggleLayouts(provider string) []ToggleLayout {
 }
 
 // For the external tests: what gosdt's own tools reach through internal/hooks.
-var (
-	Unseal          = unseal
-	SetPatchOptions = setPatchOptions
-)
+var SetPatchOptions = setPatchOptions
 
 // NeedSwitchable skips a test whose probes nothing can switch on this platform
 // (js/wasm: no site is verified and no definition can be located).

@@ -5,7 +5,6 @@ import "github.com/gosdt/gosdt/internal/hooks"
 // Set before any package that imports sdt initialises (a variable, not an init
 // function, so that no file-name order is involved).
 var _ = func() bool {
-	hooks.Unseal = unseal
 	hooks.SetPatchOptions = setPatchOptions
 	return true
 }()

@@ -37,7 +37,6 @@ const (
 	statePatchOff                     // left with its branch check: SDT_PATCH=off
 	stateUnsupported                  // left with its branch check: no patching here
 	stateSealFailed                   // the patch at start failed: cause
-	stateUnsealed                     // unseal gave the site its compiler's check back
 )
 
 // Patchable reports whether the site holds its sled, switched by its toggle.
@@ -57,8 +56,6 @@ func (s *site) reason() string {
 			return "sealed in the binary file, and switching it on at start failed (it stays off): " + s.cause.Error()
 		}
 		return "sealing failed: " + s.cause.Error()
-	case stateUnsealed:
-		return "unsealed by sdt's unseal: the compiler's check is back"
 	}
 	return ""
 }

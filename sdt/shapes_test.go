@@ -338,43 +338,6 @@ func TestSpecErrors(t *testing.T) {
 	}
 }
 
-var unsealed = sdt.Define1[int]("shape", "unsealed", "i")
-
-//go:noinline
-func unsealedSite(i int) { sdt.Probe1(&unsealed, i) }
-
-func TestUnseal(t *testing.T) {
-	needSites(t)
-	if !patching {
-		t.Skip("sites are not sealed here")
-	}
-	for _, l := range sdt.ToggleLayouts("shape") {
-		if strings.HasSuffix(l.Func, ".unsealedSite") && l.At > 0 {
-			t.Skipf("the site toggles after a lead NOP (+%d), which Unseal refuses (see TestUnsealRefusesLeads)", l.At)
-		}
-	}
-	n, err := sdt.Unseal("shape:::unsealed")
-	if err != nil || n != 1 {
-		t.Fatalf("Unseal = %d, %v; want 1 site", n, err)
-	}
-	if st := mustList(t, "shape:::unsealed")[0].Sites[0]; st.State != sdt.BranchOnly {
-		t.Errorf("after Unseal: %v", st.State)
-	}
-	var seen []string
-	defer record(unsealed.Attach, &seen)()
-	unsealedSite(1)
-	enable(t, "shape:::unsealed")
-	unsealedSite(2)
-	if want := []string{"2"}; !slices.Equal(seen, want) {
-		t.Errorf("fires through the restored branch check: %q, want %q", seen, want)
-	}
-	// A site that has been enabled may have a goroutine parked on its padding.
-	enable(t, "shape:::loop")
-	if _, err := sdt.Unseal("shape:::loop"); err == nil || !strings.Contains(err.Error(), "has been enabled") {
-		t.Errorf("Unseal of a site that was enabled: %v", err)
-	}
-}
-
 func TestDiscoveryStats(t *testing.T) {
 	d := sdt.Discovery()
 	t.Logf("%+v", d)

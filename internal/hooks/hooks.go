@@ -6,10 +6,6 @@ package hooks
 import "github.com/gosdt/gosdt/patch"
 
 var (
-	// Unseal puts the compiler's own check back at the never-enabled sealed sites
-	// that spec matches (see sdt's unseal), so that benchmarks compare a sealed site
-	// with a branch check in one process.
-	Unseal func(spec string) (int, error)
 	// SetPatchOptions chooses how Enable and Disable rewrite sites and returns the
 	// previous options.
 	SetPatchOptions func(patch.Options) patch.Options

@@ -32,7 +32,6 @@ import "github.com/gosdt/gosdt/sdt"
 var (
 	alignedNear = sdt.Define2[uint64, uint64]("aligned", "near", "worker", "x")
 	alignedFar  = sdt.Define6[uint64, uint64, uint64, uint64, uint64, uint64]("aligned", "far", "worker", "x", "a", "c", "d", "e")
-	alignedSpare = sdt.Define1[uint64]("aligned", "spare", "x")
 )
 
 `)
@@ -55,17 +54,6 @@ var (
 		pairs(i)
 		fmt.Fprintf(&b, "\tsdt.Probe6(&alignedFar, w, x, a, c, d, e)\n\treturn x + a + c + d + e + f + g + h + j + k\n}\n\n")
 	}
-	// spare: never enabled, for the tests of what sdt.Unseal refuses.
-	for i := range funcs {
-		fmt.Fprintf(&b, "//go:noinline\nfunc alignedSpare%02d(x uint64) uint64 {\n", i)
-		pairs(i)
-		fmt.Fprintf(&b, "\tsdt.Probe1(&alignedSpare, x)\n\treturn x\n}\n\n")
-	}
-	b.WriteString("// alignedSpares are never enabled.\nvar alignedSpares = []func(uint64) uint64{\n")
-	for i := range funcs {
-		fmt.Fprintf(&b, "\talignedSpare%02d,\n", i)
-	}
-	b.WriteString("}\n\n")
 	b.WriteString("// alignedFuncs are the generated functions; w names the calling worker.\nvar alignedFuncs = []func(w, x uint64) uint64{\n")
 	for i := range funcs {
 		fmt.Fprintf(&b, "\talignedNear%02d, alignedFar%02d,\n", i, i)
