@@ -31,12 +31,12 @@ func AddSections(image []byte, secs []Section) ([]byte, error) {
 	if f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB {
 		return nil, fmt.Errorf("usdt: %v %v ELF: only 64-bit little-endian files are supported", f.Class, f.Data)
 	}
-	bo := binary.LittleEndian
-	shoff := bo.Uint64(image[0x28:])
-	shentsize := int(bo.Uint16(image[0x3a:]))
-	shnum := int(bo.Uint16(image[0x3c:]))
-	shstrndx := int(bo.Uint16(image[0x3e:]))
-	if shentsize != 64 || shnum == 0 || shstrndx >= shnum || shoff+uint64(shnum*64) > uint64(len(image)) {
+	var eh elf.Header64
+	if _, err := binary.Decode(image, binary.LittleEndian, &eh); err != nil {
+		return nil, fmt.Errorf("usdt: ELF header: %w", err)
+	}
+	shnum := int(eh.Shnum)
+	if eh.Shentsize != sectionHeaderSize || shnum == 0 || int(eh.Shstrndx) >= shnum || eh.Shoff+uint64(shnum*sectionHeaderSize) > uint64(len(image)) {
 		return nil, fmt.Errorf("usdt: no usable section header table")
 	}
 	for _, s := range secs {
@@ -44,19 +44,18 @@ func AddSections(image []byte, secs []Section) ([]byte, error) {
 			return nil, fmt.Errorf("usdt: the file already has a %s section", s.Name)
 		}
 	}
-	headers := append([]byte(nil), image[shoff:shoff+uint64(shnum*64)]...)
-	strtab := f.Sections[shstrndx]
-	names, err := strtab.Data()
+	headers := make([]elf.Section64, shnum, shnum+len(secs))
+	if _, err := binary.Decode(image[eh.Shoff:], binary.LittleEndian, headers); err != nil {
+		return nil, fmt.Errorf("usdt: section headers: %w", err)
+	}
+	names, err := f.Sections[eh.Shstrndx].Data()
 	if err != nil {
 		return nil, fmt.Errorf("usdt: section names: %w", err)
 	}
 
 	out := append([]byte(nil), image...)
 	appendAligned := func(data []byte, align uint64) uint64 {
-		if align == 0 {
-			align = 1
-		}
-		for uint64(len(out))%align != 0 {
+		for align > 1 && uint64(len(out))%align != 0 {
 			out = append(out, 0)
 		}
 		off := uint64(len(out))
@@ -64,35 +63,33 @@ func AddSections(image []byte, secs []Section) ([]byte, error) {
 		return off
 	}
 	for _, s := range secs {
-		nameOff := uint32(len(names))
+		h := elf.Section64{Name: uint32(len(names)), Type: uint32(s.Type), Flags: uint64(s.Flags), Addr: s.Addr, Size: s.Size, Addralign: max(s.Align, 1)}
 		names = append(append(names, s.Name...), 0)
-		var h [64]byte
-		bo.PutUint32(h[0:], nameOff)
-		bo.PutUint32(h[4:], uint32(s.Type))
-		bo.PutUint64(h[8:], uint64(s.Flags))
-		bo.PutUint64(h[16:], s.Addr)
-		size, off := s.Size, uint64(0)
 		if s.Flags&elf.SHF_ALLOC != 0 && s.Data == nil {
-			if off, err = FileOffset(f, s.Addr, size); err != nil {
+			if h.Off, err = FileOffset(f, s.Addr, s.Size); err != nil {
 				return nil, fmt.Errorf("usdt: %s: %w", s.Name, err)
 			}
 		} else {
-			size, off = uint64(len(s.Data)), appendAligned(s.Data, s.Align)
+			h.Size, h.Off = uint64(len(s.Data)), appendAligned(s.Data, s.Align)
 		}
-		bo.PutUint64(h[24:], off)
-		bo.PutUint64(h[32:], size)
-		bo.PutUint64(h[48:], max(s.Align, 1))
-		headers = append(headers, h[:]...)
+		headers = append(headers, h)
 	}
-	namesOff := appendAligned(names, 1)
-	sh := headers[shstrndx*64:]
-	bo.PutUint64(sh[24:], namesOff)
-	bo.PutUint64(sh[32:], uint64(len(names)))
-	newShoff := appendAligned(headers, 8)
-	bo.PutUint64(out[0x28:], newShoff)
-	bo.PutUint16(out[0x3c:], uint16(shnum+len(secs)))
+	headers[eh.Shstrndx].Off = appendAligned(names, 1)
+	headers[eh.Shstrndx].Size = uint64(len(names))
+	table, err := binary.Append(nil, binary.LittleEndian, headers)
+	if err != nil {
+		return nil, err
+	}
+	eh.Shoff = appendAligned(table, 8)
+	eh.Shnum = uint16(len(headers))
+	if _, err := binary.Encode(out, binary.LittleEndian, &eh); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
+
+// sectionHeaderSize is the size of an elf.Section64 in the file.
+const sectionHeaderSize = 64
 
 // FileOffset is where the size bytes at addr are in the file, from the loaded segments.
 func FileOffset(f *elf.File, addr, size uint64) (uint64, error) {
