@@ -64,11 +64,10 @@ func kindOfName(t string) bridge.Kind {
 // setArg stores argument i: a string in Strs, anything else as its raw bits in the
 // low bytes of its slot, which the caller has zeroed (the probe's consumers widen
 // small signed integers and float32s to what the slot holds, once per fire: fix).
-// Per instantiation the size is a constant, and this one move. On 64-bit machines
-// only a string is 16 bytes; on 32-bit ones 8-byte numbers are a string's size too,
-// and the argument's kind (set before) tells them apart.
+// The argument's kind (set before, from the definition's type) says which; the size,
+// a constant per instantiation, only spares the load where T cannot be a string.
 func setArg[T Arg](v *argv, i int, x *T) {
-	if unsafe.Sizeof(*x) == unsafe.Sizeof("") && (unsafe.Sizeof("") != 8 || v.Kinds[i] == bridge.String) {
+	if unsafe.Sizeof(*x) == unsafe.Sizeof("") && v.Kinds[i] == bridge.String {
 		v.Strs[i] = *(*string)(unsafe.Pointer(x))
 	} else {
 		*(*T)(unsafe.Pointer(&v.Slots[i])) = *x

@@ -1,5 +1,5 @@
-// Command gen writes sdt's probes_gen.go: the probe types P0..P6 and their functions,
-// which differ only in arity. Run it with `go generate ./sdt`.
+// Command gen writes sdt's probes_gen.go: the probe types P0..P6 and the latency
+// probe types, and their functions, which differ only in arity. Run it with `go generate ./sdt`.
 package main
 
 import (
@@ -13,6 +13,9 @@ import (
 
 const maxArity = 6
 
+// maxLatencyArity is the most arguments a latency probe has besides latency_ns.
+const maxLatencyArity = 1
+
 var letters = []string{"A", "B", "C", "D", "E", "F"}
 var names = []string{"a", "b", "c", "d", "e", "f"}
 
@@ -24,6 +27,9 @@ func main() {
 	fmt.Fprintln(&b, "package sdt")
 	for n := 0; n <= maxArity; n++ {
 		arity(&b, n)
+	}
+	for n := 0; n <= maxLatencyArity; n++ {
+		latency(&b, n)
 	}
 	src, err := format.Source(b.Bytes())
 	if err != nil {
@@ -106,22 +112,107 @@ func (p *%[10]s) Attach(h %[4]s) (detach func()) { return p.handlers.add(h) }
 //go:noinline
 func (p *%[10]s) fire(%[13]s) {
 	ret := callerPC()
-	pid, s, ok := p.admit(ret)
+`, n, plural, tparams, fn, argDoc(ns), nameParams, targs, strings.Join(argNames, ", "), strings.Join(types, ", "),
+		P, prefixComma(params), strings.Join(args, ", "), strings.Join(params, ", "))
+	fireRest(b, "", args)
+}
+
+// fireRest writes the rest of a fire method, after its return address is read:
+// admission, the consumers (pinned), then the handlers. before runs once the fire is
+// admitted (a latency probe computes its first argument there).
+func fireRest(b *bytes.Buffer, before string, args []string) {
+	fmt.Fprintf(b, `	pid, s, ok := p.admit(ret)
 	if !ok {
 		return
-	}
+	}%[1]s
 	if cs := p.consumers(); cs != nil {
 		var v firing
-		v.N, v.Kinds = cs.n, cs.kinds%[14]s
+		v.N, v.Kinds = cs.n, cs.kinds%[2]s
 		cs.emit(pid, s, ret, &v)
 	}
 	procUnpin()
 	for _, h := range p.handlers.list.load() {
-		(*h)(%[12]s)
+		(*h)(%[3]s)
 	}
 }
-`, n, plural, tparams, fn, argDoc(ns), nameParams, targs, strings.Join(argNames, ", "), strings.Join(types, ", "),
-		P, prefixComma(params), strings.Join(args, ", "), strings.Join(params, ", "), setArgs(ns))
+`, before, setArgs(args), strings.Join(args, ", "))
+}
+
+// latency writes the latency probe with n arguments after latency_ns.
+func latency(b *bytes.Buffer, n int) {
+	ls, ns := letters[:n], names[:n]
+	suffix, tparams, targs := "", "", ""
+	if n > 0 {
+		suffix = fmt.Sprint(n)
+		tparams = "[" + strings.Join(ls, ", ") + " Arg]"
+		targs = "[" + strings.Join(ls, ", ") + "]"
+	}
+	fn := "func(" + strings.Join(append([]string{"int64"}, ls...), ", ") + ")"
+	hparams := []string{"latencyNS int64"}
+	params, argNames, types := []string{}, []string{}, []string{"argType[int64]()"}
+	for i := range n {
+		params = append(params, ns[i]+" "+ls[i])
+		argNames = append(argNames, ns[i]+"Name")
+		types = append(types, "argType["+ls[i]+"]()")
+		hparams = append(hparams, ns[i]+" "+ls[i])
+	}
+	L := "Latency" + suffix + targs
+	what, nameParams, more := "with no argument besides latency_ns", " string", ""
+	if n > 0 {
+		what = fmt.Sprintf("with %d argument after latency_ns (a status, a size)", n)
+		nameParams = ", " + strings.Join(argNames, ", ") + " string"
+		more = " and " + strings.Join(argNames, ", ")
+	}
+	fmt.Fprintf(b, `
+// Latency%[1]s is a latency probe %[2]s. Define it once, as a package-level variable,
+// with DefineLatency%[1]s; copying it is a vet error.
+type Latency%[1]s%[3]s struct {
+	head
+	handlers *handlers[%[4]s]
+}
+
+// DefineLatency%[1]s defines the latency probe provider:name, whose arguments are
+// latency_ns%[5]s.
+//
+//go:noinline
+func DefineLatency%[1]s%[3]s(provider, name%[6]s) %[7]s {
+	return %[7]s{head: define(provider, name, []string{"latency_ns"%[8]s}, []argT{%[9]s}),
+		handlers: new(handlers[%[4]s])}
+}
+
+// Start returns the time, if p is enabled; else 0, without reading the clock.
+func (p *%[7]s) Start() Stamp {
+	if p.on != 0 {
+		return Stamp(nanotime())
+	}
+	return 0
+}
+
+// End fires p with the nanoseconds since t%[10]s, if p is enabled and t was taken
+// while it was.
+func (p *%[7]s) End(t Stamp%[11]s) {
+	if p.on != 0 {
+		p.fire(t%[12]s)
+	}
+}
+
+// Enabled reports whether p is on.
+func (p *%[7]s) Enabled() bool { return p.on != 0 }
+
+// Attach adds an in-process handler of the latencies, called while p is enabled.
+func (p *%[7]s) Attach(h func(%[13]s)) (detach func()) { return p.handlers.add(h) }
+
+// fire is the out-of-line half of End: the clock is read here, not at the site.
+//
+//go:noinline
+func (p *%[7]s) fire(t Stamp%[11]s) {
+	ret := callerPC()
+	if t == 0 {
+		return
+	}
+`, suffix, what, tparams, fn, more, nameParams, L, prefixComma(argNames), strings.Join(types, ", "),
+		prefixComma(names[:n]), prefixComma(params), prefixComma(ns), strings.Join(hparams, ", "))
+	fireRest(b, "\n\td := nanotime() - int64(t)", append([]string{"d"}, ns...))
 }
 
 func argDoc(ns []string) string {
