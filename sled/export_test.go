@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/gosdt/gosdt/internal/functab"
+	"github.com/gosdt/gosdt/internal/functab/elffile"
 )
 
 // SetProbePackage makes path the probe package for a test, and returns what puts the
@@ -38,7 +38,7 @@ func FileSearch(path string) (text uint64, ranges [][2]int, how string, err erro
 		return 0, nil, "", err
 	}
 	defer f.Close()
-	tab, err := functab.ReadELF(f)
+	tab, err := elffile.Read(f)
 	if err != nil {
 		return 0, nil, "", fmt.Errorf("%s: %v", path, err)
 	}

@@ -1,34 +1,37 @@
-package functab
+// Package elffile reads the Go function table of an ELF binary (package functab's
+// Table) from its sections: kept apart so that a traced process does not link debug/elf.
+package elffile
 
 import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"unsafe"
+
+	"github.com/gosdt/gosdt/internal/functab"
 )
 
-// ErrNotGo is what ReadELF's error matches when the file has no Go function table.
+// ErrNotGo is what Read's error matches when the file has no Go function table.
 var ErrNotGo = errors.New("not a Go binary")
 
-// ReadELF reads the function table of a 64-bit little-endian Go ELF binary (linux/amd64,
+// Read reads the function table of a 64-bit little-endian Go ELF binary (linux/amd64,
 // linux/arm64): its .gopclntab, which stripping keeps (the runtime needs it), with
 // runtime.text and go:func.* found as the runtime finds them when the symbol table is
 // gone. Its pcs are the file's link-time addresses.
-func ReadELF(f *elf.File) (*Table, error) {
+func Read(f *elf.File) (*functab.Table, error) {
 	text, pcln := f.Section(".text"), f.Section(".gopclntab")
 	if text == nil || pcln == nil {
 		return nil, fmt.Errorf("%w (no .text or .gopclntab section)", ErrNotGo)
 	}
 	if f.Class != elf.ELFCLASS64 || f.ByteOrder != binary.LittleEndian {
-		return nil, fmt.Errorf("%w: %v %v binary", ErrLayout, f.Class, f.ByteOrder)
+		return nil, fmt.Errorf("%w: %v %v binary", functab.ErrLayout, f.Class, f.ByteOrder)
 	}
 	data, err := pcln.Data()
 	if err != nil {
 		return nil, fmt.Errorf(".gopclntab: %w", err)
 	}
 	start := textStart(f, text, data)
-	t, err := New(data, start, nil)
+	t, err := functab.New(data, start, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +39,7 @@ func ReadELF(f *elf.File) (*Table, error) {
 		for _, s := range f.Sections {
 			if s.Flags&elf.SHF_ALLOC != 0 && s.Type == elf.SHT_PROGBITS && at >= s.Addr && at < s.Addr+s.Size {
 				if b, err := s.Data(); err == nil {
-					t.gofunc = b[at-s.Addr:]
+					t.SetGofunc(b[at-s.Addr:])
 				}
 			}
 		}
@@ -55,18 +58,14 @@ func textStart(f *elf.File, text *elf.Section, pcln []byte) uint64 {
 			}
 		}
 	}
-	if len(pcln) >= headerSize {
-		if v := binary.LittleEndian.Uint64(pcln[headerTextStart:]); v >= text.Addr && v < text.Addr+text.Size {
-			return v
-		}
+	if v := functab.HeaderTextStart(pcln); v >= text.Addr && v < text.Addr+text.Size {
+		return v
 	}
 	return text.Addr
 }
 
 // goFunc finds go:func.*, which funcdata offsets are relative to: in the symbol table,
-// else as the runtime does, in runtime.firstmoduledata, which starts with a pointer to
-// .gopclntab and has runtime.text in its text field: the .go.module section (go1.26), or
-// a word of .noptrdata (before). 0 if neither has it.
+// else in runtime.firstmoduledata (functab.FindGofunc). 0 if neither has it.
 func goFunc(f *elf.File, pclnAddr, text uint64) uint64 {
 	if syms, err := f.Symbols(); err == nil {
 		for _, s := range syms {
@@ -75,21 +74,12 @@ func goFunc(f *elf.File, pclnAddr, text uint64) uint64 {
 			}
 		}
 	}
-	var md moduleData[uint64]
-	textOff, gofuncOff := uint64(unsafe.Offsetof(md.text)), uint64(unsafe.Offsetof(md.gofunc))
-	le := binary.LittleEndian
 	for _, name := range []string{".go.module", ".noptrdata"} {
-		data := f.Section(name)
-		if data == nil {
-			continue
-		}
-		b, err := data.Data()
-		if err != nil {
-			continue
-		}
-		for i := (8 - data.Addr%8) % 8; i+uint64(unsafe.Sizeof(md)) <= uint64(len(b)); i += 8 {
-			if le.Uint64(b[i:]) == pclnAddr && le.Uint64(b[i+textOff:]) == text {
-				return le.Uint64(b[i+gofuncOff:])
+		if data := f.Section(name); data != nil {
+			if b, err := data.Data(); err == nil {
+				if at := functab.FindGofunc(b, data.Addr, pclnAddr, text); at != 0 {
+					return at
+				}
 			}
 		}
 	}
