@@ -23,7 +23,7 @@ func Supported() bool { return true }
 
 // Prepare starts, in the background, what the first Apply that is not Quiescent would
 // otherwise wait for: registering for membarrier's core serialization, which takes the
-// kernel an RCU grace period (5 to 30 ms measured on a 2-vCPU VM) once a process has
+// kernel an RCU grace period (milliseconds: bench/README.md, "Start-up") once a process has
 // more than one thread, as every Go program has by the time any package initialises.
 func Prepare() { go membarrierOK() }
 

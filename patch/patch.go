@@ -32,7 +32,7 @@ const (
 	// goroutine that ran the init, or one it made), long after such a fetch. This is
 	// the argument of Linux's text_poke_early for module text that is not yet live.
 	// It spares every program's start the kernel's registration for membarrier's core
-	// serialization, an RCU grace period (5 to 30 ms measured on a 2-vCPU VM).
+	// serialization, an RCU grace period: milliseconds (bench/README.md, "Start-up").
 	Quiescent
 )
 

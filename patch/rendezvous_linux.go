@@ -24,14 +24,14 @@ package patch
 // this package used first): the scheduler gives no say in where a goroutine runs. With
 // every P busy, a spinner waits in the global run queue behind every goroutine that
 // sysmon's 10ms preemption put there, and a busy P looks at that queue only when its own
-// local queue is empty. Measured (BenchmarkRendezvousUnderLoad, 2-vCPU Intel Xeon VM,
-// every P running loops that never block, allocate or yield): at GOMAXPROCS 2 and 8 all
-// 40 of 40 spinner rendezvous timed out (p50 254 and 392 ms over 3 attempts of 50 ms);
-// without patience and with 4n spinners they gathered, in 80-135 ms at GOMAXPROCS 2 and
-// 200-460 ms at 8; forcing a reschedule of every P with a stop-the-world once the spinners
-// were queued (runtime.ReadMemStats) made it worse, 486-536 ms, because the preempted
-// goroutines' own local queues still come first. The GOMAXPROCS round trip gathers in
-// the time a stop-the-world takes.
+// local queue is empty. With every P running loops that never block, allocate or
+// yield, spinner rendezvous timed out at every GOMAXPROCS tried; without patience, and
+// with more spinners than Ps, they gathered only after many time slices; forcing a
+// reschedule of every P with a stop-the-world once the spinners were queued
+// (runtime.ReadMemStats) made it worse, because the preempted goroutines' own local
+// queues still come first. The GOMAXPROCS round trip gathers in the time a
+// stop-the-world takes. (bench/README.md, "Enable/disable latency", has the figures of
+// both and the command, BenchmarkRendezvousUnderLoad.)
 //
 // What the round trip costs the program, besides its two stop-the-worlds:
 //   - It waits for a garbage collection in progress to finish (a stop-the-world for
@@ -63,12 +63,11 @@ package patch
 // world has restarted but before the runtime releases its GC semaphore. No stop-the-world
 // (the backup's restore included) can start until the caller runs again, behind every
 // goroutine queued for the one P. That happens when the P the caller ends up on had a time
-// slice about to expire: measured with the execution tracer at GOMAXPROCS 8 with four
-// CPU-bound goroutines per P on a 2-vCPU VM, 5 times in 38,000 rendezvous (652-708 ms on
-// one P each; the median time on one P was 15 us, the 99th percentile 44-73 us); never in
-// 2,000 at GOMAXPROCS 2 (at most 0.10 ms). A stop-the-world just before the shrink, so
-// that a pending preemption would strike at full GOMAXPROCS instead (ReadMemStats), did
-// not make it rarer (2 in 20,000 against 3 in 18,000).
+// slice about to expire: rare (a few in tens of thousands of rendezvous with several
+// CPU-bound goroutines per P, seen with the execution tracer; bench/README.md has the
+// figures), but then the program runs on one P for as long as those goroutines take. A
+// stop-the-world just before the shrink, so that a pending preemption would strike at
+// full GOMAXPROCS instead (ReadMemStats), did not make it rarer.
 //
 // What the rendezvous does not stop, and why that is sound:
 //   - Threads without a P: sysmon, signal handlers, threads in syscalls or idle. They run
@@ -162,7 +161,7 @@ func (b *batch) rendezvousOnce() (done bool, idx int, e unix.Errno, herr error) 
 
 	// The backup must be parked before the world shrinks: a goroutine that has not run
 	// yet sits in a run queue, and the retired Ps' queues go to the global one, which the
-	// last P reads after its own (measured: 690 ms on one P when that happened).
+	// last P reads after its own: the backup would wait behind every busy goroutine.
 	<-waiting
 	runtime.GOMAXPROCS(1)
 	shrunk.Store(int64(time.Since(start)))

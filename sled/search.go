@@ -18,7 +18,7 @@ import (
 // and of package main can hold a site, and also those of a standard package that
 // `sdtctl toolexec -rules` instrumented: its traced copies are named
 // pkg.__sdt_fbt<i>_<j>t. Searching only those spares the start-up most of the text
-// (hello world with one probe: 1.1 MB of text, almost all of it the runtime and fmt).
+// (in hello world with one probe, almost all of the text is the runtime's and fmt's).
 // But a site is always the flag check of one of package sdt's functions inlined into
 // another (package sdt itself reads flags only through pointers, which are no sites),
 // so only the functions whose inline tree names a function of sdt's API (the call that

@@ -28,9 +28,9 @@ func (t *Table) Inliners(prefix []byte, accept func(rest []byte) bool) ([][2]int
 }
 
 // treesDense reports whether the funcdata, where the inline trees are, average at least
-// 12 bytes a function. Where they are fewer, few functions inlined anything (a program
-// of 48,000 functions that inline nothing: 7 bytes a function; the go command: 120),
-// and the search for the function of a tree would read about as many records as
+// 12 bytes a function. Where they are fewer, few functions inlined anything (a large
+// generated program that inlines nothing has about half that; the go command ten
+// times as much), and the search for the function of a tree would read about as many records as
 // InlinersByRecord. (Reading a sample of the records to tell costs more: at start each
 // record far from the last read faults on its own page.)
 func (t *Table) treesDense() bool { return len(t.gofunc) >= 12*t.nfunc }
@@ -111,13 +111,13 @@ func AppendRange(ranges [][2]int, lo, hi int) [][2]int {
 }
 
 // Finding the inliners from the other end. Reading every function's record
-// (InlinersByRecord) reads most of the pclntab: 4.2 MB of it in a program of 48,000
-// functions, and at start a page read for the first time is expensive, more so when
-// its neighbours were not just read. The funcdata hold the inline trees, and the
+// (InlinersByRecord) reads most of the pclntab, megabytes of it in a large program,
+// and at start a page read for the first time is expensive, more so when its
+// neighbours were not just read (bench/README.md, "Discovery"). The funcdata hold the inline trees, and the
 // linker writes them in the order of the functions (cmd/link's pclntab: funcdata in the
 // functions' order, sorted stably by alignment, each tree 4-aligned), so the tree
-// entries that name the functions sought can be found by a scan of the funcdata (340 KB
-// in that program) for those names' offsets, taken from a scan of the name table, and
+// entries that name the functions sought can be found by a scan of the funcdata (a
+// tenth of that size) for those names' offsets, taken from a scan of the name table, and
 // each entry's function by a binary search over the function table that reads a few
 // records. Every entry the scan finds must be explained: a field of some function's
 // tree, or the name of one of its calls; one that is not (a layout this code does not

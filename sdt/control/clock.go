@@ -12,8 +12,9 @@ import (
 //go:linkname nanotime runtime.nanotime
 func nanotime() int64
 
-// Events are stamped in ticks of the CPU's counter (stamp): on this project's AMD
-// EPYC VM the runtime's clock costs 30 ns, a third of it the counter read. A tick's
+// Events are stamped in ticks of the CPU's counter (stamp): reading the counter alone
+// costs a fraction of the runtime's clock, which also converts and reads the vDSO's
+// data (bench/README.md has both costs). A tick's
 // length is measured against the runtime's clock from a pair read when the control
 // plane started to one read when the ticks are converted, so the longer a process
 // runs, the closer it is.
