@@ -267,6 +267,23 @@ func FuzzDecodeResponse(f *testing.F) {
 		if err != nil {
 			return
 		}
+		// What decodes is a response the server could have sent: encoded again, it
+		// decodes to what encodes the same (fields skipped as unknown, and empty ones,
+		// which the encoding leaves out, aside).
+		b, err := AppendFrame(nil, r)
+		if err != nil {
+			if len(in) <= MaxFrame {
+				t.Fatalf("a decoded response does not encode: %v\n%+v", err, r)
+			}
+			return
+		}
+		again, err := DecodeResponse(b[4:])
+		if err != nil {
+			t.Fatalf("a decoded response, encoded again, does not decode: %v\n%+v", err, r)
+		}
+		if b2, err := AppendFrame(nil, again); err != nil || !bytes.Equal(b, b2) {
+			t.Fatalf("decoded %+v, encoded again and decoded %+v, which encodes otherwise (%v)", r, again, err)
+		}
 		var er EventReader
 		er.Read(r)
 	})
