@@ -56,6 +56,9 @@ func listBinary(path string, specs []string, asJSON bool, w io.Writer) error {
 		}
 		out = append(out, o)
 	}
+	if sp != nil && len(out) == 0 {
+		return fail(exitNoMatch, "%s: %q matches no probe site", path, specs[0])
+	}
 	if asJSON {
 		for _, p := range groupSites(out) {
 			printJSON(w, p)
