@@ -10,12 +10,31 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gosdt/gosdt/internal/testutil"
 )
+
+// lockedBuffer is a buffer a command writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
 
 // TestSignalModeKeepsCtrlC starts a program in SDT_MODE=signal with SDT_SIGNAL=SIGINT:
 // refused, said on stderr with sdt's prefix, SIGUSR2 toggles its probes, and SIGINT
@@ -31,7 +50,7 @@ func TestSignalModeKeepsCtrlC(t *testing.T) {
 	}
 	cmd := testutil.Command(bin)
 	cmd.Env = append(os.Environ(), "SDT_MODE=signal", "SDT_SIGNAL=SIGINT", "SDT_CONTROL=off")
-	var stderr bytes.Buffer
+	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
