@@ -48,7 +48,7 @@ func dial(pid int) (*client, error) {
 			return nil, fail(exitNotGosdt, "pid %d: not a gosdt process (no control socket %s), or one in namespaces that are not reachable (%v)", pid, path, p.hidden)
 		case errors.Is(err, syscall.ENOENT):
 			return nil, fail(exitNotGosdt, "pid %d: not a gosdt process (no control socket %s)", pid, path)
-		case !alive(pid):
+		case gone(pid):
 			return nil, fail(exitExited, "pid %d: process exited", pid)
 		}
 		return nil, fail(exitNotGosdt, "pid %d: not a gosdt process: %v", pid, err)
