@@ -321,9 +321,9 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 		q.Hist = ctlproto.HistLinear
 	}
 	shown := q.Value // the column's name: len(ARG) as the user wrote it
-	flag := "--value"
+	folding := "--value"
 	if *hist != "" {
-		flag = "--hist"
+		folding = "--hist"
 	}
 	cls, err := o.targets(false)
 	if err != nil {
@@ -342,7 +342,7 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 			}
 		}
 		for _, cl := range cls {
-			if err := checkFolded(cl, q.Spec, flag, q.Value, arg, length); err != nil {
+			if err := checkFolded(cl, q.Spec, folding, q.Value, arg, length); err != nil {
 				return err
 			}
 		}
@@ -350,8 +350,7 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	}
 	st := newStopper(stop)
 	var mu sync.Mutex
-	var fails failures
-	fails.stderr = stderr
+	fails := failures{stderr: stderr}
 	var wg sync.WaitGroup
 	for _, cl := range cls {
 		wg.Add(1)
