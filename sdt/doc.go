@@ -27,7 +27,10 @@
 // ErrMalformedSpec (a *SpecError with the byte at fault) and ErrNotSupported (a
 // platform where nothing the spec names can be switched).
 //
-// Environment: SDT_MODE (off, on, signal), SDT_SIGNAL, SDT_PATCH (off: branch checks
+// Environment: SDT_MODE (off, on, signal), SDT_SIGNAL (the toggle of signal mode,
+// SIGUSR2 by default; one that cannot be caught, stops or suspends a program, reports
+// a fault or is the runtime's or the system's own is refused with a warning on stderr
+// and SIGUSR2 kept: Ctrl-C goes on stopping the program), SDT_PATCH (off: branch checks
 // only), SDT_PATCH_PROTOCOL (auto, atomic, rendezvous), SDT_CONTROL (off: no socket),
 // SDT_USDT_POLL (sealed binaries: how often USDT semaphores are read, default 100ms).
 // A binary sealed by sdtctl seal starts from its site table instead of a scan, and

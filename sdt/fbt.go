@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gosdt/gosdt/internal/fbt/tracedcopy"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
 )
 
@@ -102,17 +103,50 @@ func DefineFunc(provider, usdt, module, function, which, args, types string) Fun
 	return Func{head: head{on: h.on, core: h.core}, fn: d}
 }
 
-// nameSite names a site of an fbt probe after the instrumented function: sites in its
-// traced copy (and that copy's deferred check) are the function's. The registry calls
-// it as it binds a site to its definition.
-func nameSite(p *probe, s *site) {
-	if d := funcProbes[p]; d != nil {
-		s.Module, s.Func = d.module, d.function
+// nameSites names the sites just bound to their definitions after the function the
+// user wrote: an fbt probe's sites after its instrumented function (the gates are in
+// it; the traced copy and the copy's deferred check hold the rest), and every site in
+// a traced copy, of any probe, after the function copied (tracedcopy.Rename). A
+// hand-written probe in an instrumented function then has one name whether its
+// function ran as written (its fbt probes off) or as the copy (one on): a spec
+// matches the same sites whatever is enabled, and List shows the probe once. The
+// copies are learnt from the fbt probes' own sites in them, which may be bound after
+// another probe's site in the same copy (its definition's package ran its init
+// earlier): learning a copy names again the sites bound before. Call with r.mu held.
+func (r *registry) nameSites(bound []*site) {
+	learnt := false
+	for _, s := range bound {
+		if d := funcProbes[s.probe]; d != nil {
+			if id, _, ok := tracedcopy.Split(s.Func); ok && copies[s.Module+"."+id] == nil {
+				copies[s.Module+"."+id] = d
+				learnt = true
+			}
+		}
+	}
+	if learnt {
+		bound = r.sites // bound or not: an unbound site is named when it is bound
+	}
+	for _, s := range bound {
+		if s.probe == nil {
+			continue
+		}
+		if d := funcProbes[s.probe]; d != nil {
+			s.Module, s.Func = d.module, d.function
+		} else if id, rest, ok := tracedcopy.Split(s.Func); ok {
+			if d := copies[s.Module+"."+id]; d != nil {
+				s.Module, s.Func = d.module, tracedcopy.Rename(d.function, rest)
+			}
+		}
 	}
 }
 
-// funcProbes maps fbt probe descriptors to their function (guarded by reg.mu).
-var funcProbes = map[*probe]*funcDesc{}
+// funcProbes maps fbt probe descriptors to their function, and copies the traced
+// copies (package path + "." + tracedcopy identifier) to the function they copy
+// (guarded by reg.mu).
+var (
+	funcProbes = map[*probe]*funcDesc{}
+	copies     = map[string]*funcDesc{}
+)
 
 // Enabled reports whether p is on. Generated code guards every use of p with it.
 func (p *Func) Enabled() bool { return p.on != 0 }

@@ -128,7 +128,7 @@ func (r *registry) resolve() {
 		}
 		r.described = true
 	}
-	rest := r.unbound[:0]
+	rest, bound := r.unbound[:0], []*site(nil)
 	for _, s := range r.unbound {
 		// The variable may be being written right now: a client or a USDT tracer can
 		// ask while later packages still run their init. Its descriptor was registered
@@ -141,11 +141,14 @@ func (r *registry) resolve() {
 			continue
 		}
 		s.probe = p
-		nameSite(p, s)
 		p.sites = append(p.sites, s)
 		p.addHead(h)
+		bound = append(bound, s)
 	}
 	r.unbound = rest
+	if len(bound) > 0 {
+		r.nameSites(bound)
+	}
 	for _, p := range r.probes {
 		if len(p.heads) == 0 && !p.searched {
 			// A definition with no site we know of (only non-inlined or pointer uses):

@@ -3,11 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -45,7 +48,7 @@ func dial(pid int) (*client, error) {
 			return nil, fail(exitNotGosdt, "pid %d: not a gosdt process (no control socket %s), or one in namespaces that are not reachable (%v)", pid, path, p.hidden)
 		case errors.Is(err, syscall.ENOENT):
 			return nil, fail(exitNotGosdt, "pid %d: not a gosdt process (no control socket %s)", pid, path)
-		case !alive(pid):
+		case gone(pid):
 			return nil, fail(exitExited, "pid %d: process exited", pid)
 		}
 		return nil, fail(exitNotGosdt, "pid %d: not a gosdt process: %v", pid, err)
@@ -148,12 +151,28 @@ func (cl *client) recv() (*ctlproto.Response, error) {
 	return r, nil
 }
 
+// connErr names a failed read or write on the connection. A process that exits
+// closes its socket before it is gone (and stays a zombie until its parent waits for
+// it): when the peer closed, the process is given a moment to be seen gone.
 func (cl *client) connErr(err error) error {
-	if !alive(cl.pid) {
-		return fail(exitExited, "pid %d: process exited", cl.pid)
+	closed := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+	for deadline := time.Now().Add(exitGrace); ; time.Sleep(10 * time.Millisecond) {
+		if gone(cl.pid) {
+			return fail(exitExited, "pid %d: process exited", cl.pid)
+		}
+		if !closed || time.Now().After(deadline) {
+			break
+		}
+	}
+	if closed {
+		return fail(exitError, "pid %d: the process closed the connection (%v)", cl.pid, err)
 	}
 	return fail(exitError, "pid %d: connection: %v", cl.pid, err)
 }
+
+// exitGrace is how long a process whose connection closed may take to be seen gone.
+const exitGrace = 3 * time.Second
 
 func protoErr(pid int, e *ctlproto.Error) error {
 	code := exitError
@@ -243,8 +262,13 @@ func procs() []*client {
 	return out
 }
 
-// targets resolves -p / -n, or every process when all and neither is given.
+// targets resolves -p / -n: the process -p names, every process -n names, or, with
+// neither, every gosdt process when the command can take several (all) and the only
+// one otherwise; several are refused with their pids and names.
 func (o *opts) targets(all bool) ([]*client, error) {
+	if o.pid != 0 && o.name != "" {
+		return nil, fail(exitUsage, "-p %d and -n %s: give one of them", o.pid, o.name)
+	}
 	if o.pid != 0 {
 		cl, err := dial(o.pid)
 		if err != nil {
@@ -263,6 +287,12 @@ func (o *opts) targets(all bool) ([]*client, error) {
 			}
 		}
 		if len(keep) == 0 {
+			if others := othersNamed(o.name); len(others) > 0 && os.Getuid() != 0 {
+				return nil, fail(exitPermission, "no gosdt process of yours named %q; %s: only the same user or root may control a process",
+					o.name, joinProcs(others))
+			} else if len(others) > 0 {
+				return nil, fail(exitNoProcess, "no gosdt process named %q in %s; %s: name it with -p", o.name, ctlproto.Dir(), joinProcs(others))
+			}
 			return nil, fail(exitNoProcess, "no gosdt process named %q", o.name)
 		}
 		return keep, nil
@@ -271,12 +301,53 @@ func (o *opts) targets(all bool) ([]*client, error) {
 		return nil, fail(exitNoProcess, "no gosdt process of uid %d found (in %s), nor one in another namespace that uid %d may reach", os.Getuid(), ctlproto.Dir(), os.Getuid())
 	}
 	if !all && len(ps) > 1 {
-		var pids []int
+		var names []string
 		for _, cl := range ps {
-			pids = append(pids, cl.pid)
+			names = append(names, fmt.Sprintf("%d (%s)", cl.pid, cl.hello.Command))
 			cl.close()
 		}
-		return nil, fail(exitUsage, "%d gosdt processes (%v): choose one with -p", len(ps), pids)
+		return nil, fail(exitUsage, "%d gosdt processes: %s: choose one with -p PID, or every process of one name with -n NAME",
+			len(ps), strings.Join(names, ", "))
 	}
 	return ps, nil
+}
+
+// otherProc is a process another user owns.
+type otherProc struct{ pid, uid int }
+
+// joinProcs says whose processes are: "pid 42 (uid 0), pid 43 (uid 1000)".
+func joinProcs(ps []otherProc) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = fmt.Sprintf("pid %d (uid %d)", p.pid, p.uid)
+	}
+	return strings.Join(s, ", ")
+}
+
+// failures gathers the errors of a command run on several processes: each is said
+// once, the first by main (it is returned, with its exit code), the others on stderr
+// as they come.
+type failures struct {
+	mu     sync.Mutex
+	first  error
+	stderr io.Writer
+}
+
+func (f *failures) add(err error) {
+	if err == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.first == nil {
+		f.first = err
+		return
+	}
+	fmt.Fprintln(f.stderr, "sdtctl:", err)
+}
+
+func (f *failures) err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.first
 }

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -76,17 +77,16 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var first error
+	fails := failures{stderr: stderr}
+	matched := false
 	for _, cl := range cls {
 		r, err := cl.call(&ctlproto.Request{Op: ctlproto.OpList, Spec: spec})
 		cl.close()
 		if err != nil {
-			fmt.Fprintln(stderr, "sdtctl:", err)
-			if first == nil {
-				first = err
-			}
+			fails.add(err)
 			continue
 		}
+		matched = matched || len(r.Probes) > 0
 		if o.json {
 			for _, p := range r.Probes {
 				printJSON(stdout, map[string]any{"pid": cl.pid, "probe": p})
@@ -96,7 +96,25 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "pid %d (%s%s): %d probes\n", cl.pid, cl.hello.Command, cl.nsNote(), len(r.Probes))
 		printProbes(stdout, r.Probes)
 	}
-	return first
+	if err := fails.err(); err != nil {
+		return err
+	}
+	if spec != "" && !matched {
+		return fail(exitNoMatch, "%q matches no probe (in %s)", spec, pidList(cls))
+	}
+	return nil
+}
+
+// pidList names processes: "pid 42" or "pids 42, 43".
+func pidList(cls []*client) string {
+	if len(cls) == 1 {
+		return fmt.Sprintf("pid %d", cls[0].pid)
+	}
+	s := make([]string, len(cls))
+	for i, cl := range cls {
+		s[i] = strconv.Itoa(cl.pid)
+	}
+	return "pids " + strings.Join(s, ", ")
 }
 
 func printProbes(w io.Writer, ps []ctlproto.Probe) {
@@ -148,16 +166,13 @@ func cmdSwitch(cmd string, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var first error
+	fails := failures{stderr: stderr}
 	for _, cl := range cls {
 		q := &ctlproto.Request{Op: cmd, Specs: specs, Persist: cmd == ctlproto.OpEnable}
 		r, err := cl.call(q)
 		cl.close()
 		if err != nil {
-			fmt.Fprintln(stderr, "sdtctl:", err)
-			if first == nil {
-				first = err
-			}
+			fails.add(err)
 			continue
 		}
 		if o.json {
@@ -177,11 +192,11 @@ func cmdSwitch(cmd string, args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintln(stdout)
 	}
-	return first
+	return fails.err()
 }
 
 // interrupt returns a channel closed on Ctrl-C (or when stop is closed), and a
-// function to stop listening.
+// function to stop listening. A second Ctrl-C is the signal's own: it ends sdtctl.
 func interrupt(stop <-chan struct{}) (<-chan struct{}, func()) {
 	done := make(chan struct{})
 	sig := make(chan os.Signal, 1)
@@ -190,6 +205,7 @@ func interrupt(stop <-chan struct{}) (<-chan struct{}, func()) {
 	go func() {
 		select {
 		case <-sig:
+			signal.Stop(sig)
 		case <-stop:
 		case <-quit:
 			return
@@ -199,7 +215,34 @@ func interrupt(stop <-chan struct{}) (<-chan struct{}, func()) {
 	return done, func() { signal.Stop(sig); close(quit) }
 }
 
-// stream runs a trace or stat request: it sends stop on interrupt and calls each
+// stopper ends a command's streams, once: on Ctrl-C, when the caller's stop closes,
+// or when the command says so (a trace's count, reached across processes).
+type stopper struct {
+	C      chan struct{}
+	once   sync.Once
+	listen func()
+}
+
+func newStopper(stop <-chan struct{}) *stopper {
+	s := &stopper{C: make(chan struct{})}
+	intr, listen := interrupt(stop)
+	s.listen = listen
+	go func() {
+		select {
+		case <-intr:
+			s.stop()
+		case <-s.C:
+		}
+	}()
+	return s
+}
+
+func (s *stopper) stop() { s.once.Do(func() { close(s.C) }) }
+
+// release stops listening for Ctrl-C, once the streams have ended.
+func (s *stopper) release() { s.listen(); s.stop() }
+
+// stream runs a trace or stat request: it sends stop when stop closes and calls each
 // for every reply until the end.
 func stream(cl *client, q *ctlproto.Request, stop <-chan struct{}, each func(*ctlproto.Response)) (*ctlproto.Response, error) {
 	r, err := cl.call(q)
@@ -209,11 +252,14 @@ func stream(cl *client, q *ctlproto.Request, stop <-chan struct{}, each func(*ct
 	if r.Kind != ctlproto.KindStarted {
 		return nil, fail(exitError, "pid %d: unexpected %s reply", cl.pid, r.Kind)
 	}
-	intr, done := interrupt(stop)
-	defer done()
+	ended := make(chan struct{})
+	defer close(ended)
 	go func() {
-		<-intr
-		cl.send(&ctlproto.Request{Op: ctlproto.OpStop})
+		select {
+		case <-stop:
+			cl.send(&ctlproto.Request{Op: ctlproto.OpStop})
+		case <-ended:
+		}
 	}()
 	for {
 		r, err := cl.recv()
@@ -230,8 +276,8 @@ func stream(cl *client, q *ctlproto.Request, stop <-chan struct{}, each func(*ct
 func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 	o := newFlags("stat", stderr, true)
 	by := o.fs.String("by", "probe", "key: probe, site, or an argument (argN or its name)")
-	value := o.fs.String("value", "", "sum, bound and average the argument `ARG` (argN or its name)")
-	hist := o.fs.String("hist", "", "quantize the argument `ARG` (power-of-two buckets; implies --value ARG)")
+	value := o.fs.String("value", "", "sum, bound and average the number argument `ARG` (argN, its name, or len(ARG) for a string's length)")
+	hist := o.fs.String("hist", "", "quantize the number argument `ARG` (power-of-two buckets; implies --value ARG; len(ARG) for a string's length)")
 	linear := o.fs.String("linear", "", "with --hist: linear buckets `LOW,HIGH,STEP` instead (lquantize)")
 	where := o.fs.String("where", "", "fold only fires whose arguments match `EXPR` (arg0 > 100 && path == \"/api\"), evaluated in the process")
 	clear := o.fs.Bool("clear", false, "each snapshot shows its interval's values, not all since the start")
@@ -249,6 +295,9 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	}
 	if *iv < ctlproto.MinInterval {
 		return fail(exitUsage, "stat: -i below %v", ctlproto.MinInterval)
+	}
+	if *dur < 0 {
+		return fail(exitUsage, "stat: -d %v: want a duration above 0", *dur)
 	}
 	if len(*where) > ctlproto.MaxWhere {
 		return fail(exitUsage, "stat: --where: %d bytes, at most %d", len(*where), ctlproto.MaxWhere)
@@ -271,23 +320,117 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 		}
 		q.Hist = ctlproto.HistLinear
 	}
+	shown := q.Value // the column's name: len(ARG) as the user wrote it
+	folding := "--value"
+	if *hist != "" {
+		folding = "--hist"
+	}
 	cls, err := o.targets(false)
 	if err != nil {
 		return err
 	}
-	cl := cls[0]
-	defer cl.close()
-	_, err = stream(cl, q, stop, func(r *ctlproto.Response) {
-		if r.Stat == nil {
-			return
+	defer func() {
+		for _, cl := range cls {
+			cl.close()
 		}
-		if o.json {
-			printJSON(stdout, map[string]any{"pid": cl.pid, "stat": jsonStat{time.Unix(0, r.Stat.Time), r.Stat}})
-			return
+	}()
+	if q.Value != "" {
+		arg, length := q.Value, false
+		if a, ok := strings.CutPrefix(q.Value, "len("); ok {
+			if a, ok = strings.CutSuffix(a, ")"); ok {
+				arg, length = a, true
+			}
 		}
-		printStat(stdout, cl.pid, r.Stat)
-	})
-	return err
+		for _, cl := range cls {
+			if err := checkFolded(cl, q.Spec, folding, q.Value, arg, length); err != nil {
+				return err
+			}
+		}
+		q.Value = arg // of a string, the process folds the length
+	}
+	st := newStopper(stop)
+	var mu sync.Mutex
+	fails := failures{stderr: stderr}
+	var wg sync.WaitGroup
+	for _, cl := range cls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var last *ctlproto.Stat
+			snaps := 0
+			_, err := stream(cl, q, st.C, func(r *ctlproto.Response) {
+				if r.Stat == nil {
+					return
+				}
+				if r.Stat.Value != "" {
+					r.Stat.Value = shown
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				last, snaps = r.Stat, snaps+1
+				if o.json {
+					printJSON(stdout, map[string]any{"pid": cl.pid, "stat": jsonStat{time.Unix(0, r.Stat.Time), r.Stat}})
+					return
+				}
+				printStat(stdout, cl.pid, r.Stat)
+			})
+			if exitCode(err) == exitExited {
+				mu.Lock()
+				err = statExited(stdout, o.json, cl.pid, snaps, last)
+				mu.Unlock()
+			}
+			fails.add(err)
+		}()
+	}
+	wg.Wait()
+	st.release()
+	return fails.err()
+}
+
+// statExited says what a stat had received from a process that exited during it:
+// how many snapshots and the last (in --json, the last again, with "exited").
+func statExited(stdout io.Writer, asJSON bool, pid, snaps int, last *ctlproto.Stat) error {
+	if asJSON {
+		m := map[string]any{"pid": pid, "exited": true, "snapshots": snaps}
+		if last != nil {
+			m["stat"] = jsonStat{time.Unix(0, last.Time), last}
+		}
+		printJSON(stdout, m)
+	}
+	if last == nil {
+		return fail(exitExited, "pid %d: process exited during the stat, before its first snapshot", pid)
+	}
+	var fires int64
+	for _, r := range last.Rows {
+		fires += r.Count
+	}
+	return fail(exitExited, "pid %d: process exited during the stat: %d snapshots received, the last at %s (%d fires counted, shown above)",
+		pid, snaps, time.Unix(0, last.Time).Format("15:04:05"), fires)
+}
+
+// checkFolded refuses --value/--hist on an argument that is a string in a probe spec
+// matches (the process would fold its length), unless asked for its length,
+// len(ARG), which only a string has. The arguments' types come from list.
+func checkFolded(cl *client, spec, flag, value, arg string, length bool) error {
+	r, err := cl.call(&ctlproto.Request{Op: ctlproto.OpList, Spec: spec})
+	if err != nil {
+		return err
+	}
+	for _, p := range r.Probes {
+		for i, a := range p.Args {
+			if arg != a.Name && arg != "arg"+strconv.Itoa(i) {
+				continue
+			}
+			switch {
+			case a.Type == "string" && !length:
+				return fail(exitUsage, "stat: %s %s: argument %s of %s is a string; %s folds numbers "+
+					"(--by %s counts its values; %s 'len(%s)' folds its length)", flag, value, a.Name, p.Name, flag, arg, flag, arg)
+			case a.Type != "string" && length:
+				return fail(exitUsage, "stat: %s %s: argument %s of %s is of type %s, not a string: len() takes a string", flag, value, a.Name, p.Name, a.Type)
+			}
+		}
+	}
+	return nil
 }
 
 // jsonStat is a Stat as --json prints it: its time as RFC 3339.

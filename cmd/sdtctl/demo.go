@@ -39,8 +39,8 @@ func serveDemo(worker, i int) int {
 	return x
 }
 
-// demoWorkload runs the workload on GOMAXPROCS goroutines and prints, every interval,
-// "rate <calls per second>" on stdout, until stdin closes.
+// demoWorkload runs the workload on its worker goroutines and prints, every interval,
+// "calls <calls so far> <nanoseconds since it started>" on stdout, until stdin closes.
 func demoWorkload(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("demo-workload", flag.ContinueOnError)
 	workers := fs.Int("w", 2, "worker goroutines")
@@ -66,13 +66,31 @@ func demoWorkload(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "ready %d\n", os.Getpid())
 	go func() { io.Copy(io.Discard, os.Stdin); os.Exit(0) }()
-	last, t0 := calls.Load(), time.Now()
+	t0 := time.Now()
 	for range time.Tick(*iv) {
-		n, t := calls.Load(), time.Now()
-		fmt.Fprintf(stdout, "rate %.0f\n", float64(n-last)/t.Sub(t0).Seconds())
-		last, t0 = n, t
+		fmt.Fprintf(stdout, "calls %d %d\n", calls.Load(), time.Since(t0).Nanoseconds())
 	}
 	return nil
+}
+
+// minPhase is the shortest phase demo measures: it takes the workload's count at
+// least twice within the phase, at a quarter of it apart.
+const minPhase = 100 * time.Millisecond
+
+// sample is the workload's count of calls at a time.
+type sample struct {
+	calls uint64
+	ns    int64
+}
+
+// rate is the calls per second between the first and the last sample, false with
+// fewer than two.
+func rate(s []sample) (float64, bool) {
+	if len(s) < 2 || s[len(s)-1].ns <= s[0].ns {
+		return 0, false
+	}
+	a, b := s[0], s[len(s)-1]
+	return float64(b.calls-a.calls) / (float64(b.ns-a.ns) / 1e9), true
 }
 
 // cmdDemo starts the workload in a child process and drives it with sdtctl's own
@@ -80,15 +98,26 @@ func demoWorkload(args []string, stdout io.Writer) error {
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	phase := fs.Duration("t", 2*time.Second, "length of each measured phase")
+	phase := fs.Duration("t", 2*time.Second, fmt.Sprintf("length of each measured `PHASE` (at least %v)", minPhase))
 	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return errHelp
+		}
 		return fail(exitUsage, "%v", err)
+	}
+	if fs.NArg() > 0 {
+		return fail(exitUsage, "demo: unexpected %q", fs.Arg(0))
+	}
+	if *phase < minPhase {
+		return fail(exitUsage, "demo: -t %v: want a phase of at least %v", *phase, minPhase)
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	child := exec.Command(self, "demo-workload")
+	// The workload counts four times a phase (at most every 250 ms): a phase's rate is
+	// taken between the counts inside it.
+	child := exec.Command(self, "demo-workload", "-i", min(*phase/4, 250*time.Millisecond).String())
 	child.Stderr = stderr
 	in, _ := child.StdinPipe()
 	out, _ := child.StdoutPipe()
@@ -103,32 +132,38 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	pid := child.Process.Pid
 	var mu sync.Mutex
-	var rates []float64
+	var samples []sample
 	go func() {
 		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "rate "); ok {
-				r, _ := strconv.ParseFloat(v, 64)
+			var x sample
+			if _, err := fmt.Sscanf(sc.Text(), "calls %d %d", &x.calls, &x.ns); err == nil {
 				mu.Lock()
-				rates = append(rates, r)
+				samples = append(samples, x)
 				mu.Unlock()
 			}
 		}
 	}()
-	measure := func() float64 {
+	// measure is the workload's throughput over a phase from now: between the first
+	// count taken in it and the last. A workload that reports late (a busy machine)
+	// makes the phase longer, up to ten times: the rate is of the counts' own times.
+	measure := func() string {
 		mu.Lock()
-		rates = nil
+		from := len(samples)
 		mu.Unlock()
 		time.Sleep(*phase)
-		mu.Lock()
-		defer mu.Unlock()
-		if len(rates) < 2 {
-			return 0
+		late := 9 * *phase
+		for waited := time.Duration(0); ; waited += 10 * time.Millisecond {
+			mu.Lock()
+			r, ok := rate(samples[from:])
+			mu.Unlock()
+			if ok {
+				return fmt.Sprintf("%12.0f", r)
+			}
+			if waited > late {
+				return "not measured (the workload reported fewer than two counts: a busy machine? try a longer -t)"
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		s := 0.0
-		for _, r := range rates[1:] { // the first interval straddles the switch
-			s += r
-		}
-		return s / float64(len(rates)-1)
 	}
 	p := strconv.Itoa(pid)
 	say := func(cmd string) { fmt.Fprintf(stdout, "\n$ sdtctl %s\n", cmd) }
@@ -153,7 +188,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	on := measure()
-	var stat float64
+	var stat string
 	say("stat -p " + p + " demo:::request --by arg1   (measuring throughput with an aggregation attached)")
 	stop := make(chan struct{})
 	done := make(chan error, 1)
@@ -171,9 +206,9 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	again := measure()
 	fmt.Fprintf(stdout, "\nworkload throughput (calls/s, one call = one demo:::request site, %d workers):\n", 2)
-	fmt.Fprintf(stdout, "  probes disabled          %12.0f\n", off)
-	fmt.Fprintf(stdout, "  enabled, no consumer     %12.0f\n", on)
-	fmt.Fprintf(stdout, "  enabled, aggregation     %12.0f\n", stat)
-	fmt.Fprintf(stdout, "  disabled again           %12.0f\n", again)
+	fmt.Fprintf(stdout, "  probes disabled          %s\n", off)
+	fmt.Fprintf(stdout, "  enabled, no consumer     %s\n", on)
+	fmt.Fprintf(stdout, "  enabled, aggregation     %s\n", stat)
+	fmt.Fprintf(stdout, "  disabled again           %s\n", again)
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -71,9 +72,13 @@ func buildTarget(t *testing.T) string {
 
 // startTarget starts the target with its sockets in a private directory.
 func startTarget(t *testing.T) int {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	return startAnother(t)
+}
+
+// startAnother starts one more target, its socket beside the others'.
+func startAnother(t *testing.T) int {
 	bin := buildTarget(t)
-	xdg := t.TempDir()
-	t.Setenv("XDG_RUNTIME_DIR", xdg)
 	cmd := testutil.Command(bin)
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
@@ -116,7 +121,7 @@ func TestEndToEnd(t *testing.T) {
 	p := strconv.Itoa(pid)
 
 	out, err := sdtctl(t, "ps")
-	if err != nil || !strings.Contains(out, p+"  target") {
+	if err != nil || !regexp.MustCompile(`(^|\n)`+p+` +target`).MatchString(out) { // columns as wide as the widest pid
 		t.Fatalf("ps: %v\n%s", err, out)
 	}
 	t.Logf("ps:\n%s", out)
@@ -452,8 +457,8 @@ func TestListBinary(t *testing.T) {
 	if out, err := sdtctl(t, "list", stripped); err != nil || !strings.Contains(out, fmt.Sprintf("target/main.go:%d ", line)) {
 		t.Errorf("list STRIPPED: %v, want the probe statement's line %d:\n%s", err, line, out)
 	}
-	if out, err := sdtctl(t, "list", bin, "nope:::tick"); err != nil || strings.Contains(out, "main.step") {
-		t.Errorf("list BINARY nope:::tick: %v\n%s", err, out)
+	if out, err := sdtctl(t, "list", bin, "nope:::tick"); exitCode(err) != exitNoMatch || strings.Contains(out, "main.step") {
+		t.Errorf("list BINARY nope:::tick: %v, want exit %d\n%s", err, exitNoMatch, out)
 	}
 }
 

@@ -62,30 +62,38 @@ var errHelp = errors.New("help")
 const usage = `usage: sdtctl COMMAND [flags] [args]
 
 Commands (a process is a running Go program that uses gosdt, found by its control
-socket in $XDG_RUNTIME_DIR/gosdt/ or /tmp/gosdt-<uid>/):
+socket in $XDG_RUNTIME_DIR/gosdt/ or /tmp/gosdt-<uid>/; -n NAME names every process
+whose command is NAME, each said by its pid):
   ps                                   gosdt processes you may control: pid, command, probes, sites on
   list [-p PID | -n NAME | BINARY] [SPEC]
-                                       probes with their arguments, state, hits and sites; for a
+                                       probes with their arguments, state, hits and sites, each probe
+                                       once; without -p/-n, of every gosdt process of yours. For a
                                        BINARY file, the sites read offline from its ELF (amd64 or
                                        arm64), verified as at run time (a sealed binary's from its
                                        site table), named from the Define calls where readable
   enable  [-p PID | -n NAME] SPEC...   switch probes on; without -p/-n, in every gosdt process of
                                        yours. They stay on after sdtctl exits, until disable.
   disable [-p PID | -n NAME] SPEC...   switch probes off (sites a running trace or stat holds stay on)
-  trace [-p PID] SPEC [-c N] [-d DURATION] [--bufsize BYTES]
+  trace [-p PID | -n NAME] SPEC [-c N] [-d DURATION] [--bufsize BYTES]
                                        enable, print one line per event (time, pid/goroutine, probe,
                                        arg=value), disable on exit, Ctrl-C, after N events or DURATION.
+                                       With -n, every process of that name: their events merged, each
+                                       with its pid, N events of them all, a summary per process.
                                        Each P of the process records into a buffer of its own (default
                                        4m): what does not fit is dropped, counted, and reported at the
                                        end (every fire is delivered or counted dropped, once)
-  stat [-p PID] SPEC [--by probe|site|ARG] [--value ARG] [--hist ARG [--linear LOW,HIGH,STEP]]
+  stat [-p PID | -n NAME] SPEC [--by probe|site|ARG] [--value ARG] [--hist ARG [--linear LOW,HIGH,STEP]]
        [--clear] [-i INTERVAL] [-d DURATION]
                                        enable and count fires by key every INTERVAL (default 1s), in
                                        the process, each P apart, merged when shown; --value sums,
-                                       bounds and averages an argument; --hist also quantizes it
+                                       bounds and averages a number argument; --hist also quantizes it
                                        (power-of-two buckets, DTrace's quantize; with --linear, linear
-                                       buckets, lquantize); --clear shows each interval's own values.
-                                       ARG is argN or the argument's name. Disable on exit or Ctrl-C
+                                       buckets, lquantize); len(ARG) folds a string's length (a string
+                                       itself is refused: --by ARG counts its values); --clear shows
+                                       each interval's own values. ARG is argN or the argument's name.
+                                       With -n, every process of that name, each snapshot a table of
+                                       its own headed by its pid (processes fold apart: their counts
+                                       are not added). Disable on exit or Ctrl-C
   seal [-o OUT] BINARY...              rewrite a linux/amd64 or arm64 Go binary that uses gosdt: its
                                        sites sealed in the file (no scan at start), a site table, and
                                        USDT notes for bpftrace/perf/gdb (usdt:BINARY:provider:name;
@@ -95,17 +103,22 @@ socket in $XDG_RUNTIME_DIR/gosdt/ or /tmp/gosdt-<uid>/):
                                        Sealing twice changes nothing; the file is replaced atomically
   toolexec TOOL ARGS...                for go build/test -toolexec 'sdtctl toolexec': runs the tool
                                        and seals what the linker writes (programs using gosdt only)
-  demo                                 start a workload with probes, trace it, show a live histogram,
-                                       and compare its throughput with probes disabled and enabled
+  demo [-t PHASE]                      start a workload with probes, trace it, show a live histogram,
+                                       and compare its throughput with probes disabled and enabled,
+                                       measured over PHASE each (default 2s, at least 100ms)
 
 SPEC is a DTrace probe description provider:module:function:name, filled from the right
 (exit = ::: exit), globs allowed. Every command but toolexec takes --json (one JSON
 object per line).
-trace and stat need -p when more than one gosdt process runs.
+trace and stat need -p or -n when more than one gosdt process runs.
 
 Exit codes:
   0 success   1 other error   2 usage   3 no such process   4 not a gosdt process (or program)
-  5 permission denied   6 spec matches no probe   7 malformed spec   8 process exited
+  5 permission denied   6 spec matches no probe   7 malformed spec
+  8 process exited (trace and stat first say what they received: events and drops so
+    far, or the snapshots and the last one's time; --json adds "exited": true)
+A command run on several processes exits with the first failure's code, after trying
+every process.
 `
 
 func run(args []string, stdout, stderr io.Writer) error {

@@ -262,3 +262,27 @@ func foreign() []int {
 	}
 	return pids
 }
+
+// othersNamed finds the processes named name (their command's base name, as gosdt's
+// hello says it) that another user owns: what explains why -n NAME found none of ours.
+func othersNamed(name string) []otherProc {
+	ents, _ := os.ReadDir("/proc")
+	var out []otherProc
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		arg0, _, _ := bytes.Cut(cmdline, []byte{0})
+		if err != nil || filepath.Base(string(arg0)) != name {
+			continue
+		}
+		if fi, err := os.Stat("/proc/" + e.Name()); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+				out = append(out, otherProc{pid, int(st.Uid)})
+			}
+		}
+	}
+	return out
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"text/tabwriter"
 
 	"github.com/gosdt/gosdt/internal/spec"
 	"github.com/gosdt/gosdt/sled/offline"
@@ -13,9 +12,9 @@ import (
 
 // offlineSite is a probe site found in a binary file without running it.
 type offlineSite struct {
-	Probe    string `json:"probe,omitempty"` // provider:module:function:name, when its Define was read
+	Probe    string `json:"-"` // provider:module:function:name, when its Define was read
 	Addr     uint64 `json:"addr"`
-	Variable string `json:"variable"` // the probe definition's symbol
+	Variable string `json:"-"`        // the probe definition's symbol
 	Function string `json:"function"` // the function that holds the probe statement (inlining resolved)
 	File     string `json:"file"`
 	Line     int    `json:"line"`
@@ -41,51 +40,32 @@ func listBinary(path string, specs []string, asJSON bool, w io.Writer) error {
 		return fail(exitError, "%v", err)
 	}
 	symAt := symbolizer(path)
-	names := map[uint64]offline.Definition{}
 	defs, _ := offline.Definitions(path) // without, sites go by variable
-	for _, d := range defs {
-		names[d.Flag] = d
-	}
+	names := newOfflineNames(defs, t.Sites)
 	var out []offlineSite
 	for _, s := range t.Sites {
 		h := s.Describe()
-		d, named := names[uint64(s.Flag)]
-		if sp != nil && !sp.Match(d.Provider, h.Module, h.Func, d.Name) && (named || !sp.Match("", h.Module, h.Func, "")) {
+		pn, named := names.name(s, h)
+		if sp != nil && !sp.Match(pn.provider, pn.module, pn.function, pn.name) && (named || !sp.Match("", pn.module, pn.function, "")) {
 			continue
 		}
 		o := offlineSite{Addr: uint64(s.Addr), Variable: symAt(uint64(s.Flag)),
-			Function: h.Func, File: h.File, Line: h.Line, Kind: s.Kind.String(), Reason: s.Refusal.Detail, Sealed: s.Presealed}
+			Function: pn.function, File: h.File, Line: h.Line, Kind: s.Kind.String(), Reason: s.Refusal.Detail, Sealed: s.Presealed}
 		if named {
-			o.Probe = d.Provider + ":" + h.Module + ":" + h.Func + ":" + d.Name
+			o.Probe = pn.String()
 		}
 		out = append(out, o)
 	}
+	if sp != nil && len(out) == 0 {
+		return fail(exitNoMatch, "%s: %q matches no probe site", path, specs[0])
+	}
 	if asJSON {
-		for _, s := range out {
-			printJSON(w, s)
+		for _, p := range groupSites(out) {
+			printJSON(w, p)
 		}
 		return nil
 	}
-	fmt.Fprintf(w, "%s: %d probe sites, read offline (provider and name from the Define calls\n"+
-		"in package initialisation, where they can be read; function and line are those of the\n"+
-		"probe statement, from the inline tree of the binary's function table)\n", path, len(out))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROBE\tVARIABLE\tADDR\tFILE:LINE\tKIND\tSEALABLE")
-	for _, s := range out {
-		sealable := "yes"
-		switch {
-		case s.Sealed:
-			sealable = "sealed in the file"
-		case s.Reason != "":
-			sealable = "no: " + s.Reason
-		}
-		probe := s.Probe
-		if probe == "" {
-			probe = "?:?:" + s.Function + ":?"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%#x\t%s:%d\t%s\t%s\n", probe, s.Variable, s.Addr, shortFile(s.File), s.Line, s.Kind, sealable)
-	}
-	return tw.Flush()
+	return printOffline(w, path, out)
 }
 
 // symbolizer names data addresses from the file's symbol table (stripped: the address).

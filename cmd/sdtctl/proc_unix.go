@@ -23,6 +23,22 @@ func alive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
+// gone reports whether pid has ended: no such process, or (linux) a zombie whose
+// parent has not waited for it yet.
+func gone(pid int) bool {
+	if !alive(pid) {
+		return true
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The command (field 2) may hold spaces and parentheses: the state follows the last ')'.
+	i := bytes.LastIndexByte(stat, ')')
+	f := strings.Fields(string(stat[i+1:]))
+	return i >= 0 && len(f) > 0 && (f[0] == "Z" || f[0] == "X")
+}
+
 // age is how long pid has run (linux: /proc/PID/stat's start time against
 // /proc/uptime, in the kernel's 10 ms ticks); false where it cannot be read.
 func age(pid int) (time.Duration, bool) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -39,64 +40,128 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	if err != nil {
 		return fail(exitUsage, "trace: --bufsize: %v", err)
 	}
+	if *dur < 0 {
+		return fail(exitUsage, "trace: -d %v: want a duration above 0", *dur)
+	}
 	cls, err := o.targets(false)
 	if err != nil {
 		return err
 	}
-	cl := cls[0]
-	defer cl.close()
-	out := bufio.NewWriterSize(stdout, 256<<10)
-	var er ctlproto.EventReader
-	p := &printer{w: out, pid: cl.pid, json: o.json, er: &er}
-	n := 0
-	start := time.Now()
-	var bad error
 	q := &ctlproto.Request{Op: ctlproto.OpTrace, Spec: pos[0], Count: *count, DurationMS: dur.Milliseconds(), BufSize: size, Where: *where}
 	if *stack {
 		q.Stack = ctlproto.StackDepth
 	}
-	end, err := stream(cl, q, stop, func(r *ctlproto.Response) {
-		if r.Kind != ctlproto.KindEvents || bad != nil {
-			return
-		}
-		er.Take(r)
-		err := er.Each(r.Records, func(rec ctlproto.Record, ds *ctlproto.Desc, l *ctlproto.Layout) bool {
-			if *count > 0 && n >= *count {
-				return false
-			}
-			p.print(rec, ds, l, er.Clock())
-			n++
-			return true
-		})
-		if err != nil {
-			bad = fail(exitError, "pid %d: %v", cl.pid, err)
-		}
-		// a batch at a time: at a million events a second that is a thousand lines
-		// per write, and an interactive trace still shows each event promptly
-		out.Flush()
-	})
+	// Each process streams on its own connection; their events are merged into one
+	// output, a batch at a time, each line with its pid. The count is of all of them.
+	out := bufio.NewWriterSize(stdout, 256<<10)
+	st := newStopper(stop)
+	var mu sync.Mutex // out, total
+	total := 0
+	start := time.Now()
+	runs := make([]*traceRun, len(cls))
+	var wg sync.WaitGroup
+	for i, cl := range cls {
+		t := &traceRun{cl: cl}
+		t.p = &printer{w: out, pid: cl.pid, json: o.json, er: &t.er}
+		runs[i] = t
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cl.close()
+			t.end, t.err = stream(cl, q, st.C, func(r *ctlproto.Response) {
+				if r.Kind != ctlproto.KindEvents {
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				t.drops = r.Drops
+				if t.bad != nil {
+					return
+				}
+				t.er.Take(r)
+				err := t.er.Each(r.Records, func(rec ctlproto.Record, ds *ctlproto.Desc, l *ctlproto.Layout) bool {
+					if *count > 0 && total >= *count {
+						return false
+					}
+					t.p.print(rec, ds, l, t.er.Clock())
+					t.n++
+					total++
+					return true
+				})
+				if err != nil {
+					t.bad = fail(exitError, "pid %d: %v", cl.pid, err)
+				}
+				if *count > 0 && total >= *count && len(cls) > 1 {
+					st.stop() // the others: a process ends its own trace at the count
+				}
+				// a batch at a time: at a million events a second that is a thousand
+				// lines per write, and an interactive trace still shows each event promptly
+				out.Flush()
+			})
+		}()
+	}
+	wg.Wait()
+	st.release()
 	out.Flush()
-	if err == nil {
-		err = bad
-	}
-	if err != nil {
-		return err
-	}
 	el := time.Since(start)
-	if o.json {
-		printJSON(stdout, map[string]any{"pid": cl.pid, "events": n, "drops": end.Drops, "buffer_drops": end.BufferDrops,
-			"delivered": end.Delivered, "filtered": end.Filtered, "seconds": el.Seconds()})
-	} else {
-		fmt.Fprintf(stderr, "%d events in %.2fs (%.0f/s), %d dropped", n, el.Seconds(), float64(n)/el.Seconds(), end.Drops)
-		if end.Drops > 0 {
-			fmt.Fprintf(stderr, " (per buffer: %s)", joinUints(end.BufferDrops))
+	fails := failures{stderr: stderr}
+	for _, t := range runs {
+		exited := exitCode(t.err) == exitExited
+		if t.err == nil || exited {
+			t.summary(stdout, stderr, o.json, len(runs) > 1, *where != "", el)
 		}
-		if *where != "" {
-			fmt.Fprintf(stderr, ", %d filtered", end.Filtered)
+		if exited {
+			t.err = fail(exitExited, "pid %d: process exited during the trace: %d events received, %d dropped so far", t.cl.pid, t.n, t.drops)
 		}
-		fmt.Fprintln(stderr)
+		if t.err == nil {
+			t.err = t.bad
+		}
+		fails.add(t.err)
 	}
-	return nil
+	return fails.err()
+}
+
+// traceRun is the trace of one process.
+type traceRun struct {
+	cl    *client
+	er    ctlproto.EventReader
+	p     *printer
+	n     int    // events printed
+	drops uint64 // all told so far (events batches), until the end says
+	end   *ctlproto.Response
+	err   error // the stream's
+	bad   error // the events'
+}
+
+// summary says what the trace received: "N events in S (R/s), D dropped", with the
+// pid when several processes are traced; of a process that exited, the drops known
+// until then. --json: one object per process.
+func (t *traceRun) summary(stdout, stderr io.Writer, asJSON, pids, filtered bool, el time.Duration) {
+	if asJSON {
+		m := map[string]any{"pid": t.cl.pid, "events": t.n, "drops": t.drops, "seconds": el.Seconds()}
+		if t.end != nil {
+			m["drops"], m["buffer_drops"], m["delivered"], m["filtered"] = t.end.Drops, t.end.BufferDrops, t.end.Delivered, t.end.Filtered
+		} else {
+			m["exited"] = true
+		}
+		printJSON(stdout, m)
+		return
+	}
+	if pids {
+		fmt.Fprintf(stderr, "pid %d: ", t.cl.pid)
+	}
+	if t.end == nil {
+		fmt.Fprintf(stderr, "%d events in %.2fs (%.0f/s), %d dropped until the process exited\n", t.n, el.Seconds(), float64(t.n)/el.Seconds(), t.drops)
+		return
+	}
+	fmt.Fprintf(stderr, "%d events in %.2fs (%.0f/s), %d dropped", t.n, el.Seconds(), float64(t.n)/el.Seconds(), t.end.Drops)
+	if t.end.Drops > 0 {
+		fmt.Fprintf(stderr, " (per buffer: %s)", joinUints(t.end.BufferDrops))
+	}
+	if filtered {
+		fmt.Fprintf(stderr, ", %d filtered", t.end.Filtered)
+	}
+	fmt.Fprintln(stderr)
 }
 
 func joinUints(v []uint64) string {

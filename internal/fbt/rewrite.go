@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gosdt/gosdt/internal/fbt/tracedcopy"
 	"github.com/gosdt/gosdt/sled"
 )
 
@@ -205,9 +206,9 @@ func (rw *fileRewrite) apply() []byte {
 //
 // While both probes are off F pays two jumps and nothing else: no variable lives
 // across its body for the probes' sake, no argument is spilled, no return is touched. The copy keeps the
-// user's lines (a /*line*/ directive), and its sites are named after F.
+// user's lines (a /*line*/ directive), and its sites are named after F (tracedcopy).
 func (rw *fileRewrite) instrument(fd *ast.FuncDecl, name, sym string) {
-	id := fmt.Sprintf("__sdt_fbt%d_%d", rw.file, rw.n)
+	id := tracedcopy.Ident(rw.file, rw.n)
 	rw.n++
 	E, R, T := id+"e", id+"r", id+"t"
 

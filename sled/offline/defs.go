@@ -15,6 +15,11 @@ type Definition struct {
 	Provider string   // Define's first argument
 	Name     string   // its second
 	Args     []string // argument names, as far as they were passed in registers
+
+	// An fbt probe's (sdt.DefineFunc, whose second argument, Name, is the probe's
+	// USDT name): the instrumented function, as its sites are named, and "entry" or
+	// "return".
+	Module, Function, Boundary string
 }
 
 // Definitions reads the probe definitions of an amd64 or arm64 Go ELF binary without
@@ -49,7 +54,16 @@ func Definitions(path string) ([]Definition, error) {
 			}
 			strs := stringArgs(f, c, first)
 			if len(strs) >= 2 && c.Stored != 0 {
-				defs = append(defs, Definition{Flag: c.Stored, Provider: strs[0], Name: strs[1], Args: strs[2:]})
+				d := Definition{Flag: c.Stored, Provider: strs[0], Name: strs[1], Args: strs[2:]}
+				if syms.Name(c.Target) == define+"Func" {
+					// DefineFunc(provider, usdt, module, function, which, args, types):
+					// which may be on the stack (amd64), and the USDT name ends with it.
+					d.Args = nil
+					if i := strings.LastIndex(d.Name, "__"); len(strs) >= 4 && i >= 0 {
+						d.Module, d.Function, d.Boundary = strs[2], strs[3], d.Name[i+2:]
+					}
+				}
+				defs = append(defs, d)
 			}
 		}
 	}
