@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -195,52 +196,34 @@ func cmdSwitch(cmd string, args []string, stdout, stderr io.Writer) error {
 	return fails.err()
 }
 
-// interrupt returns a channel closed on Ctrl-C (or when stop is closed), and a
-// function to stop listening. A second Ctrl-C is the signal's own: it ends sdtctl.
-func interrupt(stop <-chan struct{}) (<-chan struct{}, func()) {
-	done := make(chan struct{})
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt)
-	quit := make(chan struct{})
-	go func() {
-		select {
-		case <-sig:
-			signal.Stop(sig)
-		case <-stop:
-		case <-quit:
-			return
-		}
-		close(done)
-	}()
-	return done, func() { signal.Stop(sig); close(quit) }
-}
-
 // stopper ends a command's streams, once: on Ctrl-C, when the caller's stop closes,
-// or when the command says so (a trace's count, reached across processes).
+// or when the command says so (a trace's count, reached across processes). A second
+// Ctrl-C is the signal's own: it ends sdtctl.
 type stopper struct {
-	C      chan struct{}
-	once   sync.Once
-	listen func()
+	C      <-chan struct{}
+	cancel context.CancelFunc
 }
 
 func newStopper(stop <-chan struct{}) *stopper {
-	s := &stopper{C: make(chan struct{})}
-	intr, listen := interrupt(stop)
-	s.listen = listen
-	go func() {
-		select {
-		case <-intr:
-			s.stop()
-		case <-s.C:
-		}
-	}()
-	return s
+	ctx, cancel := context.WithCancel(context.Background())
+	intr, unnotify := signal.NotifyContext(ctx, os.Interrupt)
+	context.AfterFunc(intr, unnotify)
+	if stop != nil {
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return &stopper{C: intr.Done(), cancel: cancel}
 }
 
-func (s *stopper) stop() { s.once.Do(func() { close(s.C) }) }
+func (s *stopper) stop() { s.cancel() }
 
 // release stops listening for Ctrl-C, once the streams have ended.
-func (s *stopper) release() { s.listen(); s.stop() }
+func (s *stopper) release() { s.cancel() }
 
 // stream runs a trace or stat request: it sends stop when stop closes and calls each
 // for every reply until the end.

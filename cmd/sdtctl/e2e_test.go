@@ -583,3 +583,31 @@ func TestServesNoSocket(t *testing.T) {
 		t.Fatalf("trace printed no event:\n%.500s", traceOut.String())
 	}
 }
+
+// TestStreamsLeaveNoGoroutine: trace and stat streams that end on their own (a count,
+// a duration) leave no goroutine behind in sdtctl, whose commands also run in-process
+// (a long-lived caller would accumulate them).
+func TestStreamsLeaveNoGoroutine(t *testing.T) {
+	p := strconv.Itoa(startTarget(t))
+	// Warm up what starts goroutines once for good (the signal package's loop).
+	if _, err := sdtctl(t, "trace", "-p", p, "e2e:::tick", "-c", "1"); err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	for range 5 {
+		if _, err := sdtctl(t, "trace", "-p", p, "e2e:::tick", "-c", "3"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sdtctl(t, "stat", "-p", p, "e2e:::tick", "-d", "150ms"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var after int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if after = runtime.NumGoroutine(); after <= before {
+			return
+		}
+	}
+	buf := make([]byte, 1<<20)
+	t.Fatalf("%d goroutines before 10 streams, %d after:\n%s", before, after, buf[:runtime.Stack(buf, true)])
+}
