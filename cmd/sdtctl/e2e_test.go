@@ -528,18 +528,37 @@ func TestSealCommand(t *testing.T) {
 	}
 }
 
-// TestServesNoSocket: sdtctl links sdt (for its demo workload) but serves no control
-// socket itself, while the workload it starts does.
+// TestLinksNoRuntime: sdtctl links none of gosdt's in-process runtime (package sdt,
+// its control server, the patcher), so its start runs no discovery and binds no
+// socket by construction; the demo's workload is another program.
+func TestLinksNoRuntime(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		switch pkg {
+		case "github.com/gosdt/gosdt/sdt", "github.com/gosdt/gosdt/sdt/control", "github.com/gosdt/gosdt/patch":
+			t.Errorf("sdtctl links %s", pkg)
+		}
+	}
+}
+
+// TestServesNoSocket: sdtctl serves no control socket while it traces, and the demo
+// workload it traces (sdtdemo workload, found beside sdtctl) does.
 func TestServesNoSocket(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the control server runs on linux")
 	}
-	bin := filepath.Join(t.TempDir(), "sdtctl")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("building sdtctl: %v\n%s", err, out)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sdtctl")
+	for pkg, out := range map[string]string{".": bin, "../sdtdemo": filepath.Join(dir, "sdtdemo")} {
+		if msg, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			t.Fatalf("building %s: %v\n%s", pkg, err, msg)
+		}
 	}
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
-	work := testutil.Command(bin, "demo-workload", "-w", "1")
+	work := testutil.Command(filepath.Join(dir, "sdtdemo"), "workload", "-w", "1")
 	stdin, _ := work.StdinPipe()
 	out, _ := work.StdoutPipe()
 	if err := work.Start(); err != nil {

@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-
-	// Before sdt's init: sdtctl serves no control socket (its demo workload does).
-	_ "github.com/gosdt/gosdt/cmd/sdtctl/internal/noserve"
 )
 
 // Exit codes, one per kind of failure (see usage).
@@ -147,8 +144,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdSeal(rest, stdout, stderr)
 	case "toolexec":
 		return cmdToolexec(rest, stdout, stderr)
-	case "demo-workload":
-		return demoWorkload(rest, stdout)
 	}
 	fmt.Fprint(stderr, usage)
 	return fail(exitUsage, "unknown command %q", cmd)

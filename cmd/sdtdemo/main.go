@@ -1,18 +1,19 @@
 // Command sdtdemo shows gosdt's probes in one process: it lists the sites discovery
 // sealed, runs a workload with its probes disabled, enabled and disabled again, and
-// prints what each phase cost per call and what the probes delivered.
+// prints what each phase cost per call and what the probes delivered. "sdtdemo
+// workload" is the program sdtctl demo starts and traces.
 package main
 
 import (
 	"flag"
 	"fmt"
-	"github.com/gosdt/gosdt/internal/hooks"
 	"io"
 	"os"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
+	"github.com/gosdt/gosdt/internal/hooks"
 	"github.com/gosdt/gosdt/patch"
 	"github.com/gosdt/gosdt/sdt"
 )
@@ -40,6 +41,14 @@ func handle(id int) int {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "workload" {
+		// sdtctl demo's traced child.
+		if err := workload(os.Args[2:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "sdtdemo workload:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "sdtdemo:", err)
 		os.Exit(1)

@@ -10,8 +10,8 @@ import (
 // When the socket is bound. sdt's init hands over the registry; binding waits
 // startDelay more, on a timer. So a process that ends sooner (a short command, a tool
 // run under go build -toolexec) touches no file and binds nothing, and a main that
-// calls Stop first thing is never reachable (sdtctl calls it even before sdt's init:
-// cmd/sdtctl/internal/noserve); sdtctl waits for a process younger than that. Until
+// calls Stop first thing is never reachable; sdtctl waits for a process younger than
+// that. Until
 // the timer fires nothing runs: it is one runtime timer.
 const startDelay = 20 * time.Millisecond
 
