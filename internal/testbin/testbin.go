@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/internal/testutil"
 )
 
 // Binary is the text and functions of a Go ELF binary.
@@ -58,9 +59,14 @@ func Read(t testing.TB, path string, machine uint16) *Binary {
 
 // Binaries returns real Go binaries for linux on a's architecture: where this machine
 // runs it, the go command, this test binary and the compiler; elsewhere (or when those
-// are another architecture's, as under qemu) the gofmt command built for it.
+// are another architecture's, as under qemu) the gofmt command built for it. Under an
+// emulator, where every instruction decoded costs tens of native ones, only gofmt:
+// native runs read the large binaries with the same code.
 func Binaries(t testing.TB, a *arch.Arch) []*Binary {
 	t.Helper()
+	if testutil.Emulated() {
+		return []*Binary{Read(t, Build(t, "", a.Name, "cmd/gofmt"), a.Machine)}
+	}
 	paths := []string{gobin}
 	if self, err := os.Executable(); err == nil {
 		paths = append(paths, self)
