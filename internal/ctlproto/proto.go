@@ -29,6 +29,8 @@ const (
 	CodePermission   = "permission"
 	CodeInternal     = "internal"
 	CodeNotSupported = "notsupported"
+	CodeBusy         = "busy"
+	CodeTimeout      = "timeout"
 )
 
 // Request ops.

@@ -1,6 +1,9 @@
 package control
 
-import "io"
+import (
+	"io"
+	"time"
+)
 
 // ServeConn serves one client connection, for tests that talk to the server over a
 // pipe.
@@ -8,3 +11,10 @@ func ServeConn(c io.ReadWriteCloser, name string) { serve(c, name) }
 
 // OpenConsumers is the number of traces and aggregations open.
 func OpenConsumers() int64 { return consumers.Load() }
+
+// SetTimeouts sets how long a client may take to send its hello and its next
+// request, until the returned function restores them.
+func SetTimeouts(hello, idle time.Duration) (restore func()) {
+	h, i := testTimeouts[0].Swap(int64(hello)), testTimeouts[1].Swap(int64(idle))
+	return func() { testTimeouts[0].Store(h); testTimeouts[1].Store(i) }
+}
