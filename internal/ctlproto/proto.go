@@ -29,6 +29,7 @@ const (
 	CodePermission   = "permission"
 	CodeInternal     = "internal"
 	CodeNotSupported = "notsupported"
+	CodeBudget       = "budget"
 	CodeBusy         = "busy"
 	CodeTimeout      = "timeout"
 )

@@ -235,6 +235,8 @@ func errCode(err error) error {
 		return ctlproto.Errorf(ctlproto.CodeNoMatch, "%v", err)
 	case errors.Is(err, bridge.ErrNotSupported):
 		return ctlproto.Errorf(ctlproto.CodeNotSupported, "%v", err)
+	case errors.Is(err, ErrBudget):
+		return ctlproto.Errorf(ctlproto.CodeBudget, "%v", err)
 	}
 	return ctlproto.Errorf(ctlproto.CodeInternal, "%v", err)
 }

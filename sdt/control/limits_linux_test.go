@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +27,7 @@ import (
 // children are TestMain's child modes (CONTROL_TEST_CHILD), besides TestStart's.
 var children = map[string]func() error{
 	"nofile": childNofile,
+	"memory": childMemory,
 }
 
 // childNofile serves the control socket with at most 64 descriptors, and does its
@@ -107,6 +110,58 @@ func childNofile() error {
 	}
 }
 
+// childMemory serves the control socket and fires accttest:::fire from a goroutine
+// per P until its stdin closes, then says "alive". CONTROL_TEST_AS, a size, limits
+// its address space (RLIMIT_AS) to what it has mapped plus that.
+func childMemory() error {
+	if v := os.Getenv("CONTROL_TEST_AS"); v != "" {
+		extra, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return err
+		}
+		vm, err := statusKB(os.Getpid(), "VmSize:")
+		if err != nil {
+			return err
+		}
+		if err := unix.Setrlimit(unix.RLIMIT_AS, &unix.Rlimit{Cur: vm<<10 + extra, Max: vm<<10 + extra}); err != nil {
+			return err
+		}
+		// A buffer the limit has no room for: an error, where make was fatal.
+		fmt.Printf("buffer %d: %v\n", 2*extra, control.TryBuffer(int(2*extra)))
+	}
+	if err := control.Serve(); err != nil {
+		return err
+	}
+	for range runtime.GOMAXPROCS(0) {
+		go func() {
+			for i := 0; ; i++ {
+				acctSite(i, "abcdefgh")
+				if i%64 == 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}()
+	}
+	fmt.Printf("ready %s\n", control.Socket())
+	io.Copy(io.Discard, os.Stdin)
+	fmt.Println("alive")
+	return nil
+}
+
+// statusKB reads a "Name: N kB" line of /proc/PID/status.
+func statusKB(pid int, name string) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == name {
+			return strconv.ParseUint(f[1], 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", name, pid)
+}
+
 // child is a child process of this test binary in one of children's modes.
 type child struct {
 	t      *testing.T
@@ -115,6 +170,7 @@ type child struct {
 	lines  *bufio.Scanner
 	stderr bytes.Buffer
 	socket string
+	mapped string // the memory child's try of a buffer over its limit
 }
 
 func startChild(t *testing.T, mode string, env ...string) *child {
@@ -136,6 +192,9 @@ func startChild(t *testing.T, mode string, env ...string) *child {
 	t.Cleanup(func() { ch.cmd.Process.Kill(); ch.cmd.Wait() })
 	ch.lines = bufio.NewScanner(out)
 	line := ch.line()
+	if strings.HasPrefix(line, "buffer ") {
+		ch.mapped, line = line, ch.line()
+	}
 	path, ok := strings.CutPrefix(line, "ready ")
 	if !ok {
 		t.Fatalf("child %s: %q; stderr:\n%s", mode, line, ch.stderr.String())
@@ -319,5 +378,122 @@ func TestControlFlood(t *testing.T) {
 	}
 	if !strings.Contains(ch.stderr.String(), "refusing sdtctl connections") {
 		t.Errorf("the process did not say it refused connections; stderr:\n%s", ch.stderr.String())
+	}
+}
+
+// traceOnce runs one trace over the control socket at path: until its end, or its
+// refusal (the error reply).
+func traceOnce(t *testing.T, path string, q *ctlproto.Request) (started, end *ctlproto.Response) {
+	t.Helper()
+	r, c, err := dialHello(path)
+	if err != nil || r.Kind != ctlproto.KindHello {
+		t.Fatalf("hello: %+v, %v", r, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Minute))
+	if err := ctlproto.WriteFrame(c, q); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		b, err := ctlproto.ReadFrame(c)
+		if err != nil {
+			t.Fatalf("trace %+v: %v", q, err)
+		}
+		r, err := ctlproto.DecodeResponse(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch r.Kind {
+		case ctlproto.KindStarted:
+			started = r
+		case ctlproto.KindEnd:
+			return started, r
+		case ctlproto.KindError:
+			return nil, r
+		}
+	}
+}
+
+// TestTraceMemoryLimit: a process with 8 Ps under an address-space limit (ulimit -v)
+// 1 GiB above what it has mapped survives traces of any buffer size: those that
+// do not fit are refused, with the figure asked for and the limit, and one that
+// fits runs. Its own budget is raised out of the way, so that only its limit can
+// stop them. With its default budget, a 1 GiB buffer is refused naming the budget
+// and how to change it. Before the budget, the first trace's make killed the
+// process (fatal error: out of memory).
+func TestTraceMemoryLimit(t *testing.T) {
+	needSwitchable(t, "accttest:::fire")
+	if testutil.Emulated() {
+		t.Skip("under an emulator: its address-space limit is the emulator's, whose own mappings are not the program's")
+	}
+	ch := startChild(t, "memory", "GOMAXPROCS=8", "CONTROL_TEST_AS="+strconv.Itoa(1<<30), "SDT_MEMORY=64g", "SDT_MEMORY_TRACE=64g")
+	if want := fmt.Sprintf("buffer %d: mmap: cannot allocate memory", 2<<30); ch.mapped != want {
+		t.Errorf("a buffer over the address-space limit: %q, want %q", ch.mapped, want)
+	}
+	for _, size := range []int{1 << 30, 256 << 20, 128 << 20} {
+		started, r := traceOnce(t, ch.socket, &ctlproto.Request{Op: ctlproto.OpTrace, Spec: "accttest:::fire", BufSize: size, DurationMS: 100})
+		if started != nil || r.Code != ctlproto.CodeBudget || !strings.Contains(r.Message, "ulimit -v") {
+			t.Errorf("a trace of 8 buffers of %d bytes: %+v; want refused for the address-space limit", size, r)
+		}
+		t.Logf("%d bytes: %s", size, r.Message)
+	}
+	started, end := traceOnce(t, ch.socket, &ctlproto.Request{Op: ctlproto.OpTrace, Spec: "accttest:::fire", BufSize: 16 << 20, DurationMS: 200})
+	if started == nil || started.BufSize != 16<<20 || started.Buffers != 8 || end.Kind != ctlproto.KindEnd || end.Delivered == 0 {
+		t.Errorf("a trace of 8 buffers of 16 MiB: started %+v, end %+v", started, end)
+	}
+	if last := ch.end(); last != "alive" {
+		t.Fatalf("child: %q", last)
+	}
+
+	ch = startChild(t, "memory", "GOMAXPROCS=8")
+	_, r := traceOnce(t, ch.socket, &ctlproto.Request{Op: ctlproto.OpTrace, Spec: "accttest:::fire", BufSize: 1 << 30, DurationMS: 100})
+	for _, want := range []string{"8 GiB", "256 MiB", "SDT_MEMORY_TRACE"} {
+		if r.Code != ctlproto.CodeBudget || !strings.Contains(r.Message, want) {
+			t.Errorf("over the default budget: %+v; want a budget error naming %s", r, want)
+		}
+	}
+	// The default buffer size fits the budget, and is what started says.
+	started, end = traceOnce(t, ch.socket, &ctlproto.Request{Op: ctlproto.OpTrace, Spec: "accttest:::fire", DurationMS: 100})
+	if started == nil || started.BufSize != control.DefaultBufSize || end.Kind != ctlproto.KindEnd {
+		t.Errorf("a trace of the default size: started %+v, end %+v", started, end)
+	}
+	if last := ch.end(); last != "alive" {
+		t.Fatalf("child: %q", last)
+	}
+}
+
+// TestTracesInARow: traces one after another, of 8 buffers of 128 MiB each, leave
+// the process's resident memory where it was: a trace's buffers are given back as
+// it ends, and those of Ps that fire little are never all touched. Before, each
+// trace's buffers stayed until a collection and the next trace's were zeroed: three
+// 1 GiB traces took a service from 14 MB to 2.11 GB.
+func TestTracesInARow(t *testing.T) {
+	needSwitchable(t, "accttest:::fire")
+	ch := startChild(t, "memory", "GOMAXPROCS=8", "SDT_MEMORY=4g", "SDT_MEMORY_TRACE=2g")
+	rss := func() uint64 {
+		kb, err := statusKB(ch.cmd.Process.Pid, "VmRSS:")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kb << 10
+	}
+	// One small trace first: what any trace costs once (the code it runs, its
+	// goroutine's stack) is in the baseline.
+	traceOnce(t, ch.socket, &ctlproto.Request{Op: ctlproto.OpTrace, Spec: "accttest:::fire", BufSize: 64 << 10, DurationMS: 100})
+	base := rss()
+	const bound = 128 << 20 // one P's buffer touched whole, and some
+	for i := range 4 {
+		started, end := traceOnce(t, ch.socket, &ctlproto.Request{Op: ctlproto.OpTrace, Spec: "accttest:::fire", BufSize: 128 << 20, DurationMS: 300})
+		if started == nil || end.Kind != ctlproto.KindEnd {
+			t.Fatalf("trace %d: %+v", i, end)
+		}
+		now := rss()
+		t.Logf("trace %d: %d events; resident %d MiB, %d MiB before the first", i, end.Delivered, now>>20, base>>20)
+		if now > base+bound {
+			t.Errorf("after trace %d of 8 x 128 MiB: %d MiB resident, %d MiB before the first", i, now>>20, base>>20)
+		}
+	}
+	if last := ch.end(); last != "alive" {
+		t.Fatalf("child: %q", last)
 	}
 }

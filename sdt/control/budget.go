@@ -1,0 +1,170 @@
+package control
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// The memory budget: what traces and aggregations, sdtctl's and the program's own,
+// may take of the process's memory. Two limits, both the process owner's to change
+// in its environment: SDT_MEMORY_TRACE for one trace or aggregation, SDT_MEMORY for
+// all of them at once. A trace takes its buffers (Ps x buffer size) whole when it
+// opens; an aggregation is charged as keys come, a cell per key and P, and what
+// does not fit is counted in its overflow, as a full trace buffer counts drops.
+//
+// The defaults: one trace may take 256 MiB, the default 4 MiB buffers of 64 Ps, and
+// all together 512 MiB. A trace's buffers are committed by the kernel page by page
+// as a P first writes them (linux), so Ps that never fire cost address space, not
+// memory; the budget counts address space, the figure a limit like ulimit -v sees.
+// Where the process has a memory limit (ulimit -v, its cgroup's, the memory the
+// machine has available), a trace may also take at most half of what is left under
+// it, so that the program's own heap keeps room to grow.
+
+// Budget defaults (SDT_MEMORY, SDT_MEMORY_TRACE).
+const (
+	defaultMemory      = 512 << 20
+	defaultMemoryTrace = 256 << 20
+)
+
+// ErrBudget is matched (errors.Is) by the error of a trace or aggregation that
+// would take more memory than its budget allows.
+var ErrBudget = errors.New("over the memory budget")
+
+// budgetError is a refusal: what was asked, and which budget it is over.
+type budgetError struct{ msg string }
+
+func (e *budgetError) Error() string        { return e.msg }
+func (e *budgetError) Is(target error) bool { return target == ErrBudget }
+
+// budget is the process's: the configured limits, and what all open traces and
+// aggregations hold of them.
+var budget struct {
+	once        sync.Once     // reads the environment, at the first trace or aggregation
+	total, each atomic.Uint64 // the limits
+	used        atomic.Uint64
+}
+
+// budgetLimits is the budget's limits, read from the environment the first time.
+func budgetLimits() (total, each uint64) {
+	budget.once.Do(func() {
+		total, each := budgetFromEnv()
+		budget.total.Store(total)
+		budget.each.Store(each)
+	})
+	return budget.total.Load(), budget.each.Load()
+}
+
+// budgetFromEnv reads SDT_MEMORY and SDT_MEMORY_TRACE; a value in error is said on
+// stderr and its default kept.
+func budgetFromEnv() (total, each uint64) {
+	total, each = defaultMemory, defaultMemoryTrace
+	for _, v := range []struct {
+		name string
+		to   *uint64
+	}{{"SDT_MEMORY", &total}, {"SDT_MEMORY_TRACE", &each}} {
+		s := os.Getenv(v.name)
+		if s == "" {
+			continue
+		}
+		n, err := parseSize(s)
+		if err != nil {
+			warnf("%s=%q: %v; %s kept", v.name, s, err, sizeString(*v.to))
+			continue
+		}
+		*v.to = n
+	}
+	return total, each
+}
+
+// parseSize reads a size in bytes with an optional k, m or g suffix (powers of 1024).
+func parseSize(s string) (uint64, error) {
+	mul := uint64(1)
+	switch strings.ToLower(s[len(s)-1:]) {
+	case "k":
+		mul = 1 << 10
+	case "m":
+		mul = 1 << 20
+	case "g":
+		mul = 1 << 30
+	}
+	if mul > 1 {
+		s = s[:len(s)-1]
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n > 1<<50/mul {
+		return 0, errors.New("want bytes, with k, m or g (at most 1024 TiB)")
+	}
+	return n * mul, nil
+}
+
+// sizeString says n bytes in the largest unit it reaches: "256 MiB", "1.5 GiB".
+func sizeString(n uint64) string {
+	for _, u := range []struct {
+		shift uint
+		name  string
+	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if n >= 1<<u.shift {
+			if n&(1<<u.shift-1) == 0 {
+				return strconv.FormatUint(n>>u.shift, 10) + " " + u.name
+			}
+			return strconv.FormatFloat(float64(n)/float64(uint64(1)<<u.shift), 'f', 1, 64) + " " + u.name
+		}
+	}
+	return strconv.FormatUint(n, 10) + " bytes"
+}
+
+// allowance is what a trace or aggregation may take now, the least of: what its
+// own budget leaves it, what is left of the total, and half of what the process's
+// memory limits leave; and why, for a refusal.
+type allowance struct {
+	n   uint64
+	why string
+	own uint64 // n but for the total: what the consumer may grow to as others close
+}
+
+// currentAllowance is the allowance of a trace or aggregation that holds held bytes.
+func currentAllowance(held uint64) allowance {
+	total, each := budgetLimits()
+	a := allowance{why: fmt.Sprintf("the %s one trace or aggregation may take (SDT_MEMORY_TRACE in the process's environment)", sizeString(each))}
+	if held < each {
+		a.n = each - held
+	}
+	if room, what, ok := headroom(); ok && room/2 < a.n {
+		a = allowance{n: room / 2, why: fmt.Sprintf("half of the %s the %s leaves the process", sizeString(room), what)}
+	}
+	a.own = a.n
+	used := budget.used.Load()
+	left := uint64(0)
+	if used < total {
+		left = total - used
+	}
+	if left < a.n {
+		a.n, a.why = left, fmt.Sprintf("the %s left of the %s all traces and aggregations may take, %s in use (SDT_MEMORY in the process's environment)",
+			sizeString(left), sizeString(total), sizeString(used))
+	}
+	return a
+}
+
+// refuse is the error of a request for asked bytes (what says of what) over a.
+func (a allowance) refuse(what string, asked uint64) error {
+	return &budgetError{fmt.Sprintf("control: %s: %s, more than %s", what, sizeString(asked), a.why)}
+}
+
+// takeBudget charges n bytes to the process's total; false, and nothing charged, if
+// they do not fit. Safe on a pinned goroutine (atomics only): the limits were read
+// when the consumer opened (currentAllowance).
+func takeBudget(n uint64) bool {
+	if budget.used.Add(n) > budget.total.Load() {
+		budget.used.Add(-n)
+		return false
+	}
+	return true
+}
+
+// giveBudget gives back what takeBudget took.
+func giveBudget(n uint64) { budget.used.Add(-n) }
