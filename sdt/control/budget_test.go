@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/sdt"
 	"github.com/gosdt/gosdt/sdt/control"
 )
@@ -178,5 +179,46 @@ func TestAggregationBudget(t *testing.T) {
 	ag.Close()
 	if n := control.BudgetInUse(); n != 0 {
 		t.Fatalf("%d bytes of the budget in use after Close", n)
+	}
+}
+
+// TestStatFitsFrame: a stat whose rows do not fit in one frame (4096 keys, each with
+// a histogram of 63 buckets) sends those with the most fires and counts the others'
+// in the overflow. Before, the frame was refused and the connection closed.
+func TestStatFitsFrame(t *testing.T) {
+	const spec = "fittest:::kv"
+	needSwitchable(t, spec)
+	cl := newClient(t)
+	cl.send(&ctlproto.Request{Op: ctlproto.OpStat, Spec: spec, By: "k", Value: "v", Hist: ctlproto.HistQuantize})
+	cl.expect(ctlproto.KindStarted)
+	fired := uint64(0)
+	for k := range 4096 {
+		for b := range 63 {
+			fitSite(k, 1<<b)
+			fired++
+		}
+	}
+	cl.send(&ctlproto.Request{Op: ctlproto.OpStop})
+	var last *ctlproto.Stat
+	for {
+		r := cl.read()
+		if r.Kind == ctlproto.KindEnd {
+			break
+		}
+		if r.Kind != ctlproto.KindStat {
+			t.Fatalf("got %+v", r)
+		}
+		last = r.Stat
+	}
+	if last == nil {
+		t.Fatal("no stat before the end")
+	}
+	var counted uint64
+	for _, r := range last.Rows {
+		counted += uint64(r.Count)
+	}
+	t.Logf("%d fires: %d rows sent, %d fires in the overflow", fired, len(last.Rows), last.Overflow)
+	if counted+last.Overflow != fired || len(last.Rows) == 0 || last.Overflow == 0 {
+		t.Fatalf("%d fires: %d in %d rows, %d in the overflow", fired, counted, len(last.Rows), last.Overflow)
 	}
 }

@@ -110,6 +110,38 @@ func (w *batcher) describe(k ctlproto.DescKey) ctlproto.Desc {
 	return ds
 }
 
+// fitStat is a stat response whose frame fits in ctlproto.MaxFrame: the rows with
+// the fewest fires that do not fit are left out and their fires counted in
+// Overflow (a client says them not counted: too many keys).
+func fitStat(st *ctlproto.Stat) *ctlproto.Response {
+	r := &ctlproto.Response{Kind: ctlproto.KindStat, Stat: st}
+	rows := st.Rows
+	var buf []byte
+	fits := func(n int) bool {
+		st.Rows = rows[:n]
+		b, err := ctlproto.AppendFrame(buf[:0], r)
+		buf = b
+		return err == nil
+	}
+	if fits(len(rows)) {
+		return r
+	}
+	// The most rows that fit: rows are sorted, most fires first.
+	lo, hi := 0, len(rows) // fits(lo), !fits(hi)
+	for hi-lo > 1 {
+		if mid := (lo + hi) / 2; fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	for _, row := range rows[lo:] {
+		st.Overflow += uint64(row.Count)
+	}
+	st.Rows = rows[:lo]
+	return r
+}
+
 func toStat(s Snapshot) *ctlproto.Stat {
 	st := &ctlproto.Stat{Time: time.Now().UnixNano(), By: s.By, Value: s.Value, Hist: s.Hist, Overflow: s.Overflow, Rows: []ctlproto.Row{}}
 	if l := s.Linear; l != nil {
