@@ -78,9 +78,10 @@ type Bucket struct {
 const MaxRows = 4096
 
 // OpenAggregation switches on the probes spec matches (as sdt.Enable) and folds their
-// fires until Close. Errors match sdt.ErrNoMatch, sdt.ErrMalformedSpec and
-// sdt.ErrNotSupported; bad options (an argument no probe spec matches has) are
-// reported before anything is switched.
+// fires until Close. Errors match sdt.ErrNoMatch, sdt.ErrMalformedSpec,
+// sdt.ErrNotSupported and ErrBudget; bad options (an argument no probe spec matches
+// has) are reported before anything is switched. Keys past the memory budget are
+// not folded: their fires are counted in Snapshot.Overflow.
 func OpenAggregation(spec string, o AggOptions) (*Aggregation, error) {
 	return openAggregation("in-process aggregation", spec, o)
 }

@@ -33,8 +33,9 @@ type Trace struct {
 // TraceOptions says how a trace records.
 type TraceOptions struct {
 	// BufSize is the bytes of each P's buffer, rounded up to a power of two; 0 is
-	// DefaultBufSize. A record takes 32 bytes, 8 per argument, a string's bytes, and
-	// 8 per return address of its stack.
+	// DefaultBufSize, halved until the buffers fit the memory budget (OpenTrace). A
+	// record takes 32 bytes, 8 per argument, a string's bytes, and 8 per return
+	// address of its stack.
 	BufSize int
 	// Stack is how many return addresses of the fire's call stack each record
 	// carries, innermost first (the caller of the probe statement's function is the
@@ -485,8 +486,9 @@ func (s *traceSink) drops() (per []uint64, all uint64) {
 
 // OpenTrace switches on the probes spec matches (a DTrace probe description, as for
 // sdt.Enable) and records their fires until Close. Errors match sdt.ErrNoMatch,
-// sdt.ErrMalformedSpec and sdt.ErrNotSupported; bad options are reported before
-// anything is switched.
+// sdt.ErrMalformedSpec and sdt.ErrNotSupported, and ErrBudget for buffers (GOMAXPROCS
+// x BufSize) over the memory budget; bad options are reported before anything is
+// switched.
 func OpenTrace(spec string, o TraceOptions) (*Trace, error) {
 	return openTrace("in-process trace", spec, o)
 }
