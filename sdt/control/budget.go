@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -84,12 +83,12 @@ func budgetFromEnv() (total, each uint64) {
 // parseSize reads a size in bytes with an optional k, m or g suffix (powers of 1024).
 func parseSize(s string) (uint64, error) {
 	mul := uint64(1)
-	switch strings.ToLower(s[len(s)-1:]) {
-	case "k":
+	switch s[len(s)-1] {
+	case 'k', 'K':
 		mul = 1 << 10
-	case "m":
+	case 'm', 'M':
 		mul = 1 << 20
-	case "g":
+	case 'g', 'G':
 		mul = 1 << 30
 	}
 	if mul > 1 {

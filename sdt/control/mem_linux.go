@@ -18,17 +18,18 @@ import (
 //   - it is unmapped when the trace ends (once no fire can still be writing it:
 //     quiesce), which gives the memory back at once, not at some later collection.
 
-// allocBuf maps size bytes (a multiple of the page size) for a trace buffer.
+// allocBuf maps size bytes for a trace buffer. (unix.MmapPtr, not unix.Mmap, whose
+// table of mappings would link a map's deletion code into every program.)
 func allocBuf(size int) ([]byte, error) {
-	b, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	p, err := unix.MmapPtr(-1, 0, nil, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return nil, os.NewSyscallError("mmap", err)
 	}
-	return b, nil
+	return bytesAt(p, size), nil
 }
 
 // freeBuf unmaps what allocBuf mapped. Nothing may use b after.
-func freeBuf(b []byte) { unix.Munmap(b) }
+func freeBuf(b []byte) { unix.MunmapPtr(bufPtr(b), uintptr(len(b))) }
 
 // buffersUnmapped: freeBuf gives the memory back at once, so a buffer must not be
 // freed while a fire may still write it.

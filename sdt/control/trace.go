@@ -176,19 +176,20 @@ func newTraceSink(o TraceOptions) (*traceSink, error) {
 	if !takeBudget(need) { // another consumer took it meanwhile
 		return nil, currentAllowance(0).refuse(what, need)
 	}
-	s := &traceSink{size: size, stack: o.Stack, goid: goidAt(), reserved: need}
-	bufs := make([]*pbuf, 0, procs)
-	s.bufs.Store(&bufs)
-	for range procs {
+	bufs := make([]*pbuf, procs)
+	for i := range bufs {
 		b, err := newPbuf(size)
 		if err != nil {
-			s.free()
+			for _, b := range bufs[:i] {
+				b.free()
+			}
+			giveBudget(need)
 			return nil, &budgetError{fmt.Sprintf("control: %s: %v", what, err)}
 		}
-		bufs = append(bufs, b)
-		s.bufs.Store(&bufs)
+		bufs[i] = b
 	}
-	s.grown = nanotime()
+	s := &traceSink{size: size, stack: o.Stack, goid: goidAt(), reserved: need, grown: nanotime()}
+	s.bufs.Store(&bufs)
 	return s, nil
 }
 
