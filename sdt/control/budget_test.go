@@ -143,10 +143,10 @@ func TestCloseInsideEach(t *testing.T) {
 	}
 }
 
-var fitProbe = sdt.Define2[int, int]("fittest", "kv", "k", "v")
+var fitProbe = sdt.Define2[int, int64]("fittest", "kv", "k", "v")
 
 //go:noinline
-func fitSite(k, v int) { sdt.Probe2(&fitProbe, k, v) }
+func fitSite(k int, v int64) { sdt.Probe2(&fitProbe, k, v) }
 
 // TestAggregationBudget: an aggregation keyed by an argument with more values than
 // its budget holds folds what fits and counts the rest in its overflow: every fire
@@ -162,7 +162,7 @@ func TestAggregationBudget(t *testing.T) {
 	defer ag.Close()
 	const keys = 3000
 	for k := range keys {
-		fitSite(k, k)
+		fitSite(k, int64(k))
 	}
 	snap := ag.Snapshot()
 	var counted uint64

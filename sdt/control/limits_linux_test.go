@@ -127,7 +127,7 @@ func childMemory() error {
 			return err
 		}
 		// A buffer the limit has no room for: an error, where make was fatal.
-		fmt.Printf("buffer %d: %v\n", 2*extra, control.TryBuffer(int(2*extra)))
+		fmt.Printf("buffer %d: %v\n", extra+extra/2, control.TryBuffer(int(extra+extra/2)))
 	}
 	if err := control.Serve(); err != nil {
 		return err
@@ -427,7 +427,7 @@ func TestTraceMemoryLimit(t *testing.T) {
 		t.Skip("under an emulator: its address-space limit is the emulator's, whose own mappings are not the program's")
 	}
 	ch := startChild(t, "memory", "GOMAXPROCS=8", "CONTROL_TEST_AS="+strconv.Itoa(1<<30), "SDT_MEMORY=64g", "SDT_MEMORY_TRACE=64g")
-	if want := fmt.Sprintf("buffer %d: mmap: cannot allocate memory", 2<<30); ch.mapped != want {
+	if want := fmt.Sprintf("buffer %d: mmap: cannot allocate memory", 3<<29); ch.mapped != want {
 		t.Errorf("a buffer over the address-space limit: %q, want %q", ch.mapped, want)
 	}
 	for _, size := range []int{1 << 30, 256 << 20, 128 << 20} {
