@@ -58,26 +58,24 @@ func budgetLimits() (total, each uint64) {
 	return budget.total.Load(), budget.each.Load()
 }
 
-// budgetFromEnv reads SDT_MEMORY and SDT_MEMORY_TRACE; a value in error is said on
-// stderr and its default kept.
+// budgetFromEnv reads SDT_MEMORY and SDT_MEMORY_TRACE.
 func budgetFromEnv() (total, each uint64) {
-	total, each = defaultMemory, defaultMemoryTrace
-	for _, v := range []struct {
-		name string
-		to   *uint64
-	}{{"SDT_MEMORY", &total}, {"SDT_MEMORY_TRACE", &each}} {
-		s := os.Getenv(v.name)
-		if s == "" {
-			continue
-		}
-		n, err := parseSize(s)
-		if err != nil {
-			warnf("%s=%q: %v; %s kept", v.name, s, err, sizeString(*v.to))
-			continue
-		}
-		*v.to = n
+	return envSize("SDT_MEMORY", defaultMemory), envSize("SDT_MEMORY_TRACE", defaultMemoryTrace)
+}
+
+// envSize is the size the variable name says; def if it is unset, or in error
+// (which is said on stderr).
+func envSize(name string, def uint64) uint64 {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
 	}
-	return total, each
+	n, err := parseSize(s)
+	if err != nil {
+		warnf("%s=%q: %v; %d kept", name, s, err, def)
+		return def
+	}
+	return n
 }
 
 // parseSize reads a size in bytes with an optional k, m or g suffix (powers of 1024).
@@ -103,18 +101,20 @@ func parseSize(s string) (uint64, error) {
 
 // sizeString says n bytes in the largest unit it reaches: "256 MiB", "1.5 GiB".
 func sizeString(n uint64) string {
-	for _, u := range []struct {
-		shift uint
-		name  string
-	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
-		if n >= 1<<u.shift {
-			if n&(1<<u.shift-1) == 0 {
-				return strconv.FormatUint(n>>u.shift, 10) + " " + u.name
-			}
-			return strconv.FormatFloat(float64(n)/float64(uint64(1)<<u.shift), 'f', 1, 64) + " " + u.name
-		}
+	unit, shift := " bytes", uint(0)
+	switch {
+	case n >= 1<<30:
+		unit, shift = " GiB", 30
+	case n >= 1<<20:
+		unit, shift = " MiB", 20
+	case n >= 1<<10:
+		unit, shift = " KiB", 10
 	}
-	return strconv.FormatUint(n, 10) + " bytes"
+	s := strconv.FormatUint(n>>shift, 10)
+	if tenths := (n & (1<<shift - 1)) * 10 >> shift; tenths > 0 {
+		s += "." + strconv.FormatUint(tenths, 10)
+	}
+	return s + unit
 }
 
 // allowance is what a trace or aggregation may take now, the least of: what its

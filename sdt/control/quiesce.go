@@ -21,11 +21,13 @@ import "runtime"
 // (bridge.Sink), so the stop waits for them no longer than it waits for any running
 // goroutine to reach a preemption point: what a collection's stops wait too.
 //
-// The stop is runtime.ReadMemStats's: the only one the runtime offers that has no
-// other effect. It costs the program a pause as short as a collection's (and a
-// flush of each P's allocation cache), once per trace that ends, and only where
-// buffers are unmapped; elsewhere the collector frees a buffer once no fire holds
-// it.
+// The stop is runtime.Stack's for all goroutines, given no buffer: it stops the
+// world, has nothing to write, and starts it again. (ReadMemStats also stops the
+// world, but flushes every P's allocation cache too, and links its statistics into
+// every program.) TestQuiesceWaitsForPinned checks that it still waits. It costs
+// the program a pause as short as a collection's, once per trace that ends, and
+// only where buffers are unmapped; elsewhere the collector frees a buffer once no
+// fire holds it.
 //
 // Rejected: a counter per P that each fire raises and lowers (two stores and a
 // fence on the path every event takes, for the rare close); keeping closed
@@ -34,7 +36,4 @@ import "runtime"
 
 // quiesce returns once every sink call that was running when it was called has
 // returned. It stops the world for a moment.
-func quiesce() {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-}
+func quiesce() { runtime.Stack(nil, true) }
