@@ -1,6 +1,7 @@
 package control
 
 import (
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,5 +36,30 @@ func TestQuiesceWaitsForPinned(t *testing.T) {
 		if !unpinned.Load() {
 			t.Fatal("quiesce returned while a goroutine was still pinned")
 		}
+	}
+}
+
+// BenchmarkQuiesce is the stop-the-world a trace's end costs where its buffers are
+// unmapped, with a goroutine per P running meanwhile.
+func BenchmarkQuiesce(b *testing.B) {
+	var stop atomic.Bool
+	done := make(chan struct{})
+	procs := runtime.GOMAXPROCS(0)
+	for range procs {
+		go func() {
+			for x := 0; !stop.Load(); x++ {
+				if x%1024 == 0 {
+					runtime.Gosched()
+				}
+			}
+			done <- struct{}{}
+		}()
+	}
+	for b.Loop() {
+		quiesce()
+	}
+	stop.Store(true)
+	for range procs {
+		<-done
 	}
 }
