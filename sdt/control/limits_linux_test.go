@@ -465,8 +465,8 @@ func TestTraceMemoryLimit(t *testing.T) {
 // TestTracesInARow: traces one after another, of 8 buffers of 128 MiB each, leave
 // the process's resident memory where it was: a trace's buffers are given back as
 // it ends, and those of Ps that fire little are never all touched. Before, each
-// trace's buffers stayed until a collection and the next trace's were zeroed: three
-// 1 GiB traces took a service from 14 MB to 2.11 GB.
+// trace's buffers stayed until a collection, and the next trace's, made from the
+// memory it freed, were zeroed whole: the process grew by a trace's buffers.
 func TestTracesInARow(t *testing.T) {
 	needSwitchable(t, "accttest:::fire")
 	ch := startChild(t, "memory", "GOMAXPROCS=8", "SDT_MEMORY=4g", "SDT_MEMORY_TRACE=2g")
