@@ -216,7 +216,7 @@ func newAggregation(o AggOptions) (*aggregation, error) {
 	allowed := currentAllowance(0)
 	need := uint64(procs) * shardCost
 	if need > allowed.n || !takeBudget(need) {
-		return nil, currentAllowance(0).refuse(fmt.Sprintf("an aggregation over %d Ps", procs), need)
+		return nil, currentAllowance(0).refuse("an aggregation over "+strconv.Itoa(procs)+" Ps", need)
 	}
 	a.limit = allowed.own
 	a.charged.Store(need)

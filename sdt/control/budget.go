@@ -63,40 +63,31 @@ func budgetFromEnv() (total, each uint64) {
 	return envSize("SDT_MEMORY", defaultMemory), envSize("SDT_MEMORY_TRACE", defaultMemoryTrace)
 }
 
-// envSize is the size the variable name says; def if it is unset, or in error
-// (which is said on stderr).
+// envSize is the size in bytes the variable name says, with an optional k, m or g
+// (powers of 1024); def if it is unset, or in error (which is said on stderr).
 func envSize(name string, def uint64) uint64 {
 	s := os.Getenv(name)
 	if s == "" {
 		return def
 	}
-	n, err := parseSize(s)
-	if err != nil {
-		warnf("%s=%q: %v; %d kept", name, s, err, def)
-		return def
-	}
-	return n
-}
-
-// parseSize reads a size in bytes with an optional k, m or g suffix (powers of 1024).
-func parseSize(s string) (uint64, error) {
-	mul := uint64(1)
+	num, shift := s, uint(0)
 	switch s[len(s)-1] {
 	case 'k', 'K':
-		mul = 1 << 10
+		shift = 10
 	case 'm', 'M':
-		mul = 1 << 20
+		shift = 20
 	case 'g', 'G':
-		mul = 1 << 30
+		shift = 30
 	}
-	if mul > 1 {
-		s = s[:len(s)-1]
+	if shift > 0 {
+		num = s[:len(s)-1]
 	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || n > 1<<50/mul {
-		return 0, errors.New("want bytes, with k, m or g (at most 1024 TiB)")
+	n, err := strconv.ParseUint(num, 10, 64)
+	if err != nil || n > 1<<50>>shift {
+		warnf("%s=%q: want bytes, with k, m or g (at most 1024 TiB); %d kept", name, s, def)
+		return def
 	}
-	return n * mul, nil
+	return n << shift
 }
 
 // sizeString says n bytes in the largest unit it reaches: "256 MiB", "1.5 GiB".
@@ -118,40 +109,55 @@ func sizeString(n uint64) string {
 }
 
 // allowance is what a trace or aggregation may take now, the least of: what its
-// own budget leaves it, what is left of the total, and half of what the process's
-// memory limits leave; and why, for a refusal.
+// own budget leaves it, half of what the process's memory limits leave, and what is
+// left of the total; and which of them it is, for a refusal.
 type allowance struct {
-	n   uint64
-	why string
-	own uint64 // n but for the total: what the consumer may grow to as others close
+	n     uint64
+	own   uint64 // n but for the total: what the consumer may grow to as others close
+	by    int    // which n is: byTrace, byLimit or byTotal
+	limit uint64 // that budget or limit, in bytes
+	what  string // byLimit: its name
 }
+
+const (
+	byTrace = iota
+	byLimit
+	byTotal
+)
 
 // currentAllowance is the allowance of a trace or aggregation that holds held bytes.
 func currentAllowance(held uint64) allowance {
 	total, each := budgetLimits()
-	a := allowance{why: fmt.Sprintf("the %s one trace or aggregation may take (SDT_MEMORY_TRACE in the process's environment)", sizeString(each))}
+	a := allowance{by: byTrace, limit: each}
 	if held < each {
 		a.n = each - held
 	}
 	if room, what, ok := headroom(); ok && room/2 < a.n {
-		a = allowance{n: room / 2, why: fmt.Sprintf("half of the %s the %s leaves the process", sizeString(room), what)}
+		a = allowance{n: room / 2, by: byLimit, limit: room, what: what}
 	}
 	a.own = a.n
-	used := budget.used.Load()
-	left := uint64(0)
-	if used < total {
-		left = total - used
-	}
-	if left < a.n {
-		a.n, a.why = left, fmt.Sprintf("the %s left of the %s all traces and aggregations may take, %s in use (SDT_MEMORY in the process's environment)",
-			sizeString(left), sizeString(total), sizeString(used))
+	if used := budget.used.Load(); used+a.n > total {
+		a.n, a.by, a.limit = 0, byTotal, total
+		if used < total {
+			a.n = total - used
+		}
 	}
 	return a
 }
 
 // refuse is the error of a request for asked bytes (what says of what) over a.
 func (a allowance) refuse(what string, asked uint64) error {
-	return &budgetError{fmt.Sprintf("control: %s: %s, more than %s", what, sizeString(asked), a.why)}
+	var why string
+	switch a.by {
+	case byTrace:
+		why = fmt.Sprintf("the %s one trace or aggregation may take (SDT_MEMORY_TRACE in the process's environment)", sizeString(a.limit))
+	case byLimit:
+		why = fmt.Sprintf("half of the %s the %s leaves the process", sizeString(a.limit), a.what)
+	default:
+		why = fmt.Sprintf("the %s left of the %s all traces and aggregations may take (SDT_MEMORY in the process's environment)",
+			sizeString(a.n), sizeString(a.limit))
+	}
+	return &budgetError{fmt.Sprintf("control: %s: %s, more than %s", what, sizeString(asked), why)}
 }
 
 // takeBudget charges n bytes to the process's total; false, and nothing charged, if

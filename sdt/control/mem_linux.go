@@ -1,10 +1,10 @@
 package control
 
 import (
-	"bytes"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,9 +36,9 @@ func freeBuf(b []byte) { unix.MunmapPtr(bufPtr(b), uintptr(len(b))) }
 const buffersUnmapped = true
 
 // headroom is how much more memory the process may take before one of its limits
-// stops it, the smallest of: its address-space limit (RLIMIT_AS) less what it has
-// mapped, its cgroup's memory limit less what the cgroup uses, the memory the
-// machine has available; what names that limit. ok is false when none is known.
+// stops it, the smaller of: its address-space limit (RLIMIT_AS) less what it has
+// mapped, its cgroup's memory limit less what the cgroup uses; what names that
+// limit. ok is false when neither is set.
 func headroom() (n uint64, what string, ok bool) {
 	consider := func(limit, used uint64, name string) {
 		room := uint64(0)
@@ -49,75 +49,40 @@ func headroom() (n uint64, what string, ok bool) {
 			n, what, ok = room, name, true
 		}
 	}
-	var rl unix.Rlimit
-	if unix.Getrlimit(unix.RLIMIT_AS, &rl) == nil && rl.Cur != unix.RLIM_INFINITY {
-		if vm, found := procField("/proc/self/status", "VmSize:"); found {
-			consider(rl.Cur, vm, "address-space limit (ulimit -v)")
+	var rl syscall.Rlimit // syscall's, which package os links already; not x/sys's copy
+	if syscall.Getrlimit(syscall.RLIMIT_AS, &rl) == nil && rl.Cur != unix.RLIM_INFINITY {
+		if pages, found := firstNumber("/proc/self/statm"); found {
+			consider(rl.Cur, pages*uint64(os.Getpagesize()), "address-space limit (ulimit -v)")
 		}
 	}
 	if limit, used, found := cgroupMemory(); found {
 		consider(limit, used, "memory limit of its cgroup")
 	}
-	if avail, found := procField("/proc/meminfo", "MemAvailable:"); found {
-		consider(avail, 0, "memory the machine has available")
-	}
 	return n, what, ok
-}
-
-// procField reads a "Name: N kB" line of a /proc file, in bytes.
-func procField(path, name string) (uint64, bool) {
-	b, err := readProc(path)
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.Index(b, []byte("\n"+name))
-	if i < 0 {
-		return 0, false
-	}
-	line := b[i+1+len(name):]
-	if j := bytes.IndexByte(line, '\n'); j >= 0 {
-		line = line[:j]
-	}
-	f := strings.Fields(string(line))
-	if len(f) != 2 || f[1] != "kB" {
-		return 0, false
-	}
-	kb, err := strconv.ParseUint(f[0], 10, 64)
-	return kb << 10, err == nil
 }
 
 // cgroupMemory is the memory limit of the process's cgroup and what the cgroup
 // uses: cgroup v2's memory.max and memory.current, or v1's memory.limit_in_bytes and
 // memory.usage_in_bytes; found false without a limit.
 func cgroupMemory() (limit, used uint64, found bool) {
-	b, err := readProc("/proc/self/cgroup")
-	if err != nil {
-		return 0, 0, false
-	}
+	b, _ := readProc("/proc/self/cgroup")
 	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.SplitN(line, ":", 3)
-		if len(f) != 3 {
-			continue
+		// "0::/path" (v2), "4:memory:/path" (v1)
+		_, rest, ok := strings.Cut(line, ":")
+		ctrl, path, _ := strings.Cut(rest, ":")
+		dir, max, cur := "/sys/fs/cgroup", "/memory.max", "/memory.current"
+		if ctrl != "" {
+			if !strings.Contains(","+ctrl+",", ",memory,") {
+				continue
+			}
+			dir, max, cur = "/sys/fs/cgroup/memory", "/memory.limit_in_bytes", "/memory.usage_in_bytes"
 		}
-		var dir, max, cur string
-		switch {
-		case f[0] == "0" && f[1] == "":
-			dir, max, cur = "/sys/fs/cgroup", "memory.max", "memory.current"
-		case strings.Contains(","+f[1]+",", ",memory,"):
-			dir, max, cur = "/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes"
-		default:
-			continue
-		}
-		// The cgroup's own directory, or, inside a cgroup namespace that shows
-		// another path, the mount's root, which is the namespace's cgroup.
-		for _, d := range []string{dir + f[2], dir} {
-			l, okl := readNumber(d + "/" + max)
-			u, oku := readNumber(d + "/" + cur)
-			if okl && oku {
-				// v1 says "no limit" with a number near 2^63.
-				if l >= 1<<62 {
-					break
-				}
+		// The cgroup's own directory or, inside a cgroup namespace that shows
+		// another path, the mount's root, which is the namespace's cgroup. v1 says
+		// "no limit" with a number near 2^63, v2 with "max".
+		for _, d := range []string{dir + path, dir} {
+			if l, found := firstNumber(d + max); ok && found && l < 1<<62 {
+				u, _ := firstNumber(d + cur)
 				return l, u, true
 			}
 		}
@@ -125,12 +90,16 @@ func cgroupMemory() (limit, used uint64, found bool) {
 	return 0, 0, false
 }
 
-// readNumber reads a file that holds one decimal number ("max" is not one).
-func readNumber(path string) (uint64, bool) {
+// firstNumber reads the decimal number a file starts with.
+func firstNumber(path string) (uint64, bool) {
 	b, err := readProc(path)
 	if err != nil {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	i := 0
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		i++
+	}
+	n, err := strconv.ParseUint(string(b[:i]), 10, 64)
 	return n, err == nil
 }

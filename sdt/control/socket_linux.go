@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
@@ -45,8 +46,8 @@ const maxConns = 64
 // descriptors than that (and one more for a moment, to answer busy), and the
 // program keeps the rest for its own work.
 func connLimit() int32 {
-	var rl unix.Rlimit
-	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil && rl.Cur/4 < maxConns {
+	var rl syscall.Rlimit // syscall's, which package os links already; not x/sys's copy
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil && rl.Cur/4 < maxConns {
 		return int32(max(rl.Cur/4, 1))
 	}
 	return maxConns

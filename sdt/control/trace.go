@@ -2,9 +2,9 @@ package control
 
 import (
 	"encoding/binary"
-	"fmt"
 	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -169,7 +169,7 @@ func newTraceSink(o TraceOptions) (*traceSink, error) {
 		}
 	}
 	need := uint64(procs) * uint64(size)
-	what := fmt.Sprintf("trace buffers of %s for each of %d Ps", sizeString(uint64(size)), procs)
+	what := "trace buffers of " + sizeString(uint64(size)) + " for each of " + strconv.Itoa(procs) + " Ps"
 	if need > allowed.n {
 		return nil, allowed.refuse(what, need)
 	}
@@ -184,7 +184,7 @@ func newTraceSink(o TraceOptions) (*traceSink, error) {
 				b.free()
 			}
 			giveBudget(need)
-			return nil, &budgetError{fmt.Sprintf("control: %s: %v", what, err)}
+			return nil, &budgetError{"control: " + what + ": " + err.Error()}
 		}
 		bufs[i] = b
 	}

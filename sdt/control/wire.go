@@ -116,23 +116,14 @@ func (w *batcher) describe(k ctlproto.DescKey) ctlproto.Desc {
 func fitStat(st *ctlproto.Stat) *ctlproto.Response {
 	r := &ctlproto.Response{Kind: ctlproto.KindStat, Stat: st}
 	rows := st.Rows
-	var buf []byte
-	fits := func(n int) bool {
+	// The most rows that fit (rows are sorted, most fires first): all, most often.
+	lo, hi := 0, len(rows)+1 // rows[:lo] fit, rows[:hi] do not
+	for n := len(rows); hi-lo > 1; n = (lo + hi) / 2 {
 		st.Rows = rows[:n]
-		b, err := ctlproto.AppendFrame(buf[:0], r)
-		buf = b
-		return err == nil
-	}
-	if fits(len(rows)) {
-		return r
-	}
-	// The most rows that fit: rows are sorted, most fires first.
-	lo, hi := 0, len(rows) // fits(lo), !fits(hi)
-	for hi-lo > 1 {
-		if mid := (lo + hi) / 2; fits(mid) {
-			lo = mid
+		if _, err := ctlproto.AppendFrame(nil, r); err == nil {
+			lo = n
 		} else {
-			hi = mid
+			hi = n
 		}
 	}
 	for _, row := range rows[lo:] {
