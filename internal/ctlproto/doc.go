@@ -113,10 +113,10 @@
 // Traces and stats take the process's memory within a budget its owner sets in its
 // environment: SDT_MEMORY_TRACE for one (256 MiB by default), SDT_MEMORY for all
 // at once (512 MiB), and a trace at most half of what the process's memory limits
-// leave (ulimit -v, its cgroup's limit, the machine's available memory). A trace's
-// buffers are GOMAXPROCS x bufsize: one over the budget is refused with "budget",
-// whose message names the size asked for, the budget and how to change it; without
-// a bufsize the default (4 MiB) is halved until it fits, and "started" says the size
-// used. A stat's keys past its budget are not folded but counted in Overflow, as are
-// the rows of a snapshot that do not fit in one frame (those with the fewest fires).
+// leave (ulimit -v, its cgroup's memory limit). A trace's buffers are GOMAXPROCS x
+// bufsize: one over the budget is refused with "budget", whose message names the
+// size asked for, the budget and how to change it; without a bufsize the default
+// (4 MiB) is halved until it fits, and "started" says the size used. A stat's keys
+// past its budget are not folded but counted in Overflow, as are the rows of a
+// snapshot that do not fit in one frame (those with the fewest fires).
 package ctlproto

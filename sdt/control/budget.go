@@ -20,9 +20,9 @@ import (
 // all together 512 MiB. A trace's buffers are committed by the kernel page by page
 // as a P first writes them (linux), so Ps that never fire cost address space, not
 // memory; the budget counts address space, the figure a limit like ulimit -v sees.
-// Where the process has a memory limit (ulimit -v, its cgroup's, the memory the
-// machine has available), a trace may also take at most half of what is left under
-// it, so that the program's own heap keeps room to grow.
+// Where the process has a memory limit (ulimit -v, its cgroup's), a trace may also
+// take at most half of what is left under it, so that the program's own heap keeps
+// room to grow.
 
 // Budget defaults (SDT_MEMORY, SDT_MEMORY_TRACE).
 const (
