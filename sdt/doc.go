@@ -32,7 +32,9 @@
 // a fault or is the runtime's or the system's own is refused with a warning on stderr
 // and SIGUSR2 kept: Ctrl-C goes on stopping the program), SDT_PATCH (off: branch checks
 // only), SDT_PATCH_PROTOCOL (auto, atomic, rendezvous), SDT_CONTROL (off: no socket),
-// SDT_USDT_POLL (sealed binaries: how often USDT semaphores are read, default 100ms).
+// SDT_USDT_POLL (sealed binaries: how often USDT semaphores are read, default 100ms),
+// SDT_MEMORY and SDT_MEMORY_TRACE (what traces and aggregations may take of its
+// memory: all of them, default 512m; each, default 256m).
 // A binary sealed by sdtctl seal starts from its site table instead of a scan, and
 // enables a probe while bpftrace, perf or SystemTap is attached to its USDT notes.
 package sdt

@@ -90,10 +90,33 @@
 //	badrequest    malformed frame or request, unknown op or field, bad argument
 //	version       unsupported protocol version
 //	permission    the peer's uid may not control this process
+//	budget        the trace or stat would take more memory than the process allows
+//	busy          the process serves as many connections as it allows; try later
+//	timeout       the client sent nothing for too long; the connection is closed
 //	internal      anything else (patching failed, a recovered panic)
+//
+// A client treats a code it does not know as an error with its message: codes are
+// added without a new Version.
 //
 // # Limits
 //
 // MaxFrame bytes per frame; MaxSpecs specs per enable or disable; specs as in
 // internal/spec (1024 bytes); a stat interval of at least 100 ms.
+//
+// The server serves at most 64 connections at once, and at most a quarter of the
+// process's file descriptor limit (RLIMIT_NOFILE, as it was when the socket was
+// bound): one more is answered "busy" and closed. A client sends its hello within
+// 10 s of connecting, and each next request within a minute of the last reply
+// unless a trace or stat is running; else it gets "timeout" and the connection is
+// closed.
+//
+// Traces and stats take the process's memory within a budget its owner sets in its
+// environment: SDT_MEMORY_TRACE for one (256 MiB by default), SDT_MEMORY for all
+// at once (512 MiB), and a trace at most half of what the process's memory limits
+// leave (ulimit -v, its cgroup's memory limit). A trace's buffers are GOMAXPROCS x
+// bufsize: one over the budget is refused with "budget", whose message names the
+// size asked for, the budget and how to change it; without a bufsize the default
+// (4 MiB) is halved until it fits, and "started" says the size used. A stat's keys
+// past its budget are not folded but counted in Overflow, as are the rows of a
+// snapshot that do not fit in one frame (those with the fewest fires).
 package ctlproto

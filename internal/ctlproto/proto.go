@@ -29,6 +29,9 @@ const (
 	CodePermission   = "permission"
 	CodeInternal     = "internal"
 	CodeNotSupported = "notsupported"
+	CodeBudget       = "budget"
+	CodeBusy         = "busy"
+	CodeTimeout      = "timeout"
 )
 
 // Request ops.

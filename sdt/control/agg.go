@@ -52,7 +52,9 @@ type Snapshot struct {
 	Hist      string  // "", "quantize" or "linear"
 	Linear    *Linear // the buckets of a linear histogram
 	Rows      []Row
-	Overflow  uint64 // fires not counted: their key would have been row MaxRows+1 of a P
+	// fires not counted: their key would have been row MaxRows+1 of a P, or past the
+	// aggregation's memory budget (SDT_MEMORY_TRACE, SDT_MEMORY)
+	Overflow uint64
 }
 
 // Row is one key's fold. Sum, Min, Max, Avg and Hist are of the Value argument.
@@ -76,9 +78,10 @@ type Bucket struct {
 const MaxRows = 4096
 
 // OpenAggregation switches on the probes spec matches (as sdt.Enable) and folds their
-// fires until Close. Errors match sdt.ErrNoMatch, sdt.ErrMalformedSpec and
-// sdt.ErrNotSupported; bad options (an argument no probe spec matches has) are
-// reported before anything is switched.
+// fires until Close. Errors match sdt.ErrNoMatch, sdt.ErrMalformedSpec,
+// sdt.ErrNotSupported and ErrBudget; bad options (an argument no probe spec matches
+// has) are reported before anything is switched. Keys past the memory budget are
+// not folded: their fires are counted in Snapshot.Overflow.
 func OpenAggregation(spec string, o AggOptions) (*Aggregation, error) {
 	return openAggregation("in-process aggregation", spec, o)
 }
@@ -90,6 +93,7 @@ func openAggregation(who, spec string, o AggOptions) (*Aggregation, error) {
 	}
 	c, err := open(who, spec, a, a.resolve)
 	if err != nil {
+		a.retire()
 		return nil, err
 	}
 	a.c = c
@@ -108,6 +112,7 @@ func (a *Aggregation) Interval() Snapshot { return a.a.read(true) }
 // and stops folding.
 func (a *Aggregation) Close() error {
 	a.c.close()
+	a.a.retire()
 	return nil
 }
 
@@ -124,7 +129,9 @@ type aggregation struct {
 	by      int
 	buckets int // histogram buckets; 0 without
 	seed    maphash.Seed
-	probes  atomic.Pointer[[]aggProbe] // by probe id; nil until subscribed
+	probes  atomic.Pointer[[]aggProbe] // by probe id; nil until subscribed, and once closed
+	limit   uint64                     // the most bytes it may be charged (budget.go)
+	charged atomic.Uint64              // bytes charged to the budget; aggClosed once given back
 	shards  atomic.Pointer[[]*aggShard]
 	gen     atomic.Uint64 // the interval fires fold their minimum and maximum into
 	missed  atomic.Uint64 // fires on a P that had no shard yet
@@ -205,12 +212,68 @@ func newAggregation(o AggOptions) (*aggregation, error) {
 		a.o.Linear = &l
 		a.buckets = int((l.High-l.Low+l.Step-1)/l.Step) + 2
 	}
-	shards := make([]*aggShard, max(runtime.GOMAXPROCS(0), 1))
+	procs := max(runtime.GOMAXPROCS(0), 1)
+	allowed := currentAllowance(0)
+	need := uint64(procs) * shardCost
+	if need > allowed.n || !takeBudget(need) {
+		return nil, currentAllowance(0).refuse("an aggregation over "+strconv.Itoa(procs)+" Ps", need)
+	}
+	a.limit = allowed.own
+	a.charged.Store(need)
+	shards := make([]*aggShard, procs)
 	for i := range shards {
 		shards[i] = newAggShard()
 	}
 	a.shards.Store(&shards)
 	return a, nil
+}
+
+// What an aggregation takes of the budget, as estimates that err high: a shard with
+// its first table, and a cell with its histogram (and the copy an interval read
+// keeps of it), its key's string, and its share of the table's slots (twice as many
+// as cells, and the smaller table the last growth left to the collector).
+const (
+	shardCost    = 512
+	cellBaseCost = 192 + 4*16
+)
+
+// cellCost is what a cell for k takes.
+func (a *aggregation) cellCost(k *aggKey) uint64 {
+	hist := uint64(a.buckets+7) &^ 7 * 8
+	return cellBaseCost + 2*hist + uint64(len(k.s)+15)&^15
+}
+
+// aggClosed marks charged once the aggregation has given its budget back.
+const aggClosed = 1 << 63
+
+// charge charges n bytes to the aggregation and the process's budget; false, and
+// nothing charged, when either has no room or the aggregation is closed. Atomics
+// only: the caller may be pinned.
+func (a *aggregation) charge(n uint64) bool {
+	if !takeBudget(n) {
+		return false
+	}
+	for {
+		c := a.charged.Load()
+		if c&aggClosed != 0 || c+n > a.limit {
+			giveBudget(n)
+			return false
+		}
+		if a.charged.CompareAndSwap(c, c+n) {
+			return true
+		}
+	}
+}
+
+// retire stops the aggregation folding and gives its budget back: what charge
+// took, whether before or, by a fire under way, racing with this (charge gives
+// back what it takes once closed). Its cells are the collector's to free, once
+// nothing reads them.
+func (a *aggregation) retire() {
+	a.probes.Store(nil)
+	if c := a.charged.Or(aggClosed); c&aggClosed == 0 {
+		giveBudget(c)
+	}
 }
 
 // validArg reports whether s can name an argument: argN, or an identifier.
@@ -348,7 +411,7 @@ func (a *aggregation) fire(ap *aggProbe, shards []*aggShard, f *bridge.Firing) {
 	if a.by != byArg {
 		if c == nil || c.key.x != uint64(f.Probe) || c.key.y != uint64(f.Site) {
 			k := aggKey{x: uint64(f.Probe), y: uint64(f.Site)}
-			if c = sh.lookup(&k, mix(k.x, k.y), a.buckets); c == nil {
+			if c = sh.lookup(a, &k, mix(k.x, k.y)); c == nil {
 				return // MaxRows: counted in the shard's overflow
 			}
 		}
@@ -362,7 +425,7 @@ func (a *aggregation) fire(ap *aggProbe, shards []*aggShard, f *bridge.Firing) {
 			k.x = uint64(bridge.SlotInt(f.Kinds[i], f.Slots[i], 0))
 		}
 		if c == nil || !c.key.is(&k) {
-			if c = sh.lookup(&k, a.hash(&k), a.buckets); c == nil {
+			if c = sh.lookup(a, &k, a.hash(&k)); c == nil {
 				return
 			}
 		}
@@ -453,7 +516,7 @@ func (a *aggregation) grow() {
 		return
 	}
 	shards := append(make([]*aggShard, 0, procs), old...)
-	for len(shards) < procs {
+	for len(shards) < procs && a.charge(shardCost) {
 		shards = append(shards, newAggShard())
 	}
 	a.shards.Store(&shards)

@@ -38,14 +38,15 @@ func newAggShard() *aggShard {
 	return sh
 }
 
-// lookup returns k's cell (h is its hash), adding it if need be; nil when the shard
-// has MaxRows keys. The caller is pinned to the shard's P.
+// lookup returns k's cell (h is its hash) in a's shard sh, adding it if need be; nil
+// when the shard has MaxRows keys or a's budget has no room for one more. The caller
+// is pinned to the shard's P.
 //
 //go:norace
-func (sh *aggShard) lookup(k *aggKey, h uint64, buckets int) *aggCell {
+func (sh *aggShard) lookup(a *aggregation, k *aggKey, h uint64) *aggCell {
 	c := sh.find(k, h)
 	if c == nil {
-		c = sh.insert(k, h, buckets)
+		c = sh.insert(a, k, h)
 	}
 	if c != nil {
 		sh.last = c
@@ -72,17 +73,19 @@ func (sh *aggShard) find(k *aggKey, h uint64) *aggCell {
 	}
 }
 
-// insert adds a cell for k (its string copied: the fire's dies with the fire); nil,
-// counted in overflow, when the shard has MaxRows. The caller is pinned to the
-// shard's P: it allocates, which the runtime allows there, and never waits.
+// insert adds a cell for k (its string copied: the fire's dies with the fire) to a's
+// shard sh; nil, counted in overflow, when the shard has MaxRows or the cell does
+// not fit in a's budget. The caller is pinned to the shard's P: it allocates, which
+// the runtime allows there, and never waits.
 //
 //go:norace
-func (sh *aggShard) insert(k *aggKey, h uint64, buckets int) *aggCell {
+func (sh *aggShard) insert(a *aggregation, k *aggKey, h uint64) *aggCell {
 	t := sh.tab.Load()
-	if t.n >= MaxRows {
+	if t.n >= MaxRows || !a.charge(a.cellCost(k)) {
 		sh.bumpOverflow()
 		return nil
 	}
+	buckets := a.buckets
 	c := &aggCell{}
 	c.key = *k
 	if k.str {

@@ -8,14 +8,36 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/gosdt/gosdt/internal/alarm"
 	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
 )
 
 // One client connection: a goroutine that reads requests (frames, internal/ctlproto),
 // and the answers to each. Streams (trace, stat) are in stream.go.
+
+// How long a client may send nothing (ctlproto's doc, Limits): its hello, from
+// connecting; its next request, from the reply to the last, unless a stream runs.
+// Then its connection is closed, so that clients that hang or leave a connection
+// open do not hold the server's descriptors and goroutines for ever.
+const (
+	helloTimeout = 10 * time.Second
+	idleTimeout  = time.Minute
+)
+
+// testTimeouts replace helloTimeout and idleTimeout where not 0: tests change them
+// while other connections are served.
+var testTimeouts [2]atomic.Int64
+
+func timeout(i int, d time.Duration) time.Duration {
+	if t := testTimeouts[i].Load(); t != 0 {
+		return time.Duration(t)
+	}
+	return d
+}
 
 // persistOwner holds what sdtctl enable switched on: it outlives the connection,
 // until an sdtctl disable releases it.
@@ -71,8 +93,12 @@ func serve(c io.ReadWriteCloser, name string) {
 		}
 	}()
 
+	// The reader ends with the connection: a read fails once c is closed (the first
+	// defer), and a request read after serve has returned is dropped (done).
 	reqs := make(chan *ctlproto.Request)
 	errc := make(chan error, 1)
+	done := make(chan struct{})
+	defer close(done)
 	go func() {
 		defer close(reqs)
 		for {
@@ -80,25 +106,38 @@ func serve(c io.ReadWriteCloser, name string) {
 			if err == nil {
 				var q *ctlproto.Request
 				if q, err = ctlproto.DecodeRequest(b); err == nil {
-					reqs <- q
-					continue
+					select {
+					case reqs <- q:
+						continue
+					case <-done:
+						return
+					}
 				}
 			}
 			errc <- err
 			return
 		}
 	}()
-	next := func() (*ctlproto.Request, bool) {
-		q, ok := <-reqs
-		if !ok {
-			if err := <-errc; err != io.EOF {
-				cc.fail(err)
+	// next is the next request; false when the connection has ended, or the client
+	// sent none for wait (it is told, and the connection closes).
+	next := func(wait time.Duration) (*ctlproto.Request, bool) {
+		idle := alarm.After(wait)
+		defer idle.Stop()
+		select {
+		case q, ok := <-reqs:
+			if !ok {
+				if err := <-errc; err != io.EOF {
+					cc.fail(err)
+				}
 			}
+			return q, ok
+		case <-idle.C:
+			cc.fail(ctlproto.Errorf(ctlproto.CodeTimeout, "no request for %v: connection closed", wait))
+			return nil, false
 		}
-		return q, ok
 	}
 
-	q, ok := next()
+	q, ok := next(timeout(0, helloTimeout))
 	if !ok {
 		return
 	}
@@ -110,7 +149,7 @@ func serve(c io.ReadWriteCloser, name string) {
 		return
 	}
 	for {
-		q, ok := next()
+		q, ok := next(timeout(1, idleTimeout))
 		if !ok {
 			return
 		}
@@ -196,6 +235,8 @@ func errCode(err error) error {
 		return ctlproto.Errorf(ctlproto.CodeNoMatch, "%v", err)
 	case errors.Is(err, bridge.ErrNotSupported):
 		return ctlproto.Errorf(ctlproto.CodeNotSupported, "%v", err)
+	case errors.Is(err, ErrBudget):
+		return ctlproto.Errorf(ctlproto.CodeBudget, "%v", err)
 	}
 	return ctlproto.Errorf(ctlproto.CodeInternal, "%v", err)
 }

@@ -20,4 +20,11 @@
 //
 // A trace or aggregation holds its probes on while open, beside any other owner: the
 // program's sdt.Enable, sdtctl, a USDT tracer. Closing it releases only its own hold.
+//
+// What traces and aggregations take of the process's memory is bounded: 256 MiB each
+// (SDT_MEMORY_TRACE) and 512 MiB in all (SDT_MEMORY), sdtctl's and the program's own,
+// and a trace at most half of what the process's memory limits leave (ulimit -v, its
+// cgroup's). What is over is refused (ErrBudget) before anything is allocated. On
+// linux a trace's buffers are mapped, committed page by page as their P writes them,
+// and unmapped as the trace closes.
 package control

@@ -37,18 +37,33 @@ type pbuf struct {
 	head     atomic.Uint64 // start of the first record not yet read (the reader)
 	met      uint64        // drops the reader has met in the ring
 	_        [48]byte
-	b        []byte // len a power of two, 8-aligned
+	b        []byte // len a power of two, 8-aligned (allocBuf); nil once freed
 	mask     uint64
 }
 
 // lostSize is the bytes of a LostRecord.
 const lostSize = 16
 
-func newPbuf(size int) *pbuf {
-	words := make([]uint64, size/8) // 8-aligned
-	b := &pbuf{mask: uint64(size - 1)}
-	b.b = unsafeBytes(words)
-	return b
+// newPbuf makes a ring of size bytes, a power of two of at least MinBufSize.
+func newPbuf(size int) (*pbuf, error) {
+	mem, err := allocBuf(size)
+	if err != nil {
+		return nil, err
+	}
+	return &pbuf{mask: uint64(size - 1), b: mem}, nil
+}
+
+// free gives the ring's memory back. Nothing may write or read it after: no fire
+// (quiesce), no reader. The counters stay readable. Hidden from the race detector,
+// which does not see the stop-the-world that orders the writers' last read of b.b
+// before this.
+//
+//go:norace
+func (b *pbuf) free() {
+	if b.b != nil {
+		freeBuf(b.b)
+		b.b = nil
+	}
 }
 
 // reserve finds room for a record of need bytes (a multiple of 8) and returns where

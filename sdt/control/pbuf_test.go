@@ -18,6 +18,7 @@ func testSink(t testing.TB, size int) *traceSink {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.free)
 	states := make([]probeState, 1)
 	states[0].p = &bridge.Probe{Args: []string{"n", "s"}, Types: []string{"int", "string"}, Kinds: []bridge.Kind{bridge.Int, bridge.String}}
 	s.probes.Store(&states)
@@ -92,11 +93,17 @@ func TestPbufConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, b := range s.buffers() {
+		b.free()
+	}
 	bufs := make([]*pbuf, procs)
 	for i := range bufs {
-		bufs[i] = newPbuf(MinBufSize)
+		if bufs[i], err = newPbuf(MinBufSize); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s.bufs.Store(&bufs)
+	defer s.free()
 	states := make([]probeState, 1)
 	states[0].p = &bridge.Probe{Kinds: []bridge.Kind{bridge.Int, bridge.String}}
 	s.probes.Store(&states)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
@@ -29,6 +31,26 @@ var server struct {
 	stopped bool        // Stop was called: no automatic Serve
 	path    string
 	warned  map[uint32]bool // uids refused, logged once each
+	limit   int32           // the most connections served at once (connLimit)
+}
+
+// conns counts the connections being served.
+var conns atomic.Int32
+
+// maxConns is the most connections served at once. sdtctl makes one per command,
+// for the command's time; more are refused with a "busy" error.
+const maxConns = 64
+
+// connLimit is maxConns, or a quarter of the descriptors the process may open
+// (RLIMIT_NOFILE) when that is fewer: whatever connects, the server holds no more
+// descriptors than that (and one more for a moment, to answer busy), and the
+// program keeps the rest for its own work.
+func connLimit() int32 {
+	var rl syscall.Rlimit // syscall's, which package os links already; not x/sys's copy
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil && rl.Cur/4 < maxConns {
+		return int32(max(rl.Cur/4, 1))
+	}
+	return maxConns
 }
 
 // arm schedules the automatic Serve (start.go).
@@ -83,11 +105,11 @@ func serveLocked() error {
 	if err != nil {
 		return err
 	}
-	server.ln, server.path = ln, path
+	server.ln, server.path, server.limit = ln, path, connLimit()
 	if server.warned == nil {
 		server.warned = map[uint32]bool{}
 	}
-	go accept(ln, dir)
+	go accept(ln, dir, server.limit)
 	return nil
 }
 
@@ -172,13 +194,15 @@ func listen(path string) (*os.File, error) {
 }
 
 // accept serves each connection on its own goroutine, until ln is closed; dir is
-// the socket's directory.
-func accept(ln *os.File, dir string) {
+// the socket's directory, limit the most connections served at once.
+func accept(ln *os.File, dir string, limit int32) {
 	rc, err := ln.SyscallConn()
 	if err != nil {
 		warnf("accept: %v", err)
 		return
 	}
+	var pause time.Duration // after a failed accept
+	var warned int64        // nanotime when refusals were last said
 	for {
 		nfd := -1
 		var aerr error
@@ -190,22 +214,53 @@ func accept(ln *os.File, dir string) {
 		}
 		switch aerr {
 		case nil:
+			pause = 0
 		case unix.EINTR, unix.ECONNABORTED:
 			continue
 		default:
-			// Out of descriptors or memory: do not spin; the client waits in the backlog.
-			warnf("accept: %v", aerr)
-			time.Sleep(100 * time.Millisecond)
+			// Out of descriptors or memory: the program's own work, not ours, is
+			// short of them. Do not spin, and do not fill its stderr: wait longer
+			// each time, up to a second, and say it once; the client waits in the
+			// backlog.
+			if pause == 0 {
+				warnf("accept: %v; waiting", aerr)
+			}
+			pause = min(max(2*pause, 10*time.Millisecond), time.Second)
+			time.Sleep(pause)
 			continue
 		}
 		cred, err := unix.GetsockoptUcred(nfd, unix.SOL_SOCKET, unix.SO_PEERCRED)
 		c := os.NewFile(uintptr(nfd), "sdtctl")
-		if err != nil || !permitted(c, cred, dir) {
+		if err != nil {
 			c.Close()
 			continue
 		}
-		go serve(socketConn{c}, fmt.Sprintf("sdtctl pid %d", cred.Pid))
+		if !permitted(c, cred, dir) {
+			continue // refused, and closed
+		}
+		if conns.Add(1) > limit {
+			conns.Add(-1)
+			if now := nanotime(); warned == 0 || now-warned > int64(time.Minute) {
+				warned = now
+				warnf("refusing sdtctl connections: %d served, the most at once", limit)
+			}
+			refuse(c, ctlproto.Errorf(ctlproto.CodeBusy, "pid %d serves %d sdtctl connections, the most it serves at once; try again later", os.Getpid(), limit))
+			continue
+		}
+		go func() {
+			defer conns.Add(-1)
+			serve(socketConn{c}, fmt.Sprintf("sdtctl pid %d", cred.Pid))
+		}()
 	}
+}
+
+// refuse answers a connection with err and closes it. The answer is one small
+// frame, which a new connection's socket buffer takes whole: the deadline is only
+// in case.
+func refuse(c *os.File, err error) {
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	ctlproto.WriteFrame(c, ctlproto.ErrorResponse(err))
+	c.Close()
 }
 
 // permitted checks the peer's uid, which the kernel translated into our user
@@ -215,7 +270,7 @@ func accept(ln *os.File, dir string) {
 // overflow uid (65534): it is let in while our directory is still ours and 0700, for
 // a peer that is not our uid came through it only with a capability over our uid
 // (CAP_DAC_OVERRIDE). Anyone else is refused.
-// A refused uid is told why, and logged once.
+// A refused uid is told why (and its connection closed), and logged once.
 func permitted(c *os.File, cred *unix.Ucred, dir string) bool {
 	if cred.Uid == 0 || int(cred.Uid) == os.Getuid() || cred.Uid == overflowUID() && private(dir) {
 		return true
@@ -231,9 +286,8 @@ func permitted(c *os.File, cred *unix.Ucred, dir string) bool {
 	if cred.Uid == overflowUID() {
 		why = fmt.Sprintf("; a uid of an enclosing user namespace is let in only while %s is private", dir)
 	}
-	c.SetWriteDeadline(time.Now().Add(time.Second))
-	ctlproto.WriteFrame(c, ctlproto.ErrorResponse(ctlproto.Errorf(ctlproto.CodePermission,
-		"uid %d may not control pid %d (owned by uid %d%s)", cred.Uid, os.Getpid(), os.Getuid(), why)))
+	refuse(c, ctlproto.Errorf(ctlproto.CodePermission,
+		"uid %d may not control pid %d (owned by uid %d%s)", cred.Uid, os.Getpid(), os.Getuid(), why))
 	return false
 }
 

@@ -18,6 +18,13 @@ import (
 // it bound its control socket (and when) with what its main did first.
 func TestMain(m *testing.M) {
 	if mode := os.Getenv("CONTROL_TEST_CHILD"); mode != "" {
+		if f := children[mode]; f != nil {
+			if err := f(); err != nil {
+				fmt.Printf("child %s: %v\n", mode, err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
 		if mode == "stop" {
 			control.Stop()
 		}

@@ -195,7 +195,7 @@ func (cc *conn) statStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (
 		}
 		st := toStat(snap())
 		st.Interval = q.Clear
-		return cc.send(&ctlproto.Response{Kind: ctlproto.KindStat, Stat: st})
+		return cc.send(fitStat(st))
 	}
 	end = &ctlproto.Response{Kind: ctlproto.KindEnd}
 	for {

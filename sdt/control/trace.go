@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,8 +33,9 @@ type Trace struct {
 // TraceOptions says how a trace records.
 type TraceOptions struct {
 	// BufSize is the bytes of each P's buffer, rounded up to a power of two; 0 is
-	// DefaultBufSize. A record takes 32 bytes, 8 per argument, a string's bytes, and
-	// 8 per return address of its stack.
+	// DefaultBufSize, halved until the buffers fit the memory budget (OpenTrace). A
+	// record takes 32 bytes, 8 per argument, a string's bytes, and 8 per return
+	// address of its stack.
 	BufSize int
 	// Stack is how many return addresses of the fire's call stack each record
 	// carries, innermost first (the caller of the probe statement's function is the
@@ -82,13 +84,20 @@ const _ = uint(bridge.String-ctlproto.ValString) + uint(ctlproto.ValString-bridg
 
 // traceSink writes fires into per-P buffers: what a trace subscribes.
 type traceSink struct {
-	probes atomic.Pointer[[]probeState] // by probe id; nil until subscribed
-	bufs   atomic.Pointer[[]*pbuf]      // by P; grown by the reader (grow)
+	// by probe id; nil until subscribed, and again once freed: Fire loads it first
+	// and does nothing while it is nil (quiesce.go)
+	probes atomic.Pointer[[]probeState]
+	bufs   atomic.Pointer[[]*pbuf] // by P; grown by the reader (grow)
 	size   int
 	stack  int           // return addresses per record
 	lost   atomic.Uint64 // fires on a P that had no buffer yet
 	goid   uintptr       // offset of the goroutine id in the runtime's g; 0: unknown
 	grown  int64         // nanotime when grow last looked at GOMAXPROCS (the reader's)
+
+	// The reader's (or, once closed, the one that frees the buffers):
+	reserved uint64 // bytes of the budget the buffers hold
+	armed    bool   // probes was set: fires may have written the buffers
+	freed    bool
 }
 
 // probeState is what a trace knows of one of its probes.
@@ -140,26 +149,69 @@ func (o TraceOptions) check() error {
 	return nil
 }
 
+// newTraceSink makes a trace's buffers, one per P, within the memory budget
+// (budget.go): a size asked for that does not fit is refused before anything is
+// made; the default size is halved until it fits (down to MinBufSize).
 func newTraceSink(o TraceOptions) (*traceSink, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	size := o.BufSize
-	if size == 0 {
+	procs := max(runtime.GOMAXPROCS(0), 1)
+	allowed := currentAllowance(0)
+	size := MinBufSize
+	for size < o.BufSize {
+		size <<= 1
+	}
+	if o.BufSize == 0 {
 		size = DefaultBufSize
+		for size > MinBufSize && uint64(procs)*uint64(size) > allowed.n {
+			size >>= 1
+		}
 	}
-	n := MinBufSize
-	for n < size {
-		n <<= 1
+	need := uint64(procs) * uint64(size)
+	what := "trace buffers of " + sizeString(uint64(size)) + " for each of " + strconv.Itoa(procs) + " Ps"
+	if need > allowed.n {
+		return nil, allowed.refuse(what, need)
 	}
-	s := &traceSink{size: n, stack: o.Stack, goid: goidAt()}
-	bufs := make([]*pbuf, max(runtime.GOMAXPROCS(0), 1))
+	if !takeBudget(need) { // another consumer took it meanwhile
+		return nil, currentAllowance(0).refuse(what, need)
+	}
+	bufs := make([]*pbuf, procs)
 	for i := range bufs {
-		bufs[i] = newPbuf(n)
+		b, err := newPbuf(size)
+		if err != nil {
+			for _, b := range bufs[:i] {
+				b.free()
+			}
+			giveBudget(need)
+			return nil, &budgetError{"control: " + what + ": " + err.Error()}
+		}
+		bufs[i] = b
 	}
+	s := &traceSink{size: size, stack: o.Stack, goid: goidAt(), reserved: need, grown: nanotime()}
 	s.bufs.Store(&bufs)
-	s.grown = nanotime()
 	return s, nil
+}
+
+// free stops the sink writing and gives its buffers and their budget back, once
+// no fire can be writing them any more (quiesce). The reader's, once done reading:
+// records are views of the buffers.
+func (s *traceSink) free() {
+	if s.freed {
+		return
+	}
+	s.freed = true
+	if s.armed {
+		s.probes.Store(nil)
+		if buffersUnmapped {
+			quiesce()
+		}
+	}
+	for _, b := range s.buffers() {
+		b.free()
+	}
+	giveBudget(s.reserved)
+	s.reserved = 0
 }
 
 // plainSize is the size of p's records if they are words only: no string argument,
@@ -377,13 +429,26 @@ func (s *traceSink) grow() {
 	s.grown = nanotime()
 	old := *s.bufs.Load()
 	procs := runtime.GOMAXPROCS(0)
-	if procs <= len(old) {
+	if procs <= len(old) || s.freed {
 		return
 	}
-	bufs := append(make([]*pbuf, 0, procs), old...)
-	for len(bufs) < procs {
-		bufs = append(bufs, newPbuf(s.size))
+	// The new Ps' buffers come out of the budget too; those that do not fit are not
+	// made, and fires on their Ps stay counted lost.
+	n := uint64(procs-len(old)) * uint64(s.size)
+	allowed := currentAllowance(s.reserved)
+	for n > allowed.n || n > 0 && !takeBudget(n) {
+		n -= uint64(s.size)
 	}
+	bufs := append(make([]*pbuf, 0, procs), old...)
+	for ; n > 0; n -= uint64(s.size) {
+		b, err := newPbuf(s.size)
+		if err != nil {
+			break
+		}
+		bufs = append(bufs, b)
+		s.reserved += uint64(s.size)
+	}
+	giveBudget(n) // what was taken and not made
 	s.bufs.Store(&bufs)
 }
 
@@ -422,8 +487,9 @@ func (s *traceSink) drops() (per []uint64, all uint64) {
 
 // OpenTrace switches on the probes spec matches (a DTrace probe description, as for
 // sdt.Enable) and records their fires until Close. Errors match sdt.ErrNoMatch,
-// sdt.ErrMalformedSpec and sdt.ErrNotSupported; bad options are reported before
-// anything is switched.
+// sdt.ErrMalformedSpec and sdt.ErrNotSupported, and ErrBudget for buffers (GOMAXPROCS
+// x BufSize) over the memory budget; bad options are reported before anything is
+// switched.
 func OpenTrace(spec string, o TraceOptions) (*Trace, error) {
 	return openTrace("in-process trace", spec, o)
 }
@@ -460,9 +526,11 @@ func openTrace(who, spec string, o TraceOptions) (*Trace, error) {
 			}
 		}
 		s.probes.Store(&states)
+		s.armed = true
 		return nil
 	})
 	if err != nil {
+		s.free()
 		return nil, err
 	}
 	return &Trace{s: s, c: c}, nil
@@ -491,7 +559,12 @@ func (t *Trace) Read(evs []Event, wait time.Duration) (int, error) {
 // call: nothing is allocated or copied unless f asks (Event, Value).
 func (t *Trace) Each(wait time.Duration, f func(r *Record) bool) (int, error) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	defer func() {
+		t.mu.Unlock()
+		if t.closed.Load() {
+			t.freeIdle() // a Close meanwhile (f's, perhaps) left the buffers to us
+		}
+	}()
 	n := 0
 	r := Record{t: t}
 	err := t.poll(wait, func() bool {
@@ -551,12 +624,23 @@ func (t *Trace) Drops() uint64 {
 // took no room in any buffer. Every fire is read, dropped (Drops) or filtered.
 func (t *Trace) Filtered() uint64 { return t.s.filtered() }
 
-// Close releases the trace's probes (switching off what no other owner holds) and
-// stops recording. Events not read are lost. A fire that began just before Close may
-// still be recorded; it is never read.
+// Close releases the trace's probes (switching off what no other owner holds),
+// stops recording, and gives its buffers back (at once, unless a Read or Each is
+// under way: then as it returns). Events not read are lost.
 func (t *Trace) Close() error {
 	if !t.closed.Swap(true) {
 		t.c.close()
 	}
+	t.freeIdle()
 	return nil
+}
+
+// freeIdle frees the closed trace's buffers, unless a reader is using them: that
+// one calls it again as it leaves (Each), after Close's store of closed, so one of
+// the two frees them.
+func (t *Trace) freeIdle() {
+	if t.mu.TryLock() {
+		t.s.free()
+		t.mu.Unlock()
+	}
 }

@@ -24,6 +24,12 @@ func unsafeBytes(words []uint64) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), 8*len(words))
 }
 
+// bytesAt views size bytes at p, memory the runtime does not manage (allocBuf).
+func bytesAt(p unsafe.Pointer, size int) []byte { return unsafe.Slice((*byte)(p), size) }
+
+// bufPtr is where b starts.
+func bufPtr(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }
+
 // tailWord is b's tail as a plain word, for publish.
 func tailWord(b *pbuf) *uint64 { return (*uint64)(unsafe.Pointer(&b.tail)) }
 

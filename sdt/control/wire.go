@@ -110,6 +110,29 @@ func (w *batcher) describe(k ctlproto.DescKey) ctlproto.Desc {
 	return ds
 }
 
+// fitStat is a stat response whose frame fits in ctlproto.MaxFrame: the rows with
+// the fewest fires that do not fit are left out and their fires counted in
+// Overflow (a client says them not counted: too many keys).
+func fitStat(st *ctlproto.Stat) *ctlproto.Response {
+	r := &ctlproto.Response{Kind: ctlproto.KindStat, Stat: st}
+	rows := st.Rows
+	// The most rows that fit (rows are sorted, most fires first): all, most often.
+	lo, hi := 0, len(rows)+1 // rows[:lo] fit, rows[:hi] do not
+	for n := len(rows); hi-lo > 1; n = (lo + hi) / 2 {
+		st.Rows = rows[:n]
+		if _, err := ctlproto.AppendFrame(nil, r); err == nil {
+			lo = n
+		} else {
+			hi = n
+		}
+	}
+	for _, row := range rows[lo:] {
+		st.Overflow += uint64(row.Count)
+	}
+	st.Rows = rows[:lo]
+	return r
+}
+
 func toStat(s Snapshot) *ctlproto.Stat {
 	st := &ctlproto.Stat{Time: time.Now().UnixNano(), By: s.By, Value: s.Value, Hist: s.Hist, Overflow: s.Overflow, Rows: []ctlproto.Row{}}
 	if l := s.Linear; l != nil {

@@ -1,0 +1,105 @@
+package control
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Trace buffers are anonymous mappings, not Go memory:
+//   - a mapping the kernel cannot make is an error (ENOMEM under ulimit -v, or past
+//     the overcommit limit) that the trace is refused with, where a make that fails
+//     is a fatal error of the whole process;
+//   - the kernel commits a page when it is first written, so the buffer of a P that
+//     never fires costs address space only, and needs no zeroing when it opens;
+//   - it is unmapped when the trace ends (once no fire can still be writing it:
+//     quiesce), which gives the memory back at once, not at some later collection.
+
+// allocBuf maps size bytes for a trace buffer. (unix.MmapPtr, not unix.Mmap, whose
+// table of mappings would link a map's deletion code into every program.)
+func allocBuf(size int) ([]byte, error) {
+	p, err := unix.MmapPtr(-1, 0, nil, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, os.NewSyscallError("mmap", err)
+	}
+	return bytesAt(p, size), nil
+}
+
+// freeBuf unmaps what allocBuf mapped. Nothing may use b after.
+func freeBuf(b []byte) { unix.MunmapPtr(bufPtr(b), uintptr(len(b))) }
+
+// buffersUnmapped: freeBuf gives the memory back at once, so a buffer must not be
+// freed while a fire may still write it.
+const buffersUnmapped = true
+
+// headroom is how much more memory the process may take before one of its limits
+// stops it, the smaller of: its address-space limit (RLIMIT_AS) less what it has
+// mapped, its cgroup's memory limit less what the cgroup uses; what names that
+// limit. ok is false when neither is set.
+func headroom() (n uint64, what string, ok bool) {
+	consider := func(limit, used uint64, name string) {
+		room := uint64(0)
+		if used < limit {
+			room = limit - used
+		}
+		if !ok || room < n {
+			n, what, ok = room, name, true
+		}
+	}
+	var rl syscall.Rlimit // syscall's, which package os links already; not x/sys's copy
+	if syscall.Getrlimit(syscall.RLIMIT_AS, &rl) == nil && rl.Cur != unix.RLIM_INFINITY {
+		if pages, found := firstNumber("/proc/self/statm"); found {
+			consider(rl.Cur, pages*uint64(os.Getpagesize()), "address-space limit (ulimit -v)")
+		}
+	}
+	if limit, used, found := cgroupMemory(); found {
+		consider(limit, used, "memory limit of its cgroup")
+	}
+	return n, what, ok
+}
+
+// cgroupMemory is the memory limit of the process's cgroup and what the cgroup
+// uses: cgroup v2's memory.max and memory.current, or v1's memory.limit_in_bytes and
+// memory.usage_in_bytes; found false without a limit.
+func cgroupMemory() (limit, used uint64, found bool) {
+	b, _ := readProc("/proc/self/cgroup")
+	for _, line := range strings.Split(string(b), "\n") {
+		// "0::/path" (v2), "4:memory:/path" (v1)
+		_, rest, ok := strings.Cut(line, ":")
+		ctrl, path, _ := strings.Cut(rest, ":")
+		dir, max, cur := "/sys/fs/cgroup", "/memory.max", "/memory.current"
+		if ctrl != "" {
+			if !strings.Contains(","+ctrl+",", ",memory,") {
+				continue
+			}
+			dir, max, cur = "/sys/fs/cgroup/memory", "/memory.limit_in_bytes", "/memory.usage_in_bytes"
+		}
+		// The cgroup's own directory or, inside a cgroup namespace that shows
+		// another path, the mount's root, which is the namespace's cgroup. v1 says
+		// "no limit" with a number near 2^63, v2 with "max".
+		for _, d := range []string{dir + path, dir} {
+			if l, found := firstNumber(d + max); ok && found && l < 1<<62 {
+				u, _ := firstNumber(d + cur)
+				return l, u, true
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+// firstNumber reads the decimal number a file starts with.
+func firstNumber(path string) (uint64, bool) {
+	b, err := readProc(path)
+	if err != nil {
+		return 0, false
+	}
+	i := 0
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		i++
+	}
+	n, err := strconv.ParseUint(string(b[:i]), 10, 64)
+	return n, err == nil
+}

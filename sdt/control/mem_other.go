@@ -1,0 +1,18 @@
+//go:build !linux
+
+package control
+
+// Elsewhere trace buffers are Go memory: the budget's checks come first, as on
+// linux, but a buffer is given back by the collector once the trace is closed.
+
+// allocBuf makes size bytes, 8-aligned, for a trace buffer.
+func allocBuf(size int) ([]byte, error) { return unsafeBytes(make([]uint64, size/8)), nil }
+
+// freeBuf drops b: the collector frees it once no fire holds it.
+func freeBuf(b []byte) {}
+
+// buffersUnmapped: the collector frees a buffer, once nothing refers to it.
+const buffersUnmapped = false
+
+// headroom: no memory limit is known here.
+func headroom() (n uint64, what string, ok bool) { return 0, "", false }
