@@ -1,0 +1,67 @@
+package arch
+
+// Function probes: a probe on any function's entry and returns, placed at run time by
+// writing a call to a stub over instructions of the function's prologue and epilogues
+// (package sdt/internal/fprobe has the stubs and the argument for their safety). What
+// an architecture's description says of a function's code for that: where the call
+// goes, what it replaces, and what the stub must do in the replaced code's place.
+
+// FuncEntry is how a function's entry takes a probe.
+type FuncEntry struct {
+	Addr uint64 // where the call to the entry stub is written
+	Orig []byte // the bytes it replaces (the call, then NOPs to Resume)
+	// Resume is where the stub returns to: an instruction boundary of the function both
+	// as compiled and as patched, so that a stub whose probe is taken away while it
+	// runs returns to an instruction that is still there.
+	Resume uint64
+	// Check is the displacement from the entry's SP of the address the prologue
+	// compares with the stack guard: 0 compares SP itself (amd64's small frames);
+	// negative, a large frame's LEAQ -N(SP), R12, which the stub computes in R12 as the
+	// function would have. amd64 only: the stub performs the stack check the call
+	// replaced, and goes to Morestack when it fails.
+	Check int64
+	// Morestack is the function's morestack block: it spills the register arguments,
+	// calls runtime.morestack(_noctxt) and jumps back to the entry.
+	Morestack uint64
+	// Frame is the bytes the prologue has allocated when the stub is called (arm64:
+	// the call replaces the frame pointer's setup, after the frame exists); 0 on amd64.
+	Frame int64
+	// Context reports that the closure context register is live at entry: the block
+	// calls runtime.morestack, not runtime.morestack_noctxt.
+	Context bool
+	// Spills are the register arguments, as the morestack block stores them.
+	Spills []Spill
+}
+
+// Spill is one register argument as the function's morestack block stores it into
+// its spill slot, which the garbage collector reads at entry (the function's stack
+// map 0 marks the slots of live pointer arguments).
+type Spill struct {
+	Reg  uint8 // integer argument register i (ABI order: 0 is AX or R0), or FloatReg+i
+	Size uint8 // bytes stored: 1, 2, 4 or 8
+	Off  int32 // from the first argument slot: the caller's SP at entry plus a word
+}
+
+// FloatReg is Spill.Reg's first floating-point register.
+const FloatReg = 32
+
+// FuncReturn is one return of a function in a shape that takes a probe.
+type FuncReturn struct {
+	Addr uint64 // where the call to the return stub is written
+	Orig []byte // the bytes it replaces
+	// Frame is the frame the epilogue pops (amd64: ADDQ's immediate; arm64: the
+	// frame size), which the stub pops for it.
+	Frame int64
+	// Ret is the return instruction the function ends with, where it returns to its
+	// caller: the stub's own return goes there.
+	Ret uint64
+	// Pad: the call cannot be written whole without changing an instruction a parked
+	// goroutine may resume at, so it must reach the stub through a pad whose distance
+	// keeps that instruction's byte (amd64: ADDQ $imm8, SP; POPQ BP is five bytes, and
+	// the call's last byte must stay POPQ's 5D).
+	Pad bool
+	// Restores is what the replaced instruction restores besides the frame (arm64:
+	// the frame pointer, or the frame pointer and the link register), which the stub
+	// restores for it.
+	Restores string
+}

@@ -1,0 +1,54 @@
+// Command funcprobetest holds functions of the shapes function probes meet, for the
+// tests of arch/amd64 and arch/arm64: small and large frames, narrow, float, string
+// and closure arguments, several returns, a frameless leaf.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+var sink int
+
+//go:noinline
+func leaf(a, b int) int { return a*b + a }
+
+//go:noinline
+func small(p *[64]int, s string, n int) int {
+	p[0] = n + len(s) + leaf(n, 2)
+	return p[0]
+}
+
+//go:noinline
+func large(p *int, b bool, f float64) (*int, int) {
+	var buf [200]int
+	buf[leaf(3, 1)] = *p
+	if b {
+		return nil, 0
+	}
+	return p, buf[leaf(4, 1)] + int(f)
+}
+
+//go:noinline
+func narrow(a int8, b uint16, c int32, d bool, e float32) int {
+	return leaf(int(a)+int(b)+int(c), int(e)) + map[bool]int{true: 1}[d]
+}
+
+//go:noinline
+func huge(x int) int {
+	var buf [1 << 13]byte
+	buf[x&(len(buf)-1)] = byte(x)
+	return leaf(int(buf[x&(len(buf)-1)]), x)
+}
+
+//go:noinline
+func callit(f func(int) int, k int) int { return f(k) }
+
+func main() {
+	var a [64]int
+	x := len(os.Args)
+	c := func(k int) int { return k + x + leaf(k, x) }
+	fmt.Println(callit(c, 1), small(&a, "hi", 3), narrow(1, 2, 3, true, 1.5), huge(x))
+	p, n := large(&x, len(os.Args) > 5, 1.5)
+	fmt.Println(p != nil, n)
+}
