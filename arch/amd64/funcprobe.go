@@ -275,6 +275,8 @@ func funcReturns(m arch.Memory, w *arch.Walked) ([]arch.FuncReturn, error) {
 				return nil, shapeErr(pc, "a jump out of the function (to %#x): a return the probe would not see", t)
 			}
 		}
+		// An indirect JMP stays: the compiler jumps through registers only for jump
+		// tables, whose targets are the function's own blocks (tail calls are direct).
 		pc += uint64(in.n)
 	}
 	if len(rets) == 0 {
