@@ -13,10 +13,11 @@ import (
 	"github.com/gosdt/gosdt/internal/seal"
 )
 
-// cmdSeal seals binaries (package seal says what that writes).
+// cmdSeal seals binaries (package seal says what that writes, and where).
 func cmdSeal(args []string, stdout, stderr io.Writer) error {
 	o := newFlags("seal", stderr, false)
-	out := o.fs.String("o", "", "write the sealed binary to `FILE` instead of rewriting BINARY (one BINARY only)")
+	out := o.fs.String("o", "", "write the sealed binary to `FILE` instead of rewriting BINARY (one BINARY only): a regular file\n"+
+		"is replaced, through symbolic links; a device or FIFO is written as a stream; - is stdout")
 	pos, err := o.parse(args)
 	if err != nil {
 		return err
@@ -32,24 +33,37 @@ func cmdSeal(args []string, stdout, stderr io.Writer) error {
 		if *out != "" {
 			dst = *out
 		}
-		r, err := seal.File(in, dst)
+		var r *seal.Report
+		if dst == "-" {
+			r, err = seal.Write(in, stdout)
+		} else {
+			r, err = seal.File(in, dst)
+		}
 		if errors.Is(err, seal.ErrNoGosdt) {
 			return fail(exitNotGosdt, "%v", err)
 		}
 		if err != nil {
 			return fail(exitError, "%v", err)
 		}
+		for _, w := range r.Warnings {
+			fmt.Fprintf(stderr, "sdtctl: seal: %s\n", w)
+		}
+		// The report goes where the binary does not: a stream may be stdout.
+		w := stdout
+		if r.Streamed {
+			w = stderr
+		}
 		if o.json {
-			printJSON(stdout, r)
+			printJSON(w, r)
 			continue
 		}
 		if r.Already {
-			fmt.Fprintf(stdout, "%s: already sealed, left as it is\n", in)
+			fmt.Fprintf(w, "%s: already sealed, left as it is\n", in)
 			continue
 		}
-		fmt.Fprintf(stdout, "%s: sealed %d of %d sites; USDT: %d notes for %d probes\n", dst, r.Sealed, r.Sites, r.Notes, r.Probes)
+		fmt.Fprintf(w, "%s: sealed %d of %d sites; USDT: %d notes for %d probes\n", dst, r.Sealed, r.Sites, r.Notes, r.Probes)
 		for _, s := range r.Skipped {
-			fmt.Fprintf(stdout, "  %s\n", s)
+			fmt.Fprintf(w, "  %s\n", s)
 		}
 	}
 	return nil
@@ -113,9 +127,14 @@ func cmdToolexec(args []string, stdout, stderr io.Writer) error {
 	if out == "" {
 		return nil
 	}
-	_, err = seal.File(out, out)
+	r, err := seal.File(out, out)
 	if err != nil && !errors.Is(err, seal.ErrNoGosdt) && !errors.Is(err, seal.ErrNoSites) {
 		return fail(exitError, "toolexec: sealing the linker's output: %v", err)
+	}
+	if err == nil {
+		for _, w := range r.Warnings {
+			fmt.Fprintf(stderr, "sdtctl: toolexec: sealing %s: %s\n", out, w)
+		}
 	}
 	return nil
 }

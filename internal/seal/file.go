@@ -3,9 +3,6 @@ package seal
 import (
 	"bytes"
 	"debug/elf"
-	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/gosdt/gosdt/internal/usdt"
 )
@@ -54,35 +51,4 @@ func (w *writer) put(addr uint64, b []byte) {
 	if dst := w.span(addr, len(b)); dst != nil {
 		copy(dst, b)
 	}
-}
-
-// writeAtomic writes data to path through a temporary file in the same directory,
-// synced and renamed over path.
-func writeAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".seal-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Chmod(perm); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("replacing %s: %w", path, err)
-	}
-	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sort"
@@ -38,41 +39,87 @@ var ErrNoSites = errors.New("no probe sites to seal")
 
 // Report says what sealing did.
 type Report struct {
-	Path    string   `json:"path"`
-	Arch    string   `json:"arch"`
-	Already bool     `json:"already_sealed"` // nothing was changed
-	Sites   int      `json:"sites"`          // sites discovery found
-	Sealed  int      `json:"sealed"`         // of which written as sleds
-	Probes  int      `json:"probes"`         // probe names with notes and a semaphore
-	Notes   int      `json:"notes"`          // USDT notes written (one per fire site)
-	Skipped []string `json:"skipped,omitempty"`
+	Path     string   `json:"path"`
+	Arch     string   `json:"arch"`
+	Already  bool     `json:"already_sealed"` // nothing was changed
+	Sites    int      `json:"sites"`          // sites discovery found
+	Sealed   int      `json:"sealed"`         // of which written as sleds
+	Probes   int      `json:"probes"`         // probe names with notes and a semaphore
+	Notes    int      `json:"notes"`          // USDT notes written (one per fire site)
+	Skipped  []string `json:"skipped,omitempty"`
+	Streamed bool     `json:"streamed,omitempty"` // written in order to a device, FIFO or descriptor, not renamed over a file
+	// Warnings says what of the file could not be kept: mode bits, owner, other hard links.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
-// File seals the binary at in and writes the result to out (which may be in): the
-// output is written to a temporary file in its directory and renamed over it, so that
-// nobody sees half a binary. A binary that is already sealed is left as it is (and
-// copied to out). Errors leave out untouched.
+// File seals the binary at in and writes the result to out (which may be in, or a
+// symbolic link to it): output.go says what each kind of out gets. A regular file is
+// replaced through a temporary file renamed over it, so that nobody sees half a
+// binary; in place, the file keeps its owner, group and mode bits where it can, and
+// the report's warnings say what it could not keep. A binary that is already sealed is
+// left as it is (and copied to out). Errors leave out untouched.
 func File(in, out string) (*Report, error) {
+	info, err := inputFile(in)
+	if err != nil {
+		return nil, err
+	}
+	dst, err := resolveOutput(out)
+	if err != nil {
+		return nil, err
+	}
+	inPlace := !dst.stream && dst.info != nil && os.SameFile(info, dst.info)
+	r := &Report{Path: out, Streamed: dst.stream}
+	image, err := sealImage(in, r)
+	if err != nil {
+		return nil, err
+	}
+	if image == nil && inPlace {
+		return r, nil
+	}
+	if image == nil {
+		if image, err = os.ReadFile(in); err != nil {
+			return nil, err
+		}
+	}
+	if dst.stream {
+		return r, writeStream(dst.path, image)
+	}
+	if r.Warnings, err = replace(dst.path, image, info, inPlace, dst.info); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Write seals the binary at in and writes the result to w (sdtctl seal -o -); a
+// binary that is already sealed is copied as it is.
+func Write(in string, w io.Writer) (*Report, error) {
+	if _, err := inputFile(in); err != nil {
+		return nil, err
+	}
+	r := &Report{Path: "-", Streamed: true}
+	image, err := sealImage(in, r)
+	if err == nil && image == nil {
+		image, err = os.ReadFile(in)
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, err = w.Write(image)
+	return r, err
+}
+
+// sealImage reads the binary at in and returns it sealed, or nil if it is sealed
+// already.
+func sealImage(in string, r *Report) ([]byte, error) {
 	image, err := os.ReadFile(in)
 	if err != nil {
 		return nil, err
 	}
-	info, err := os.Stat(in)
-	if err != nil {
-		return nil, err
-	}
-	r := &Report{Path: out}
 	sealed, err := seal(in, image, r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", in, err)
 	}
-	if sealed == nil {
-		if in == out {
-			return r, nil
-		}
-		sealed = image
-	}
-	return r, writeAtomic(out, sealed, info.Mode().Perm())
+	return sealed, nil
 }
 
 // elfFile checks that image is a 64-bit little-endian Go executable for linux on

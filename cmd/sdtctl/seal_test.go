@@ -1,0 +1,91 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"debug/elf"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gosdt/gosdt/internal/testbin"
+	"github.com/gosdt/gosdt/internal/testutil"
+	"github.com/gosdt/gosdt/sled"
+)
+
+// sealedELF reports whether b is an ELF file with a site table.
+func sealedELF(b []byte) bool {
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		return false
+	}
+	return f.Section(sled.SectionName) != nil
+}
+
+// TestSealToStdout: `seal -o -` and `seal -o /dev/stdout` pipe the sealed binary, with
+// the report on stderr; the /dev/stdout link stays a link.
+func TestSealToStdout(t *testing.T) {
+	bin := buildTarget(t)
+	var out, errb bytes.Buffer
+	if err := run([]string{"seal", "-o", "-", bin}, &out, &errb); err != nil {
+		t.Fatalf("seal -o -: %v: %s", err, errb.String())
+	}
+	if !sealedELF(out.Bytes()) || !strings.Contains(errb.String(), "sealed 1 of 1 sites") {
+		t.Fatalf("seal -o -: %d bytes on stdout, stderr %q", out.Len(), errb.String())
+	}
+
+	// The reproduction of issue 20, in a process of its own: its stdout is a pipe.
+	before, err := os.Lstat("/dev/stdout")
+	if err != nil || before.Mode()&fs.ModeSymlink == 0 {
+		t.Skipf("/dev/stdout is not a symbolic link here: %v", err)
+	}
+	cmd := exec.Command(testbin.Sdtctl(t), "seal", "-o", "/dev/stdout", bin)
+	var piped, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &piped, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("seal -o /dev/stdout: %v: %s", err, stderr.String())
+	}
+	if !bytes.Equal(piped.Bytes(), out.Bytes()) {
+		t.Errorf("seal -o /dev/stdout piped %d bytes, seal -o - %d", piped.Len(), out.Len())
+	}
+	if after, err := os.Lstat("/dev/stdout"); err != nil || after.Mode() != before.Mode() {
+		t.Fatalf("/dev/stdout is no longer a symbolic link: %v %v", after.Mode(), err)
+	}
+	if sealedELF(mustRead(t, bin)) {
+		t.Error("the input was sealed")
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestSealWarnsOnStderr: what sealing could not keep of the file is said on stderr.
+func TestSealWarnsOnStderr(t *testing.T) {
+	testutil.NeedRoot(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "theirs")
+	if err := os.WriteFile(in, mustRead(t, buildTarget(t)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(in, 1234, 1234)
+	if err := os.Chmod(in, 0o750|fs.ModeSetuid); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if err := run([]string{"seal", "-o", filepath.Join(dir, "mine"), in}, &out, &errb); err != nil {
+		t.Fatalf("%v: %s", err, errb.String())
+	}
+	if !strings.Contains(errb.String(), "sdtctl: seal: setuid bit not kept") {
+		t.Errorf("stderr: %q", errb.String())
+	}
+}
