@@ -49,6 +49,22 @@ type Arch struct {
 
 	// Jumps reports whether a toggle's bytes are its jump form.
 	Jumps func(toggle []byte) bool
+
+	// Sealed reads the code at pc, of the walked function w, as a site sealed in the
+	// file (sdtctl seal) in its disabled form, for a site whose fire block follows it
+	// (JE, CBZ, TBZ: the toggle jumps over the block): the bytes from pc are exactly the
+	// canonical sled (Seal) of a site at pc whose toggle jumps where the one in the file
+	// does, on instruction boundaries of w, and no branch of w lands inside it or on
+	// the code after it, which only the enabled form falls into. It returns that site,
+	// whose Check is unknown (Reg and Tmp -1), and its sled; false for anything else.
+	// Discovery reads a sealed binary's sites this way when its site table cannot be
+	// used; the caller proves the block a fire block.
+	Sealed func(m Memory, w *Walked, pc uint64) (Site, Sled, bool)
+
+	// Rejoins reports whether the straight-line code from pc reaches to, a few direct
+	// jumps allowed and the calls that pass passes stepped over, before any other call,
+	// conditional branch, return, indirect transfer or trap.
+	Rejoins func(m Memory, pc, to uint64, pass func(target uint64) bool) bool
 }
 
 // Offline is what reading an architecture's binary files needs beyond discovery

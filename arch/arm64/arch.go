@@ -22,6 +22,8 @@ var Arch = arch.Arch{
 	Match:       match,
 	Seal:        seal,
 	Jumps:       jumps,
+	Sealed:      sealed,
+	Rejoins:     rejoins,
 }
 
 // Offline is AArch64 as reading its binaries uses it: the argument registers are
