@@ -84,6 +84,64 @@ func (t *SiteTable) encode(magic string) []byte {
 	return e.b
 }
 
+// TableProblem says what is wrong with a sealed binary's site table.
+type TableProblem uint8
+
+const (
+	TableMissing   TableProblem = iota + 1 // the binary is sealed, but the section is not in it
+	TableTruncated                         // shorter than the seal mark says, or the file ends inside it
+	TableBadMagic                          // it does not start with a site table's magic
+	TableNewer                             // a format version this gosdt does not read
+	TableMismatch                          // its length or CRC is not the seal mark's: damaged, or another binary's
+	TableMalformed                         // it is the table the mark was written for, but its records do not decode
+	TableForeign                           // it is for another architecture than the program's
+)
+
+// TableError says why a sealed binary's site table cannot be used.
+type TableError struct {
+	File    string // the binary
+	Problem TableProblem
+	Detail  string // the problem in words
+}
+
+func (e *TableError) Error() string {
+	msg := fmt.Sprintf("site table (%s) unusable: %s", SectionName, e.Detail)
+	if e.File != "" {
+		msg = e.File + ": " + msg
+	}
+	return msg
+}
+
+// CheckTable decodes a sealed binary's site table, section, after checking that it is
+// the table the binary's seal mark (MarkFor) was written for: its magic, its length
+// and its CRC, in that order, so that the most telling problem is the one named. The
+// error is a *TableError without its File.
+func CheckTable(section []byte, mark [4]uint64) (*SiteTable, error) {
+	bad := func(p TableProblem, format string, args ...any) error {
+		return &TableError{Problem: p, Detail: fmt.Sprintf(format, args...)}
+	}
+	want := mark[1]
+	switch magic := section[:min(len(section), len(tableMagic))]; {
+	case len(magic) < len(tableMagic) && string(magic) == tableMagic[:len(magic)]:
+		return nil, bad(TableTruncated, "truncated: %d bytes, the seal mark says %d", len(section), want)
+	case string(magic[:len(magic)-1]) != tableMagic[:len(tableMagic)-1]:
+		return nil, bad(TableBadMagic, "bad magic %q", magic)
+	case magic[len(magic)-1] > tableMagic[len(tableMagic)-1]:
+		return nil, bad(TableNewer, "format version %d, newer than this gosdt reads (1 to %d): a newer sdtctl sealed it", magic[len(magic)-1], tableMagic[len(tableMagic)-1])
+	case uint64(len(section)) < want:
+		return nil, bad(TableTruncated, "truncated: %d bytes, the seal mark says %d", len(section), want)
+	case uint64(len(section)) > want:
+		return nil, bad(TableMismatch, "%d bytes, the seal mark says %d: another binary's table, or rewritten after sealing", len(section), want)
+	case MarkFor(section) != mark:
+		return nil, bad(TableMismatch, "CRC mismatch (%#08x, the seal mark says %#08x): damaged, or another binary's table", MarkFor(section)[2], mark[2])
+	}
+	t, err := DecodeTable(section)
+	if err != nil {
+		return nil, bad(TableMalformed, "%v (yet its CRC is the seal mark's: written by another tool?)", err)
+	}
+	return t, nil
+}
+
 // DecodeTable parses a site table. It checks the structure (lengths, kinds, that a
 // sled's forms have the site's length), not that the table belongs to the program:
 // Discover checks every site's bytes against the text before trusting it.

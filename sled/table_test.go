@@ -118,3 +118,43 @@ func FuzzDecodeTable(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckTable: a site table is used only if it is the one its binary's seal mark
+// was written for; each way of not being that is named.
+func TestCheckTable(t *testing.T) {
+	good := sampleTable().Encode()
+	mark := MarkFor(good)
+	if st, err := CheckTable(good, mark); err != nil || len(st.Sites) != 3 {
+		t.Fatalf("the sealed table: %v", err)
+	}
+	edit := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
+	other := sampleTable()
+	other.Text++
+	newer := edit(func(b []byte) []byte { b[len(tableMagic)-1] = 9; return b })
+	for _, c := range []struct {
+		name  string
+		table []byte
+		mark  [4]uint64
+		want  TableProblem
+		says  string
+	}{
+		{"one byte flipped", edit(func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b }), mark, TableMismatch, "CRC mismatch"},
+		{"bad magic", edit(func(b []byte) []byte { b[0] ^= 1; return b }), mark, TableBadMagic, "bad magic"},
+		{"truncated", good[:len(good)-10], mark, TableTruncated, "truncated"},
+		{"truncated in the magic", good[:3], mark, TableTruncated, "truncated"},
+		{"empty", nil, mark, TableTruncated, "truncated"},
+		{"longer", append(append([]byte(nil), good...), 0), mark, TableMismatch, "the seal mark says"},
+		{"another binary's", other.Encode(), mark, TableMismatch, "CRC mismatch"},
+		{"newer version", newer, MarkFor(newer), TableNewer, "format version 9"},
+		{"malformed", []byte(tableMagic + "xx"), MarkFor([]byte(tableMagic + "xx")), TableMalformed, "truncated"},
+	} {
+		_, err := CheckTable(c.table, c.mark)
+		te, ok := err.(*TableError)
+		if !ok || te.Problem != c.want || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v (%T), want problem %d saying %q", c.name, err, err, c.want, c.says)
+		}
+	}
+	if err := (&TableError{File: "/bin/x", Problem: TableMismatch, Detail: "d"}).Error(); err != "/bin/x: site table (.gosdt.sites) unusable: d" {
+		t.Errorf("message: %s", err)
+	}
+}
