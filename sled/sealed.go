@@ -2,7 +2,6 @@ package sled
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -77,11 +76,17 @@ func sealedBinary() bool { return sealed.mark[1] != 0 }
 // even if the path it was started from has been replaced or removed.
 const exePath = "/proc/self/exe"
 
-// readTable reads and checks this executable's site table.
+// readTable reads and checks this executable's site table. The error is a
+// *TableError, naming the file, when the table is missing, damaged or foreign.
 func readTable() (*SiteTable, error) {
 	if runtime.GOOS != "linux" {
 		return nil, fmt.Errorf("sealed binaries are read on linux only")
 	}
+	name := exePath
+	if p, err := os.Readlink(exePath); err == nil {
+		name = p
+	}
+	fail := func(p TableProblem, detail string) error { return &TableError{File: name, Problem: p, Detail: detail} }
 	f, err := os.Open(exePath)
 	if err != nil {
 		return nil, err
@@ -96,24 +101,39 @@ func readTable() (*SiteTable, error) {
 	b, err := readSection(f, size, SectionName)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("%s: %w", exePath, err)
+		// The sections sealing adds, and the section headers after them, are at the
+		// end of the file: a file cut short loses them first.
+		return nil, fail(TableTruncated, fmt.Sprintf("the file is truncated or its section headers damaged (%v)", err))
 	case b == nil:
-		return nil, fmt.Errorf("%s: no %s section (the file was rewritten after sealing?)", exePath, SectionName)
-	case MarkFor(b) != sealed.mark:
-		return nil, errors.New("the site table does not match the one this binary was sealed with")
+		return nil, fail(TableMissing, "the binary is sealed but has no "+SectionName+" section: stripped or rewritten after sealing")
 	}
-	return DecodeTable(b)
+	st, err := CheckTable(b, sealed.mark)
+	if err != nil {
+		err.(*TableError).File = name
+		return nil, err
+	}
+	if st.Arch != runtime.GOARCH {
+		return nil, fail(TableForeign, "the table is for "+st.Arch+", this program is "+runtime.GOARCH)
+	}
+	return st, nil
 }
 
-// loadSealed builds the table of a sealed executable from its site table.
+// loadSealed builds the table of a sealed executable from its site table. A table that
+// cannot be used is said (Table.Warning), and the sites are found in the text instead
+// (Rescan).
 func loadSealed(src Source) *Table {
 	st, err := readTable()
-	if err != nil {
+	if err == nil {
+		// A PIE runs at an offset from its link-time addresses: runtime·text tells it.
+		return FromTable(st, runtime.GOARCH, src, src.Base-st.Text)
+	}
+	if host == nil || len(src.Text) == 0 {
 		return &Table{Reason: "sealed binary, but its site table cannot be used: " + err.Error() +
 			"; sealed sites stay disabled, others keep their branch check"}
 	}
-	// A PIE runs at an offset from its link-time addresses: runtime·text tells it.
-	return FromTable(st, runtime.GOARCH, src, src.Base-st.Text)
+	t := Rescan(host, src)
+	t.Warning = RescanWarning(err, t)
+	return t
 }
 
 // FromTable returns the sites of st, moved by bias, after checking that each site's

@@ -134,6 +134,7 @@ type Table struct {
 	Search     string        // how those functions were chosen, or why all the text was searched
 	Elapsed    time.Duration // wall time of the discovery
 	Reason     string        // set when discovery could not run at all (platform, build)
+	Warning    string        // something the operator must hear about, said on stderr at start: a sealed binary's unusable site table
 
 	// Sealed: the sites come from the binary's site table (sdtctl seal), not a scan.
 	Sealed bool

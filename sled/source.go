@@ -37,6 +37,9 @@ type Symbols interface {
 	// Holder names the function that holds the probe statement at pc (the innermost
 	// frame of the inline tree outside the probe package), with its file and line.
 	Holder(pc uint64) Holder
+	// Position returns the file and line of the code at pc itself (of the innermost
+	// inlined function there).
+	Position(pc uint64) (file string, line int)
 }
 
 // live is the running program's symbols: its function table, and the runtime.
@@ -45,6 +48,13 @@ type live struct{ Layout }
 func (l live) Func(pc uint64) (entry, end uint64) {
 	e, n := l.function(uintptr(pc))
 	return uint64(e), uint64(n)
+}
+
+func (live) Position(pc uint64) (file string, line int) {
+	if f := runtime.FuncForPC(uintptr(pc)); f != nil {
+		return f.FileLine(uintptr(pc))
+	}
+	return "", 0
 }
 
 func (live) Name(pc uint64) string {

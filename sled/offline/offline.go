@@ -32,7 +32,8 @@ func Arch(m elf.Machine) *arch.Offline {
 // needed). What it cannot know offline: the probes' names, which are Define's arguments
 // at run time (Definitions reads them from the code that makes them). A sealed binary's
 // sites come from its site table (Table.Sealed; Site.Presealed where the file holds
-// the sled).
+// the sled); when that table cannot be used, they are found as the runtime would find
+// them then (sled.Rescan), and Table.Warning says why, naming the file.
 func Discover(path string) (*sled.Table, error) {
 	begin := time.Now()
 	b, err := open(path, "sites")
@@ -46,19 +47,14 @@ func Discover(path string) (*sled.Table, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var t *sled.Table
-	if sec := f.Section(sled.SectionName); sec != nil {
-		// Sealed: the sites are in the table, and in the text as sleds a scan would
-		// not recognise.
-		raw, err := sec.Data()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", path, sled.SectionName, err)
-		}
-		st, err := sled.DecodeTable(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
+	switch st, sealed, err := SealedTable(f); {
+	case err != nil:
+		// The sites are in the text as sleds a scan would not recognise.
+		t = sled.Rescan(b.arch.Arch, src)
+		t.Warning = sled.RescanWarning(fmt.Errorf("%s: %w", path, err), t)
+	case sealed:
 		t = sled.FromTable(st, b.arch.Name, src, 0) // link-time addresses, as the table's
-	} else {
+	default:
 		t = sled.Scan(b.arch.Arch, src)
 	}
 	t.TextBytes = len(code)
@@ -79,7 +75,7 @@ type goBinary struct {
 
 // open opens the Go binary at path to read what of it (sites, definitions).
 func open(path, what string) (*goBinary, error) {
-	f, err := elf.Open(path)
+	f, err := openELF(path)
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +143,11 @@ func (s fileSyms) Name(pc uint64) string {
 		return fn.Name
 	}
 	return ""
+}
+
+func (s fileSyms) Position(pc uint64) (file string, line int) {
+	file, line, _ = s.tab.PCToLine(pc)
+	return file, line
 }
 
 // Holder follows the live path's rule (runtime.CallersFrames on the site's pc): the
