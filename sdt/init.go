@@ -22,6 +22,9 @@ func init() {
 	reg.opts = optionsFromEnv()
 	reg.layout = sled.Self()
 	reg.table = sled.Discover()
+	if reg.table.Warning != "" {
+		warnf("%s", reg.table.Warning)
+	}
 	for i := range reg.table.Sites {
 		s := &site{Site: &reg.table.Sites[i], state: stateSled}
 		if !s.Sealable() {
