@@ -61,7 +61,7 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 			if len(pos) > 2 {
 				return fail(exitUsage, "list BINARY [SPEC]: too many arguments")
 			}
-			return listBinary(pos[0], pos[1:], o.json, stdout)
+			return listBinary(pos[0], pos[1:], o.json, stdout, stderr)
 		}
 	}
 	if len(pos) > 1 {

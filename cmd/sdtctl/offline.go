@@ -25,8 +25,10 @@ type offlineSite struct {
 
 // listBinary finds the probe sites of an ELF file with the matchers the runtime uses
 // (package sled/offline). Provider and name are arguments of Define, known only at run
-// time: offline, a site is named by its definition's variable.
-func listBinary(path string, specs []string, asJSON bool, w io.Writer) error {
+// time: offline, a site is named by its definition's variable. What is wrong with a
+// sealed binary's site table is said on stderr, and the sites listed are those the
+// program will find at start without it.
+func listBinary(path string, specs []string, asJSON bool, w, stderr io.Writer) error {
 	var sp *spec.Spec
 	if len(specs) == 1 {
 		s, err := spec.Parse(specs[0])
@@ -38,6 +40,9 @@ func listBinary(path string, specs []string, asJSON bool, w io.Writer) error {
 	t, err := offline.Discover(path)
 	if err != nil {
 		return fail(exitError, "%v", err)
+	}
+	if t.Warning != "" {
+		fmt.Fprintf(stderr, "sdtctl: %s\n", t.Warning)
 	}
 	symAt := symbolizer(path)
 	defs, _ := offline.Definitions(path) // without, sites go by variable

@@ -9,9 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/internal/testbin"
 	"github.com/gosdt/gosdt/internal/testutil"
 	"github.com/gosdt/gosdt/sled"
@@ -87,5 +90,64 @@ func TestSealWarnsOnStderr(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "sdtctl: seal: setuid bit not kept") {
 		t.Errorf("stderr: %q", errb.String())
+	}
+}
+
+// TestDamagedSealedTarget: a sealed program whose site table is damaged says so on
+// stderr, and still lists its probe with its function and its site, sealed in the
+// file, and traces it; offline, list says what is wrong with the file and seal refuses
+// it, naming the file.
+func TestDamagedSealedTarget(t *testing.T) {
+	sealedBin := filepath.Join(t.TempDir(), "target")
+	if _, err := sdtctl(t, "seal", "-o", sealedBin, buildTarget(t)); err != nil {
+		t.Fatal(err)
+	}
+	bad := testbin.DamageTable(t, sealedBin, testbin.FlipByte, "")
+	const says = ": site table (.gosdt.sites) unusable: CRC mismatch"
+
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	cmd := testutil.Command(bad)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	pid := cmd.Process.Pid
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(ctlproto.SocketPath(pid)); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the target bound no control socket in 10 s: %s", stderr.String())
+		}
+	}
+	p := strconv.Itoa(pid)
+	if msg := stderr.String(); !strings.HasPrefix(msg, "sdt: "+bad+says) {
+		t.Errorf("stderr at start: %q", msg)
+	}
+	out, err := sdtctl(t, "list", "-p", p, "e2e:::tick")
+	if err != nil || !strings.Contains(out, "e2e:main:main.step:tick") || !strings.Contains(out, "sealed-off") {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+	out, err = sdtctl(t, "trace", "-p", p, "e2e:::tick", "-c", "5")
+	if err != nil || strings.Count(out, "e2e:main:main.step:tick i=") != 5 {
+		t.Fatalf("trace: %v\n%s", err, out)
+	}
+
+	var stdout, errb bytes.Buffer
+	if err := run([]string{"list", bad}, &stdout, &errb); err != nil || !strings.HasPrefix(errb.String(), "sdtctl: "+bad+says) ||
+		!strings.Contains(stdout.String(), "sealed in the file") {
+		t.Errorf("list BINARY: %v\nstderr %s\n%s", err, errb.String(), stdout.String())
+	}
+	errb.Reset()
+	if err := run([]string{"seal", bad}, &stdout, &errb); exitCode(err) != exitError || !strings.Contains(err.Error(), bad+": sealed, but site table") {
+		t.Errorf("seal: %v", err)
+	}
+	short := testbin.DamageTable(t, sealedBin, testbin.TruncateFile, "")
+	for _, cmd := range []string{"list", "seal"} {
+		if err := run([]string{cmd, short}, &stdout, &errb); err == nil || !strings.Contains(err.Error(), short+": truncated") {
+			t.Errorf("%s of a truncated file: %v", cmd, err)
+		}
 	}
 }

@@ -13,7 +13,6 @@
 package seal
 
 import (
-	"bytes"
 	"debug/elf"
 	"debug/gosym"
 	"encoding/binary"
@@ -31,7 +30,7 @@ import (
 )
 
 // ErrNoGosdt is returned (wrapped) for a Go binary that does not use gosdt.
-var ErrNoGosdt = errors.New("not a gosdt program")
+var ErrNoGosdt = offline.ErrNoGosdt
 
 // ErrNoSites is returned (wrapped) for a gosdt program in which discovery finds no
 // site: sealing it would only stop the runtime from looking for itself.
@@ -125,9 +124,9 @@ func sealImage(in string, r *Report) ([]byte, error) {
 // elfFile checks that image is a 64-bit little-endian Go executable for linux on
 // amd64 or arm64, and returns it parsed with its architecture.
 func elfFile(image []byte) (*elf.File, *arch.Offline, error) {
-	f, err := elf.NewFile(bytes.NewReader(image))
+	f, err := offline.NewELF(image)
 	if err != nil {
-		return nil, nil, fmt.Errorf("not an ELF file: %w", err)
+		return nil, nil, err
 	}
 	a := offline.Arch(f.Machine)
 	switch {
@@ -145,14 +144,20 @@ func elfFile(image []byte) (*elf.File, *arch.Offline, error) {
 	return f, a, nil
 }
 
-// seal returns the sealed image, or nil if image is sealed already.
+// seal returns the sealed image, or nil if image is sealed already. A binary that
+// was sealed but whose site table cannot be used is refused: its text holds sleds
+// whose compiler's bytes only that table knew, so no correct table can be written
+// for it again; its unsealed build can be sealed.
 func seal(path string, image []byte, r *Report) ([]byte, error) {
 	f, a, err := elfFile(image)
 	if err != nil {
 		return nil, err
 	}
 	r.Arch = a.Name
-	if f.Section(sled.SectionName) != nil {
+	switch _, sealed, err := offline.SealedTable(f); {
+	case err != nil:
+		return nil, fmt.Errorf("sealed, but %w: it cannot be sealed again (the compiler's bytes of its sites were in that table); seal its unsealed build", err)
+	case sealed:
 		r.Already = true
 		return nil, nil
 	}
@@ -160,7 +165,7 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	vars, err := findSealed(f)
+	vars, _, err := offline.SealMark(f)
 	if err != nil {
 		return nil, err
 	}
@@ -303,41 +308,4 @@ func linkedMark() []byte {
 	b := make([]byte, 32)
 	binary.LittleEndian.PutUint64(b, sled.SealMagic)
 	return b
-}
-
-// findSealed returns the address of sled's sealed variable: from the symbol table, or
-// in a binary without one, by its linked value in the data sections (it must be found
-// exactly once).
-func findSealed(f *elf.File) (uint64, error) {
-	if syms, err := f.Symbols(); err == nil {
-		for _, s := range syms {
-			if s.Name == sled.SealedSymbol {
-				return s.Value, nil
-			}
-		}
-		return 0, fmt.Errorf("%w: no %s in its symbol table", ErrNoGosdt, sled.SealedSymbol)
-	}
-	mark := linkedMark()
-	var found []uint64
-	for _, sec := range f.Sections {
-		if sec.Type != elf.SHT_PROGBITS || sec.Flags&elf.SHF_WRITE == 0 || sec.Flags&elf.SHF_ALLOC == 0 {
-			continue
-		}
-		b, err := sec.Data()
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", sec.Name, err)
-		}
-		for off := (8 - sec.Addr%8) % 8; off+sled.SealedSize <= uint64(len(b)); off += 8 {
-			if bytes.Equal(b[off:off+32], mark) {
-				found = append(found, sec.Addr+off)
-			}
-		}
-	}
-	switch len(found) {
-	case 0:
-		return 0, fmt.Errorf("%w: no gosdt seal mark in its data", ErrNoGosdt)
-	case 1:
-		return found[0], nil
-	}
-	return 0, fmt.Errorf("the gosdt seal mark is in its data %d times: cannot tell which to write (a binary without a symbol table)", len(found))
 }
