@@ -13,5 +13,7 @@
 //
 // A binary sealed by sdtctl seal carries its sites in a site table (SiteTable, in the
 // section SectionName); Discover then reads the table instead of scanning, and checks
-// each site's bytes against it. The same file holds the USDT semaphores (Semaphore).
+// each site's bytes against it. A table that is not the one the binary's seal mark was
+// written for (CheckTable) is said (Table.Warning), and the sites are found in the
+// text instead (Rescan). The same file holds the USDT semaphores (Semaphore).
 package sled

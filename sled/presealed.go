@@ -51,9 +51,9 @@ func RescanWarning(err error, t *Table) string {
 			n++
 		}
 	}
-	return fmt.Sprintf("%v; its sites were found in the text instead: %d, of which %d sealed in the file; "+
-		"a sealed guard site (if p.Enabled()) or a sealed site whose fire block is out of line cannot be told "+
-		"from the text and stays disabled; seal the unsealed build again", err, len(t.Sites), n)
+	return fmt.Sprintf("%v; found %d sites in the text instead, %d of them sealed in the file; "+
+		"sealed guard sites (if p.Enabled()) and sealed sites whose fire block is out of line cannot be told "+
+		"from the text and stay off, and USDT tracers cannot switch probes on; seal the unsealed build again", err, len(t.Sites), n)
 }
 
 // sealedSites returns the fire sites sealed in the file that the text of src proves.

@@ -45,7 +45,7 @@ func TestDamagedTable(t *testing.T) {
 				}
 				line := "sdt: " + bad + ": site table (.gosdt.sites) unusable: "
 				if msg := stderr.String(); !strings.HasPrefix(msg, line) || !strings.Contains(msg, d.says) || strings.Count(msg, "\n") != 1 ||
-					!strings.Contains(msg, "found in the text instead: 2, of which 2 sealed in the file") {
+					!strings.Contains(msg, "found 2 sites in the text instead, 2 of them sealed in the file") {
 					t.Errorf("%v: stderr %q, want one line %q... saying %q", env, msg, line, d.says)
 				}
 			}
