@@ -107,8 +107,15 @@ func TestDamagedSealedTarget(t *testing.T) {
 
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	cmd := testutil.Command(bad)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	// A file, not a buffer: read while the program runs, a buffer would be written by
+	// os/exec's copying goroutine meanwhile.
+	stderrFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderrFile.Close()
+	cmd.Stderr = stderrFile
+	stderr := func() string { b, _ := os.ReadFile(stderrFile.Name()); return string(b) }
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -119,11 +126,11 @@ func TestDamagedSealedTarget(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the target bound no control socket in 10 s: %s", stderr.String())
+			t.Fatalf("the target bound no control socket in 10 s: %s", stderr())
 		}
 	}
 	p := strconv.Itoa(pid)
-	if msg := stderr.String(); !strings.HasPrefix(msg, "sdt: "+bad+says) {
+	if msg := stderr(); !strings.HasPrefix(msg, "sdt: "+bad+says) {
 		t.Errorf("stderr at start: %q", msg)
 	}
 	out, err := sdtctl(t, "list", "-p", p, "e2e:::tick")
