@@ -73,3 +73,13 @@ func TestDamagedTable(t *testing.T) {
 		})
 	}
 }
+
+// noTemporaries fails if a temporary file of seal is left in any of dirs.
+func noTemporaries(t *testing.T, dirs ...string) {
+	t.Helper()
+	for _, d := range dirs {
+		if m, _ := filepath.Glob(filepath.Join(d, ".*.seal-*")); len(m) > 0 {
+			t.Errorf("temporary files left: %v", m)
+		}
+	}
+}
