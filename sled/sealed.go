@@ -76,17 +76,21 @@ func sealedBinary() bool { return sealed.mark[1] != 0 }
 // even if the path it was started from has been replaced or removed.
 const exePath = "/proc/self/exe"
 
+// exeName is the path this executable was started from, for messages.
+func exeName() string {
+	if p, err := os.Readlink(exePath); err == nil {
+		return p
+	}
+	return exePath
+}
+
 // readTable reads and checks this executable's site table. The error is a
 // *TableError, naming the file, when the table is missing, damaged or foreign.
 func readTable() (*SiteTable, error) {
 	if runtime.GOOS != "linux" {
 		return nil, fmt.Errorf("sealed binaries are read on linux only")
 	}
-	name := exePath
-	if p, err := os.Readlink(exePath); err == nil {
-		name = p
-	}
-	fail := func(p TableProblem, detail string) error { return &TableError{File: name, Problem: p, Detail: detail} }
+	fail := func(p TableProblem, detail string) error { return &TableError{File: exeName(), Problem: p, Detail: detail} }
 	f, err := os.Open(exePath)
 	if err != nil {
 		return nil, err
@@ -109,7 +113,7 @@ func readTable() (*SiteTable, error) {
 	}
 	st, err := CheckTable(b, sealed.mark)
 	if err != nil {
-		err.(*TableError).File = name
+		err.(*TableError).File = exeName()
 		return nil, err
 	}
 	if st.Arch != runtime.GOARCH {

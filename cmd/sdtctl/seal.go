@@ -17,7 +17,7 @@ import (
 func cmdSeal(args []string, stdout, stderr io.Writer) error {
 	o := newFlags("seal", stderr, false)
 	out := o.fs.String("o", "", "write the sealed binary to `FILE` instead of rewriting BINARY (one BINARY only): a regular file\n"+
-		"is replaced, through symbolic links; a device or FIFO is written as a stream; - is stdout")
+		"is replaced, through symbolic links; a character device or /dev/stdout is written as a stream; - is stdout")
 	pos, err := o.parse(args)
 	if err != nil {
 		return err

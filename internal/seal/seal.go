@@ -46,17 +46,20 @@ type Report struct {
 	Probes   int      `json:"probes"`         // probe names with notes and a semaphore
 	Notes    int      `json:"notes"`          // USDT notes written (one per fire site)
 	Skipped  []string `json:"skipped,omitempty"`
-	Streamed bool     `json:"streamed,omitempty"` // written in order to a device, FIFO or descriptor, not renamed over a file
+	Streamed bool     `json:"streamed,omitempty"` // written in order to a character device or an open descriptor, not renamed over a file
 	// Warnings says what of the file could not be kept: mode bits, owner, other hard links.
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// File seals the binary at in and writes the result to out (which may be in, or a
-// symbolic link to it): output.go says what each kind of out gets. A regular file is
-// replaced through a temporary file renamed over it, so that nobody sees half a
-// binary; in place, the file keeps its owner, group and mode bits where it can, and
-// the report's warnings say what it could not keep. A binary that is already sealed is
-// left as it is (and copied to out). Errors leave out untouched.
+// File seals the binary at in and writes the result to out, which may be in or a
+// symbolic link to it. Only a regular file is ever replaced: through a temporary file
+// in its own directory, renamed over it, so that nobody sees half a binary and an
+// error leaves it as it was; symbolic links are followed to it and stay links. In
+// place it keeps its owner, group and mode bits where it can, and the report's
+// warnings say what it could not keep. A character device or an open descriptor
+// (/dev/stdout) gets the bytes as a stream; a directory, a named pipe, a socket or a
+// block device is refused. A binary that is already sealed is left as it is (and
+// copied to out).
 func File(in, out string) (*Report, error) {
 	info, err := inputFile(in)
 	if err != nil {
@@ -68,19 +71,13 @@ func File(in, out string) (*Report, error) {
 	}
 	inPlace := !dst.stream && dst.info != nil && os.SameFile(info, dst.info)
 	r := &Report{Path: out, Streamed: dst.stream}
-	image, err := sealImage(in, r)
-	if err != nil {
+	image, changed, err := sealImage(in, r)
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if image == nil && inPlace {
+	case !changed && inPlace:
 		return r, nil
-	}
-	if image == nil {
-		if image, err = os.ReadFile(in); err != nil {
-			return nil, err
-		}
-	}
-	if dst.stream {
+	case dst.stream:
 		return r, writeStream(dst.path, image)
 	}
 	if r.Warnings, err = replace(dst.path, image, info, inPlace, dst.info); err != nil {
@@ -96,10 +93,7 @@ func Write(in string, w io.Writer) (*Report, error) {
 		return nil, err
 	}
 	r := &Report{Path: "-", Streamed: true}
-	image, err := sealImage(in, r)
-	if err == nil && image == nil {
-		image, err = os.ReadFile(in)
-	}
+	image, _, err := sealImage(in, r)
 	if err != nil {
 		return nil, err
 	}
@@ -107,18 +101,21 @@ func Write(in string, w io.Writer) (*Report, error) {
 	return r, err
 }
 
-// sealImage reads the binary at in and returns it sealed, or nil if it is sealed
-// already.
-func sealImage(in string, r *Report) ([]byte, error) {
-	image, err := os.ReadFile(in)
+// sealImage reads the binary at in and returns it sealed, or as it is if it is sealed
+// already (changed false).
+func sealImage(in string, r *Report) (image []byte, changed bool, err error) {
+	image, err = os.ReadFile(in)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	sealed, err := seal(in, image, r)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", in, err)
+		return nil, false, fmt.Errorf("%s: %w", in, err)
 	}
-	return sealed, nil
+	if sealed == nil {
+		return image, false, nil
+	}
+	return sealed, true, nil
 }
 
 // elfFile checks that image is a 64-bit little-endian Go executable for linux on
