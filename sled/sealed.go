@@ -90,7 +90,9 @@ func readTable() (*SiteTable, error) {
 	if runtime.GOOS != "linux" {
 		return nil, fmt.Errorf("sealed binaries are read on linux only")
 	}
-	fail := func(p TableProblem, detail string) error { return &TableError{File: exeName(), Problem: p, Detail: detail} }
+	fail := func(p TableProblem, detail string) error {
+		return &TableError{File: exeName(), Problem: p, Detail: detail}
+	}
 	f, err := os.Open(exePath)
 	if err != nil {
 		return nil, err
