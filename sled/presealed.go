@@ -26,8 +26,8 @@ import (
 //     nothing ties either to its probe: they stay as sealed, disabled, and the warning
 //     says so.
 //
-// Their compiler's bytes are unknown too (the sled replaced them): such sites cannot
-// be unsealed (Orig is nil).
+// Their compiler's bytes are unknown too (the sled replaced them; Orig is nil): a
+// sealed site is only ever toggled, which does not need them.
 
 // Rescan finds the sites of a sealed binary's text without its site table: the
 // sites still in their compiler's form, as Scan finds them (those sealing refused),
