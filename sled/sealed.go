@@ -76,10 +76,11 @@ func sealedBinary() bool { return sealed.mark[1] != 0 }
 // even if the path it was started from has been replaced or removed.
 const exePath = "/proc/self/exe"
 
-// exeName is the path this executable was started from, for messages.
+// exeName names this executable in messages: as it was started (reading the link
+// /proc/self/exe would link os.Readlink into every program for one message).
 func exeName() string {
-	if p, err := os.Readlink(exePath); err == nil {
-		return p
+	if len(os.Args) > 0 && os.Args[0] != "" {
+		return os.Args[0]
 	}
 	return exePath
 }

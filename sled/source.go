@@ -51,10 +51,9 @@ func (l live) Func(pc uint64) (entry, end uint64) {
 }
 
 func (live) Position(pc uint64) (file string, line int) {
-	if f := runtime.FuncForPC(uintptr(pc)); f != nil {
-		return f.FileLine(uintptr(pc))
-	}
-	return "", 0
+	// The innermost frame is the pc's own position (see Holder for the trailing 0).
+	f, _ := runtime.CallersFrames([]uintptr{uintptr(pc) + 1, 0}).Next()
+	return f.File, f.Line
 }
 
 func (live) Name(pc uint64) string {

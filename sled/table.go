@@ -240,12 +240,22 @@ func onlyToggleDiffers(s Site) bool {
 
 type encoder struct{ b []byte }
 
-func (e *encoder) u32(v uint32)     { e.b = binary.LittleEndian.AppendUint32(e.b, v) }
-func (e *encoder) u64(v uint64)     { e.b = binary.LittleEndian.AppendUint64(e.b, v) }
-func (e *encoder) bytes(v []byte)   { e.u32(uint32(len(v))); e.b = append(e.b, v...) }
-func (e *encoder) str(v string)     { e.bytes([]byte(v)) }
-func (d *decoder) str() string      { return string(d.bytes()) }
-func (d *decoder) u32() uint32      { return binary.LittleEndian.Uint32(d.take(4)) }
+func (e *encoder) u32(v uint32)   { e.b = binary.LittleEndian.AppendUint32(e.b, v) }
+func (e *encoder) u64(v uint64)   { e.b = binary.LittleEndian.AppendUint64(e.b, v) }
+func (e *encoder) bytes(v []byte) { e.u32(uint32(len(v))); e.b = append(e.b, v...) }
+func (e *encoder) str(v string)   { e.bytes([]byte(v)) }
+
+// The decoder's readers are not inlined: DecodeTable calls them for every field, and
+// inlined they made it, with its debug information, several kilobytes larger in every
+// program that imports sdt; a table is decoded once, at start.
+//
+//go:noinline
+func (d *decoder) str() string { return string(d.bytes()) }
+
+//go:noinline
+func (d *decoder) u32() uint32 { return binary.LittleEndian.Uint32(d.take(4)) }
+
+//go:noinline
 func (d *decoder) u64() uint64      { return binary.LittleEndian.Uint64(d.take(8)) }
 func (d *decoder) fail(what string) { d.err = errors.New(what); d.b = nil }
 

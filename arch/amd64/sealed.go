@@ -36,18 +36,16 @@ func sealed(m arch.Memory, w *arch.Walked, addr uint64) (arch.Site, arch.Sled, b
 	// The sled ends after its JMP or one of the NOPs that follow it: the longest that
 	// is canonical is the site (a tail longer than 9 bytes is 9-byte NOPs after the
 	// first, so a shorter reading could leave some of the site's NOPs out).
-	ends := []uint64{pc + uint64(in.n)}
-	for q := ends[0]; q < w.End && q-addr < maxSiteLen; {
-		nop, err := decodeAt(m, q)
+	end := pc + uint64(in.n)
+	for end < w.End && end-addr < maxSiteLen {
+		nop, err := decodeAt(m, end)
 		if err != nil || !nop.isNOP() {
 			break
 		}
-		q += uint64(nop.n)
-		ends = append(ends, q)
+		end += uint64(nop.n)
 	}
-	for i := len(ends) - 1; i >= 0; i-- {
-		n := int(ends[i] - addr)
-		if n < minSiteLen || n > maxSiteLen || ends[i] >= w.End {
+	for n := int(min(end-addr, maxSiteLen)); n >= minSiteLen; n-- {
+		if next := addr + uint64(n); next >= w.End || !w.IsStart(next) {
 			continue
 		}
 		s := arch.Site{Check: arch.Check{Addr: addr, Reg: -1, Tmp: -1}, Addr: addr, Len: n, Taken: taken, OnZero: true, Branch: "JE"}
@@ -55,7 +53,7 @@ func sealed(m arch.Memory, w *arch.Walked, addr uint64) (arch.Site, arch.Sled, b
 		if err != nil || sl.At != at || sl.Toggle != int(in.n) || !bytes.Equal(m.Read(addr, n), sl.Off) {
 			continue
 		}
-		if _, ok := w.Target(addr+1, ends[i]+1); ok {
+		if _, ok := w.Target(addr+1, s.Next()+1); ok {
 			break
 		}
 		return s, sl, true
