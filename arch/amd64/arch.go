@@ -32,6 +32,11 @@ func callBefore(m arch.Memory, ret uint64) (pc, target uint64, err error) {
 	return ret - 5, ret + uint64(int64(int32(binary.LittleEndian.Uint32(b[1:])))), nil
 }
 
+// shapeErr is not inlined: inlined at each of the decoder's and the matchers' many
+// refusals, it made every program that imports sdt kilobytes larger, for calls made
+// only when a candidate is refused.
+//
+//go:noinline
 func shapeErr(pc uint64, format string, args ...any) error {
 	return arch.Errorf("amd64", pc, format, args...)
 }
