@@ -18,6 +18,11 @@ const (
 // enc appends fields to b.
 type enc struct{ b []byte }
 
+// key is not inlined: inlined with its varint loop into every field of every message,
+// it made each program that imports sdt tens of kilobytes larger (code and debug
+// information), for a call per field of a reply; a trace's records travel as one field.
+//
+//go:noinline
 func (e *enc) key(tag, typ int) { e.b = binary.AppendUvarint(e.b, uint64(tag)<<1|uint64(typ)) }
 
 func (e *enc) uint(tag int, v uint64) {
