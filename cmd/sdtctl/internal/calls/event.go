@@ -58,6 +58,14 @@ func (e *Event) Arg(i int) Value {
 	return v
 }
 
+// Len is the length of string argument i without reading it; 0 for another kind.
+func (e *Event) Len(i int) int {
+	if i < e.N() && e.Probe.Kinds[i] == ctlproto.ValString {
+		return int(min(e.rec.Slot(i), ctlproto.StringMax))
+	}
+	return 0
+}
+
 // N is the number of the event's arguments.
 func (e *Event) N() int { return min(e.rec.N(), len(e.Probe.Kinds)) }
 
@@ -73,7 +81,11 @@ func (e *Event) Latency() int64 {
 
 // Panicking is a return's panicking argument.
 func (e *Event) Panicking() bool {
-	return e.Probe.Panicking >= 0 && e.Arg(e.Probe.Panicking).Bool
+	if e.Probe.Panicking < 0 {
+		return false
+	}
+	v := e.Arg(e.Probe.Panicking)
+	return v.Bool || v.Int != 0 || v.Uint != 0
 }
 
 // Call is one call of a function on one goroutine, or a timed block.

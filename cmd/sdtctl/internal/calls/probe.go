@@ -51,7 +51,9 @@ func NewProbe(ds *ctlproto.Desc) *Probe {
 	case timed && p.Probe == "return" && p.Function != "":
 		p.Kind = Return
 		p.Results = 1
-		if len(ds.Args) > 1 && ds.Args[1].Name == "panicking" && ds.Kinds[1] == ctlproto.ValBool {
+		// panicking is a bool, or the 0 or 1 of an integer (an fbt return whose results
+		// have types only its fires tell).
+		if len(ds.Args) > 1 && ds.Args[1].Name == "panicking" && len(ds.Kinds) > 1 && ds.Kinds[1] != ctlproto.ValString {
 			p.Panicking, p.Results = 1, 2
 		}
 	case timed:
