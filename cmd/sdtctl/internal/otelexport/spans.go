@@ -111,7 +111,10 @@ func (s *spans) End(c *calls.Call) {
 			p := e.Probe
 			in := s.info(p)
 			attrs := appendArgs(nil, e, in.keys, p.Results, -1)
-			if c.Entry == nil {
+			switch {
+			case p.Kind == calls.Timed:
+				attrs = append(attrs, attribute.String("gosdt.probe", p.Name))
+			case c.Entry == nil:
 				attrs = append(attrs, attribute.Bool("gosdt.entry_unseen", true))
 			}
 			switch {
