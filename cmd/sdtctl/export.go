@@ -18,6 +18,38 @@ import (
 	"github.com/gosdt/gosdt/internal/ctlproto"
 )
 
+const exportUsage = `usage: sdtctl export [-p PID | -n NAME] SPEC... [flags]
+
+Sends the calls the probes SPEC matches see to OpenTelemetry: every call an entry/return
+pair (fbt:PKG:FUNC:entry and :return) or a latency probe (latency_ns first) sees is a
+span, named after its function, nested per goroutine, its arguments and results its
+attributes, an error status when it panicked or returned an error (the error's text),
+code.function, code.namespace, code.filepath, code.lineno; other probes fired in a call
+are events of its span. A call with a context.Context carrying a span of the program's
+joins that trace when the program imports github.com/gosdt/gosdt/sdt/otelsdt. Metrics,
+every INTERVAL: gosdt.probe.fires (every fire, keyed as stat --by KEY),
+gosdt.probe.latency (histograms of latency_ns, ns), gosdt.export.spans and
+gosdt.export.dropped (gosdt.where: process_buffer, exporter_queue, export_failed).
+Until Ctrl-C or -d; then, per process, what was exported and dropped where.
+
+Environment (the OpenTelemetry SDK's):
+  OTEL_EXPORTER_OTLP_ENDPOINT, _TRACES_ENDPOINT, _METRICS_ENDPOINT   default http://localhost:4318 (grpc: 4317)
+  OTEL_EXPORTER_OTLP_PROTOCOL (_TRACES_, _METRICS_)  http/protobuf (default) or grpc
+  OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT, _COMPRESSION, _CERTIFICATE, _INSECURE
+  OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG   default parentbased_always_on; decided at a
+                                                 call's entry, for every call inside it
+  OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME    added to the traced process's own (read from
+                                                 its environment), which win for service.name
+  OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER    otlp (default) or none
+  OTEL_METRIC_EXPORT_INTERVAL                    milliseconds (default 10000; -i wins)
+  OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION   explicit_bucket_histogram (default:
+                                                 bounds 2^k-1 ns) or base2_exponential_bucket_histogram
+  OTEL_BSP_MAX_QUEUE_SIZE (8192), OTEL_BSP_MAX_EXPORT_BATCH_SIZE (512),
+  OTEL_BSP_SCHEDULE_DELAY (1000), OTEL_BSP_EXPORT_TIMEOUT (30000)
+
+Flags:
+`
+
 // followEvery is how often export -n looks for new processes of its name.
 const followEvery = 500 * time.Millisecond
 
@@ -42,6 +74,10 @@ func cmdExport(args []string, stdout, stderr io.Writer, stop <-chan struct{}) er
 	by := o.fs.String("by", "probe", "what the metrics are keyed by, as stat --by: probe, site, or an argument (argN or its name)")
 	bufsize := o.fs.String("bufsize", "", "`BYTES` of each per-P trace buffer in the process (k, m, g suffixes; default 4m)")
 	flush := o.fs.Duration("flush-timeout", 5*time.Second, "at the end, how long to wait for the collector to take what is left")
+	o.fs.Usage = func() {
+		fmt.Fprint(stderr, exportUsage)
+		o.fs.PrintDefaults()
+	}
 	specs, err := o.parse(args)
 	if err != nil {
 		return err
@@ -96,7 +132,7 @@ func cmdExport(args []string, stdout, stderr io.Writer, stop <-chan struct{}) er
 		t := time.AfterFunc(*dur, st.stop)
 		defer t.Stop()
 	}
-	ex := &exporter{exportOpts: eo, fails: failures{stderr: stderr}}
+	ex := &exporter{exportOpts: eo, fails: failures{stderr: stderr}, seen: map[int]bool{}}
 	for _, cl := range cls {
 		ex.start(cl, st.C)
 	}
@@ -159,9 +195,6 @@ type exporter struct {
 
 func (ex *exporter) start(cl *client, stop <-chan struct{}) {
 	ex.mu.Lock()
-	if ex.seen == nil {
-		ex.seen = map[int]bool{}
-	}
 	ex.seen[cl.pid] = true
 	ex.started++
 	ex.mu.Unlock()
@@ -392,9 +425,7 @@ func (ex *exporter) exportProcess(cl *client, stop <-chan struct{}) (matched boo
 	wg.Wait()
 	ending()
 	<-relisted
-	ctx, cancel := context.WithTimeout(context.Background(), ex.flush)
-	s := proc.Close(ctx)
-	cancel()
+	s := proc.Close(ex.flush)
 	exited := exitCode(first) == exitExited
 	ex.summary(cl, &s, exited)
 	if exited {

@@ -226,16 +226,25 @@ type Summary struct {
 	LastError      string `json:"last_error,omitempty"`
 }
 
-// Close ends the export of the process once its streams have ended: the calls still
-// open end unfinished, and what is queued is sent, waiting up to ctx for the
-// collector (what it could not send then is counted failed).
-func (p *Process) Close(ctx context.Context) Summary {
+// Close ends the export of the process once its streams have ended: what they sent
+// is made spans, the calls still open end unfinished, and what is queued is sent,
+// waiting up to flush for the collector (what it could not send then is counted
+// failed).
+func (p *Process) Close(flush time.Duration) Summary {
 	close(p.in)
 	<-p.ended
+	ctx, cancel := context.WithTimeout(context.Background(), flush)
+	defer cancel()
 	// Spans and metrics are sent at once: a collector that does not answer costs the
-	// wait once.
+	// wait once. The queue is shut down first, itself: the provider's Shutdown skips
+	// its processors once ctx is done, and the counts must be final.
 	var wg sync.WaitGroup
-	wg.Go(func() { p.tp.Shutdown(ctx) })
+	wg.Go(func() {
+		if p.q != nil {
+			p.q.Shutdown(ctx)
+		}
+		p.tp.Shutdown(ctx)
+	})
 	if p.mp != nil {
 		wg.Go(func() { p.mp.Shutdown(ctx) })
 	}
