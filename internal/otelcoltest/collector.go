@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -145,8 +144,10 @@ func (c *Collector) Stop() {
 	if cmd == nil {
 		return
 	}
-	cmd.Process.Signal(syscall.SIGCONT) // if paused
-	cmd.Process.Signal(syscall.SIGTERM)
+	if sigCont != nil {
+		cmd.Process.Signal(sigCont) // if paused
+	}
+	cmd.Process.Signal(sigTerm)
 	select {
 	case <-exited:
 	case <-time.After(30 * time.Second):
@@ -165,15 +166,15 @@ func (c *Collector) Restart() {
 
 // Pause stops the collector's process (SIGSTOP): its sockets still accept
 // connections, and nothing answers: a collector that hangs.
-func (c *Collector) Pause() { c.signal(syscall.SIGSTOP) }
+func (c *Collector) Pause() { c.signal(sigStop) }
 
 // Resume continues a paused collector.
-func (c *Collector) Resume() { c.signal(syscall.SIGCONT) }
+func (c *Collector) Resume() { c.signal(sigCont) }
 
-func (c *Collector) signal(s syscall.Signal) {
+func (c *Collector) signal(s os.Signal) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cmd != nil {
+	if c.cmd != nil && s != nil {
 		c.cmd.Process.Signal(s)
 	}
 }

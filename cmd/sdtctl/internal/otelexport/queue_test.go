@@ -60,7 +60,7 @@ func TestQueueAccounting(t *testing.T) {
 	}
 	ended, exported, dropped, failed := q.ended.Load(), q.exported.Load(), q.dropped.Load(), q.failed.Load()
 	t.Logf("%d ended: %d exported, %d dropped, %d failed", ended, exported, dropped, failed)
-	if ended != n || exported+dropped+failed != n || exported != 1000 || dropped == 0 || failed == 0 {
-		t.Errorf("%d ended: %d exported + %d dropped + %d failed, want %d, 1000 exported", ended, exported, dropped, failed, n)
+	if ended != n || exported+dropped+failed != n || exported != uint64(exp.took) || dropped == 0 || failed == 0 {
+		t.Errorf("%d ended: %d exported + %d dropped + %d failed, want %d, %d exported", ended, exported, dropped, failed, n, exp.took)
 	}
 }
