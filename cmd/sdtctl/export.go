@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -127,6 +128,9 @@ func cmdExport(args []string, stdout, stderr io.Writer, stop <-chan struct{}) er
 		return fail(exitUsage, "export: %v", err)
 	}
 	eo.exps = exps
+	// Building spans allocates much that lives briefly: a lazier collector costs
+	// memory sdtctl has, and spares CPU, which the traced process may want.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	st := newStopper(stop)
 	if *dur > 0 {
 		t := time.AfterFunc(*dur, st.stop)

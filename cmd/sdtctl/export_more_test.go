@@ -177,7 +177,7 @@ type loop struct {
 	cmd *exec.Cmd
 }
 
-func startLoop(t *testing.T, work int) *loop {
+func startLoop(t testing.TB, work int) *loop {
 	t.Helper()
 	a := startApp(t, nil, "loop", strconv.Itoa(work))
 	l := &loop{pid: a.pid, cmd: a.cmd}
@@ -204,7 +204,7 @@ func (l *loop) count() (int64, time.Time) {
 }
 
 // rate is the program's calls per second over d.
-func (l *loop) rate(t *testing.T, d time.Duration) float64 {
+func (l *loop) rate(t testing.TB, d time.Duration) float64 {
 	t.Helper()
 	time.Sleep(100 * time.Millisecond)
 	n0, t0 := l.count()

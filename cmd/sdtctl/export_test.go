@@ -34,7 +34,7 @@ var otelApp struct {
 	err  error
 }
 
-func otelAppBin(t *testing.T) string {
+func otelAppBin(t testing.TB) string {
 	t.Helper()
 	if runtime.GOOS != "linux" || (runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64") {
 		t.Skipf("fbt probes need a site matcher, which %s/%s has not", runtime.GOOS, runtime.GOARCH)
@@ -77,7 +77,7 @@ type app struct {
 
 // startApp starts otelapp with args and env added to the test's, and waits for its
 // control socket.
-func startApp(t *testing.T, env []string, args ...string) *app {
+func startApp(t testing.TB, env []string, args ...string) *app {
 	t.Helper()
 	cmd := exec.Command(otelAppBin(t), args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -131,7 +131,7 @@ func runCmd(f func(args []string, stdout, stderr io.Writer, stop <-chan struct{}
 
 // end stops the command and returns its error, failing the test if it does not end
 // within limit.
-func (r *running) end(t *testing.T, limit time.Duration) error {
+func (r *running) end(t testing.TB, limit time.Duration) error {
 	t.Helper()
 	close(r.stop)
 	select {
@@ -145,12 +145,13 @@ func (r *running) end(t *testing.T, limit time.Duration) error {
 
 // waitHeld waits until every site of every probe spec matches in pid is held on by
 // traces trace streams and stats stat streams (sdtctl's streams have started).
-func waitHeld(t *testing.T, pid int, spec string, traces, stats int) {
+func waitHeld(t testing.TB, pid int, spec string, traces, stats int) {
 	t.Helper()
 	var out string
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		var err error
-		out, err = sdtctl(t, "list", "-p", strconv.Itoa(pid), spec, "--json")
+		var b, errb syncBuffer
+		err := run([]string{"list", "-p", strconv.Itoa(pid), spec, "--json"}, &b, &errb)
+		out = b.String()
 		ok := err == nil && out != ""
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			var m struct{ Probe ctlproto.Probe }

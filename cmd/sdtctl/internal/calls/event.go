@@ -19,7 +19,15 @@ type Event struct {
 // NewEvent is the event of rec, a record p describes, from stream; rec must stay
 // unchanged while the event is used (a copy of the batch's records).
 func NewEvent(p *Probe, rec ctlproto.Record, stream int) *Event {
-	return &Event{Probe: p, Ticks: rec.Ticks(), Goroutine: rec.Goroutine(), rec: rec, stream: stream}
+	e := new(Event)
+	e.Set(p, rec, stream)
+	return e
+}
+
+// Set makes e the event of rec (NewEvent, in an Event the caller allocated: a batch's
+// events in one slice).
+func (e *Event) Set(p *Probe, rec ctlproto.Record, stream int) {
+	*e = Event{Probe: p, Ticks: rec.Ticks(), Goroutine: rec.Goroutine(), rec: rec, stream: stream}
 }
 
 // Value is an argument's value: Kind says which field holds it.

@@ -151,7 +151,18 @@ func (p *Process) Trace(id int, er *ctlproto.EventReader, descs map[*ctlproto.De
 		return nil
 	}
 	recs := bytes.Clone(r.Records)
-	var evs []*calls.Event
+	// The batch's events in one allocation, as its records are in one: they are
+	// released together, once the last of them is done with.
+	n := 0
+	for b := recs; len(b) >= ctlproto.RecordHead; n++ {
+		size := ctlproto.Record(b).Size()
+		if size < ctlproto.RecordHead || size > len(b) {
+			break // Each says what is wrong
+		}
+		b = b[size:]
+	}
+	store := make([]calls.Event, 0, n)
+	evs := make([]*calls.Event, 0, n)
 	err := er.Each(recs, func(rec ctlproto.Record, ds *ctlproto.Desc, _ *ctlproto.Layout) bool {
 		pr := descs[ds]
 		if pr == nil {
@@ -161,8 +172,11 @@ func (p *Process) Trace(id int, er *ctlproto.EventReader, descs map[*ctlproto.De
 			}
 			descs[ds] = pr
 		}
-		if pr.Name != "" {
-			evs = append(evs, calls.NewEvent(pr, rec, id))
+		if pr.Name != "" && len(store) < cap(store) {
+			store = append(store, calls.Event{})
+			e := &store[len(store)-1]
+			e.Set(pr, rec, id)
+			evs = append(evs, e)
 		}
 		return true
 	})
