@@ -136,7 +136,7 @@ func cmdExport(args []string, stdout, stderr io.Writer, stop <-chan struct{}) er
 		t := time.AfterFunc(*dur, st.stop)
 		defer t.Stop()
 	}
-	ex := &exporter{exportOpts: eo, fails: failures{stderr: stderr}, seen: map[int]bool{}}
+	ex := &exporter{exportOpts: eo, fails: failures{stderr: stderr}, seen: map[int]bool{}, following: o.name != ""}
 	for _, cl := range cls {
 		ex.start(cl, st.C)
 	}
@@ -184,8 +184,9 @@ func (o *opts) exportTargets() ([]*client, error) {
 // exporter runs the export of every process.
 type exporter struct {
 	*exportOpts
-	wg    sync.WaitGroup
-	fails failures
+	wg        sync.WaitGroup
+	fails     failures
+	following bool // -n: processes come and go
 
 	mu          sync.Mutex
 	seen        map[int]bool
@@ -217,8 +218,11 @@ func (ex *exporter) start(cl *client, stop <-chan struct{}) {
 			ex.lastErr = s.LastError
 		}
 		ex.mu.Unlock()
-		if exitCode(err) == exitNoMatch && !matched {
+		switch {
+		case exitCode(err) == exitNoMatch && !matched:
 			err = nil // said already; the end says if no process matched
+		case exitCode(err) == exitExited && ex.following:
+			err = nil // -n follows processes that come and go: its summary said so
 		}
 		ex.fails.add(err)
 	}()

@@ -18,7 +18,8 @@ import (
 )
 
 // TestExportFollow: export -n follows every process of the name, also those that
-// start after it, each with a resource of its own.
+// start after it, each with a resource of its own; one that exits ends its own export
+// (its summary says so), not the others'.
 func TestExportFollow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a collector and programs")
@@ -37,6 +38,13 @@ func TestExportFollow(t *testing.T) {
 	b := startApp(t, nil, "serve")
 	waitHeld(t, b.pid, appSpec, 1, 1)
 	rb := b.do(t, "req 2")
+	a.cmd.Process.Kill()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(exp.stderr.String(), "the process exited"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no summary of the process that exited:\n%s", exp.stderr.String())
+		}
+	}
+	rc := b.do(t, "req 3")
 	if err := exp.end(t, 60*time.Second); err != nil {
 		t.Fatalf("export: %v\n%s", err, exp.stderr.String())
 	}
@@ -44,11 +52,11 @@ func TestExportFollow(t *testing.T) {
 	for _, p := range []struct {
 		app *app
 		res map[string]any
-	}{{a, ra}, {b, rb}} {
-		if s := sums[p.app.pid]; s.spans != 4 {
-			t.Errorf("pid %d: summary %q, want 4 spans", p.app.pid, s.line)
+	}{{a, ra}, {b, rb}, {b, rc}} {
+		if s := sums[p.app.pid]; s.spans != 4 && !(p.app == b && s.spans == 8) {
+			t.Errorf("pid %d: summary %q, want 4 spans (b: 8)", p.app.pid, s.line)
 		}
-		spans, _ := col.WaitSpans(30*time.Second, func(s []otelcoltest.Span) bool { return len(s) >= 8 })
+		spans, _ := col.WaitSpans(30*time.Second, func(s []otelcoltest.Span) bool { return len(s) >= 12 })
 		found := false
 		for _, s := range spans {
 			if s.Name == "app.Handle" && s.Resource["process.pid"] == int64(p.app.pid) && s.TraceID == p.res["trace_id"] {

@@ -6,6 +6,7 @@
 //	                req N (under a span of its own, sampled), unsampled N (under a span its
 //	                sampler left out), work MS, crash N, timed N MS
 //	otelapp loop N  calls app.Spin(N) for ever, printing "calls TOTAL" every 50 ms
+//	otelapp requests RATE   serves RATE requests a second (req N, each on a goroutine), for ever
 package main
 
 import (
@@ -32,6 +33,9 @@ func main() {
 	case "loop":
 		n, _ := strconv.Atoi(os.Args[2])
 		loop(n)
+	case "requests":
+		rate, _ := strconv.Atoi(os.Args[2])
+		requests(rate)
 	}
 }
 
@@ -100,5 +104,20 @@ func loop(n int) {
 	for range time.Tick(50 * time.Millisecond) {
 		fmt.Fprintf(w, "calls %d %d\n", calls.Load(), time.Now().UnixNano())
 		w.Flush()
+	}
+}
+
+// requests serves rate requests a second, each under a span of the program's own.
+func requests(rate int) {
+	tr := sdktrace.NewTracerProvider().Tracer("otelapp")
+	fmt.Println("serving", rate, "requests a second, pid", os.Getpid())
+	n := 0
+	for range time.Tick(time.Second / time.Duration(max(rate, 1))) {
+		n++
+		go func(n int) {
+			ctx, span := tr.Start(context.Background(), "request")
+			defer span.End()
+			app.Handle(ctx, n)
+		}(n)
 	}
 }
