@@ -17,14 +17,17 @@ import (
 	"github.com/gosdt/gosdt/internal/testbin"
 )
 
+var exportProtocol = flag.String("export.protocol", "grpc", "BenchmarkExport: OTEL_EXPORTER_OTLP_PROTOCOL, grpc or http/protobuf")
+
 var exportWork = flag.Int("export.work", 100000, "BenchmarkExport: loop iterations of each traced call of the program (100000: about 20,000 calls a second here)")
 
 // BenchmarkExport measures what sdtctl export costs, a call of otelapp's app.Spin as
-// the operation (ns/op: the traced program's time per call, all its goroutines):
-// without the export (its probes off), and exported with the collector up, hung
-// (SIGSTOP) and gone. sdtctl runs as a process of its own: sdtctl-cpu-ns/span is its
-// CPU time (user and system) per span it built, sdtctl-%cpu-per-1k-spans/s the share of
-// a core 1,000 spans a second take.
+// the operation (ns/op and ns/call: the traced program's time per call, by the
+// benchmark's and by the program's clock; app-cpu-ns/call: its CPU time per call, its
+// control server's included): without the export (its probes off), and exported with
+// the collector up, hung (SIGSTOP) and gone. sdtctl runs as a process of its own:
+// sdtctl-cpu-ns/span is its CPU time (user and system) per span it built,
+// sdtctl-%cpu-per-1k-spans/s the share of a core 1,000 spans a second take.
 //
 //	go test -run '^$' -bench Export -benchtime 5s ./cmd/sdtctl/
 func BenchmarkExport(b *testing.B) {
@@ -45,7 +48,7 @@ func benchExport(b *testing.B, state string) {
 	if state != "off" {
 		col := otelcoltest.Start(b)
 		cmd := exec.Command(testbin.Sdtctl(b), "export", "-p", strconv.Itoa(l.pid), appSpec, "--flush-timeout", "1s")
-		cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+col.Endpoint("grpc"), "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+		cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+col.Endpoint(*exportProtocol), "OTEL_EXPORTER_OTLP_PROTOCOL="+*exportProtocol,
 			"OTEL_BSP_EXPORT_TIMEOUT=2000", "OTEL_EXPORTER_OTLP_TIMEOUT=1000")
 		cmd.Stderr = &expErr
 		if err := cmd.Start(); err != nil {
@@ -63,7 +66,7 @@ func benchExport(b *testing.B, state string) {
 		}
 	}
 	time.Sleep(300 * time.Millisecond)
-	cpu0 := cpuTime(b, exp)
+	cpu0, app0 := cpuTime(b, exp), cpuTime(b, l.cmd)
 	n0, t0 := l.count()
 	b.ResetTimer()
 	for {
@@ -76,6 +79,9 @@ func benchExport(b *testing.B, state string) {
 	b.StopTimer()
 	// ns/op from the program's own clock and count, not the benchmark's polling.
 	b.ReportMetric(float64(t1.Sub(t0).Nanoseconds())/float64(n1-n0), "ns/call")
+	// The program's CPU per call: its calls, their probes, and its control server
+	// sending the records (less sensitive to the machine's other load than its pace).
+	b.ReportMetric(float64((cpuTime(b, l.cmd)-app0).Nanoseconds())/float64(n1-n0), "app-cpu-ns/call")
 	if exp == nil {
 		return
 	}

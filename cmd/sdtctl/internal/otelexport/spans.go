@@ -36,6 +36,7 @@ type spans struct {
 type callSpan struct {
 	span   trace.Span
 	joined trace.SpanID
+	skip   int // the entry's argument that joined it: not an attribute
 }
 
 // probeInfo is what a probe's spans and events are given, made once.
@@ -89,28 +90,30 @@ func (s *spans) Begin(c *calls.Call) {
 		return
 	}
 	s.started++
-	attrs := make([]attribute.KeyValue, 0, len(in.code)+3+len(in.keys))
-	attrs = append(attrs, in.code...)
-	attrs = append(attrs, s.locs.of(c)...)
-	if c.Goroutine != 0 {
-		attrs = append(attrs, attribute.Int64("gosdt.goroutine", int64(c.Goroutine)))
-	}
-	if c.Entry != nil {
-		attrs = appendArgs(attrs, c.Entry, in.keys, 0, skip)
-	}
-	cs.span.SetAttributes(attrs...)
+	cs.skip = skip
 }
 
+// End gives the span every attribute at once (the SDK deduplicates at each call):
+// where the function is, its goroutine, the entry's arguments and the return's.
 func (s *spans) End(c *calls.Call) {
 	cs, _ := c.Data.(*callSpan)
 	if cs == nil {
 		return
 	}
 	if cs.span.IsRecording() {
+		in := s.info(c.Probe())
+		attrs := make([]attribute.KeyValue, 0, len(in.code)+4+len(in.keys)+8)
+		attrs = append(attrs, in.code...)
+		attrs = append(attrs, s.locs.of(c)...)
+		if c.Goroutine != 0 {
+			attrs = append(attrs, attribute.Int64("gosdt.goroutine", int64(c.Goroutine)))
+		}
+		if c.Entry != nil {
+			attrs = appendArgs(attrs, c.Entry, in.keys, 0, cs.skip)
+		}
 		if e := c.Return; e != nil {
 			p := e.Probe
-			in := s.info(p)
-			attrs := appendArgs(nil, e, in.keys, p.Results, -1)
+			attrs = appendArgs(attrs, e, s.info(p).keys, p.Results, -1)
 			switch {
 			case p.Kind == calls.Timed:
 				attrs = append(attrs, attribute.String("gosdt.probe", p.Name))
@@ -129,11 +132,11 @@ func (s *spans) End(c *calls.Call) {
 						trace.WithAttributes(attribute.String("exception.message", msg)))
 				}
 			}
-			cs.span.SetAttributes(attrs...)
 		}
 		if c.Unfinished {
-			cs.span.SetAttributes(attribute.Bool("gosdt.unfinished", true))
+			attrs = append(attrs, attribute.Bool("gosdt.unfinished", true))
 		}
+		cs.span.SetAttributes(attrs...)
 	}
 	cs.span.End(trace.WithTimestamp(s.time(c.End)))
 	c.Data = nil
