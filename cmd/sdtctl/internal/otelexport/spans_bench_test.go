@@ -15,7 +15,7 @@ import (
 type discard struct{}
 
 func (discard) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
-func (discard) Shutdown(context.Context) error                           { return nil }
+func (discard) Shutdown(context.Context) error                             { return nil }
 
 // rec packs a record of integer arguments.
 func rec(ticks, g uint64, args ...uint64) ctlproto.Record {
