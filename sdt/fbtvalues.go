@@ -1,7 +1,6 @@
 package sdt
 
 import (
-	"context"
 	"reflect"
 	"unsafe"
 
@@ -13,10 +12,9 @@ import (
 // tells a call that failed and why (sdtctl export's span status); a context.Context
 // the text sdt/otelsdt gives it (the traceparent of its span), when a program imports
 // that package.
-var (
-	errorType   = reflect.TypeFor[error]()
-	contextType = reflect.TypeFor[context.Context]()
-)
+// context.Context is recognized by its name, not its type: naming the type would link
+// time's formatting (spanctx.Text says why).
+var errorType = reflect.TypeFor[error]()
 
 // nilError is what an fbt probe carries for a nil error.
 const nilError = "<nil>"
@@ -24,18 +22,19 @@ const nilError = "<nil>"
 // interfaceText is the text of the value of interface type t at p, and whether it has
 // one other than its type's name.
 func interfaceText(t reflect.Type, p unsafe.Pointer) (string, bool) {
-	switch t {
-	case errorType:
+	switch {
+	case t == errorType:
 		err := *(*error)(p)
 		if err == nil {
 			return nilError, true
 		}
 		return errorText(err), true
-	case contextType:
-		ctx := *(*context.Context)(p)
-		if f := spanctx.Get(); f != nil && ctx != nil {
-			if s := f(ctx); s != "" {
-				return s, true
+	case t.Name() == "Context" && t.PkgPath() == "context":
+		if f := spanctx.Get(); f != nil {
+			if ctx := reflect.NewAt(t, p).Elem(); !ctx.IsNil() {
+				if s := f(ctx.Interface()); s != "" {
+					return s, true
+				}
 			}
 		}
 	}

@@ -24,7 +24,14 @@ import (
 	"github.com/gosdt/gosdt/sdt/internal/spanctx"
 )
 
-func init() { spanctx.Set(Traceparent) }
+func init() {
+	spanctx.Set(func(v any) string {
+		if ctx, ok := v.(context.Context); ok {
+			return Traceparent(ctx)
+		}
+		return ""
+	})
+}
 
 // Traceparent is the W3C traceparent of the span ctx holds, "" when it holds no valid
 // span context: what an fbt probe carries for a context.Context argument.
