@@ -72,7 +72,7 @@ func cmdExport(args []string, stdout, stderr io.Writer, stop <-chan struct{}) er
 	o := newFlags("export", stderr, true)
 	dur := o.fs.Duration("d", 0, "stop after `DURATION`")
 	iv := o.fs.Duration("i", 0, "export metrics every `INTERVAL` (default: OTEL_METRIC_EXPORT_INTERVAL, else 10s)")
-	by := o.fs.String("by", "probe", "what the metrics are keyed by, as stat --by: probe, site, or an argument (argN or its name)")
+	by := o.fs.String("by", "probe", "what the metrics are keyed by, as stat --by: probe, site, or an argument (argN or its name; a spec none of whose probes has it, by probe)")
 	bufsize := o.fs.String("bufsize", "", "`BYTES` of each per-P trace buffer in the process (k, m, g suffixes; default 4m)")
 	flush := o.fs.Duration("flush-timeout", 5*time.Second, "at the end, how long to wait for the collector to take what is left")
 	o.fs.Usage = func() {
@@ -343,6 +343,8 @@ func (ex *exporter) exportProcess(cl *client, stop <-chan struct{}) (matched boo
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first error
+	// A stream that fails ends alone, said (a stat the process refuses), unless the
+	// process exited: then they all end.
 	run := func(q *ctlproto.Request, each func(*ctlproto.Response), last func(*ctlproto.Response)) {
 		wg.Go(func() {
 			c, err := dial(cl.pid)
@@ -360,7 +362,11 @@ func (ex *exporter) exportProcess(cl *client, stop <-chan struct{}) (matched boo
 					first = err
 				}
 				mu.Unlock()
-				ending()
+				if exitCode(err) == exitExited {
+					ending()
+				} else {
+					fmt.Fprintf(ex.stderr, "sdtctl: pid %d: %s %s: %v\n", cl.pid, q.Op, q.Spec, err)
+				}
 			}
 		})
 	}
@@ -383,7 +389,7 @@ func (ex *exporter) exportProcess(cl *client, stop <-chan struct{}) (matched boo
 				func(r *ctlproto.Response) { proc.TraceEnd(id, r) })
 		}
 		if ex.cfg.Metrics {
-			by, key, kind := ex.statKey(sp.probes)
+			by, key, kind := ex.statKey(sp.probes, false)
 			ms := int64(ex.interval / time.Millisecond)
 			count := proc.AddStat(&otelexport.StatStream{Spec: sp.spec, SpecN: sp.n, By: by, ByKey: key, ByKind: kind})
 			run(&ctlproto.Request{Op: ctlproto.OpStat, Spec: sp.spec, By: by, IntervalMS: ms},
@@ -393,6 +399,7 @@ func (ex *exporter) exportProcess(cl *client, stop <-chan struct{}) (matched boo
 					}
 				}, nil)
 			if timed(sp.probes) {
+				by, key, kind := ex.statKey(sp.probes, true)
 				lat := proc.AddStat(&otelexport.StatStream{Spec: sp.spec, SpecN: sp.n, By: by, ByKey: key, ByKind: kind, Timed: true})
 				run(&ctlproto.Request{Op: ctlproto.OpStat, Spec: sp.spec, By: by, Value: "latency_ns", Hist: ctlproto.HistQuantize, IntervalMS: ms},
 					func(r *ctlproto.Response) {
@@ -442,14 +449,18 @@ func (ex *exporter) exportProcess(cl *client, stop <-chan struct{}) (matched boo
 	return true, &s, first
 }
 
-// statKey is what a spec's stat streams are keyed by: --by, unless it names an
-// argument none of the spec's probes has (those of another spec do): then probe. The
-// attribute an argument key is given is named as the spans name it.
-func (ex *exporter) statKey(probes []ctlproto.Probe) (by, key string, kind byte) {
+// statKey is what a spec's stat stream is keyed by: --by, unless it names an argument
+// none of the spec's probes has (those of another spec may), or, for the latency
+// histograms (timed), none of those that have latency_ns: then probe. The attribute
+// an argument key is given is named as the spans name it.
+func (ex *exporter) statKey(probes []ctlproto.Probe, timed bool) (by, key string, kind byte) {
 	if ex.by == "probe" || ex.by == "site" {
 		return ex.by, "", 0
 	}
 	for _, p := range probes {
+		if timed && (len(p.Args) == 0 || p.Args[0].Name != "latency_ns") {
+			continue
+		}
 		for i, a := range p.Args {
 			if a.Name == ex.by || "arg"+strconv.Itoa(i) == ex.by {
 				provider, _, _ := strings.Cut(p.Name, ":")

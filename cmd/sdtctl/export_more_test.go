@@ -225,7 +225,8 @@ func (l *loop) rate(t testing.TB, d time.Duration) float64 {
 }
 
 // TestExportJSON: --json prints spans and metrics as JSON lines, and the summary as a
-// JSON object, without a collector.
+// JSON object, without a collector; --by ARG keys the metrics of the probes that have
+// ARG by its values (the others' by probe).
 func TestExportJSON(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a program")
@@ -233,13 +234,16 @@ func TestExportJSON(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1") // not used
 	a := startApp(t, nil, "serve")
-	exp := runCmd(cmdExport, "-p", strconv.Itoa(a.pid), appSpec, "--json", "-i", "200ms")
+	exp := runCmd(cmdExport, "-p", strconv.Itoa(a.pid), appSpec, "otelapp:::block", "--json", "-i", "200ms", "--by", "n")
 	waitHeld(t, a.pid, appSpec, 1, 1)
+	waitHeld(t, a.pid, "otelapp:::block", 1, 2)
 	res := a.do(t, "req 3")
+	a.do(t, "timed 7 1")
 	if err := exp.end(t, 60*time.Second); err != nil {
 		t.Fatalf("export --json: %v\n%s", err, exp.stderr.String())
 	}
 	var spans, metrics, sums int
+	byArg := false
 	sc := bufio.NewScanner(strings.NewReader(exp.stdout.String()))
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
@@ -255,15 +259,20 @@ func TestExportJSON(t *testing.T) {
 			}
 		case m["ScopeMetrics"] != nil:
 			metrics++
+			if strings.Contains(sc.Text(), `"Key":"gosdt.arg.n","Value":{"Type":"INT64","Value":7}`) &&
+				strings.Contains(sc.Text(), `"Key":"gosdt.spec","Value":{"Type":"STRING","Value":"otelapp:::block"}`) {
+				byArg = true
+			}
 		case m["export"] != nil:
 			sums++
-			if e := m["export"].(map[string]any); e["spans"] != float64(4) || m["pid"] != float64(a.pid) {
-				t.Errorf("summary %s, want 4 spans of pid %d", sc.Text(), a.pid)
+			if e := m["export"].(map[string]any); e["spans"] != float64(6) || m["pid"] != float64(a.pid) {
+				t.Errorf("summary %s, want 6 spans of pid %d", sc.Text(), a.pid)
 			}
 		}
 	}
-	if spans != 4 || metrics == 0 || sums != 1 {
-		t.Errorf("--json printed %d spans, %d metric exports, %d summaries; want 4, some, 1:\n%s", spans, metrics, sums, exp.stdout.String())
+	if spans != 6 || metrics == 0 || sums != 1 || !byArg {
+		t.Errorf("--json printed %d spans, %d metric exports (keyed by n: %v), %d summaries; want 6 (4 of req, Timed and its block), some keyed by n=7, 1:\n%s",
+			spans, metrics, byArg, sums, exp.stdout.String())
 	}
 }
 
