@@ -28,7 +28,7 @@ type spans struct {
 	infos  map[*calls.Probe]*probeInfo
 
 	// counted by the assembler's goroutine, read by Summary after it ends
-	started, sampledOut, events, outside uint64
+	sampledOut, events, outside uint64
 }
 
 // callSpan is a call's span, and the span of the program's that it joined (from a
@@ -89,7 +89,6 @@ func (s *spans) Begin(c *calls.Call) {
 		s.sampledOut++
 		return
 	}
-	s.started++
 	cs.skip = skip
 }
 
