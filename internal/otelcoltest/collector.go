@@ -91,6 +91,7 @@ func (c *Collector) start() {
 	cmd := exec.Command(c.bin, "--config", "file:"+filepath.Join(c.dir, "config.yaml"))
 	log := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}
