@@ -3,6 +3,7 @@ package bench
 import (
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gosdt/gosdt/bench/internal/fbtkern"
 	"github.com/gosdt/gosdt/sdt"
@@ -19,6 +20,9 @@ const fbtSpec = "fbt:github.com/gosdt/gosdt/bench/internal/fbtkern:fbtkern.Work:
 //	agg       entry and return into a counting aggregation (control.OpenAggregation,
 //	          what sdtctl stat attaches through the control socket)
 //	hooks     entry and return with an in-process hook pair counting calls
+//	export    what sdtctl export attaches per spec: a trace (drained by a goroutine, as
+//	          the control server drains it) and two aggregations by probe, one counting,
+//	          one quantizing latency_ns: the traced process's cost of a call exported
 //
 // It needs the rules: go test -toolexec "sdtctl toolexec -rules $PWD/bench/fbt.rules"
 // -run '^$' -bench FBT ./bench/ (elsewhere it skips).
@@ -41,6 +45,11 @@ func BenchmarkFBT(b *testing.B) {
 	})
 	b.Run("state=agg", func(b *testing.B) {
 		stop := statSelf(b, fbtSpec)
+		defer stop()
+		run(b)
+	})
+	b.Run("state=export", func(b *testing.B) {
+		stop := exportSelf(b, fbtSpec)
 		defer stop()
 		run(b)
 	})
@@ -71,4 +80,39 @@ func statSelf(b *testing.B, spec string) (stop func()) {
 		b.Fatal(err)
 	}
 	return func() { agg.Close() }
+}
+
+// exportSelf attaches to spec what sdtctl export attaches through the control socket:
+// a trace, read as it fills, and aggregations by probe counting every fire and
+// quantizing latency_ns.
+func exportSelf(b *testing.B, spec string) (stop func()) {
+	b.Helper()
+	tr, err := control.OpenTrace(spec, control.TraceOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	count, err := control.OpenAggregation(spec, control.AggOptions{By: "probe"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	lat, err := control.OpenAggregation(spec, control.AggOptions{By: "probe", Value: "latency_ns", Hist: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		evs := make([]control.Event, 1024)
+		for {
+			if _, err := tr.Read(evs, 10*time.Millisecond); err != nil {
+				return
+			}
+		}
+	}()
+	return func() {
+		tr.Close()
+		<-done
+		count.Close()
+		lat.Close()
+	}
 }

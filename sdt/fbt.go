@@ -27,8 +27,9 @@ import (
 // fbt:<package path>:<function>:entry and :return, the function as the other probes
 // name it (pkg.(*T).M). entry's arguments are the receiver and the parameters, return's
 // are latency_ns, panicking and the results: values of Arg kinds by value, pointers
-// (and maps, chans, funcs) by address, anything else by its type's name. At most
-// MaxArgs are carried; hooks see them all.
+// (and maps, chans, funcs) by address, an error by its text ("<nil>" when nil), a
+// context.Context by what sdt/otelsdt says of it when imported, anything else by its
+// type's name. At most MaxArgs are carried; hooks see them all.
 //
 // A return fires only for a call that began while the return probe was on: a call in
 // flight when it is switched on has no start time, and no bogus latency is reported.
@@ -360,7 +361,7 @@ func Result[T any](c *Call, i int, v T) T {
 }
 
 // setAny stores an fbt argument: Arg kinds by value, pointer-like kinds by address,
-// anything else by its type's name.
+// an error by its text, anything else by its type's name (fbtvalues.go).
 func setAny(v *argv, i int, t reflect.Type, p unsafe.Pointer) {
 	switch t.Kind() {
 	case reflect.Pointer, reflect.UnsafePointer, reflect.Map, reflect.Chan, reflect.Func:
@@ -370,7 +371,11 @@ func setAny(v *argv, i int, t reflect.Type, p unsafe.Pointer) {
 		reflect.Bool, reflect.Float32, reflect.Float64, reflect.String:
 		setSlot(v, i, t, p)
 	default:
-		v.Kinds[i], v.Strs[i] = bridge.String, t.String()
+		s, ok := interfaceText(t, p)
+		if !ok {
+			s = t.String()
+		}
+		v.Kinds[i], v.Strs[i] = bridge.String, s
 	}
 }
 

@@ -91,6 +91,24 @@ whose command is NAME, each said by its pid):
                                        With -n, every process of that name, each snapshot a table of
                                        its own headed by its pid (processes fold apart: their counts
                                        are not added). Disable on exit or Ctrl-C
+  export [-p PID | -n NAME] SPEC... [-d DURATION] [-i INTERVAL] [--by KEY] [--bufsize BYTES]
+         [--flush-timeout DURATION]
+                                       OpenTelemetry: every call an entry/return pair (fbt) or a
+                                       latency probe sees is a span, named after its function, nested
+                                       per goroutine, with its arguments and results, an error status
+                                       when it panicked or returned an error; other probes fired in a
+                                       call are events of its span. Fires per probe and latency
+                                       histograms are metrics (keyed as stat --by), every INTERVAL.
+                                       Sent over OTLP as OTEL_EXPORTER_OTLP_ENDPOINT, _PROTOCOL
+                                       (http/protobuf, grpc), _HEADERS say; sampled as
+                                       OTEL_TRACES_SAMPLER(_ARG) say; the resource is the process's
+                                       (its OTEL_SERVICE_NAME, else its executable's name). --json prints
+                                       spans and metrics as JSON lines instead. With -n, every process
+                                       of that name, and those that start during the export. Until
+                                       Ctrl-C or DURATION; then, per process, what was exported and what
+                                       was dropped where (its buffers, the exporter's queue, failed
+                                       exports), also exported as metrics. Never slows the process: what
+                                       a slow or absent collector cannot take is dropped and counted
   seal [-o OUT] BINARY...              rewrite a linux/amd64 or arm64 Go binary that uses gosdt: its
                                        sites sealed in the file (no scan at start), a site table, and
                                        USDT notes for bpftrace/perf/gdb (usdt:BINARY:provider:name;
@@ -107,13 +125,15 @@ whose command is NAME, each said by its pid):
 SPEC is a DTrace probe description provider:module:function:name, filled from the right
 (exit = ::: exit), globs allowed. Every command but toolexec takes --json (one JSON
 object per line).
-trace and stat need -p or -n when more than one gosdt process runs.
+trace, stat and export need -p or -n when more than one gosdt process runs. export
+exits 1 when spans or metrics did not reach the collector, 3 when -n found no
+process during the export, 6 when no spec matched a probe of the processes exported.
 
 Exit codes:
   0 success   1 other error   2 usage   3 no such process   4 not a gosdt process (or program)
   5 permission denied   6 spec matches no probe   7 malformed spec
-  8 process exited (trace and stat first say what they received: events and drops so
-    far, or the snapshots and the last one's time; --json adds "exited": true)
+  8 process exited (trace, stat and export first say what they received: events and
+    drops so far, or the snapshots and the last one's time; --json adds "exited": true)
 A command run on several processes exits with the first failure's code, after trying
 every process.
 `
@@ -138,6 +158,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return cmdTrace(rest, stdout, stderr, nil)
 	case "stat":
 		return cmdStat(rest, stdout, stderr, nil)
+	case "export":
+		return cmdExport(rest, stdout, stderr, nil)
 	case "demo":
 		return cmdDemo(rest, stdout, stderr)
 	case "seal":

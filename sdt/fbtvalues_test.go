@@ -1,0 +1,82 @@
+package sdt_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gosdt/gosdt/sdt"
+	"github.com/gosdt/gosdt/sdt/control"
+)
+
+// An fbt function with an error result and a context.Context parameter, as `sdtctl
+// toolexec` instruments it (internal/fbt).
+var (
+	valuesEntry = sdt.DefineFunc("fbt", "values__lookup__entry", "values", "values.lookup", "entry", "ctx", "context.Context")
+	valuesRet   = sdt.DefineFunc("fbt", "values__lookup__return", "values", "values.lookup", "return", "latency_ns\npanicking\nr0", "int64\nbool\nerror")
+)
+
+// typedNil is an error whose Error panics on a nil receiver.
+type typedNil struct{ msg string }
+
+func (e *typedNil) Error() string { return e.msg }
+
+//go:noinline
+func lookup(ctx context.Context, err error) error {
+	var cv sdt.Call
+	c := valuesRet.Begin(&cv)
+	if valuesEntry.Enabled() {
+		valuesEntry.Enter(c)
+	}
+	if c.EntryFired() {
+		sdt.In(c, ctx)
+		c.Entered()
+	}
+	c.Done()
+	if valuesRet.Enabled() {
+		if x := valuesRet.Return(c); x != nil {
+			sdt.Out(x, err)
+			x.Returned()
+		}
+	}
+	c.Release()
+	return err
+}
+
+// TestFBTValues: an fbt probe carries an error result by its text ("<nil>" when nil;
+// the type's name when Error panics) and a context.Context by its type's name while
+// nothing (sdt/otelsdt) says more of it.
+func TestFBTValues(t *testing.T) {
+	tr, err := control.OpenTrace("fbt:values::", control.TraceOptions{})
+	if err != nil {
+		t.Skipf("fbt:values:: cannot be traced here: %v", err)
+	}
+	defer tr.Close()
+	var nilPtr *typedNil
+	errs := []error{nil, errors.New("no such key"), nilPtr}
+	for _, e := range errs {
+		lookup(context.Background(), e)
+	}
+	var got []string
+	evs := make([]control.Event, 16)
+	for deadline := time.Now().Add(10 * time.Second); len(got) < 2*len(errs) && time.Now().Before(deadline); {
+		n, err := tr.Read(evs, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs[:n] {
+			a := ev.Args[len(ev.Args)-1]
+			got = append(got, a.Value.(string))
+		}
+	}
+	want := []string{"context.Context", "<nil>", "context.Context", "no such key", "context.Context", "*sdt_test.typedNil"}
+	if len(got) != len(want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("event %d carries %q, want %q (all: %q)", i, got[i], want[i], got)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package otelsdt_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/gosdt/gosdt/sdt"
+	"github.com/gosdt/gosdt/sdt/control"
+	"github.com/gosdt/gosdt/sdt/otelsdt"
+)
+
+// An fbt function with a context.Context parameter, as `sdtctl toolexec` instruments
+// it (internal/fbt).
+var handleEntry = sdt.DefineFunc("fbt", "bridge__handle__entry", "bridge", "bridge.handle", "entry", "ctx\nn", "context.Context\nint")
+
+//go:noinline
+func handle(ctx context.Context, n int) int {
+	c := handleEntry.NewCall()
+	if handleEntry.Enabled() {
+		c = handleEntry.Enter(c)
+	}
+	if c.EntryFired() {
+		sdt.In(c, ctx)
+		sdt.In(c, n)
+		c.Entered()
+	}
+	c.Release()
+	return n
+}
+
+func TestTraceparent(t *testing.T) {
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	for _, tc := range []struct {
+		flags trace.TraceFlags
+		want  string
+	}{
+		{trace.FlagsSampled, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+		{0, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"},
+	} {
+		sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: tc.flags})
+		if got := otelsdt.Traceparent(trace.ContextWithSpanContext(context.Background(), sc)); got != tc.want {
+			t.Errorf("Traceparent = %q, want %q", got, tc.want)
+		}
+	}
+	if got := otelsdt.Traceparent(context.Background()); got != "" {
+		t.Errorf("Traceparent of a context without a span = %q, want \"\"", got)
+	}
+}
+
+// TestContextArgument: with the package imported, an fbt probe carries a
+// context.Context argument as the traceparent of its span (a remote one too), and by
+// its type's name when the context holds none.
+func TestContextArgument(t *testing.T) {
+	tr, err := control.OpenTrace("fbt:bridge::entry", control.TraceOptions{})
+	if err != nil {
+		t.Skipf("fbt:bridge::entry cannot be traced here: %v", err)
+	}
+	defer tr.Close()
+	tid, _ := trace.TraceIDFromHex("0af7651916cd43dd8448eb211c80319c")
+	sid, _ := trace.SpanIDFromHex("b7ad6b7169203331")
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true})
+	handle(trace.ContextWithRemoteSpanContext(context.Background(), sc), 1)
+	handle(context.Background(), 2)
+	want := []string{"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "context.Context"}
+	var got []string
+	evs := make([]control.Event, 4)
+	for deadline := time.Now().Add(10 * time.Second); len(got) < len(want) && time.Now().Before(deadline); {
+		n, err := tr.Read(evs, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs[:n] {
+			if len(ev.Args) != 2 || ev.Args[0].Name != "ctx" {
+				t.Fatalf("event %+v, want the arguments ctx and n", ev)
+			}
+			got = append(got, ev.Args[0].Value.(string))
+		}
+	}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("ctx carried as %q, want %q", got, want)
+	}
+}
