@@ -8,6 +8,7 @@ import (
 
 	"github.com/gosdt/gosdt/internal/spec"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/rt"
 )
 
 // Consumers are what an enabled fire feeds besides typed handlers: package control's
@@ -59,7 +60,7 @@ func (c *consumers) emit(pid int, s *site, ret uintptr, v *firing) {
 	}
 	// Sinks do not keep v (bridge.Sink): hidden from escape analysis, which cannot
 	// see through the interface call, it stays on the firing goroutine's stack.
-	f := (*firing)(noescape(unsafe.Pointer(v)))
+	f := (*firing)(rt.Noescape(unsafe.Pointer(v)))
 	if c.one != nil {
 		c.one.Fire(f)
 		return
@@ -76,8 +77,8 @@ func (c *consumers) emit(pid int, s *site, ret uintptr, v *firing) {
 func (c *consumers) emitPin(s *site, ret uintptr, a *argv) {
 	var v firing
 	v.Args = *a
-	c.emit(procPin(), s, ret, &v)
-	procUnpin()
+	c.emit(rt.ProcPin(), s, ret, &v)
+	rt.ProcUnpin()
 }
 
 // subscription is one sink attached to the probes a spec matched.

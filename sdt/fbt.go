@@ -11,6 +11,7 @@ import (
 
 	"github.com/gosdt/gosdt/internal/fbt/tracedcopy"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/rt"
 )
 
 // Function-boundary probes (fbt) are written by `sdtctl toolexec -rules FILE`, not by
@@ -185,12 +186,12 @@ const (
 //
 //go:noinline
 func (p *Func) fire(c *Call, at uint8) *Call {
-	ret := callerPC()
+	ret := rt.CallerPC()
 	_, s, ok := p.admit(ret)
 	if !ok {
 		return nil
 	}
-	procUnpin() // hooks and the consumers run later, in Entered and Returned
+	rt.ProcUnpin() // hooks and the consumers run later, in Entered and Returned
 	switch at {
 	case atEntry:
 		if c == nil {
@@ -225,7 +226,7 @@ func (p *Func) fire(c *Call, at uint8) *Call {
 			panicking = 1
 		}
 		c.res.N = 2
-		c.res.Kinds[0], c.res.Slots[0] = bridge.Int, uint64(nanotime()-c.start)
+		c.res.Kinds[0], c.res.Slots[0] = bridge.Int, uint64(rt.Nanotime()-c.start)
 		c.res.Kinds[1], c.res.Slots[1] = bridge.Int, panicking
 		c.resVals, c.resSet = c.resVals[:0], c.resSet[:0]
 	}
@@ -276,7 +277,7 @@ func (c *Call) begin(d *funcDesc) {
 	c.fn, c.begun = d, true
 	c.hooksWanted = d.hooks.Load() != nil
 	if c.hooksWanted || d.ret != nil && d.ret.cons.Load() != nil {
-		c.start, c.timed = nanotime(), true
+		c.start, c.timed = rt.Nanotime(), true
 	}
 }
 
@@ -299,7 +300,7 @@ func (c *Call) Release() {
 	c.begun, c.timed, c.start = false, false, 0
 	// Only a pooled Call, on the heap, gets here: a Begin Call in a traced copy's frame
 	// must not be made to escape by this path, which it never takes.
-	calls.Put((*Call)(noescape(unsafe.Pointer(c))))
+	calls.Put((*Call)(rt.Noescape(unsafe.Pointer(c))))
 }
 
 // EntryFired reports whether the entry probe fired for the call: then its arguments
@@ -387,7 +388,7 @@ func (c *Call) Entered() (skip bool) {
 	}
 	// Hooks do not keep c (Call): hidden from escape analysis, which cannot see
 	// through the call, a Begin Call stays in the traced copy's frame.
-	hc := (*Call)(noescape(unsafe.Pointer(c)))
+	hc := (*Call)(rt.Noescape(unsafe.Pointer(c)))
 	for _, h := range c.hooks {
 		c.ran++
 		if h.Enter != nil {
@@ -405,7 +406,7 @@ func (c *Call) Entered() (skip bool) {
 func (c *Call) Returned() {
 	for i := min(c.ran, len(c.hooks)) - 1; i >= 0; i-- {
 		if h := c.hooks[i]; h.Exit != nil {
-			h.Exit((*Call)(noescape(unsafe.Pointer(c))))
+			h.Exit((*Call)(rt.Noescape(unsafe.Pointer(c))))
 		}
 	}
 	if c.retCons != nil {
@@ -460,7 +461,7 @@ func (c *Call) SetResult(i int, v any) {
 }
 
 // Latency is the time since the call began (at exit: its duration).
-func (c *Call) Latency() time.Duration { return time.Duration(nanotime() - c.start) }
+func (c *Call) Latency() time.Duration { return time.Duration(rt.Nanotime() - c.start) }
 
 // Panicking reports whether the call is leaving by panic (or runtime.Goexit): it
 // reached none of its return statements. The panic value is not recovered.

@@ -3,19 +3,12 @@ package sdt
 import (
 	"runtime"
 	"sync/atomic"
-	_ "unsafe" // go:linkname
 )
 
 // Per-site hit counts are kept per P: an atomic add on a counter shared by every core
 // costs more than the rest of an enabled fire together (and bounces its cache line
 // between cores); a plain add on the running P's own counter, with the goroutine
 // pinned to that P for the two instructions, does not. Readers sum the shards.
-
-//go:linkname procPin runtime.procPin
-func procPin() int
-
-//go:linkname procUnpin runtime.procUnpin
-func procUnpin()
 
 // hitShards[p*hitStride+i] counts the fires of site i on P p. Built at init for
 // GOMAXPROCS (at least the number of CPUs); a P beyond it counts on the site's atomic

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/rt"
 	"github.com/gosdt/gosdt/sled"
 )
 
@@ -84,7 +85,7 @@ func (h *head) admit(ret uintptr) (pid int, s *site, ok bool) {
 		if !s.on.Load() {
 			return 0, nil, false
 		}
-		pid = procPin()
+		pid = rt.ProcPin()
 		s.hit(pid)
 		return pid, s, true
 	}
@@ -93,7 +94,7 @@ func (h *head) admit(ret uintptr) (pid int, s *site, ok bool) {
 		return 0, nil, false
 	}
 	p.hits.Add(1)
-	return procPin(), nil, true
+	return rt.ProcPin(), nil, true
 }
 
 // consumers returns what the ring and aggregations want of this definition's fires;

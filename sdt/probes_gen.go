@@ -3,6 +3,8 @@
 
 package sdt
 
+import "github.com/gosdt/gosdt/sdt/internal/rt"
+
 // P0 is a probe with 0 arguments. Define it once, as a package-level variable,
 // with Define0; copying it is a vet error.
 type P0 struct {
@@ -49,7 +51,7 @@ func (p *P0) Attach(h func()) (detach func()) { return p.handlers.add(h) }
 //
 //go:noinline
 func (p *P0) fire() {
-	ret := callerPC()
+	ret := rt.CallerPC()
 	pid, s, ok := p.admit(ret)
 	if !ok {
 		return
@@ -59,7 +61,7 @@ func (p *P0) fire() {
 		v.N, v.Kinds = cs.n, cs.kinds
 		cs.emit(pid, s, ret, &v)
 	}
-	procUnpin()
+	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)()
 	}
@@ -111,7 +113,7 @@ func (p *P1[A]) Attach(h func(A)) (detach func()) { return p.handlers.add(h) }
 //
 //go:noinline
 func (p *P1[A]) fire(a A) {
-	ret := callerPC()
+	ret := rt.CallerPC()
 	pid, s, ok := p.admit(ret)
 	if !ok {
 		return
@@ -122,7 +124,7 @@ func (p *P1[A]) fire(a A) {
 		setArg(&v.Args, 0, &a)
 		cs.emit(pid, s, ret, &v)
 	}
-	procUnpin()
+	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(a)
 	}
@@ -174,7 +176,7 @@ func (p *P2[A, B]) Attach(h func(A, B)) (detach func()) { return p.handlers.add(
 //
 //go:noinline
 func (p *P2[A, B]) fire(a A, b B) {
-	ret := callerPC()
+	ret := rt.CallerPC()
 	pid, s, ok := p.admit(ret)
 	if !ok {
 		return
@@ -186,7 +188,7 @@ func (p *P2[A, B]) fire(a A, b B) {
 		setArg(&v.Args, 1, &b)
 		cs.emit(pid, s, ret, &v)
 	}
-	procUnpin()
+	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(a, b)
 	}
@@ -238,7 +240,7 @@ func (p *P3[A, B, C]) Attach(h func(A, B, C)) (detach func()) { return p.handler
 //
 //go:noinline
 func (p *P3[A, B, C]) fire(a A, b B, c C) {
-	ret := callerPC()
+	ret := rt.CallerPC()
 	pid, s, ok := p.admit(ret)
 	if !ok {
 		return
@@ -251,7 +253,7 @@ func (p *P3[A, B, C]) fire(a A, b B, c C) {
 		setArg(&v.Args, 2, &c)
 		cs.emit(pid, s, ret, &v)
 	}
-	procUnpin()
+	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(a, b, c)
 	}
@@ -303,7 +305,7 @@ func (p *P4[A, B, C, D]) Attach(h func(A, B, C, D)) (detach func()) { return p.h
 //
 //go:noinline
 func (p *P4[A, B, C, D]) fire(a A, b B, c C, d D) {
-	ret := callerPC()
+	ret := rt.CallerPC()
 	pid, s, ok := p.admit(ret)
 	if !ok {
 		return
@@ -317,7 +319,7 @@ func (p *P4[A, B, C, D]) fire(a A, b B, c C, d D) {
 		setArg(&v.Args, 3, &d)
 		cs.emit(pid, s, ret, &v)
 	}
-	procUnpin()
+	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(a, b, c, d)
 	}
@@ -369,7 +371,7 @@ func (p *P5[A, B, C, D, E]) Attach(h func(A, B, C, D, E)) (detach func()) { retu
 //
 //go:noinline
 func (p *P5[A, B, C, D, E]) fire(a A, b B, c C, d D, e E) {
-	ret := callerPC()
+	ret := rt.CallerPC()
 	pid, s, ok := p.admit(ret)
 	if !ok {
 		return
@@ -384,7 +386,7 @@ func (p *P5[A, B, C, D, E]) fire(a A, b B, c C, d D, e E) {
 		setArg(&v.Args, 4, &e)
 		cs.emit(pid, s, ret, &v)
 	}
-	procUnpin()
+	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(a, b, c, d, e)
 	}
@@ -438,7 +440,7 @@ func (p *P6[A, B, C, D, E, F]) Attach(h func(A, B, C, D, E, F)) (detach func()) 
 //
 //go:noinline
 func (p *P6[A, B, C, D, E, F]) fire(a A, b B, c C, d D, e E, f F) {
-	ret := callerPC()
+	ret := rt.CallerPC()
 	pid, s, ok := p.admit(ret)
 	if !ok {
 		return
@@ -454,7 +456,7 @@ func (p *P6[A, B, C, D, E, F]) fire(a A, b B, c C, d D, e E, f F) {
 		setArg(&v.Args, 5, &f)
 		cs.emit(pid, s, ret, &v)
 	}
-	procUnpin()
+	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(a, b, c, d, e, f)
 	}
@@ -479,7 +481,7 @@ func DefineLatency(provider, name string) Latency {
 // Start returns the time, if p is enabled; else 0, without reading the clock.
 func (p *Latency) Start() Stamp {
 	if p.on != 0 {
-		return Stamp(nanotime())
+		return Stamp(rt.Nanotime())
 	}
 	return 0
 }
@@ -502,7 +504,7 @@ func (p *Latency) Attach(h func(latencyNS int64)) (detach func()) { return p.han
 //
 //go:noinline
 func (p *Latency) fire(t Stamp) {
-	ret := callerPC()
+	ret := rt.CallerPC()
 	if t == 0 {
 		return
 	}
@@ -510,14 +512,14 @@ func (p *Latency) fire(t Stamp) {
 	if !ok {
 		return
 	}
-	d := nanotime() - int64(t)
+	d := rt.Nanotime() - int64(t)
 	if cs := p.consumers(); cs != nil {
 		var v firing
 		v.N, v.Kinds = cs.n, cs.kinds
 		setArg(&v.Args, 0, &d)
 		cs.emit(pid, s, ret, &v)
 	}
-	procUnpin()
+	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(d)
 	}
@@ -542,7 +544,7 @@ func DefineLatency1[A Arg](provider, name, aName string) Latency1[A] {
 // Start returns the time, if p is enabled; else 0, without reading the clock.
 func (p *Latency1[A]) Start() Stamp {
 	if p.on != 0 {
-		return Stamp(nanotime())
+		return Stamp(rt.Nanotime())
 	}
 	return 0
 }
@@ -565,7 +567,7 @@ func (p *Latency1[A]) Attach(h func(latencyNS int64, a A)) (detach func()) { ret
 //
 //go:noinline
 func (p *Latency1[A]) fire(t Stamp, a A) {
-	ret := callerPC()
+	ret := rt.CallerPC()
 	if t == 0 {
 		return
 	}
@@ -573,7 +575,7 @@ func (p *Latency1[A]) fire(t Stamp, a A) {
 	if !ok {
 		return
 	}
-	d := nanotime() - int64(t)
+	d := rt.Nanotime() - int64(t)
 	if cs := p.consumers(); cs != nil {
 		var v firing
 		v.N, v.Kinds = cs.n, cs.kinds
@@ -581,7 +583,7 @@ func (p *Latency1[A]) fire(t Stamp, a A) {
 		setArg(&v.Args, 1, &a)
 		cs.emit(pid, s, ret, &v)
 	}
-	procUnpin()
+	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(d, a)
 	}

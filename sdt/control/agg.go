@@ -15,6 +15,7 @@ import (
 	"github.com/gosdt/gosdt/internal/quantize"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
 	"github.com/gosdt/gosdt/sdt/internal/pred"
+	"github.com/gosdt/gosdt/sdt/internal/rt"
 )
 
 // Aggregation folds the fires of the probes a spec matched into rows, as sdtctl
@@ -181,7 +182,7 @@ type mmSlot struct {
 }
 
 func newAggregation(o AggOptions) (*aggregation, error) {
-	a := &aggregation{o: o, seed: maphash.MakeSeed(), prev: map[*aggCell]*cellRead{}, grown: nanotime()}
+	a := &aggregation{o: o, seed: maphash.MakeSeed(), prev: map[*aggCell]*cellRead{}, grown: rt.Nanotime()}
 	switch o.By {
 	case "", "probe":
 		a.o.By = "probe"
@@ -506,10 +507,10 @@ func (a *aggregation) bucketLow(i int) int64 {
 // grow gives Ps added since the aggregation opened (runtime.GOMAXPROCS) shards of
 // their own. Readers call it, now and then, with a.mu held.
 func (a *aggregation) grow() {
-	if nanotime()-a.grown < int64(100*time.Millisecond) {
+	if rt.Nanotime()-a.grown < int64(100*time.Millisecond) {
 		return
 	}
-	a.grown = nanotime()
+	a.grown = rt.Nanotime()
 	old := *a.shards.Load()
 	procs := runtime.GOMAXPROCS(0)
 	if procs <= len(old) {

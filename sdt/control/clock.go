@@ -2,15 +2,10 @@ package control
 
 import (
 	"time"
-	_ "unsafe" // go:linkname
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
+	"github.com/gosdt/gosdt/sdt/internal/rt"
 )
-
-// nanotime is the runtime's monotonic clock (vDSO, no allocation).
-//
-//go:linkname nanotime runtime.nanotime
-func nanotime() int64
 
 // Events are stamped in ticks of the CPU's counter (stamp): reading the counter alone
 // costs a fraction of the runtime's clock, which also converts and reads the vDSO's
@@ -29,7 +24,7 @@ func startClock() { clockRef.ticks, clockRef.mono = clockPair() }
 // clockPair reads the counter and the runtime's clock at one moment.
 func clockPair() (ticks uint64, mono int64) {
 	t0, _ := stamp()
-	m := nanotime()
+	m := rt.Nanotime()
 	t1, _ := stamp()
 	return t0 + (t1-t0)/2, m
 }

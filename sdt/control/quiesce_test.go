@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 	_ "unsafe" // go:linkname
+
+	"github.com/gosdt/gosdt/sdt/internal/rt"
 )
 
 //go:linkname procPin runtime.procPin
@@ -24,7 +26,7 @@ func TestQuiesceWaitsForPinned(t *testing.T) {
 		go func() {
 			procPin()
 			pinned.Store(true)
-			for start := nanotime(); nanotime()-start < int64(20*time.Millisecond); {
+			for start := rt.Nanotime(); rt.Nanotime()-start < int64(20*time.Millisecond); {
 			}
 			unpinned.Store(true)
 			procUnpin()

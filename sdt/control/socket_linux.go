@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
+	"github.com/gosdt/gosdt/sdt/internal/rt"
 	"golang.org/x/sys/unix"
 )
 
@@ -240,7 +241,7 @@ func accept(ln *os.File, dir string, limit int32) {
 		}
 		if conns.Add(1) > limit {
 			conns.Add(-1)
-			if now := nanotime(); warned == 0 || now-warned > int64(time.Minute) {
+			if now := rt.Nanotime(); warned == 0 || now-warned > int64(time.Minute) {
 				warned = now
 				warnf("refusing sdtctl connections: %d served, the most at once", limit)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
 	"github.com/gosdt/gosdt/sdt/internal/pred"
+	"github.com/gosdt/gosdt/sdt/internal/rt"
 )
 
 // Trace receives the fires of the probes a spec matched, as events, from OpenTrace
@@ -188,7 +189,7 @@ func newTraceSink(o TraceOptions) (*traceSink, error) {
 		}
 		bufs[i] = b
 	}
-	s := &traceSink{size: size, stack: o.Stack, goid: goidAt(), reserved: need, grown: nanotime()}
+	s := &traceSink{size: size, stack: o.Stack, goid: goidAt(), reserved: need, grown: rt.Nanotime()}
 	s.bufs.Store(&bufs)
 	return s, nil
 }
@@ -423,10 +424,10 @@ func writeRecord(r []byte, f *bridge.Firing, ticks, goid uint64, stack []uintptr
 // own: fires on them were counted lost until now. The reader calls it, now and
 // then.
 func (s *traceSink) grow() {
-	if nanotime()-s.grown < int64(100*time.Millisecond) {
+	if rt.Nanotime()-s.grown < int64(100*time.Millisecond) {
 		return
 	}
-	s.grown = nanotime()
+	s.grown = rt.Nanotime()
 	old := *s.bufs.Load()
 	procs := runtime.GOMAXPROCS(0)
 	if procs <= len(old) || s.freed {

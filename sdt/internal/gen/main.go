@@ -25,6 +25,8 @@ func main() {
 	fmt.Fprintln(&b, "// Regenerate with: go generate ./sdt")
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "package sdt")
+	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, `import "github.com/gosdt/gosdt/sdt/internal/rt"`)
 	for n := 0; n <= maxArity; n++ {
 		arity(&b, n)
 	}
@@ -111,7 +113,7 @@ func (p *%[10]s) Attach(h %[4]s) (detach func()) { return p.handlers.add(h) }
 //
 //go:noinline
 func (p *%[10]s) fire(%[13]s) {
-	ret := callerPC()
+	ret := rt.CallerPC()
 `, n, plural, tparams, fn, argDoc(ns), nameParams, targs, strings.Join(argNames, ", "), strings.Join(types, ", "),
 		P, prefixComma(params), strings.Join(args, ", "), strings.Join(params, ", "))
 	fireRest(b, "", args)
@@ -130,7 +132,7 @@ func fireRest(b *bytes.Buffer, before string, args []string) {
 		v.N, v.Kinds = cs.n, cs.kinds%[2]s
 		cs.emit(pid, s, ret, &v)
 	}
-	procUnpin()
+	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(%[3]s)
 	}
@@ -183,7 +185,7 @@ func DefineLatency%[1]s%[3]s(provider, name%[6]s) %[7]s {
 // Start returns the time, if p is enabled; else 0, without reading the clock.
 func (p *%[7]s) Start() Stamp {
 	if p.on != 0 {
-		return Stamp(nanotime())
+		return Stamp(rt.Nanotime())
 	}
 	return 0
 }
@@ -206,13 +208,13 @@ func (p *%[7]s) Attach(h func(%[13]s)) (detach func()) { return p.handlers.add(h
 //
 //go:noinline
 func (p *%[7]s) fire(t Stamp%[11]s) {
-	ret := callerPC()
+	ret := rt.CallerPC()
 	if t == 0 {
 		return
 	}
 `, suffix, what, tparams, fn, more, nameParams, L, prefixComma(argNames), strings.Join(types, ", "),
 		prefixComma(names[:n]), prefixComma(params), prefixComma(ns), strings.Join(hparams, ", "))
-	fireRest(b, "\n\td := nanotime() - int64(t)", append([]string{"d"}, ns...))
+	fireRest(b, "\n\td := rt.Nanotime() - int64(t)", append([]string{"d"}, ns...))
 }
 
 func argDoc(ns []string) string {

@@ -1,7 +1,0 @@
-#include "textflag.h"
-
-// func callerPC() uintptr
-TEXT ·callerPC(SB), NOSPLIT|NOFRAME, $0-8
-	MOVD 8(R29), R0
-	MOVD R0, ret+0(FP)
-	RET
