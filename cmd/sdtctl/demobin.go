@@ -45,12 +45,21 @@ func demoWorkloadBinary(w io.Writer) (string, error) {
 		cache = os.TempDir()
 	}
 	if dir := sourceModule(); dir != "" {
-		out := filepath.Join(cache, "gosdt", "sdtdemo-source", "sdtdemo")
+		out := filepath.Join(cache, "gosdt", "sdtdemo-source-"+runtime.GOOS+"-"+runtime.GOARCH, "sdtdemo")
 		fmt.Fprintf(w, "building the demo workload from %s ...\n", dir)
-		cmd := exec.Command(gobin, "build", "-o", out, "./cmd/sdtdemo")
+		// Into a file of its own, renamed over out once whole: two demos at once neither
+		// run a half-written workload nor fail on a busy one.
+		tmp := fmt.Sprintf("%s.%d", out, os.Getpid())
+		cmd := exec.Command(gobin, "build", "-o", tmp, "./cmd/sdtdemo")
 		cmd.Dir = dir
+		cmd.Env = hostBuildEnv()
 		if msg, err := cmd.CombinedOutput(); err != nil {
+			os.Remove(tmp)
 			return "", fail(exitError, "demo: building the workload in %s: %v\n%s", dir, err, msg)
+		}
+		if err := os.Rename(tmp, out); err != nil {
+			os.Remove(tmp)
+			return "", fail(exitError, "demo: %v", err)
 		}
 		return out, nil
 	}
@@ -58,18 +67,25 @@ func demoWorkloadBinary(w io.Writer) (string, error) {
 	if !ok || bi.Main.Version == "" || bi.Main.Version == "(devel)" {
 		return "", fail(exitError, "demo: no sdtdemo beside sdtctl or on PATH, and no source or version to build it from (go install %s@latest)", demoPackage)
 	}
-	dir := filepath.Join(cache, "gosdt", "sdtdemo-"+bi.Main.Version)
+	dir := filepath.Join(cache, "gosdt", "sdtdemo-"+bi.Main.Version+"-"+runtime.GOOS+"-"+runtime.GOARCH)
 	out := filepath.Join(dir, "sdtdemo")
 	if isExecutable(out) {
 		return out, nil
 	}
 	fmt.Fprintf(w, "installing the demo workload, %s@%s ...\n", demoPackage, bi.Main.Version)
 	cmd := exec.Command(gobin, "install", demoPackage+"@"+bi.Main.Version)
-	cmd.Env = append(os.Environ(), "GOBIN="+dir)
+	cmd.Env = append(hostBuildEnv(), "GOBIN="+dir)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fail(exitError, "demo: go install %s@%s: %v\n%s", demoPackage, bi.Main.Version, err, msg)
 	}
 	return out, nil
+}
+
+// hostBuildEnv is the environment for building the workload: sdtctl runs it
+// itself, so it is built for the system sdtctl runs on, whatever GOOS and GOARCH the
+// user's environment sets for cross-builds.
+func hostBuildEnv() []string {
+	return append(os.Environ(), "GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH)
 }
 
 // sourceModule is the directory of the gosdt module this program was compiled from,
