@@ -3,8 +3,6 @@ package sdt
 import (
 	"encoding/binary"
 	"math"
-	"reflect"
-	"strings"
 	"unsafe"
 
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
@@ -22,44 +20,6 @@ type argv = bridge.Args
 
 // firing is a fire as consumers see it (argv, and where it came from).
 type firing = bridge.Firing
-
-// kindOf is the slot kind of an argument type: from its underlying kind, so that
-// named types (type Reason int) work.
-func kindOf(t reflect.Type) bridge.Kind {
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return bridge.Int
-	case reflect.Bool:
-		return bridge.Bool
-	case reflect.Float32, reflect.Float64:
-		return bridge.Float
-	case reflect.String:
-		return bridge.String
-	}
-	return bridge.Uint
-}
-
-// kindOfName is the slot kind of an argument known only by its type's name (fbt):
-// Unknown for a named type, whose fires tell.
-func kindOfName(t string) bridge.Kind {
-	switch t {
-	case "int", "int8", "int16", "int32", "int64", "time.Duration":
-		return bridge.Int
-	case "uint", "uint8", "uint16", "uint32", "uint64", "uintptr", "byte":
-		return bridge.Uint
-	case "bool":
-		return bridge.Bool
-	case "float32", "float64":
-		return bridge.Float
-	case "string":
-		return bridge.String
-	}
-	if strings.HasPrefix(t, "*") || strings.HasPrefix(t, "map[") || strings.HasPrefix(t, "chan ") ||
-		strings.HasPrefix(t, "func(") || t == "unsafe.Pointer" {
-		return bridge.Uint // carried by address
-	}
-	return bridge.Unknown
-}
 
 // setArg stores argument i: a string in Strs, anything else as its raw bits in the
 // low bytes of its slot, which the caller has zeroed (the probe's consumers widen
@@ -120,45 +80,4 @@ func fixSlots(v *argv, mask uint8, sizes *[MaxArgs]uint8) {
 		}
 		v.Slots[i] = s
 	}
-}
-
-// setSlot stores argument i, of a type with an Arg kind, reading through p by the
-// type's underlying kind (so that named types work).
-func setSlot(v *argv, i int, t reflect.Type, p unsafe.Pointer) {
-	var s uint64
-	switch t.Kind() {
-	case reflect.Int:
-		s = uint64(*(*int)(p))
-	case reflect.Int8:
-		s = uint64(*(*int8)(p))
-	case reflect.Int16:
-		s = uint64(*(*int16)(p))
-	case reflect.Int32:
-		s = uint64(*(*int32)(p))
-	case reflect.Int64:
-		s = uint64(*(*int64)(p))
-	case reflect.Uint:
-		s = uint64(*(*uint)(p))
-	case reflect.Uint8:
-		s = uint64(*(*uint8)(p))
-	case reflect.Uint16:
-		s = uint64(*(*uint16)(p))
-	case reflect.Uint32:
-		s = uint64(*(*uint32)(p))
-	case reflect.Uint64:
-		s = *(*uint64)(p)
-	case reflect.Uintptr:
-		s = uint64(*(*uintptr)(p))
-	case reflect.Bool:
-		if *(*bool)(p) {
-			s = 1
-		}
-	case reflect.Float32:
-		s = math.Float64bits(float64(*(*float32)(p)))
-	case reflect.Float64:
-		s = math.Float64bits(*(*float64)(p))
-	case reflect.String:
-		v.Strs[i] = *(*string)(p)
-	}
-	v.Kinds[i], v.Slots[i] = kindOf(t), s
 }

@@ -38,8 +38,9 @@ type probe struct {
 	provider, name string
 	args, types    []string
 	kinds          []bridge.Kind
-	sizes          []uint8 // of each argument's Go type (fbt: 0, as fires tell)
-	module         string  // package that called Define
+	sizes          []uint8  // of each argument's Go type (fbt: 0, as fires tell)
+	module         string   // package that called Define
+	fn             *fbtFunc // an fbt probe's function; nil for any other
 
 	hits atomic.Uint64             // fires not attributed to a site (through non-inlined code)
 	wide atomic.Bool               // enabled as a whole: unattributed fires are delivered
@@ -53,17 +54,26 @@ type probe struct {
 }
 
 // define creates the descriptor behind a probe definition; Define0..Define6 call it.
+// The definition belongs to the package that called Define.
 func define(provider, name string, args []string, types []argT) head {
-	p := &probe{provider: provider, name: name, args: args}
+	var module string
+	if pc, _, _, ok := runtime.Caller(2); ok {
+		if f := runtime.FuncForPC(pc); f != nil {
+			module, _ = sled.SplitFunc(f.Name())
+		}
+	}
+	return defineIn(provider, name, args, types, module, nil, "")
+}
+
+// defineIn creates and registers the descriptor of a definition of module; fn names
+// the function of an fbt probe (nil for any other), alias a second provider:name it is
+// found by (an fbt probe's USDT name).
+func defineIn(provider, name string, args []string, types []argT, module string, fn *fbtFunc, alias string) head {
+	p := &probe{provider: provider, name: name, args: args, module: module, fn: fn}
 	for _, t := range types {
 		p.types = append(p.types, t.name)
 		p.kinds = append(p.kinds, t.kind)
 		p.sizes = append(p.sizes, t.size)
-	}
-	if pc, _, _, ok := runtime.Caller(2); ok {
-		if f := runtime.FuncForPC(pc); f != nil {
-			p.module, _ = sled.SplitFunc(f.Name())
-		}
 	}
 	var on uint8
 	if reg.mode == modeOn {
@@ -71,7 +81,7 @@ func define(provider, name string, args []string, types []argT) head {
 		p.wide.Store(true)
 		p.wideOwners = []*owner{programOwner}
 	}
-	reg.add(p)
+	reg.add(p, alias)
 	return head{on: on, core: p}
 }
 
@@ -164,5 +174,5 @@ type argT struct {
 
 func argType[T any]() argT {
 	t := reflect.TypeFor[T]()
-	return argT{name: t.String(), kind: kindOf(t), size: uint8(t.Size())}
+	return argT{name: t.String(), kind: bridge.KindOf(t), size: uint8(t.Size())}
 }

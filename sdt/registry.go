@@ -79,7 +79,8 @@ type registry struct {
 	sites     []*site
 	unbound   []*site             // sites whose definition's package has not run its init yet
 	described bool                // every site has been named (sled.Site.Describe)
-	byName    map[string][]*probe // definitions by "provider:name"
+	byName    map[string][]*probe // definitions by "provider:name" (and fbt probes by their USDT name)
+	copies    map[string]*fbtFunc // fbt's traced copies (package + "." + tracedcopy id), by the function copied
 	defined   map[*probe]bool     // every definition, to check a pointer read from a variable
 	layout    sled.Layout
 	table     *sled.Table
@@ -91,17 +92,22 @@ type registry struct {
 
 var reg registry
 
-func (r *registry) add(p *probe) {
+// add registers p under its provider:name, and alias too if not empty.
+func (r *registry) add(p *probe, alias string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.probes = append(r.probes, p)
 	if r.byName == nil {
 		r.byName = map[string][]*probe{}
 		r.defined = map[*probe]bool{}
+		r.copies = map[string]*fbtFunc{}
 	}
 	r.defined[p] = true
-	k := p.provider + ":" + p.name
-	r.byName[k] = append(r.byName[k], p)
+	for _, k := range []string{p.provider + ":" + p.name, alias} {
+		if k != "" {
+			r.byName[k] = append(r.byName[k], p)
+		}
+	}
 }
 
 // candidates is the definitions whose provider and name sp can match: found by name

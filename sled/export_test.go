@@ -52,12 +52,12 @@ func FileSearch(path string) (text uint64, ranges [][2]int, how string, err erro
 	}
 	ranges, how = l.searchRangesOf(mods)
 	if l.noInline == "" {
-		prefix := []byte(probePackage + ".")
-		byTree, err := tab.InlinersByTree(prefix, probeAPI)
+		prefix := []byte(probePackage)
+		byTree, err := tab.InlinersByTree(prefix, probePackageAPI)
 		if err != nil {
 			return 0, nil, "", fmt.Errorf("%s: inliners from the trees: %v", path, err)
 		}
-		byRecord, err := tab.InlinersByRecord(prefix, probeAPI)
+		byRecord, err := tab.InlinersByRecord(prefix, probePackageAPI)
 		if err != nil {
 			return 0, nil, "", fmt.Errorf("%s: inliners from the records: %v", path, err)
 		}

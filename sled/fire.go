@@ -18,11 +18,28 @@ var probePackage = strings.TrimSuffix(reflect.TypeFor[Site]().PkgPath(), "sled")
 // methods discovery looks for.
 func ProbePackage() string { return probePackage }
 
+// funcRuntime is the path, below the probe package, of the runtime of generated fbt
+// code (sdt/internal/fbtrt), whose Func's checks and fire method are sites as the
+// probe package's are.
+const funcRuntime = "/internal/fbtrt"
+
+// IsProbePackage reports whether mod, a package path, is the probe package or the
+// runtime of generated fbt code: where fire methods are, and where no site is.
+func IsProbePackage(mod string) bool {
+	return mod == probePackage || mod == probePackage+funcRuntime
+}
+
 // IsFire reports whether sym, a function's symbol, is the fire method of a probe type
-// of the probe package (P0..P6, the latency and fbt probes): what a site's guarded
-// block must call for discovery to accept it as a fire site.
+// of the probe package (P0..P6, the latency probes) or of generated fbt code's
+// runtime (Func): what a site's guarded block must call for discovery to accept it
+// as a fire site.
 func IsFire(sym string) bool {
-	return strings.HasPrefix(sym, probePackage+".(*") && strings.HasSuffix(sym, ").fire")
+	if !strings.HasSuffix(sym, ").fire") {
+		return false
+	}
+	rest, ok := strings.CutPrefix(sym, probePackage)
+	rest, _ = strings.CutPrefix(rest, funcRuntime)
+	return ok && strings.HasPrefix(rest, ".(*")
 }
 
 // raceCall reports calls that -race inserts around memory accesses; they may precede

@@ -22,7 +22,7 @@ func (live) Holder(pc uint64) Holder {
 		}
 		mod, name := SplitFunc(f.Function)
 		h = Holder{Module: mod, Func: name, File: f.File, Line: f.Line}
-		if mod != probePackage || !more {
+		if !IsProbePackage(mod) || !more {
 			break
 		}
 	}

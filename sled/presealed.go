@@ -71,7 +71,7 @@ func sealedSites(a *arch.Arch, src Source) []Site {
 			if entry == 0 || end <= pc {
 				break
 			}
-			if mod, _ := SplitFunc(src.Syms.Name(entry)); mod != probePackage {
+			if mod, _ := SplitFunc(src.Syms.Name(entry)); !IsProbePackage(mod) {
 				sites = p.sealedIn(entry, end, pass, sites)
 			}
 			pc = end

@@ -68,7 +68,14 @@ func (l Layout) searchRangesOf(mods []string) ([][2]int, string) {
 // inliners returns the text of the functions whose inline tree names a function of
 // package sdt's API, as offsets [lo, hi) sorted and merged; never nil.
 func (l Layout) inliners() ([][2]int, error) {
-	return l.tab.Inliners([]byte(probePackage+"."), probeAPI)
+	return l.tab.Inliners([]byte(probePackage), probePackageAPI)
+}
+
+// probePackageAPI reports whether a name that follows the probe package's path is a
+// function of its API, or of the API of generated fbt code's runtime.
+func probePackageAPI(rest []byte) bool {
+	rest, _ = bytes.CutPrefix(rest, []byte(funcRuntime))
+	return len(rest) > 0 && rest[0] == '.' && probeAPI(rest[1:])
 }
 
 // probeAPI reports whether a function of package sdt, named name after the package's

@@ -17,8 +17,10 @@ import (
 	"github.com/gosdt/gosdt/sled"
 )
 
-// SDTPath is the import path the rewritten files import.
-const SDTPath = "github.com/gosdt/gosdt/sdt"
+// SDTPath is the import path the rewritten files import: the runtime of generated
+// code, which imports package sdt. It is internal to gosdt's module: the files reach
+// it through the import configuration the wrapper adds it to, as cmd/cover's runtime.
+const SDTPath = "github.com/gosdt/gosdt/sdt/internal/fbtrt"
 
 // Result is what Rewrite did to one package.
 type Result struct {

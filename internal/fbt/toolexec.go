@@ -17,13 +17,15 @@ import (
 )
 
 // The go command compiles a package that a rule instruments without knowing that its
-// rewritten files import package sdt: sdt is not in the package's import config, and
-// may not have been built at all. Like OpenTelemetry's compile-time instrumentation,
-// the wrapper fills that in: it has sdt built (go list -export -deps, run in the rules
-// file's directory, whose module must require github.com/gosdt/gosdt) with the build's
-// GOOS, GOARCH and -race, and adds sdt and its dependencies to the import config of
-// the compile, and of the link. The compiler's tool ID carries the rules file's hash
-// and sdt's export file, so the build cache tells instrumented compiles apart.
+// rewritten files import the runtime of generated code (SDTPath, which imports package
+// sdt): it is not in the package's import config, and may not have been built at all.
+// Like OpenTelemetry's compile-time instrumentation and cmd/cover, the wrapper fills
+// that in: it has the runtime built (go list -export -deps, run in the rules file's
+// directory, whose module must require github.com/gosdt/gosdt) with the build's GOOS,
+// GOARCH and -race, and adds it and its dependencies (sdt among them) to the import
+// config of the compile, and of the link. The compiler's tool ID carries the rules
+// file's hash and the runtime's export file, so the build cache tells instrumented
+// compiles apart.
 
 // Tool is the state of one toolexec run with rules.
 type Tool struct {

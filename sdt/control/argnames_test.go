@@ -4,13 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gosdt/gosdt/sdt"
+	"github.com/gosdt/gosdt/sdt/internal/fbtrt"
+
 	"github.com/gosdt/gosdt/sdt/control"
 )
 
 // An fbt function as `sdtctl toolexec` instruments it (internal/fbt), its entry probe
 // left out: fbtWork's return probe names its arguments latency_ns, panicking, r0.
-var fbtWorkReturn = sdt.DefineFunc("fbt", "argnames__work__return", "argnames", "argnames.work", "return",
+var fbtWorkReturn = fbtrt.DefineFunc("fbt", "argnames__work__return", "argnames", "argnames.work", "return",
 	"latency_ns\npanicking\nr0", "int64\nbool\nint")
 
 //go:noinline
@@ -20,7 +21,7 @@ func fbtWork(n int) int {
 	c.Done()
 	if fbtWorkReturn.Enabled() {
 		if x := fbtWorkReturn.Return(c); x != nil {
-			sdt.Out(x, r)
+			fbtrt.Out(x, r)
 			x.Returned()
 		}
 	}

@@ -5,16 +5,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gosdt/gosdt/sdt/internal/fbtrt"
+
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/gosdt/gosdt/sdt"
 	"github.com/gosdt/gosdt/sdt/control"
 	"github.com/gosdt/gosdt/sdt/otelsdt"
 )
 
 // An fbt function with a context.Context parameter, as `sdtctl toolexec` instruments
 // it (internal/fbt).
-var handleEntry = sdt.DefineFunc("fbt", "bridge__handle__entry", "bridge", "bridge.handle", "entry", "ctx\nn", "context.Context\nint")
+var handleEntry = fbtrt.DefineFunc("fbt", "bridge__handle__entry", "bridge", "bridge.handle", "entry", "ctx\nn", "context.Context\nint")
 
 //go:noinline
 func handle(ctx context.Context, n int) int {
@@ -23,8 +24,8 @@ func handle(ctx context.Context, n int) int {
 		c = handleEntry.Enter(c)
 	}
 	if c.EntryFired() {
-		sdt.In(c, ctx)
-		sdt.In(c, n)
+		fbtrt.In(c, ctx)
+		fbtrt.In(c, n)
 		c.Entered()
 	}
 	c.Release()

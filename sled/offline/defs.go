@@ -16,7 +16,7 @@ type Definition struct {
 	Name     string   // its second
 	Args     []string // argument names, as far as they were passed in registers
 
-	// An fbt probe's (sdt.DefineFunc, whose second argument, Name, is the probe's
+	// An fbt probe's (fbtrt.DefineFunc, whose second argument, Name, is the probe's
 	// USDT name): the instrumented function, as its sites are named, and "entry" or
 	// "return".
 	Module, Function, Boundary string
@@ -40,7 +40,11 @@ func Definitions(path string) ([]Definition, error) {
 	f, tab, mem := b.f, b.tab, b.mem()
 	syms := fileSyms{tab: tab}
 	define := sled.ProbePackage() + ".Define"
-	isDefine := func(target uint64) bool { return strings.HasPrefix(syms.Name(target), define) }
+	defineFunc := sled.ProbePackage() + "/internal/fbtrt.DefineFunc" // generated fbt code's
+	isDefine := func(target uint64) bool {
+		name := syms.Name(target)
+		return strings.HasPrefix(name, define) || name == defineFunc
+	}
 	var defs []Definition
 	for i := range tab.Funcs {
 		fn := &tab.Funcs[i]
@@ -55,7 +59,7 @@ func Definitions(path string) ([]Definition, error) {
 			strs := stringArgs(f, c, first)
 			if len(strs) >= 2 && c.Stored != 0 {
 				d := Definition{Flag: c.Stored, Provider: strs[0], Name: strs[1], Args: strs[2:]}
-				if syms.Name(c.Target) == define+"Func" {
+				if syms.Name(c.Target) == defineFunc {
 					// DefineFunc(provider, usdt, module, function, which, args, types):
 					// which may be on the stack (amd64), and the USDT name ends with it.
 					d.Args = nil

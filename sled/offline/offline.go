@@ -158,7 +158,7 @@ func (s fileSyms) Holder(pc uint64) sled.Holder {
 		for _, f := range s.inl.frames(pc) {
 			mod, name := sled.SplitFunc(f.fn)
 			h = sled.Holder{Module: mod, Func: name, File: f.file, Line: f.line}
-			if mod != sled.ProbePackage() {
+			if !sled.IsProbePackage(mod) {
 				return h
 			}
 		}

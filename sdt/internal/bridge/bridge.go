@@ -7,6 +7,8 @@ package bridge
 import (
 	"errors"
 	"math"
+	"reflect"
+	"unsafe"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
 )
@@ -35,6 +37,22 @@ const (
 	// argument of a named type.
 	Unknown Kind = 0xff
 )
+
+// KindOf is the slot kind of an argument type: from its underlying kind, so that
+// named types (type Reason int) work.
+func KindOf(t reflect.Type) Kind {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return Int
+	case reflect.Bool:
+		return Bool
+	case reflect.Float32, reflect.Float64:
+		return Float
+	case reflect.String:
+		return String
+	}
+	return Uint
+}
 
 // Args is one fire's arguments, built on the firing goroutine's stack only when a
 // consumer is attached. Strs are not copied: they die with the fire, so a consumer
@@ -167,3 +185,33 @@ type Registry interface {
 // Start is set by package control at its initialisation, and called once by sdt at
 // the end of its own, with the complete registry.
 var Start func(Registry)
+
+// FuncRuntime is what the runtime of the code `sdtctl toolexec -rules` generates
+// (package sdt/internal/fbtrt) needs of sdt's registry. A probe's descriptor, a site
+// and a consumers snapshot are sdt's own types, opaque here.
+type FuncRuntime struct {
+	// Define registers one function-boundary probe (which is "entry" or "return") of
+	// function (as sites name it) in module, also under its USDT name, and returns
+	// its flag byte's first value and its descriptor.
+	Define func(provider, usdt, module, function, which string, args, types []string, kinds []Kind) (on uint8, core unsafe.Pointer)
+	// Admit decides whether a fire of the probe core whose fire call returns to ret
+	// is delivered, and counts it; site is its site, nil when not attributed.
+	Admit func(core unsafe.Pointer, ret uintptr) (site unsafe.Pointer, ok bool)
+	// Consumers is what the probe's fires feed now, nil when nothing.
+	Consumers func(core unsafe.Pointer) unsafe.Pointer
+	// Emit delivers a fire's arguments to consumers, pinned to the P while it does.
+	Emit func(cons, site unsafe.Pointer, ret uintptr, a *Args)
+	// NewCall returns the *sdt.Call through which hooks see the call whose state is
+	// call (an fbtrt call).
+	NewCall func(call any) any
+	// Warn says something to the program's operator on stderr.
+	Warn func(format string, args ...any)
+	// CoreOffset is where a definition holds its descriptor, from its flag byte at
+	// offset 0: discovery reads a site's definition so.
+	CoreOffset uintptr
+}
+
+// Hooks attaches hook (an sdt.FuncHook) at order to the instrumented functions match
+// takes, and returns how many; set by package sdt/internal/fbtrt where generated code
+// is linked (nil elsewhere: then no function is instrumented).
+var Hooks func(match func(module, function string) bool, order int, hook any) (detach func(), n int)

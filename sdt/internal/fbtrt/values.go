@@ -1,9 +1,12 @@
-package sdt
+package fbtrt
 
 import (
+	"math"
 	"reflect"
+	"strings"
 	"unsafe"
 
+	"github.com/gosdt/gosdt/sdt/internal/bridge"
 	"github.com/gosdt/gosdt/sdt/internal/spanctx"
 )
 
@@ -50,4 +53,67 @@ func errorText(err error) (s string) {
 		}
 	}()
 	return err.Error()
+}
+
+// kindOfName is the slot kind of an argument known only by its type's name (fbt):
+// Unknown for a named type, whose fires tell.
+func kindOfName(t string) bridge.Kind {
+	switch t {
+	case "int", "int8", "int16", "int32", "int64", "time.Duration":
+		return bridge.Int
+	case "uint", "uint8", "uint16", "uint32", "uint64", "uintptr", "byte":
+		return bridge.Uint
+	case "bool":
+		return bridge.Bool
+	case "float32", "float64":
+		return bridge.Float
+	case "string":
+		return bridge.String
+	}
+	if strings.HasPrefix(t, "*") || strings.HasPrefix(t, "map[") || strings.HasPrefix(t, "chan ") ||
+		strings.HasPrefix(t, "func(") || t == "unsafe.Pointer" {
+		return bridge.Uint // carried by address
+	}
+	return bridge.Unknown
+}
+
+// setSlot stores argument i, of a type with an Arg kind, reading through p by the
+// type's underlying kind (so that named types work).
+func setSlot(v *bridge.Args, i int, t reflect.Type, p unsafe.Pointer) {
+	var s uint64
+	switch t.Kind() {
+	case reflect.Int:
+		s = uint64(*(*int)(p))
+	case reflect.Int8:
+		s = uint64(*(*int8)(p))
+	case reflect.Int16:
+		s = uint64(*(*int16)(p))
+	case reflect.Int32:
+		s = uint64(*(*int32)(p))
+	case reflect.Int64:
+		s = uint64(*(*int64)(p))
+	case reflect.Uint:
+		s = uint64(*(*uint)(p))
+	case reflect.Uint8:
+		s = uint64(*(*uint8)(p))
+	case reflect.Uint16:
+		s = uint64(*(*uint16)(p))
+	case reflect.Uint32:
+		s = uint64(*(*uint32)(p))
+	case reflect.Uint64:
+		s = *(*uint64)(p)
+	case reflect.Uintptr:
+		s = uint64(*(*uintptr)(p))
+	case reflect.Bool:
+		if *(*bool)(p) {
+			s = 1
+		}
+	case reflect.Float32:
+		s = math.Float64bits(float64(*(*float32)(p)))
+	case reflect.Float64:
+		s = math.Float64bits(*(*float64)(p))
+	case reflect.String:
+		v.Strs[i] = *(*string)(p)
+	}
+	v.Kinds[i], v.Slots[i] = bridge.KindOf(t), s
 }

@@ -1,4 +1,4 @@
-package sdt_test
+package fbtrt_test
 
 import (
 	"context"
@@ -6,15 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gosdt/gosdt/sdt"
 	"github.com/gosdt/gosdt/sdt/control"
+	"github.com/gosdt/gosdt/sdt/internal/fbtrt"
 )
 
 // An fbt function with an error result and a context.Context parameter, as `sdtctl
 // toolexec` instruments it (internal/fbt).
 var (
-	valuesEntry = sdt.DefineFunc("fbt", "values__lookup__entry", "values", "values.lookup", "entry", "ctx", "context.Context")
-	valuesRet   = sdt.DefineFunc("fbt", "values__lookup__return", "values", "values.lookup", "return", "latency_ns\npanicking\nr0", "int64\nbool\nerror")
+	valuesEntry = fbtrt.DefineFunc("fbt", "values__lookup__entry", "values", "values.lookup", "entry", "ctx", "context.Context")
+	valuesRet   = fbtrt.DefineFunc("fbt", "values__lookup__return", "values", "values.lookup", "return", "latency_ns\npanicking\nr0", "int64\nbool\nerror")
 )
 
 // typedNil is an error whose Error panics on a nil receiver.
@@ -24,19 +24,19 @@ func (e *typedNil) Error() string { return e.msg }
 
 //go:noinline
 func lookup(ctx context.Context, err error) error {
-	var cv sdt.Call
+	var cv fbtrt.Call
 	c := valuesRet.Begin(&cv)
 	if valuesEntry.Enabled() {
 		valuesEntry.Enter(c)
 	}
 	if c.EntryFired() {
-		sdt.In(c, ctx)
+		fbtrt.In(c, ctx)
 		c.Entered()
 	}
 	c.Done()
 	if valuesRet.Enabled() {
 		if x := valuesRet.Return(c); x != nil {
-			sdt.Out(x, err)
+			fbtrt.Out(x, err)
 			x.Returned()
 		}
 	}
@@ -70,7 +70,7 @@ func TestFBTValues(t *testing.T) {
 			got = append(got, a.Value.(string))
 		}
 	}
-	want := []string{"context.Context", "<nil>", "context.Context", "no such key", "context.Context", "*sdt_test.typedNil"}
+	want := []string{"context.Context", "<nil>", "context.Context", "no such key", "context.Context", "*fbtrt_test.typedNil"}
 	if len(got) != len(want) {
 		t.Fatalf("events %q, want %q", got, want)
 	}

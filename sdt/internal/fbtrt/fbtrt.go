@@ -1,0 +1,534 @@
+// Package fbtrt is the runtime of the code that `sdtctl toolexec -rules` generates
+// (package internal/fbt): function-boundary probe definitions, calls and their values.
+// Generated code imports it through the import configuration, as cmd/cover does its
+// runtime; nothing else should, and package sdt's API does not carry it.
+package fbtrt
+
+import (
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe" // and go:linkname
+
+	"github.com/gosdt/gosdt/sdt"
+	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/rt"
+)
+
+// registry is package sdt's side of the definitions and fires: pulled from it so
+// that a program without instrumented functions links none of it.
+var registry = sdtRuntime()
+
+//go:linkname sdtRuntime github.com/gosdt/gosdt/sdt.fbtRuntime
+func sdtRuntime() bridge.FuncRuntime
+
+// Function-boundary probes (fbt) are written by `sdtctl toolexec -rules FILE`, not by
+// hand: every function a rule matches gets, in its own body,
+//
+//	entry:   if ent.Enabled() { return traced(args) }     // guard sites
+//	         if ret.Enabled() { return traced(args) }
+//	traced:  c := ret.Begin(&cv)                            // the Call, in its frame
+//	         if ent.Enabled() { ent.Enter(c) }              // fbt:pkg:fn:entry
+//	returns: if ret.Enabled() { ... ret.Return(c) ... }    // fbt:pkg:fn:return
+//
+// where traced is a copy of the function's body (internal/fbt says how it is made).
+// Each check is an ordinary site: sealed, one jump while off. The probes are named
+// fbt:<package path>:<function>:entry and :return, the function as the other probes
+// name it (pkg.(*T).M). entry's arguments are the receiver and the parameters, return's
+// are latency_ns, panicking and the results: values of Arg kinds by value, pointers
+// (and maps, chans, funcs) by address, an error by its text ("<nil>" when nil), a
+// context.Context by what sdt/otelsdt says of it when imported, anything else by its
+// type's name. At most MaxArgs are carried; hooks see them all.
+//
+// A return fires only for a call that began while the return probe was on: a call in
+// flight when it is switched on has no start time, and no bogus latency is reported.
+// Likewise a call that began while its return probe had no consumer and no hooks (then
+// no clock is read: a probe fired only into its hit count costs no clock read) is
+// counted but not delivered to a consumer or hook attached while it ran.
+
+// MaxArgs is the most arguments a probe carries (sdt.MaxArgs).
+const MaxArgs = bridge.MaxArgs
+
+// Func is the entry or the return probe of an instrumented function, defined by
+// DefineFunc in the generated code. Its first fields are laid out as package sdt's
+// probe definitions are (the flag byte, then the descriptor), so that discovery binds
+// its sites as any others' (TestLayout in package sdt checks it).
+type Func struct {
+	on   uint8          // read by sites; written only by sdt, under its registry's lock
+	_    noCopy         //
+	core unsafe.Pointer // sdt's descriptor of the probe
+	fn   *funcDesc
+}
+
+// noCopy makes go vet's copylocks check reject copies of a definition.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
+
+// funcDesc is what the entry and return probes of one function share: its name and
+// its hooks.
+type funcDesc struct {
+	module, function string // as sites name them: "example.com/app/store", "store.(*DB).Query"
+	recv             bool   // the entry's first argument is the receiver
+	hooks            atomic.Pointer[[]*funcHook]
+	ret              unsafe.Pointer // the return probe's descriptor: whether a call must read the clock
+}
+
+// funcs is every instrumented function, by module + "." + function.
+var funcs struct {
+	sync.Mutex
+	byName map[string]*funcDesc
+}
+
+// DefineFunc defines one of the two fbt probes of a function (which is "entry" or
+// "return"). usdt is the probe's USDT name in a sealed binary (sdtctl seal), one per
+// function and boundary so that bpftrace can attach to one function:
+// usdt:BIN:fbt:<usdt>. args and types are newline-separated.
+//
+//go:noinline
+func DefineFunc(provider, usdt, module, function, which, args, types string) Func {
+	var names, ts []string
+	if args != "" {
+		names, ts = strings.Split(args, "\n"), strings.Split(types, "\n")
+	}
+	if len(names) > MaxArgs {
+		names, ts = names[:MaxArgs], ts[:MaxArgs]
+	}
+	kinds := make([]bridge.Kind, len(ts))
+	for i, t := range ts {
+		kinds[i] = kindOfName(t)
+	}
+	on, core := registry.Define(provider, usdt, module, function, which, names, ts, kinds)
+
+	funcs.Lock()
+	defer funcs.Unlock()
+	if funcs.byName == nil {
+		funcs.byName = map[string]*funcDesc{}
+	}
+	d := funcs.byName[module+"."+function]
+	if d == nil {
+		d = &funcDesc{module: module, function: function}
+		funcs.byName[module+"."+function] = d
+	}
+	if which == "entry" {
+		// store.(*DB).Get, store.Pair.Sum, store.(*Stack[...]).Pop: methods;
+		// store.Fib, store.Map[...]: functions.
+		d.recv = strings.Count(strings.ReplaceAll(function, "[...]", ""), ".") > 1
+	} else {
+		d.ret = core
+	}
+	return Func{on: on, core: core, fn: d}
+}
+
+// Enabled reports whether p is on. Generated code guards every use of p with it.
+func (p *Func) Enabled() bool { return p.on != 0 }
+
+// NewCall starts a call whose entry probe did not fire, for the return probe p, in a
+// recycled Call (Release).
+func (p *Func) NewCall() *Call { return newCall(p.fn) }
+
+// Begin starts a call of the function of the return probe p in c, storage the caller
+// owns (the traced copy's frame: no allocation, no pool), and returns c. With hooks
+// attached it returns a recycled Call instead, whose argument and result slices the
+// hooks' calls reuse: the caller must Release what Begin returns.
+func (p *Func) Begin(c *Call) *Call {
+	if p.fn.hooks.Load() != nil {
+		return newCall(p.fn)
+	}
+	c.begin(p.fn)
+	return c
+}
+
+// Enter fires the entry probe p; nil if this site is not on. c is Begin's Call, or nil
+// for one from NewCall's pool.
+func (p *Func) Enter(c *Call) *Call { return p.fire(c, atEntry) }
+
+// Return fires the return probe p; nil if this site is not on or the call began while
+// it was off.
+func (p *Func) Return(c *Call) *Call { return p.fire(c, atReturn) }
+
+const (
+	atEntry = iota + 1
+	atReturn
+)
+
+// fire is the out-of-line half of every fbt site.
+//
+//go:noinline
+func (p *Func) fire(c *Call, at uint8) *Call {
+	ret := rt.CallerPC()
+	s, ok := registry.Admit(p.core, ret) // hooks and the consumers run later, in Entered and Returned
+	if !ok {
+		return nil
+	}
+	switch at {
+	case atEntry:
+		if c == nil {
+			c = newCall(p.fn)
+		}
+		c.entered = true
+		c.entry, c.entrySite, c.entryCons = ret, s, registry.Consumers(p.core)
+		if hs := p.fn.hooks.Load(); hs != nil && c.pooled {
+			// A call in the traced copy's frame began with no hook: hooks attached
+			// since see the calls that begin after them.
+			c.hooks = *hs
+		}
+	case atReturn:
+		if c == nil || !c.begun {
+			return nil
+		}
+		c.ret, c.retSite, c.retCons = ret, s, registry.Consumers(p.core)
+		if c.hooks == nil && c.pooled {
+			if hs := p.fn.hooks.Load(); hs != nil {
+				c.hooks = *hs
+				c.ran = len(c.hooks)
+			}
+		}
+		if c.retCons == nil && len(c.hooks) == 0 || !c.timed {
+			// Nothing sees the fire but its hit count (counted): no clock, no results.
+			// Or a consumer or hook came after the call began, when nothing wanted its
+			// start time: as for a call in flight when the probe is switched on, it is
+			// not given a bogus latency.
+			return nil
+		}
+		c.panicking = !c.done
+		var panicking uint64
+		if c.panicking {
+			panicking = 1
+		}
+		c.res.N = 2
+		c.res.Kinds[0], c.res.Slots[0] = bridge.Int, uint64(rt.Nanotime()-c.start)
+		c.res.Kinds[1], c.res.Slots[1] = bridge.Int, panicking
+		c.resVals, c.resSet = c.resVals[:0], c.resSet[:0]
+	}
+	return c
+}
+
+// Call is one call of an instrumented function: its state, in the traced copy's frame
+// or recycled; hooks see it through an *sdt.Call (view).
+type Call struct {
+	fn          *funcDesc
+	view        *sdt.Call      // what hooks see: made once for a recycled Call
+	start       int64          // when timed
+	entry, ret  uintptr        // the return addresses of the entry and return fires
+	entrySite   unsafe.Pointer // their sites; nil when not attributed
+	retSite     unsafe.Pointer
+	entryCons   unsafe.Pointer // their consumers (sdt's); nil: none
+	retCons     unsafe.Pointer
+	args, res   bridge.Args
+	vals        []any // arguments, when hooks are attached
+	resVals     []any // results, when hooks are attached
+	resSet      []bool
+	hooks       []*funcHook
+	ran         int // entry hooks that ran: their exit hooks run, innermost first
+	skipped     bool
+	entered     bool // the entry probe fired
+	done        bool // the call reached a return statement
+	panicking   bool
+	hooksWanted bool
+	begun       bool // Begin or NewCall started it
+	timed       bool // start was read: the return probe had a consumer or hooks
+	pooled      bool // from calls: Release recycles it
+}
+
+// calls recycles Calls: a traced call releases its Call when it leaves (Release), so
+// an enabled probe costs no allocation per call.
+var calls = sync.Pool{New: func() any { return new(Call) }}
+
+func newCall(d *funcDesc) *Call {
+	c := calls.Get().(*Call)
+	c.begin(d)
+	c.pooled = true
+	if c.view == nil {
+		c.view = registry.NewCall(c).(*sdt.Call)
+	}
+	return c
+}
+
+// begin starts c, a zero Call, for d. The clock is read only when the return fire
+// will carry its latency to someone: a consumer of the return probe or a hook (a
+// return probe fired into its hit count alone reads no clock at all).
+func (c *Call) begin(d *funcDesc) {
+	c.fn, c.begun = d, true
+	c.hooksWanted = d.hooks.Load() != nil
+	if c.hooksWanted || d.ret != nil && registry.Consumers(d.ret) != nil {
+		c.start, c.timed = rt.Nanotime(), true
+	}
+}
+
+// Release recycles the Call of a call that has left (the traced copy's deferred
+// check calls it last).
+func (c *Call) Release() {
+	if c == nil || !c.pooled {
+		return
+	}
+	// Reset what the next call reads, and drop the references this one held (the
+	// argument slots' strings, the values hooks saw): not the whole struct.
+	clear(c.args.Strs[:c.args.N])
+	clear(c.res.Strs[:c.res.N])
+	clear(c.vals)
+	clear(c.resVals)
+	c.args.N, c.res.N = 0, 0
+	c.vals, c.resVals, c.resSet = c.vals[:0], c.resVals[:0], c.resSet[:0]
+	c.entryCons, c.retCons, c.entrySite, c.retSite, c.hooks, c.fn = nil, nil, nil, nil, nil, nil
+	c.ran, c.skipped, c.entered, c.done, c.panicking = 0, false, false, false, false
+	c.begun, c.timed, c.start = false, false, 0
+	// Only a pooled Call, on the heap, gets here: a Begin Call in a traced copy's frame
+	// must not be made to escape by this path, which it never takes.
+	calls.Put((*Call)(rt.Noescape(unsafe.Pointer(c))))
+}
+
+// EntryFired reports whether the entry probe fired for the call: then its arguments
+// are recorded and its hooks run.
+func (c *Call) EntryFired() bool { return c != nil && c.entered }
+
+// Done marks the call as returning normally, at each of its return statements.
+func (c *Call) Done() {
+	if c != nil {
+		c.done = true
+	}
+}
+
+// Unwinding reports, from the traced copy's deferred check, whether the call is
+// leaving without reaching a return statement: by panic (or runtime.Goexit).
+func (c *Call) Unwinding() bool { return c != nil && !c.done }
+
+// In records the next argument (the receiver first) of an entered call.
+func In[T any](c *Call, x T) {
+	if c.entryCons == nil && !c.hooksWanted {
+		return // the fire is counted and nothing reads its arguments
+	}
+	if c.args.N < MaxArgs {
+		if !setFast(&c.args, c.args.N, x) {
+			setAny(&c.args, c.args.N, reflect.TypeFor[T](), unsafe.Pointer(&x))
+		}
+		c.args.N++
+	}
+	if c.hooksWanted {
+		c.vals = append(c.vals, x)
+	}
+}
+
+// Out records the next result of a returning call.
+func Out[T any](c *Call, x T) {
+	if c.res.N < MaxArgs {
+		if !setFast(&c.res, c.res.N, x) {
+			setAny(&c.res, c.res.N, reflect.TypeFor[T](), unsafe.Pointer(&x))
+		}
+		c.res.N++
+	}
+	if len(c.hooks) > 0 {
+		c.resVals = append(c.resVals, x)
+	}
+}
+
+// Result is result i of the call, v unless a hook set it (SkipCall, SetResult).
+func Result[T any](c *Call, i int, v T) T {
+	if i < len(c.resSet) && c.resSet[i] {
+		if x, ok := c.resVals[i].(T); ok {
+			return x
+		} else if c.resVals[i] == nil {
+			var zero T
+			return zero
+		}
+		registry.Warn("fbt hook on %s set result %d to a %T, not a %s: ignored", c.Func(), i, c.resVals[i], reflect.TypeFor[T]())
+	}
+	return v
+}
+
+// setAny stores an fbt argument: Arg kinds by value, pointer-like kinds by address,
+// an error by its text, anything else by its type's name (fbtvalues.go).
+func setAny(v *bridge.Args, i int, t reflect.Type, p unsafe.Pointer) {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.UnsafePointer, reflect.Map, reflect.Chan, reflect.Func:
+		v.Kinds[i], v.Slots[i] = bridge.Uint, uint64(*(*uintptr)(p))
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Bool, reflect.Float32, reflect.Float64, reflect.String:
+		setSlot(v, i, t, p)
+	default:
+		s, ok := interfaceText(t, p)
+		if !ok {
+			s = t.String()
+		}
+		v.Kinds[i], v.Strs[i] = bridge.String, s
+	}
+}
+
+// Entered delivers the entry fire and runs the entry hooks, outermost first. It
+// reports whether a hook skipped the call (SkipCall): then the results are its.
+func (c *Call) Entered() (skip bool) {
+	if c.entryCons != nil {
+		registry.Emit(c.entryCons, c.entrySite, c.entry, &c.args)
+	}
+	for _, h := range c.hooks { // only a recycled Call has hooks: it has its view
+		c.ran++
+		if h.Enter != nil {
+			h.Enter(c.view)
+		}
+		if c.skipped {
+			return true
+		}
+	}
+	return false
+}
+
+// Returned delivers the return fire, after running the exit hooks of the entry hooks
+// that ran, innermost first (they may change the results).
+func (c *Call) Returned() {
+	for i := min(c.ran, len(c.hooks)) - 1; i >= 0; i-- {
+		if h := c.hooks[i]; h.Exit != nil {
+			h.Exit(c.view)
+		}
+	}
+	if c.retCons != nil {
+		registry.Emit(c.retCons, c.retSite, c.ret, &c.res)
+	}
+}
+
+// Func is the instrumented function's full name, pkg/path.(*T).M.
+func (c *Call) Func() string {
+	return c.fn.module + "." + c.fn.function[strings.IndexByte(c.fn.function, '.')+1:]
+}
+
+// Recv is the receiver of a method; nil for a function.
+func (c *Call) Recv() any {
+	if c.fn.recv && len(c.vals) > 0 {
+		return c.vals[0]
+	}
+	return nil
+}
+
+// Args are the parameters (not the receiver).
+func (c *Call) Args() []any {
+	if c.fn.recv && len(c.vals) > 0 {
+		return c.vals[1:]
+	}
+	return c.vals
+}
+
+// SkipCall makes the call return at once, with results (their number and types must
+// be the function's; missing ones are zero). Inner hooks do not run.
+func (c *Call) SkipCall(results ...any) {
+	c.skipped = true
+	c.resVals = append(c.resVals[:0], results...)
+	c.resSet = make([]bool, len(results))
+	for i := range c.resSet {
+		c.resSet[i] = true
+	}
+}
+
+// Results are the results the call returns (at exit).
+func (c *Call) Results() []any { return c.resVals }
+
+// SetResult changes result i of the call (at exit).
+func (c *Call) SetResult(i int, v any) {
+	for len(c.resSet) <= i {
+		c.resSet = append(c.resSet, false)
+	}
+	for len(c.resVals) <= i {
+		c.resVals = append(c.resVals, nil)
+	}
+	c.resVals[i], c.resSet[i] = v, true
+}
+
+// Latency is the time since the call began (at exit: its duration).
+func (c *Call) Latency() time.Duration { return time.Duration(rt.Nanotime() - c.start) }
+
+// Panicking reports whether the call is leaving by panic (or runtime.Goexit): it
+// reached none of its return statements. The panic value is not recovered.
+func (c *Call) Panicking() bool { return c.panicking }
+
+// Skipped reports whether an entry hook skipped the call.
+func (c *Call) Skipped() bool { return c.skipped }
+
+type funcHook struct {
+	sdt.FuncHook
+	order int
+	seq   uint64
+}
+
+var hookSeq atomic.Uint64
+
+// hook attaches h to the functions match takes (sdt.HookFuncs: bridge.Hooks).
+func hook(match func(module, function string) bool, order int, h any) (detach func(), n int) {
+	e := &funcHook{FuncHook: h.(sdt.FuncHook), order: order, seq: hookSeq.Add(1)}
+	var ds []*funcDesc
+	funcs.Lock()
+	for _, d := range funcs.byName {
+		if match(d.module, d.function) {
+			ds = append(ds, d)
+		}
+	}
+	for _, d := range ds {
+		var next []*funcHook
+		if old := d.hooks.Load(); old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, e)
+		sort.SliceStable(next, func(i, j int) bool { return next[i].order < next[j].order })
+		d.hooks.Store(&next)
+	}
+	funcs.Unlock()
+	return func() {
+		funcs.Lock()
+		defer funcs.Unlock()
+		for _, d := range ds {
+			old := d.hooks.Load()
+			if old == nil {
+				continue
+			}
+			var next []*funcHook
+			for _, x := range *old {
+				if x != e {
+					next = append(next, x)
+				}
+			}
+			if len(next) == 0 {
+				d.hooks.Store(nil)
+			} else {
+				d.hooks.Store(&next)
+			}
+		}
+	}, len(ds)
+}
+
+func init() { bridge.Hooks = hook }
+
+// setFast stores argument i of the common types without reflect (In and Out run at
+// every enabled fire); false for any other type, which setAny stores.
+func setFast[T any](v *bridge.Args, i int, x T) bool {
+	var zero T
+	if any(zero) == nil {
+		return false // an interface type: stored by its name, not by its dynamic value
+	}
+	switch y := any(x).(type) {
+	case int:
+		v.Kinds[i], v.Slots[i] = bridge.Int, uint64(y)
+	case int64:
+		v.Kinds[i], v.Slots[i] = bridge.Int, uint64(y)
+	case int32:
+		v.Kinds[i], v.Slots[i] = bridge.Int, uint64(y)
+	case uint:
+		v.Kinds[i], v.Slots[i] = bridge.Uint, uint64(y)
+	case uint64:
+		v.Kinds[i], v.Slots[i] = bridge.Uint, y
+	case uint32:
+		v.Kinds[i], v.Slots[i] = bridge.Uint, uint64(y)
+	case bool:
+		var s uint64
+		if y {
+			s = 1
+		}
+		v.Kinds[i], v.Slots[i] = bridge.Bool, s
+	case string:
+		v.Kinds[i], v.Slots[i], v.Strs[i] = bridge.String, 0, y
+	default:
+		return false
+	}
+	return true
+}
