@@ -16,7 +16,7 @@ import (
 // pointer to an immutable consumers snapshot; the generated fire methods load it once
 // per fire and do nothing more when it is nil, so a probe nobody traces or aggregates
 // pays one atomic load. Subscribing and unsubscribing rebuild the snapshots of the
-// probes concerned (copy on write, under cons.mu).
+// probes concerned (copy on write, under reg.mu).
 type consumers struct {
 	id    uint32 // the probe's id, as sinks are told
 	n     int    // the probe's arguments: every fire's, and their kinds
@@ -87,22 +87,16 @@ type subscription struct {
 	filters map[*probe]*filter
 }
 
-var cons struct {
-	mu   sync.Mutex
-	subs []*subscription
-	ids  map[*probe]uint32
-}
-
-// probeID returns p's id, assigning one. Call with cons.mu held.
-func probeID(p *probe) uint32 {
-	if id, ok := cons.ids[p]; ok {
+// probeID returns p's id, assigning one. Call with r.mu held.
+func (r *registry) probeID(p *probe) uint32 {
+	if id, ok := r.ids[p]; ok {
 		return id
 	}
-	if cons.ids == nil {
-		cons.ids = map[*probe]uint32{}
+	if r.ids == nil {
+		r.ids = map[*probe]uint32{}
 	}
-	id := uint32(len(cons.ids))
-	cons.ids[p] = id
+	id := uint32(len(r.ids))
+	r.ids[p] = id
 	return id
 }
 
@@ -143,22 +137,18 @@ func subscribe(specText string, sink bridge.Sink) ([]*bridge.Probe, func(), erro
 		return nil, nil, err
 	}
 	reg.mu.Lock()
+	defer reg.mu.Unlock()
 	fs, order := matchFilters(sp)
-	descs := make([]*bridge.Probe, len(order))
-	cons.mu.Lock()
-	for i, p := range order {
-		descs[i] = p.describe(probeID(p))
-	}
-	cons.mu.Unlock()
-	reg.mu.Unlock()
 	if len(fs) == 0 {
 		return nil, nil, fmt.Errorf("%q: %w", specText, ErrNoMatch)
 	}
+	descs := make([]*bridge.Probe, len(order))
+	for i, p := range order {
+		descs[i] = p.describe(reg.probeID(p))
+	}
 	sub := &subscription{sink: sink, filters: fs}
-	cons.mu.Lock()
-	cons.subs = append(cons.subs, sub)
-	rebuild(fs)
-	cons.mu.Unlock()
+	reg.subs = append(reg.subs, sub)
+	reg.rebuild(fs)
 	var once sync.Once
 	return descs, func() { once.Do(sub.close) }, nil
 }
@@ -174,24 +164,24 @@ func (p *probe) describe(id uint32) *bridge.Probe {
 
 // close detaches the subscription.
 func (sub *subscription) close() {
-	cons.mu.Lock()
-	defer cons.mu.Unlock()
-	if i := slices.Index(cons.subs, sub); i >= 0 {
-		cons.subs = slices.Delete(cons.subs, i, i+1)
-		rebuild(sub.filters)
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if i := slices.Index(reg.subs, sub); i >= 0 {
+		reg.subs = slices.Delete(reg.subs, i, i+1)
+		reg.rebuild(sub.filters)
 	}
 }
 
-// rebuild publishes new consumer snapshots for the probes in fs. cons.mu held.
-func rebuild(fs map[*probe]*filter) {
+// rebuild publishes new consumer snapshots for the probes in fs. Call with r.mu held.
+func (r *registry) rebuild(fs map[*probe]*filter) {
 	for p := range fs {
-		c := &consumers{id: probeID(p), n: len(p.kinds)}
+		c := &consumers{id: r.probeID(p), n: len(p.kinds)}
 		copy(c.kinds[:], p.kinds)
 		copy(c.sizes[:], p.sizes)
 		if len(p.sizes) == len(p.kinds) {
 			c.fix = rawFix(p.kinds, p.sizes)
 		}
-		for _, sub := range cons.subs {
+		for _, sub := range r.subs {
 			if f := sub.filters[p]; f != nil {
 				c.sinks = append(c.sinks, sinkEntry{s: sub.sink, f: f})
 			}

@@ -49,3 +49,14 @@ func NeedSwitchable(t testing.TB, spec string) {
 		Disable(spec)
 	}
 }
+
+// Every switch in this package's tests, torture included, checks that the four
+// representations of "on" agree afterwards.
+func init() { checkSwitches = true }
+
+// CheckOn verifies the invariant of "on" now.
+func CheckOn() error {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	return reg.checkOn()
+}

@@ -10,16 +10,9 @@ import (
 // between cores); a plain add on the running P's own counter, with the goroutine
 // pinned to that P for the two instructions, does not. Readers sum the shards.
 
-// hitShards[p*hitStride+i] counts the fires of site i on P p. Built at init for
-// GOMAXPROCS (at least the number of CPUs); a P beyond it counts on the site's atomic
-// instead.
-var (
-	hitShards []uint64
-	hitStride int
-)
-
-// newHitShards gives each P its own block of counters, padded apart so that no two
-// Ps write the same cache line.
+// newHitShards (reg.hitShards) gives each P its own block of counters, padded apart
+// so that no two Ps write the same cache line: GOMAXPROCS at init, at least the
+// number of CPUs; a P beyond them counts on the site's atomic instead.
 func newHitShards(sites int) ([]uint64, int) {
 	procs := max(runtime.GOMAXPROCS(0), runtime.NumCPU())
 	stride := (sites + 7) &^ 7 // whole cache lines per P
@@ -29,8 +22,8 @@ func newHitShards(sites int) ([]uint64, int) {
 
 // hit counts one fire of s on P p, to which the caller is pinned.
 func (s *site) hit(p int) {
-	if i := p*hitStride + s.index; uint(i) < uint(len(hitShards)) {
-		bump(&hitShards[i])
+	if i := p*reg.hitStride + s.index; uint(i) < uint(len(reg.hitShards)) {
+		bump(&reg.hitShards[i])
 	} else {
 		s.hits.Add(1)
 	}
@@ -46,8 +39,8 @@ func bump(c *uint64) { *c++ }
 // hitCount is s's fires over every P.
 func (s *site) hitCount() uint64 {
 	n := s.hits.Load()
-	for i := s.index; i < len(hitShards); i += hitStride {
-		n += atomic.LoadUint64(&hitShards[i])
+	for i := s.index; i < len(reg.hitShards); i += reg.hitStride {
+		n += atomic.LoadUint64(&reg.hitShards[i])
 	}
 	return n
 }

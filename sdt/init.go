@@ -44,7 +44,7 @@ func init() {
 	for n, s := range reg.sites {
 		s.index = n
 	}
-	hitShards, hitStride = newHitShards(len(reg.sites))
+	reg.hitShards, reg.hitStride = newHitShards(len(reg.sites))
 	reg.byReturn = newReturnTable(reg.sites)
 	if reg.mode == modeSignal {
 		startSignalToggle()

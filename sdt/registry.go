@@ -21,8 +21,8 @@ type site struct {
 	procMem     bool          // its text was written through /proc/self/mem
 	probe       *probe        // the definition, once its package is initialised
 	on          atomic.Bool   // fires from this site are delivered
-	hits        atomic.Uint64 // fires delivered from this site on a P beyond hitShards
-	index       int           // its counters' index in hitShards
+	hits        atomic.Uint64 // fires delivered from this site on a P beyond reg.hitShards
+	index       int           // its counters' index in reg.hitShards
 	everOn      bool          // the text has held the enabled form (guarded by reg.mu)
 	owners      []*owner      // who holds it on (guarded by reg.mu); on iff not empty
 }
@@ -69,8 +69,10 @@ func (s *site) note() string {
 	return strings.TrimPrefix(s.Note+"; "+procMemNote, "; ")
 }
 
-// registry holds every definition and site. mu serialises Enable, Disable, List and
-// Define; fire reads only atomics and the immutable byReturn table.
+// registry holds every definition and site, who holds them on and who consumes
+// their fires. mu, its one lock, serialises Enable, Disable, List, Define and
+// subscriptions; fire reads only atomics and what init built and never writes again
+// (byReturn, hitShards).
 type registry struct {
 	mu        sync.Mutex
 	mode      mode
@@ -85,9 +87,17 @@ type registry struct {
 	layout    sled.Layout
 	table     *sled.Table
 
+	subs []*subscription   // package control's traces and aggregations (consume.go)
+	ids  map[*probe]uint32 // the probe ids they are told
+
 	// byReturn names the site of a fire call by its return address. Built once at
 	// init, before any site can run, and never written again.
 	byReturn returnTable
+
+	// hitShards[p*hitStride+i] counts the fires of site i on P p (hits.go). Built
+	// at init, before any site can run; the counters are written by fires.
+	hitShards []uint64
+	hitStride int
 }
 
 var reg registry
@@ -243,8 +253,11 @@ func (r *registry) match(sp spec.Spec) (sites []*site, wides []*probe) {
 
 // switchLocked switches sites and definitions (as a whole) on or off, in one batch,
 // and returns how many sites changed state. what names the request in errors. Call
-// with r.mu held.
+// with r.mu held. invariant.go states what it keeps.
 func (r *registry) switchLocked(sites []*site, wholes []*probe, enable bool, what string) (int, error) {
+	if checkSwitches {
+		defer r.mustAgree(what)
+	}
 	var changed []*site
 	var wides, touched []*probe
 	seen := map[*probe]bool{}

@@ -15,3 +15,6 @@ func headAt(addr uintptr) *head { return (*head)(rawptr.At(addr)) }
 
 // self is p's address, the value a definition's core field holds.
 func (p *probe) self() uintptr { return uintptr(unsafe.Pointer(p)) }
+
+// textAt is the n bytes of text at addr, as the CPU fetches them now (no copy).
+func textAt(addr uintptr, n int) []byte { return unsafe.Slice((*byte)(rawptr.At(addr)), n) }
