@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gosdt/gosdt/internal/testbin"
 	"github.com/gosdt/gosdt/patch"
 	"github.com/gosdt/gosdt/sled"
 	"github.com/gosdt/gosdt/sled/internal/fakesdt"
@@ -28,7 +29,7 @@ func fakeSites(n int) {
 // are the ones found.
 func TestMain(m *testing.M) {
 	restore := sled.SetProbePackage("github.com/gosdt/gosdt/sled/internal/fakesdt")
-	code := m.Run()
+	code := testbin.Main(m)
 	restore()
 	os.Exit(code)
 }

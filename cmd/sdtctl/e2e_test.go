@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
+	"github.com/gosdt/gosdt/internal/testbin"
 	"github.com/gosdt/gosdt/internal/testutil"
 )
 
@@ -44,30 +45,15 @@ func TestMain(m *testing.M) {
 		fmt.Println("read:", err)
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(testbin.Main(m))
 }
-
-var targetBin string
 
 func buildTarget(t *testing.T) string {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("the control server runs on linux")
 	}
-	if targetBin != "" {
-		return targetBin
-	}
-	dir, err := os.MkdirTemp("", "sdtctl-e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "target")
-	out, err := exec.Command("go", "build", "-o", bin, "./testdata/target").CombinedOutput()
-	if err != nil {
-		t.Fatalf("building the target: %v\n%s", err, out)
-	}
-	targetBin = bin
-	return bin
+	return testbin.Shared(t, "", runtime.GOARCH, "./testdata/target")
 }
 
 // startTarget starts the target with its sockets in a private directory.

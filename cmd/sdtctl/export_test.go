@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,12 +28,6 @@ import (
 // by its rules, built once per test binary.
 const appSpec = "fbt:example.com/otelapp/app::"
 
-var otelApp struct {
-	once sync.Once
-	bin  string
-	err  error
-}
-
 func otelAppBin(t testing.TB) string {
 	t.Helper()
 	if runtime.GOOS != "linux" || (runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64") {
@@ -44,28 +37,17 @@ func otelAppBin(t testing.TB) string {
 		t.Skip("under an emulator: the export tests run natively")
 	}
 	sdtctlBin := testbin.Sdtctl(t)
-	otelApp.once.Do(func() {
-		dir, err := os.MkdirTemp("", "sdtctl-otelapp")
-		if err != nil {
-			otelApp.err = err
-			return
-		}
+	return testbin.Once(t, "otelapp", "otelapp", func(bin string) error {
 		src, _ := filepath.Abs("testdata/otelapp")
-		bin := filepath.Join(dir, "otelapp")
 		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin,
 			"-toolexec", sdtctlBin+" toolexec -rules "+filepath.Join(src, "fbt.rules"), "./cmd/otelapp")
 		cmd.Dir = src
 		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "CGO_ENABLED=0", "GOOS=", "GOARCH=")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			otelApp.err = fmt.Errorf("building testdata/otelapp with its rules: %v\n%s", err, out)
-			return
+			return fmt.Errorf("building testdata/otelapp with its rules: %v\n%s", err, out)
 		}
-		otelApp.bin = bin
+		return nil
 	})
-	if otelApp.err != nil {
-		t.Fatal(otelApp.err)
-	}
-	return otelApp.bin
 }
 
 // app is a running otelapp serve.

@@ -9,22 +9,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/gosdt/gosdt/internal/testbin"
 	"github.com/gosdt/gosdt/internal/testutil"
-)
-
-var (
-	sourceOnce sync.Once
-	sourceBin  string
-	sourceErr  error
 )
 
 // source is a running testdata/source: it fires src:::fire once a trace enables it,
@@ -37,20 +30,7 @@ type source struct {
 // startSource starts testdata/source with args, its socket in a private directory.
 func startSource(t *testing.T, args ...string) *source {
 	t.Helper()
-	sourceOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "sdtctl-source")
-		if err != nil {
-			sourceErr = err
-			return
-		}
-		sourceBin = filepath.Join(dir, "source")
-		if out, err := exec.Command("go", "build", "-o", sourceBin, "./testdata/source").CombinedOutput(); err != nil {
-			sourceErr = fmt.Errorf("building the source: %v\n%s", err, out)
-		}
-	})
-	if sourceErr != nil {
-		t.Fatal(sourceErr)
-	}
+	sourceBin := testbin.Shared(t, "", runtime.GOARCH, "./testdata/source")
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	cmd := testutil.Command(sourceBin, args...)
 	stdin, _ := cmd.StdinPipe()

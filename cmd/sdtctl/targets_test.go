@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gosdt/gosdt/internal/testbin"
 	"github.com/gosdt/gosdt/internal/testutil"
 )
 
@@ -152,35 +152,10 @@ func sdtctlWithin(t *testing.T, args ...string) error {
 	}
 }
 
-var (
-	sdtctlOnce sync.Once
-	sdtctlPath string
-	sdtctlErr  error
-)
-
 // sdtctlBinary builds sdtctl once for the tests that run it as a program.
 func sdtctlBinary(t *testing.T) string {
 	t.Helper()
-	sdtctlOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "sdtctl-bin")
-		if err != nil {
-			sdtctlErr = err
-			return
-		}
-		os.Chmod(dir, 0o755) // TestExitPermission runs it as another user
-		sdtctlPath = filepath.Join(dir, "sdtctl")
-		// For the go command's own machine: under qemu (GOARCH=arm64 go test -exec) the
-		// tests run it directly, without the emulator.
-		cmd := exec.Command("go", "build", "-o", sdtctlPath, ".")
-		cmd.Env = append(os.Environ(), "GOOS=", "GOARCH=")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			sdtctlErr = fmt.Errorf("building sdtctl: %v\n%s", err, out)
-		}
-	})
-	if sdtctlErr != nil {
-		t.Fatal(sdtctlErr)
-	}
-	return sdtctlPath
+	return testbin.Sdtctl(t)
 }
 
 // TestExitCodes: each failure class has the exit code sdtctl --help gives it.

@@ -344,3 +344,6 @@ func TestInliningReport(t *testing.T) {
 		t.Errorf("Parallel (goroutines, not inlinable) reported:\n%s", out)
 	}
 }
+
+// TestMain removes the binaries the tests shared (sdtctl) when they end.
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }

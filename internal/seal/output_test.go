@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gosdt/gosdt/internal/testbin"
 	"github.com/gosdt/gosdt/internal/testutil"
 	"github.com/gosdt/gosdt/sled"
 	"golang.org/x/sys/unix"
@@ -37,7 +38,7 @@ func TestMain(m *testing.M) {
 		json.NewEncoder(os.Stdout).Encode(out)
 		os.Exit(0)
 	}
-	code := m.Run()
+	code := testbin.Main(m)
 	if shared.dir != "" {
 		os.RemoveAll(shared.dir)
 	}

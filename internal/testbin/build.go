@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -23,18 +22,28 @@ func Build(t testing.TB, dir, goarch, pkg string, flags ...string) string {
 	if cross && slices.Contains(flags, "-race") {
 		t.Skipf("-race build for linux/%s needs a linux/%s host", goarch, goarch)
 	}
+	haveGo(t)
 	out := filepath.Join(t.TempDir(), filepath.Base(pkg)+"-"+goarch)
-	cmd := goCommand(t, goarch, !cross, append(append([]string{"build", "-o", out}, flags...), pkg)...)
-	cmd.Dir = dir
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		if slices.Contains(flags, "-race") && strings.Contains(string(msg), "requires cgo") {
+	if err := build(dir, goarch, pkg, out, flags); err != nil {
+		if slices.Contains(flags, "-race") && strings.Contains(err.Error(), "requires cgo") {
 			// The go command builds for another architecture than its own (this test
 			// runs under qemu): no C compiler for it, so no -race.
-			t.Skipf("GOARCH=%s go build -race: %s", goarch, strings.TrimSpace(string(msg)))
+			t.Skipf("%v", err)
 		}
-		t.Fatalf("GOARCH=%s go build %s %s: %v\n%s", goarch, strings.Join(flags, " "), pkg, err, msg)
+		t.Fatal(err)
 	}
 	return out
+}
+
+// build is Build's go build of pkg into out.
+func build(dir, goarch, pkg, out string, flags []string) error {
+	cross := goarch != runtime.GOARCH || runtime.GOOS != "linux"
+	cmd := goCommand(goarch, !cross, append(append([]string{"build", "-o", out}, flags...), pkg)...)
+	cmd.Dir = dir
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("GOARCH=%s go build %s %s: %v\n%s", goarch, strings.Join(flags, " "), pkg, err, msg)
+	}
+	return nil
 }
 
 // BuildTest builds the test binary of the package in dir (relative to the test's own)
@@ -43,7 +52,8 @@ func Build(t testing.TB, dir, goarch, pkg string, flags ...string) string {
 func BuildTest(t testing.TB, goarch, dir string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), filepath.Base(dir)+"-"+goarch+".test")
-	if msg, err := goCommand(t, goarch, false, "test", "-c", "-o", out, dir).CombinedOutput(); err != nil {
+	haveGo(t)
+	if msg, err := goCommand(goarch, false, "test", "-c", "-o", out, dir).CombinedOutput(); err != nil {
 		t.Fatalf("GOARCH=%s go test -c %s: %v\n%s", goarch, dir, err, msg)
 	}
 	return out
@@ -56,7 +66,8 @@ func BuildTest(t testing.TB, goarch, dir string) string {
 func BuildWithRules(t testing.TB, goarch, dir, pkg, rules string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), filepath.Base(pkg)+"-"+goarch)
-	cmd := goCommand(t, goarch, false, "build", "-o", out, "-toolexec", Sdtctl(t)+" toolexec -rules "+rules, pkg)
+	haveGo(t)
+	cmd := goCommand(goarch, false, "build", "-o", out, "-toolexec", Sdtctl(t)+" toolexec -rules "+rules, pkg)
 	cmd.Dir = dir
 	cmd.Env = append(cmd.Env, "GOFLAGS=-mod=mod")
 	if msg, err := cmd.CombinedOutput(); err != nil {
@@ -66,30 +77,20 @@ func BuildWithRules(t testing.TB, goarch, dir, pkg, rules string) string {
 }
 
 // Sdtctl returns sdtctl built for the go command's own machine (it runs sdtctl as
-// -toolexec), once for the whole test binary: in a directory that outlives the tests.
+// -toolexec; under qemu the tests run it without the emulator), once for the whole
+// test binary (Shared).
 func Sdtctl(t testing.TB) string {
 	t.Helper()
 	haveGo(t)
-	bin, err := sdtctl()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
+	return Once(t, "sdtctl", "sdtctl", func(out string) error {
+		cmd := exec.Command(gobin, "build", "-o", out, "github.com/gosdt/gosdt/cmd/sdtctl")
+		cmd.Env = append(os.Environ(), "GOOS=", "GOARCH=", "GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local", "CGO_ENABLED=0")
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build sdtctl: %v\n%s", err, msg)
+		}
+		return nil
+	})
 }
-
-var sdtctl = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "testbin-sdtctl")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "sdtctl")
-	cmd := exec.Command(gobin, "build", "-o", bin, "github.com/gosdt/gosdt/cmd/sdtctl")
-	cmd.Env = append(os.Environ(), "GOOS=", "GOARCH=", "GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local", "CGO_ENABLED=0")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build sdtctl: %v\n%s", err, msg)
-	}
-	return bin, nil
-})
 
 // gobin is the go command of the toolchain that built this test binary.
 var gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
@@ -107,9 +108,7 @@ func haveGo(t testing.TB) {
 
 // goCommand is the go command with args for linux/goarch, with cgo or without, and
 // with none of the environment's flags, workspace or other toolchain.
-func goCommand(t testing.TB, goarch string, cgo bool, args ...string) *exec.Cmd {
-	t.Helper()
-	haveGo(t)
+func goCommand(goarch string, cgo bool, args ...string) *exec.Cmd {
 	cmd := exec.Command(gobin, args...)
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch, "GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local")
 	if !cgo {
