@@ -1,6 +1,6 @@
 // Package ctlproto is the wire protocol between sdtctl and the control server of a
-// process that uses gosdt (package sdt/control). Both sides import it; nothing else
-// should. It is hand-written binary, so that the process side links no encoding/json.
+// process that uses gosdt (package sdt/control, and sdt's side of it, which answers
+// list in its types). Nothing else should import it. It is hand-written binary, so that the process side links no encoding/json.
 //
 // # Transport
 //
@@ -73,7 +73,7 @@
 // first and what they fired before is sent. "end" carries Delivered (records sent),
 // Drops, and BufferDrops (per buffer, then those fired on a P that had none yet):
 // every fire between the start and the end is delivered or dropped, once.
-
+//
 // A stat is folded in the process, each P into cells of its own, merged when a
 // snapshot is taken: per key (by: probe, site, or an argument's values) the count,
 // and of value the sum, minimum, maximum and a histogram (quantize: powers of two;
