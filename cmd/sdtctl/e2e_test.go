@@ -287,9 +287,9 @@ func TestEnableDuringStream(t *testing.T) {
 		t.Fatalf("list during a stat after an enable: %v, want %q held by:\n%s", err, holders, out)
 	}
 	stream.close()
-	time.Sleep(100 * time.Millisecond)
-	if !on() {
-		t.Fatal("the enable went away with the stat")
+	// The server has handled the stat's end once its hold is gone; the enable's stays.
+	if held := waitHolders(t, pid, "e2e:::tick", 1); len(held) != 1 || held[0] != "sdtctl enable" || !on() {
+		t.Fatalf("after the stat ended: held by %q, on %v; want the enable's hold alone, on", held, on())
 	}
 	if out, err := sdtctl(t, "disable", "-p", p, "e2e:::tick"); err != nil || !strings.Contains(out, "disabled 1 sites") {
 		t.Fatalf("disable: %v %s", err, out)
@@ -328,9 +328,9 @@ func TestDisconnectCleanup(t *testing.T) {
 		t.Fatal("not enabled")
 	}
 	a.close()
-	time.Sleep(100 * time.Millisecond)
-	if state() != "on" {
-		t.Fatal("disabled while the other client holds it")
+	// The server has handled a's disconnection once one hold is left; b's keeps it on.
+	if held := waitHolders(t, pid, "e2e:::tick", 1); len(held) != 1 || state() != "on" {
+		t.Fatalf("after one client of two left: held by %q, %s; want one hold, on", held, state())
 	}
 	// garbage on a third connection changes nothing and closes it
 	c, err := net.Dial("unix", ctlproto.SocketPath(pid))
@@ -615,4 +615,21 @@ func TestStreamsLeaveNoGoroutine(t *testing.T) {
 	}
 	buf := make([]byte, 1<<20)
 	t.Fatalf("%d goroutines before 10 streams, %d after:\n%s", before, after, buf[:runtime.Stack(buf, true)])
+}
+
+// waitHolders waits until the site of the probe spec matches in pid has n holders,
+// and returns them (its holders when the wait gives up after 30 s).
+func waitHolders(t *testing.T, pid int, spec string, n int) []string {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		out, err := sdtctl(t, "list", "-p", strconv.Itoa(pid), spec, "--json")
+		var m struct{ Probe ctlproto.Probe }
+		if err != nil || json.Unmarshal([]byte(strings.TrimSpace(out)), &m) != nil || len(m.Probe.Sites) != 1 {
+			t.Fatalf("list %s --json: %v, want one probe of one site:\n%s", spec, err, out)
+		}
+		held := m.Probe.Sites[0].HeldBy
+		if len(held) == n || time.Now().After(deadline) {
+			return held
+		}
+	}
 }
