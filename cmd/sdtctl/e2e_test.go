@@ -80,14 +80,21 @@ func startAnother(t *testing.T) int {
 		for sc.Scan() {
 		}
 	}()
-	// The target binds its socket 20 ms after its init: ps lists it from then on.
-	pid := cmd.Process.Pid
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	waitSocket(t, cmd.Process.Pid)
+	return cmd.Process.Pid
+}
+
+// waitSocket waits until process pid has bound its control socket, which a gosdt
+// program does 20 ms after its init (later on a loaded machine, or under qemu): ps
+// and every command that takes -p see it from then on.
+func waitSocket(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
 		if _, err := os.Stat(ctlproto.SocketPath(pid)); err == nil {
-			return pid
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the target bound no control socket in 10 s")
+			t.Fatalf("pid %d bound no control socket in a minute", pid)
 		}
 	}
 }

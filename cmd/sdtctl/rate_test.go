@@ -44,6 +44,7 @@ func startSource(t *testing.T, args ...string) *source {
 	if !sc.Scan() || sc.Text() != "ready" {
 		t.Fatal("the source did not start")
 	}
+	waitSocket(t, cmd.Process.Pid)
 	s := &source{pid: cmd.Process.Pid, done: make(chan string, 1)}
 	go func() {
 		for sc.Scan() {
