@@ -6,10 +6,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/gosdt/gosdt/internal/seal"
+	"github.com/gosdt/gosdt/internal/testbin"
 )
 
 // BenchmarkStartup runs a generated program (2,000 functions, 125 probe sites; with
@@ -74,4 +76,36 @@ func startupPrograms(b *testing.B, n int) (plain, sealed string) {
 	b.Logf("%d funcs: sealed %d of %d sites, %d notes", n, r.Sealed, r.Sites, r.Notes)
 	startupBuilt[n] = [2]string{plain, sealed}
 	return plain, sealed
+}
+
+// BenchmarkHelloStart runs hello world with one probe (sdt/testdata/hello/probe) and
+// without (plain) from exec to exit, alternately, and reports the median time of each
+// and the difference: what importing sdt costs a short command. An op is one run of
+// each. With SDT_PATCH=off and SDT_CONTROL=off in the environment the programs run with
+// them. Medians, because a shared machine's outliers are long; the instruction count,
+// which load does not change, is sdt's TestStartCost.
+func BenchmarkHelloStart(b *testing.B) {
+	plain := testbin.Build(b, "", runtime.GOARCH, "../sdt/testdata/hello/plain")
+	probe := testbin.Build(b, "", runtime.GOARCH, "../sdt/testdata/hello/probe")
+	var tp, tq []time.Duration
+	run := func(bin string) time.Duration {
+		t0 := time.Now()
+		if out, err := exec.Command(bin).CombinedOutput(); err != nil {
+			b.Fatalf("%s: %v\n%s", bin, err, out)
+		}
+		return time.Since(t0)
+	}
+	for b.Loop() {
+		tp = append(tp, run(plain))
+		tq = append(tq, run(probe))
+	}
+	median := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Microseconds())
+	}
+	mp, mq := median(tp), median(tq)
+	b.ReportMetric(mp, "plain-µs")
+	b.ReportMetric(mq, "probe-µs")
+	b.ReportMetric(mq-mp, "added-µs")
+	b.ReportMetric(mq/mp, "ratio")
 }

@@ -17,9 +17,11 @@ import (
 )
 
 // TestToggleLayouts checks that every run-time switch of every site in this binary is
-// one aligned store: the generated functions put sites at every address modulo 8, with
-// 2-byte and 5-byte toggles, and the sled must have moved each toggle inside one
-// aligned word (amd64), or be one aligned instruction (arm64).
+// one aligned store, and that on amd64 every disabled site is one instruction: the
+// generated functions put sites at every address modulo 8, with rel8 and rel32 jumps,
+// and the sled must switch each with one byte (amd64: the rel8 jump's displacement or
+// the rel32 jump's opcode) and begin with its jump, or be one aligned instruction
+// (arm64).
 func TestToggleLayouts(t *testing.T) {
 	if !patch.Supported() {
 		t.Skipf("no patching on %s/%s: probes work through their branch check", runtime.GOOS, runtime.GOARCH)
@@ -28,24 +30,37 @@ func TestToggleLayouts(t *testing.T) {
 	if len(ls) < len(alignedFuncs) {
 		t.Fatalf("%d patchable sites of the aligned probes, want %d", len(ls), len(alignedFuncs))
 	}
-	residues := map[int][]int{} // toggle length -> the site residues modulo 8 seen
+	residues := map[string][]int{} // the disabled sled's jump -> the site residues modulo 8 seen
 	for _, l := range ls {
 		at := l.Addr + uintptr(l.At)
 		if !patch.CanAtomic(at, l.Toggle) {
 			t.Errorf("site %#x: %d-byte toggle at +%d (%#x) is not one atomic store", l.Addr, l.Toggle, l.At, at)
 		}
-		if r := int(l.Addr % 8); !slices.Contains(residues[l.Toggle], r) {
-			residues[l.Toggle] = append(residues[l.Toggle], r)
+		kind := fmt.Sprintf("%d-byte toggle", l.Toggle)
+		if runtime.GOARCH == "amd64" {
+			switch {
+			case l.Toggle != 1:
+				t.Errorf("site %#x: %d-byte toggle, want one byte", l.Addr, l.Toggle)
+			case l.Off[0] == 0xEB:
+				kind = "JMP rel8"
+			case l.Off[0] == 0xE9:
+				kind = "JMP rel32"
+			default:
+				t.Errorf("site %#x: disabled sled % x does not begin with its jump", l.Addr, l.Off)
+			}
+		}
+		if r := int(l.Addr % 8); !slices.Contains(residues[kind], r) {
+			residues[kind] = append(residues[kind], r)
 		}
 	}
-	for n, rs := range residues {
+	for k, rs := range residues {
 		slices.Sort(rs)
-		t.Logf("%d-byte toggles at sites with addr%%8 in %v", n, rs)
+		t.Logf("%s at sites with addr%%8 in %v", k, rs)
 	}
 	if runtime.GOARCH == "amd64" && !raceEnabled { // -race moves and reshapes the fire blocks
-		for _, n := range []int{2, 5} {
-			if len(residues[n]) != 8 {
-				t.Errorf("%d-byte toggles only at addr%%8 in %v: the generated sites (internal/genaligned) no longer cover every residue", n, residues[n])
+		for _, k := range []string{"JMP rel8", "JMP rel32"} {
+			if len(residues[k]) != 8 {
+				t.Errorf("%s only at addr%%8 in %v: the generated sites (internal/genaligned) no longer cover every residue", k, residues[k])
 			}
 		}
 	}

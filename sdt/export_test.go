@@ -12,6 +12,7 @@ type ToggleLayout struct {
 	Addr   uintptr // the site
 	At     int     // offset of the toggle in the sled
 	Toggle int     // its length
+	Off    []byte  // the disabled sled
 }
 
 // ToggleLayouts returns the layout of every patchable site of the probes provider
@@ -27,7 +28,7 @@ func ToggleLayouts(provider string) []ToggleLayout {
 		}
 		for _, s := range p.sites {
 			if s.Patchable() {
-				out = append(out, ToggleLayout{s.Func, s.Addr, s.ToggleAt, s.Toggle})
+				out = append(out, ToggleLayout{s.Func, s.Addr, s.ToggleAt, s.Toggle, s.Off})
 			}
 		}
 	}

@@ -2,6 +2,10 @@ package sdt_test
 
 import (
 	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -57,4 +61,64 @@ func symbolWithPrefix(t *testing.T, path, prefix string) string {
 		}
 	}
 	return ""
+}
+
+// startBudget is how many instructions, from exec to exit, importing sdt and running
+// one probe may add to hello world on linux/amd64 (bench/README.md, "Start-up": about
+// 2.3 million before the search for the functions that inlined sdt's was made cheap,
+// about 1.2 million after).
+const startBudget = 1_500_000
+
+// TestStartCost runs hello world with and without one probe under callgrind and checks
+// what the probe's import adds to the instructions the whole process retires, from
+// exec to exit: a count that does not depend on how busy the machine is, unlike the
+// time (BenchmarkHelloStart measures that).
+func TestStartCost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two programs under valgrind")
+	}
+	if testutil.Emulated() || runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skip("the budget is linux/amd64's")
+	}
+	valgrind := testutil.NeedCommand(t, "valgrind")
+	plain := testbin.Build(t, "", "amd64", "./testdata/hello/plain")
+	probe := testbin.Build(t, "", "amd64", "./testdata/hello/probe")
+	// The least of three runs each: the runtime's background work varies a little.
+	best := func(bin string) int64 {
+		least := int64(-1)
+		for range 3 {
+			n := startInstructions(t, valgrind, bin)
+			if least < 0 || n < least {
+				least = n
+			}
+		}
+		return least
+	}
+	p, q := best(plain), best(probe)
+	t.Logf("instructions from exec to exit: hello world %d, with a probe %d (+%d)", p, q, q-p)
+	if q-p > startBudget {
+		t.Errorf("importing sdt adds %d instructions to hello world's start, more than %d", q-p, startBudget)
+	}
+}
+
+// startInstructions runs bin under callgrind and returns the instructions it retired.
+// One P and no asynchronous preemption keep the count steady (bench/callgrind.sh says
+// why, and why RDTSCP is off).
+func startInstructions(t *testing.T, valgrind, bin string) int64 {
+	t.Helper()
+	cmd := exec.Command(valgrind, "--tool=callgrind", "--smc-check=all", "--callgrind-out-file=/dev/null", bin)
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("valgrind %s: %v\n%s", bin, err, out)
+	}
+	m := regexp.MustCompile(`Collected : (\d+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("valgrind %s: no instruction count in\n%s", bin, out)
+	}
+	n, err := strconv.ParseInt(string(m[1]), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -15,13 +15,14 @@ import (
 //
 //   - A fire site of Go's usual layout (JE, CBZ, TBZ: the fire block follows the
 //     check) holds, disabled, the canonical sled's jump over its fire block. It is
-//     proven when that jump, with its lead and NOPs, is exactly the sled seal writes
+//     proven when that jump, with its NOPs, is exactly the sled seal writes
 //     (Arch.Sealed), nothing else branches into it or onto the block after it, the
 //     block calls a fire method whose receiver is one address in data (the probe: its
 //     flag), and the code after that call comes back to where the jump goes (Arch.
 //     Rejoins). The sled is then switched as the table's would be.
 //   - A guard site (if p.Enabled() { ... }) guards code that need not name its probe;
-//     a site whose fire block is out of line (JNE, CBNZ) holds NOPs, disabled, with
+//     a site whose fire block is out of line (JNE, CBNZ) holds, disabled, a jump to its
+//     own end or a NOP (arm64), or a TEST and NOPs (amd64 rel32), with
 //     nothing in the text that says where its enabled form would jump. Without the table
 //     nothing ties either to its probe: they stay as sealed, disabled, and the warning
 //     says so.
@@ -94,9 +95,7 @@ func (p *prover) sealedIn(entry, end uint64, pass func(uint64) bool, sites []Sit
 			continue
 		}
 		as, sl, ok := p.a.Sealed(p.mem, w, pc)
-		if !ok || sl.At > 0 && !p.sameStatement(pc, pc+uint64(sl.At)) {
-			// A NOP before the toggle that the line table gives to other code than the
-			// toggle's (an inline mark, not a lead): the site starts at the toggle.
+		if !ok {
 			continue
 		}
 		g, err := p.a.GuardedCall(p.mem, as.Next(), pass)
@@ -114,14 +113,6 @@ func (p *prover) sealedIn(entry, end uint64, pass func(uint64) bool, sites []Sit
 		pc = as.Next() - step
 	}
 	return sites
-}
-
-// sameStatement reports whether the code at a and b is of the same statement: a
-// sealed site's bytes were all its compiler's compare.
-func (p *prover) sameStatement(a, b uint64) bool {
-	fa, la := p.src.Syms.Position(a)
-	fb, lb := p.src.Syms.Position(b)
-	return fa == fb && la == lb
 }
 
 // flagOf returns the one address in data among a fire call's receivers: the probe.

@@ -34,7 +34,7 @@ type Site struct {
 	Orig     []byte // the compiler's bytes
 	Off      []byte // canonical disabled form; nil when refused
 	On       []byte // canonical enabled form; differs from Off only in the toggle
-	ToggleAt int    // offset of the toggle, the only instruction ever switched (amd64: after a lead NOP that aligns it)
+	ToggleAt int    // offset of the toggle, the only bytes ever switched (amd64: the opcode or the displacement of the sled's first instruction)
 	Toggle   int    // length of the toggle
 
 	// Also lists rewrites outside [Addr, Addr+Len) made once at sealing time, in the
@@ -69,12 +69,12 @@ func (s Site) Switch() (off, on []byte) {
 }
 
 // EntersAtStart reports whether a goroutine stopped inside the disabled sled of this
-// process's site can only be at Addr: the toggle is the first instruction and jumps
-// past the rest (or is the whole sled). Only such a site can be given its compiler's
+// process's site can only be at Addr: the sled's first instruction jumps past the
+// rest (or is the whole sled). Only such a site can be given its compiler's
 // bytes back while its code may be running: every other pc in the sled cuts those in
 // two.
 func (s Site) EntersAtStart() bool {
-	return s.Sealable() && s.ToggleAt == 0 && (s.Toggle == s.Len || host != nil && host.Jumps(s.Off[:s.Toggle]))
+	return s.Sealable() && (s.Toggle == s.Len || host != nil && host.Jumps(s.Off))
 }
 
 // Describe names the function that holds the probe statement of the site (inlining

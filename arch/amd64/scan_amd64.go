@@ -1,6 +1,6 @@
 package amd64
 
-import "golang.org/x/sys/cpu"
+import "github.com/gosdt/gosdt/internal/avx2"
 
 // indexCMPBAVX2 is in scan_amd64.s. It returns the first i with b[i] == 0x80,
 // b[i+1] == 0x3D and b[i+6] == 0 among the positions it looks at, else -1-n where n
@@ -10,7 +10,7 @@ import "golang.org/x/sys/cpu"
 //go:noescape
 func indexCMPBAVX2(b []byte) int
 
-var hasAVX2 = cpu.X86.HasAVX2
+var hasAVX2 = avx2.Supported
 
 // searchCMPB is the vector search where the CPU has AVX2: it tests all three bytes of
 // 32 positions at once, about twice as fast as searching for the 3D byte with

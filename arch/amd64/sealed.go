@@ -11,21 +11,11 @@ import (
 const maxSiteLen = 64
 
 // sealed reads the code at addr as a JE site sealed in the file in its disabled form
-// (Arch.Sealed): the canonical sled for a site at addr, its lead (if canonical puts one
-// there) and the JMP to the JMP's own target, then NOPs that end on an instruction
-// start, is in the file byte for byte. A 1-byte lead is also what an inline mark before a site is:
-// the caller tells them apart.
+// (Arch.Sealed): the canonical sled for a site at addr, its JMP to the JMP's own
+// target, then NOPs that end on an instruction start, is in the file byte for byte.
 func sealed(m arch.Memory, w *arch.Walked, addr uint64) (arch.Site, arch.Sled, bool) {
-	b := m.Read(addr, 5)
-	at := -1
-	for _, a := range []int{0, 1, 3, 4} {
-		if len(b) > a && bytes.Equal(b[:a], leads[a]) && jumps(b[a:]) {
-			at = a
-			break
-		}
-	}
-	pc := addr + uint64(at)
-	if at < 0 || !w.IsStart(addr) || !w.IsStart(pc) {
+	pc := addr
+	if !jumps(m.Read(addr, 1)) || !w.IsStart(addr) {
 		return arch.Site{}, arch.Sled{}, false
 	}
 	in, err := decodeAt(m, pc)
@@ -45,12 +35,14 @@ func sealed(m arch.Memory, w *arch.Walked, addr uint64) (arch.Site, arch.Sled, b
 		end += uint64(nop.n)
 	}
 	for n := int(min(end-addr, maxSiteLen)); n >= minSiteLen; n-- {
-		if next := addr + uint64(n); next >= w.End || !w.IsStart(next) {
+		if next := addr + uint64(n); next >= w.End || !w.IsStart(next) || next == taken {
+			// next == taken: a jump to the sled's own end, an out-of-line site's
+			// disabled form, skips no fire block.
 			continue
 		}
 		s := arch.Site{Check: arch.Check{Addr: addr, Reg: -1, Tmp: -1}, Addr: addr, Len: n, Taken: taken, OnZero: true, Branch: "JE"}
 		sl, err := canonical(s)
-		if err != nil || sl.At != at || sl.Toggle != int(in.n) || !bytes.Equal(m.Read(addr, n), sl.Off) {
+		if err != nil || !bytes.Equal(m.Read(addr, n), sl.Off) {
 			continue
 		}
 		if _, ok := w.Target(addr+1, s.Next()+1); ok {

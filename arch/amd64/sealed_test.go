@@ -25,8 +25,8 @@ func sealedLoop(t *testing.T, base uint64) (*asm, []byte, arch.Site, arch.Sled) 
 	return a, code, s, sl
 }
 
-// TestSealed reads loopFunc's site back from its sealed text, wherever the site's
-// address puts the toggle (after a lead or not), and refuses what seal never writes.
+// TestSealed reads loopFunc's site back from its sealed text, at every address modulo
+// 8, and refuses what seal never writes.
 func TestSealed(t *testing.T) {
 	for base := uint64(0x1000); base < 0x1008; base++ {
 		a, code, s, sl := sealedLoop(t, base)
@@ -40,10 +40,9 @@ func TestSealed(t *testing.T) {
 			string(gsl.Off) != string(sl.Off) || string(gsl.On) != string(sl.On) || gsl.At != sl.At {
 			t.Fatalf("base %#x: sealed = %+v %+v %v; want %+v %+v", base, got, gsl, ok, s, sl)
 		}
-		// The inline mark before the site is no lead unless the lead's rule puts one
-		// there; a guess at any other start is refused.
+		// A guess at any other start is refused.
 		for pc := base; pc < base+uint64(len(code)); pc++ {
-			if pc == s.Addr || pc == s.Addr-1 && toggleAt(s.Addr-1, sl.Toggle) == 1 {
+			if pc == s.Addr {
 				continue
 			}
 			if _, _, ok := sealed(m, w, pc); ok {
@@ -63,7 +62,7 @@ func TestSealed(t *testing.T) {
 		}
 	}
 
-	a, code, s, sl := sealedLoop(t, 0x1000)
+	a, code, s, _ := sealedLoop(t, 0x1000)
 	refuse := func(name string, code []byte) {
 		t.Helper()
 		m := arch.Bytes{Base: 0x1000, Code: code}
@@ -75,16 +74,16 @@ func TestSealed(t *testing.T) {
 			t.Errorf("%s: read as a sealed site: %+v", name, got)
 		}
 	}
-	jmp := s.Addr + uint64(sl.At)
+	jmp := s.Addr
 	// The same jump as a rel32 (canonical takes rel8 where it fits), padded to the
 	// site's length with NOPs.
 	rel32 := append([]byte(nil), code...)
 	j, _ := encodeJMP32(jmp, s.Taken)
-	copy(rel32[jmp-0x1000:], append(j, nop(s.Len-sl.At-len(j))...))
+	copy(rel32[jmp-0x1000:], append(j, nop(s.Len-len(j))...))
 	refuse("rel32 where rel8 fits", rel32)
 	// Other NOPs than the canonical ones after the jump.
 	ones := append([]byte(nil), code...)
-	for i := jmp + uint64(sl.Toggle); i < s.Next(); i++ {
+	for i := jmp + 2; i < s.Next(); i++ {
 		ones[i-0x1000] = 0x90
 	}
 	refuse("one-byte NOPs", ones)

@@ -10,23 +10,26 @@ import (
 )
 
 // The canonical sled replaces a site's CMPB [NOPs] Jcc, in place and with the
-// same length, by an optional leading NOP, a toggle instruction and NOPs:
+// same length, by one 2- or 5-byte instruction and NOPs, whose two forms differ in one
+// byte only:
 //
-//	lead:      none | 90 | 0F 1F 00 | 0F 1F 40 00   identical in both forms
-//	JMP form:  EB rel8 | E9 rel32            jumps to the Jcc's taken target
-//	NOP form:  66 90   | 0F 1F 44 00 00      falls through
-//	then:      Intel's recommended NOPs, identical in both forms
+//	rel8:  EB d_off   | EB d_on       JMP, its displacement the toggle (the byte at +1)
+//	rel32: E9 rel32   | A9 rel32      JMP or TEST EAX,imm32, its opcode the toggle (+0)
+//	then:  Intel's recommended NOPs, identical in both forms
 //
-// The lead is there only to move the toggle inside one naturally aligned 8-byte
-// word, where a store of it is single-copy atomic (see AtomicStore): a 2-byte
-// toggle at addr%8 == 7 gets a 1-byte lead, a 5-byte one at addr%8 > 3 a lead of
-// 1, 3 or 4 bytes (never 2: a 2-byte lead would read like a 2-byte toggle). A
-// site is at least 9 bytes, so lead and toggle always fit. Then every run-time
-// switch of every site is one aligned store and never needs the rendezvous.
+// A one-byte store is single-copy atomic at any address, so every run-time switch is
+// one store and needs no rendezvous, and nothing moves the toggle: the disabled form
+// of a JE site is its JMP alone, at every address (an earlier sled put a NOP before a
+// toggle that straddled an aligned 8-byte word: two instructions at those sites).
+// With rel8 both forms jump: to the Jcc's taken target and to the end of the site,
+// where the Jcc fell through (d_on = Len-2, past the NOPs). With rel32 the form that
+// does not jump is TEST EAX,imm32, whose immediate is the JMP's displacement: it writes
+// only the flags, which seal proves dead where either form goes.
 //
-// For JE (Go's usual layout: fire block inline) the JMP form is the disabled
-// form (JMP skip); for JNE it is the enabled form (JMP fire). After the one-time
-// conversion only bytes [At, At+Toggle) ever change, so a goroutine preempted
+// For JE (Go's usual layout: fire block inline) the JMP to the taken target is the
+// disabled form (JMP skip); for JNE it is the enabled form (JMP fire), and the disabled
+// form is the JMP to the end of the site (rel8) or TEST and NOPs (rel32). After the
+// one-time conversion only the toggle byte ever changes, so a goroutine preempted
 // anywhere in the sled resumes on an instruction boundary of either form.
 
 // nops are Intel's recommended multi-byte NOPs (SDM vol. 2B, NOP), the same
@@ -93,22 +96,12 @@ func encodeJMP32(from, to uint64) ([]byte, error) {
 	return b, nil
 }
 
-// jumps reports whether a toggle is its JMP form (Arch.Jumps).
-func jumps(toggle []byte) bool { return len(toggle) > 0 && (toggle[0] == 0xEB || toggle[0] == 0xE9) }
+// jumps reports whether code starts with a JMP (Arch.Jumps): a sled's form that jumps
+// past the rest of the sled.
+func jumps(code []byte) bool { return len(code) > 0 && (code[0] == 0xEB || code[0] == 0xE9) }
 
-// toggleAt is where a toggle of n bytes (2 or 5) goes in a site at addr: the first
-// offset at which it lies inside one aligned 8-byte word, skipping offset 2 (see
-// the layout above). It is at most 4.
-func toggleAt(addr uint64, n int) int {
-	for at := 0; ; at++ {
-		if at != 2 && AtomicStore(addr+uint64(at), n) {
-			return at
-		}
-	}
-}
-
-// leads are the leading NOPs by length; offset 2 is never used.
-var leads = [...][]byte{nil, nops[0], nil, nops[2], nops[3]}
+// opTEST32 is TEST EAX,imm32: the rel32 toggle's form that falls through.
+const opTEST32 = 0xA9
 
 // seal proves the flags dead where either form of the sled sends control, which the
 // compiler's CMPB set and its Jcc read, and returns the canonical sled (Arch.Seal).
@@ -121,12 +114,11 @@ func seal(m arch.Memory, s arch.Site, _ func(uint64) arch.CallEffect) (arch.Sled
 	return canonical(s)
 }
 
-// canonical returns the canonical sled for s. The JMP form jumps to s.Taken:
-// for JE that is the disabled form (JMP skip), for JNE the enabled form (JMP
-// fire); the other form is a NOP of the same length. The toggle is 2 bytes (EB
-// rel8 <-> 66 90) when the displacement from its end fits rel8 in either
-// direction, else 5 (E9 rel32 <-> 0F 1F 44 00 00); it sits at toggleAt, after a
-// leading NOP when that is not 0, and is followed by nop(Len-At-Toggle).
+// canonical returns the canonical sled for s. The JMP form jumps to s.Taken: for JE
+// that is the disabled form (JMP skip), for JNE the enabled form (JMP fire). With a
+// rel8 displacement from the site's end the other form jumps to the end of the site
+// (toggle: the displacement byte); otherwise the JMP is E9 rel32 and the other form
+// TEST EAX with the same 4 bytes (toggle: the opcode). NOPs fill the rest.
 func canonical(s arch.Site) (arch.Sled, error) {
 	if s.Branch != "JE" && s.Branch != "JNE" {
 		return arch.Sled{}, shapeErr(s.Addr, "site branch is %q, not JE/JNE", s.Branch)
@@ -134,26 +126,26 @@ func canonical(s arch.Site) (arch.Sled, error) {
 	if s.Len < minSiteLen {
 		return arch.Sled{}, shapeErr(s.Addr, "site is %d bytes, shorter than %d", s.Len, minSiteLen)
 	}
-	at := toggleAt(s.Addr, 2)
-	var jmp []byte
-	if from := s.Addr + uint64(at); fitsRel8(from, s.Taken) {
-		jmp = encodeJMP8(from, s.Taken)
+	var jumping, other []byte
+	sl := arch.Sled{Toggle: 1, Target: s.Taken}
+	if fitsRel8(s.Addr, s.Taken) {
+		jumping = encodeJMP8(s.Addr, s.Taken)
+		other = encodeJMP8(s.Addr, s.Addr+uint64(s.Len))
+		sl.At = 1
 	} else {
-		at = toggleAt(s.Addr, 5)
 		var err error
-		if jmp, err = encodeJMP32(s.Addr+uint64(at), s.Taken); err != nil {
+		if jumping, err = encodeJMP32(s.Addr, s.Taken); err != nil {
 			return arch.Sled{}, shapeErr(s.Addr, "%v", err)
 		}
+		other = append([]byte{opTEST32}, jumping[1:]...)
 	}
-	lead := leads[at]
-	tail := nop(s.Len - at - len(jmp))
-	jumping := slices.Concat(lead, jmp, tail)
-	nopping := slices.Concat(lead, nops[len(jmp)-1], tail)
-	sl := arch.Sled{At: at, Toggle: len(jmp), Target: s.Taken}
+	tail := nop(s.Len - len(jumping))
+	jumping = slices.Concat(jumping, tail)
+	other = slices.Concat(other, tail)
 	if s.OnZero {
-		sl.Off, sl.On = jumping, nopping
+		sl.Off, sl.On = jumping, other
 	} else {
-		sl.Off, sl.On = nopping, jumping
+		sl.Off, sl.On = other, jumping
 	}
 	return sl, nil
 }
@@ -161,9 +153,8 @@ func canonical(s arch.Site) (arch.Sled, error) {
 // AtomicStore reports whether an n-byte store at addr is single-copy atomic on
 // every x86-64 implementation: both Intel (SDM vol. 3A 9.1.1) and AMD (APM
 // vol. 2 7.3.2) guarantee it for cacheable stores contained in one naturally
-// aligned quadword. A 2-byte store fails this only at addr%8 == 7; a 5-byte
-// one needs addr%8 <= 3. canonical places every toggle where this holds, and
-// package patch stores a toggle at once where it does.
+// aligned quadword; a one-byte store, canonical's toggle, anywhere. Package patch
+// stores a toggle at once where this holds.
 func AtomicStore(addr uint64, n int) bool {
 	return n >= 1 && n <= 8 && addr%8+uint64(n) <= 8
 }

@@ -148,9 +148,10 @@ var sledCases = []struct {
 
 const sledAddr = uint64(0x47a766)
 
-// TestCanonical checks every case at every address modulo 8: the toggle lies in one
-// aligned word, both forms decode to the same instruction boundaries, and the JMP form
-// goes where the branch went.
+// TestCanonical checks every case at every address modulo 8: the forms differ in one
+// byte, decode to the same instruction boundaries, the JMP form goes where the branch
+// went, the other form goes to the end of the site or falls through without touching
+// anything but the flags, and the disabled form of a JE site is one instruction.
 func TestCanonical(t *testing.T) {
 	for _, tt := range sledCases {
 		for mod := range uint64(8) {
@@ -178,55 +179,40 @@ func checkCanonical(t *testing.T, addr uint64, op x86asm.Op, n int, taken uint64
 	if sl.Target != s.Taken || len(sl.Off) != s.Len || len(sl.On) != s.Len {
 		t.Fatalf("sled %+v: want target %#x, len %d", sl, s.Taken, s.Len)
 	}
-	toggleAddr := addr + uint64(sl.At)
-	if !AtomicStore(toggleAddr, sl.Toggle) {
-		t.Fatalf("toggle of %d bytes at %#x (+%d) is not one aligned store", sl.Toggle, toggleAddr, sl.At)
-	}
-	wantToggle := 5
-	if fitsRel8(addr+uint64(toggleAt(addr, 2)), taken) {
-		wantToggle = 2
-	}
-	if sl.Toggle != wantToggle {
-		t.Errorf("toggle is %d bytes, want %d", sl.Toggle, wantToggle)
-	}
-	if sl.At > 0 && (sl.At == 2 || AtomicStore(addr, sl.Toggle)) {
-		t.Errorf("lead of %d bytes where none (or another) was needed", sl.At)
+	rel8 := fitsRel8(addr, taken)
+	if wantAt := map[bool]int{true: 1, false: 0}[rel8]; sl.Toggle != 1 || sl.At != wantAt {
+		t.Fatalf("toggle [%d, +%d), want one byte at %d", sl.At, sl.Toggle, wantAt)
 	}
 	end := sl.At + sl.Toggle
 	if !bytes.Equal(sl.Off[:sl.At], sl.On[:sl.At]) || !bytes.Equal(sl.Off[end:], sl.On[end:]) || bytes.Equal(sl.Off[sl.At:end], sl.On[sl.At:end]) {
 		t.Fatalf("Off % x and On % x must differ exactly in [%d, %d)", sl.Off, sl.On, sl.At, end)
 	}
-	jump, nop := sl.Off, sl.On
+	jump, other := sl.Off, sl.On
 	if op == x86asm.JNE {
-		jump, nop = sl.On, sl.Off
+		jump, other = sl.On, sl.Off
 	}
-	if got := jumps(sl.Off[sl.At:]); got != (op == x86asm.JE) {
-		t.Errorf("jumps(Off's toggle) = %v for %v", got, op)
+	if got := jumps(sl.Off); got != (op == x86asm.JE || rel8) {
+		t.Errorf("jumps(Off) = %v for %v", got, op)
 	}
 	var bounds [2][]uint64
 	for i, form := range []struct {
 		b       []byte
 		jumping bool
-	}{{jump, true}, {nop, false}} {
+	}{{jump, true}, {other, false}} {
 		ins := decodeAll(t, form.b, s.Addr)
-		k := 0
-		if sl.At > 0 {
-			if ins[0].Op != x86asm.NOP || ins[0].Len != sl.At {
-				t.Errorf("% x: lead %v, want a %d-byte NOP", form.b, ins[0].Inst, sl.At)
-			}
-			k = 1
+		first := ins[0]
+		if wantLen := map[bool]int{true: 2, false: 5}[rel8]; first.Len != wantLen {
+			t.Errorf("% x: first instruction %v is %d bytes, want %d", form.b, first.Inst, first.Len, wantLen)
 		}
-		toggle := ins[k]
-		if toggle.Len != sl.Toggle {
-			t.Errorf("% x: toggle %v is %d bytes, want %d", form.b, toggle.Inst, toggle.Len, sl.Toggle)
+		switch {
+		case form.jumping && (first.Op != x86asm.JMP || first.Target != s.Taken):
+			t.Errorf("% x: %v (target %#x), want JMP %#x", form.b, first.Inst, first.Target, s.Taken)
+		case !form.jumping && rel8 && (first.Op != x86asm.JMP || first.Target != addr+uint64(n)):
+			t.Errorf("% x: %v (target %#x), want JMP to the site's end %#x", form.b, first.Inst, first.Target, addr+uint64(n))
+		case !form.jumping && !rel8 && (first.Op != x86asm.TEST || first.Inst.Args[0] != x86asm.EAX):
+			t.Errorf("% x: %v, want TEST EAX, imm32", form.b, first.Inst)
 		}
-		if form.jumping && (toggle.Op != x86asm.JMP || toggle.Target != s.Taken) {
-			t.Errorf("% x: toggle %v (target %#x), want JMP %#x", form.b, toggle.Inst, toggle.Target, s.Taken)
-		}
-		if !form.jumping && toggle.Op != x86asm.NOP {
-			t.Errorf("% x: toggle %v, want NOP", form.b, toggle.Inst)
-		}
-		for _, in := range ins[k+1:] {
+		for _, in := range ins[1:] {
 			if in.Op != x86asm.NOP {
 				t.Errorf("% x: %v after the toggle", form.b, in.Inst)
 			}
@@ -256,7 +242,7 @@ func FuzzCanonical(f *testing.F) {
 		if taken > addr && taken < addr+uint64(n) {
 			return // a branch into the site itself is refused by matchSite
 		}
-		checkCanonical(t, addr, op, int(n), taken, fitsRel32(addr+uint64(toggleAt(addr, 5)), taken))
+		checkCanonical(t, addr, op, int(n), taken, fitsRel32(addr, taken))
 	})
 }
 

@@ -136,17 +136,53 @@ var (
 // funcnametab), so a name the prefix occurs inside (a type argument) is not one.
 func (t *Table) nameOffs(prefix []byte, accept func([]byte) bool) []uint32 {
 	var offs []uint32
+	f := newFinder(prefix)
 	for i := 0; ; {
-		k := bytes.Index(t.names[i:], prefix)
-		if k < 0 {
+		at := f.next(t.names, i)
+		if at < 0 {
 			return offs
 		}
-		at := i + k
 		if (at == 0 || t.names[at-1] == 0) && accept(cutNUL(t.names[at+len(prefix):])) {
 			offs = append(offs, uint32(at))
 		}
 		i = at + 1
 	}
+}
+
+// finder searches for a pattern by Horspool's rule: it compares the window's last
+// byte first and, on a mismatch, skips by how far that byte lies from the pattern's
+// end. Every byte of package sdt's path is common in a name table (one in 50 to 130 in
+// hello world's), so bytes.Index, which looks for the first byte and then compares,
+// stops every few dozen bytes; this one skips most of the pattern's length at a time
+// (a tenth of the instructions on hello world's table, bench/README.md "Start-up").
+type finder struct {
+	pat  []byte
+	skip [256]int32
+}
+
+func newFinder(pat []byte) *finder {
+	f := &finder{pat: pat}
+	for i := range f.skip {
+		f.skip[i] = int32(len(pat))
+	}
+	for i, c := range pat[:len(pat)-1] {
+		f.skip[c] = int32(len(pat) - 1 - i)
+	}
+	return f
+}
+
+// next returns the first index at or after i where s holds the pattern, or -1.
+func (f *finder) next(s []byte, i int) int {
+	n := len(f.pat)
+	last := f.pat[n-1]
+	for i+n <= len(s) {
+		c := s[i+n-1]
+		if c == last && s[i] == f.pat[0] && bytes.Equal(s[i+1:i+n-1], f.pat[1:n-1]) {
+			return i
+		}
+		i += int(f.skip[c])
+	}
+	return -1
 }
 
 const filterWords = 64
@@ -171,11 +207,11 @@ func (t *Table) InlinersByTree(prefix []byte, accept func([]byte) bool) ([][2]in
 	// The search may read an eighth of the records, and a few for each site, before
 	// reading them all is cheaper.
 	budget := t.nfunc/8 + 64
-	for p := nameField; p+4 <= len(g); p += 4 {
-		w := binary.LittleEndian.Uint32(g[p:])
-		if filter[w>>6%filterWords]&(1<<(w&63)) == 0 {
-			continue
+	for p := nameField; ; p += 4 {
+		if p = nextFiltered(g, p, names[0], names[len(names)-1]-names[0], &filter); p < 0 {
+			break
 		}
+		w := binary.LittleEndian.Uint32(g[p:])
 		if _, found := slices.BinarySearch(names, w); !found {
 			continue
 		}
@@ -200,6 +236,39 @@ func (t *Table) InlinersByTree(prefix []byte, accept func([]byte) bool) ([][2]in
 		}
 	}
 	return out, nil
+}
+
+// nextFiltered returns the first offset from p on, by steps of 4, of a word of g that
+// lies in [lo, lo+span] and that filter passes, or -1. It is the loop that reads every
+// word of the funcdata: on its own so that the compiler keeps it in registers (inlined,
+// the loop spilled to the stack), two words a step. The names sought are those of one
+// package, written together, so their span is a small part of the name table's and
+// one comparison rejects most words.
+//
+//go:noinline
+func nextFiltered(g []byte, p int, lo, span uint32, filter *[filterWords]uint64) int {
+	if p < 0 || p > len(g) {
+		return -1
+	}
+	pass := func(w uint32) bool { return w-lo <= span && filter[w>>6%filterWords]&(1<<(w&63)) != 0 }
+	b := g[p:]
+	for len(b) >= 16 { // four words a step, for the few instructions a word
+		x, y := binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:16])
+		if uint32(x)-lo <= span || uint32(x>>32)-lo <= span || uint32(y)-lo <= span || uint32(y>>32)-lo <= span {
+			for k := range 4 {
+				if pass(binary.LittleEndian.Uint32(b[4*k:])) {
+					return len(g) - len(b) + 4*k
+				}
+			}
+		}
+		b = b[16:]
+	}
+	for ; len(b) >= 4; b = b[4:] {
+		if pass(binary.LittleEndian.Uint32(b)) {
+			return len(g) - len(b)
+		}
+	}
+	return -1
 }
 
 // treeOwner is a function with an inline tree, where that tree is in the funcdata, and

@@ -78,7 +78,7 @@ var fixtureModes = []struct {
 
 func checkSites(t *testing.T, a *arch.Arch, b *fixtureBin, tab *sled.Table, inlined, race bool) {
 	fire, guard := map[string]int{}, map[string]int{}
-	var toggle5, backward, kept int
+	var rel32, backward, kept int
 	for _, s := range tab.Sites {
 		fn := b.funcAt(uint64(s.Addr))
 		if !isUser(fn) {
@@ -103,8 +103,8 @@ func checkSites(t *testing.T, a *arch.Arch, b *fixtureBin, tab *sled.Table, inli
 		if b.Names[uint64(s.Flag)] == "" {
 			t.Errorf("%s: site %#x: flag %#x is no symbol", fn, s.Addr, s.Flag)
 		}
-		if s.Toggle == 5 {
-			toggle5++
+		if a.Name == "amd64" && (s.Off[0] == 0xE9 || s.On[0] == 0xE9) {
+			rel32++
 		}
 		if to := jumpTarget(a, s); to < uint64(s.Addr) {
 			backward++
@@ -119,13 +119,13 @@ func checkSites(t *testing.T, a *arch.Arch, b *fixtureBin, tab *sled.Table, inli
 			t.Errorf("%s: candidate %#x (flag %s) rejected: %s", fn, r.Addr, b.Names[uint64(r.Flag)], r.Reason)
 		}
 	}
-	t.Logf("%d candidates: %d sites (%d in user code with a 5-byte toggle, %d skipping backward, %d keeping their flag load), %d rejected",
-		tab.Candidates, len(tab.Sites), toggle5, backward, kept, len(tab.Rejected))
+	t.Logf("%d candidates: %d sites (%d in user code with a rel32 jump, %d skipping backward, %d keeping their flag load), %d rejected",
+		tab.Candidates, len(tab.Sites), rel32, backward, kept, len(tab.Rejected))
 	if !inlined {
 		return
 	}
-	if a.Name == "amd64" && toggle5 == 0 || backward == 0 {
-		t.Errorf("want sites needing a rel32 toggle (amd64) and backward skips, got %d, %d", toggle5, backward)
+	if a.Name == "amd64" && rel32 == 0 || backward == 0 {
+		t.Errorf("want sites needing a rel32 jump (amd64) and backward skips, got %d, %d", rel32, backward)
 	}
 	for fn, w := range want {
 		if !b.hasFunc(fn) {
@@ -148,22 +148,28 @@ func checkSites(t *testing.T, a *arch.Arch, b *fixtureBin, tab *sled.Table, inli
 	}
 }
 
-// jumpTarget is where the jump form of a site's toggle goes: EB rel8 or E9 rel32
-// (amd64), B imm26 (arm64).
+// jumpTarget is where the jump form of a site's sled goes, where its compiler's branch
+// went when taken: EB rel8 or E9 rel32 (amd64), B imm26 (arm64), its first instruction.
+// Where both forms jump (amd64 rel8), the other one goes to the end of the site.
 func jumpTarget(a *arch.Arch, s sled.Site) uint64 {
-	off, on := s.Switch()
-	jump := off
-	if !a.Jumps(off) {
-		jump = on
+	end := uint64(s.Addr) + uint64(s.Len)
+	to := func(code []byte) (uint64, bool) {
+		at := uint64(s.Addr)
+		switch {
+		case !a.Jumps(code):
+			return 0, false
+		case a.Name == "arm64":
+			return at + uint64(int64(int32(binary.LittleEndian.Uint32(code)<<6)>>6)*4), true
+		case code[0] == 0xEB:
+			return at + 2 + uint64(int64(int8(code[1]))), true
+		}
+		return at + 5 + uint64(int64(int32(binary.LittleEndian.Uint32(code[1:])))), true
 	}
-	end := uint64(s.Addr) + uint64(s.ToggleAt+s.Toggle)
-	switch {
-	case a.Name == "arm64":
-		return uint64(s.Addr) + uint64(int64(int32(binary.LittleEndian.Uint32(jump)<<6)>>6)*4)
-	case jump[0] == 0xEB:
-		return end + uint64(int64(int8(jump[1])))
+	if t, ok := to(s.Off); ok && t != end {
+		return t
 	}
-	return end + uint64(int64(int32(binary.LittleEndian.Uint32(jump[1:]))))
+	t, _ := to(s.On)
+	return t
 }
 
 // TestHolder builds sdtctl's test target for amd64 and arm64, as linked by default,

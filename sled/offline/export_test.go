@@ -48,8 +48,9 @@ func ScanAndRescanSealedRejoins(path string) (scan, rescan *sled.Table, rejoins 
 	race := func(target uint64) bool { return strings.HasPrefix(src.Syms.Name(target), "runtime.race") }
 	for _, s := range scan.Sites {
 		if s.Kind == sled.Fire && s.Sealable() {
-			off, _ := s.Switch()
-			if b.arch.Jumps(off) {
+			// A disabled sled that jumps to its own end (amd64: an out-of-line site's
+			// rel8 jump) skips no fire block.
+			if b.arch.Jumps(s.Off) && jumpTarget(s) != uint64(s.Addr)+uint64(s.Len) {
 				rejoins[s.Addr] = b.arch.Rejoins(src.Mem, uint64(s.Return), jumpTarget(s), race)
 			}
 		}
@@ -58,14 +59,13 @@ func ScanAndRescanSealedRejoins(path string) (scan, rescan *sled.Table, rejoins 
 }
 
 // jumpTarget is where a site's sled jumps in its disabled form: where its compiler's
-// branch went when the flag was clear.
+// branch went when the flag was clear. The jump is the sled's first instruction.
 func jumpTarget(s sled.Site) uint64 {
-	t := s.Off[s.ToggleAt : s.ToggleAt+s.Toggle]
-	at := uint64(s.Addr) + uint64(s.ToggleAt)
+	t, at := s.Off, uint64(s.Addr)
 	switch {
-	case len(t) == 2 && t[0] == 0xEB:
+	case len(t) >= 2 && t[0] == 0xEB:
 		return at + 2 + uint64(int64(int8(t[1])))
-	case len(t) == 5 && t[0] == 0xE9:
+	case len(t) >= 5 && t[0] == 0xE9:
 		return at + 5 + uint64(int64(int32(binary.LittleEndian.Uint32(t[1:]))))
 	case len(t) == 4:
 		w := binary.LittleEndian.Uint32(t)

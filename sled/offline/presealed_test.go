@@ -62,12 +62,12 @@ func checkRescan(t *testing.T, a *arch.Arch, scan, rescan *sled.Table, rejoins m
 	refused := map[uintptr]bool{}   // left as the compiler wrote them
 	var guards, outOfLine int
 	for _, s := range scan.Sites {
-		switch off, _ := s.Switch(); {
+		switch {
 		case !s.Sealable():
 			refused[s.Addr] = true
 		case s.Kind == sled.Guard:
 			guards++
-		case !a.Jumps(off) || !rejoins[s.Addr]:
+		case !a.Jumps(s.Off) || !rejoins[s.Addr]: // rejoins: only where the jump skips the fire block
 			outOfLine++
 		default:
 			want[s.Addr] = s
