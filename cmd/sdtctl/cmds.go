@@ -169,6 +169,9 @@ func cmdSwitch(cmd string, args []string, stdout, stderr io.Writer) error {
 	}
 	fails := failures{stderr: stderr}
 	for _, cl := range cls {
+		for _, sp := range specs {
+			noteFunctions(cl, sp, stderr)
+		}
 		q := &ctlproto.Request{Op: cmd, Specs: specs, Persist: cmd == ctlproto.OpEnable}
 		r, err := cl.call(q)
 		cl.close()
@@ -317,6 +320,9 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 			cl.close()
 		}
 	}()
+	for _, cl := range cls {
+		noteFunctions(cl, q.Spec, stderr)
+	}
 	if q.Value != "" {
 		arg, length := q.Value, false
 		if a, ok := strings.CutPrefix(q.Value, "len("); ok {

@@ -45,8 +45,8 @@ func lookup(ctx context.Context, err error) error {
 }
 
 // TestFBTValues: an fbt probe carries an error result by its text ("<nil>" when nil;
-// the type's name when Error panics) and a context.Context by its type's name while
-// nothing (sdt/otelsdt) says more of it.
+// the type's name when Error panics), a context.Context by its type's name while
+// nothing (sdt/otelsdt) says more of it, and panicking as a bool.
 func TestFBTValues(t *testing.T) {
 	tr, err := control.OpenTrace("fbt:values::", control.TraceOptions{})
 	if err != nil {
@@ -66,6 +66,14 @@ func TestFBTValues(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, ev := range evs[:n] {
+			if len(ev.Args) == 3 {
+				// panicking is a bool, as its type says, in every fire: a trace
+				// takes a probe's kinds from its first fire when its types do not
+				// all tell them (the error), and a consumer prints what it took.
+				if p, ok := ev.Args[1].Value.(bool); !ok || p {
+					t.Errorf("return's panicking is %T %v, want bool false", ev.Args[1].Value, ev.Args[1].Value)
+				}
+			}
 			a := ev.Args[len(ev.Args)-1]
 			got = append(got, a.Value.(string))
 		}
