@@ -33,6 +33,9 @@ func cmdSeal(args []string, stdout, stderr io.Writer) error {
 		if *out != "" {
 			dst = *out
 		}
+		if err := checkELF(in); err != nil {
+			return err
+		}
 		var r *seal.Report
 		if dst == "-" {
 			r, err = seal.Write(in, stdout)

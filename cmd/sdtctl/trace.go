@@ -50,6 +50,7 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	}
 	for _, cl := range cls {
 		noteFunctions(cl, pos[0], stderr)
+		noteLeftOut(cl, pos[0], "--where", whereNames(*where), stderr)
 	}
 	q := &ctlproto.Request{Op: ctlproto.OpTrace, Spec: pos[0], Count: *count, DurationMS: dur.Milliseconds(), BufSize: size, Where: *where}
 	if *stack {
@@ -182,7 +183,7 @@ func parseSize(s string) (int, error) {
 	if s == "" {
 		return 0, nil
 	}
-	mul := 1
+	given, mul := s, 1
 	switch strings.ToLower(s[len(s)-1:]) {
 	case "k":
 		mul = 1 << 10
@@ -196,9 +197,22 @@ func parseSize(s string) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n <= 0 || n > ctlproto.MaxBufSize/mul {
-		return 0, fmt.Errorf("%q: want a size of 1 to %d bytes, with k, m or g", s, ctlproto.MaxBufSize)
+		return 0, fmt.Errorf("%q: want a size of 1 byte to %s (%d bytes), with k, m or g", given, sizeText(ctlproto.MaxBufSize), ctlproto.MaxBufSize)
 	}
 	return n * mul, nil
+}
+
+// sizeText is n bytes in the largest unit that divides it: 1g, 4m, 100k, 10.
+func sizeText(n int) string {
+	for _, u := range []struct {
+		suffix string
+		size   int
+	}{{"g", 1 << 30}, {"m", 1 << 20}, {"k", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.Itoa(n/u.size) + u.suffix
+		}
+	}
+	return strconv.Itoa(n)
 }
 
 // printer writes events as text lines or JSON objects. Text is made by hand, a

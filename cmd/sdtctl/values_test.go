@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -200,5 +201,70 @@ func TestFunctionNames(t *testing.T) {
 	}
 	if _, err := sdtctl(t, "list", "-p", pid, "fbt::Store).Put:entry"); exitCode(err) != exitNoMatch {
 		t.Errorf("list fbt::Store).Put:entry: %v, want no match", err)
+	}
+}
+
+// TestWhereLeavesOut: a --where naming an argument only some matched probes have
+// leaves the others out, as --by does, and both say which on stderr; when no probe has
+// it, both refuse.
+func TestWhereLeavesOut(t *testing.T) {
+	a := startApp(t, nil, "serve")
+	out, stderr := traceDuring(t, a, "fbt::Put:", 2, []string{"put 3", "put 4"}, "--where", "n == 4")
+	if strings.Count(out, ":entry ") != 2 || strings.Contains(out, ":return ") || !strings.Contains(out, "n=4") || strings.Contains(out, "n=3") {
+		t.Errorf("trace fbt::Put: --where 'n == 4': want the two entries with n=4:\n%s", out)
+	}
+	if !strings.Contains(stderr, "--where: 2 of 4 probes have no argument n, left out: ") ||
+		!strings.Contains(stderr, "app.(*Store).Put:return") {
+		t.Errorf("trace --where did not say what it left out; stderr:\n%s", stderr)
+	}
+	pid := strconv.Itoa(a.pid)
+	var sout, serr syncBuffer
+	if err := run([]string{"stat", "-p", pid, "fbt::Put:", "--by", "key", "-d", "300ms", "-i", "100ms"}, &sout, &serr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(serr.String(), "--by/--value: 2 of 4 probes have no argument key, left out: ") {
+		t.Errorf("stat --by key did not say what it left out; stderr:\n%s", serr.String())
+	}
+	for _, args := range [][]string{
+		{"trace", "-p", pid, "fbt::Put:", "--where", "nope == 1", "-d", "300ms"},
+		{"stat", "-p", pid, "fbt::Put:", "--by", "nope", "-d", "300ms"},
+	} {
+		if _, err := sdtctl(t, args...); exitCode(err) != exitUsage || !strings.Contains(err.Error(), "nope") {
+			t.Errorf("sdtctl %v: %v, want a usage error naming nope", args, err)
+		}
+	}
+}
+
+// TestOfflineNamesLive: list BINARY names an instrumented binary's probes as the live
+// process lists them (fbt's entry and return, not their USDT names).
+func TestOfflineNamesLive(t *testing.T) {
+	a := startApp(t, nil, "serve")
+	names := func(args ...string) []string {
+		out, err := sdtctl(t, append(args, "--json")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ns []string
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var m struct {
+				Probe json.RawMessage
+			}
+			json.Unmarshal([]byte(line), &m)
+			var live struct{ Name string }
+			var name string
+			if json.Unmarshal(m.Probe, &live) == nil && live.Name != "" {
+				name = live.Name
+			} else {
+				json.Unmarshal(m.Probe, &name)
+			}
+			ns = append(ns, name)
+		}
+		slices.Sort(ns)
+		return ns
+	}
+	live := names("list", "-p", strconv.Itoa(a.pid), "fbt:::")
+	offline := names("list", otelAppBin(t), "fbt:::")
+	if len(live) == 0 || !slices.Equal(live, offline) {
+		t.Errorf("list BINARY fbt::: names\n%q\nthe live list\n%q", offline, live)
 	}
 }

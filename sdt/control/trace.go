@@ -505,12 +505,15 @@ func openTrace(who, spec string, o TraceOptions) (*Trace, error) {
 		for _, p := range probes {
 			top = max(top, p.ID+1)
 		}
-		where, err := compileWhere(o.Where, probes, top)
+		where, left, err := compileWhere(o.Where, probes, top)
 		if err != nil {
 			return err
 		}
 		states := make([]probeState, top)
 		for _, p := range probes {
+			if left != nil && left[p.ID] {
+				continue // without an argument the predicate names: not traced
+			}
 			st := &states[p.ID]
 			st.p = p
 			if where != nil {
