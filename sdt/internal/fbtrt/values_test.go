@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gosdt/gosdt/sdt"
 	"github.com/gosdt/gosdt/sdt/control"
 	"github.com/gosdt/gosdt/sdt/internal/fbtrt"
 )
@@ -86,5 +87,35 @@ func TestFBTValues(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("event %d carries %q, want %q (all: %q)", i, got[i], want[i], got)
 		}
+	}
+}
+
+// countingError counts the calls of its Error.
+type countingError struct{ n *int }
+
+func (e countingError) Error() string { *e.n++; return "counted" }
+
+// TestErrorReadWhileTraced: an error result's text is read (its Error called) only
+// while a consumer takes the return probe's fires: a probe on only for its hit count
+// calls nothing of the program's.
+func TestErrorReadWhileTraced(t *testing.T) {
+	calls := 0
+	err := countingError{&calls}
+	if _, e := sdt.Enable("fbt:values::return"); e != nil {
+		t.Skipf("fbt:values::return cannot be switched on here: %v", e)
+	}
+	lookup(context.Background(), err)
+	sdt.Disable("fbt:values::return")
+	if calls != 0 {
+		t.Fatalf("Error called %d times while the probe had no consumer", calls)
+	}
+	tr, e := control.OpenTrace("fbt:values::return", control.TraceOptions{})
+	if e != nil {
+		t.Skipf("fbt:values::return cannot be traced here: %v", e)
+	}
+	defer tr.Close()
+	lookup(context.Background(), err)
+	if calls != 1 {
+		t.Fatalf("Error called %d times while traced, want 1", calls)
 	}
 }
