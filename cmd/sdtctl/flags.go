@@ -45,10 +45,12 @@ func synopsis(cmd string) string {
 	// "  cmd ARGS   description": the synopsis ends at the column's spaces
 	cut := func(l string) string {
 		l = strings.TrimSpace(l)
-		if i := strings.Index(l, "  "); i >= 0 {
-			l = l[:i]
+		name, rest, _ := strings.Cut(l, " ")
+		rest = strings.TrimSpace(rest)
+		if i := strings.Index(rest, "  "); i >= 0 {
+			rest = rest[:i]
 		}
-		return l
+		return strings.TrimSpace(name + " " + strings.TrimSpace(rest))
 	}
 	var lines []string
 	for _, l := range strings.Split(usage, "\n") {
