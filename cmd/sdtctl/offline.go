@@ -105,7 +105,7 @@ func checkELF(path string) error {
 	var magic [4]byte
 	n, _ := io.ReadFull(f, magic[:])
 	if n < 4 || string(magic[:]) != "\x7fELF" {
-		return fail(exitNotGosdt, "%s: not an ELF executable (it begins %q): sdtctl reads linux Go programs", path, magic[:n])
+		return fail(exitError, "%s: not an ELF executable (it begins %q): sdtctl reads linux Go programs", path, magic[:n])
 	}
 	return nil
 }
