@@ -44,7 +44,8 @@ type TraceOptions struct {
 	Stack int
 	// Where is a predicate on the arguments (sdtctl's --where: arg0 > 100 &&
 	// path == "/api", arguments by name or argN), compiled once for each probe
-	// matched: a fire it rejects writes nothing and is counted filtered. "": all.
+	// matched: a fire it rejects writes nothing and is counted filtered. A probe
+	// without an argument it names is left out (an error when every probe is). "": all.
 	Where string
 }
 
