@@ -231,7 +231,7 @@ func procs() []*client {
 		}
 		conns[pid] = c
 	}
-	for _, pid := range foreign() {
+	for _, pid := range append(foreign(), otherUsers()...) {
 		if conns[pid] != nil {
 			continue
 		}
@@ -266,6 +266,9 @@ func procs() []*client {
 // neither, every gosdt process when the command can take several (all) and the only
 // one otherwise; several are refused with their pids and names.
 func (o *opts) targets(all bool) ([]*client, error) {
+	if o.set("p") && o.pid <= 0 {
+		return nil, fail(exitUsage, "-p %d: want a process id above 0", o.pid)
+	}
 	if o.pid != 0 && o.name != "" {
 		return nil, fail(exitUsage, "-p %d and -n %s: give one of them", o.pid, o.name)
 	}

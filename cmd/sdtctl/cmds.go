@@ -57,6 +57,13 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 		if err != nil && strings.ContainsRune(pos[0], '/') {
 			return fail(exitError, "%v", err) // a path, not a spec: specs have no '/' before a ':'
 		}
+		if err == nil && !fi.Mode().IsRegular() {
+			hint := ""
+			if !strings.ContainsRune(pos[0], '/') {
+				hint = fmt.Sprintf(" (a spec that is also a file's name: write it with its colons, :::%s)", pos[0])
+			}
+			return fail(exitUsage, "list: %s is a %s, not a binary: name a Go executable%s", pos[0], fileKind(fi.Mode()), hint)
+		}
 		if err == nil && fi.Mode().IsRegular() {
 			if len(pos) > 2 {
 				return fail(exitUsage, "list BINARY [SPEC]: too many arguments")
@@ -104,6 +111,23 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 		return fail(exitNoMatch, "%q matches no probe (in %s)", spec, pidList(cls))
 	}
 	return nil
+}
+
+// fileKind names what a file that is not a regular file is.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&os.ModeCharDevice != 0:
+		return "character device"
+	case m&os.ModeDevice != 0:
+		return "block device"
+	case m&os.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	}
+	return "special file"
 }
 
 // pidList names processes: "pid 42" or "pids 42, 43".
@@ -169,6 +193,9 @@ func cmdSwitch(cmd string, args []string, stdout, stderr io.Writer) error {
 	}
 	fails := failures{stderr: stderr}
 	for _, cl := range cls {
+		for _, sp := range specs {
+			noteFunctions(cl, sp, stderr)
+		}
 		q := &ctlproto.Request{Op: cmd, Specs: specs, Persist: cmd == ctlproto.OpEnable}
 		r, err := cl.call(q)
 		cl.close()
@@ -297,8 +324,7 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 		if *hist == "" {
 			return fail(exitUsage, "stat: --linear shapes the buckets of --hist ARG")
 		}
-		if _, err := fmt.Sscanf(*linear, "%d,%d,%d", &q.LinLow, &q.LinHigh, &q.LinStep); err != nil ||
-			q.LinStep <= 0 || q.LinHigh <= q.LinLow {
+		if err := parseLinear(*linear, q); err != nil || q.LinStep <= 0 || q.LinHigh <= q.LinLow {
 			return fail(exitUsage, "stat: --linear %q: want LOW,HIGH,STEP with LOW < HIGH and STEP > 0", *linear)
 		}
 		q.Hist = ctlproto.HistLinear
@@ -317,6 +343,18 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 			cl.close()
 		}
 	}()
+	var keyed []string // the arguments --by and --value name
+	if q.By != "probe" && q.By != "site" {
+		keyed = append(keyed, q.By)
+	}
+	if arg := strings.TrimSuffix(strings.TrimPrefix(q.Value, "len("), ")"); arg != "" && arg != q.By {
+		keyed = append(keyed, arg)
+	}
+	for _, cl := range cls {
+		noteFunctions(cl, q.Spec, stderr)
+		noteLeftOut(cl, q.Spec, "--by/--value", keyed, stderr)
+		noteLeftOut(cl, q.Spec, "--where", whereNames(q.Where), stderr)
+	}
 	if q.Value != "" {
 		arg, length := q.Value, false
 		if a, ok := strings.CutPrefix(q.Value, "len("); ok {
@@ -368,6 +406,24 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	wg.Wait()
 	st.release()
 	return fails.err()
+}
+
+// parseLinear reads --linear's LOW,HIGH,STEP: three integers, nothing more.
+func parseLinear(s string, q *ctlproto.Request) error {
+	f := strings.Split(s, ",")
+	if len(f) != 3 {
+		return fmt.Errorf("%d fields", len(f))
+	}
+	var v [3]int64
+	for i := range f {
+		n, err := strconv.ParseInt(strings.TrimSpace(f[i]), 10, 64)
+		if err != nil {
+			return err
+		}
+		v[i] = n
+	}
+	q.LinLow, q.LinHigh, q.LinStep = v[0], v[1], v[2]
+	return nil
 }
 
 // statExited says what a stat had received from a process that exited during it:

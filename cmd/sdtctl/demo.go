@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"io"
 	"os/exec"
@@ -35,17 +34,14 @@ func rate(s []sample) (float64, bool) {
 // cmdDemo starts the workload in a child process and drives it with sdtctl's own
 // commands.
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	phase := fs.Duration("t", 2*time.Second, fmt.Sprintf("length of each measured `PHASE` (at least %v)", minPhase))
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return errHelp
-		}
-		return fail(exitUsage, "%v", err)
+	o := newOpts("demo") // no --json: the demo is for people to watch
+	phase := o.fs.Duration("t", 2*time.Second, fmt.Sprintf("length of each measured `PHASE` (at least %v)", minPhase))
+	pos, err := o.parse(args)
+	if err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return fail(exitUsage, "demo: unexpected %q", fs.Arg(0))
+	if len(pos) > 0 {
+		return fail(exitUsage, "demo: unexpected %q", pos[0])
 	}
 	if *phase < minPhase {
 		return fail(exitUsage, "demo: -t %v: want a phase of at least %v", *phase, minPhase)

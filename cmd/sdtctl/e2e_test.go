@@ -135,7 +135,7 @@ func TestEndToEnd(t *testing.T) {
 	n := 0
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		var rec struct {
-			Event *ctlproto.Event `json:"event"`
+			Event *jsonEvent `json:"event"`
 		}
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("%q: %v", line, err)
@@ -145,7 +145,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 		e := rec.Event
 		n++
-		i, _ := strconv.Atoi(e.Args[0].Value)
+		i, _ := strconv.Atoi(fmt.Sprint(e.Args[0].Value))
 		if e.Probe != "e2e:main:main.step:tick" || e.Args[0].Name != "i" || e.Args[1].Value != []string{"alpha", "beta"}[i%2] ||
 			(prev >= 0 && i != prev+1) {
 			t.Fatalf("event %+v after i=%d", e, prev)
@@ -193,7 +193,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rec struct {
-		Event *ctlproto.Event `json:"event"`
+		Event *jsonEvent `json:"event"`
 	}
 	if err := json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &rec); err != nil || rec.Event == nil ||
 		len(rec.Event.Stack) < 2 || !strings.HasPrefix(rec.Event.Stack[0], "main.step ") || !strings.HasPrefix(rec.Event.Stack[1], "main.main ") {

@@ -76,7 +76,7 @@ func cmdExport(args []string, stdout, stderr io.Writer, stop <-chan struct{}) er
 	bufsize := o.fs.String("bufsize", "", "`BYTES` of each per-P trace buffer in the process (k, m, g suffixes; default 4m)")
 	flush := o.fs.Duration("flush-timeout", 5*time.Second, "at the end, how long to wait for the collector to take what is left")
 	o.fs.Usage = func() {
-		fmt.Fprint(stderr, exportUsage)
+		fmt.Fprint(o.fs.Output(), exportUsage)
 		o.fs.PrintDefaults()
 	}
 	specs, err := o.parse(args)

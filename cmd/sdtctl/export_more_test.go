@@ -311,7 +311,7 @@ func TestExportUsage(t *testing.T) {
 		}
 	}
 	var out, errb syncBuffer
-	if err := run([]string{"export", "--help"}, &out, &errb); !errors.Is(err, errHelp) || !strings.Contains(errb.String(), "OTEL_EXPORTER_OTLP_ENDPOINT") {
-		t.Errorf("export --help: %v\n%s", err, errb.String())
+	if err := run([]string{"export", "--help"}, &out, &errb); !errors.Is(err, errHelp) || !strings.Contains(out.String(), "OTEL_EXPORTER_OTLP_ENDPOINT") {
+		t.Errorf("export --help (on stdout): %v\n%s", err, out.String())
 	}
 }

@@ -36,6 +36,9 @@ func fail(code int, format string, args ...any) error {
 }
 
 func exitCode(err error) int {
+	if errors.Is(err, errHelp) {
+		return exitOK
+	}
 	var e *cmdError
 	if errors.As(err, &e) {
 		return e.code
@@ -71,7 +74,7 @@ whose command is NAME, each said by its pid):
   enable  [-p PID | -n NAME] SPEC...   switch probes on; without -p/-n, in every gosdt process of
                                        yours. They stay on after sdtctl exits, until disable.
   disable [-p PID | -n NAME] SPEC...   switch probes off (sites a running trace or stat holds stay on)
-  trace [-p PID | -n NAME] SPEC [-c N] [-d DURATION] [--bufsize BYTES]
+  trace [-p PID | -n NAME] SPEC [-c N] [-d DURATION] [--bufsize BYTES] [--where EXPR] [--stack]
                                        enable, print one line per event (time, pid/goroutine, probe,
                                        arg=value), disable on exit, Ctrl-C, after N events or DURATION.
                                        With -n, every process of that name: their events merged, each
@@ -80,7 +83,7 @@ whose command is NAME, each said by its pid):
                                        4m): what does not fit is dropped, counted, and reported at the
                                        end (every fire is delivered or counted dropped, once)
   stat [-p PID | -n NAME] SPEC [--by probe|site|ARG] [--value ARG] [--hist ARG [--linear LOW,HIGH,STEP]]
-       [--clear] [-i INTERVAL] [-d DURATION]
+       [--where EXPR] [--clear] [-i INTERVAL] [-d DURATION]
                                        enable and count fires by key every INTERVAL (default 1s), in
                                        the process, each P apart, merged when shown; --value sums,
                                        bounds and averages a number argument; --hist also quantizes it
@@ -116,15 +119,25 @@ whose command is NAME, each said by its pid):
                                        A tracer attaching raises the probe's semaphore and the
                                        program enables it within SDT_USDT_POLL (default 100ms).
                                        Sealing twice changes nothing; the file is replaced atomically
-  toolexec TOOL ARGS...                for go build/test -toolexec 'sdtctl toolexec': runs the tool
-                                       and seals what the linker writes (programs using gosdt only)
+  toolexec [-rules FILE] TOOL ARGS...  for go build/test -toolexec 'sdtctl toolexec': runs the tool
+                                       and seals what the linker writes (programs using gosdt only);
+                                       -rules FILE gives the functions FILE names fbt probes
   demo [-t PHASE]                      start a workload with probes, trace it, show a live histogram,
                                        and compare its throughput with probes disabled and enabled,
                                        measured over PHASE each (default 2s, at least 100ms)
 
 SPEC is a DTrace probe description provider:module:function:name, filled from the right
-(exit = ::: exit), globs allowed. Every command but toolexec takes --json (one JSON
-object per line).
+(exit = ::: exit), globs allowed. The function field matches a function's whole name
+(handlers.(*Server).ServeHTTP), the name without its package ((*Server).ServeHTTP), or
+its last part (ServeHTTP): a short name matching several functions matches them all,
+and trace, stat, enable and disable name them on stderr.
+Every command but demo and toolexec takes --json (one JSON object per line), and
+--help (its flags, exit 0).
+Values, in text and --json: integers and floats as numbers (in --json a JSON number
+with every digit, also beyond 2^53: read int64/uint64 values as such, not as doubles,
+e.g. Go's json.Decoder.UseNumber; jq before 1.7 rounds them), bools true/false,
+strings quoted, pointers (fbt's *T, maps, chans, funcs) as 0x... hex (a JSON string),
+an error as its text, or nil (JSON null).
 trace, stat and export need -p or -n when more than one gosdt process runs. export
 exits 1 when spans or metrics did not reach the collector, 3 when -n found no
 process during the export, 6 when no spec matched a probe of the processes exported.
@@ -139,6 +152,15 @@ every process.
 `
 
 func run(args []string, stdout, stderr io.Writer) error {
+	err := runCommand(args, stdout, stderr)
+	var h *helpError
+	if errors.As(err, &h) {
+		fmt.Fprint(stdout, h.text)
+	}
+	return err
+}
+
+func runCommand(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return fail(exitUsage, "no command")

@@ -263,6 +263,35 @@ func foreign() []int {
 	return pids
 }
 
+// otherUsers lists, for root, the processes of other users in our namespaces: root
+// may control them (their servers let root in), so ps and list show them. Others'
+// processes are not ours to list.
+func otherUsers() []int {
+	if os.Getuid() != 0 {
+		return nil
+	}
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		fi, err := os.Stat("/proc/" + e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
+			mnt, err1 := sameNS(pid, "mnt")
+			ns, err2 := sameNS(pid, "pid")
+			if err1 == nil && err2 == nil && mnt && ns {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
 // othersNamed finds the processes named name (their command's base name, as gosdt's
 // hello says it) that another user owns: what explains why -n NAME found none of ours.
 func othersNamed(name string) []otherProc {

@@ -46,3 +46,5 @@ func peerPid(c net.Conn) int { return 0 }
 func foreign() []int { return nil }
 
 func othersNamed(name string) []otherProc { return nil }
+
+func otherUsers() []int { return nil }

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 
 	"github.com/gosdt/gosdt/internal/spec"
@@ -36,6 +37,9 @@ func listBinary(path string, specs []string, asJSON bool, w, stderr io.Writer) e
 			return fail(exitBadSpec, "%v", err)
 		}
 		sp = &s
+	}
+	if err := checkELF(path); err != nil {
+		return err
 	}
 	t, err := offline.Discover(path)
 	if err != nil {
@@ -88,4 +92,20 @@ func symbolizer(path string) func(uint64) string {
 		}
 		return fmt.Sprintf("%#x", a)
 	}
+}
+
+// checkELF refuses a file that is not an ELF file, naming it and saying what it begins
+// with, before anything reads it as one.
+func checkELF(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fail(exitError, "%v", err)
+	}
+	defer f.Close()
+	var magic [4]byte
+	n, _ := io.ReadFull(f, magic[:])
+	if n < 4 || string(magic[:]) != "\x7fELF" {
+		return fail(exitError, "%s: not an ELF executable (it begins %q): sdtctl reads linux Go programs", path, magic[:n])
+	}
+	return nil
 }

@@ -37,6 +37,24 @@ func newOfflineNames(defs []offline.Definition, sites []sled.Site) *offlineNames
 	return n
 }
 
+// fbtBoundary is an fbt probe's name read from its USDT name (pkg__Func__entry), for a
+// DefineFunc whose module and function arguments were not read: the live process
+// names it entry or return, never by its USDT name.
+func fbtBoundary(d offline.Definition) (string, bool) {
+	if d.Provider != "fbt" {
+		return "", false
+	}
+	i := strings.LastIndex(d.Name, "__")
+	if i < 0 {
+		return "", false
+	}
+	switch b := d.Name[i+2:]; b {
+	case "entry", "return":
+		return b, true
+	}
+	return "", false
+}
+
 // probeName is a probe's four fields.
 type probeName struct{ provider, module, function, name string }
 
@@ -49,6 +67,9 @@ func (p probeName) String() string {
 func (n *offlineNames) name(s sled.Site, h sled.Holder) (p probeName, named bool) {
 	d, named := n.defs[uint64(s.Flag)]
 	p = probeName{d.Provider, h.Module, h.Func, d.Name}
+	if b, ok := fbtBoundary(d); ok && d.Function == "" {
+		p.name = b
+	}
 	if d.Function != "" {
 		p.module, p.function, p.name = d.Module, d.Function, d.Boundary
 	} else if id, rest, ok := tracedcopy.Split(p.function); ok {

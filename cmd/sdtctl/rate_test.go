@@ -152,11 +152,11 @@ func eventLines(t *testing.T, f *os.File) int {
 
 // argValue is the integer value of the argument named name in a --json event line.
 func argValue(t *testing.T, line []byte, name string) int {
-	_, rest, ok := bytes.Cut(line, []byte(`{"name":"`+name+`","type":"int","value":"`))
+	_, rest, ok := bytes.Cut(line, []byte(`{"name":"`+name+`","type":"int","value":`))
 	if !ok {
 		t.Fatalf("no argument %s in %s", name, line)
 	}
-	v, err := strconv.Atoi(string(rest[:bytes.IndexByte(rest, '"')]))
+	v, err := strconv.Atoi(string(rest[:bytes.IndexAny(rest, ",}")]))
 	if err != nil {
 		t.Fatalf("argument %s in %s: %v", name, line, err)
 	}

@@ -33,6 +33,9 @@ func cmdSeal(args []string, stdout, stderr io.Writer) error {
 		if *out != "" {
 			dst = *out
 		}
+		if err := checkELF(in); err != nil {
+			return err
+		}
 		var r *seal.Report
 		if dst == "-" {
 			r, err = seal.Write(in, stdout)
@@ -73,12 +76,29 @@ func cmdSeal(args []string, stdout, stderr io.Writer) error {
 // with -V=full), so that the go command's cache tells sealed links from others.
 const sealToolID = "sdtctl-seal/1"
 
+const toolexecUsage = `usage: go build -toolexec 'sdtctl toolexec [-rules FILE]' ...
+       sdtctl toolexec [-rules FILE] TOOL ARGS...
+
+Runs the go command's TOOL ARGS... and seals what the linker writes (programs using
+gosdt). -rules FILE: the functions FILE names get fbt probes as they are compiled
+(fbt:PKG:FUNC:entry and :return): one pattern a line, package/path.Function,
+package/path.(*Type).Method, package/path.Type.Method or package/path.*, * the only
+wildcard; # starts a comment.
+
+Flags:
+  -rules FILE
+    	give the functions FILE names fbt probes (first, before TOOL)
+`
+
 // cmdToolexec runs a tool of the go command (go build -toolexec "sdtctl toolexec") and
 // seals what the linker writes. Other tools run untouched; a link of a program that
 // does not use gosdt, or has no site (-cover, -N -l), is not sealed.
 func cmdToolexec(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stderr, "usage: go build -toolexec 'sdtctl toolexec' ...  (runs TOOL ARGS..., sealing the linker's output)\n")
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		return &helpError{toolexecUsage}
+	}
+	if len(args) == 0 {
+		fmt.Fprint(stderr, toolexecUsage)
 		return fail(exitUsage, "toolexec: no tool")
 	}
 	rules, args, err := rulesFlag(args)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,6 +47,10 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	cls, err := o.targets(false)
 	if err != nil {
 		return err
+	}
+	for _, cl := range cls {
+		noteFunctions(cl, pos[0], stderr)
+		noteLeftOut(cl, pos[0], "--where", whereNames(*where), stderr)
 	}
 	q := &ctlproto.Request{Op: ctlproto.OpTrace, Spec: pos[0], Count: *count, DurationMS: dur.Milliseconds(), BufSize: size, Where: *where}
 	if *stack {
@@ -178,7 +183,7 @@ func parseSize(s string) (int, error) {
 	if s == "" {
 		return 0, nil
 	}
-	mul := 1
+	given, mul := s, 1
 	switch strings.ToLower(s[len(s)-1:]) {
 	case "k":
 		mul = 1 << 10
@@ -192,9 +197,22 @@ func parseSize(s string) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n <= 0 || n > ctlproto.MaxBufSize/mul {
-		return 0, fmt.Errorf("%q: want a size of 1 to %d bytes, with k, m or g", s, ctlproto.MaxBufSize)
+		return 0, fmt.Errorf("%q: want a size of 1 byte to %s (%d bytes), with k, m or g", given, sizeText(ctlproto.MaxBufSize), ctlproto.MaxBufSize)
 	}
 	return n * mul, nil
+}
+
+// sizeText is n bytes in the largest unit that divides it: 1g, 4m, 100k, 10.
+func sizeText(n int) string {
+	for _, u := range []struct {
+		suffix string
+		size   int
+	}{{"g", 1 << 30}, {"m", 1 << 20}, {"k", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.Itoa(n/u.size) + u.suffix
+		}
+	}
+	return strconv.Itoa(n)
 }
 
 // printer writes events as text lines or JSON objects. Text is made by hand, a
@@ -218,6 +236,87 @@ type descText struct {
 	args     [][]byte // " name="
 	jsonHead []byte   // `,"probe":"...","site":N`
 	jsonArgs [][]byte // `{"name":"...","type":"...","value":`
+	shows    []byte   // how each argument is shown: a ctlproto kind, showPointer or showError
+}
+
+// How a value is shown besides its kind, from its Go type: an address in hex, as
+// dtrace prints pointers; an error by its text, or nil.
+const (
+	showPointer = 100 + iota
+	showError
+)
+
+// showOf is how an argument of kind k and Go type typ is shown.
+func showOf(k byte, typ string) byte {
+	switch {
+	case k == ctlproto.ValUint && pointerType(typ):
+		return showPointer
+	case k == ctlproto.ValString && typ == "error":
+		return showError
+	}
+	return k
+}
+
+// pointerType reports whether typ is a type fbt carries by address (fbtrt): a
+// pointer, map, chan, func or unsafe.Pointer. uintptr is a number.
+func pointerType(typ string) bool {
+	for _, p := range []string{"*", "map[", "chan ", "chan<- ", "<-chan ", "func("} {
+		if strings.HasPrefix(typ, p) {
+			return true
+		}
+	}
+	return typ == "unsafe.Pointer"
+}
+
+// nilError is what an fbt probe carries for a nil error (sdt/internal/fbtrt).
+const nilError = "<nil>"
+
+// appendText appends argument i as text: numbers, true/false, pointers as 0x...,
+// strings and errors quoted, a nil error as nil.
+func appendText(b []byte, show byte, rec ctlproto.Record, l *ctlproto.Layout, i int) []byte {
+	switch show {
+	case ctlproto.ValString:
+		return appendQuoted(b, l.Str(rec, i))
+	case showError:
+		if s := l.Str(rec, i); string(s) != nilError || rec.Cut(i) {
+			return appendQuoted(b, s)
+		}
+		return append(b, "nil"...)
+	case showPointer:
+		return strconv.AppendUint(append(b, "0x"...), rec.Slot(i), 16)
+	}
+	return ctlproto.AppendValue(b, show, rec, l, i)
+}
+
+// appendJSONValue appends argument i as a typed JSON value: integers as numbers,
+// every digit exact (beyond 2^53 too: read them as int64/uint64, not doubles),
+// floats as numbers (NaN and infinities as the strings "NaN", "+Inf", "-Inf"), bools
+// as true/false, strings as strings, pointers as "0x..." strings, an error as its
+// text or null.
+func appendJSONValue(b []byte, show byte, rec ctlproto.Record, l *ctlproto.Layout, i int) []byte {
+	switch show {
+	case ctlproto.ValString:
+		return appendJSONBytes(b, l.Str(rec, i))
+	case showError:
+		if s := l.Str(rec, i); string(s) != nilError || rec.Cut(i) {
+			return appendJSONBytes(b, s)
+		}
+		return append(b, "null"...)
+	case showPointer:
+		b = strconv.AppendUint(append(b, `"0x`...), rec.Slot(i), 16)
+		return append(b, '"')
+	case ctlproto.ValFloat:
+		f := math.Float64frombits(rec.Slot(i))
+		switch {
+		case math.IsNaN(f):
+			return append(b, `"NaN"`...)
+		case math.IsInf(f, 1):
+			return append(b, `"+Inf"`...)
+		case math.IsInf(f, -1):
+			return append(b, `"-Inf"`...)
+		}
+	}
+	return ctlproto.AppendValue(b, show, rec, l, i)
 }
 
 func (p *printer) text(ds *ctlproto.Desc) *descText {
@@ -238,6 +337,7 @@ func (p *printer) text(ds *ctlproto.Desc) *descText {
 			name, typ = ds.Args[i].Name, ds.Args[i].Type
 		}
 		t.args = append(t.args, []byte(" "+name+"="))
+		t.shows = append(t.shows, showOf(ds.Kinds[i], typ))
 		j := appendJSONString([]byte(`{"name":`), name)
 		j = appendJSONString(append(j, `,"type":`...), typ)
 		t.jsonArgs = append(t.jsonArgs, append(j, `,"value":`...))
@@ -305,13 +405,9 @@ func (p *printer) print(rec ctlproto.Record, ds *ctlproto.Desc, l *ctlproto.Layo
 	b = strconv.AppendUint(b, rec.Goroutine(), 10)
 	t := p.text(ds)
 	b = append(b, t.head...)
-	for i, k := range ds.Kinds {
+	for i := range ds.Kinds {
 		b = append(b, t.args[i]...)
-		if k == ctlproto.ValString {
-			b = appendQuoted(b, l.Str(rec, i))
-		} else {
-			b = ctlproto.AppendValue(b, k, rec, l, i)
-		}
+		b = appendText(b, t.shows[i], rec, l, i)
 		if rec.Cut(i) {
 			b = append(b, "..."...)
 		}
@@ -339,7 +435,7 @@ func (p *printer) frame(pc uint64) []byte {
 }
 
 // printJSON writes one event as {"pid":N,"event":{...}}, the fields of
-// ctlproto.Event.
+// ctlproto.Event, each argument's value typed (appendJSONValue).
 func (p *printer) printJSON(rec ctlproto.Record, ds *ctlproto.Desc, l *ctlproto.Layout, ns int64) {
 	t := p.text(ds)
 	b := append(p.w.AvailableBuffer(), `{"pid":`...)
@@ -354,18 +450,12 @@ func (p *printer) printJSON(rec ctlproto.Record, ds *ctlproto.Desc, l *ctlproto.
 	}
 	if len(ds.Kinds) > 0 {
 		b = append(b, `,"args":[`...)
-		for i, k := range ds.Kinds {
+		for i := range ds.Kinds {
 			if i > 0 {
 				b = append(b, ',')
 			}
 			b = append(b, t.jsonArgs[i]...)
-			if k == ctlproto.ValString {
-				b = appendJSONBytes(b, l.Str(rec, i))
-			} else {
-				b = append(b, '"')
-				b = ctlproto.AppendValue(b, k, rec, l, i)
-				b = append(b, '"')
-			}
+			b = appendJSONValue(b, t.shows[i], rec, l, i)
 			if rec.Cut(i) {
 				b = append(b, `,"cut":true`...)
 			}

@@ -28,6 +28,11 @@ func TestParseErrors(t *testing.T) {
 		{"example.com/a.(DB).Get\n", "r:1: a method is written (*Type).Method"},
 		{"example.com/a.(*DB.Get\n", "r:1: unbalanced parentheses"},
 		{"example.com/a.A.B.C\n", "r:1: too many dots"},
+		{"example.com/a.[a-\n", `r:1: '[' in "[a-": a function or type is a Go name, where * is the only wildcard`},
+		{"example.com/a.F\x00x\n", `r:1: byte 15 is '\x00'`},
+		{"example.com/a.(**Server).ServeHTTP\n", "r:1: a method's receiver is (*Type), with one *"},
+		{"example.com/a.(*).Get\n", "r:1: a method is written (*Type).Method"},
+		{"example.com/a.F-G\n", `r:1: '-' in "F-G"`},
 	} {
 		_, err := fbt.Parse("r", []byte(tc.in))
 		var re *fbt.RuleError

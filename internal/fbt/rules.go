@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Rule is one line of a rules file: a package and a function pattern.
@@ -102,7 +104,43 @@ func parseRule(text string) (Rule, string) {
 	if strings.Count(fn, ".") > 1 {
 		return Rule{}, "too many dots in the function: Function, Type.Method or (*Type).Method"
 	}
+	if msg := checkNames(text, fn); msg != "" {
+		return Rule{}, msg
+	}
 	return Rule{Text: text, Pkg: pkg, Func: fn}, ""
+}
+
+// checkNames refuses what no Go function is named: a byte that no import path or
+// identifier has, a glob's syntax other than * (a rule is not a spec: [a-z] is not a
+// class here), a receiver of more than one *.
+func checkNames(text, fn string) string {
+	for i, r := range text {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			return fmt.Sprintf("byte %d is %q: not in an import path or a Go name", i, text[i])
+		}
+	}
+	recv, name := "", fn
+	switch {
+	case strings.HasPrefix(fn, "("):
+		i := strings.Index(fn, ").")
+		recv, name = fn[2:i], fn[i+2:]
+		if strings.HasPrefix(recv, "*") {
+			return "a method's receiver is (*Type), with one *: " + fn + " names no method"
+		}
+	case strings.Contains(fn, "."):
+		recv, name, _ = strings.Cut(fn, ".")
+	}
+	for _, part := range []string{recv, name} {
+		for _, r := range part {
+			if r != '*' && r != '_' && !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+				return fmt.Sprintf("%q in %q: a function or type is a Go name, where * is the only wildcard", r, fn)
+			}
+		}
+	}
+	if strings.HasPrefix(fn, "(") && recv == "" {
+		return "a method is written (*Type).Method or Type.Method"
+	}
+	return ""
 }
 
 // ForPackage returns the rules of package pkg.

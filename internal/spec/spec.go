@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -124,12 +125,59 @@ func Parse(s string) (Spec, error) {
 
 // Match reports whether the probe provider:module:function:name matches
 // the spec: every non-empty field of s must match the corresponding part
-// in its entirety.
+// in its entirety; the function field as [MatchFunc] says.
 func (s Spec) Match(provider, module, function, name string) bool {
 	return Match(s.Provider, provider) &&
 		Match(s.Module, module) &&
-		Match(s.Function, function) &&
+		MatchFunc(s.Function, function) &&
 		Match(s.Name, name)
+}
+
+// MatchFunc reports whether pattern matches the function name function, as Go names
+// it (handlers.(*Server).ServeHTTP, store.(*Stack[...]).Pop, main.main.func1), the
+// way people write it: the whole name, the name without its package
+// ((*Server).ServeHTTP), or its last part alone (ServeHTTP). A bare name may so
+// match several functions (every ServeHTTP of the module): all of them, each named in
+// full wherever probes are shown.
+func MatchFunc(pattern, function string) bool {
+	if Match(pattern, function) {
+		return true
+	}
+	if pattern == "" || function == "" {
+		return false
+	}
+	// The package's name is an identifier: its dot is the first.
+	i := strings.IndexByte(function, '.')
+	if i < 0 {
+		return false
+	}
+	rest := function[i+1:]
+	if Match(pattern, rest) {
+		return true
+	}
+	if last := lastPart(rest); last != rest {
+		return Match(pattern, last)
+	}
+	return false
+}
+
+// lastPart is the part of a function name after its last dot outside brackets and
+// parentheses: the method of (*T[...]).M, the closure of F.func1.
+func lastPart(name string) string {
+	depth := 0
+	for i := len(name) - 1; i >= 0; i-- {
+		switch name[i] {
+		case ')', ']':
+			depth++
+		case '(', '[':
+			depth--
+		case '.':
+			if depth == 0 {
+				return name[i+1:]
+			}
+		}
+	}
+	return name
 }
 
 // String returns the spec in canonical four-field form, such as "proc:::exit".

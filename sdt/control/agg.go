@@ -316,7 +316,7 @@ func (a *aggregation) resolve(probes []*bridge.Probe) error {
 	for _, p := range probes {
 		top = max(top, p.ID+1)
 	}
-	where, err := compileWhere(a.o.Where, probes, top)
+	where, left, err := compileWhere(a.o.Where, probes, top)
 	if err != nil {
 		return err
 	}
@@ -334,6 +334,9 @@ func (a *aggregation) resolve(probes []*bridge.Probe) error {
 		if a.o.Value != "" {
 			ap.val = argIndex(p, a.o.Value)
 			ap.ok = ap.ok && ap.val >= 0
+		}
+		if left != nil && left[p.ID] {
+			ap.ok = false // without an argument the predicate names, as without --by's
 		}
 		ap.fast = ap.ok && ap.where == nil && a.by != byArg
 		ps[p.ID] = ap

@@ -44,7 +44,8 @@ type TraceOptions struct {
 	Stack int
 	// Where is a predicate on the arguments (sdtctl's --where: arg0 > 100 &&
 	// path == "/api", arguments by name or argN), compiled once for each probe
-	// matched: a fire it rejects writes nothing and is counted filtered. "": all.
+	// matched: a fire it rejects writes nothing and is counted filtered. A probe
+	// without an argument it names is left out (an error when every probe is). "": all.
 	Where string
 }
 
@@ -505,12 +506,15 @@ func openTrace(who, spec string, o TraceOptions) (*Trace, error) {
 		for _, p := range probes {
 			top = max(top, p.ID+1)
 		}
-		where, err := compileWhere(o.Where, probes, top)
+		where, left, err := compileWhere(o.Where, probes, top)
 		if err != nil {
 			return err
 		}
 		states := make([]probeState, top)
 		for _, p := range probes {
+			if left != nil && left[p.ID] {
+				continue // without an argument the predicate names: not traced
+			}
 			st := &states[p.ID]
 			st.p = p
 			if where != nil {

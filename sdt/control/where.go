@@ -28,12 +28,15 @@ func (e *PredicateError) Caret() string {
 }
 
 // compileWhere compiles src for each of probes, by id (nil for src ""): with its
-// argument names and kinds, so that a name a probe lacks is an error naming it.
-func compileWhere(src string, probes []*bridge.Probe, top uint32) ([]*pred.Program, error) {
+// argument names and kinds. A probe that lacks an argument src names is left out
+// (left[id]), as --by leaves out the probes without its argument; when every probe
+// lacks one, or src is wrong in another way, the error names the probe.
+func compileWhere(src string, probes []*bridge.Probe, top uint32) (progs []*pred.Program, left []bool, err error) {
 	if src == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
-	progs := make([]*pred.Program, top)
+	progs, left = make([]*pred.Program, top), make([]bool, top)
+	var lacking error
 	for _, p := range probes {
 		args := make([]pred.Arg, len(p.Kinds))
 		for i, k := range p.Kinds {
@@ -49,11 +52,23 @@ func compileWhere(src string, probes []*bridge.Probe, top uint32) ([]*pred.Progr
 			if errors.As(err, &e) {
 				pe.Pos, pe.Msg = e.Pos, e.Msg
 			}
-			return nil, pe
+			if !strings.HasPrefix(pe.Msg, "unknown argument ") {
+				return nil, nil, pe
+			}
+			left[p.ID] = true
+			if lacking == nil {
+				lacking = pe
+			}
+			continue
 		}
 		progs[p.ID] = prog
 	}
-	return progs, nil
+	for _, p := range probes {
+		if !left[p.ID] {
+			return progs, left, nil
+		}
+	}
+	return nil, nil, lacking
 }
 
 // whereMessage is a predicate error as the server tells a client: one line, then the

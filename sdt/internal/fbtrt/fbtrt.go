@@ -202,7 +202,7 @@ func (p *Func) fire(c *Call, at uint8) *Call {
 		}
 		c.res.N = 2
 		c.res.Kinds[0], c.res.Slots[0] = bridge.Int, uint64(rt.Nanotime()-c.start)
-		c.res.Kinds[1], c.res.Slots[1] = bridge.Int, panicking
+		c.res.Kinds[1], c.res.Slots[1] = bridge.Bool, panicking // a bool, as its type says: every fire of the probe the same kind
 		c.resVals, c.resSet = c.resVals[:0], c.resSet[:0]
 	}
 	return c

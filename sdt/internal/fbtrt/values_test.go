@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gosdt/gosdt/sdt"
 	"github.com/gosdt/gosdt/sdt/control"
 	"github.com/gosdt/gosdt/sdt/internal/fbtrt"
 )
@@ -45,8 +46,8 @@ func lookup(ctx context.Context, err error) error {
 }
 
 // TestFBTValues: an fbt probe carries an error result by its text ("<nil>" when nil;
-// the type's name when Error panics) and a context.Context by its type's name while
-// nothing (sdt/otelsdt) says more of it.
+// the type's name when Error panics), a context.Context by its type's name while
+// nothing (sdt/otelsdt) says more of it, and panicking as a bool.
 func TestFBTValues(t *testing.T) {
 	tr, err := control.OpenTrace("fbt:values::", control.TraceOptions{})
 	if err != nil {
@@ -66,6 +67,14 @@ func TestFBTValues(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, ev := range evs[:n] {
+			if len(ev.Args) == 3 {
+				// panicking is a bool, as its type says, in every fire: a trace
+				// takes a probe's kinds from its first fire when its types do not
+				// all tell them (the error), and a consumer prints what it took.
+				if p, ok := ev.Args[1].Value.(bool); !ok || p {
+					t.Errorf("return's panicking is %T %v, want bool false", ev.Args[1].Value, ev.Args[1].Value)
+				}
+			}
 			a := ev.Args[len(ev.Args)-1]
 			got = append(got, a.Value.(string))
 		}
@@ -78,5 +87,35 @@ func TestFBTValues(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("event %d carries %q, want %q (all: %q)", i, got[i], want[i], got)
 		}
+	}
+}
+
+// countingError counts the calls of its Error.
+type countingError struct{ n *int }
+
+func (e countingError) Error() string { *e.n++; return "counted" }
+
+// TestErrorReadWhileTraced: an error result's text is read (its Error called) only
+// while a consumer takes the return probe's fires: a probe on only for its hit count
+// calls nothing of the program's.
+func TestErrorReadWhileTraced(t *testing.T) {
+	calls := 0
+	err := countingError{&calls}
+	if _, e := sdt.Enable("fbt:values::return"); e != nil {
+		t.Skipf("fbt:values::return cannot be switched on here: %v", e)
+	}
+	lookup(context.Background(), err)
+	sdt.Disable("fbt:values::return")
+	if calls != 0 {
+		t.Fatalf("Error called %d times while the probe had no consumer", calls)
+	}
+	tr, e := control.OpenTrace("fbt:values::return", control.TraceOptions{})
+	if e != nil {
+		t.Skipf("fbt:values::return cannot be traced here: %v", e)
+	}
+	defer tr.Close()
+	lookup(context.Background(), err)
+	if calls != 1 {
+		t.Fatalf("Error called %d times while traced, want 1", calls)
 	}
 }

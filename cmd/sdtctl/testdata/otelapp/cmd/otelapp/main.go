@@ -4,7 +4,7 @@
 //
 //	otelapp serve   one command a line on stdin, one JSON line of what it did on stdout:
 //	                req N (under a span of its own, sampled), unsampled N (under a span its
-//	                sampler left out), work MS, crash N, timed N MS
+//	                sampler left out), work MS, crash N, timed N MS, put N, extremes
 //	otelapp loop N  calls app.Spin(N) for ever, printing "calls TOTAL" every 50 ms
 //	otelapp requests RATE   serves RATE requests a second (req N, each on a goroutine), for ever
 package main
@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -44,6 +45,8 @@ func serve() {
 	unsampled := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample())).Tracer("otelapp")
 	out := json.NewEncoder(os.Stdout)
 	out.Encode(map[string]any{"ready": os.Getpid()})
+	var store app.Store
+	var cache app.Cache
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -86,6 +89,14 @@ func serve() {
 			res["ns"] = time.Since(t0).Nanoseconds()
 		case "nocontext":
 			app.Lookup(context.Background(), arg(1))
+		case "put": // (*Store).Put and (*Cache).Put of key-N, N: an error when N < 0
+			if err := store.Put("key-"+f[1], arg(1)); err != nil {
+				res["err"] = err.Error()
+			}
+			res["changed"] = cache.Put("key-"+f[1], arg(1))
+		case "extremes":
+			app.Extremes(math.MinInt64, math.MaxUint64, true)
+			app.Extremes(math.MaxInt64, 1<<53+1, true)
 		}
 		out.Encode(res)
 	}
