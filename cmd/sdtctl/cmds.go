@@ -257,6 +257,7 @@ func stream(cl *client, q *ctlproto.Request, stop <-chan struct{}, each func(*ct
 }
 
 func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
+	args, command, follow := splitCommand(args)
 	o := newFlags("stat", stderr, true)
 	by := o.fs.String("by", "probe", "key: probe, site, or an argument (argN or its name)")
 	value := o.fs.String("value", "", "sum, bound and average the number argument `ARG` (argN, its name, or len(ARG) for a string's length)")
@@ -308,8 +309,31 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	if *hist != "" {
 		folding = "--hist"
 	}
-	cls, err := o.targets(false)
-	if err != nil {
+	// A command started with -- CMD: snapshots come every MinInterval, so that the
+	// last before it exits is recent; those of -i are printed (follow.go).
+	every := *iv
+	if follow {
+		if *clear {
+			return fail(exitUsage, "stat: --clear with -- CMD: the snapshots are all since the start")
+		}
+		q.IntervalMS = ctlproto.MinInterval.Milliseconds()
+	}
+	var cls []*client
+	var cmd *followed
+	if follow {
+		if o.pid != 0 || o.name != "" {
+			return fail(exitUsage, "stat: -p or -n, or -- CMD: one of them")
+		}
+		q.Value = strings.TrimSuffix(strings.TrimPrefix(q.Value, "len("), ")") // checked by the process
+		f, cl, err := startFollowed(command, q, stderr)
+		if cl == nil {
+			if f != nil {
+				return f.finish(err, stdout, stderr, o.json)
+			}
+			return err
+		}
+		cls, cmd = []*client{cl}, f
+	} else if cls, err = o.targets(false); err != nil {
 		return err
 	}
 	defer func() {
@@ -317,7 +341,7 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 			cl.close()
 		}
 	}()
-	if q.Value != "" {
+	if q.Value != "" && !follow {
 		arg, length := q.Value, false
 		if a, ok := strings.CutPrefix(q.Value, "len("); ok {
 			if a, ok = strings.CutSuffix(a, ")"); ok {
@@ -341,6 +365,14 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 			defer wg.Done()
 			var last *ctlproto.Stat
 			snaps := 0
+			var printed time.Time
+			show := func(s *ctlproto.Stat) {
+				if o.json {
+					printJSON(stdout, map[string]any{"pid": cl.pid, "stat": jsonStat{time.Unix(0, s.Time), s}})
+					return
+				}
+				printStat(stdout, cl.pid, s)
+			}
 			_, err := stream(cl, q, st.C, func(r *ctlproto.Response) {
 				if r.Stat == nil {
 					return
@@ -351,13 +383,27 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 				mu.Lock()
 				defer mu.Unlock()
 				last, snaps = r.Stat, snaps+1
+				if cmd != nil {
+					if time.Since(printed) >= every && !printed.IsZero() {
+						show(r.Stat)
+						printed, last = time.Now(), nil
+					} else if printed.IsZero() {
+						printed = time.Now()
+					}
+					return
+				}
 				if o.json {
 					printJSON(stdout, map[string]any{"pid": cl.pid, "stat": jsonStat{time.Unix(0, r.Stat.Time), r.Stat}})
 					return
 				}
 				printStat(stdout, cl.pid, r.Stat)
 			})
-			if exitCode(err) == exitExited {
+			if cmd != nil && last != nil {
+				show(last) // the last snapshot, taken at most MinInterval before the command ended
+			}
+			if cmd != nil && exitCode(err) == exitExited {
+				err = nil
+			} else if exitCode(err) == exitExited {
 				mu.Lock()
 				err = statExited(stdout, o.json, cl.pid, snaps, last)
 				mu.Unlock()
@@ -367,6 +413,9 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	}
 	wg.Wait()
 	st.release()
+	if cmd != nil {
+		return cmd.finish(fails.err(), stdout, stderr, o.json)
+	}
 	return fails.err()
 }
 

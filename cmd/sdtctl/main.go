@@ -79,6 +79,10 @@ whose command is NAME, each said by its pid):
                                        Each P of the process records into a buffer of its own (default
                                        4m): what does not fit is dropped, counted, and reported at the
                                        end (every fire is delivered or counted dropped, once)
+  trace|stat SPEC [flags] -- CMD ARGS  start CMD (a program that uses gosdt) with SPEC enabled from
+                                       its first instruction (a probe fired in a package's init is
+                                       seen), follow it until it exits, and say its exit status (--json:
+                                       {"status":N}); it keeps sdtctl's stdin, stdout and stderr
   stat [-p PID | -n NAME] SPEC [--by probe|site|ARG] [--value ARG] [--hist ARG [--linear LOW,HIGH,STEP]]
        [--clear] [-i INTERVAL] [-d DURATION]
                                        enable and count fires by key every INTERVAL (default 1s), in
