@@ -267,12 +267,23 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	clear := o.fs.Bool("clear", false, "each snapshot shows its interval's values, not all since the start")
 	iv := o.fs.Duration("i", time.Second, "`INTERVAL` between snapshots")
 	dur := o.fs.Duration("d", 0, "stop after `DURATION`")
+	pprofPath := o.fs.String("pprof", "", "with --by stack: write the last snapshot to `FILE` as a pprof profile (go tool pprof)")
+	foldedPath := o.fs.String("folded", "", "with --by stack: write the last snapshot to `FILE` as folded stacks (flamegraph.pl, speedscope)")
 	pos, err := o.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		return fail(exitUsage, "stat: want one SPEC")
+	}
+	if (*pprofPath != "" || *foldedPath != "") && *by != "stack" {
+		return fail(exitUsage, "stat: --pprof and --folded write stacks: with --by stack")
+	}
+	started := time.Now()
+	var final *ctlproto.Stat // the last snapshot, for --pprof and --folded
+	printSnap := printStat
+	if *by == "stack" {
+		printSnap = printStackStat
 	}
 	if err := checkSpecs(pos); err != nil {
 		return err
@@ -341,6 +352,9 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 			cl.close()
 		}
 	}()
+	if len(cls) > 1 && (*pprofPath != "" || *foldedPath != "") {
+		return fail(exitUsage, "stat: --pprof and --folded: of one process (-p PID), not %d", len(cls))
+	}
 	if q.Value != "" && !follow {
 		arg, length := q.Value, false
 		if a, ok := strings.CutPrefix(q.Value, "len("); ok {
@@ -371,7 +385,7 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 					printJSON(stdout, map[string]any{"pid": cl.pid, "stat": jsonStat{time.Unix(0, s.Time), s}})
 					return
 				}
-				printStat(stdout, cl.pid, s)
+				printSnap(stdout, cl.pid, s)
 			}
 			_, err := stream(cl, q, st.C, func(r *ctlproto.Response) {
 				if r.Stat == nil {
@@ -382,7 +396,7 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 				}
 				mu.Lock()
 				defer mu.Unlock()
-				last, snaps = r.Stat, snaps+1
+				last, snaps, final = r.Stat, snaps+1, r.Stat
 				if cmd != nil {
 					if time.Since(printed) >= every && !printed.IsZero() {
 						show(r.Stat)
@@ -396,7 +410,7 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 					printJSON(stdout, map[string]any{"pid": cl.pid, "stat": jsonStat{time.Unix(0, r.Stat.Time), r.Stat}})
 					return
 				}
-				printStat(stdout, cl.pid, r.Stat)
+				printSnap(stdout, cl.pid, r.Stat)
 			})
 			if cmd != nil && last != nil {
 				show(last) // the last snapshot, taken at most MinInterval before the command ended
@@ -413,6 +427,7 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	}
 	wg.Wait()
 	st.release()
+	fails.add(writeStacks(final, started, *pprofPath, *foldedPath))
 	if cmd != nil {
 		return cmd.finish(fails.err(), stdout, stderr, o.json)
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gosdt/gosdt/internal/alarm"
 	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/internal/spec"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
@@ -37,7 +38,7 @@ const attachWait = 10 * time.Second
 
 var follow struct {
 	sync.Mutex
-	key    string // the request's payload, as bytes
+	q      *ctlproto.Request // what SDT_FOLLOW asked for
 	tr     *Trace
 	ag     *Aggregation
 	early  bool          // its spec names no function: definitions are taken as they come
@@ -107,7 +108,7 @@ func startFollow() (opened bool) {
 	}
 	follow.Lock()
 	defer follow.Unlock()
-	follow.key, follow.tr, follow.ag, follow.settle = string(b), tr, ag, settle
+	follow.q, follow.tr, follow.ag, follow.settle = q, tr, ag, settle
 	follow.taken = make(chan struct{})
 	if sp, err := spec.Parse(q.Spec); err == nil && (sp.Function == "" || sp.Function == "*") {
 		follow.early = true
@@ -130,11 +131,8 @@ func adopt(q *ctlproto.Request) (*Trace, *Aggregation, error) {
 	if follow.tr == nil && follow.ag == nil {
 		return nil, nil, nil
 	}
-	if q != nil {
-		b, err := ctlproto.AppendFrame(nil, q)
-		if err != nil || string(b[4:]) != follow.key {
-			return nil, nil, nil
-		}
+	if q != nil && !sameRequest(q, follow.q) {
+		return nil, nil, nil
 	}
 	tr, ag := follow.tr, follow.ag
 	follow.tr, follow.ag = nil, nil
@@ -161,7 +159,7 @@ func waitAdopted() {
 		// connects after the packages' init, and their fires are counted (hits) only.
 		return
 	}
-	t := time.NewTimer(attachWait)
+	t := alarm.After(attachWait) // not a time.Timer: its channel of time.Time links time's formatting
 	defer t.Stop()
 	select {
 	case <-taken:
@@ -251,4 +249,13 @@ func openFollow(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) 
 	c.cancel = cancel
 	consumers.Add(1)
 	return c, func() error { _, err := settle(c.o); return err }, nil
+}
+
+// sameRequest reports whether a and b ask for the same trace or stat (not
+// ctlproto's encoding, which no traced process needs otherwise).
+func sameRequest(a, b *ctlproto.Request) bool {
+	return a.Op == b.Op && a.Spec == b.Spec && a.Count == b.Count && a.DurationMS == b.DurationMS &&
+		a.BufSize == b.BufSize && a.By == b.By && a.Value == b.Value && a.Hist == b.Hist &&
+		a.LinLow == b.LinLow && a.LinHigh == b.LinHigh && a.LinStep == b.LinStep && a.Clear == b.Clear &&
+		a.IntervalMS == b.IntervalMS && a.Stack == b.Stack && a.Where == b.Where
 }
