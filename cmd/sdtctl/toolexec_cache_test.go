@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/gosdt/gosdt/internal/testbin"
 )
@@ -19,8 +21,8 @@ var compiles = regexp.MustCompile(`(?m)toolexec -rules \S+ \S+/compile(\.exe)? .
 
 // TestToolexecCache: an instrumented build is cached by the go command, keyed on the
 // rules (sdtctl adds their hash to the compiler's -V=full): a second build with the
-// same rules compiles nothing, and one whose rules changed compiles the packages
-// again, the instrumented one included.
+// same rules compiles nothing, and one whose rules changed would compile the packages
+// again, the instrumented one included (go build -n: not run, a cold build is minutes).
 func TestToolexecCache(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a cold instrumented build compiles the standard library again")
@@ -28,9 +30,12 @@ func TestToolexecCache(t *testing.T) {
 	otelAppBin(t) // the first build, also the export tests'
 	sdtctlBin := testbin.Sdtctl(t)
 	src, _ := filepath.Abs("testdata/otelapp")
-	build := func(rules string) []string {
+	// build runs go build -x (mode "-x"), or prints what it would run (-n: the go
+	// command consults its cache as for a build, without compiling), and returns the
+	// packages compiled.
+	build := func(mode, rules string) []string {
 		t.Helper()
-		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-x", "-o", filepath.Join(t.TempDir(), "otelapp"),
+		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", mode, "-o", filepath.Join(t.TempDir(), "otelapp"),
 			"-toolexec", sdtctlBin+" toolexec -rules "+rules, "./cmd/otelapp")
 		cmd.Dir = src
 		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "CGO_ENABLED=0", "GOOS=", "GOARCH=")
@@ -45,7 +50,7 @@ func TestToolexecCache(t *testing.T) {
 		return pkgs
 	}
 	rules := filepath.Join(src, "fbt.rules")
-	if pkgs := build(rules); len(pkgs) != 0 {
+	if pkgs := build("-x", rules); len(pkgs) != 0 {
 		t.Fatalf("the same rules compiled %d packages again: %v", len(pkgs), pkgs)
 	}
 	b, err := os.ReadFile(rules)
@@ -53,13 +58,14 @@ func TestToolexecCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	// In the module's directory, as a rules file must be (its module requires gosdt);
-	// a name the go command ignores.
+	// a name the go command ignores. A change no earlier run made: the cache has never
+	// seen these rules.
 	changed := filepath.Join(src, ".fbt-changed-"+strconv.Itoa(os.Getpid())+".rules")
-	if err := os.WriteFile(changed, append(b, "# changed\n"...), 0o644); err != nil {
+	if err := os.WriteFile(changed, fmt.Appendf(b, "# changed at %d\n", time.Now().UnixNano()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(changed) })
-	pkgs := build(changed)
+	pkgs := build("-n", changed)
 	found := false
 	for _, p := range pkgs {
 		found = found || p == "example.com/otelapp/app"
@@ -67,8 +73,5 @@ func TestToolexecCache(t *testing.T) {
 	if !found {
 		t.Fatalf("changed rules did not compile example.com/otelapp/app again (%d packages compiled: %v)", len(pkgs), pkgs)
 	}
-	t.Logf("changed rules: %d packages compiled again", len(pkgs))
-	if pkgs := build(changed); len(pkgs) != 0 {
-		t.Fatalf("the changed rules, again, compiled %d packages: %v", len(pkgs), pkgs)
-	}
+	t.Logf("changed rules: %d packages to compile again", len(pkgs))
 }
