@@ -136,3 +136,7 @@ func (controlPlane) List(spec string) ([]ctlproto.Probe, error) {
 func (controlPlane) Subscribe(spec string, s bridge.Sink) ([]*bridge.Probe, func(), error) {
 	return subscribe(spec, s)
 }
+
+func (controlPlane) Follow(spec string, s bridge.Sink, grew func([]*bridge.Probe) error) (func(*bridge.Owner) ([]*bridge.Probe, error), func(), error) {
+	return follow(spec, s, grew)
+}

@@ -34,11 +34,11 @@ func init() {
 		reg.unbound = append(reg.unbound, s)
 	}
 	reg.seal(os.Getenv("SDT_PATCH"))
-	if reg.mode == modeOn {
+	if o := startOwner(); o != nil {
 		for _, s := range reg.sites {
 			s.on.Store(true)
 			s.everOn = true
-			s.owners = []*owner{programOwner} // as if the program had enabled it
+			s.owners = []*owner{o} // as if the program (or sdtctl, follow.go) had enabled it
 		}
 	}
 	for n, s := range reg.sites {
@@ -102,12 +102,12 @@ func (r *registry) seal(patchEnv string) {
 			continue
 		}
 		switch {
-		case s.Presealed && r.mode == modeOn:
+		case s.Presealed && startOwner() != nil:
 			writes = append(writes, patch.Write{Addr: s.Addr, Old: s.Off, New: s.On})
 		case s.Presealed:
 		default:
 			sled := s.Off
-			if r.mode == modeOn {
+			if startOwner() != nil {
 				sled = s.On
 			}
 			writes = append(writes, patch.Write{Addr: s.Addr, Old: s.Orig, New: sled})

@@ -76,12 +76,13 @@ func defineIn(provider, name string, args []string, types []argT, module string,
 		p.sizes = append(p.sizes, t.size)
 	}
 	var on uint8
-	if reg.mode == modeOn {
+	if o := startOwner(); o != nil {
 		on = 1
 		p.wide.Store(true)
-		p.wideOwners = []*owner{programOwner}
+		p.wideOwners = []*owner{o}
 	}
 	reg.add(p, alias)
+	followDefined(p)
 	return head{on: on, core: p}
 }
 

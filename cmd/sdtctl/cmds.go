@@ -284,6 +284,7 @@ func stream(cl *client, q *ctlproto.Request, stop <-chan struct{}, each func(*ct
 }
 
 func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
+	args, command, follow := splitCommand(args)
 	o := newFlags("stat", stderr, true)
 	by := o.fs.String("by", "probe", "key: probe, site, or an argument (argN or its name)")
 	value := o.fs.String("value", "", "sum, bound and average the number argument `ARG` (argN, its name, or len(ARG) for a string's length)")
@@ -293,12 +294,23 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	clear := o.fs.Bool("clear", false, "each snapshot shows its interval's values, not all since the start")
 	iv := o.fs.Duration("i", time.Second, "`INTERVAL` between snapshots")
 	dur := o.fs.Duration("d", 0, "stop after `DURATION`")
+	pprofPath := o.fs.String("pprof", "", "with --by stack: write the last snapshot to `FILE` as a pprof profile (go tool pprof)")
+	foldedPath := o.fs.String("folded", "", "with --by stack: write the last snapshot to `FILE` as folded stacks (flamegraph.pl, speedscope)")
 	pos, err := o.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		return fail(exitUsage, "stat: want one SPEC")
+	}
+	if (*pprofPath != "" || *foldedPath != "") && *by != "stack" {
+		return fail(exitUsage, "stat: --pprof and --folded write stacks: with --by stack")
+	}
+	started := time.Now()
+	var final *ctlproto.Stat // the last snapshot, for --pprof and --folded
+	printSnap := printStat
+	if *by == "stack" {
+		printSnap = printStackStat
 	}
 	if err := checkSpecs(pos); err != nil {
 		return err
@@ -334,8 +346,31 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	if *hist != "" {
 		folding = "--hist"
 	}
-	cls, err := o.targets(false)
-	if err != nil {
+	// A command started with -- CMD: snapshots come every MinInterval, so that the
+	// last before it exits is recent; those of -i are printed (follow.go).
+	every := *iv
+	if follow {
+		if *clear {
+			return fail(exitUsage, "stat: --clear with -- CMD: the snapshots are all since the start")
+		}
+		q.IntervalMS = ctlproto.MinInterval.Milliseconds()
+	}
+	var cls []*client
+	var cmd *followed
+	if follow {
+		if o.pid != 0 || o.name != "" {
+			return fail(exitUsage, "stat: -p or -n, or -- CMD: one of them")
+		}
+		q.Value = strings.TrimSuffix(strings.TrimPrefix(q.Value, "len("), ")") // checked by the process
+		f, cl, err := startFollowed(command, q, stderr)
+		if cl == nil {
+			if f != nil {
+				return f.finish(err, stdout, stderr, o.json)
+			}
+			return err
+		}
+		cls, cmd = []*client{cl}, f
+	} else if cls, err = o.targets(false); err != nil {
 		return err
 	}
 	defer func() {
@@ -343,19 +378,24 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 			cl.close()
 		}
 	}()
-	var keyed []string // the arguments --by and --value name
-	if q.By != "probe" && q.By != "site" {
-		keyed = append(keyed, q.By)
+	if len(cls) > 1 && (*pprofPath != "" || *foldedPath != "") {
+		return fail(exitUsage, "stat: --pprof and --folded: of one process (-p PID), not %d", len(cls))
 	}
-	if arg := strings.TrimSuffix(strings.TrimPrefix(q.Value, "len("), ")"); arg != "" && arg != q.By {
-		keyed = append(keyed, arg)
+	if !follow { // a followed command's connection streams already
+		var keyed []string // the arguments --by and --value name
+		if q.By != "probe" && q.By != "site" && q.By != "stack" {
+			keyed = append(keyed, q.By)
+		}
+		if arg := strings.TrimSuffix(strings.TrimPrefix(q.Value, "len("), ")"); arg != "" && arg != q.By {
+			keyed = append(keyed, arg)
+		}
+		for _, cl := range cls {
+			noteFunctions(cl, q.Spec, stderr)
+			noteLeftOut(cl, q.Spec, "--by/--value", keyed, stderr)
+			noteLeftOut(cl, q.Spec, "--where", whereNames(q.Where), stderr)
+		}
 	}
-	for _, cl := range cls {
-		noteFunctions(cl, q.Spec, stderr)
-		noteLeftOut(cl, q.Spec, "--by/--value", keyed, stderr)
-		noteLeftOut(cl, q.Spec, "--where", whereNames(q.Where), stderr)
-	}
-	if q.Value != "" {
+	if q.Value != "" && !follow {
 		arg, length := q.Value, false
 		if a, ok := strings.CutPrefix(q.Value, "len("); ok {
 			if a, ok = strings.CutSuffix(a, ")"); ok {
@@ -379,6 +419,14 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 			defer wg.Done()
 			var last *ctlproto.Stat
 			snaps := 0
+			var printed time.Time
+			show := func(s *ctlproto.Stat) {
+				if o.json {
+					printJSON(stdout, map[string]any{"pid": cl.pid, "stat": jsonStat{time.Unix(0, s.Time), s}})
+					return
+				}
+				printSnap(stdout, cl.pid, s)
+			}
 			_, err := stream(cl, q, st.C, func(r *ctlproto.Response) {
 				if r.Stat == nil {
 					return
@@ -388,14 +436,28 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 				}
 				mu.Lock()
 				defer mu.Unlock()
-				last, snaps = r.Stat, snaps+1
+				last, snaps, final = r.Stat, snaps+1, r.Stat
+				if cmd != nil {
+					if time.Since(printed) >= every && !printed.IsZero() {
+						show(r.Stat)
+						printed, last = time.Now(), nil
+					} else if printed.IsZero() {
+						printed = time.Now()
+					}
+					return
+				}
 				if o.json {
 					printJSON(stdout, map[string]any{"pid": cl.pid, "stat": jsonStat{time.Unix(0, r.Stat.Time), r.Stat}})
 					return
 				}
-				printStat(stdout, cl.pid, r.Stat)
+				printSnap(stdout, cl.pid, r.Stat)
 			})
-			if exitCode(err) == exitExited {
+			if cmd != nil && last != nil {
+				show(last) // the last snapshot, taken at most MinInterval before the command ended
+			}
+			if cmd != nil && exitCode(err) == exitExited {
+				err = nil
+			} else if exitCode(err) == exitExited {
 				mu.Lock()
 				err = statExited(stdout, o.json, cl.pid, snaps, last)
 				mu.Unlock()
@@ -405,6 +467,10 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	}
 	wg.Wait()
 	st.release()
+	fails.add(writeStacks(final, started, *pprofPath, *foldedPath))
+	if cmd != nil {
+		return cmd.finish(fails.err(), stdout, stderr, o.json)
+	}
 	return fails.err()
 }
 

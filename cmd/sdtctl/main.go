@@ -82,8 +82,12 @@ whose command is NAME, each said by its pid):
                                        Each P of the process records into a buffer of its own (default
                                        4m): what does not fit is dropped, counted, and reported at the
                                        end (every fire is delivered or counted dropped, once)
-  stat [-p PID | -n NAME] SPEC [--by probe|site|ARG] [--value ARG] [--hist ARG [--linear LOW,HIGH,STEP]]
-       [--where EXPR] [--clear] [-i INTERVAL] [-d DURATION]
+  trace|stat SPEC [flags] -- CMD ARGS  start CMD (a program that uses gosdt) with SPEC enabled from
+                                       its first instruction (a probe fired in a package's init is
+                                       seen), follow it until it exits, and say its exit status (--json:
+                                       {"status":N}); it keeps sdtctl's stdin, stdout and stderr
+  stat [-p PID | -n NAME] SPEC [--by probe|site|stack|ARG] [--value ARG] [--hist ARG [--linear LOW,HIGH,STEP]]
+       [--where EXPR] [--clear] [-i INTERVAL] [-d DURATION] [--pprof FILE] [--folded FILE]
                                        enable and count fires by key every INTERVAL (default 1s), in
                                        the process, each P apart, merged when shown; --value sums,
                                        bounds and averages a number argument; --hist also quantizes it
@@ -93,7 +97,11 @@ whose command is NAME, each said by its pid):
                                        each interval's own values. ARG is argN or the argument's name.
                                        With -n, every process of that name, each snapshot a table of
                                        its own headed by its pid (processes fold apart: their counts
-                                       are not added). Disable on exit or Ctrl-C
+                                       are not added). --by stack keys by the fire's Go call stack
+                                       (32 frames, as @[ustack()]); --pprof FILE and --folded FILE
+                                       write the last snapshot as a pprof profile (go tool pprof) and
+                                       as folded stacks (flamegraph.pl, speedscope). Disable on exit
+                                       or Ctrl-C
   export [-p PID | -n NAME] SPEC... [-d DURATION] [-i INTERVAL] [--by KEY] [--bufsize BYTES]
          [--flush-timeout DURATION]
                                        OpenTelemetry: every call an entry/return pair (fbt) or a

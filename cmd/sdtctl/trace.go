@@ -15,6 +15,7 @@ import (
 )
 
 func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
+	args, command, follow := splitCommand(args)
 	o := newFlags("trace", stderr, true)
 	count := o.fs.Int("c", 0, "stop after `N` events")
 	dur := o.fs.Duration("d", 0, "stop after `DURATION`")
@@ -44,17 +45,31 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	if *dur < 0 {
 		return fail(exitUsage, "trace: -d %v: want a duration above 0", *dur)
 	}
-	cls, err := o.targets(false)
-	if err != nil {
-		return err
-	}
-	for _, cl := range cls {
-		noteFunctions(cl, pos[0], stderr)
-		noteLeftOut(cl, pos[0], "--where", whereNames(*where), stderr)
-	}
 	q := &ctlproto.Request{Op: ctlproto.OpTrace, Spec: pos[0], Count: *count, DurationMS: dur.Milliseconds(), BufSize: size, Where: *where}
 	if *stack {
 		q.Stack = ctlproto.StackDepth
+	}
+	var cls []*client
+	var cmd *followed // the command started, with -- CMD (follow.go)
+	if follow {
+		if o.pid != 0 || o.name != "" {
+			return fail(exitUsage, "trace: -p or -n, or -- CMD: one of them")
+		}
+		f, cl, err := startFollowed(command, q, stderr)
+		if cl == nil {
+			if f != nil {
+				return f.finish(err, stdout, stderr, o.json)
+			}
+			return err
+		}
+		cls, cmd = []*client{cl}, f
+	} else if cls, err = o.targets(false); err != nil {
+		return err
+	} else {
+		for _, cl := range cls { // a followed command's connection streams already
+			noteFunctions(cl, pos[0], stderr)
+			noteLeftOut(cl, pos[0], "--where", whereNames(*where), stderr)
+		}
 	}
 	// Each process streams on its own connection; their events are merged into one
 	// output, a batch at a time, each line with its pid. The count is of all of them.
@@ -121,7 +136,13 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 		if t.err == nil {
 			t.err = t.bad
 		}
+		if cmd != nil && exited {
+			t.err = nil // the command's end is the trace's: said below
+		}
 		fails.add(t.err)
+	}
+	if cmd != nil {
+		return cmd.finish(fails.err(), stdout, stderr, o.json)
 	}
 	return fails.err()
 }

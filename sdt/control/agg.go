@@ -33,7 +33,7 @@ type Aggregation struct {
 // argument is named "argN" (N from 0) or by its name in the probe's definition;
 // probes that have no such argument are not folded.
 type AggOptions struct {
-	By     string  // "probe" (the default), "site", or an argument: one row per value
+	By     string  // "probe" (the default), "site", "stack" (the fire's Go call stack), or an argument: one row per value
 	Value  string  // an argument: rows also sum, bound and average it; "": they count only
 	Hist   bool    // rows also quantize Value in power-of-two buckets (DTrace's quantize)
 	Linear *Linear // rows also quantize Value in linear buckets (DTrace's lquantize)
@@ -122,6 +122,7 @@ const (
 	byProbe = iota
 	bySite
 	byArg
+	byStack // the fire's Go call stack (aggstack.go)
 )
 
 // aggregation folds the fires it is fed (a bridge.Sink) into per-P shards.
@@ -138,9 +139,11 @@ type aggregation struct {
 	missed  atomic.Uint64 // fires on a P that had no shard yet
 	c       *consumer     // names probes and sites
 
-	mu    sync.Mutex // readers
-	prev  map[*aggCell]*cellRead
-	grown int64 // nanotime when grow last looked at GOMAXPROCS
+	mu sync.Mutex // readers
+	// stackNames: the row names of stack keys (byStack), made once (aggstack.go)
+	stackNames map[aggKey]string
+	prev       map[*aggCell]*cellRead
+	grown      int64 // nanotime when grow last looked at GOMAXPROCS
 }
 
 // aggProbe is where one probe's key and value are.
@@ -188,6 +191,8 @@ func newAggregation(o AggOptions) (*aggregation, error) {
 		a.o.By = "probe"
 	case "site":
 		a.by = bySite
+	case "stack":
+		a.by = byStack
 	default:
 		if !validArg(o.By) {
 			return nil, badOption("control: aggregation key %q: want probe, site, or an argument (argN or its name)", o.By)
@@ -338,7 +343,7 @@ func (a *aggregation) resolve(probes []*bridge.Probe) error {
 		if left != nil && left[p.ID] {
 			ap.ok = false // without an argument the predicate names, as without --by's
 		}
-		ap.fast = ap.ok && ap.where == nil && a.by != byArg
+		ap.fast = ap.ok && ap.where == nil && a.by != byArg && a.by != byStack
 		ps[p.ID] = ap
 		any = any || ap.ok
 	}
@@ -412,7 +417,11 @@ func (a *aggregation) fire(ap *aggProbe, shards []*aggShard, f *bridge.Firing) {
 	}
 	sh := shards[f.P]
 	c := sh.last
-	if a.by != byArg {
+	if a.by == byStack {
+		if c = a.stackCell(sh, f); c == nil {
+			return
+		}
+	} else if a.by != byArg {
 		if c == nil || c.key.x != uint64(f.Probe) || c.key.y != uint64(f.Site) {
 			k := aggKey{x: uint64(f.Probe), y: uint64(f.Site)}
 			if c = sh.lookup(a, &k, mix(k.x, k.y)); c == nil {
@@ -670,6 +679,8 @@ func (a *aggregation) keyName(k aggKey) string {
 			return k.s
 		}
 		return strconv.FormatInt(int64(k.x), 10)
+	case byStack:
+		return a.stackName(k)
 	case bySite:
 		probe, site := uint32(k.x), uintptr(k.y)
 		name := a.c.name(probe, site)

@@ -25,6 +25,15 @@ func start(r bridge.Registry) {
 	plane.Lock()
 	plane.reg = r
 	plane.Unlock()
+	if startFollow() {
+		// sdtctl started this command and waits for its socket (follow.go)
+		if err := Serve(); err != nil {
+			warnf("control server not started: %v", err)
+			return
+		}
+		waitAdopted()
+		return
+	}
 	switch v := os.Getenv("SDT_CONTROL"); v {
 	case "off":
 		return

@@ -68,13 +68,18 @@ func (cc *conn) request(q *ctlproto.Request, r *ctlproto.Request, ok bool) (stop
 // sent and what was dropped; at its count it ends at once: what fired after the
 // last event counted is neither sent nor counted dropped.
 func (cc *conn) traceStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (end *ctlproto.Response, closed bool, err error) {
-	o := TraceOptions{BufSize: q.BufSize, Stack: q.Stack, Where: q.Where}
+	o := traceOptions(q)
 	if err := o.check(); err != nil {
 		return nil, false, ctlproto.Errorf(ctlproto.CodeBadRequest, "%v", err)
 	}
-	tr, err := openTrace(cc.name+" trace", q.Spec, o)
+	tr, _, err := adopt(q) // opened at start for this request (follow.go)
 	if err != nil {
 		return nil, false, errCode(err)
+	}
+	if tr == nil {
+		if tr, err = openTrace(cc.name+" trace", q.Spec, o); err != nil {
+			return nil, false, errCode(err)
+		}
 	}
 	defer tr.Close()
 	started := &ctlproto.Response{Kind: ctlproto.KindStarted, Buffers: len(tr.s.buffers()), BufSize: tr.s.size}
@@ -166,13 +171,14 @@ func (cc *conn) traceStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) 
 
 // statStream sends an aggregation's snapshot every interval, and at its end.
 func (cc *conn) statStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (end *ctlproto.Response, closed bool, err error) {
-	o := AggOptions{By: q.By, Value: q.Value, Hist: q.Hist == ctlproto.HistQuantize, Where: q.Where}
-	if q.Hist == ctlproto.HistLinear {
-		o.Linear = &Linear{Low: q.LinLow, High: q.LinHigh, Step: q.LinStep}
-	}
-	ag, err := openAggregation(cc.name+" stat", q.Spec, o)
+	_, ag, err := adopt(q) // opened at start for this request (follow.go)
 	if err != nil {
 		return nil, false, errCode(err)
+	}
+	if ag == nil {
+		if ag, err = openAggregation(cc.name+" stat", q.Spec, aggOptions(q)); err != nil {
+			return nil, false, errCode(err)
+		}
 	}
 	defer ag.Close()
 	if err := cc.send(&ctlproto.Response{Kind: ctlproto.KindStarted}); err != nil {

@@ -501,44 +501,56 @@ func openTrace(who, spec string, o TraceOptions) (*Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := open(who, spec, s, func(probes []*bridge.Probe) error {
-		top := uint32(0)
-		for _, p := range probes {
-			top = max(top, p.ID+1)
-		}
-		where, left, err := compileWhere(o.Where, probes, top)
-		if err != nil {
-			return err
-		}
-		states := make([]probeState, top)
-		for _, p := range probes {
-			if left != nil && left[p.ID] {
-				continue // without an argument the predicate names: not traced
-			}
-			st := &states[p.ID]
-			st.p = p
-			if where != nil {
-				st.where = where[p.ID]
-			}
-			if st.where == nil && s.stack == 0 {
-				// Its kinds are known (plainSize): told now, not by a first fire.
-				if st.plain = plainSize(p); st.plain != 0 {
-					var a bridge.Args
-					a.N = len(p.Kinds)
-					copy(a.Kinds[:], p.Kinds)
-					st.kinds.Store(packKinds(&a))
-				}
-			}
-		}
-		s.probes.Store(&states)
-		s.armed = true
-		return nil
-	})
+	c, err := open(who, spec, s, func(probes []*bridge.Probe) error { return s.arm(o.Where, probes) })
 	if err != nil {
 		s.free()
 		return nil, err
 	}
 	return &Trace{s: s, c: c}, nil
+}
+
+// arm tells the sink its probes (again, with more, as a followed command defines
+// them: follow.go), their predicates compiled.
+func (s *traceSink) arm(where string, probes []*bridge.Probe) error {
+	top := uint32(0)
+	for _, p := range probes {
+		top = max(top, p.ID+1)
+	}
+	programs, left, err := compileWhere(where, probes, top)
+	if err != nil {
+		return err
+	}
+	states := make([]probeState, top)
+	for _, p := range probes {
+		if left != nil && left[p.ID] {
+			continue // without an argument the predicate names: not traced
+		}
+		st := &states[p.ID]
+		st.p = p
+		if programs != nil {
+			st.where = programs[p.ID]
+		}
+		if st.where == nil && s.stack == 0 {
+			// Its kinds are known (plainSize): told now, not by a first fire.
+			if st.plain = plainSize(p); st.plain != 0 {
+				var a bridge.Args
+				a.N = len(p.Kinds)
+				copy(a.Kinds[:], p.Kinds)
+				st.kinds.Store(packKinds(&a))
+			}
+		}
+	}
+	if old := s.probes.Load(); old != nil {
+		// re-armed: what fires taught of their kinds stays
+		for i := range min(len(*old), len(states)) {
+			if k := (*old)[i].kinds.Load(); k != 0 && states[i].kinds.Load() == 0 {
+				states[i].kinds.Store(k)
+			}
+		}
+	}
+	s.probes.Store(&states)
+	s.armed = true
+	return nil
 }
 
 // Read fills evs with the events that have arrived, oldest first for each P, waiting

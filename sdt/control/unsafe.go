@@ -24,6 +24,10 @@ func unsafeBytes(words []uint64) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), 8*len(words))
 }
 
+// stringView views b as a string, for a lookup that copies what it keeps (a stack
+// key: aggstack.go).
+func stringView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
 // bytesAt views size bytes at p, memory the runtime does not manage (allocBuf).
 func bytesAt(p unsafe.Pointer, size int) []byte { return unsafe.Slice((*byte)(p), size) }
 

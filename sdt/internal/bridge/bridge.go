@@ -180,6 +180,12 @@ type Registry interface {
 	// Subscribe attaches s to the fires of what spec matches, until cancel; it does
 	// not switch anything on (Hold does). probes describes what it covers.
 	Subscribe(spec string, s Sink) (probes []*Probe, cancel func(), err error)
+	// Follow attaches s to what spec matches from sdt's init on, definitions as they
+	// come, for a command sdtctl started (SDT_FOLLOW); grew is told of each probe
+	// before a fire of it can come. settle matches spec as Subscribe and Hold do, for
+	// o, once sdtctl has connected. With s nil it gives up: what sdt's init switched
+	// on for sdtctl is switched off.
+	Follow(spec string, s Sink, grew func([]*Probe) error) (settle func(o *Owner) ([]*Probe, error), cancel func(), err error)
 }
 
 // Start is set by package control at its initialisation, and called once by sdt at

@@ -1,0 +1,106 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gosdt/gosdt/internal/ctlproto"
+)
+
+// buildStartup builds testdata/startup: a probe fired in a package's init, then N in
+// main, then an exit with a given status.
+func buildStartup(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "startup")
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/startup").CombinedOutput(); err != nil {
+		t.Fatalf("building startup: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestTraceCommand: sdtctl trace SPEC -- CMD sees the probe fired in a package's
+// init, every fire of main, and reports the command's exit status; sdtctl itself
+// exits 0.
+func TestTraceCommand(t *testing.T) {
+	bin := buildStartup(t)
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	var out, errb bytes.Buffer
+	err := run([]string{"trace", "boot:::", "--json", "--", bin, "50", "3"}, &out, &errb)
+	if err != nil {
+		t.Fatalf("trace: %v\n%s", err, errb.String())
+	}
+	var loaded, steps, status int
+	status = -1
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m struct {
+			Event  *ctlproto.Event `json:"event"`
+			Status *int            `json:"status"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		switch {
+		case m.Status != nil:
+			status = *m.Status
+		case m.Event == nil:
+		case strings.HasSuffix(m.Event.Probe, ":loaded"):
+			if m.Event.Args[0].Value != "config" {
+				t.Errorf("loaded: %+v", m.Event)
+			}
+			if steps > 0 {
+				t.Errorf("the init's probe came after main's")
+			}
+			loaded++
+		case strings.HasSuffix(m.Event.Probe, ":step"):
+			if m.Event.Args[0].Value != strconv.Itoa(steps) {
+				t.Errorf("step %d: %+v", steps, m.Event)
+			}
+			steps++
+		}
+	}
+	if loaded != 1 || steps != 50 || status != 3 {
+		t.Fatalf("init's probe %d times (want 1), main's %d (want 50), status %d (want 3):\n%s", loaded, steps, status, out.String())
+	}
+}
+
+// TestStatCommand: stat -- CMD folds from the first instruction and prints the last
+// snapshot when the command ends.
+func TestStatCommand(t *testing.T) {
+	bin := buildStartup(t)
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	var out, errb bytes.Buffer
+	if err := run([]string{"stat", "boot:::", "--", bin, "1000", "0"}, &out, &errb); err != nil {
+		t.Fatalf("stat: %v\n%s", err, errb.String())
+	}
+	if !strings.Contains(out.String(), "1000 ") || !strings.Contains(out.String(), "::loaded") ||
+		!strings.Contains(errb.String(), "exited with status 0") {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	}
+}
+
+// TestCommandNotGosdt: a command that uses no gosdt is said so, with its status.
+func TestCommandNotGosdt(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	var out, errb bytes.Buffer
+	err := run([]string{"trace", "boot:::", "--", "/bin/sh", "-c", "exit 2"}, &out, &errb)
+	if exitCode(err) != exitNotGosdt || !strings.Contains(errb.String(), "exited with status 2") {
+		t.Fatalf("err %v (code %d), stderr %s", err, exitCode(err), errb.String())
+	}
+	if _, err := os.Stat("/nonexistent-sdtctl-cmd"); err == nil {
+		t.Skip()
+	}
+	if err := run([]string{"trace", "boot:::", "--", "/nonexistent-sdtctl-cmd"}, &out, &errb); exitCode(err) != exitNoProcess {
+		t.Fatalf("a missing command: %v", err)
+	}
+	if err := run([]string{"trace", "-p", "1", "boot:::", "--", "/bin/true"}, &out, &errb); exitCode(err) != exitUsage {
+		t.Fatalf("-p with a command: %v", err)
+	}
+}

@@ -1,0 +1,150 @@
+package sdt
+
+import (
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/gosdt/gosdt/internal/spec"
+	"github.com/gosdt/gosdt/sdt/internal/bridge"
+)
+
+// A command that sdtctl starts to trace it from its first instruction (sdtctl
+// trace|stat SPEC -- CMD) has SDT_FOLLOW set (package control reads the request in
+// it). Its probes are defined by the package-level variables of the packages that use
+// them, which are initialised after sdt: at sdt's init nothing can be matched by name
+// yet, and a site is bound to its definition only once the variable holding it is
+// written, after Define returns. So from sdt's init until sdtctl connects:
+//   - every site is on (as SDT_MODE=on has it), held by followOwner;
+//   - each definition is on as a whole as it is defined, and, when the spec's provider,
+//     module and name match it and its function field is a wildcard, the follow sink is
+//     attached to it there and then (followDefined), before its package's init can fire
+//     it: a probe fired in a package's init reaches the trace;
+//   - when sdtctl connects (settle), the spec is matched as any trace's is, its probes
+//     held by the consumer's own owner, and followOwner's holds are dropped.
+//
+// A spec naming a function cannot be told before sites are bound: its fires before
+// sdtctl connects are counted (the probes' hits) but not recorded, and sdtctl says so.
+
+// followOwner holds every site on until sdtctl takes over; nil unless SDT_FOLLOW is
+// set.
+var followOwner *owner
+
+func init() {
+	if _, ok := os.LookupEnv("SDT_FOLLOW"); ok {
+		followOwner = newOwner("sdtctl (from the start)")
+	}
+}
+
+// startOwner is who holds every site and definition on from the start: the program
+// (SDT_MODE=on), sdtctl (SDT_FOLLOW), or nobody (nil).
+func startOwner() *owner {
+	if reg.mode == modeOn {
+		return programOwner
+	}
+	return followOwner
+}
+
+// followSub is the follow sink's subscription while it takes definitions as they come.
+var followSub struct {
+	sync.Mutex
+	sp   spec.Spec
+	sub  *subscription
+	grew func([]*bridge.Probe) error // told of the probes covered before a fire of them can come
+	all  []*bridge.Probe
+	open bool
+}
+
+// follow attaches sink to every definition spec matches from now on (see above);
+// settle matches spec precisely, holds it for o, and drops followOwner's holds.
+func follow(specText string, sink bridge.Sink, grew func([]*bridge.Probe) error) (settle func(o *owner) ([]*bridge.Probe, error), cancel func(), err error) {
+	if sink == nil {
+		// given up (no request, or one that cannot be opened): nothing is held for it
+		(controlPlane{}).Release(followOwner)
+		return nil, nil, nil
+	}
+	sp, err := parseSpec(specText)
+	if err != nil {
+		(controlPlane{}).Release(followOwner)
+		return nil, nil, err
+	}
+	sub := &subscription{sink: sink, filters: map[*probe]*filter{}}
+	followSub.Lock()
+	followSub.sp, followSub.sub, followSub.grew, followSub.open = sp, sub, grew, true
+	followSub.Unlock()
+	reg.mu.Lock()
+	reg.subs = append(reg.subs, sub)
+	reg.mu.Unlock()
+	settle = func(o *owner) ([]*bridge.Probe, error) {
+		reg.mu.Lock()
+		fs, order := matchFilters(sp)
+		descs := make([]*bridge.Probe, len(order))
+		for i, p := range order {
+			descs[i] = p.describe(reg.probeID(p))
+		}
+		reg.mu.Unlock()
+		if len(fs) == 0 {
+			return nil, fmt.Errorf("%q: %w", specText, ErrNoMatch)
+		}
+		followSub.Lock()
+		followSub.open = false // from now on, the spec's own match
+		followSub.Unlock()
+		if err := grew(descs); err != nil {
+			return nil, err
+		}
+		if _, _, err := (controlPlane{}).Hold(o, []string{specText}); err != nil {
+			return nil, err
+		}
+		// From the filters taken as definitions came to the spec's own, per probe at
+		// once; then what only followOwner held goes off.
+		reg.mu.Lock()
+		old := sub.filters
+		sub.filters = fs
+		for p, f := range fs {
+			old[p] = f
+		}
+		reg.rebuild(old)
+		reg.mu.Unlock()
+		(controlPlane{}).Release(followOwner)
+		return descs, nil
+	}
+	var once sync.Once
+	cancel = func() {
+		once.Do(func() {
+			followSub.Lock()
+			followSub.open = false
+			followSub.Unlock()
+			sub.close()
+			(controlPlane{}).Release(followOwner)
+		})
+	}
+	return settle, cancel, nil
+}
+
+// followDefined attaches the follow sink to p, just defined, when the spec matches it
+// whatever its sites' functions.
+func followDefined(p *probe) {
+	if followOwner == nil {
+		return
+	}
+	followSub.Lock()
+	defer followSub.Unlock()
+	sp := followSub.sp
+	if !followSub.open || (sp.Function != "" && sp.Function != "*") || !sp.Match(p.provider, p.module, "", p.name) {
+		return
+	}
+	reg.mu.Lock()
+	d := p.describe(reg.probeID(p))
+	reg.mu.Unlock()
+	followSub.all = append(followSub.all, d)
+	if followSub.grew(followSub.all) != nil {
+		// the options cannot take it (an argument --by names that it lacks): settle says
+		followSub.all = followSub.all[:len(followSub.all)-1]
+		return
+	}
+	reg.mu.Lock()
+	f := &filter{all: true, wide: true}
+	followSub.sub.filters[p] = f
+	reg.rebuild(map[*probe]*filter{p: f})
+	reg.mu.Unlock()
+}
