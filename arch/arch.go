@@ -65,6 +65,16 @@ type Arch struct {
 	// jumps allowed and the calls that pass passes stepped over, before any other call,
 	// conditional branch, return, indirect transfer or trap.
 	Rejoins func(m Memory, pc, to uint64, pass func(target uint64) bool) bool
+
+	// FuncEntry reads the prologue and the morestack block of the walked function as
+	// an entry probe takes them (funcprobe.go); name names the function at a pc.
+	FuncEntry func(m Memory, w *Walked, name func(pc uint64) string) (FuncEntry, error)
+	// FuncReturns finds every return of the walked function, each in a shape a return
+	// probe takes, or says why one is not.
+	FuncReturns func(m Memory, w *Walked) ([]FuncReturn, error)
+	// CallTo encodes a call at pc to target padded to n bytes; nil when target is out
+	// of the call's reach or n cannot hold it.
+	CallTo func(pc, target uint64, n int) []byte
 }
 
 // Offline is what reading an architecture's binary files needs beyond discovery

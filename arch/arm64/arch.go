@@ -24,6 +24,17 @@ var Arch = arch.Arch{
 	Jumps:       jumps,
 	Sealed:      sealed,
 	Rejoins:     rejoins,
+	FuncEntry:   funcEntry,
+	FuncReturns: funcReturns,
+	CallTo:      callTo,
+}
+
+// callTo is CallTo as arch.Arch's: a BL is one instruction, n must be 4.
+func callTo(pc, target uint64, n int) []byte {
+	if n != 4 {
+		return nil
+	}
+	return CallTo(pc, target)
 }
 
 // Offline is AArch64 as reading its binaries uses it: the argument registers are

@@ -1,0 +1,180 @@
+package fprobe
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gosdt/gosdt/internal/rawptr"
+	"github.com/gosdt/gosdt/sdt/internal/rt"
+)
+
+// entryHandler is called by the entry stub with the function's register arguments in
+// their spill slots at argp, which the function's stack map 0 describes: a pointer
+// argument stays alive, and is adjusted should the stack move while it runs. ctxt is
+// the closure context (nil when not live), returned so that it too is adjusted. g is
+// the running goroutine's descriptor.
+func entryHandler(c *config, argp unsafe.Pointer, ctxt unsafe.Pointer, g uintptr) unsafe.Pointer {
+	f := c.fn
+	if f.wantRet.Load() {
+		// The depth from the stack's top is what a moved stack keeps.
+		depth := stackHi(g) - uintptr(argp)
+		enter(g, depth, c, rt.Nanotime())
+	}
+	if h := f.onEntry.Load(); h != nil {
+		f.stats.Entries.Add(1)
+		a := Args{f: f, argp: argp}
+		(*h)(f, &a)
+	}
+	return ctxt
+}
+
+// stackHi is g.stack.hi: a g starts with its stack bounds (runtime/runtime2.go).
+//
+//go:nosplit
+func stackHi(g uintptr) uintptr { return *(*uintptr)(rawptr.At(g + unsafe.Sizeof(uintptr(0)))) }
+
+// retHandler is called by the return stub once the function's frame is gone; regs
+// holds the result registers. It has no safe point, nor does anything it calls (all
+// nosplit, or intrinsics): result registers that hold pointers are in no stack map, so
+// nothing may look at this goroutine's stack, or move it, before they are back.
+//
+//go:nosplit
+func retHandler(c *config, argp uintptr, g uintptr, regs uintptr) {
+	f := c.fn
+	if !f.wantRet.Load() {
+		return
+	}
+	now := rt.Nanotime()
+	lat := int64(-1)
+	if t, ok := leave(g, stackHi(g)-argp, c.fn.entry); ok {
+		lat = now - t
+	} else {
+		f.stats.NoEntry.Add(1)
+	}
+	f.stats.Returns.Add(1)
+	r := (*[returnRegs]uint64)(rawptr.At(regs))
+	if !f.ring.put(lat, r) {
+		f.stats.Dropped.Add(1)
+	}
+}
+
+// The latency side table: the entry time of each call in flight whose function has
+// a return probe, keyed by goroutine, depth below the stack's top, and function, so
+// that a stack move changes nothing. Each slot is claimed by a goroutine with a CAS of
+// its g and freed by it; a call that panics leaves its slot, which the next entry at
+// the same depth of the same goroutine takes over (that call is over).
+const latSize = 1 << 12
+
+type latSlot struct {
+	g     atomic.Uintptr
+	depth uintptr
+	cfg   uintptr
+	t     int64
+}
+
+var lat [latSize]latSlot
+
+// latProbe is how many slots from a key's hash a search looks at.
+const latProbe = 16
+
+func latHash(g, depth uintptr) int {
+	return int(((uint64(g) ^ uint64(depth)<<20) * 0x9E3779B97F4A7C15) >> (64 - 12))
+}
+
+// enter records the entry time of a call.
+func enter(g, depth uintptr, c *config, t int64) {
+	h := latHash(g, depth)
+	free := -1
+	for i := 0; i < latProbe; i++ {
+		s := &lat[(h+i)&(latSize-1)]
+		switch s.g.Load() {
+		case g:
+			if s.depth == depth { // a call at this depth that never returned, or this one again after morestack
+				s.cfg, s.t = uintptr(unsafe.Pointer(c)), t
+				return
+			}
+		case 0:
+			if free < 0 {
+				free = (h + i) & (latSize - 1)
+			}
+		}
+	}
+	for i := 0; i < latProbe && free >= 0; i++ {
+		s := &lat[free]
+		if s.g.CompareAndSwap(0, g) {
+			s.depth, s.cfg, s.t = depth, uintptr(unsafe.Pointer(c)), t
+			return
+		}
+		free = (free + 1) & (latSize - 1)
+	}
+	// No room: the return will have no latency (Stats.NoEntry).
+}
+
+// leave takes the entry time of the call of c's function at depth.
+//
+//go:nosplit
+func leave(g, depth uintptr, c *config) (int64, bool) {
+	h := latHash(g, depth)
+	for i := 0; i < latProbe; i++ {
+		s := &lat[(h+i)&(latSize-1)]
+		if s.g.Load() == g && s.depth == depth {
+			if s.cfg != uintptr(unsafe.Pointer(c)) {
+				return 0, false
+			}
+			t := s.t
+			s.g.Store(0)
+			return t, true
+		}
+	}
+	return 0, false
+}
+
+// Return is one return event.
+type Return struct {
+	Latency int64              // ns since the entry, -1 when the entry was not seen
+	Results [returnRegs]uint64 // the first result registers, as words
+}
+
+// ring holds a function's return events until they are read: written by any
+// goroutine without a safe point (sequence numbers per slot), read by one.
+const ringSize = 1024
+
+type ring struct {
+	head atomic.Uint64 // next to write
+	tail atomic.Uint64 // next to read; only Read writes it
+	seq  [ringSize]atomic.Uint64
+	ev   [ringSize]Return
+}
+
+//go:nosplit
+func (r *ring) put(lat int64, res *[returnRegs]uint64) bool {
+	for {
+		h := r.head.Load()
+		if h-r.tail.Load() >= ringSize {
+			return false
+		}
+		if r.head.CompareAndSwap(h, h+1) {
+			e := &r.ev[h%ringSize]
+			e.Latency, e.Results = lat, *res
+			r.seq[h%ringSize].Store(h + 1)
+			return true
+		}
+	}
+}
+
+// ReadReturns moves the return events written so far into buf and returns how many;
+// one goroutine at a time.
+func (f *Func) ReadReturns(buf []Return) int {
+	r := &f.ring
+	n := 0
+	for n < len(buf) {
+		t := r.tail.Load()
+		if r.seq[t%ringSize].Load() != t+1 {
+			break
+		}
+		buf[n] = r.ev[t%ringSize]
+		r.tail.Store(t + 1)
+		n++
+	}
+	return n
+}
