@@ -249,7 +249,8 @@ func at(t *functab.Table, m *functab.Module, i int) (*Func, error) {
 		f.retErr = errors.New("fprobe: " + name + ": return: " + err.Error())
 	} else {
 		f.retSites = rets
-		for _, r := range rets {
+		for i, r := range rets {
+			rets[i].Orig = append([]byte(nil), r.Orig...) // Read aliases the live text
 			f.rets = append(f.rets, &config{frame: r.Frame, ret: uintptr(r.Ret), fn: f})
 		}
 	}

@@ -59,8 +59,9 @@ egrow:
 
 // entryBody: 0(SP) is still the call's return address, BP+24 the function's first
 // argument slot. Frame: 0 cfg | 8 argp | 16 ctxt | 24 g | 32 result |
-// 40..104 AX BX CX DI SI R8 R9 R10 R11 | 112..224 X0..X14 | 232 cfg.
-TEXT ·entryBody(SB), NOSPLIT, $240-0
+// 40..104 AX BX CX DI SI R8 R9 R10 R11 | 112..224 X0..X14 | 232 cfg | 240 g
+// (the handler owns its argument slots: what the stub needs back is kept apart).
+TEXT ·entryBody(SB), NOSPLIT, $248-0
 	NO_LOCAL_POINTERS
 	MOVQ AX, 40(SP)
 	MOVQ BX, 48(SP)
@@ -87,6 +88,7 @@ TEXT ·entryBody(SB), NOSPLIT, $240-0
 	MOVSD X13, 216(SP)
 	MOVSD X14, 224(SP)
 	MOVQ R12, 232(SP)
+	MOVQ R14, 240(SP)
 	MOVQ R12, 0(SP)
 	MOVQ $0, 16(SP)
 	CMPQ CFG_CTXT(R12), $0
@@ -198,7 +200,7 @@ ereloaded:
 	CMPQ CFG_CTXT(R12), $0
 	JEQ  2(PC)
 	MOVQ 32(SP), DX           // the context as the handler returned it: adjusted
-	MOVQ 24(SP), R14
+	MOVQ 240(SP), R14
 	XORPS X15, X15
 	// Return past the replaced check, to an address that is an instruction of the
 	// function whether or not the probe is still there.
@@ -222,11 +224,11 @@ TEXT ·retStub(SB), NOSPLIT|NOFRAME, $0-0
 	PUSHQ R13
 	JMP  ·retBody(SB)
 
-// retBody: 0(SP) is the function's RET, BP+16 its first argument slot. Frame:
-// 0 cfg | 8 argp | 16 g | 24 regs | 32..96 AX..R11 | 104 X0 | 112 cfg | 120 g.
+// retBody: 0(SP) is the function's RET, BP+24 its first argument slot. Frame:
+// 0 cfg | 8 argp | 16 g | 24 regs | 32..96 AX..R11 | 104..216 X0..X14 | 224 g.
 // The handler is nosplit and calls nothing that is not: no safe point between here
 // and the RET, so result registers that hold pointers need no stack map.
-TEXT ·retBody(SB), NOSPLIT, $128-0
+TEXT ·retBody(SB), NOSPLIT, $232-0
 	NO_LOCAL_POINTERS
 	MOVQ AX, 32(SP)
 	MOVQ BX, 40(SP)
@@ -238,12 +240,25 @@ TEXT ·retBody(SB), NOSPLIT, $128-0
 	MOVQ R10, 88(SP)
 	MOVQ R11, 96(SP)
 	MOVSD X0, 104(SP)
-	MOVQ R12, 112(SP)
-	MOVQ R14, 120(SP)
+	MOVSD X1, 112(SP)
+	MOVSD X2, 120(SP)
+	MOVSD X3, 128(SP)
+	MOVSD X4, 136(SP)
+	MOVSD X5, 144(SP)
+	MOVSD X6, 152(SP)
+	MOVSD X7, 160(SP)
+	MOVSD X8, 168(SP)
+	MOVSD X9, 176(SP)
+	MOVSD X10, 184(SP)
+	MOVSD X11, 192(SP)
+	MOVSD X12, 200(SP)
+	MOVSD X13, 208(SP)
+	MOVSD X14, 216(SP)
 	MOVQ R12, 0(SP)
-	LEAQ 16(BP), R13
+	LEAQ 24(BP), R13
 	MOVQ R13, 8(SP)
 	MOVQ R14, 16(SP)
+	MOVQ R14, 224(SP)         // the handler owns its argument slots: g kept apart
 	LEAQ 32(SP), R13
 	MOVQ R13, 24(SP)
 	CALL ·retHandler(SB)
@@ -257,7 +272,21 @@ TEXT ·retBody(SB), NOSPLIT, $128-0
 	MOVQ 88(SP), R10
 	MOVQ 96(SP), R11
 	MOVSD 104(SP), X0
-	MOVQ 120(SP), R14
+	MOVSD 112(SP), X1
+	MOVSD 120(SP), X2
+	MOVSD 128(SP), X3
+	MOVSD 136(SP), X4
+	MOVSD 144(SP), X5
+	MOVSD 152(SP), X6
+	MOVSD 160(SP), X7
+	MOVSD 168(SP), X8
+	MOVSD 176(SP), X9
+	MOVSD 184(SP), X10
+	MOVSD 192(SP), X11
+	MOVSD 200(SP), X12
+	MOVSD 208(SP), X13
+	MOVSD 216(SP), X14
+	MOVQ 224(SP), R14
 	XORPS X15, X15
 	RET
 
