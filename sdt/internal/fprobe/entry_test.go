@@ -129,8 +129,6 @@ func TestEntryExactCount(t *testing.T) {
 	runtime.GC()
 }
 
-func text(addr uintptr, n int) []byte {
-	return append([]byte(nil), liveText{addr, addr + uintptr(n)}.Read(uint64(addr), n)...)
-}
+func text(addr uintptr, n int) []byte { return append([]byte(nil), mem(addr, n)...) }
 
 func equal8(a, b []byte) bool { return string(a) == string(b) }

@@ -237,14 +237,6 @@ func at(t *functab.Table, m *functab.Module, i int) (*Func, error) {
 	}
 	f.spills, f.entry = spills, c
 	rets, err := host.FuncReturns(mem, w)
-	if err == nil {
-		for _, r := range rets {
-			if r.Pad {
-				err = &arch.ShapeError{Arch: host.Name, PC: r.Addr, Reason: "ADDQ $imm8, SP; POPQ BP before a RET: the call would cover POPQ, where a goroutine may be parked (not yet supported)"}
-				break
-			}
-		}
-	}
 	if err != nil {
 		f.retErr = errors.New("fprobe: " + name + ": return: " + err.Error())
 	} else {
@@ -319,9 +311,9 @@ func (f *Func) apply(entryOn, retOn bool) error {
 			return ErrOff
 		}
 		for i, r := range f.retSites {
-			call := host.CallTo(r.Addr, uint64(rstub), len(r.Orig))
-			if call == nil {
-				return errors.New("fprobe: " + f.Name + ": the return stub is out of a call's reach")
+			call, err := returnCall(r, rstub)
+			if err != nil {
+				return errors.New("fprobe: " + f.Name + ": return at " + hex(r.Addr) + ": " + err.Error())
 			}
 			k := uintptr(r.Addr) + 5
 			if retOn {
@@ -372,6 +364,48 @@ func countOn() int {
 		}
 	}
 	return n
+}
+
+// returnCall is the call written at return r: to the stub, or through a pad where
+// the call must keep POPQ BP's byte (pad_linux_amd64.go); mu held.
+func returnCall(r arch.FuncReturn, stub uintptr) ([]byte, error) {
+	target := uint64(stub)
+	if r.Pad {
+		p, err := padFor(uintptr(r.Addr), stub)
+		if err != nil {
+			return nil, err
+		}
+		target = uint64(p)
+	}
+	call := host.CallTo(r.Addr, target, len(r.Orig))
+	if call == nil {
+		return nil, errors.New("the stub is out of a call's reach")
+	}
+	if r.Pad && call[len(call)-1] != r.Orig[len(r.Orig)-1] {
+		return nil, errors.New("the call does not keep POPQ BP's byte")
+	}
+	return call, nil
+}
+
+// mem is n bytes of the program's memory at addr: text, or a pad.
+func mem(addr uintptr, n int) []byte { return unsafe.Slice((*byte)(rawptr.At(addr)), n) }
+
+func hex(v uint64) string {
+	const d = "0123456789abcdef"
+	var b [18]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = d[v&15]
+		if v >>= 4; v == 0 {
+			break
+		}
+	}
+	i--
+	b[i] = 'x'
+	i--
+	b[i] = '0'
+	return string(b[i:])
 }
 
 func itoa(n int) string {
