@@ -26,9 +26,9 @@ import (
 //	epilogue:     ADDQ $N, SP; POPQ BP; RET    48 83 C4 ib 5D C3 | 48 81 C4 id 5D C3
 //
 // The entry's call (5 bytes) goes over the small frame's CMPQ and JLS (6 or 10 bytes:
-// NOPs fill the rest) or over the large frame's LEAQ, CMPQ and JLS, none of which a goroutine
-// can be stopped inside (the compiler marks a stack check unsafe for asynchronous
-// preemption, and no call returns into it). A return's call goes over ADDQ $id (7
+// NOPs fill the rest) or over the large frame's LEAQ (5 or 8). A goroutine can be
+// stopped on neither JLS (the compiler marks it unsafe for asynchronous preemption,
+// and no call returns into it); it can on a large frame's CMPQ, which stays. A return's call goes over ADDQ $id (7
 // bytes; POPQ stays), or over ADDQ $ib and POPQ (5 bytes) where a goroutine may be
 // parked on POPQ: there the call's displacement must end in POPQ's byte (FuncReturn.Pad).
 
@@ -82,11 +82,14 @@ func funcEntry(m arch.Memory, w *arch.Walked, name func(pc uint64) string) (arch
 		return e, shapeErr(pc, "stack check not followed by JLS: %s", jls.text(m, pc))
 	}
 	e.Morestack = jls.target(pc)
-	// The call replaces the whole stack check (the LEAQ too, in a large frame), which the
-	// stub performs instead: were the function's own CMPQ and JLS left after a large
-	// frame's LEAQ, a preemption request between the stub's return and them would send
-	// the function through morestack and back to its entry, a second entry event.
-	e.Resume = pc + uint64(jls.n)
+	if e.Check == 0 {
+		e.Resume = pc + uint64(jls.n) // the CMPQ and the JLS
+	} else {
+		// Only the LEAQ: the compiler's unsafe point starts after the CMPQ
+		// (cmd/internal/obj/x86/obj6.go, stacksplit), so a goroutine may be parked on
+		// a large frame's CMPQ, which must stay an instruction.
+		e.Resume = w.Entry + uint64(pc-w.Entry-uint64(len(cmpR12Guard))) // the LEAQ
+	}
 	if e.Resume-w.Entry < 5 {
 		return e, shapeErr(w.Entry, "%d bytes before the function's first instruction that stays: a call needs 5", e.Resume-w.Entry)
 	}

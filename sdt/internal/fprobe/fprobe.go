@@ -62,40 +62,52 @@ type Func struct {
 // EntryHook is called at each entry of a function whose entry probe is on, on the
 // calling goroutine, before the function's first instruction after its stack check.
 // It must not call a function that has a probe (its own would recurse).
-type EntryHook func(f *Func, a *Args)
+type EntryHook func(f *Func, a Args)
 
-// Args is the arguments of one call, valid only during the hook.
+// Args is the register arguments of one call, copied as words: a hook may keep it.
+// (The spill slots themselves lie in the goroutine's stack, which may move: no heap
+// object may point there.)
 type Args struct {
-	f    *Func
-	argp unsafe.Pointer
+	n     int
+	float uint32 // bit i: word i came in a floating-point register
+	w     [maxSpills]uint64
 }
 
 // Words returns how many argument words the function takes in registers.
-func (a *Args) Words() int { return len(a.f.spills) }
+func (a *Args) Words() int { return a.n }
 
 // Word returns argument word i (in the order of the ABI's register assignment: a
 // string is two words, its pointer and its length), zero-extended from its width.
 // Floating-point words are their IEEE bits.
 func (a *Args) Word(i int) uint64 {
-	if i < 0 || i >= len(a.f.spills) {
+	if i < 0 || i >= a.n {
 		return 0
 	}
-	s := a.f.spills[i]
-	p := unsafe.Add(a.argp, s.Off)
-	switch s.Size {
-	case 1:
-		return uint64(*(*uint8)(p))
-	case 2:
-		return uint64(*(*uint16)(p))
-	case 4:
-		return uint64(*(*uint32)(p))
-	}
-	return *(*uint64)(p)
+	return a.w[i]
 }
 
 // IsFloat reports whether word i was passed in a floating-point register.
-func (a *Args) IsFloat(i int) bool {
-	return i >= 0 && i < len(a.f.spills) && a.f.spills[i].Reg >= floatReg
+func (a *Args) IsFloat(i int) bool { return i >= 0 && i < a.n && a.float&(1<<i) != 0 }
+
+// readArgs copies the arguments from their spill slots at argp.
+func (f *Func) readArgs(a *Args, argp unsafe.Pointer) {
+	a.n = len(f.spills)
+	for i, s := range f.spills {
+		p := unsafe.Add(argp, s.Off)
+		switch s.Size {
+		case 1:
+			a.w[i] = uint64(*(*uint8)(p))
+		case 2:
+			a.w[i] = uint64(*(*uint16)(p))
+		case 4:
+			a.w[i] = uint64(*(*uint32)(p))
+		default:
+			a.w[i] = *(*uint64)(p)
+		}
+		if s.Reg >= floatReg {
+			a.float |= 1 << i
+		}
+	}
 }
 
 // Stats are a function's counts since Lookup, exact: every hit of a probe that is on
@@ -261,97 +273,125 @@ func (f *Func) ReturnErr() error { return f.retErr }
 // SetEntry switches the entry probe on with hook h, or off (h nil).
 func (f *Func) SetEntry(h EntryHook) error {
 	mu.Lock()
-	defer mu.Unlock()
-	if h != nil {
-		f.onEntry.Store(&h)
-	}
-	err := f.apply(h != nil, f.retOn)
-	if h == nil && err == nil {
-		f.onEntry.Store(nil)
-	}
-	return err
+	ret := f.retOn
+	mu.Unlock()
+	return Set([]Change{{Func: f, Entry: h, Return: ret}})
 }
 
 // SetReturn switches the return probes on or off.
 func (f *Func) SetReturn(on bool) error {
-	mu.Lock()
-	defer mu.Unlock()
-	if on && f.retErr != nil {
-		return f.retErr
+	var h EntryHook
+	if p := f.onEntry.Load(); p != nil {
+		h = *p
 	}
-	return f.apply(f.entryOn, on)
+	return Set([]Change{{Func: f, Entry: h, Return: on}})
 }
 
-// apply patches the function's sites for the given state, all or nothing; mu held.
-func (f *Func) apply(entryOn, retOn bool) error {
-	needEntry := entryOn || retOn // the return's latency needs the entry's time
+// Change is the state one function's probes are to have.
+type Change struct {
+	Func   *Func
+	Entry  EntryHook // the entry probe's hook; nil: off
+	Return bool      // the return probes
+}
+
+// Set gives every function of cs its state, all or nothing: one rewrite of the text
+// inside one stop-the-world (package patch), after every site's bytes are compared.
+func Set(cs []Change) error {
+	mu.Lock()
+	defer mu.Unlock()
 	var ws []patch.Write
 	var add, del []uintptr
 	var addc []*config
 	estub, rstub := stubAddrs()
-	if needEntry != f.patched {
-		if os.Getenv("SDT_PATCH") == "off" {
-			return ErrOff
+	newFuncs := 0
+	for _, c := range cs {
+		f := c.Func
+		if c.Return && f.retErr != nil {
+			return f.retErr
 		}
-		call := host.CallTo(uint64(f.Entry), uint64(estub), len(f.orig))
-		if call == nil {
-			return errors.New("fprobe: " + f.Name + ": the entry stub is out of a call's reach")
+		needEntry := c.Entry != nil || c.Return // the return's latency needs the entry's time
+		if (needEntry || c.Return) && !f.patched && !f.retPatched {
+			newFuncs++
 		}
-		k := f.Entry + 5
-		if needEntry {
-			ws = append(ws, patch.Write{Addr: f.Entry, Old: f.orig, New: call})
-			add, addc = append(add, k), append(addc, f.entry)
-		} else {
-			ws = append(ws, patch.Write{Addr: f.Entry, Old: call, New: f.orig})
-			del = append(del, k)
-		}
-	}
-	if retOn != f.retPatched {
-		if os.Getenv("SDT_PATCH") == "off" {
-			return ErrOff
-		}
-		for i, r := range f.retSites {
-			call, err := returnCall(r, rstub)
-			if err != nil {
-				return errors.New("fprobe: " + f.Name + ": return at " + hex(r.Addr) + ": " + err.Error())
+		if needEntry != f.patched {
+			call := host.CallTo(uint64(f.Entry), uint64(estub), len(f.orig))
+			if call == nil {
+				return errors.New("fprobe: " + f.Name + ": the entry stub is out of a call's reach")
 			}
-			k := uintptr(r.Addr) + 5
-			if retOn {
-				ws = append(ws, patch.Write{Addr: uintptr(r.Addr), Old: r.Orig, New: call})
-				add, addc = append(add, k), append(addc, f.rets[i])
+			if needEntry {
+				ws = append(ws, patch.Write{Addr: f.Entry, Old: f.orig, New: call})
+				add, addc = append(add, f.Entry+5), append(addc, f.entry)
 			} else {
-				ws = append(ws, patch.Write{Addr: uintptr(r.Addr), Old: call, New: r.Orig})
-				del = append(del, k)
+				ws = append(ws, patch.Write{Addr: f.Entry, Old: call, New: f.orig})
+				del = append(del, f.Entry+5)
+			}
+		}
+		if c.Return != f.retPatched {
+			for i, r := range f.retSites {
+				call, err := returnCall(r, rstub)
+				if err != nil {
+					return errors.New("fprobe: " + f.Name + ": return at " + hex(r.Addr) + ": " + err.Error())
+				}
+				if c.Return {
+					ws = append(ws, patch.Write{Addr: uintptr(r.Addr), Old: r.Orig, New: call})
+					add, addc = append(add, uintptr(r.Addr)+5), append(addc, f.rets[i])
+				} else {
+					ws = append(ws, patch.Write{Addr: uintptr(r.Addr), Old: call, New: r.Orig})
+					del = append(del, uintptr(r.Addr)+5)
+				}
 			}
 		}
 	}
-	if len(ws) == 0 {
-		f.entryOn = entryOn
-		return nil
+	if len(ws) > 0 && os.Getenv("SDT_PATCH") == "off" {
+		return ErrOff
 	}
-	if len(add) > 0 && !f.patched && !f.retPatched && countOn() >= MaxFuncs {
-		return errors.New("fprobe: already " + itoa(MaxFuncs) + " functions with probes on, the most there may be")
+	if newFuncs > 0 && countOn()+newFuncs > MaxFuncs {
+		return errors.New("fprobe: at most " + itoa(MaxFuncs) + " functions may have probes on at once")
 	}
 	if sites+len(add) > MaxSites {
-		return errors.New("fprobe: more than " + itoa(MaxSites) + " patched sites")
+		return errors.New("fprobe: at most " + itoa(MaxSites) + " sites may be patched at once")
+	}
+	// Hooks and the wish for return events before the text: a stub that runs once the
+	// call is written finds them.
+	for _, c := range cs {
+		if c.Entry != nil {
+			h := c.Entry
+			c.Func.onEntry.Store(&h)
+		}
+		if c.Return {
+			c.Func.wantRet.Store(true)
+		}
 	}
 	for i, k := range add {
 		insert(k, addc[i])
 	}
-	f.wantRet.Store(retOn)
-	if _, err := patch.Apply(ws, patch.Options{Protocol: patch.Rendezvous}); err != nil {
-		for _, k := range add {
-			remove(k)
+	if len(ws) > 0 {
+		if _, err := patch.Apply(ws, patch.Options{Protocol: patch.Rendezvous}); err != nil {
+			for _, k := range add {
+				remove(k)
+			}
+			for _, c := range cs {
+				c.Func.wantRet.Store(c.Func.retOn)
+				if !c.Func.entryOn {
+					c.Func.onEntry.Store(nil)
+				}
+			}
+			return errors.New("fprobe: " + err.Error())
 		}
-		f.wantRet.Store(f.retOn)
-		return errors.New("fprobe: " + f.Name + ": " + err.Error())
 	}
 	for _, k := range del {
 		remove(k)
 	}
 	sites += len(add) - len(del)
-	f.patched, f.retPatched = needEntry, retOn
-	f.entryOn, f.retOn = entryOn, retOn
+	for _, c := range cs {
+		f := c.Func
+		f.patched, f.retPatched = c.Entry != nil || c.Return, c.Return
+		f.entryOn, f.retOn = c.Entry != nil, c.Return
+		if c.Entry == nil {
+			f.onEntry.Store(nil)
+		}
+		f.wantRet.Store(c.Return)
+	}
 	return nil
 }
 

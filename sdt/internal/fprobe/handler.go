@@ -15,6 +15,9 @@ import (
 // the running goroutine's descriptor.
 func entryHandler(c *config, argp unsafe.Pointer, ctxt unsafe.Pointer, g uintptr) unsafe.Pointer {
 	f := c.fn
+	if atomic.LoadUintptr(&guardMargin) == 0 {
+		noteGuard(g)
+	}
 	if f.wantRet.Load() {
 		// The depth from the stack's top is what a moved stack keeps.
 		depth := stackHi(g) - uintptr(argp)
@@ -22,10 +25,29 @@ func entryHandler(c *config, argp unsafe.Pointer, ctxt unsafe.Pointer, g uintptr
 	}
 	if h := f.onEntry.Load(); h != nil {
 		f.stats.Entries.Add(1)
-		a := Args{f: f, argp: argp}
-		(*h)(f, &a)
+		var a Args
+		f.readArgs(&a, argp)
+		(*h)(f, a)
 	}
 	return ctxt
+}
+
+// guardMargin is g.stackguard0 - g.stack.lo when no preemption is requested: the
+// stack's real guard, which the entry stub uses (stub_amd64.s); 0 until known. It is
+// written once, with the value every goroutine has; the stub reads a word.
+var guardMargin uintptr
+
+// stackPreempt and the other poison values of g.stackguard0 are above any address.
+const poison = ^uintptr(0) - 4096
+
+// noteGuard sets guardMargin from g: a g starts with its stack bounds and then
+// stackguard0 (runtime/runtime2.go).
+func noteGuard(g uintptr) {
+	lo := *(*uintptr)(rawptr.At(g))
+	sg := *(*uintptr)(rawptr.At(g + 2*unsafe.Sizeof(uintptr(0))))
+	if sg < poison && sg > lo && sg-lo < 1<<16 {
+		atomic.StoreUintptr(&guardMargin, sg-lo)
+	}
 }
 
 // stackHi is g.stack.hi: a g starts with its stack bounds (runtime/runtime2.go).

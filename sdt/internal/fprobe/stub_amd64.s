@@ -202,10 +202,28 @@ ereloaded:
 	MOVQ 32(SP), DX           // the context as the handler returned it: adjusted
 	MOVQ 240(SP), R14
 	XORPS X15, X15
-	// Return past the replaced check, to an address that is an instruction of the
+	// Return past the replaced code, to an address that is an instruction of the
 	// function whether or not the probe is still there.
 	MOVQ CFG_RESUME(R12), R15
 	MOVQ R15, 8(BP)
+	// A large frame returns to its own CMPQ R12, 16(R14); JLS. The stub checked before
+	// the handler; a preemption request since would fail that check and bring the
+	// function back to its entry through morestack, a second entry event. So R12 gets
+	// all ones (the check passes) when the frame fits above the stack's real guard,
+	// g.stack.lo + guardMargin (once the handler has seen the margin); else the
+	// function's own value, and its check grows the stack.
+	MOVQ CFG_CHECK(R12), R15
+	TESTQ R15, R15
+	JEQ  edone
+	LEAQ 16(BP)(R15*1), R12   // the entry SP plus the check's displacement
+	MOVQ ·guardMargin(SB), R15
+	TESTQ R15, R15
+	JEQ  edone
+	ADDQ 0(R14), R15          // g.stack.lo
+	CMPQ R12, R15
+	JLS  edone
+	MOVQ $-1, R12
+edone:
 	RET
 
 // retStub is called by the CALL written over an epilogue's ADDQ $N, SP (with the POPQ

@@ -107,3 +107,15 @@ func Panicky(n int) int {
 	}
 	return Leaf(n, 1)
 }
+
+// Adder returns a closure whose context is live at its entry.
+//
+//go:noinline
+func Adder(x int) func(int) int {
+	return func(k int) int { return k + x + Leaf(k, x) }
+}
+
+// Wait blocks inside the function until ch gives a value.
+//
+//go:noinline
+func Wait(ch chan int, add int) int { return <-ch + add + Leaf(0, 0) }
