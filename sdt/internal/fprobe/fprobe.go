@@ -54,9 +54,9 @@ type Func struct {
 	retPatched     bool
 
 	onEntry atomic.Pointer[EntryHook]
-	wantRet atomic.Bool
+	wantRet uint64 // 1: return events wanted (atomic.go)
 	ring    ring
-	stats   Stats
+	stats   counters
 }
 
 // EntryHook is called at each entry of a function whose entry probe is on, on the
@@ -89,7 +89,12 @@ func (a *Args) Word(i int) uint64 {
 // IsFloat reports whether word i was passed in a floating-point register.
 func (a *Args) IsFloat(i int) bool { return i >= 0 && i < a.n && a.float&(1<<i) != 0 }
 
-// readArgs copies the arguments from their spill slots at argp.
+// readArgs copies the arguments from their spill slots at argp, in the calling
+// goroutine's own stack. Hidden from the race detector: it cannot relate accesses to
+// stack memory that the runtime hands from goroutine to goroutine (a stack freed by
+// one, allocated by another) through pointers made by the stub, and reports them.
+//
+//go:norace
 func (f *Func) readArgs(a *Args, argp unsafe.Pointer) {
 	a.n = len(f.spills)
 	for i, s := range f.spills {
@@ -110,17 +115,28 @@ func (f *Func) readArgs(a *Args, argp unsafe.Pointer) {
 	}
 }
 
-// Stats are a function's counts since Lookup, exact: every hit of a probe that is on
-// is counted.
+// Stats are a function's counts, exact: every hit of a probe that is on is counted.
 type Stats struct {
-	Entries atomic.Int64 // entry events delivered to the hook
-	Returns atomic.Int64 // return events (a call that panics has none)
-	NoEntry atomic.Int64 // returns whose entry time was not known: no latency
-	Dropped atomic.Int64 // return events the ring had no room for (counted in Returns)
+	Entries int64 // entry events delivered to the hook
+	Returns int64 // return events (a call that panics has none)
+	NoEntry int64 // returns whose entry time was not known: no latency
+	Dropped int64 // return events the ring had no room for (counted in Returns)
 }
 
-// Stats returns the function's counters.
-func (f *Func) Stats() *Stats { return &f.stats }
+type counters struct{ entries, returns, noEntry, dropped uint64 }
+
+// Stats returns the function's counts since Lookup.
+func (f *Func) Stats() Stats {
+	c := &f.stats
+	return Stats{int64(load64(&c.entries)), int64(load64(&c.returns)), int64(load64(&c.noEntry)), int64(load64(&c.dropped))}
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 var (
 	mu    sync.Mutex // the table, every Func's state, patching
@@ -359,7 +375,7 @@ func Set(cs []Change) error {
 			c.Func.onEntry.Store(&h)
 		}
 		if c.Return {
-			c.Func.wantRet.Store(true)
+			store64(&c.Func.wantRet, 1)
 		}
 	}
 	for i, k := range add {
@@ -371,7 +387,7 @@ func Set(cs []Change) error {
 				remove(k)
 			}
 			for _, c := range cs {
-				c.Func.wantRet.Store(c.Func.retOn)
+				store64(&c.Func.wantRet, b2u(c.Func.retOn))
 				if !c.Func.entryOn {
 					c.Func.onEntry.Store(nil)
 				}
@@ -390,7 +406,7 @@ func Set(cs []Change) error {
 		if c.Entry == nil {
 			f.onEntry.Store(nil)
 		}
-		f.wantRet.Store(c.Return)
+		store64(&f.wantRet, b2u(c.Return))
 	}
 	return nil
 }

@@ -18,13 +18,13 @@ func entryHandler(c *config, argp unsafe.Pointer, ctxt unsafe.Pointer, g uintptr
 	if atomic.LoadUintptr(&guardMargin) == 0 {
 		noteGuard(g)
 	}
-	if f.wantRet.Load() {
+	if load64(&f.wantRet) != 0 {
 		// The depth from the stack's top is what a moved stack keeps.
 		depth := stackHi(g) - uintptr(argp)
 		enter(g, depth, c, rt.Nanotime())
 	}
 	if h := f.onEntry.Load(); h != nil {
-		f.stats.Entries.Add(1)
+		add64(&f.stats.entries, 1)
 		var a Args
 		f.readArgs(&a, argp)
 		(*h)(f, a)
@@ -61,9 +61,10 @@ func stackHi(g uintptr) uintptr { return *(*uintptr)(rawptr.At(g + unsafe.Sizeof
 // nothing may look at this goroutine's stack, or move it, before they are back.
 //
 //go:nosplit
+//go:norace
 func retHandler(c *config, argp uintptr, g uintptr, regs uintptr) {
 	f := c.fn
-	if !f.wantRet.Load() {
+	if load64(&f.wantRet) == 0 {
 		return
 	}
 	now := rt.Nanotime()
@@ -71,13 +72,22 @@ func retHandler(c *config, argp uintptr, g uintptr, regs uintptr) {
 	if t, ok := leave(g, stackHi(g)-argp, c.fn.entry); ok {
 		lat = now - t
 	} else {
-		f.stats.NoEntry.Add(1)
+		add64(&f.stats.noEntry, 1)
 	}
-	f.stats.Returns.Add(1)
-	r := (*[returnRegs]uint64)(rawptr.At(regs))
-	if !f.ring.put(lat, r) {
-		f.stats.Dropped.Add(1)
+	add64(&f.stats.returns, 1)
+	r := loadRegs(regs)
+	if !f.ring.put(lat, &r) {
+		add64(&f.stats.dropped, 1)
 	}
+}
+
+// loadRegs copies the result registers the stub saved in its frame (norace: see
+// readArgs).
+//
+//go:nosplit
+//go:norace
+func loadRegs(regs uintptr) [returnRegs]uint64 {
+	return *(*[returnRegs]uint64)(rawptr.At(regs))
 }
 
 // The latency side table: the entry time of each call in flight whose function has
@@ -88,7 +98,7 @@ func retHandler(c *config, argp uintptr, g uintptr, regs uintptr) {
 const latSize = 1 << 12
 
 type latSlot struct {
-	g     atomic.Uintptr
+	g     uint64
 	depth uintptr
 	cfg   uintptr
 	t     int64
@@ -103,13 +113,16 @@ func latHash(g, depth uintptr) int {
 	return int(((uint64(g) ^ uint64(depth)<<20) * 0x9E3779B97F4A7C15) >> (64 - 12))
 }
 
-// enter records the entry time of a call.
+// enter records the entry time of a call. norace: the slots synchronise through
+// atomic.go's operations, which the race detector does not see.
+//
+//go:norace
 func enter(g, depth uintptr, c *config, t int64) {
 	h := latHash(g, depth)
 	free := -1
 	for i := 0; i < latProbe; i++ {
 		s := &lat[(h+i)&(latSize-1)]
-		switch s.g.Load() {
+		switch uintptr(load64(&s.g)) {
 		case g:
 			if s.depth == depth { // a call at this depth that never returned, or this one again after morestack
 				s.cfg, s.t = uintptr(unsafe.Pointer(c)), t
@@ -123,7 +136,7 @@ func enter(g, depth uintptr, c *config, t int64) {
 	}
 	for i := 0; i < latProbe && free >= 0; i++ {
 		s := &lat[free]
-		if s.g.CompareAndSwap(0, g) {
+		if cas64(&s.g, 0, uint64(g)) {
 			s.depth, s.cfg, s.t = depth, uintptr(unsafe.Pointer(c)), t
 			return
 		}
@@ -135,16 +148,17 @@ func enter(g, depth uintptr, c *config, t int64) {
 // leave takes the entry time of the call of c's function at depth.
 //
 //go:nosplit
+//go:norace
 func leave(g, depth uintptr, c *config) (int64, bool) {
 	h := latHash(g, depth)
 	for i := 0; i < latProbe; i++ {
 		s := &lat[(h+i)&(latSize-1)]
-		if s.g.Load() == g && s.depth == depth {
+		if uintptr(load64(&s.g)) == g && s.depth == depth {
 			if s.cfg != uintptr(unsafe.Pointer(c)) {
 				return 0, false
 			}
 			t := s.t
-			s.g.Store(0)
+			store64(&s.g, 0)
 			return t, true
 		}
 	}
@@ -162,23 +176,24 @@ type Return struct {
 const ringSize = 1024
 
 type ring struct {
-	head atomic.Uint64 // next to write
-	tail atomic.Uint64 // next to read; only Read writes it
-	seq  [ringSize]atomic.Uint64
+	head uint64 // next to write
+	tail uint64 // next to read; only Read writes it
+	seq  [ringSize]uint64
 	ev   [ringSize]Return
 }
 
 //go:nosplit
+//go:norace
 func (r *ring) put(lat int64, res *[returnRegs]uint64) bool {
 	for {
-		h := r.head.Load()
-		if h-r.tail.Load() >= ringSize {
+		h := load64(&r.head)
+		if h-load64(&r.tail) >= ringSize {
 			return false
 		}
-		if r.head.CompareAndSwap(h, h+1) {
+		if cas64(&r.head, h, h+1) {
 			e := &r.ev[h%ringSize]
 			e.Latency, e.Results = lat, *res
-			r.seq[h%ringSize].Store(h + 1)
+			store64(&r.seq[h%ringSize], h+1)
 			return true
 		}
 	}
@@ -186,16 +201,18 @@ func (r *ring) put(lat int64, res *[returnRegs]uint64) bool {
 
 // ReadReturns moves the return events written so far into buf and returns how many;
 // one goroutine at a time.
+//
+//go:norace
 func (f *Func) ReadReturns(buf []Return) int {
 	r := &f.ring
 	n := 0
 	for n < len(buf) {
-		t := r.tail.Load()
-		if r.seq[t%ringSize].Load() != t+1 {
+		t := load64(&r.tail)
+		if load64(&r.seq[t%ringSize]) != t+1 {
 			break
 		}
 		buf[n] = r.ev[t%ringSize]
-		r.tail.Store(t + 1)
+		store64(&r.tail, t+1)
 		n++
 	}
 	return n
