@@ -65,9 +65,15 @@ type Arch struct {
 	// jumps allowed and the calls that pass passes stepped over, before any other call,
 	// conditional branch, return, indirect transfer or trap.
 	Rejoins func(m Memory, pc, to uint64, pass func(target uint64) bool) bool
+}
 
+// FuncProbes is what function probes need of an architecture beyond discovery (the
+// shapes in funcprobe.go): apart from Arch, so that only a program that places them
+// links it.
+type FuncProbes struct {
+	*Arch
 	// FuncEntry reads the prologue and the morestack block of the walked function as
-	// an entry probe takes them (funcprobe.go); name names the function at a pc.
+	// an entry probe takes them; name names the function at a pc.
 	FuncEntry func(m Memory, w *Walked, name func(pc uint64) string) (FuncEntry, error)
 	// FuncReturns finds every return of the walked function, each in a shape a return
 	// probe takes, or says why one is not.

@@ -11,8 +11,10 @@ var Arch = arch.Arch{
 	Name: "amd64", Machine: 62, // EM_X86_64
 	Candidates: candidates, Follow: follow, GuardedCall: guardedCall, Walk: walk, Match: match, Seal: seal,
 	NewCache: newCache, Jumps: jumps, Sealed: sealed, Rejoins: rejoins,
-	FuncEntry: funcEntry, FuncReturns: funcReturns, CallTo: CallTo,
 }
+
+// FuncProbes is x86-64 as function probes read its functions (funcprobe.go).
+var FuncProbes = arch.FuncProbes{Arch: &Arch, FuncEntry: funcEntry, FuncReturns: funcReturns, CallTo: CallTo}
 
 // Offline is x86-64 as reading its binaries uses it.
 var Offline = arch.Offline{

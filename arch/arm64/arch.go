@@ -24,10 +24,10 @@ var Arch = arch.Arch{
 	Jumps:       jumps,
 	Sealed:      sealed,
 	Rejoins:     rejoins,
-	FuncEntry:   funcEntry,
-	FuncReturns: funcReturns,
-	CallTo:      callTo,
 }
+
+// FuncProbes is AArch64 as function probes read its functions (funcprobe.go).
+var FuncProbes = arch.FuncProbes{Arch: &Arch, FuncEntry: funcEntry, FuncReturns: funcReturns, CallTo: callTo}
 
 // callTo is CallTo as arch.Arch's: a BL is one instruction, n must be 4.
 func callTo(pc, target uint64, n int) []byte {

@@ -12,7 +12,7 @@ func retBody()
 // stubAddrs returns the addresses the patched calls go to.
 func stubAddrs() (entry, ret uintptr)
 
-var host = &amd64.Arch
+var host = &amd64.FuncProbes
 
 // saveSlot is where the stubs keep argument register reg (arch.Spill.Reg): the nine
 // integer registers, then X0..X14.

@@ -5,7 +5,7 @@ package fprobe
 import "github.com/gosdt/gosdt/arch"
 
 // No stubs here yet (arm64's are still to be written): Lookup says so.
-var host *arch.Arch
+var host *arch.FuncProbes
 
 func stubAddrs() (entry, ret uintptr) { return 0, 0 }
 
