@@ -379,7 +379,12 @@ func Set(cs []Change) error {
 		}
 	}
 	for i, k := range add {
-		insert(k, addc[i])
+		if !insert(k, addc[i]) {
+			for _, k := range add[:i] {
+				remove(k)
+			}
+			return errors.New("fprobe: the site table is full")
+		}
 	}
 	if len(ws) > 0 {
 		if _, err := patch.Apply(ws, patch.Options{Protocol: patch.Rendezvous}); err != nil {
