@@ -73,3 +73,32 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("text written with SDT_PATCH=off: % x", got)
 	}
 }
+
+// TestNestedHook: a hook that calls probed functions (its own among them) does not
+// recurse: those calls run, their events are counted as nested, not delivered.
+func TestNestedHook(t *testing.T) {
+	small, sum := lookup(t, "Small"), lookup(t, "Sum")
+	before, sumBefore := small.Stats(), sum.Stats()
+	hook := func(f *Func, a Args) {
+		var arr [64]int
+		if r := target.Small(&arr, "hello", 1); r != 1+5+3 {
+			panic("Small in a hook returned a wrong value")
+		}
+	}
+	if err := Set([]Change{{Func: small, Entry: hook}, {Func: sum, Entry: hook}}); err != nil {
+		t.Fatal(err)
+	}
+	var arr [64]int
+	target.Small(&arr, "hello", 2)
+	target.Sum([]int{1}, 1)
+	if err := Set([]Change{{Func: small}, {Func: sum}}); err != nil {
+		t.Fatal(err)
+	}
+	st := small.Stats()
+	if e, n := st.Entries-before.Entries, st.Nested-before.Nested; e != 1 || n != 2 {
+		t.Errorf("Small: %d entry events, %d nested; want 1 and 2", e, n)
+	}
+	if e := sum.Stats().Entries - sumBefore.Entries; e != 1 {
+		t.Errorf("Sum: %d entry events, want 1", e)
+	}
+}

@@ -61,7 +61,7 @@ type Func struct {
 
 // EntryHook is called at each entry of a function whose entry probe is on, on the
 // calling goroutine, before the function's first instruction after its stack check.
-// It must not call a function that has a probe (its own would recurse).
+// The probed calls it makes itself deliver no event (Stats.Nested counts them).
 type EntryHook func(f *Func, a Args)
 
 // Args is the register arguments of one call, copied as words: a hook may keep it.
@@ -121,14 +121,15 @@ type Stats struct {
 	Returns int64 // return events (a call that panics has none)
 	NoEntry int64 // returns whose entry time was not known: no latency
 	Dropped int64 // return events the ring had no room for (counted in Returns)
+	Nested  int64 // entry events not delivered: their goroutine was running a hook already
 }
 
-type counters struct{ entries, returns, noEntry, dropped uint64 }
+type counters struct{ entries, returns, noEntry, dropped, nested uint64 }
 
 // Stats returns the function's counts since Lookup.
 func (f *Func) Stats() Stats {
 	c := &f.stats
-	return Stats{int64(load64(&c.entries)), int64(load64(&c.returns)), int64(load64(&c.noEntry)), int64(load64(&c.dropped))}
+	return Stats{int64(load64(&c.entries)), int64(load64(&c.returns)), int64(load64(&c.noEntry)), int64(load64(&c.dropped)), int64(load64(&c.nested))}
 }
 
 func b2u(b bool) uint64 {

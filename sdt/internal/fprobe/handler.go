@@ -24,13 +24,56 @@ func entryHandler(c *config, argp unsafe.Pointer, ctxt unsafe.Pointer, g uintptr
 		enter(g, depth, c, rt.Nanotime())
 	}
 	if h := f.onEntry.Load(); h != nil {
-		add64(&f.stats.entries, 1)
 		var a Args
 		f.readArgs(&a, argp)
-		(*h)(f, a)
+		callHook(f, *h, a, g)
 	}
 	return ctxt
 }
+
+// callHook runs h unless this goroutine is already inside a hook: a hook that calls a
+// probed function (its own, or another whose hook calls back) would recurse until
+// the stack overflows. Such an event is counted (Stats.Nested), not delivered; so is
+// one whose goroutine finds no room to be marked (64 goroutines of the same hash
+// window in hooks at once).
+func callHook(f *Func, h EntryHook, a Args, g uintptr) {
+	i, ok := claimHook(g)
+	if !ok {
+		add64(&f.stats.nested, 1)
+		return
+	}
+	defer store64(&inHook[i], 0) // also when the hook panics or exits the goroutine
+	add64(&f.stats.entries, 1)
+	h(f, a)
+}
+
+// inHook holds the goroutines running a hook (their g), open addressing.
+const hookSize = 1 << 12
+
+var inHook [hookSize]uint64
+
+// claimHook marks g as running a hook, in the window of hookWindow slots from g's
+// hash (only g marks and unmarks itself, so its mark is always found there); false
+// if it already is, or the window is full.
+//
+//go:norace
+func claimHook(g uintptr) (int, bool) {
+	h := int((uint64(g) * 0x9E3779B97F4A7C15) >> (64 - 12))
+	for n := 0; n < hookWindow; n++ {
+		if load64(&inHook[(h+n)&(hookSize-1)]) == uint64(g) {
+			return 0, false
+		}
+	}
+	for n := 0; n < hookWindow; n++ {
+		i := (h + n) & (hookSize - 1)
+		if cas64(&inHook[i], 0, uint64(g)) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+const hookWindow = 64
 
 // guardMargin is g.stackguard0 - g.stack.lo when no preemption is requested: the
 // stack's real guard, which the entry stub uses (stub_amd64.s); 0 until known. It is
