@@ -34,7 +34,7 @@ func entryHandler(c *config, argp unsafe.Pointer, ctxt unsafe.Pointer, g uintptr
 // callHook runs h unless this goroutine is already inside a hook: a hook that calls a
 // probed function (its own, or another whose hook calls back) would recurse until
 // the stack overflows. Such an event is counted (Stats.Nested), not delivered; so is
-// one whose goroutine finds no room to be marked (64 goroutines of the same hash
+// one whose goroutine finds no room to be marked (16 goroutines of the same hash
 // window in hooks at once).
 func callHook(f *Func, h EntryHook, a Args, g uintptr) {
 	i, ok := claimHook(g)
@@ -42,7 +42,7 @@ func callHook(f *Func, h EntryHook, a Args, g uintptr) {
 		add64(&f.stats.nested, 1)
 		return
 	}
-	defer store64(&inHook[i], 0) // also when the hook panics or exits the goroutine
+	defer atomic.StoreUint64(&inHook[i], 0) // also when the hook panics or exits the goroutine
 	add64(&f.stats.entries, 1)
 	h(f, a)
 }
@@ -54,26 +54,32 @@ var inHook [hookSize]uint64
 
 // claimHook marks g as running a hook, in the window of hookWindow slots from g's
 // hash (only g marks and unmarks itself, so its mark is always found there); false
-// if it already is, or the window is full.
-//
-//go:norace
+// if it already is, or the window is full. Not on a nosplit path: sync/atomic's
+// operations, which the compiler inlines.
 func claimHook(g uintptr) (int, bool) {
 	h := int((uint64(g) * 0x9E3779B97F4A7C15) >> (64 - 12))
-	for n := 0; n < hookWindow; n++ {
-		if load64(&inHook[(h+n)&(hookSize-1)]) == uint64(g) {
-			return 0, false
-		}
-	}
+	free := -1
 	for n := 0; n < hookWindow; n++ {
 		i := (h + n) & (hookSize - 1)
-		if cas64(&inHook[i], 0, uint64(g)) {
+		switch atomic.LoadUint64(&inHook[i]) {
+		case uint64(g):
+			return 0, false
+		case 0:
+			if free < 0 {
+				free = i
+			}
+		}
+	}
+	for ; free >= 0 && free < h+hookWindow; free++ {
+		i := free & (hookSize - 1)
+		if atomic.CompareAndSwapUint64(&inHook[i], 0, uint64(g)) {
 			return i, true
 		}
 	}
 	return 0, false
 }
 
-const hookWindow = 64
+const hookWindow = 16
 
 // guardMargin is g.stackguard0 - g.stack.lo when no preemption is requested: the
 // stack's real guard, which the entry stub uses (stub_amd64.s); 0 until known. It is
@@ -156,8 +162,10 @@ func latHash(g, depth uintptr) int {
 	return int(((uint64(g) ^ uint64(depth)<<20) * 0x9E3779B97F4A7C15) >> (64 - 12))
 }
 
-// enter records the entry time of a call. norace: the slots synchronise through
-// atomic.go's operations, which the race detector does not see.
+// enter records the entry time of a call (on the entry handler's path, which is
+// ordinary Go: sync/atomic here; leave, nosplit, uses atomic_amd64.s's on the same
+// words; norace: under the race detector those are invisible to it, and a slot's
+// release by leave would look unsynchronised with its next claim).
 //
 //go:norace
 func enter(g, depth uintptr, c *config, t int64) {
@@ -165,7 +173,7 @@ func enter(g, depth uintptr, c *config, t int64) {
 	free := -1
 	for i := 0; i < latProbe; i++ {
 		s := &lat[(h+i)&(latSize-1)]
-		switch uintptr(load64(&s.g)) {
+		switch uintptr(atomic.LoadUint64(&s.g)) {
 		case g:
 			if s.depth == depth { // a call at this depth that never returned, or this one again after morestack
 				s.cfg, s.t = uintptr(unsafe.Pointer(c)), t
@@ -179,7 +187,7 @@ func enter(g, depth uintptr, c *config, t int64) {
 	}
 	for i := 0; i < latProbe && free >= 0; i++ {
 		s := &lat[free]
-		if cas64(&s.g, 0, uint64(g)) {
+		if atomic.CompareAndSwapUint64(&s.g, 0, uint64(g)) {
 			s.depth, s.cfg, s.t = depth, uintptr(unsafe.Pointer(c)), t
 			return
 		}

@@ -1,8 +1,8 @@
+//go:build race
+
 #include "textflag.h"
 
-// Atomics that are calls to NOSPLIT assembly in every build: the return handler may
-// reach no safe point, and under the race detector sync/atomic's are calls to Go
-// functions with a stack check (atomic.go has the declarations).
+// Atomics for the race detector's builds (atomic_race_amd64.go says why).
 
 TEXT ·load64(SB), NOSPLIT, $0-16
 	MOVQ p+0(FP), BX
