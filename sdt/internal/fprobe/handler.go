@@ -58,20 +58,17 @@ var inHook [hookSize]uint64
 // operations, which the compiler inlines.
 func claimHook(g uintptr) (int, bool) {
 	h := int((uint64(g) * 0x9E3779B97F4A7C15) >> (64 - 12))
-	free := -1
+	free := hookWindow // the first free slot's offset from h
 	for n := 0; n < hookWindow; n++ {
-		i := (h + n) & (hookSize - 1)
-		switch atomic.LoadUint64(&inHook[i]) {
+		switch atomic.LoadUint64(&inHook[(h+n)&(hookSize-1)]) {
 		case uint64(g):
 			return 0, false
 		case 0:
-			if free < 0 {
-				free = i
-			}
+			free = min(free, n)
 		}
 	}
-	for ; free >= 0 && free < h+hookWindow; free++ {
-		i := free & (hookSize - 1)
+	for n := free; n < hookWindow; n++ {
+		i := (h + n) & (hookSize - 1)
 		if atomic.CompareAndSwapUint64(&inHook[i], 0, uint64(g)) {
 			return i, true
 		}
