@@ -67,6 +67,22 @@ type Arch struct {
 	Rejoins func(m Memory, pc, to uint64, pass func(target uint64) bool) bool
 }
 
+// FuncProbes is what function probes need of an architecture beyond discovery (the
+// shapes in funcprobe.go): apart from Arch, so that only a program that places them
+// links it.
+type FuncProbes struct {
+	*Arch
+	// FuncEntry reads the prologue and the morestack block of the walked function as
+	// an entry probe takes them; name names the function at a pc.
+	FuncEntry func(m Memory, w *Walked, name func(pc uint64) string) (FuncEntry, error)
+	// FuncReturns finds every return of the walked function, each in a shape a return
+	// probe takes, or says why one is not.
+	FuncReturns func(m Memory, w *Walked) ([]FuncReturn, error)
+	// CallTo encodes a call at pc to target padded to n bytes; nil when target is out
+	// of the call's reach or n cannot hold it.
+	CallTo func(pc, target uint64, n int) []byte
+}
+
 // Offline is what reading an architecture's binary files needs beyond discovery
 // (sdtctl list and seal): apart from Arch, so that no traced process links it.
 type Offline struct {

@@ -13,6 +13,9 @@ var Arch = arch.Arch{
 	NewCache: newCache, Jumps: jumps, Sealed: sealed, Rejoins: rejoins,
 }
 
+// FuncProbes is x86-64 as function probes read its functions (funcprobe.go).
+var FuncProbes = arch.FuncProbes{Arch: &Arch, FuncEntry: funcEntry, FuncReturns: funcReturns, CallTo: CallTo}
+
 // Offline is x86-64 as reading its binaries uses it.
 var Offline = arch.Offline{
 	Arch: &Arch, CallBefore: callBefore, Calls: calls,

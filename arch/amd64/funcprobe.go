@@ -26,9 +26,9 @@ import (
 //	epilogue:     ADDQ $N, SP; POPQ BP; RET    48 83 C4 ib 5D C3 | 48 81 C4 id 5D C3
 //
 // The entry's call (5 bytes) goes over the small frame's CMPQ and JLS (6 or 10 bytes:
-// NOPs fill the rest) or over the large frame's LEAQ (5 or 8), none of which a goroutine
-// can be stopped inside (the compiler marks a stack check unsafe for asynchronous
-// preemption, and no call returns into it). A return's call goes over ADDQ $id (7
+// NOPs fill the rest) or over the large frame's LEAQ (5 or 8). A goroutine can be
+// stopped on neither JLS (the compiler marks it unsafe for asynchronous preemption,
+// and no call returns into it); it can on a large frame's CMPQ, which stays. A return's call goes over ADDQ $id (7
 // bytes; POPQ stays), or over ADDQ $ib and POPQ (5 bytes) where a goroutine may be
 // parked on POPQ: there the call's displacement must end in POPQ's byte (FuncReturn.Pad).
 
@@ -85,6 +85,9 @@ func funcEntry(m arch.Memory, w *arch.Walked, name func(pc uint64) string) (arch
 	if e.Check == 0 {
 		e.Resume = pc + uint64(jls.n) // the CMPQ and the JLS
 	} else {
+		// Only the LEAQ: the compiler's unsafe point starts after the CMPQ
+		// (cmd/internal/obj/x86/obj6.go, stacksplit), so a goroutine may be parked on
+		// a large frame's CMPQ, which must stay an instruction.
 		e.Resume = w.Entry + uint64(pc-w.Entry-uint64(len(cmpR12Guard))) // the LEAQ
 	}
 	if e.Resume-w.Entry < 5 {

@@ -26,6 +26,17 @@ var Arch = arch.Arch{
 	Rejoins:     rejoins,
 }
 
+// FuncProbes is AArch64 as function probes read its functions (funcprobe.go).
+var FuncProbes = arch.FuncProbes{Arch: &Arch, FuncEntry: funcEntry, FuncReturns: funcReturns, CallTo: callTo}
+
+// callTo is CallTo as arch.Arch's: a BL is one instruction, n must be 4.
+func callTo(pc, target uint64, n int) []byte {
+	if n != 4 {
+		return nil
+	}
+	return CallTo(pc, target)
+}
+
 // Offline is AArch64 as reading its binaries uses it: the argument registers are
 // R0..R15, which USDT argument specs name x0..x15.
 var Offline = arch.Offline{

@@ -1,0 +1,89 @@
+package fprobe
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/internal/testbin"
+)
+
+// TestCoverage reads a large real program (the go command, or the binary
+// FPROBE_COVERAGE_BIN names) and counts how many of its functions (each one in the
+// function table, so not inlined away) outside the packages fprobe refuses take an
+// entry probe, and an entry and a return probe, and why the others do not. It is the
+// coverage figure of issue 22; it fails if fewer than half take an entry probe.
+func TestCoverage(t *testing.T) {
+	if host == nil {
+		t.Skip("no function probes on " + runtime.GOARCH + " yet")
+	}
+	path := os.Getenv("FPROBE_COVERAGE_BIN")
+	if path == "" {
+		path = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Skip(err)
+	}
+	b := testbin.Read(t, path, host.Machine)
+	names := map[uint64]string{}
+	for _, f := range b.Funcs {
+		names[f.Entry] = f.Name
+	}
+	name := func(pc uint64) string { return names[pc] }
+	total, refused, entries, both := 0, 0, 0, 0
+	why := map[string]int{}
+	for _, f := range b.Funcs {
+		total++
+		if Refused(f.Name) != "" {
+			refused++
+			continue
+		}
+		w, err := host.Walk(b.Text, f.Entry, f.End)
+		if err != nil {
+			why["walk: "+reason(err)]++
+			continue
+		}
+		if _, err := host.FuncEntry(b.Text, w, name); err != nil {
+			why["entry: "+reason(err)]++
+			continue
+		}
+		entries++
+		if _, err := host.FuncReturns(b.Text, w); err != nil {
+			why["return: "+reason(err)]++
+			continue
+		}
+		both++
+	}
+	n := total - refused
+	t.Logf("%s: %d functions, %d in refused packages (runtime, reflect, internal, sync, time, ...); of the other %d: %d take an entry probe (%.1f%%), %d an entry and a return probe (%.1f%%)",
+		path, total, refused, n, entries, 100*float64(entries)/float64(n), both, 100*float64(both)/float64(n))
+	var rs []string
+	for r := range why {
+		rs = append(rs, r)
+	}
+	sort.Slice(rs, func(i, j int) bool { return why[rs[i]] > why[rs[j]] })
+	for _, r := range rs {
+		t.Logf("  %6d  %s", why[r], r)
+	}
+	if 2*entries < n {
+		t.Errorf("only %d of %d functions take an entry probe", entries, n)
+	}
+}
+
+// reason is a shape error's reason without its addresses and bytes, to count reasons.
+func reason(err error) string {
+	s := err.Error()
+	var se *arch.ShapeError
+	if errors.As(err, &se) {
+		s = se.Reason
+	}
+	if i := strings.IndexAny(s, "(%0123456789"); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}

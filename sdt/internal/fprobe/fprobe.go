@@ -1,0 +1,483 @@
+// Package fprobe places probes on the entry and the returns of any function of the
+// running program at run time, by writing a call to an assembly stub over its code.
+package fprobe
+
+import (
+	"errors"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/internal/functab"
+	"github.com/gosdt/gosdt/internal/rawptr"
+	"github.com/gosdt/gosdt/patch"
+)
+
+const floatReg = arch.FloatReg
+
+// maxSpills is the most register arguments a function has: 9 integer, 15 float.
+const maxSpills = 24
+
+// config is what a stub reads of one patched site (stub_amd64.s has the offsets). It is
+// immutable once the site is in the table, and never freed.
+type config struct {
+	morestack uintptr // entry: the function's morestack block
+	check     int64   // entry: the stack check's displacement from the entry SP
+	resume    uintptr // entry: where the stub returns to
+	ctxt      uintptr // entry: 1 when the closure context register is live
+	frame     int64   // return: the frame the epilogue pops
+	ret       uintptr // return: the function's RET
+	nspill    uintptr
+	spills    [maxSpills]uint64 // offset (int32) | size<<32 | save slot<<40
+	fn        *Func
+}
+
+// Func is one function that can take probes, as Lookup found it.
+type Func struct {
+	Name  string
+	Entry uintptr
+
+	entry    *config   // the entry site
+	rets     []*config // the return sites
+	retSites []arch.FuncReturn
+	orig     []byte // the entry's bytes
+	spills   []arch.Spill
+	retErr   error // why the returns take no probe; nil when they do
+
+	// Under mu.
+	entryOn, retOn bool
+	patched        bool // the entry's call is written
+	retPatched     bool
+
+	onEntry atomic.Pointer[EntryHook]
+	wantRet uint64 // 1: return events wanted (atomic.go)
+	ring    ring
+	stats   counters
+}
+
+// EntryHook is called at each entry of a function whose entry probe is on, on the
+// calling goroutine, before the function's first instruction after its stack check.
+// The probed calls it makes itself deliver no event (Stats.Nested counts them).
+type EntryHook func(f *Func, a Args)
+
+// Args is the register arguments of one call, copied as words: a hook may keep it.
+// (The spill slots themselves lie in the goroutine's stack, which may move: no heap
+// object may point there.)
+type Args struct {
+	n     int
+	float uint32 // bit i: word i came in a floating-point register
+	w     [maxSpills]uint64
+}
+
+// Words returns how many argument words the function takes in registers.
+func (a *Args) Words() int { return a.n }
+
+// Word returns argument word i (in the order of the ABI's register assignment: a
+// string is two words, its pointer and its length), zero-extended from its width.
+// Floating-point words are their IEEE bits.
+func (a *Args) Word(i int) uint64 {
+	if i < 0 || i >= a.n {
+		return 0
+	}
+	return a.w[i]
+}
+
+// IsFloat reports whether word i was passed in a floating-point register.
+func (a *Args) IsFloat(i int) bool { return i >= 0 && i < a.n && a.float&(1<<i) != 0 }
+
+// readArgs copies the arguments from their spill slots at argp, in the calling
+// goroutine's own stack. Hidden from the race detector: it cannot relate accesses to
+// stack memory that the runtime hands from goroutine to goroutine (a stack freed by
+// one, allocated by another) through pointers made by the stub, and reports them.
+//
+//go:norace
+func (f *Func) readArgs(a *Args, argp unsafe.Pointer) {
+	a.n = len(f.spills)
+	for i, s := range f.spills {
+		p := unsafe.Add(argp, s.Off)
+		switch s.Size {
+		case 1:
+			a.w[i] = uint64(*(*uint8)(p))
+		case 2:
+			a.w[i] = uint64(*(*uint16)(p))
+		case 4:
+			a.w[i] = uint64(*(*uint32)(p))
+		default:
+			a.w[i] = *(*uint64)(p)
+		}
+		if s.Reg >= floatReg {
+			a.float |= 1 << i
+		}
+	}
+}
+
+// Stats are a function's counts, exact: every hit of a probe that is on is counted.
+type Stats struct {
+	Entries int64 // entry events delivered to the hook
+	Returns int64 // return events (a call that panics has none)
+	NoEntry int64 // returns whose entry time was not known: no latency
+	Dropped int64 // return events the ring had no room for (counted in Returns)
+	Nested  int64 // entry events not delivered: their goroutine was running a hook already
+}
+
+type counters struct{ entries, returns, noEntry, dropped, nested uint64 }
+
+// Stats returns the function's counts since Lookup.
+func (f *Func) Stats() Stats {
+	c := &f.stats
+	return Stats{int64(load64(&c.entries)), int64(load64(&c.returns)), int64(load64(&c.noEntry)), int64(load64(&c.dropped)), int64(load64(&c.nested))}
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+var (
+	mu    sync.Mutex // the table, every Func's state, patching
+	funcs = map[uintptr]*Func{}
+	// sites counts the patched sites, against MaxSites.
+	sites int
+)
+
+// MaxFuncs is how many functions may have a probe on at once.
+const MaxFuncs = 256
+
+// ErrOff means SDT_PATCH=off: no text is written, so no function probe is placed.
+var ErrOff = errors.New("fprobe: SDT_PATCH=off: function probes need text patching")
+
+// refused lists the packages whose functions never take a probe: the Go runtime and
+// whatever the probe's own path may execute (the stubs' handlers, the hooks of gosdt's
+// consumers), where a probe would recurse or run where the runtime allows no call.
+var refused = []string{
+	"runtime.", "runtime/", "internal/", "reflect.", "sync.", "sync/", "unsafe.",
+	"syscall.", "os/signal.", "time.", "math/bits.", "github.com/gosdt/gosdt/",
+	"golang.org/x/sys/", "go:", "type:",
+}
+
+// allowed is a package prefix the tests let in.
+var allowed string
+
+// Refused reports why function name may not take a probe, "" if it may.
+func Refused(name string) string {
+	if allowed != "" && strings.HasPrefix(name, allowed) {
+		return ""
+	}
+	for _, p := range refused {
+		if strings.HasPrefix(name, p) {
+			return "in " + strings.TrimSuffix(strings.TrimSuffix(p, "."), "/") + ", which a probe's own path may execute"
+		}
+	}
+	return ""
+}
+
+var (
+	selfOnce sync.Once
+	self     functab.Module
+)
+
+func module() *functab.Module {
+	selfOnce.Do(func() { self = functab.Self() })
+	return &self
+}
+
+// liveText reads the program's text (arch.Memory).
+type liveText struct{ lo, hi uintptr }
+
+func (m liveText) Read(pc uint64, n int) []byte {
+	if pc < uint64(m.lo) || pc >= uint64(m.hi) || n <= 0 {
+		return nil
+	}
+	n = min(n, int(m.hi-uintptr(pc)))
+	return unsafe.Slice((*byte)(rawptr.At(uintptr(pc))), n)
+}
+
+// Lookup finds the function named name (as the runtime names it:
+// "example.com/app/store.(*DB).Get") and reads its code: whether its entry and its
+// returns take a probe, and if not, why.
+func Lookup(name string) (*Func, error) {
+	if host == nil || !patch.Supported() {
+		return nil, errors.New("fprobe: function probes are not supported on this platform")
+	}
+	if why := Refused(name); why != "" {
+		return nil, errors.New("fprobe: " + name + ": " + why)
+	}
+	m := module()
+	t := m.Table
+	if t == nil {
+		return nil, errors.New("fprobe: the program's function table cannot be read")
+	}
+	for i := 0; i < t.Len(); i++ {
+		if string(t.Name(i)) == name {
+			return at(t, m, i)
+		}
+	}
+	return nil, errors.New("fprobe: no function " + name + " in the program's text: it does not exist or was inlined into every caller (a rules-built fbt probe sees inlined calls)")
+}
+
+// at reads function i of the table.
+func at(t *functab.Table, m *functab.Module, i int) (*Func, error) {
+	entry := uintptr(t.Entry(i))
+	mu.Lock()
+	f := funcs[entry]
+	mu.Unlock()
+	if f != nil {
+		return f, nil
+	}
+	name := string(t.Name(i))
+	mem := liveText{m.Text, m.Etext}
+	w, err := host.Walk(mem, t.Entry(i), t.End(i))
+	if err != nil {
+		return nil, errors.New("fprobe: " + name + ": " + err.Error())
+	}
+	nameAt := func(pc uint64) string {
+		if j := t.Find(pc); j >= 0 && t.Entry(j) == pc {
+			return string(t.Name(j))
+		}
+		return ""
+	}
+	e, err := host.FuncEntry(mem, w, nameAt)
+	if err != nil {
+		return nil, errors.New("fprobe: " + name + ": entry: " + err.Error())
+	}
+	f = &Func{Name: name, Entry: entry, orig: append([]byte(nil), e.Orig...)}
+	c := &config{morestack: uintptr(e.Morestack), check: e.Check, resume: uintptr(e.Resume), fn: f}
+	if e.Context {
+		c.ctxt = 1
+	}
+	spills := append([]arch.Spill(nil), e.Spills...)
+	sort.Slice(spills, func(a, b int) bool { return spills[a].Off < spills[b].Off })
+	if len(spills) > maxSpills {
+		return nil, errors.New("fprobe: " + name + ": more register arguments than the ABI has")
+	}
+	for _, s := range spills {
+		slot, ok := saveSlot(s.Reg)
+		if !ok || s.Off < 0 {
+			return nil, errors.New("fprobe: " + name + ": a spill the stub cannot make")
+		}
+		c.spills[c.nspill] = uint64(uint32(s.Off)) | uint64(s.Size)<<32 | uint64(slot)<<40
+		c.nspill++
+	}
+	f.spills, f.entry = spills, c
+	rets, err := host.FuncReturns(mem, w)
+	if err != nil {
+		f.retErr = errors.New("fprobe: " + name + ": return: " + err.Error())
+	} else {
+		f.retSites = rets
+		for i, r := range rets {
+			rets[i].Orig = append([]byte(nil), r.Orig...) // Read aliases the live text
+			f.rets = append(f.rets, &config{frame: r.Frame, ret: uintptr(r.Ret), fn: f})
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if g := funcs[entry]; g != nil {
+		return g, nil
+	}
+	funcs[entry] = f
+	return f, nil
+}
+
+// ReturnErr says why the function's returns take no probe; nil when they do.
+func (f *Func) ReturnErr() error { return f.retErr }
+
+// SetEntry switches the entry probe on with hook h, or off (h nil).
+func (f *Func) SetEntry(h EntryHook) error {
+	mu.Lock()
+	ret := f.retOn
+	mu.Unlock()
+	return Set([]Change{{Func: f, Entry: h, Return: ret}})
+}
+
+// SetReturn switches the return probes on or off.
+func (f *Func) SetReturn(on bool) error {
+	var h EntryHook
+	if p := f.onEntry.Load(); p != nil {
+		h = *p
+	}
+	return Set([]Change{{Func: f, Entry: h, Return: on}})
+}
+
+// Change is the state one function's probes are to have.
+type Change struct {
+	Func   *Func
+	Entry  EntryHook // the entry probe's hook; nil: off
+	Return bool      // the return probes
+}
+
+// Set gives every function of cs its state, all or nothing: one rewrite of the text
+// inside one stop-the-world (package patch), after every site's bytes are compared.
+func Set(cs []Change) error {
+	mu.Lock()
+	defer mu.Unlock()
+	var ws []patch.Write
+	var add, del []uintptr
+	var addc []*config
+	estub, rstub := stubAddrs()
+	newFuncs := 0
+	for _, c := range cs {
+		f := c.Func
+		if c.Return && f.retErr != nil {
+			return f.retErr
+		}
+		needEntry := c.Entry != nil || c.Return // the return's latency needs the entry's time
+		if (needEntry || c.Return) && !f.patched && !f.retPatched {
+			newFuncs++
+		}
+		if needEntry != f.patched {
+			call := host.CallTo(uint64(f.Entry), uint64(estub), len(f.orig))
+			if call == nil {
+				return errors.New("fprobe: " + f.Name + ": the entry stub is out of a call's reach")
+			}
+			if needEntry {
+				ws = append(ws, patch.Write{Addr: f.Entry, Old: f.orig, New: call})
+				add, addc = append(add, f.Entry+5), append(addc, f.entry)
+			} else {
+				ws = append(ws, patch.Write{Addr: f.Entry, Old: call, New: f.orig})
+				del = append(del, f.Entry+5)
+			}
+		}
+		if c.Return != f.retPatched {
+			for i, r := range f.retSites {
+				call, err := returnCall(r, rstub)
+				if err != nil {
+					return errors.New("fprobe: " + f.Name + ": return at " + hex(r.Addr) + ": " + err.Error())
+				}
+				if c.Return {
+					ws = append(ws, patch.Write{Addr: uintptr(r.Addr), Old: r.Orig, New: call})
+					add, addc = append(add, uintptr(r.Addr)+5), append(addc, f.rets[i])
+				} else {
+					ws = append(ws, patch.Write{Addr: uintptr(r.Addr), Old: call, New: r.Orig})
+					del = append(del, uintptr(r.Addr)+5)
+				}
+			}
+		}
+	}
+	if len(ws) > 0 && os.Getenv("SDT_PATCH") == "off" {
+		return ErrOff
+	}
+	if newFuncs > 0 && countOn()+newFuncs > MaxFuncs {
+		return errors.New("fprobe: at most " + itoa(MaxFuncs) + " functions may have probes on at once")
+	}
+	if sites+len(add) > MaxSites {
+		return errors.New("fprobe: at most " + itoa(MaxSites) + " sites may be patched at once")
+	}
+	// Hooks and the wish for return events before the text: a stub that runs once the
+	// call is written finds them.
+	for _, c := range cs {
+		if c.Entry != nil {
+			h := c.Entry
+			c.Func.onEntry.Store(&h)
+		}
+		if c.Return {
+			store64(&c.Func.wantRet, 1)
+		}
+	}
+	for i, k := range add {
+		if !insert(k, addc[i]) {
+			for _, k := range add[:i] {
+				remove(k)
+			}
+			return errors.New("fprobe: the site table is full")
+		}
+	}
+	if len(ws) > 0 {
+		if _, err := patch.Apply(ws, patch.Options{Protocol: patch.Rendezvous}); err != nil {
+			for _, k := range add {
+				remove(k)
+			}
+			for _, c := range cs {
+				store64(&c.Func.wantRet, b2u(c.Func.retOn))
+				if !c.Func.entryOn {
+					c.Func.onEntry.Store(nil)
+				}
+			}
+			return errors.New("fprobe: " + err.Error())
+		}
+	}
+	for _, k := range del {
+		remove(k)
+	}
+	sites += len(add) - len(del)
+	for _, c := range cs {
+		f := c.Func
+		f.patched, f.retPatched = c.Entry != nil || c.Return, c.Return
+		f.entryOn, f.retOn = c.Entry != nil, c.Return
+		if c.Entry == nil {
+			f.onEntry.Store(nil)
+		}
+		store64(&f.wantRet, b2u(c.Return))
+	}
+	return nil
+}
+
+// countOn is how many functions have a probe on; mu held.
+func countOn() int {
+	n := 0
+	for _, f := range funcs {
+		if f.patched || f.retPatched {
+			n++
+		}
+	}
+	return n
+}
+
+// returnCall is the call written at return r: to the stub, or through a pad where
+// the call must keep POPQ BP's byte (pad_linux_amd64.go); mu held.
+func returnCall(r arch.FuncReturn, stub uintptr) ([]byte, error) {
+	target := uint64(stub)
+	if r.Pad {
+		p, err := padFor(uintptr(r.Addr), stub)
+		if err != nil {
+			return nil, err
+		}
+		target = uint64(p)
+	}
+	call := host.CallTo(r.Addr, target, len(r.Orig))
+	if call == nil {
+		return nil, errors.New("the stub is out of a call's reach")
+	}
+	if r.Pad && call[len(call)-1] != r.Orig[len(r.Orig)-1] {
+		return nil, errors.New("the call does not keep POPQ BP's byte")
+	}
+	return call, nil
+}
+
+// mem is n bytes of the program's memory at addr: text, or a pad.
+func mem(addr uintptr, n int) []byte { return unsafe.Slice((*byte)(rawptr.At(addr)), n) }
+
+func hex(v uint64) string {
+	const d = "0123456789abcdef"
+	var b [18]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = d[v&15]
+		if v >>= 4; v == 0 {
+			break
+		}
+	}
+	i--
+	b[i] = 'x'
+	i--
+	b[i] = '0'
+	return string(b[i:])
+}
+
+func itoa(n int) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		if n /= 10; n == 0 {
+			return string(b[i:])
+		}
+	}
+}

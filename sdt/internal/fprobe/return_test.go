@@ -1,0 +1,112 @@
+package fprobe
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/gosdt/gosdt/sdt/internal/fprobe/internal/target"
+)
+
+// TestReturnExactCount: N calls while the return probe is on give N return events,
+// each with a latency and the results as the caller received them; calls that panic
+// give none.
+func TestReturnExactCount(t *testing.T) {
+	for _, name := range []string{"Large", "Panicky", "Small", "Floats"} {
+		t.Run(name, func(t *testing.T) {
+			f := lookup(t, name)
+			before := f.Stats()
+			if err := f.SetReturn(true); err != nil {
+				t.Fatal(err)
+			}
+			const G, N = 4, 5000
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			panics, calls := 0, 0
+			for g := 0; g < G; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					p, c := 0, 0
+					for i := 0; i < N; i++ {
+						c += call(t, name, i, &p)
+					}
+					mu.Lock()
+					panics += p
+					calls += c
+					mu.Unlock()
+				}()
+			}
+			wg.Wait()
+			if err := f.SetReturn(false); err != nil {
+				t.Fatal(err)
+			}
+			call(t, name, 1, new(int))
+			buf := make([]Return, ringSize)
+			var evs []Return
+			for {
+				n := f.ReadReturns(buf)
+				if n == 0 {
+					break
+				}
+				evs = append(evs, buf[:n]...)
+			}
+			st := f.Stats()
+			st.Returns -= before.Returns
+			st.NoEntry -= before.NoEntry
+			st.Dropped -= before.Dropped
+			if got, want := st.Returns, int64(calls-panics); got != want {
+				t.Errorf("%d return events for %d calls that returned (%d panicked)", got, want, panics)
+			}
+			if st.NoEntry != 0 {
+				t.Errorf("%d returns without their entry time", st.NoEntry)
+			}
+			if name == "Panicky" && panics == 0 {
+				t.Error("no call panicked")
+			}
+			if int64(len(evs))+st.Dropped != st.Returns {
+				t.Errorf("%d events read, %d dropped, %d counted", len(evs), st.Dropped, st.Returns)
+			}
+			for _, e := range evs {
+				if e.Latency < 0 {
+					t.Fatalf("event without latency: %+v", e)
+				}
+			}
+		})
+	}
+}
+
+// call calls the target with argument i and checks what it returns; it returns how
+// many calls of the target that made (Floats recurses).
+func call(t *testing.T, name string, i int, panics *int) (calls int) {
+	calls = 1
+	switch name {
+	case "Large":
+		x := i
+		if p, r := target.Large(&x, false, 2.5); p != &x || r != 2 {
+			panic("Large returned a wrong value")
+		}
+	case "Small":
+		var arr [64]int
+		if r := target.Small(&arr, "hello", i); r != i+5+3*i || arr[0] != r {
+			panic("Small returned a wrong value")
+		}
+	case "Floats":
+		if r := target.Floats(1.5, 2, i%4); r != -0.5+float64(i%4)*3 {
+			panic("Floats returned a wrong value")
+		}
+		calls += i % 4
+	case "Panicky":
+		defer func() {
+			if r := recover(); r != nil {
+				if r != target.ErrBad {
+					panic(r)
+				}
+				*panics++
+			}
+		}()
+		if r := target.Panicky(i); r != 2*i {
+			panic("Panicky returned a wrong value")
+		}
+	}
+	return calls
+}

@@ -1,0 +1,30 @@
+package fprobe
+
+import "github.com/gosdt/gosdt/arch/amd64"
+
+// The stubs (stub_amd64.s). They are assembly linked into the program, so the runtime
+// knows their frames; none is ever preempted asynchronously (assembly never is).
+func entryStub()
+func entryBody()
+func retStub()
+func retBody()
+
+// stubAddrs returns the addresses the patched calls go to.
+func stubAddrs() (entry, ret uintptr)
+
+var host = &amd64.FuncProbes
+
+// saveSlot is where the stubs keep argument register reg (arch.Spill.Reg): the nine
+// integer registers, then X0..X14.
+func saveSlot(reg uint8) (int, bool) {
+	switch {
+	case reg < 9:
+		return int(reg), true
+	case reg >= floatReg && reg < floatReg+15:
+		return 9 + int(reg-floatReg), true
+	}
+	return 0, false
+}
+
+// returnRegs is how many words of results a return event carries: AX, BX, CX, DI.
+const returnRegs = 4
