@@ -8,11 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/gosdt/gosdt/internal/ctlproto"
 )
 
 // buildStartup builds testdata/startup: a probe fired in a package's init, then N in
@@ -41,8 +38,8 @@ func TestTraceCommand(t *testing.T) {
 	status = -1
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		var m struct {
-			Event  *ctlproto.Event `json:"event"`
-			Status *int            `json:"status"`
+			Event  *jsonEvent `json:"event"`
+			Status *int       `json:"status"`
 		}
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("%q: %v", line, err)
@@ -60,7 +57,7 @@ func TestTraceCommand(t *testing.T) {
 			}
 			loaded++
 		case strings.HasSuffix(m.Event.Probe, ":step"):
-			if m.Event.Args[0].Value != strconv.Itoa(steps) {
+			if v, ok := m.Event.Args[0].Value.(float64); !ok || v != float64(steps) {
 				t.Errorf("step %d: %+v", steps, m.Event)
 			}
 			steps++
