@@ -355,22 +355,11 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 		}
 		q.IntervalMS = ctlproto.MinInterval.Milliseconds()
 	}
-	var cls []*client
-	var cmd *followed
 	if follow {
-		if o.pid != 0 || o.name != "" {
-			return fail(exitUsage, "stat: -p or -n, or -- CMD: one of them")
-		}
 		q.Value = strings.TrimSuffix(strings.TrimPrefix(q.Value, "len("), ")") // checked by the process
-		f, cl, err := startFollowed(command, q, stderr)
-		if cl == nil {
-			if f != nil {
-				return f.finish(err, stdout, stderr, o.json)
-			}
-			return err
-		}
-		cls, cmd = []*client{cl}, f
-	} else if cls, err = o.targets(false); err != nil {
+	}
+	cls, cmd, err := o.streams("stat", follow, command, q, stdout, stderr)
+	if cls == nil {
 		return err
 	}
 	defer func() {

@@ -120,3 +120,25 @@ func (f *followed) report(stderr io.Writer) {
 	_, how := f.status()
 	fmt.Fprintf(stderr, "sdtctl: %s (pid %d) %s\n", strings.Join(f.cmd.Args, " "), f.cmd.Process.Pid, how)
 }
+
+// streams returns the connections trace or stat (verb) streams q on: to the command it
+// starts (follow, with -- CMD), or to the processes -p or -n name. When there are none
+// (the command could not be followed, or no process matched), err is the command's
+// result.
+func (o *opts) streams(verb string, follow bool, command []string, q *ctlproto.Request, stdout, stderr io.Writer) (cls []*client, cmd *followed, err error) {
+	if !follow {
+		cls, err = o.targets(false)
+		return cls, nil, err
+	}
+	if o.pid != 0 || o.name != "" {
+		return nil, nil, fail(exitUsage, "%s: -p or -n, or -- CMD: one of them", verb)
+	}
+	f, cl, err := startFollowed(command, q, stderr)
+	if cl == nil {
+		if f != nil {
+			return nil, nil, f.finish(err, stdout, stderr, o.json)
+		}
+		return nil, nil, err
+	}
+	return []*client{cl}, f, nil
+}

@@ -49,23 +49,11 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	if *stack {
 		q.Stack = ctlproto.StackDepth
 	}
-	var cls []*client
-	var cmd *followed // the command started, with -- CMD (follow.go)
-	if follow {
-		if o.pid != 0 || o.name != "" {
-			return fail(exitUsage, "trace: -p or -n, or -- CMD: one of them")
-		}
-		f, cl, err := startFollowed(command, q, stderr)
-		if cl == nil {
-			if f != nil {
-				return f.finish(err, stdout, stderr, o.json)
-			}
-			return err
-		}
-		cls, cmd = []*client{cl}, f
-	} else if cls, err = o.targets(false); err != nil {
+	cls, cmd, err := o.streams("trace", follow, command, q, stdout, stderr) // cmd: the command started, with -- CMD
+	if cls == nil {
 		return err
-	} else {
+	}
+	if !follow {
 		for _, cl := range cls { // a followed command's connection streams already
 			noteFunctions(cl, pos[0], stderr)
 			noteLeftOut(cl, pos[0], "--where", whereNames(*where), stderr)
