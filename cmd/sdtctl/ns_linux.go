@@ -247,20 +247,33 @@ func peerPid(c net.Conn) int {
 // foreign lists the processes we may see that have another mount or PID
 // namespace than ours, in /proc order.
 func foreign() []int {
-	ents, _ := os.ReadDir("/proc")
 	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		mnt, err1 := sameNS(pid, "mnt")
-		ns, err2 := sameNS(pid, "pid")
-		if err1 == nil && err2 == nil && !(mnt && ns) {
+	for _, pid := range otherPids() {
+		if mnt, ns, ok := ourNamespaces(pid); ok && !(mnt && ns) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// otherPids lists the processes in /proc but this one, in /proc order.
+func otherPids() []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid != os.Getpid() {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// ourNamespaces says whether pid shares our mount and PID namespaces; ok is false
+// when either cannot be read.
+func ourNamespaces(pid int) (mnt, ns, ok bool) {
+	mnt, err1 := sameNS(pid, "mnt")
+	ns, err2 := sameNS(pid, "pid")
+	return mnt, ns, err1 == nil && err2 == nil
 }
 
 // otherUsers lists, for root, the processes of other users in our namespaces: root
@@ -270,21 +283,14 @@ func otherUsers() []int {
 	if os.Getuid() != 0 {
 		return nil
 	}
-	ents, _ := os.ReadDir("/proc")
 	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		fi, err := os.Stat("/proc/" + e.Name())
+	for _, pid := range otherPids() {
+		fi, err := os.Stat("/proc/" + strconv.Itoa(pid))
 		if err != nil {
 			continue
 		}
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
-			mnt, err1 := sameNS(pid, "mnt")
-			ns, err2 := sameNS(pid, "pid")
-			if err1 == nil && err2 == nil && mnt && ns {
+			if mnt, ns, ok := ourNamespaces(pid); ok && mnt && ns {
 				pids = append(pids, pid)
 			}
 		}
