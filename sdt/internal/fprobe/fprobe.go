@@ -55,7 +55,7 @@ type Func struct {
 
 	onEntry atomic.Pointer[EntryHook]
 	wantRet uint64 // 1: return events wanted (atomic.go)
-	ring    ring
+	ring    *ring // allocated when its returns are first switched on, never freed
 	stats   counters
 }
 
@@ -198,30 +198,92 @@ func (m liveText) Read(pc uint64, n int) []byte {
 	return unsafe.Slice((*byte)(rawptr.At(uintptr(pc))), n)
 }
 
+// Candidate is a function of the program's text, by name, as Find found it.
+type Candidate struct {
+	Name  string
+	index int
+}
+
+// Find returns the functions of the program's text whose names (as the runtime names
+// them) match accepts, in the order of their addresses, and those Refused names too.
+func Find(match func(name string) bool) ([]Candidate, error) {
+	t, err := table()
+	if err != nil {
+		return nil, err
+	}
+	var out []Candidate
+	for i := 0; i < t.Len(); i++ {
+		if name := string(t.Name(i)); match(name) {
+			out = append(out, Candidate{name, i})
+		}
+	}
+	return out, nil
+}
+
+// Inspect reads c's code as Lookup does, but keeps nothing: a list of what can take
+// a probe reads thousands of functions and places none.
+func Inspect(c Candidate) (*Func, error) {
+	if why := Refused(c.Name); why != "" {
+		return nil, errors.New("fprobe: " + c.Name + ": " + why)
+	}
+	t, err := table()
+	if err != nil {
+		return nil, err
+	}
+	m := module()
+	mu.Lock()
+	f := funcs[uintptr(t.Entry(c.index))]
+	mu.Unlock()
+	if f != nil {
+		return f, nil
+	}
+	return read(t, m, c.index)
+}
+
+// LookupCandidate is Lookup of a function Find found.
+func LookupCandidate(c Candidate) (*Func, error) {
+	if why := Refused(c.Name); why != "" {
+		return nil, errors.New("fprobe: " + c.Name + ": " + why)
+	}
+	t, err := table()
+	if err != nil {
+		return nil, err
+	}
+	return at(t, module(), c.index)
+}
+
+// table is the program's function table, where function probes are supported.
+func table() (*functab.Table, error) {
+	if host == nil || !patch.Supported() {
+		return nil, errors.New("fprobe: function probes are not supported on this platform")
+	}
+	t := module().Table
+	if t == nil {
+		return nil, errors.New("fprobe: the program's function table cannot be read")
+	}
+	return t, nil
+}
+
 // Lookup finds the function named name (as the runtime names it:
 // "example.com/app/store.(*DB).Get") and reads its code: whether its entry and its
 // returns take a probe, and if not, why.
 func Lookup(name string) (*Func, error) {
-	if host == nil || !patch.Supported() {
-		return nil, errors.New("fprobe: function probes are not supported on this platform")
+	t, err := table()
+	if err != nil {
+		return nil, err
 	}
 	if why := Refused(name); why != "" {
 		return nil, errors.New("fprobe: " + name + ": " + why)
 	}
-	m := module()
-	t := m.Table
-	if t == nil {
-		return nil, errors.New("fprobe: the program's function table cannot be read")
-	}
 	for i := 0; i < t.Len(); i++ {
 		if string(t.Name(i)) == name {
-			return at(t, m, i)
+			return at(t, module(), i)
 		}
 	}
 	return nil, errors.New("fprobe: no function " + name + " in the program's text: it does not exist or was inlined into every caller (a rules-built fbt probe sees inlined calls)")
 }
 
-// at reads function i of the table.
+// at reads function i of the table, once: a Func is kept for good.
 func at(t *functab.Table, m *functab.Module, i int) (*Func, error) {
 	entry := uintptr(t.Entry(i))
 	mu.Lock()
@@ -230,6 +292,22 @@ func at(t *functab.Table, m *functab.Module, i int) (*Func, error) {
 	if f != nil {
 		return f, nil
 	}
+	f, err := read(t, m, i)
+	if err != nil {
+		return nil, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if g := funcs[entry]; g != nil {
+		return g, nil
+	}
+	funcs[entry] = f
+	return f, nil
+}
+
+// read reads function i of the table.
+func read(t *functab.Table, m *functab.Module, i int) (*Func, error) {
+	entry := uintptr(t.Entry(i))
 	name := string(t.Name(i))
 	mem := liveText{m.Text, m.Etext}
 	w, err := host.Walk(mem, t.Entry(i), t.End(i))
@@ -246,7 +324,7 @@ func at(t *functab.Table, m *functab.Module, i int) (*Func, error) {
 	if err != nil {
 		return nil, errors.New("fprobe: " + name + ": entry: " + err.Error())
 	}
-	f = &Func{Name: name, Entry: entry, orig: append([]byte(nil), e.Orig...)}
+	f := &Func{Name: name, Entry: entry, orig: append([]byte(nil), e.Orig...)}
 	c := &config{morestack: uintptr(e.Morestack), check: e.Check, resume: uintptr(e.Resume), fn: f}
 	if e.Context {
 		c.ctxt = 1
@@ -275,12 +353,6 @@ func at(t *functab.Table, m *functab.Module, i int) (*Func, error) {
 			f.rets = append(f.rets, &config{frame: r.Frame, ret: uintptr(r.Ret), fn: f})
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if g := funcs[entry]; g != nil {
-		return g, nil
-	}
-	funcs[entry] = f
 	return f, nil
 }
 
@@ -368,9 +440,12 @@ func Set(cs []Change) error {
 	if sites+len(add) > MaxSites {
 		return errors.New("fprobe: at most " + itoa(MaxSites) + " sites may be patched at once")
 	}
-	// Hooks and the wish for return events before the text: a stub that runs once the
-	// call is written finds them.
+	// Hooks, rings and the wish for return events before the text: a stub that runs
+	// once the call is written finds them.
 	for _, c := range cs {
+		if c.Return && c.Func.ring == nil {
+			c.Func.ring = new(ring)
+		}
 		if c.Entry != nil {
 			h := c.Entry
 			c.Func.onEntry.Store(&h)

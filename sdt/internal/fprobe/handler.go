@@ -122,7 +122,7 @@ func retHandler(c *config, argp uintptr, g uintptr, regs uintptr) {
 	}
 	add64(&f.stats.returns, 1)
 	r := loadRegs(regs)
-	if !f.ring.put(lat, &r) {
+	if !f.ring.put(lat, &r) { // ring set before wantRet
 		add64(&f.stats.dropped, 1)
 	}
 }
@@ -252,7 +252,12 @@ func (r *ring) put(lat int64, res *[returnRegs]uint64) bool {
 //
 //go:norace
 func (f *Func) ReadReturns(buf []Return) int {
-	r := &f.ring
+	mu.Lock()
+	r := f.ring
+	mu.Unlock()
+	if r == nil {
+		return 0
+	}
 	n := 0
 	for n < len(buf) {
 		t := load64(&r.tail)
