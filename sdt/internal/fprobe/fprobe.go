@@ -55,7 +55,7 @@ type Func struct {
 
 	onEntry atomic.Pointer[EntryHook]
 	wantRet uint64 // 1: return events wanted (atomic.go)
-	ring    *ring // allocated when its returns are first switched on, never freed
+	ring    *ring  // allocated when its returns are first switched on, never freed
 	stats   counters
 }
 
