@@ -115,7 +115,7 @@ func matchFilters(sp spec.Spec) (map[*probe]*filter, []*probe) {
 				f.all = false
 			}
 		}
-		f.wide = sp.Match(p.provider, p.module, "", p.name)
+		f.wide = sp.Match(p.provider, p.module, p.wideFunc(), p.name) && p.placeable()
 		if len(f.sites) == 0 {
 			f.all = false
 		}
@@ -138,8 +138,16 @@ func subscribe(specText string, sink bridge.Sink) ([]*bridge.Probe, func(), erro
 	}
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
+	reg.resolve()
+	refused, err := reg.matchRuntime(sp, specText)
+	if err != nil {
+		return nil, nil, err
+	}
 	fs, order := matchFilters(sp)
 	if len(fs) == 0 {
+		if refused != nil {
+			return nil, nil, refused
+		}
 		return nil, nil, fmt.Errorf("%q: %w", specText, ErrNoMatch)
 	}
 	descs := make([]*bridge.Probe, len(order))
@@ -156,6 +164,10 @@ func subscribe(specText string, sink bridge.Sink) ([]*bridge.Probe, func(), erro
 // describe is what a consumer is told of p. Call with reg.mu held, after resolve.
 func (p *probe) describe(id uint32) *bridge.Probe {
 	d := &bridge.Probe{ID: id, Provider: p.provider, Name: p.name, Module: p.module, Args: p.args, Types: p.types, Kinds: p.kinds}
+	if rf := p.dyn; rf != nil {
+		// Its fires carry the function's entry as their site.
+		d.Sites = append(d.Sites, bridge.Site{Addr: rf.f.Entry, Module: rf.module, Func: rf.function})
+	}
 	for _, s := range p.sites {
 		d.Sites = append(d.Sites, bridge.Site{Addr: s.Addr, Module: s.Module, Func: s.Func, File: s.File, Line: s.Line})
 	}

@@ -33,9 +33,9 @@ func matchAll(specs []string) ([]holdKey, error) {
 		if err != nil {
 			return nil, err
 		}
-		sites, wides := reg.match(sp)
-		if len(sites) == 0 && len(wides) == 0 {
-			return nil, fmt.Errorf("%q: %w", text, ErrNoMatch)
+		sites, wides, err := reg.match(sp, text)
+		if err != nil {
+			return nil, err
 		}
 		all = append(all, keysOf(sites, wides)...)
 	}
@@ -120,7 +120,7 @@ func (controlPlane) List(spec string) ([]ctlproto.Probe, error) {
 	}
 	out := make([]ctlproto.Probe, 0, len(list))
 	for _, pi := range list {
-		p := ctlproto.Probe{Name: pi.String(), Enabled: pi.Enabled, Hits: pi.Hits, HeldBy: pi.HeldBy, Sites: []ctlproto.Site{}}
+		p := ctlproto.Probe{Name: pi.String(), Kind: pi.Kind, Enabled: pi.Enabled, Hits: pi.Hits, HeldBy: pi.HeldBy, Sites: []ctlproto.Site{}}
 		for _, a := range pi.Args {
 			p.Args = append(p.Args, ctlproto.Arg{Name: a.Name, Type: a.Type})
 		}

@@ -9,6 +9,7 @@ import (
 // ProbeInfo describes one logical probe: a definition as it appears in one function.
 type ProbeInfo struct {
 	Provider, Module, Function, Name string
+	Kind                             string // "static", or an fbt probe's: "build" (placed by rules), "runtime" (placed while running)
 	Args                             []ArgInfo
 	Enabled                          bool     // at least one of its sites (or the definition as a whole) is on
 	Hits                             uint64   // fires delivered
@@ -26,6 +27,9 @@ const (
 	SealedOff  SiteState = iota // canonical sled, jumping over the fire block
 	SealedOn                    // canonical sled, falling into the fire block
 	BranchOnly                  // the compiler's check, left alone; Reason says why
+	Unpatched                   // a run-time probe's point: the function's own code
+	Patched                     // a run-time probe's point: a call to its stub written
+	Refused                     // a run-time probe's point that may take none; Reason says why
 )
 
 func (s SiteState) String() string {
@@ -34,6 +38,12 @@ func (s SiteState) String() string {
 		return "sealed-off"
 	case SealedOn:
 		return "sealed-on"
+	case Unpatched:
+		return "unpatched"
+	case Patched:
+		return "patched"
+	case Refused:
+		return "refused"
 	}
 	return "branch-only"
 }
@@ -96,13 +106,17 @@ func List(spec string) ([]ProbeInfo, error) {
 		for _, k := range order {
 			out = append(out, *byFunc[k])
 		}
-		if (len(p.sites) == 0 || p.hits.Load() > 0) && sp.Match(p.provider, p.module, "", p.name) {
-			pi := p.info(p.module, "")
+		if (len(p.sites) == 0 || p.hits.Load() > 0) && sp.Match(p.provider, p.module, p.wideFunc(), p.name) {
+			pi := p.info(p.module, p.wideFunc())
 			pi.Hits, pi.Enabled = p.hits.Load(), p.wide.Load()
 			pi.HeldBy = holderNames(holdKey{p: p})
+			if p.dyn != nil {
+				pi.Sites = p.dyn.points(p, nil)
+			}
 			out = append(out, *pi)
 		}
 	}
+	out = append(out, reg.listRuntime(sp)...)
 	// sort, not slices: slices.SortStableFunc would instantiate 9 KB of sorting code
 	// for ProbeInfo in every program that imports sdt.
 	sort.SliceStable(out, func(i, j int) bool {
@@ -114,7 +128,13 @@ func List(spec string) ([]ProbeInfo, error) {
 }
 
 func (p *probe) info(module, fn string) *ProbeInfo {
-	pi := &ProbeInfo{Provider: p.provider, Module: module, Function: fn, Name: p.name}
+	pi := &ProbeInfo{Provider: p.provider, Module: module, Function: fn, Name: p.name, Kind: "static"}
+	switch {
+	case p.fn != nil:
+		pi.Kind = "build"
+	case p.dyn != nil:
+		pi.Kind = "runtime"
+	}
 	for i, a := range p.args {
 		pi.Args = append(pi.Args, ArgInfo{Name: a, Type: p.types[i]})
 	}

@@ -169,7 +169,7 @@ func switchable(what string, keys []holdKey) error {
 			}
 			p = k.s.probe
 		}
-		if p != nil && len(p.heads) > 0 {
+		if p != nil && (len(p.heads) > 0 || p.dyn != nil) {
 			return nil
 		}
 	}

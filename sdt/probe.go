@@ -40,7 +40,8 @@ type probe struct {
 	kinds          []bridge.Kind
 	sizes          []uint8  // of each argument's Go type (fbt: 0, as fires tell)
 	module         string   // package that called Define
-	fn             *fbtFunc // an fbt probe's function; nil for any other
+	fn             *fbtFunc     // an fbt probe's function; nil for any other
+	dyn            *runtimeFunc // a run-time function probe's function; nil for any other
 
 	hits atomic.Uint64             // fires not attributed to a site (through non-inlined code)
 	wide atomic.Bool               // enabled as a whole: unattributed fires are delivered

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gosdt/gosdt/internal/spec"
 	"github.com/gosdt/gosdt/patch"
+	"github.com/gosdt/gosdt/sdt/internal/fprobe"
 	"github.com/gosdt/gosdt/sled"
 )
 
@@ -86,6 +87,9 @@ type registry struct {
 	defined   map[*probe]bool     // every definition, to check a pointer read from a variable
 	layout    sled.Layout
 	table     *sled.Table
+
+	runtime  map[string]*runtimeFunc // run-time function probes by function (runtimefbt.go)
+	draining bool                    // a goroutine delivers their return events
 
 	subs []*subscription   // package control's traces and aggregations (consume.go)
 	ids  map[*probe]uint32 // the probe ids they are told
@@ -213,9 +217,9 @@ func (r *registry) setBy(o *owner, specText string, enable bool) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.resolve()
-	sites, wides := r.match(sp)
-	if len(sites) == 0 && len(wides) == 0 {
-		return 0, fmt.Errorf("%q: %w", specText, ErrNoMatch)
+	sites, wides, err := r.match(sp, specText)
+	if err != nil {
+		return 0, err
 	}
 	keys := keysOf(sites, wides)
 	if enable {
@@ -230,9 +234,14 @@ func (r *registry) setBy(o *owner, specText string, enable bool) (int, error) {
 	return n, stillHeld(specText, keys)
 }
 
-// match returns the sites and the definitions (enabled as a whole) that sp matches.
-// Call with r.mu held, after resolve.
-func (r *registry) match(sp spec.Spec) (sites []*site, wides []*probe) {
+// match returns the sites and the definitions (enabled as a whole) that sp (whose
+// text is text) matches, making the run-time function probes it names; an error
+// when it matches nothing. Call with r.mu held, after resolve.
+func (r *registry) match(sp spec.Spec, text string) (sites []*site, wides []*probe, err error) {
+	refused, err := r.matchRuntime(sp, text)
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, p := range r.candidates(sp) {
 		// Provider and name first: a binary may have thousands of sites, and an
 		// Enable should cost what the probes it names have, not what the binary has.
@@ -244,11 +253,17 @@ func (r *registry) match(sp spec.Spec) (sites []*site, wides []*probe) {
 				sites = append(sites, s)
 			}
 		}
-		if sp.Match(p.provider, p.module, "", p.name) {
+		if sp.Match(p.provider, p.module, p.wideFunc(), p.name) && p.placeable() {
 			wides = append(wides, p)
 		}
 	}
-	return sites, wides
+	if len(sites) == 0 && len(wides) == 0 {
+		if refused != nil {
+			return nil, nil, refused
+		}
+		return nil, nil, fmt.Errorf("%q: %w", text, ErrNoMatch)
+	}
+	return sites, wides, nil
 }
 
 // switchLocked switches sites and definitions (as a whole) on or off, in one batch,
@@ -299,15 +314,36 @@ func (r *registry) switchLocked(sites []*site, wholes []*probe, enable bool, wha
 			p.syncFlag()
 		}
 	}
+	// Run-time function probes first: a request fails there more often (a limit, a
+	// function's bytes changed), and the sites' batch is then not written at all.
+	placed, unplaced := runtimeChanges(wides, enable)
 	if enable {
 		mark(true)
 	}
+	if len(placed) > 0 {
+		if err := fprobe.Set(placed); err != nil {
+			if enable {
+				mark(false)
+			}
+			return 0, fmt.Errorf("run-time function probes for %q: %w", what, err)
+		}
+	}
 	if len(writes) > 0 {
 		if _, err := patch.Apply(writes, r.opts); err != nil {
+			if len(unplaced) > 0 {
+				if err := fprobe.Set(unplaced); err != nil {
+					warnf("taking back the run-time function probes for %q: %v", what, err)
+				}
+			}
 			if enable {
 				mark(false)
 			}
 			return 0, fmt.Errorf("patching %d sites for %q: %w", len(writes), what, err)
+		}
+	}
+	for _, p := range wides {
+		if enable && p.dyn != nil && p == p.dyn.ret {
+			r.startDrain()
 		}
 	}
 	if enable {

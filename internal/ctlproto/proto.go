@@ -196,6 +196,7 @@ const (
 // Probe is one logical probe, as sdt.List describes it.
 type Probe struct {
 	Name    string   `json:"name"` // provider:module:function:name
+	Kind    string   `json:"kind"` // "static", "build" (fbt placed by rules) or "runtime" (fbt placed while running)
 	Args    []Arg    `json:"args,omitempty"`
 	Enabled bool     `json:"enabled"`
 	Hits    uint64   `json:"hits"`
@@ -640,6 +641,7 @@ func (p *Probe) append(e *enc) {
 	for i := range p.Sites {
 		e.msg(6, p.Sites[i].append)
 	}
+	e.str(7, p.Kind)
 }
 
 func (p *Probe) decode(d *dec) {
@@ -660,6 +662,8 @@ func (p *Probe) decode(d *dec) {
 		case 6:
 			p.Sites = append(p.Sites, Site{})
 			d.msg(p.Sites[len(p.Sites)-1].decode)
+		case 7:
+			p.Kind = d.str()
 		default:
 			return false
 		}

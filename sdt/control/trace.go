@@ -247,6 +247,9 @@ func recordSize(a *bridge.Args) uint64 {
 // bridge.Sink.
 func (s *traceSink) Fire(f *bridge.Firing) {
 	ticks, g := stamp()
+	if f.Ret == bridge.NoStack {
+		g = 0 // delivered by another goroutine than the one that fired: no id rather than a wrong one
+	}
 	probes := s.probes.Load()
 	if probes == nil || int(f.Probe) >= len(*probes) {
 		return // subscribed, and not yet told its probes: fired before the trace began
@@ -332,6 +335,9 @@ const stackSkip = 8
 // holds depth + stackSkip), from the function that fired: the one ret (the fire
 // call's return address) is in, without sdt's frames inlined there (Probe1...).
 func callStack(buf []uintptr, ret uintptr, depth int) []uintptr {
+	if ret == bridge.NoStack {
+		return nil
+	}
 	n := runtime.Callers(2, buf)
 	pcs := buf[:n]
 	from := firer(pcs[:min(n, stackSkip)], ret)

@@ -76,9 +76,13 @@ type Firing struct {
 	P     int
 	Probe uint32  // Probe.ID
 	Site  uintptr // the site's address; 0 for a fire not attributed to a site
-	Ret   uintptr // the fire call's return address: where its call stack starts
+	Ret   uintptr // the fire call's return address: where its call stack starts; NoStack: none
 	Args
 }
+
+// NoStack is a Firing's Ret when the firing goroutine's stack is not the fire's: a
+// run-time return probe's events are delivered later, by another goroutine.
+const NoStack = ^uintptr(0)
 
 // Int is argument i as an integer, what aggregations key, sum and quantize:
 // unsigned values above MaxInt64 saturate, floats are truncated (NaN is 0),

@@ -201,6 +201,7 @@ func (m liveText) Read(pc uint64, n int) []byte {
 // Candidate is a function of the program's text, by name, as Find found it.
 type Candidate struct {
 	Name  string
+	Entry uintptr
 	index int
 }
 
@@ -214,7 +215,7 @@ func Find(match func(name string) bool) ([]Candidate, error) {
 	var out []Candidate
 	for i := 0; i < t.Len(); i++ {
 		if name := string(t.Name(i)); match(name) {
-			out = append(out, Candidate{name, i})
+			out = append(out, Candidate{name, uintptr(t.Entry(i)), i})
 		}
 	}
 	return out, nil
@@ -356,6 +357,39 @@ func read(t *functab.Table, m *functab.Module, i int) (*Func, error) {
 	return f, nil
 }
 
+// Word describes one register argument word of a function: its width in bytes, and
+// whether it is passed in a floating-point register.
+type Word struct {
+	Size  uint8
+	Float bool
+}
+
+// Words describes the register argument words of f, in the order Args holds them.
+func (f *Func) Words() []Word {
+	ws := make([]Word, len(f.spills))
+	for i, s := range f.spills {
+		ws[i] = Word{Size: uint8(s.Size), Float: s.Reg >= floatReg}
+	}
+	return ws
+}
+
+// Returns is the addresses of f's returns that take a probe (none when ReturnErr says
+// why not).
+func (f *Func) Returns() []uintptr {
+	out := make([]uintptr, len(f.retSites))
+	for i, r := range f.retSites {
+		out[i] = uintptr(r.Addr)
+	}
+	return out
+}
+
+// ReturnWords is how many result words a Return carries.
+const ReturnWords = returnRegs
+
+// EntryRet is the return address of the call written at f's entry: the pc of f's frame
+// in a call stack taken by an entry hook.
+func (f *Func) EntryRet() uintptr { return f.Entry + callLen }
+
 // ReturnErr says why the function's returns take no probe; nil when they do.
 func (f *Func) ReturnErr() error { return f.retErr }
 
@@ -409,10 +443,10 @@ func Set(cs []Change) error {
 			}
 			if needEntry {
 				ws = append(ws, patch.Write{Addr: f.Entry, Old: f.orig, New: call})
-				add, addc = append(add, f.Entry+5), append(addc, f.entry)
+				add, addc = append(add, f.Entry+callLen), append(addc, f.entry)
 			} else {
 				ws = append(ws, patch.Write{Addr: f.Entry, Old: call, New: f.orig})
-				del = append(del, f.Entry+5)
+				del = append(del, f.Entry+callLen)
 			}
 		}
 		if c.Return != f.retPatched {
@@ -423,10 +457,10 @@ func Set(cs []Change) error {
 				}
 				if c.Return {
 					ws = append(ws, patch.Write{Addr: uintptr(r.Addr), Old: r.Orig, New: call})
-					add, addc = append(add, uintptr(r.Addr)+5), append(addc, f.rets[i])
+					add, addc = append(add, uintptr(r.Addr)+callLen), append(addc, f.rets[i])
 				} else {
 					ws = append(ws, patch.Write{Addr: uintptr(r.Addr), Old: call, New: r.Orig})
-					del = append(del, uintptr(r.Addr)+5)
+					del = append(del, uintptr(r.Addr)+callLen)
 				}
 			}
 		}

@@ -28,3 +28,6 @@ func saveSlot(reg uint8) (int, bool) {
 
 // returnRegs is how many words of results a return event carries: AX, BX, CX, DI.
 const returnRegs = 4
+
+// callLen is the length of the call written at a site: its return address is site+callLen.
+const callLen = 5

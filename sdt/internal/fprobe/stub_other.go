@@ -12,3 +12,5 @@ func stubAddrs() (entry, ret uintptr) { return 0, 0 }
 func saveSlot(reg uint8) (int, bool) { return 0, false }
 
 const returnRegs = 4
+
+const callLen = 4

@@ -1,0 +1,62 @@
+// Package store is what sdtctl's run-time function probe tests put probes on: a
+// package nobody instrumented, with arguments and results of the common kinds.
+package store
+
+import (
+	"errors"
+	"time"
+)
+
+// DB is a map behind methods.
+type DB struct{ m map[string]string }
+
+// New returns a DB holding kv's pairs.
+func New(kv ...string) *DB {
+	db := &DB{m: map[string]string{}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		db.m[kv[i]] = kv[i+1]
+	}
+	return db
+}
+
+// ErrNotFound is Get's error for a key it does not hold.
+var ErrNotFound = errors.New("not found")
+
+// Get returns key's value.
+//
+//go:noinline
+func (db *DB) Get(key string) (string, error) {
+	v, ok := db.m[key]
+	if !ok {
+		return "", ErrNotFound
+	}
+	return v, nil
+}
+
+// Sleep sleeps ms milliseconds and returns ms.
+//
+//go:noinline
+func Sleep(ms int) int {
+	time.Sleep(time.Duration(ms) * time.Millisecond)
+	return ms
+}
+
+// Mix takes one argument of each common kind.
+//
+//go:noinline
+func Mix(a int64, b int8, f float64, ok bool, s string) int64 {
+	if ok {
+		return a + int64(b) + int64(f) + int64(len(s))
+	}
+	return a
+}
+
+// MayPanic panics when i is a multiple of 3.
+//
+//go:noinline
+func MayPanic(i int) int {
+	if i%3 == 0 {
+		panic("a multiple of 3")
+	}
+	return i
+}

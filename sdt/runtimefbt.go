@@ -1,0 +1,467 @@
+package sdt
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/gosdt/gosdt/internal/fbt/tracedcopy"
+	"github.com/gosdt/gosdt/internal/rawptr"
+	"github.com/gosdt/gosdt/internal/spec"
+	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/fprobe"
+	"github.com/gosdt/gosdt/sdt/internal/rt"
+	"github.com/gosdt/gosdt/sled"
+)
+
+// Run-time function probes: fbt:<package>:<function>:entry|return on a function that
+// no rule instrumented, placed by package fprobe (a call written over its code) when
+// a spec names the function. Each such function gets two definitions, made when a
+// spec first matches it: entry and return. They have no site and no variable: they
+// are held on as a whole (wide), and switchLocked writes the function's text through
+// fprobe.Set in the same batch as the sites. Return events wait in the function's
+// ring (its return stub may not call Go code) until a goroutine of ours drains them
+// into the consumers.
+
+// maxRuntimeFuncs is how many functions a spec may match for run-time probes.
+const maxRuntimeFuncs = fprobe.MaxFuncs
+
+// runtimeFunc is a function with run-time probes.
+type runtimeFunc struct {
+	f                *fprobe.Func
+	module, function string // as sites name functions: "example.com/app/store", "store.(*DB).Get"
+	entry, ret       *probe
+	params, results  []wordArg
+}
+
+// wordArg is one argument of a run-time probe, read from the register words of a call
+// (entry) or of a return: its first word's index and how it is shown.
+type wordArg struct {
+	word  int
+	kind  bridge.Kind
+	size  uint8 // bytes of an integer or float word: 4 is a float32
+	str   bool  // a string: words word (pointer) and word+1 (length)
+	iface bool  // an interface: not nil when word (its type word) is not 0
+}
+
+// isRuntimeSpec reports whether sp may name run-time function probes: provider fbt,
+// name entry or return, and a package or a function given (fbt:::entry names only the
+// functions rules instrumented: every function of a program is not a request).
+func isRuntimeSpec(sp spec.Spec) bool {
+	if sp.Provider != "fbt" || (!spec.Match(sp.Name, "entry") && !spec.Match(sp.Name, "return")) {
+		return false
+	}
+	return strings.Trim(sp.Module, "*") != "" || strings.Trim(sp.Function, "*") != ""
+}
+
+// fullName is the runtime's name of the function sites name module and function.
+func fullName(module, function string) string {
+	if i := strings.LastIndexByte(module, '/'); i >= 0 {
+		return module[:i+1] + function
+	}
+	return function
+}
+
+// runtimeCandidates is the functions of the text that sp names, but for those rules
+// instrumented (their fbt probes are the build's) and gosdt's traced copies.
+// Call with r.mu held, after resolve.
+func (r *registry) runtimeCandidates(sp spec.Spec) ([]fprobe.Candidate, error) {
+	built := map[string]bool{}
+	for _, p := range r.probes {
+		if p.fn != nil {
+			built[fullName(p.fn.module, p.fn.function)] = true
+		}
+	}
+	return fprobe.Find(func(name string) bool {
+		module, fn := sled.SplitFunc(name)
+		if !spec.Match(sp.Module, module) || !spec.MatchFunc(sp.Function, fn) || built[name] {
+			return false
+		}
+		_, _, copied := tracedcopy.Split(fn)
+		return !copied
+	})
+}
+
+// matchRuntime makes the run-time probes of the functions sp names (the registry's
+// match then finds them). A function that may not take a probe is skipped; refused
+// says why, for when nothing else matches. err is a spec that names too many.
+// Call with r.mu held, after resolve.
+func (r *registry) matchRuntime(sp spec.Spec, text string) (refused, err error) {
+	if !isRuntimeSpec(sp) {
+		return nil, nil
+	}
+	cands, err := r.runtimeCandidates(sp)
+	if err != nil {
+		return fmt.Errorf("%q: %w", text, err), nil
+	}
+	if len(cands) > maxRuntimeFuncs {
+		return nil, fmt.Errorf("%q: matches %d functions for run-time probes, at most %d may have them at once: name fewer", text, len(cands), maxRuntimeFuncs)
+	}
+	var refusals []string
+	for _, c := range cands {
+		rf, err := r.runtimeFunc(c)
+		if err != nil {
+			refusals = append(refusals, strings.TrimPrefix(err.Error(), "fprobe: "))
+			continue
+		}
+		if err := rf.f.ReturnErr(); err != nil && spec.Match(sp.Name, "return") {
+			refusals = append(refusals, strings.TrimPrefix(err.Error(), "fprobe: "))
+		}
+	}
+	if len(refusals) == 0 {
+		return nil, nil
+	}
+	more := ""
+	if len(refusals) > 3 {
+		more = fmt.Sprintf(" (and %d more)", len(refusals)-3)
+		refusals = refusals[:3]
+	}
+	return fmt.Errorf("%q: %w: of the functions it names, none may take a run-time probe: %s%s", text, ErrNoMatch, strings.Join(refusals, "; "), more), nil
+}
+
+// placeable reports whether p, a definition sp matched, can be switched: a run-time
+// return probe only where the function's returns take one.
+func (p *probe) placeable() bool {
+	return p.dyn == nil || p != p.dyn.ret || p.dyn.f.ReturnErr() == nil
+}
+
+// runtimeFunc returns c's run-time probes, making them the first time. Call with
+// r.mu held.
+func (r *registry) runtimeFunc(c fprobe.Candidate) (*runtimeFunc, error) {
+	if rf := r.runtime[c.Name]; rf != nil {
+		return rf, nil
+	}
+	f, err := fprobe.LookupCandidate(c)
+	if err != nil {
+		return nil, err
+	}
+	module, function := sled.SplitFunc(c.Name)
+	rf := &runtimeFunc{f: f, module: module, function: function}
+	rf.params, rf.results = wordsOf(f)
+	rf.entry = r.runtimeProbe(rf, "entry", rf.params)
+	rf.ret = r.runtimeProbe(rf, "return", rf.results)
+	if r.runtime == nil {
+		r.runtime = map[string]*runtimeFunc{}
+	}
+	r.runtime[c.Name] = rf
+	return rf, nil
+}
+
+// wordsOf is the arguments of a function whose types nothing told: its register
+// words, each an argument of its own, as many as a probe carries.
+func wordsOf(f *fprobe.Func) (params, results []wordArg) {
+	for i, s := range f.Words() {
+		if i == MaxArgs {
+			break
+		}
+		k := bridge.Uint
+		if s.Float {
+			k = bridge.Float
+		}
+		params = append(params, wordArg{word: i, kind: k, size: s.Size})
+	}
+	for i := 0; i < min(fprobe.ReturnWords, MaxArgs-1); i++ {
+		results = append(results, wordArg{word: i, kind: bridge.Uint, size: 8})
+	}
+	return params, results
+}
+
+// runtimeProbe makes the definition of rf's boundary name (entry or return) and
+// registers it. Call with r.mu held.
+func (r *registry) runtimeProbe(rf *runtimeFunc, name string, args []wordArg) *probe {
+	p := &probe{provider: "fbt", name: name, module: rf.module, dyn: rf}
+	if name == "return" {
+		p.kinds = append(p.kinds, bridge.Int)
+	}
+	for _, a := range argInfos(name, args) {
+		p.args = append(p.args, a.Name)
+		p.types = append(p.types, a.Type)
+	}
+	for _, a := range args {
+		p.kinds = append(p.kinds, a.kind)
+	}
+	if r.byName == nil { // a program with no definition of its own
+		r.byName, r.defined, r.copies = map[string][]*probe{}, map[*probe]bool{}, map[string]*fbtFunc{}
+	}
+	r.probes = append(r.probes, p)
+	r.defined[p] = true
+	r.byName["fbt:"+name] = append(r.byName["fbt:"+name], p)
+	return p
+}
+
+// argInfos names the arguments of a run-time probe: an entry's words arg0..., a
+// return's latency_ns and result words r0....
+func argInfos(name string, args []wordArg) []ArgInfo {
+	var out []ArgInfo
+	prefix := "arg"
+	if name == "return" {
+		out = append(out, ArgInfo{"latency_ns", "int64"})
+		prefix = "r"
+	}
+	for i, a := range args {
+		t := "uint64"
+		if a.kind == bridge.Float {
+			t = "float64"
+		}
+		out = append(out, ArgInfo{fmt.Sprintf("%s%d", prefix, i), t})
+	}
+	return out
+}
+
+// wideFunc is the function field a definition held on as a whole matches with: its
+// function for a run-time probe, else none.
+func (p *probe) wideFunc() string {
+	if p.dyn != nil {
+		return p.dyn.function
+	}
+	return ""
+}
+
+// runtimeChanges is what fprobe must write for the definitions in wides to be
+// switched to on, the rest keeping their state. Call with r.mu held.
+func runtimeChanges(wides []*probe, on bool) (to, back []fprobe.Change) {
+	seen := map[*runtimeFunc]bool{}
+	for _, p := range wides {
+		rf := p.dyn
+		if rf == nil || seen[rf] {
+			continue
+		}
+		seen[rf] = true
+		entry, ret := rf.entry.wide.Load(), rf.ret.wide.Load()
+		back = append(back, rf.change(entry, ret))
+		for _, q := range wides {
+			if q == rf.entry {
+				entry = on
+			} else if q == rf.ret {
+				ret = on
+			}
+		}
+		to = append(to, rf.change(entry, ret))
+	}
+	return to, back
+}
+
+func (rf *runtimeFunc) change(entry, ret bool) fprobe.Change {
+	c := fprobe.Change{Func: rf.f, Return: ret}
+	if entry {
+		c.Entry = rf.onEntry
+	}
+	return c
+}
+
+// onEntry delivers an entry event (fprobe.EntryHook), on the calling goroutine.
+func (rf *runtimeFunc) onEntry(_ *fprobe.Func, a fprobe.Args) {
+	p := rf.entry
+	if !p.wide.Load() {
+		return
+	}
+	p.hits.Add(1)
+	c := p.cons.Load()
+	if c == nil {
+		return
+	}
+	var v firing
+	v.N = len(rf.params)
+	copy(v.Kinds[:], p.kinds)
+	for i, x := range rf.params {
+		setWord(&v.Args, i, x, a.Word(x.word), a.Word(x.word+1), true)
+	}
+	v.Site = rf.f.Entry // names the function: the probe has no site of its own
+	c.emit(rt.ProcPin(), nil, rf.f.EntryRet(), &v)
+	rt.ProcUnpin()
+}
+
+// setWord stores argument i of a run-time probe from its words w (and w2, a string's
+// length). live says the words are a call's arguments still held by the call: only
+// then is a string's text read.
+func setWord(v *bridge.Args, i int, x wordArg, w, w2 uint64, live bool) {
+	switch {
+	case x.str:
+		if live && w != 0 && w2 <= math.MaxInt32 {
+			// The caller passed this string and the call is running: its bytes are
+			// the caller's (rodata, heap it references, or its stack), valid until
+			// the hook returns; the sink copies what it keeps.
+			v.Strs[i] = unsafe.String((*byte)(rawptr.At(uintptr(w))), int(w2))
+		}
+	case x.iface:
+		v.Strs[i] = nilError
+		if w != 0 {
+			v.Strs[i] = "non-nil"
+		}
+	case x.kind == bridge.Float && x.size == 4:
+		v.Slots[i] = math.Float64bits(float64(math.Float32frombits(uint32(w))))
+	case x.kind == bridge.Int && x.size < 8:
+		sh := 64 - 8*uint(x.size)
+		v.Slots[i] = uint64(int64(w<<sh) >> sh)
+	default:
+		v.Slots[i] = w
+	}
+}
+
+// nilError is how an fbt probe carries a nil error (as sdt/internal/fbtrt does).
+const nilError = "<nil>"
+
+// drainEvery is how long return events may wait in their rings.
+const drainEvery = time.Millisecond
+
+// startDrain starts the goroutine that delivers return events, if it is not running.
+// Call with r.mu held.
+func (r *registry) startDrain() {
+	if !r.draining {
+		r.draining = true
+		go r.drain()
+	}
+}
+
+// drain delivers the return events of every run-time function until none has its
+// return probe on and their rings are empty.
+func (r *registry) drain() {
+	buf := make([]fprobe.Return, 256)
+	for {
+		r.mu.Lock()
+		var fs []*runtimeFunc
+		anyOn := false
+		for _, rf := range r.runtime {
+			fs = append(fs, rf)
+			anyOn = anyOn || rf.ret.wide.Load()
+		}
+		r.mu.Unlock()
+		n := 0
+		for _, rf := range fs {
+			n += rf.deliverReturns(buf)
+		}
+		if !anyOn && n == 0 {
+			r.mu.Lock()
+			stop := true
+			for _, rf := range r.runtime {
+				stop = stop && !rf.ret.wide.Load()
+			}
+			if stop {
+				r.draining = false
+			}
+			r.mu.Unlock()
+			if stop {
+				return
+			}
+		}
+		time.Sleep(drainEvery)
+	}
+}
+
+// deliverReturns moves rf's return events to the consumers and returns how many.
+func (rf *runtimeFunc) deliverReturns(buf []fprobe.Return) int {
+	total := 0
+	p := rf.ret
+	for {
+		n := rf.f.ReadReturns(buf)
+		total += n
+		c := p.cons.Load()
+		for _, e := range buf[:n] {
+			p.hits.Add(1)
+			if c == nil {
+				continue
+			}
+			var v firing
+			v.N = 1 + len(rf.results)
+			copy(v.Kinds[:], p.kinds)
+			v.Slots[0] = uint64(e.Latency)
+			for i, x := range rf.results {
+				var w2 uint64
+				if x.word+1 < len(e.Results) {
+					w2 = e.Results[x.word+1]
+				}
+				setWord(&v.Args, 1+i, x, e.Results[x.word], w2, false)
+			}
+			v.Site = rf.f.Entry
+			c.emit(rt.ProcPin(), nil, bridge.NoStack, &v)
+			rt.ProcUnpin()
+		}
+		if n < len(buf) {
+			return total
+		}
+	}
+}
+
+// points describes where p, one of rf's probes, is placed: the entry, or each return;
+// refused (err not nil) says why it may take none.
+func (rf *runtimeFunc) points(p *probe, refused error) []SiteInfo {
+	state := Unpatched
+	if p.wide.Load() {
+		state = Patched
+	}
+	addrs := []uintptr{rf.f.Entry}
+	if p == rf.ret {
+		if err := rf.f.ReturnErr(); err != nil && refused == nil {
+			refused = err
+		}
+		addrs = rf.f.Returns()
+	}
+	return pointsAt(rf.f.Entry, p.name, addrs, state, refused)
+}
+
+// pointsAt is the SiteInfo of a run-time probe's points: at addrs, or, refused, one at
+// the function's entry saying why.
+func pointsAt(entry uintptr, kind string, addrs []uintptr, state SiteState, refused error) []SiteInfo {
+	var file string
+	var line int
+	if f := runtime.FuncForPC(entry); f != nil {
+		file, line = f.FileLine(entry)
+	}
+	if refused != nil {
+		return []SiteInfo{{Addr: entry, File: file, Line: line, Kind: kind, State: Refused,
+			Reason: strings.TrimPrefix(refused.Error(), "fprobe: ")}}
+	}
+	out := make([]SiteInfo, len(addrs))
+	for i, a := range addrs {
+		out[i] = SiteInfo{Addr: a, File: file, Line: line, Kind: kind, State: state, Enabled: state == Patched}
+	}
+	return out
+}
+
+// listRuntime describes the functions sp names for run-time probes that have none
+// made yet: what each would carry, or why it may take none. Nothing is kept of them.
+// Call with r.mu held, after resolve.
+func (r *registry) listRuntime(sp spec.Spec) []ProbeInfo {
+	if !isRuntimeSpec(sp) {
+		return nil
+	}
+	cands, err := r.runtimeCandidates(sp)
+	if err != nil {
+		return nil
+	}
+	var out []ProbeInfo
+	for _, c := range cands {
+		if r.runtime[c.Name] != nil {
+			continue // listed with the registry's definitions
+		}
+		module, function := sled.SplitFunc(c.Name)
+		f, err := fprobe.Inspect(c)
+		var params, results []wordArg
+		if err == nil {
+			params, results = wordsOf(f)
+		}
+		for _, b := range []struct {
+			name string
+			args []wordArg
+		}{{"entry", params}, {"return", results}} {
+			if !spec.Match(sp.Name, b.name) {
+				continue
+			}
+			pi := ProbeInfo{Provider: "fbt", Module: module, Function: function, Name: b.name, Kind: "runtime"}
+			pi.Args = argInfos(b.name, b.args)
+			switch {
+			case err != nil:
+				pi.Sites = pointsAt(c.Entry, b.name, nil, Refused, err)
+			case b.name == "entry":
+				pi.Sites = pointsAt(c.Entry, b.name, []uintptr{c.Entry}, Unpatched, nil)
+			default:
+				pi.Sites = pointsAt(c.Entry, b.name, f.Returns(), Unpatched, f.ReturnErr())
+			}
+			out = append(out, pi)
+		}
+	}
+	return out
+}
