@@ -38,8 +38,8 @@ type probe struct {
 	provider, name string
 	args, types    []string
 	kinds          []bridge.Kind
-	sizes          []uint8  // of each argument's Go type (fbt: 0, as fires tell)
-	module         string   // package that called Define
+	sizes          []uint8      // of each argument's Go type (fbt: 0, as fires tell)
+	module         string       // package that called Define
 	fn             *fbtFunc     // an fbt probe's function; nil for any other
 	dyn            *runtimeFunc // a run-time function probe's function; nil for any other
 
