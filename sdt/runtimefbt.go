@@ -399,7 +399,11 @@ func (rf *runtimeFunc) points(p *probe, refused error) []SiteInfo {
 		}
 		addrs = rf.f.Returns()
 	}
-	return pointsAt(rf.f.Entry, p.name, addrs, state, refused)
+	pts := pointsAt(rf.f.Entry, p.name, addrs, state, refused)
+	for i := range pts {
+		pts[i].HeldBy = holderNames(holdKey{p: p})
+	}
+	return pts
 }
 
 // pointsAt is the SiteInfo of a run-time probe's points: at addrs, or, refused, one at

@@ -144,7 +144,7 @@ func pidList(cls []*client) string {
 
 func printProbes(w io.Writer, ps []ctlproto.Probe) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROBE\tARGS\tSTATE\tHITS\tHELD BY")
+	fmt.Fprintln(tw, "PROBE\tKIND\tARGS\tSTATE\tHITS\tHELD BY")
 	for _, p := range ps {
 		var args []string
 		for _, a := range p.Args {
@@ -154,13 +154,13 @@ func printProbes(w io.Writer, ps []ctlproto.Probe) {
 		if p.Enabled {
 			state = "on"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", p.Name, strings.Join(args, ", "), state, p.Hits, strings.Join(p.HeldBy, ", "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", p.Name, p.Kind, strings.Join(args, ", "), state, p.Hits, strings.Join(p.HeldBy, ", "))
 		for _, s := range p.Sites {
 			why := ""
 			if s.Reason != "" {
 				why = " (" + s.Reason + ")"
 			}
-			fmt.Fprintf(tw, "  %#x %s:%d\t%s\t%s%s\t%d\t%s\n", s.Addr, shortFile(s.File), s.Line, s.Kind, s.State, why, s.Hits, strings.Join(s.HeldBy, ", "))
+			fmt.Fprintf(tw, "  %#x %s:%d\t\t%s\t%s%s\t%d\t%s\n", s.Addr, shortFile(s.File), s.Line, s.Kind, s.State, why, s.Hits, strings.Join(s.HeldBy, ", "))
 		}
 	}
 	tw.Flush()
@@ -177,6 +177,10 @@ func shortFile(f string) string {
 
 func cmdSwitch(cmd string, args []string, stdout, stderr io.Writer) error {
 	o := newFlags(cmd, stderr, true)
+	many := new(bool)
+	if cmd == ctlproto.OpEnable {
+		many = o.manyFlag()
+	}
 	specs, err := o.parse(args)
 	if err != nil {
 		return err
@@ -194,6 +198,11 @@ func cmdSwitch(cmd string, args []string, stdout, stderr io.Writer) error {
 	fails := failures{stderr: stderr}
 	for _, cl := range cls {
 		for _, sp := range specs {
+			if cmd == ctlproto.OpEnable {
+				if err := checkRuntimeCost(cl, sp, *many); err != nil {
+					return err
+				}
+			}
 			noteFunctions(cl, sp, stderr)
 		}
 		q := &ctlproto.Request{Op: cmd, Specs: specs, Persist: cmd == ctlproto.OpEnable}
@@ -296,6 +305,7 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	dur := o.fs.Duration("d", 0, "stop after `DURATION`")
 	pprofPath := o.fs.String("pprof", "", "with --by stack: write the last snapshot to `FILE` as a pprof profile (go tool pprof)")
 	foldedPath := o.fs.String("folded", "", "with --by stack: write the last snapshot to `FILE` as folded stacks (flamegraph.pl, speedscope)")
+	many := o.manyFlag()
 	pos, err := o.parse(args)
 	if err != nil {
 		return err
@@ -379,6 +389,9 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 			keyed = append(keyed, arg)
 		}
 		for _, cl := range cls {
+			if err := checkRuntimeCost(cl, q.Spec, *many); err != nil {
+				return err
+			}
 			noteFunctions(cl, q.Spec, stderr)
 			noteLeftOut(cl, q.Spec, "--by/--value", keyed, stderr)
 			noteLeftOut(cl, q.Spec, "--where", whereNames(q.Where), stderr)

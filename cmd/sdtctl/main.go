@@ -71,10 +71,11 @@ whose command is NAME, each said by its pid):
                                        BINARY file, the sites read offline from its ELF (amd64 or
                                        arm64), verified as at run time (a sealed binary's from its
                                        site table), named from the Define calls where readable
-  enable  [-p PID | -n NAME] SPEC...   switch probes on; without -p/-n, in every gosdt process of
+  enable  [-p PID | -n NAME] [--many] SPEC...
+                                       switch probes on; without -p/-n, in every gosdt process of
                                        yours. They stay on after sdtctl exits, until disable.
   disable [-p PID | -n NAME] SPEC...   switch probes off (sites a running trace or stat holds stay on)
-  trace [-p PID | -n NAME] SPEC [-c N] [-d DURATION] [--bufsize BYTES] [--where EXPR] [--stack]
+  trace [-p PID | -n NAME] SPEC [-c N] [-d DURATION] [--bufsize BYTES] [--where EXPR] [--stack] [--many]
                                        enable, print one line per event (time, pid/goroutine, probe,
                                        arg=value), disable on exit, Ctrl-C, after N events or DURATION.
                                        With -n, every process of that name: their events merged, each
@@ -87,7 +88,7 @@ whose command is NAME, each said by its pid):
                                        seen), follow it until it exits, and say its exit status (--json:
                                        {"status":N}); it keeps sdtctl's stdin, stdout and stderr
   stat [-p PID | -n NAME] SPEC [--by probe|site|stack|ARG] [--value ARG] [--hist ARG [--linear LOW,HIGH,STEP]]
-       [--where EXPR] [--clear] [-i INTERVAL] [-d DURATION] [--pprof FILE] [--folded FILE]
+       [--where EXPR] [--clear] [-i INTERVAL] [-d DURATION] [--pprof FILE] [--folded FILE] [--many]
                                        enable and count fires by key every INTERVAL (default 1s), in
                                        the process, each P apart, merged when shown; --value sums,
                                        bounds and averages a number argument; --hist also quantizes it
@@ -139,6 +140,14 @@ SPEC is a DTrace probe description provider:module:function:name, filled from th
 (handlers.(*Server).ServeHTTP), the name without its package ((*Server).ServeHTTP), or
 its last part (ServeHTTP): a short name matching several functions matches them all,
 and trace, stat, enable and disable name them on stderr.
+Function probes: fbt:PACKAGE:FUNCTION:entry|return is a function's entry or its
+returns. Where rules placed them at build time (toolexec -rules) they are the build's;
+on any other function of a running program they are placed at run time, by writing a
+call over its code (list shows each probe's kind, and why a function refuses one).
+A run-time entry carries the register arguments as words (arg0...), a return latency_ns
+and the result words (r0...); a call that panics has no return event. A spec must name
+a package or a function to place run-time probes; enable, trace and stat ask for --many
+beyond 16 functions; at most 256 functions have them at once.
 Every command but demo and toolexec takes --json (one JSON object per line), and
 --help (its flags, exit 0).
 Values, in text and --json: integers and floats as numbers (in --json a JSON number

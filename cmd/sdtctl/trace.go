@@ -22,6 +22,7 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	bufsize := o.fs.String("bufsize", "", "`BYTES` of each per-P buffer in the process (k, m, g suffixes; default 4m)")
 	where := o.fs.String("where", "", "record only fires whose arguments match `EXPR` (arg0 > 100 && path == \"/api\"), evaluated in the process")
 	stack := o.fs.Bool("stack", false, fmt.Sprintf("with each event the Go call stack of the fire (%d frames), as DTrace's ustack()", ctlproto.StackDepth))
+	many := o.manyFlag()
 	pos, err := o.parse(args)
 	if err != nil {
 		return err
@@ -55,6 +56,9 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	}
 	if !follow {
 		for _, cl := range cls { // a followed command's connection streams already
+			if err := checkRuntimeCost(cl, pos[0], *many); err != nil {
+				return err
+			}
 			noteFunctions(cl, pos[0], stderr)
 			noteLeftOut(cl, pos[0], "--where", whereNames(*where), stderr)
 		}

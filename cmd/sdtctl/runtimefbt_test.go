@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gosdt/gosdt/internal/ctlproto"
+	"github.com/gosdt/gosdt/internal/testbin"
+	"github.com/gosdt/gosdt/internal/testutil"
+)
+
+// Run-time function probes, end to end: testdata/plainapp is built without rules
+// (its package store has no probe at all) and sdtctl places fbt probes on its
+// functions while it runs.
+
+const storeSpec = "fbt:example.com/plainapp/store:"
+
+// plainAppBin builds testdata/plainapp, once for the test binary.
+func plainAppBin(t testing.TB) string {
+	t.Helper()
+	if testutil.Emulated() {
+		t.Skip("under an emulator: sdtctl would exec the emulated program itself; these tests run natively")
+	}
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("run-time function probes are not written for %s yet", runtime.GOARCH)
+	}
+	return testbin.Once(t, "plainapp", "plainapp", func(bin string) error {
+		src, _ := filepath.Abs("testdata/plainapp")
+		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./cmd/plainapp")
+		cmd.Dir = src
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "CGO_ENABLED=0", "GOOS=", "GOARCH=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("building testdata/plainapp: %v\n%s", err, out)
+		}
+		return nil
+	})
+}
+
+// plainApp is a running plainapp serve.
+type plainApp struct {
+	pid int
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+func startPlainApp(t *testing.T, env ...string) *plainApp {
+	t.Helper()
+	cmd := exec.Command(plainAppBin(t), "serve")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	a := &plainApp{pid: cmd.Process.Pid, in: in, out: bufio.NewScanner(out)}
+	if !a.out.Scan() || a.out.Text() != "ready" {
+		t.Fatal("plainapp did not start")
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(ctlproto.SocketPath(a.pid)); err == nil {
+			return a
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("plainapp bound no control socket in a minute")
+		}
+	}
+}
+
+// do sends a serve command and waits until it is done.
+func (a *plainApp) do(t *testing.T, line string) {
+	t.Helper()
+	fmt.Fprintln(a.in, line)
+	if !a.out.Scan() || a.out.Text() != "done" {
+		t.Fatalf("plainapp: no answer to %q", line)
+	}
+}
+
+// listed is sdtctl list --json of spec in pid, by probe name.
+func listed(t *testing.T, pid int, spec string) map[string]ctlproto.Probe {
+	t.Helper()
+	out, err := sdtctl(t, "list", "-p", strconv.Itoa(pid), spec, "--json")
+	if err != nil {
+		t.Fatalf("list %s: %v", spec, err)
+	}
+	ps := map[string]ctlproto.Probe{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var m struct{ Probe ctlproto.Probe }
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("list --json: %v: %q", err, line)
+		}
+		ps[m.Probe.Name] = m.Probe
+	}
+	return ps
+}
+
+func TestRuntimeProbeList(t *testing.T) {
+	a := startPlainApp(t)
+	ps := listed(t, a.pid, storeSpec+"*:entry")
+	get := ps[storeSpec+"store.(*DB).Get:entry"]
+	if get.Kind != "runtime" || len(get.Sites) != 1 || get.Sites[0].State != "unpatched" || get.Enabled {
+		t.Fatalf("Get's entry: %+v\nall: %+v", get, ps)
+	}
+	if mix := ps[storeSpec+"store.Mix:entry"]; len(mix.Sites) != 1 || mix.Sites[0].State != "refused" || !strings.Contains(mix.Sites[0].Reason, "no stack check") {
+		t.Errorf("Mix, a frameless leaf, is not refused with its reason: %+v", mix)
+	}
+	ret := listed(t, a.pid, storeSpec+"Get:return")[storeSpec+"store.(*DB).Get:return"]
+	if ret.Kind != "runtime" || len(ret.Args) == 0 || ret.Args[0].Name != "latency_ns" || len(ret.Sites) == 0 {
+		t.Fatalf("Get's return: %+v", ret)
+	}
+	// Text: the kind column.
+	out, err := sdtctl(t, "list", "-p", strconv.Itoa(a.pid), storeSpec+"Sleep:")
+	if err != nil || !strings.Contains(out, "runtime") || !strings.Contains(out, "store.Sleep:entry") {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+}
+
+func TestRuntimeProbeExactCounts(t *testing.T) {
+	for _, gomaxprocs := range []int{1, 2, 8} {
+		t.Run(fmt.Sprint("GOMAXPROCS=", gomaxprocs), func(t *testing.T) {
+			a := startPlainApp(t, fmt.Sprint("GOMAXPROCS=", gomaxprocs))
+			tr := runCmd(cmdTrace, "-p", strconv.Itoa(a.pid), storeSpec+":", "--json")
+			waitHeld(t, a.pid, storeSpec+"MayPanic:", 1, 0)
+			waitHeld(t, a.pid, storeSpec+"Get:", 1, 0)
+			const n = 300
+			a.do(t, fmt.Sprint("calls ", n))
+			time.Sleep(50 * time.Millisecond) // return events wait in their rings up to a millisecond
+			if err := tr.end(t, time.Minute); err != nil {
+				t.Fatalf("trace: %v\n%s", err, tr.stderr.String())
+			}
+			counts := map[string]int{}
+			for _, line := range strings.Split(strings.TrimSpace(tr.stdout.String()), "\n") {
+				var ev struct {
+					Event struct {
+						Probe string
+						Args  []struct {
+							Name  string
+							Value json.RawMessage
+						}
+					}
+				}
+				if err := json.Unmarshal([]byte(line), &ev); err != nil {
+					t.Fatalf("%v: %q", err, line)
+				}
+				counts[ev.Event.Probe]++
+				if strings.HasSuffix(ev.Event.Probe, ":return") {
+					if lat, err := strconv.ParseInt(string(ev.Event.Args[0].Value), 10, 64); ev.Event.Args[0].Name != "latency_ns" || err != nil || lat <= 0 {
+						t.Fatalf("a return event without its latency: %q", line)
+					}
+				}
+			}
+			panics := (n + 2) / 3 // MayPanic(i) panics when i%3 == 0, i in [0, n)
+			want := map[string]int{
+				storeSpec + "store.(*DB).Get:entry":  n,
+				storeSpec + "store.(*DB).Get:return": n,
+				storeSpec + "store.MayPanic:entry":   n,
+				storeSpec + "store.MayPanic:return":  n - panics,
+			}
+			for k, v := range want {
+				if counts[k] != v {
+					t.Errorf("%s: %d events, want %d", k, counts[k], v)
+				}
+			}
+			if t.Failed() {
+				t.Logf("stderr: %s", tr.stderr.String())
+			}
+		})
+	}
+}
+
+func TestRuntimeProbeRefusals(t *testing.T) {
+	a := startPlainApp(t)
+	p := strconv.Itoa(a.pid)
+	for _, c := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"enable", "-p", p, "fbt:runtime:mallocgc:entry"}, exitNoMatch, "in runtime"},
+		{[]string{"enable", "-p", p, storeSpec + "Mix:entry"}, exitNoMatch, "no stack check"},
+		{[]string{"trace", "-p", p, "fbt:fmt::entry", "-d", "1s"}, exitUsage, "--many"},
+		{[]string{"enable", "-p", p, "fbt::?*:entry", "--many"}, 1, "at most 256"},
+	} {
+		var out, errb syncBuffer
+		err := run(c.args, &out, &errb)
+		if code := exitCode(err); code != c.code || err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("sdtctl %s: exit %d (%v), want %d and %q on stderr; stderr:\n%s", strings.Join(c.args, " "), code, err, c.code, c.says, errb.String())
+		}
+	}
+	// Nothing was placed by the refused requests.
+	for name, pr := range listed(t, a.pid, storeSpec+":") {
+		if pr.Enabled {
+			t.Errorf("%s is on after refused requests", name)
+		}
+	}
+}
+
+func TestRuntimeProbePatchOff(t *testing.T) {
+	a := startPlainApp(t, "SDT_PATCH=off")
+	var out, errb syncBuffer
+	err := run([]string{"enable", "-p", strconv.Itoa(a.pid), storeSpec + "Get:entry"}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "SDT_PATCH=off") {
+		t.Fatalf("enable under SDT_PATCH=off: %v\n%s", err, errb.String())
+	}
+}
+
+func TestRuntimeProbeLatency(t *testing.T) {
+	a := startPlainApp(t)
+	st := runCmd(cmdStat, "-p", strconv.Itoa(a.pid), storeSpec+"Sleep:return", "--hist", "latency_ns", "--json", "-i", "100ms")
+	waitHeld(t, a.pid, storeSpec+"Sleep:return", 0, 1)
+	for range 3 {
+		a.do(t, "sleep 20")
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := st.end(t, time.Minute); err != nil {
+		t.Fatalf("stat: %v\n%s", err, st.stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(st.stdout.String()), "\n")
+	last := lines[len(lines)-1]
+	var snap struct {
+		Stat struct {
+			Rows []struct {
+				Count    int64
+				Min, Max int64
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(last), &snap); err != nil || len(snap.Stat.Rows) != 1 {
+		t.Fatalf("last snapshot %q: %v", last, err)
+	}
+	r := snap.Stat.Rows[0]
+	if r.Count != 3 || r.Min < int64(20*time.Millisecond) || r.Max > int64(20*time.Second) {
+		t.Fatalf("3 calls of Sleep(20ms): count %d, latency min %d max %d ns", r.Count, r.Min, r.Max)
+	}
+}
