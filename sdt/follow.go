@@ -75,8 +75,15 @@ func follow(specText string, sink bridge.Sink, grew func([]*bridge.Probe) error)
 	reg.mu.Lock()
 	reg.subs = append(reg.subs, sub)
 	reg.mu.Unlock()
+	followRuntime(sp, specText)
 	settle = func(o *owner) ([]*bridge.Probe, error) {
 		reg.mu.Lock()
+		reg.resolve()
+		refused, err := reg.matchRuntime(sp, specText) // run-time function probes: from here on
+		if err != nil {
+			reg.mu.Unlock()
+			return nil, err
+		}
 		fs, order := matchFilters(sp)
 		descs := make([]*bridge.Probe, len(order))
 		for i, p := range order {
@@ -84,6 +91,9 @@ func follow(specText string, sink bridge.Sink, grew func([]*bridge.Probe) error)
 		}
 		reg.mu.Unlock()
 		if len(fs) == 0 {
+			if refused != nil {
+				return nil, refused
+			}
 			return nil, fmt.Errorf("%q: %w", specText, ErrNoMatch)
 		}
 		followSub.Lock()
@@ -147,4 +157,49 @@ func followDefined(p *probe) {
 	followSub.sub.filters[p] = f
 	reg.rebuild(map[*probe]*filter{p: f})
 	reg.mu.Unlock()
+}
+
+// followRuntime places the run-time function probes spec names at once, held by
+// followOwner and attached to the follow sink, so that the command's first calls of
+// those functions reach the trace. Nothing is placed where the spec names none (or
+// too many: settle says so).
+func followRuntime(sp spec.Spec, specText string) {
+	if followOwner == nil || !isRuntimeSpec(sp) {
+		return
+	}
+	reg.mu.Lock()
+	var ps []*probe
+	var descs []*bridge.Probe
+	if _, err := reg.matchRuntime(sp, specText); err == nil {
+		for _, p := range reg.probes {
+			if p.dyn != nil && p.placeable() && sp.Match(p.provider, p.module, p.wideFunc(), p.name) {
+				ps = append(ps, p)
+				descs = append(descs, p.describe(reg.probeID(p)))
+			}
+		}
+	}
+	reg.mu.Unlock()
+	if len(ps) == 0 {
+		return
+	}
+	followSub.Lock()
+	defer followSub.Unlock()
+	followSub.all = append(followSub.all, descs...)
+	if followSub.grew(followSub.all) != nil {
+		followSub.all = followSub.all[:len(followSub.all)-len(descs)]
+		return // the options cannot take them: settle says why
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	fs := map[*probe]*filter{}
+	keys := make([]holdKey, len(ps))
+	for i, p := range ps {
+		fs[p] = &filter{all: true, wide: true}
+		followSub.sub.filters[p] = fs[p]
+		keys[i] = holdKey{p: p}
+	}
+	reg.rebuild(fs)
+	if _, err := reg.holdLocked(followOwner, keys, true, specText); err != nil {
+		warnf("placing run-time function probes for %q at start: %v", specText, err)
+	}
 }

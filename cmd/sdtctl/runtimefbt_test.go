@@ -246,3 +246,35 @@ func TestRuntimeProbeLatency(t *testing.T) {
 		t.Fatalf("3 calls of Sleep(20ms): count %d, latency min %d max %d ns", r.Count, r.Min, r.Max)
 	}
 }
+
+// A command traced from its start: run-time probes are placed before its main runs.
+func TestRuntimeProbeFollow(t *testing.T) {
+	bin := plainAppBin(t)
+	in := filepath.Join(t.TempDir(), "in")
+	if err := os.WriteFile(in, []byte("sleep 3\nmix\nsleep 4\nsleep 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Open(in)
+	defer f.Close()
+	old := os.Stdin
+	os.Stdin = f // the command keeps sdtctl's stdin
+	defer func() { os.Stdin = old }()
+	var out, errb syncBuffer
+	err := run([]string{"trace", storeSpec + "Sleep:entry", "--json", "--", bin, "serve"}, &out, &errb)
+	if err != nil {
+		t.Fatalf("trace -- plainapp: %v\n%s", err, errb.String())
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if strings.Contains(line, `"event"`) {
+			var ev struct{ Event struct{ Args []struct{ Value json.RawMessage } } }
+			if err := json.Unmarshal([]byte(line), &ev); err != nil || len(ev.Event.Args) == 0 {
+				t.Fatalf("%v: %q", err, line)
+			}
+			got = append(got, string(ev.Event.Args[0].Value))
+		}
+	}
+	if strings.Join(got, ",") != "3,4,5" {
+		t.Fatalf("Sleep's entries: %v, want 3,4,5\n%s\n%s", got, out.String(), errb.String())
+	}
+}
