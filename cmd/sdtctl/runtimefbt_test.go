@@ -267,7 +267,11 @@ func TestRuntimeProbeFollow(t *testing.T) {
 	var got []string
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		if strings.Contains(line, `"event"`) {
-			var ev struct{ Event struct{ Args []struct{ Value json.RawMessage } } }
+			var ev struct {
+				Event struct {
+					Args []struct{ Value json.RawMessage }
+				}
+			}
 			if err := json.Unmarshal([]byte(line), &ev); err != nil || len(ev.Event.Args) == 0 {
 				t.Fatalf("%v: %q", err, line)
 			}
