@@ -115,7 +115,7 @@ func matchFilters(sp spec.Spec) (map[*probe]*filter, []*probe) {
 				f.all = false
 			}
 		}
-		f.wide = sp.Match(p.provider, p.module, p.wideFunc(), p.name) && p.placeable()
+		f.wide = sp.Match(p.provider, p.module, p.wideFunc(), p.name) && p.placeable(sp)
 		if len(f.sites) == 0 {
 			f.all = false
 		}

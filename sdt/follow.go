@@ -172,7 +172,7 @@ func followRuntime(sp spec.Spec, specText string) {
 	var descs []*bridge.Probe
 	if _, err := reg.matchRuntime(sp, specText); err == nil {
 		for _, p := range reg.probes {
-			if p.dyn != nil && p.placeable() && sp.Match(p.provider, p.module, p.wideFunc(), p.name) {
+			if p.dyn != nil && p.placeable(sp) && sp.Match(p.provider, p.module, p.wideFunc(), p.name) {
 				ps = append(ps, p)
 				descs = append(descs, p.describe(reg.probeID(p)))
 			}

@@ -14,7 +14,9 @@ import (
 //     as a whole (wide) or any of its sites is on, so that a site the matcher left
 //     with its branch check fires when some other site of the probe is on.
 //
-// and a definition's wideOwners likewise say probe.wide. Only switchLocked changes the
+// and a definition's wideOwners likewise say probe.wide. A run-time function probe has
+// no site and no flag byte: its text (the call package fprobe writes) is on exactly
+// while it is on as a whole. Only switchLocked changes the
 // last three, in one order that keeps every fire safe while it does: enabling sets
 // on and the flags, then writes the text; disabling writes the text, then clears
 // them. Owners change only in holdLocked, which switches exactly the keys whose first
@@ -59,6 +61,12 @@ func (r *registry) checkOn() error {
 			if (h.on != 0) != on {
 				return fmt.Errorf("%s:%s: flag byte %d, but on=%v (wide=%v or a site on)", p.provider, p.name, h.on, on, wide)
 			}
+		}
+	}
+	for name, rf := range r.runtime {
+		entry, ret := rf.f.On()
+		if entry != rf.entry.wide.Load() || ret != rf.ret.wide.Load() {
+			return fmt.Errorf("%s: entry and return probes on=%v,%v, but their text says %v,%v", name, rf.entry.wide.Load(), rf.ret.wide.Load(), entry, ret)
 		}
 	}
 	return nil

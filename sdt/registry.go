@@ -253,7 +253,7 @@ func (r *registry) match(sp spec.Spec, text string) (sites []*site, wides []*pro
 				sites = append(sites, s)
 			}
 		}
-		if sp.Match(p.provider, p.module, p.wideFunc(), p.name) && p.placeable() {
+		if sp.Match(p.provider, p.module, p.wideFunc(), p.name) && p.placeable(sp) {
 			wides = append(wides, p)
 		}
 	}

@@ -35,6 +35,8 @@ type runtimeFunc struct {
 	module, function string // as sites name functions: "example.com/app/store", "store.(*DB).Get"
 	entry, ret       *probe
 	params, results  []wordArg
+	dropsSaid        int64 // return events dropped that a warning has said (drain's)
+	dropsAt          time.Time
 }
 
 // wordArg is one argument of a run-time probe, read from the register words of a call
@@ -122,10 +124,15 @@ func (r *registry) matchRuntime(sp spec.Spec, text string) (refused, err error) 
 	return fmt.Errorf("%q: %w: of the functions it names, none may take a run-time probe: %s%s", text, ErrNoMatch, strings.Join(refusals, "; "), more), nil
 }
 
-// placeable reports whether p, a definition sp matched, can be switched: a run-time
-// return probe only where the function's returns take one.
-func (p *probe) placeable() bool {
-	return p.dyn == nil || p != p.dyn.ret || p.dyn.f.ReturnErr() == nil
+// placeable reports whether p, a definition sp matched, may be switched by it: a
+// run-time probe only by a spec that names run-time probes (fbt:::entry names what
+// rules instrumented, whatever run-time probes were placed before), and a return
+// probe only where the function's returns take one.
+func (p *probe) placeable(sp spec.Spec) bool {
+	if p.dyn == nil {
+		return true
+	}
+	return isRuntimeSpec(sp) && (p != p.dyn.ret || p.dyn.f.ReturnErr() == nil)
 }
 
 // runtimeFunc returns c's run-time probes, making them the first time. Call with
@@ -380,9 +387,21 @@ func (rf *runtimeFunc) deliverReturns(buf []fprobe.Return) int {
 			rt.ProcUnpin()
 		}
 		if n < len(buf) {
+			rf.sayDrops()
 			return total
 		}
 	}
+}
+
+// sayDrops warns, at most once a second, of return events the function's ring had no
+// room for (List counts them too): the drain fell behind its calls.
+func (rf *runtimeFunc) sayDrops() {
+	d := rf.f.Stats().Dropped
+	if d == rf.dropsSaid || time.Since(rf.dropsAt) < time.Second {
+		return
+	}
+	rf.dropsSaid, rf.dropsAt = d, time.Now()
+	warnf("fbt:%s:%s:return: %d return events dropped so far: its ring (%d events) was full before they were delivered", rf.module, rf.function, d, fprobe.RingSize)
 }
 
 // points describes where p, one of rf's probes, is placed: the entry, or each return;
@@ -402,6 +421,9 @@ func (rf *runtimeFunc) points(p *probe, refused error) []SiteInfo {
 	pts := pointsAt(rf.f.Entry, p.name, addrs, state, refused)
 	for i := range pts {
 		pts[i].HeldBy = holderNames(holdKey{p: p})
+	}
+	if d := rf.f.Stats().Dropped; p == rf.ret && d > 0 && len(pts) > 0 {
+		pts[0].Reason = fmt.Sprintf("%d return events dropped: the ring was full before they were delivered", d)
 	}
 	return pts
 }

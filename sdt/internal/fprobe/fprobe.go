@@ -390,6 +390,13 @@ const ReturnWords = returnRegs
 // in a call stack taken by an entry hook.
 func (f *Func) EntryRet() uintptr { return f.Entry + callLen }
 
+// On reports which of f's probes are on: its entry (with a hook) and its returns.
+func (f *Func) On() (entry, returns bool) {
+	mu.Lock()
+	defer mu.Unlock()
+	return f.entryOn, f.retOn
+}
+
 // ReturnErr says why the function's returns take no probe; nil when they do.
 func (f *Func) ReturnErr() error { return f.retErr }
 

@@ -223,6 +223,9 @@ type Return struct {
 // goroutine without a safe point (sequence numbers per slot), read by one.
 const ringSize = 1024
 
+// RingSize is how many return events of one function wait to be read, at most.
+const RingSize = ringSize
+
 type ring struct {
 	head uint64 // next to write
 	tail uint64 // next to read; only Read writes it

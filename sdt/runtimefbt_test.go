@@ -1,0 +1,92 @@
+package sdt_test
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gosdt/gosdt/sdt"
+)
+
+// In-process run-time function probes, on a function of the standard library that
+// this test binary links and nothing else calls while the test runs.
+func TestRuntimeFuncProbe(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
+	}
+	const spec = "fbt:fmt:Sprint:"
+	probe := func(name string) sdt.ProbeInfo {
+		t.Helper()
+		ps, err := sdt.List(spec + name)
+		if err != nil || len(ps) != 1 {
+			t.Fatalf("List(%q): %v %+v", spec+name, err, ps)
+		}
+		return ps[0]
+	}
+	if p := probe("entry"); p.Kind != "runtime" || p.Enabled || len(p.Sites) != 1 || p.Sites[0].State != sdt.Unpatched {
+		t.Fatalf("before: %+v", p)
+	}
+	if _, err := sdt.Enable(spec + "entry"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 100
+	for i := range n {
+		_ = fmt.Sprint(i)
+	}
+	p := probe("entry")
+	if !p.Enabled || p.Sites[0].State != sdt.Patched || p.Hits != n {
+		t.Errorf("after %d calls: %+v", n, p)
+	}
+	if ret := probe("return"); ret.Sites[0].State != sdt.Refused {
+		if _, err := sdt.Enable(spec + "return"); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			_ = fmt.Sprint(i)
+		}
+		deadline := time.Now().Add(time.Minute)
+		for probe("return").Hits != n && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if h := probe("return").Hits; h != n {
+			t.Errorf("return events of %d calls: %d", n, h)
+		}
+	} else {
+		t.Logf("returns refused: %s", ret.Sites[0].Reason)
+	}
+	if _, err := sdt.Disable(spec); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"entry", "return"} {
+		if p := probe(name); p.Enabled || (p.Sites[0].State != sdt.Unpatched && p.Sites[0].State != sdt.Refused) {
+			t.Errorf("after Disable: %+v", p)
+		}
+	}
+}
+
+func TestRuntimeFuncProbeRefused(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
+	}
+	for spec, says := range map[string]string{
+		"fbt:runtime:mallocgc:entry":           "in runtime",
+		"fbt:github.com/gosdt/gosdt/sdt::entry": "", // gosdt's own: refused, or (rules-built) none
+		"fbt::?*:entry":                        "at most",
+		"fbt:no/such/package::entry":           "",
+	} {
+		_, err := sdt.Enable(spec)
+		if err == nil || !strings.Contains(err.Error(), says) {
+			t.Errorf("Enable(%q): %v, want an error saying %q", spec, err, says)
+		}
+		if says != "at most" && !errors.Is(err, sdt.ErrNoMatch) {
+			t.Errorf("Enable(%q): %v, want ErrNoMatch", spec, err)
+		}
+	}
+	// fbt:::entry names the functions rules instrumented, not every function.
+	if _, err := sdt.Enable("fbt:::entry"); !errors.Is(err, sdt.ErrNoMatch) {
+		t.Errorf("Enable(fbt:::entry) in a program without rules: %v", err)
+	}
+}
