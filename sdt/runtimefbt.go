@@ -99,6 +99,9 @@ func (r *registry) matchRuntime(sp spec.Spec, text string) (refused, err error) 
 	if err != nil {
 		return fmt.Errorf("%q: %w", text, err), nil
 	}
+	if len(cands) == 0 {
+		return inlinedOnly(sp, text), nil
+	}
 	if len(cands) > maxRuntimeFuncs {
 		return nil, fmt.Errorf("%q: matches %d functions for run-time probes, at most %d may have them at once: name fewer", text, len(cands), maxRuntimeFuncs)
 	}
@@ -491,3 +494,25 @@ func (r *registry) listRuntime(sp spec.Spec) []ProbeInfo {
 	}
 	return out
 }
+
+// inlinedOnly says where the one function sp names was inlined, when it has no code of
+// its own: a run-time probe cannot see it, a rules-built one can. nil when sp names no
+// such function (or not one function).
+func inlinedOnly(sp spec.Spec, text string) error {
+	if isGlob(sp.Module) || isGlob(sp.Function) || sp.Module == "" || !strings.Contains(sp.Function, ".") {
+		return nil
+	}
+	into := fprobe.InlinedInto(fullName(sp.Module, sp.Function))
+	if len(into) == 0 {
+		return nil
+	}
+	more := ""
+	if len(into) > 5 {
+		more = fmt.Sprintf(" and %d more", len(into)-5)
+		into = into[:5]
+	}
+	return fmt.Errorf("%q: %w: %s was inlined into every caller (%s%s) and has no code of its own to probe at run time; a build with rules (sdtctl toolexec -rules) gives it fbt probes that see its inlined calls",
+		text, ErrNoMatch, fullName(sp.Module, sp.Function), strings.Join(into, ", "), more)
+}
+
+func isGlob(field string) bool { return strings.ContainsAny(field, `*?[\`) }

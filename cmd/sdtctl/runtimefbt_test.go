@@ -191,6 +191,7 @@ func TestRuntimeProbeRefusals(t *testing.T) {
 	}{
 		{[]string{"enable", "-p", p, "fbt:runtime:mallocgc:entry"}, exitNoMatch, "in runtime"},
 		{[]string{"enable", "-p", p, storeSpec + "Mix:entry"}, exitNoMatch, "no stack check"},
+		{[]string{"enable", "-p", p, storeSpec + "store.Count:entry"}, exitNoMatch, "inlined into every caller (main.serve)"},
 		{[]string{"trace", "-p", p, "fbt:fmt::entry", "-d", "1s"}, exitUsage, "--many"},
 		{[]string{"enable", "-p", p, "fbt::?*:entry", "--many"}, 1, "at most 256"},
 	} {

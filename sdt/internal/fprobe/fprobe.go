@@ -253,6 +253,27 @@ func LookupCandidate(c Candidate) (*Func, error) {
 	return at(t, module(), c.index)
 }
 
+// InlinedInto returns the functions of the text that inlined the function named name
+// (as the runtime names it), in the order of their addresses: where a function with no
+// code of its own runs.
+func InlinedInto(name string) []string {
+	t, err := table()
+	if err != nil {
+		return nil
+	}
+	ranges, err := t.Inliners([]byte(name), func(rest []byte) bool { return len(rest) == 0 })
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, r := range ranges {
+		for i := t.Find(t.Text + uint64(r[0])); i >= 0 && i < t.Len() && t.Entry(i) < t.Text+uint64(r[1]); i++ {
+			out = append(out, string(t.Name(i)))
+		}
+	}
+	return out
+}
+
 // table is the program's function table, where function probes are supported.
 func table() (*functab.Table, error) {
 	if host == nil || !patch.Supported() {

@@ -3,7 +3,8 @@
 //
 //	plainapp serve   one command a line on stdin, "done" on stdout after each:
 //	                 calls N (Get N times, half of the keys missing, and MayPanic N times),
-//	                 sleep MS (store.Sleep(MS)), mix (store.Mix(-5, -3, 2.5, true, "héllo"))
+//	                 sleep MS (store.Sleep(MS)), mix (store.Mix(-5, -3, 2.5, true, "héllo")),
+//	                 count (prints store.Count(db), inlined)
 //	plainapp loop    calls Get for ever
 package main
 
@@ -54,6 +55,8 @@ func serve() {
 			}
 		case "sleep":
 			store.Sleep(n)
+		case "count":
+			fmt.Println(store.Count(db))
 		case "mix":
 			store.Mix(-5, -3, 2.5, true, "héllo")
 		}
