@@ -72,10 +72,10 @@ func TestRuntimeFuncProbeRefused(t *testing.T) {
 		t.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
 	}
 	for spec, says := range map[string]string{
-		"fbt:runtime:mallocgc:entry":           "in runtime",
+		"fbt:runtime:mallocgc:entry":            "in runtime",
 		"fbt:github.com/gosdt/gosdt/sdt::entry": "", // gosdt's own: refused, or (rules-built) none
-		"fbt::?*:entry":                        "at most",
-		"fbt:no/such/package::entry":           "",
+		"fbt::?*:entry":                         "at most",
+		"fbt:no/such/package::entry":            "",
 	} {
 		_, err := sdt.Enable(spec)
 		if err == nil || !strings.Contains(err.Error(), says) {
