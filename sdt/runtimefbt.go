@@ -36,7 +36,7 @@ type runtimeFunc struct {
 	entry, ret       *probe
 	params, results  []wordArg
 	dropsSaid        int64 // return events dropped that a warning has said (drain's)
-	dropsAt          time.Time
+	dropsAt          int64 // rt.Nanotime of that warning (time.Now would link time's zones)
 }
 
 // wordArg is one argument of a run-time probe, read from the register words of a call
@@ -400,10 +400,11 @@ func (rf *runtimeFunc) deliverReturns(buf []fprobe.Return) int {
 // room for (List counts them too): the drain fell behind its calls.
 func (rf *runtimeFunc) sayDrops() {
 	d := rf.f.Stats().Dropped
-	if d == rf.dropsSaid || time.Since(rf.dropsAt) < time.Second {
+	now := rt.Nanotime()
+	if d == rf.dropsSaid || now-rf.dropsAt < int64(time.Second) {
 		return
 	}
-	rf.dropsSaid, rf.dropsAt = d, time.Now()
+	rf.dropsSaid, rf.dropsAt = d, now
 	warnf("fbt:%s:%s:return: %d return events dropped so far: its ring (%d events) was full before they were delivered", rf.module, rf.function, d, fprobe.RingSize)
 }
 
