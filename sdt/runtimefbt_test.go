@@ -90,3 +90,21 @@ func TestRuntimeFuncProbeRefused(t *testing.T) {
 		t.Errorf("Enable(fbt:::entry) in a program without rules: %v", err)
 	}
 }
+
+// BenchmarkListRuntime lists every function of the test binary as run-time probes
+// would take them: what `sdtctl list -p PID 'fbt::?*:'` costs the process.
+func BenchmarkListRuntime(b *testing.B) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		b.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
+	}
+	n := 0
+	for b.Loop() {
+		ps, err := sdt.List("fbt::?*:entry")
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = len(ps)
+	}
+	b.ReportMetric(float64(n), "funcs")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*max(n, 1)), "ns/func")
+}

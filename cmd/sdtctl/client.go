@@ -196,7 +196,14 @@ func (cl *client) call(q *ctlproto.Request) (*ctlproto.Response, error) {
 	if err := cl.send(q); err != nil {
 		return nil, err
 	}
-	return cl.recv()
+	r, err := cl.recv()
+	for err == nil && r.Kind == ctlproto.KindList && r.More {
+		var next *ctlproto.Response
+		if next, err = cl.recv(); err == nil {
+			r.Probes, r.More = append(r.Probes, next.Probes...), next.More
+		}
+	}
+	return r, err
 }
 
 // procs lists the gosdt processes whose control server answers, in pid order:

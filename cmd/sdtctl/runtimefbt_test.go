@@ -121,6 +121,11 @@ func TestRuntimeProbeList(t *testing.T) {
 	if ret.Kind != "runtime" || len(ret.Args) == 0 || ret.Args[0].Name != "latency_ns" || len(ret.Sites) == 0 {
 		t.Fatalf("Get's return: %+v", ret)
 	}
+	// Every function of the program: a list longer than one frame holds comes in several.
+	all := listed(t, a.pid, "fbt::?*:")
+	if len(all) < 2000 || all[storeSpec+"store.Sleep:return"].Kind != "runtime" {
+		t.Errorf("list fbt::?*: gave %d probes", len(all))
+	}
 	// Text: the kind column.
 	out, err := sdtctl(t, "list", "-p", strconv.Itoa(a.pid), storeSpec+"Sleep:")
 	if err != nil || !strings.Contains(out, "runtime") || !strings.Contains(out, "store.Sleep:entry") {

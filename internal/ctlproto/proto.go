@@ -145,6 +145,9 @@ type Response struct {
 	KeptBy []string
 
 	Probes []Probe // list
+	// More says another list frame follows with more of the probes: a list longer
+	// than a frame holds (a spec naming thousands of functions) comes in several.
+	More bool
 
 	// started (trace): the number of per-P buffers and the bytes of each
 	Buffers int
@@ -191,6 +194,7 @@ const (
 	trDelivered
 	trFrame
 	trFiltered
+	trMore
 )
 
 // Probe is one logical probe, as sdt.List describes it.
@@ -548,6 +552,7 @@ func (r *Response) appendTo(b []byte) ([]byte, error) {
 		e.msg(trFrame, r.Frames[i].append)
 	}
 	e.uint(trFiltered, r.Filtered)
+	e.bool(trMore, r.More)
 	return e.b, nil
 }
 
@@ -613,6 +618,8 @@ func DecodeResponse(b []byte) (*Response, error) {
 			r.Delivered = d.uint()
 		case trFiltered:
 			r.Filtered = d.uint()
+		case trMore:
+			r.More = d.bool()
 		case trFrame:
 			r.Frames = append(r.Frames, Frame{})
 			d.msg(r.Frames[len(r.Frames)-1].decode)

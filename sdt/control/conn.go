@@ -74,6 +74,24 @@ func (cc *conn) send(r *ctlproto.Response) error {
 	return err
 }
 
+// sendList sends list in as many frames as it takes, each but the last with More.
+func (cc *conn) sendList(list []ctlproto.Probe) error {
+	for {
+		n := len(list)
+		for n > 1 {
+			b, err := ctlproto.AppendFrame(nil, &ctlproto.Response{Kind: ctlproto.KindList, Probes: list[:n], More: true})
+			if err == nil && len(b) <= ctlproto.MaxFrame {
+				break
+			}
+			n /= 2
+		}
+		if err := cc.send(&ctlproto.Response{Kind: ctlproto.KindList, Probes: list[:n], More: n < len(list)}); err != nil || n >= len(list) {
+			return err
+		}
+		list = list[n:]
+	}
+}
+
 func (cc *conn) fail(err error) error { return cc.send(ctlproto.ErrorResponse(errCode(err))) }
 
 // serve runs one connection to its end. It never panics: a panic is recovered,
@@ -158,7 +176,7 @@ func serve(c io.ReadWriteCloser, name string) {
 		case ctlproto.OpList:
 			var list []ctlproto.Probe
 			if list, err = reg.List(q.Spec); err == nil {
-				err = cc.send(&ctlproto.Response{Kind: ctlproto.KindList, Probes: list})
+				err = cc.sendList(list)
 			}
 		case ctlproto.OpEnable:
 			o := cc.o
