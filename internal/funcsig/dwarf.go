@@ -71,7 +71,7 @@ func NewFile(ef *elf.File) (*File, error) {
 	if ef.Section(".debug_info") == nil && ef.Section(".zdebug_info") == nil {
 		return nil, ErrNoDWARF
 	}
-	d, err := ef.DWARF()
+	d, err := sections(ef)
 	if err != nil {
 		return nil, fmt.Errorf("funcsig: reading the DWARF: %w", err)
 	}
@@ -80,6 +80,51 @@ func NewFile(ef *elf.File) (*File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// sections reads only the DWARF sections signatures need: the entries, their
+// abbreviations, strings and addresses. The line table, location and range lists and
+// frames, most of the (compressed) DWARF, are left unread: decompressing them would
+// double Open's time.
+func sections(ef *elf.File) (*dwarf.Data, error) {
+	if ef.Section(".zdebug_info") != nil {
+		return ef.DWARF() // the old compression, which only debug/elf undoes
+	}
+	data := func(name string) ([]byte, error) {
+		s := ef.Section(name)
+		if s == nil {
+			return nil, nil
+		}
+		return s.Data() // undoes SHF_COMPRESSED
+	}
+	abbrev, err := data(".debug_abbrev")
+	if err != nil {
+		return nil, err
+	}
+	info, err := data(".debug_info")
+	if err != nil {
+		return nil, err
+	}
+	str, err := data(".debug_str")
+	if err != nil {
+		return nil, err
+	}
+	d, err := dwarf.New(abbrev, nil, nil, info, nil, nil, nil, str)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{".debug_addr", ".debug_str_offsets", ".debug_line_str"} {
+		b, err := data(name)
+		if err != nil {
+			return nil, err
+		}
+		if b != nil {
+			if err := d.AddSection(name, b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return d, nil
 }
 
 // Close closes the executable if Open opened it.
@@ -177,8 +222,21 @@ func (f *File) Func(name string) (*Func, error) {
 			fn.Params, ps = append(fn.Params, v), append(ps, t)
 		}
 	}
+	if i := dictIndex(name); i >= 0 && i <= len(ps) && !hasParam(fn.Params, dictName) {
+		fn.Params = append(fn.Params[:i], append([]Value{{Name: dictName, Type: dictType.name, Kind: KindPointer, Size: ptrSize}}, fn.Params[i:]...)...)
+		ps = append(ps[:i], append([]*gtype{dictType}, ps[i:]...)...)
+	}
 	assignSignature(abis[f.arch], fn, ps, rs)
 	return fn, nil
+}
+
+func hasParam(vs []Value, name string) bool {
+	for _, v := range vs {
+		if v.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 type param struct {
@@ -300,7 +358,10 @@ func (f *File) typeAt(off dwarf.Offset) (*gtype, error) {
 			return nil, err
 		}
 		n := *u
-		n.name = t.name
+		if !strings.HasPrefix(t.name, ".") {
+			// A generic function's ".param1" stands for its shape: print the shape.
+			n.name = t.name
+		}
 		if t.kind != 0 {
 			n.kind = t.kind
 		}

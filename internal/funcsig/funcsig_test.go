@@ -85,6 +85,24 @@ var want = map[string]struct{ params, results []string }{
 		[]string{"a int int I0:8", "s string string I1:8 I2:8"},
 		[]string{"r0 int int I0:8"},
 	},
+	// Generic functions, once per shape, take a dictionary pointer first, after the
+	// receiver of a method; a closure inside one reaches it through its context.
+	"Sum[go.shape.int]": {
+		[]string{".dict *uintptr pointer I0:8", "xs []go.shape.int slice I1:8 I2:8 I3:8", "scale go.shape.int int I4:8"},
+		[]string{"r0 go.shape.int int I0:8"},
+	},
+	"Sum[go.shape.float64]": {
+		[]string{".dict *uintptr pointer I0:8", "xs []go.shape.float64 slice I1:8 I2:8 I3:8", "scale go.shape.float64 float F0:8"},
+		[]string{"r0 go.shape.float64 float F0:8"},
+	},
+	"(*Box[go.shape.string]).Put": {
+		[]string{"b *example.com/app/store.Box[go.shape.string] pointer I0:8", ".dict *uintptr pointer I1:8", "v go.shape.string string I2:8 I3:8", "n int int I4:8"},
+		[]string{"r0 int int I0:8"},
+	},
+	"Each[go.shape.string].func1": {
+		[]string{"i int int I0:8"},
+		[]string{"r0 int int I0:8"},
+	},
 	"Call": {
 		[]string{"f func() error pointer I0:8", "m map[string]int pointer I1:8", "ch chan int pointer I2:8"},
 		[]string{"r0 int int I0:8"},

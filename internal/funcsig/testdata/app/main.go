@@ -25,3 +25,10 @@ func main() {
 	fmt.Println(store.MakeAdder(n)(1, "ab"))
 	fmt.Println(store.Call(func() error { return nil }, nil, nil))
 }
+
+func init() {
+	fmt.Println(store.Sum([]int{1, 2}, 3), store.Sum([]float64{1}, 2))
+	var b store.Box[string]
+	fmt.Println(b.Put("x", 1))
+	fmt.Println(store.Each([]string{"a"}, func(string) {})(0))
+}

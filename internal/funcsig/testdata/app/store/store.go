@@ -124,3 +124,36 @@ func Call(f func() error, m map[string]int, ch chan int) int {
 //
 //go:noinline
 func touch() {}
+
+type Number interface{ ~int | ~float64 }
+
+// Sum is compiled once for each GC shape, with a dictionary before its parameters.
+//
+//go:noinline
+func Sum[T Number](xs []T, scale T) T {
+	touch()
+	var s T
+	for _, x := range xs {
+		s += x * scale
+	}
+	return s
+}
+
+type Box[T any] struct{ v T }
+
+// Put's dictionary comes after its receiver.
+//
+//go:noinline
+func (b *Box[T]) Put(v T, n int) int {
+	touch()
+	b.v = v
+	return n
+}
+
+// Each's closure reaches the dictionary through its context, not a parameter.
+//
+//go:noinline
+func Each[T any](xs []T, f func(T)) func(int) int {
+	touch()
+	return func(i int) int { touch(); f(xs[i]); return i }
+}
