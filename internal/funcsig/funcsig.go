@@ -3,6 +3,7 @@ package funcsig
 import (
 	"errors"
 	"fmt"
+	"regexp"
 
 	"github.com/gosdt/gosdt/arch"
 )
@@ -106,3 +107,10 @@ func (f *Func) String() string {
 	}
 	return fmt.Sprintf("%s(%s) (%s)", f.Name, list(f.Params), list(f.Results))
 }
+
+// pkgDirs is the directories of a package path in a type name: "example.com/app/".
+var pkgDirs = regexp.MustCompile(`(?:[A-Za-z0-9_.~-]+/)+`)
+
+// ShortType writes a DWARF type name with each package by its last element, as Go
+// source names it: "*example.com/app/store.DB" is "*store.DB".
+func ShortType(t string) string { return pkgDirs.ReplaceAllString(t, "") }

@@ -19,3 +19,18 @@ func TestDictIndex(t *testing.T) {
 		}
 	}
 }
+
+func TestShortType(t *testing.T) {
+	for in, want := range map[string]string{
+		"*example.com/app/store.DB": "*store.DB",
+		"[]uint8":                   "[]uint8",
+		"map[example.com/a/k.K]example.com/b/v.V":           "map[k.K]v.V",
+		"func(example.com/a/b.T, string) error":             "func(b.T, string) error",
+		"go.shape.*internal/abi.Type":                       "go.shape.*abi.Type",
+		"struct { X example.com/a.T; Y *golang.org/x/y.Z }": "struct { X a.T; Y *y.Z }",
+	} {
+		if got := ShortType(in); got != want {
+			t.Errorf("ShortType(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
