@@ -274,6 +274,7 @@ func (f *File) children(off dwarf.Offset) ([]param, error) {
 		}
 	}
 	var ps []param
+	seen := map[string]bool{}
 	for _, c := range entries {
 		p := param{}
 		if o, ok := c.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset); ok {
@@ -288,6 +289,12 @@ func (f *File) children(off dwarf.Offset) ([]param, error) {
 		if p.typ == 0 {
 			return nil, fmt.Errorf("a parameter without a type at %#x", c.Offset)
 		}
+		if seen[p.name] {
+			// A result the compiler keeps in a register is described a second time
+			// (cmd/compile/internal/dwarfgen: RegOutputParams); names are unique.
+			continue
+		}
+		seen[p.name] = true
 		ps = append(ps, p)
 	}
 	return ps, nil

@@ -286,3 +286,47 @@ func TestNotFound(t *testing.T) {
 		t.Errorf("Func of an inlined-only function: %v", err)
 	}
 }
+
+// TestSpillsMatchEveryFunction holds the signature of every function of the test
+// program (the runtime, fmt, errors, reflect... compiled as the go command does) that
+// has a morestack block against that block, on both architectures.
+func TestSpillsMatchEveryFunction(t *testing.T) {
+	readers := map[string]arch.FuncProbes{"amd64": amd64.FuncProbes, "arm64": arm64.FuncProbes}
+	for _, goarch := range []string{"amd64", "arm64"} {
+		t.Run(goarch, func(t *testing.T) {
+			path := app(t, goarch)
+			f, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			c := readCode(t, path)
+			fp := readers[goarch]
+			checked := 0
+			for name, sym := range c.syms {
+				w, err := fp.Walk(c.mem, sym.Value, sym.Value+sym.Size)
+				if err != nil {
+					continue
+				}
+				e, err := fp.FuncEntry(c.mem, w, c.name)
+				if err != nil || len(e.Spills) == 0 {
+					continue // no morestack block, or one that spills nothing: nothing to hold against
+				}
+				sig, err := f.Func(name)
+				if err != nil {
+					continue // assembly, wrappers: no DWARF
+				}
+				got := append([]arch.Spill(nil), e.Spills...)
+				sort.Slice(got, func(i, j int) bool { return got[i].Off < got[j].Off })
+				if fmt.Sprint(got) != fmt.Sprint(sig.Spills()) {
+					t.Errorf("%s: the code spills %v, the signature says %v", sig, got, sig.Spills())
+				}
+				checked++
+			}
+			if checked < 500 {
+				t.Errorf("only %d functions checked", checked)
+			}
+			t.Logf("%d functions' spill blocks match their signatures", checked)
+		})
+	}
+}

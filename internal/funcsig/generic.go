@@ -20,7 +20,9 @@ var closureName = regexp.MustCompile(`^(func|gowrap|deferwrap)[0-9]+$`)
 // when it has none (not a shape instantiation, or a closure inside one, which reaches
 // the dictionary through its context).
 func dictIndex(name string) int {
-	if !strings.Contains(name, "[go.shape.") {
+	if !strings.Contains(name, "[go.shape.") || strings.HasPrefix(name, "type:") {
+		// type:.eq.T[go.shape...]: the compiler's equality of a shaped type takes no
+		// dictionary.
 		return -1
 	}
 	// The elements after the package path, split at the dots outside brackets and
