@@ -30,7 +30,9 @@ const (
 	KindOther     Kind = "other"
 )
 
-// Func is one function's signature.
+// Func is one function's signature. The Words of Params, taken in order, are an entry
+// probe's argument words (fprobe.Args) in order; a result's integer word Reg is its
+// place among a return event's result words.
 type Func struct {
 	Name    string  // as the runtime names it: "example.com/app/store.(*DB).Get"
 	Arch    string  // GOARCH of the executable
