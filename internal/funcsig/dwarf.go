@@ -193,7 +193,10 @@ func (f *File) index() error {
 func (f *File) Len() int { return len(f.funcs) }
 
 // Func returns the signature of the function the runtime names name
-// ("example.com/app/store.(*DB).Get"), with its registers.
+// ("example.com/app/store.(*DB).Get"), with its registers. The DWARF of a few
+// functions the compiler makes (range-over-func loop bodies, a closure called where
+// it is written inside a generic function) leaves parameters out: Spills then differs
+// from the code's block, which is how a process refuses such a signature.
 func (f *File) Func(name string) (*Func, error) {
 	off, ok := f.funcs[name]
 	if !ok {

@@ -42,7 +42,7 @@ type Func struct {
 
 // Value is one parameter or result.
 type Value struct {
-	Name string // DWARF's, with the compiler's "~" dropped from unnamed ones: "r0", "p1"
+	Name string // DWARF's, "~" dropped from unnamed ones ("r0", "p1"); ".dict": a shaped generic's dictionary
 	Type string // DWARF's type name: "*example.com/app/store.DB", "[]uint8", "error"
 	Kind Kind
 	Size int64 // bytes
