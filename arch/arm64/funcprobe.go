@@ -206,7 +206,7 @@ func spillsOf(w uint32, store bool) ([]arch.Spill, bool) {
 		}
 		return mk(w&31, fp, size, int64(w>>10&0xFFF)*int64(size))
 	case w&0x7FC00000 == 0x29000000|load<<22 && w>>30 == 2, // STP/LDP Xt1, Xt2 (64-bit, signed offset)
-		w&0x7FC00000 == 0x2D000000|load<<22 && w>>30 == 1: // STP/LDP Dt1, Dt2
+		w&0x7FC00000 == 0x6D000000|load<<22 && w>>30 == 1: // STP/LDP Dt1, Dt2 (opc 01: bit 30 set)
 		fp := w&(1<<26) != 0
 		off := int64(int32(w<<10)>>25) * 8
 		a, ok1 := mk(w&31, fp, 8, off)
