@@ -133,6 +133,8 @@ func (controlPlane) List(spec string) ([]ctlproto.Probe, error) {
 	return out, nil
 }
 
+func (controlPlane) Signatures(sigs []ctlproto.FuncSig) { reg.signatures(sigs) }
+
 func (controlPlane) Subscribe(spec string, s bridge.Sink) ([]*bridge.Probe, func(), error) {
 	return subscribe(spec, s)
 }

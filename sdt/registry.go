@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/internal/spec"
 	"github.com/gosdt/gosdt/patch"
 	"github.com/gosdt/gosdt/sdt/internal/fprobe"
@@ -89,6 +90,7 @@ type registry struct {
 	table     *sled.Table
 
 	runtime  map[string]*runtimeFunc // run-time function probes by function (runtimefbt.go)
+	sigs     map[string]*ctlproto.FuncSig // their signatures, as sdtctl sent them
 	draining bool                    // a goroutine delivers their return events
 
 	subs []*subscription   // package control's traces and aggregations (consume.go)

@@ -1,6 +1,7 @@
 package sdt
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -8,6 +9,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/internal/fbt/tracedcopy"
 	"github.com/gosdt/gosdt/internal/rawptr"
 	"github.com/gosdt/gosdt/internal/spec"
@@ -42,6 +45,8 @@ type runtimeFunc struct {
 // wordArg is one argument of a run-time probe, read from the register words of a call
 // (entry) or of a return: its first word's index and how it is shown.
 type wordArg struct {
+	name  string // from the signature; "" for a word (arg0...)
+	typ   string
 	word  int
 	kind  bridge.Kind
 	size  uint8 // bytes of an integer or float word: 4 is a float32
@@ -151,6 +156,12 @@ func (r *registry) runtimeFunc(c fprobe.Candidate) (*runtimeFunc, error) {
 	module, function := sled.SplitFunc(c.Name)
 	rf := &runtimeFunc{f: f, module: module, function: function}
 	rf.params, rf.results = wordsOf(f)
+	var typed error
+	if sig := r.sigs[c.Name]; sig != nil {
+		if typed = rf.typeFrom(sig); typed != nil {
+			return nil, typed // a signature that is not of this code: refused, not guessed
+		}
+	}
 	rf.entry = r.runtimeProbe(rf, "entry", rf.params)
 	rf.ret = r.runtimeProbe(rf, "return", rf.results)
 	if r.runtime == nil {
@@ -212,6 +223,10 @@ func argInfos(name string, args []wordArg) []ArgInfo {
 		prefix = "r"
 	}
 	for i, a := range args {
+		if a.name != "" {
+			out = append(out, ArgInfo{a.name, a.typ})
+			continue
+		}
 		t := "uint64"
 		if a.kind == bridge.Float {
 			t = "float64"
@@ -517,3 +532,157 @@ func inlinedOnly(sp spec.Spec, text string) error {
 }
 
 func isGlob(field string) bool { return strings.ContainsAny(field, `*?[\`) }
+
+// signatures keeps what sdtctl read of functions' signatures for their run-time probes
+// (ctlproto.FuncSig): the probes made from then on carry named, typed arguments, and
+// those made before without one take it while nobody holds or consumes them.
+func (r *registry) signatures(sigs []ctlproto.FuncSig) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sigs == nil {
+		r.sigs = map[string]*ctlproto.FuncSig{}
+	}
+	for i := range sigs {
+		s := &sigs[i]
+		if len(r.sigs) >= maxKeptSigs && r.sigs[s.Func] == nil {
+			clear(r.sigs) // they are read again for each request: keeping them is a cache
+		}
+		r.sigs[s.Func] = s
+		if rf := r.runtime[s.Func]; rf != nil && rf.idle() {
+			old := *rf
+			if err := rf.typeFrom(s); err != nil {
+				*rf = old
+				continue
+			}
+			rf.entry.setArgs("entry", rf.params)
+			rf.ret.setArgs("return", rf.results)
+		}
+	}
+}
+
+// maxKeptSigs bounds the signatures kept.
+const maxKeptSigs = 4096
+
+// idle reports whether nobody holds or consumes rf's probes. Call with reg.mu held.
+func (rf *runtimeFunc) idle() bool {
+	for _, p := range []*probe{rf.entry, rf.ret} {
+		if len(p.wideOwners) > 0 || p.cons.Load() != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// setArgs gives p, one of a run-time function's probes, the arguments args.
+func (p *probe) setArgs(name string, args []wordArg) {
+	p.args, p.types, p.kinds = nil, nil, nil
+	if name == "return" {
+		p.kinds = append(p.kinds, bridge.Int)
+	}
+	for _, a := range argInfos(name, args) {
+		p.args = append(p.args, a.Name)
+		p.types = append(p.types, a.Type)
+	}
+	for _, a := range args {
+		p.kinds = append(p.kinds, a.kind)
+	}
+}
+
+// typeFrom gives rf's probes the arguments sig names, after holding sig's spill block
+// against the code's: a signature of another build is refused.
+func (rf *runtimeFunc) typeFrom(sig *ctlproto.FuncSig) error {
+	spills := make([]arch.Spill, len(sig.Spills))
+	for i, s := range sig.Spills {
+		spills[i] = arch.Spill{Reg: s.Reg, Size: s.Size, Off: s.Off}
+	}
+	if err := rf.f.CheckLayout(spills); err != nil && !errors.Is(err, fprobe.ErrNoSpills) {
+		return err
+	}
+	var params, results []wordArg
+	for _, v := range sig.Params {
+		if a, ok := rf.paramArg(v); ok && len(params) < MaxArgs {
+			params = append(params, a)
+		}
+	}
+	for _, v := range sig.Results {
+		if a, ok := resultArg(v); ok && len(results) < MaxArgs-1 {
+			results = append(results, a)
+		}
+	}
+	rf.params, rf.results = params, results
+	return nil
+}
+
+// paramArg is how an entry probe carries parameter v: from the register words the
+// code spills (a parameter the function never uses is not spilled: it is left out).
+func (rf *runtimeFunc) paramArg(v ctlproto.SigValue) (wordArg, bool) {
+	if len(v.Words) == 0 {
+		return wordArg{}, false // on the stack, or of no size
+	}
+	idx := make([]int, len(v.Words))
+	for i, w := range v.Words {
+		if idx[i] = rf.f.WordOf(w.Float, w.Reg); idx[i] < 0 {
+			return wordArg{}, false
+		}
+	}
+	a, ok := valueArg(v, idx)
+	if ok && a.str && !rf.f.LivePointer(a.word) {
+		// Its bytes are not kept alive by the call (the function does not use the
+		// string): its length only.
+		a = wordArg{name: "len(" + v.Name + ")", typ: "int", word: idx[1], kind: bridge.Int, size: 8}
+	}
+	return a, ok
+}
+
+// resultArg is how a return probe carries result v: from the integer result registers
+// a return event holds; a string by its length (its bytes may be gone when the event
+// is read), an error or interface as nil or not.
+func resultArg(v ctlproto.SigValue) (wordArg, bool) {
+	idx := make([]int, len(v.Words))
+	for i, w := range v.Words {
+		if w.Float || int(w.Reg) >= fprobe.ReturnWords {
+			return wordArg{}, false
+		}
+		idx[i] = int(w.Reg)
+	}
+	if len(idx) == 0 {
+		return wordArg{}, false
+	}
+	if v.Kind == "string" && len(idx) == 2 {
+		return wordArg{name: "len(" + v.Name + ")", typ: "int", word: idx[1], kind: bridge.Int, size: 8}, true
+	}
+	return valueArg(v, idx)
+}
+
+// valueArg is value v, whose words are Args's (or a return's) words idx.
+func valueArg(v ctlproto.SigValue, idx []int) (wordArg, bool) {
+	a := wordArg{name: v.Name, typ: v.Type, word: idx[0], size: v.Words[0].Size}
+	switch v.Kind {
+	case "int":
+		a.kind = bridge.Int
+	case "uint", "pointer":
+		a.kind = bridge.Uint
+	case "bool":
+		a.kind = bridge.Bool
+	case "float":
+		a.kind = bridge.Float
+	case "string":
+		if len(idx) != 2 || idx[1] != idx[0]+1 {
+			return wordArg{}, false
+		}
+		a.kind, a.str = bridge.String, true
+	case "error", "interface":
+		a.kind, a.iface = bridge.String, true
+	case "slice":
+		if len(idx) != 3 {
+			return wordArg{}, false
+		}
+		a = wordArg{name: "len(" + v.Name + ")", typ: "int", word: idx[1], kind: bridge.Int, size: 8}
+	default:
+		return wordArg{}, false // a struct, an array, a complex number: not carried
+	}
+	if len(idx) > 1 && !a.str && v.Kind != "slice" && !a.iface {
+		return wordArg{}, false
+	}
+	return a, true
+}

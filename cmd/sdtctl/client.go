@@ -24,6 +24,9 @@ type client struct {
 	nspid int // in the process's own (hello.Pid)
 	hello *ctlproto.Response
 	rbuf  []byte // frames are read here: a reply is valid until the next recv
+	// sigs go with its enable, trace and stat requests: the signatures of the
+	// functions they place run-time probes on, read from its executable (runtimecost.go)
+	sigs []ctlproto.FuncSig
 }
 
 // dial connects to pid (in our PID namespace) and does the handshake, mapping
@@ -126,6 +129,11 @@ func waitYoung(p *proc) {
 func (cl *client) close() { cl.c.Close() }
 
 func (cl *client) send(q *ctlproto.Request) error {
+	if len(cl.sigs) > 0 && (q.Op == ctlproto.OpEnable || q.Op == ctlproto.OpTrace || q.Op == ctlproto.OpStat) {
+		withSigs := *q
+		withSigs.Sigs = cl.sigs
+		q = &withSigs
+	}
 	if err := ctlproto.WriteFrame(cl.c, q); err != nil {
 		return cl.connErr(err)
 	}

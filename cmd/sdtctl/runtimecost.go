@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
+	"github.com/gosdt/gosdt/internal/funcsig"
 )
 
 // manyFuncs is how many functions a spec may place run-time probes on before sdtctl
@@ -19,9 +20,10 @@ func (o *opts) manyFlag() *bool {
 
 // checkRuntimeCost says what a spec's run-time function probes would cost in cl's
 // process before any is placed, and refuses more than manyFuncs functions without
-// --many.
+// --many. It reads the signatures of those functions from the process's executable,
+// for cl's requests to carry.
 func checkRuntimeCost(cl *client, specText string, many bool) error {
-	if many || !strings.HasPrefix(specText, "fbt:") {
+	if !strings.HasPrefix(specText, "fbt:") {
 		return nil
 	}
 	r, err := cl.call(&ctlproto.Request{Op: ctlproto.OpList, Spec: specText})
@@ -29,20 +31,80 @@ func checkRuntimeCost(cl *client, specText string, many bool) error {
 		return nil // the request itself will say what is wrong
 	}
 	funcs, points := map[string]bool{}, 0
+	var names []string
 	for _, p := range r.Probes {
-		if p.Kind != "runtime" || p.Enabled {
+		if p.Kind != "runtime" {
 			continue
 		}
 		for _, s := range p.Sites {
+			if s.State == "refused" {
+				continue
+			}
+			parts := strings.SplitN(p.Name, ":", 4)
+			if len(parts) == 4 && !funcs[parts[1]+":"+parts[2]] {
+				funcs[parts[1]+":"+parts[2]] = true
+				names = append(names, fullName(parts[1], parts[2]))
+			}
 			if s.State == "unpatched" {
-				funcs[strings.TrimSuffix(strings.TrimSuffix(p.Name, ":entry"), ":return")] = true
 				points++
 			}
 		}
 	}
-	if len(funcs) <= manyFuncs {
+	cl.sigs = append(cl.sigs, readSigs(cl.pid, names)...)
+	if len(funcs) <= manyFuncs || many {
 		return nil
 	}
 	return fail(exitUsage, "pid %d: %q places run-time probes on %d functions (%d points of their code, written in one stop-the-world of the process; every call of them then pays for its probe): pass --many to go on, or name fewer (sdtctl list -p %d %q shows them)",
 		cl.pid, specText, len(funcs), points, cl.pid, specText)
+}
+
+// fullName is the runtime's name of a function probes name by module and function.
+func fullName(module, function string) string {
+	if i := strings.LastIndexByte(module, '/'); i >= 0 {
+		return module[:i+1] + function
+	}
+	return function
+}
+
+// readSigs reads the signatures of the functions names from pid's executable's DWARF;
+// none where it has none (the probes then carry their words, arg0...).
+func readSigs(pid int, names []string) []ctlproto.FuncSig {
+	if len(names) == 0 {
+		return nil
+	}
+	f, err := funcsig.Open(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []ctlproto.FuncSig
+	for _, name := range names {
+		fn, err := f.Func(name)
+		if err != nil || len(out) == ctlproto.MaxSigs {
+			continue
+		}
+		s := ctlproto.FuncSig{Func: name}
+		for _, sp := range fn.Spills() {
+			s.Spills = append(s.Spills, ctlproto.Spill{Reg: sp.Reg, Size: sp.Size, Off: sp.Off})
+		}
+		s.Params = sigValues(fn.Params)
+		s.Results = sigValues(fn.Results)
+		out = append(out, s)
+	}
+	return out
+}
+
+func sigValues(vs []funcsig.Value) []ctlproto.SigValue {
+	var out []ctlproto.SigValue
+	for _, v := range vs {
+		if strings.HasPrefix(v.Name, ".") || len(out) == ctlproto.MaxValues {
+			continue // a generic's dictionary: the code's, not the caller's
+		}
+		sv := ctlproto.SigValue{Name: v.Name, Type: funcsig.ShortType(v.Type), Kind: string(v.Kind)}
+		for _, w := range v.Words {
+			sv.Words = append(sv.Words, ctlproto.SigWord{Float: w.Float, Reg: uint8(w.Reg), Size: w.Size})
+		}
+		out = append(out, sv)
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,7 +28,11 @@ import (
 const storeSpec = "fbt:example.com/plainapp/store:"
 
 // plainAppBin builds testdata/plainapp, once for the test binary.
-func plainAppBin(t testing.TB) string {
+func plainAppBin(t testing.TB) string { return plainAppBuild(t, "plainapp") }
+
+// plainAppBuild builds testdata/plainapp as name, once for the test binary: name
+// "plainapp-nodwarf" without DWARF (-ldflags=-w).
+func plainAppBuild(t testing.TB, name string) string {
 	t.Helper()
 	if testutil.Emulated() {
 		t.Skip("under an emulator: sdtctl would exec the emulated program itself; these tests run natively")
@@ -35,9 +40,13 @@ func plainAppBin(t testing.TB) string {
 	if runtime.GOARCH != "amd64" {
 		t.Skipf("run-time function probes are not written for %s yet", runtime.GOARCH)
 	}
-	return testbin.Once(t, "plainapp", "plainapp", func(bin string) error {
+	return testbin.Once(t, name, "plainapp", func(bin string) error {
 		src, _ := filepath.Abs("testdata/plainapp")
-		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./cmd/plainapp")
+		args := []string{"build", "-o", bin}
+		if name == "plainapp-nodwarf" {
+			args = append(args, "-ldflags=-w")
+		}
+		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(args, "./cmd/plainapp")...)
 		cmd.Dir = src
 		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "CGO_ENABLED=0", "GOOS=", "GOARCH=")
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -56,7 +65,12 @@ type plainApp struct {
 
 func startPlainApp(t *testing.T, env ...string) *plainApp {
 	t.Helper()
-	cmd := exec.Command(plainAppBin(t), "serve")
+	return startPlainAppBin(t, plainAppBin(t), env...)
+}
+
+func startPlainAppBin(t *testing.T, bin string, env ...string) *plainApp {
+	t.Helper()
+	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	in, _ := cmd.StdinPipe()
@@ -286,5 +300,112 @@ func TestRuntimeProbeFollow(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "3,4,5" {
 		t.Fatalf("Sleep's entries: %v, want 3,4,5\n%s\n%s", got, out.String(), errb.String())
+	}
+}
+
+// event is one --json trace line's event.
+type event struct {
+	Probe string
+	Args  []struct {
+		Name, Type string
+		Value      json.RawMessage
+	}
+}
+
+// traceEvents runs sdtctl trace of spec in a's process while do runs, and returns
+// its events.
+func traceEvents(t *testing.T, a *plainApp, spec string, do func(), flags ...string) []event {
+	t.Helper()
+	tr := runCmd(cmdTrace, append([]string{"-p", strconv.Itoa(a.pid), spec, "--json"}, flags...)...)
+	waitHeld(t, a.pid, spec, 1, 0)
+	do()
+	time.Sleep(50 * time.Millisecond) // return events wait in their rings up to a millisecond
+	if err := tr.end(t, time.Minute); err != nil {
+		t.Fatalf("trace: %v\n%s", err, tr.stderr.String())
+	}
+	var evs []event
+	for _, line := range strings.Split(strings.TrimSpace(tr.stdout.String()), "\n") {
+		var m struct{ Event *event }
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("%v: %q", err, line)
+		}
+		if m.Event != nil {
+			evs = append(evs, *m.Event)
+		}
+	}
+	return evs
+}
+
+// args is an event's arguments as "name type value" strings.
+func (e event) args() []string {
+	var out []string
+	for _, a := range e.Args {
+		out = append(out, a.Name+" "+a.Type+" "+string(a.Value))
+	}
+	return out
+}
+
+// The arguments of run-time probes are named and typed from the executable's DWARF.
+func TestRuntimeProbeTypedArgs(t *testing.T) {
+	a := startPlainApp(t)
+	evs := traceEvents(t, a, storeSpec+"store.(*DB).Get:", func() { a.do(t, "calls 2") })
+	var got []string
+	for _, e := range evs {
+		args := e.args()
+		if strings.HasSuffix(e.Probe, ":entry") && len(args) == 2 && strings.HasPrefix(args[0], `db *store.DB "0x`) {
+			args[0] = "db *store.DB 0x..."
+		}
+		if strings.HasSuffix(e.Probe, ":return") && len(args) > 0 && strings.HasPrefix(args[0], "latency_ns int64 ") {
+			args[0] = "latency_ns"
+		}
+		got = append(got, strings.Join(args, ", "))
+	}
+	// Entries and returns come from different Ps (returns are delivered from their
+	// ring), whose records may arrive in any order: compared sorted.
+	slices.Sort(got)
+	want := []string{
+		`db *store.DB 0x..., key string "alpha"`,
+		`db *store.DB 0x..., key string "gamma"`,
+		`latency_ns, len(r0) int 0, r1 error "non-nil"`,
+		`latency_ns, len(r0) int 1, r1 error null`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// A predicate on an argument by its name.
+	evs = traceEvents(t, a, storeSpec+"store.(*DB).Get:entry", func() { a.do(t, "calls 6") }, "--where", `key == "gamma"`)
+	if len(evs) != 3 {
+		t.Fatalf("--where key == \"gamma\": %d events, want 3: %+v", len(evs), evs)
+	}
+}
+
+// Without DWARF, the arguments are the register words.
+func TestRuntimeProbeNoDWARF(t *testing.T) {
+	a := startPlainAppBin(t, plainAppBuild(t, "plainapp-nodwarf"))
+	evs := traceEvents(t, a, storeSpec+"store.Sleep:entry", func() { a.do(t, "sleep 2") })
+	if len(evs) != 1 || strings.Join(evs[0].args(), ", ") != "arg0 uint64 2" {
+		t.Fatalf("events: %+v", evs)
+	}
+}
+
+// A signature that is not of the running code is refused, and nothing is placed.
+func TestRuntimeProbeWrongSignature(t *testing.T) {
+	a := startPlainApp(t)
+	cl, err := dial(a.pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.c.Close()
+	cl.sigs = []ctlproto.FuncSig{{
+		Func:   "example.com/plainapp/store.Sleep",
+		Spills: []ctlproto.Spill{{Reg: 0, Size: 8, Off: 0}, {Reg: 1, Size: 8, Off: 8}}, // two words: Sleep takes one
+		Params: []ctlproto.SigValue{{Name: "s", Type: "string", Kind: "string", Words: []ctlproto.SigWord{{Reg: 0, Size: 8}, {Reg: 1, Size: 8}}}},
+	}}
+	_, err = cl.call(&ctlproto.Request{Op: ctlproto.OpEnable, Specs: []string{storeSpec + "store.Sleep:entry"}})
+	if err == nil || !strings.Contains(err.Error(), "not this program's signature") {
+		t.Fatalf("enable with a wrong signature: %v", err)
+	}
+	if p := listed(t, a.pid, storeSpec+"store.Sleep:entry")[storeSpec+"store.Sleep:entry"]; p.Enabled {
+		t.Fatalf("placed with a wrong signature: %+v", p)
 	}
 }

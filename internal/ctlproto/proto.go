@@ -93,6 +93,9 @@ type Request struct {
 	IntervalMS int64  // stat: between snapshots
 	Stack      int    // trace: return addresses of the fire's call stack each record carries, 0 to MaxStack
 	Where      string // trace, stat: a predicate (internal/pred) a fire must match to be recorded
+	// enable, trace, stat: signatures of the functions the specs place run-time probes
+	// on, read from the executable's DWARF (sig.go)
+	Sigs []FuncSig
 }
 
 // Request field tags.
@@ -114,6 +117,7 @@ const (
 	tqClear
 	tqStack
 	tqWhere
+	tqSig
 )
 
 // Histograms of a stat.
@@ -399,6 +403,9 @@ func (q *Request) appendTo(b []byte) ([]byte, error) {
 	e.bool(tqClear, q.Clear)
 	e.int(tqStack, int64(q.Stack))
 	e.str(tqWhere, q.Where)
+	for i := range q.Sigs {
+		e.msg(tqSig, q.Sigs[i].append)
+	}
 	return e.b, nil
 }
 
@@ -449,6 +456,13 @@ func DecodeRequest(b []byte) (*Request, error) {
 			q.Stack = int(d.int())
 		case tqWhere:
 			q.Where = d.str()
+		case tqSig:
+			if len(q.Sigs) >= MaxSigs {
+				d.fail(fmt.Sprintf("%s: more than %d signatures", q.Op, MaxSigs))
+				return true
+			}
+			q.Sigs = append(q.Sigs, FuncSig{})
+			d.msg(q.Sigs[len(q.Sigs)-1].decode)
 		default:
 			d.fail(fmt.Sprintf("unknown field %d in %s", tag, q.Op))
 		}

@@ -43,6 +43,10 @@ func TestRequestRoundTrip(t *testing.T) {
 		{Op: OpStat, Spec: "x", By: "arg0", Value: "arg1", Hist: HistQuantize, IntervalMS: 500, DurationMS: 2},
 		{Op: OpStat, Spec: "x", By: "path", Value: "latency_ns", Hist: HistLinear, LinLow: -5, LinHigh: 100, LinStep: 5, Clear: true},
 		{Op: OpList}, {Op: OpStop},
+		{Op: OpTrace, Spec: "fbt:a:F:", Sigs: []FuncSig{{Func: "a.F",
+			Spills:  []Spill{{Reg: 0, Size: 8, Off: 0}, {Reg: 32, Size: 4, Off: -8}},
+			Params:  []SigValue{{Name: "s", Type: "string", Kind: "string", Words: []SigWord{{Reg: 0, Size: 8}, {Reg: 1, Size: 8}}}, {Name: "f", Type: "float32", Kind: "float", Words: []SigWord{{Float: true, Size: 4}}}},
+			Results: []SigValue{{Name: "r0", Type: "error", Kind: "error", Words: []SigWord{{Reg: 0, Size: 8}, {Reg: 1, Size: 8}}}}}}},
 	} {
 		got, err := DecodeRequest(encode(t, &q))
 		if err != nil || !reflect.DeepEqual(*got, q) {
@@ -57,7 +61,7 @@ func TestResponseRoundTrip(t *testing.T) {
 		{Kind: KindHello, Version: Version, Pid: 4242, Command: "app", NProbes: 3, SitesOn: 1},
 		{Kind: KindOK, N: 2, Kept: 1, KeptBy: []string{"program", "sdtctl pid 7 trace"}},
 		{Kind: KindError, Code: CodeNoMatch, Message: `"x" matches no probe`},
-		{Kind: KindList, Probes: []Probe{{Name: "p:m:f:n", Args: []Arg{{Name: "i", Type: "int"}}, Enabled: true, Hits: 9,
+		{Kind: KindList, More: true, Probes: []Probe{{Name: "p:m:f:n", Kind: "runtime", Args: []Arg{{Name: "i", Type: "int"}}, Enabled: true, Hits: 9,
 			HeldBy: []string{"program"}, Sites: []Site{{Addr: 0x401000, File: "/x/y.go", Line: 12, Kind: "fire",
 				State: "sealed-on", Enabled: true, Hits: 9, HeldBy: []string{"program"}}, {Addr: 1, Reason: "why"}}}}},
 		{Kind: KindStat, Stat: &Stat{Time: now.UnixNano(), By: "arg1", Value: "arg0", Overflow: 2, Drops: 1, Hist: HistLinear, Linear: &Linear{Low: -10, High: 10, Step: 2}, Interval: true,

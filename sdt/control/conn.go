@@ -172,6 +172,9 @@ func serve(c io.ReadWriteCloser, name string) {
 			return
 		}
 		var err error
+		if len(q.Sigs) > 0 {
+			reg.Signatures(q.Sigs)
+		}
 		switch q.Op {
 		case ctlproto.OpList:
 			var list []ctlproto.Probe

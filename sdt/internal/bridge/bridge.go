@@ -181,6 +181,9 @@ type Registry interface {
 	// List describes the probes spec matches ("" matches all), as sdtctl list shows
 	// them.
 	List(spec string) ([]ctlproto.Probe, error)
+	// Signatures gives the run-time function probes of the functions sigs describe
+	// their arguments' names and types (checked against their code when used).
+	Signatures(sigs []ctlproto.FuncSig)
 	// Subscribe attaches s to the fires of what spec matches, until cancel; it does
 	// not switch anything on (Hold does). probes describes what it covers.
 	Subscribe(spec string, s Sink) (probes []*Probe, cancel func(), err error)

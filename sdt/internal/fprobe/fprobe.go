@@ -3,6 +3,7 @@
 package fprobe
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"sort"
@@ -46,7 +47,8 @@ type Func struct {
 	retSites []arch.FuncReturn
 	orig     []byte // the entry's bytes
 	spills   []arch.Spill
-	retErr   error // why the returns take no probe; nil when they do
+	ptrs     uint32 // bit i: spill i holds a pointer the GC keeps alive at entry (args stack map 0)
+	retErr   error  // why the returns take no probe; nil when they do
 
 	// Under mu.
 	entryOn, retOn bool
@@ -365,6 +367,7 @@ func read(t *functab.Table, m *functab.Module, i int) (*Func, error) {
 		c.nspill++
 	}
 	f.spills, f.entry = spills, c
+	f.ptrs = livePointers(t, i, spills)
 	rets, err := host.FuncReturns(mem, w)
 	if err != nil {
 		f.retErr = errors.New("fprobe: " + name + ": return: " + err.Error())
@@ -402,6 +405,52 @@ func (f *Func) Returns() []uintptr {
 		out[i] = uintptr(r.Addr)
 	}
 	return out
+}
+
+// WordOf returns the index among Args's words of the word passed in integer register
+// reg (float: floating-point register reg), -1 if the function's code spills none.
+func (f *Func) WordOf(float bool, reg uint8) int {
+	if float {
+		reg += floatReg
+	}
+	for i, s := range f.spills {
+		if s.Reg == reg {
+			return i
+		}
+	}
+	return -1
+}
+
+// LivePointer reports whether Args's word i is a pointer the garbage collector keeps
+// alive while the entry hook runs (the function's stack map at its entry says so):
+// only then may a hook read what it points to.
+func (f *Func) LivePointer(i int) bool { return i >= 0 && i < 32 && f.ptrs&(1<<i) != 0 }
+
+// livePointers reads the arguments' stack map 0 of function i (FUNCDATA_ArgsPointerMaps,
+// runtime.stackmap: n, nbit int32, then n bitmaps of nbit bits, a bit per word of the
+// argument area) and says which spill slots it marks.
+func livePointers(t *functab.Table, i int, spills []arch.Spill) uint32 {
+	off, ok := t.FuncData(i, functab.FuncDataArgsPointerMaps)
+	if !ok {
+		return 0
+	}
+	g := t.Gofunc()[off:]
+	if len(g) < 8 {
+		return 0
+	}
+	n, nbit := int32(binary.LittleEndian.Uint32(g)), int32(binary.LittleEndian.Uint32(g[4:]))
+	if n < 1 || nbit < 0 || int(8+(nbit+7)/8) > len(g) {
+		return 0
+	}
+	bits := g[8 : 8+(nbit+7)/8]
+	var m uint32
+	for j, s := range spills {
+		w := s.Off / 8
+		if j < 32 && s.Size == 8 && s.Off%8 == 0 && w < nbit && bits[w/8]&(1<<(w%8)) != 0 {
+			m |= 1 << j
+		}
+	}
+	return m
 }
 
 // ReturnWords is how many result words a Return carries.
