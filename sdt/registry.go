@@ -89,9 +89,9 @@ type registry struct {
 	layout    sled.Layout
 	table     *sled.Table
 
-	runtime  map[string]*runtimeFunc // run-time function probes by function (runtimefbt.go)
+	runtime  map[string]*runtimeFunc      // run-time function probes by function (runtimefbt.go)
 	sigs     map[string]*ctlproto.FuncSig // their signatures, as sdtctl sent them
-	draining bool                    // a goroutine delivers their return events
+	draining bool                         // a goroutine delivers their return events
 
 	subs []*subscription   // package control's traces and aggregations (consume.go)
 	ids  map[*probe]uint32 // the probe ids they are told
