@@ -4,7 +4,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/gosdt/gosdt/sled"
+	"github.com/gosdt/gosdt/internal/sealfmt"
 )
 
 // A sealed binary carries USDT notes (sdtctl seal): bpftrace, perf or SystemTap put a
@@ -36,12 +36,12 @@ func usdtPollFromEnv() (d time.Duration, ok bool) {
 // usdtProbe is a probe name with a semaphore, and the owner that holds its sites on
 // while a tracer is attached.
 type usdtProbe struct {
-	sled.SealedProbe
+	sealfmt.Probe
 	o *owner // non-nil while held
 }
 
 // startUSDTWatch polls the semaphores of probes, if there are any.
-func startUSDTWatch(probes []sled.SealedProbe) {
+func startUSDTWatch(probes []sealfmt.Probe) {
 	if len(probes) == 0 {
 		return
 	}
@@ -51,7 +51,7 @@ func startUSDTWatch(probes []sled.SealedProbe) {
 	}
 	watch := make([]*usdtProbe, len(probes))
 	for i, p := range probes {
-		watch[i] = &usdtProbe{SealedProbe: p}
+		watch[i] = &usdtProbe{Probe: p}
 	}
 	go func() {
 		for {
@@ -65,7 +65,7 @@ func startUSDTWatch(probes []sled.SealedProbe) {
 
 // sync holds or releases p's sites to match its semaphore.
 func (p *usdtProbe) sync() {
-	attached := sled.Semaphore(p.Slot) != 0
+	attached := sealfmt.Semaphore(p.Slot) != 0
 	switch {
 	case attached && p.o == nil:
 		o := newOwner("usdt tracer on " + p.Provider + ":" + p.Name)

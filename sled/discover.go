@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/internal/sealfmt"
 )
 
 // Discover finds, verifies and describes every probe site in the running program. It
@@ -16,7 +17,7 @@ func Discover() *Table {
 	start := time.Now()
 	var t *Table
 	switch src := self(); {
-	case sealedBinary():
+	case sealfmt.Sealed():
 		t = loadSealed(src)
 	case len(src.Text) == 0:
 		t = &Table{Reason: "text section not found"}

@@ -11,9 +11,9 @@
 // branch check and its Refusal says why. Only the host's architecture is linked into a
 // program; package sled/offline reads either architecture's binary files.
 //
-// A binary sealed by sdtctl seal carries its sites in a site table (SiteTable, in the
-// section SectionName); Discover then reads the table instead of scanning, and checks
-// each site's bytes against it. A table that is not the one the binary's seal mark was
-// written for (CheckTable) is said (Table.Warning), and the sites are found in the
-// text instead (Rescan). The same file holds the USDT semaphores (Semaphore).
+// A binary sealed by sdtctl seal carries its sites in a site table, whose format,
+// with the seal mark and the USDT semaphores, is package internal/sealfmt's; Discover
+// then reads the table instead of scanning, and checks each site's bytes against it
+// (FromTable). A table that is not the one the binary's seal mark was written for is
+// said (Table.Warning), and the sites are found in the text instead (Rescan).
 package sled

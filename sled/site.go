@@ -1,6 +1,10 @@
 package sled
 
-import "time"
+import (
+	"time"
+
+	"github.com/gosdt/gosdt/internal/sealfmt"
+)
 
 // Kind tells what a site's guarded block does.
 type Kind uint8
@@ -138,5 +142,5 @@ type Table struct {
 
 	// Sealed: the sites come from the binary's site table (sdtctl seal), not a scan.
 	Sealed bool
-	Probes []SealedProbe // sealed binaries: the probe names that have a USDT semaphore
+	Probes []sealfmt.Probe // sealed binaries: the probe names that have a USDT semaphore
 }

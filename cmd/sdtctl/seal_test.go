@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
+	"github.com/gosdt/gosdt/internal/sealfmt"
 	"github.com/gosdt/gosdt/internal/testbin"
 	"github.com/gosdt/gosdt/internal/testutil"
-	"github.com/gosdt/gosdt/sled"
 )
 
 // sealedELF reports whether b is an ELF file with a site table.
@@ -26,7 +26,7 @@ func sealedELF(b []byte) bool {
 	if err != nil {
 		return false
 	}
-	return f.Section(sled.SectionName) != nil
+	return f.Section(sealfmt.SectionName) != nil
 }
 
 // TestSealToStdout: `seal -o -` and `seal -o /dev/stdout` pipe the sealed binary, with

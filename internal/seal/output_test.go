@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gosdt/gosdt/internal/sealfmt"
 	"github.com/gosdt/gosdt/internal/testbin"
 	"github.com/gosdt/gosdt/internal/testutil"
-	"github.com/gosdt/gosdt/sled"
 	"golang.org/x/sys/unix"
 )
 
@@ -89,7 +89,7 @@ func isSealed(t *testing.T, path string) bool {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	return f.Section(sled.SectionName) != nil
+	return f.Section(sealfmt.SectionName) != nil
 }
 
 func lstat(t *testing.T, p string) fs.FileInfo {

@@ -3,7 +3,7 @@
 //
 // What a sealed binary holds beyond the linker's output:
 //   - its sites in their disabled sled, in the file (what the runtime writes at start);
-//   - the site table (sled.SectionName), checked byte for byte by the runtime at start;
+//   - the site table (sealfmt.SectionName), checked byte for byte by the runtime at start;
 //   - sled's seal mark set to the table's length and CRC, so the runtime looks for it;
 //   - SystemTap notes (.note.stapsdt, .stapsdt.base) naming each fire call, with the
 //     arguments' registers and a semaphore per probe name in sled's semaphore array,
@@ -24,6 +24,7 @@ import (
 	"sort"
 
 	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/internal/sealfmt"
 	"github.com/gosdt/gosdt/internal/usdt"
 	"github.com/gosdt/gosdt/sled"
 	"github.com/gosdt/gosdt/sled/offline"
@@ -179,8 +180,8 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 
 	// The seal mark first: if it is not the linked value, this is not a binary we
 	// know how to seal, and nothing else is touched.
-	if !w.holds(vars, linkedMark()) || !w.holds(vars+sled.SemaphoresOffset, make([]byte, sled.SealedSize-sled.SemaphoresOffset)) {
-		return nil, fmt.Errorf("%s does not hold its linked value: sealed by another tool, or a gosdt this sdtctl does not know", sled.SealedSymbol)
+	if !w.holds(vars, linkedMark()) || !w.holds(vars+sealfmt.SemaphoresOffset, make([]byte, sealfmt.Size-sealfmt.SemaphoresOffset)) {
+		return nil, fmt.Errorf("%s does not hold its linked value: sealed by another tool, or a gosdt this sdtctl does not know", sealfmt.Symbol)
 	}
 
 	r.Sites = len(t.Sites)
@@ -211,10 +212,10 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 	}
 	// The calls the notes name are read from the linker's bytes.
 	linked := &writer{f: f, image: image}
-	notes, probes := notesFor(path, a, linked, sites, tab, base.Addr, vars+sled.SemaphoresOffset, r)
-	table := (&sled.SiteTable{Arch: a.Name, Text: textStart, Sites: sites, Probes: probes}).Encode()
+	notes, probes := notesFor(path, a, linked, sites, tab, base.Addr, vars+sealfmt.SemaphoresOffset, r)
+	table := (&sealfmt.SiteTable{Arch: a.Name, Text: textStart, Sites: sled.Records(sites), Probes: probes}).Encode()
 	var m [32]byte
-	for i, v := range sled.MarkFor(table) {
+	for i, v := range sealfmt.MarkFor(table) {
 		binary.LittleEndian.PutUint64(m[8*i:], v)
 	}
 	w.put(vars, m[:])
@@ -229,16 +230,16 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 	return usdt.AddSections(out, []usdt.Section{
 		// bcc (bpftrace's USDT reader) computes a semaphore's file offset from a
 		// .probes section it must meet before the notes.
-		{Name: ".probes", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Addr: vars + sled.SemaphoresOffset, Size: sled.SealedSize - sled.SemaphoresOffset, Align: 4},
+		{Name: ".probes", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Addr: vars + sealfmt.SemaphoresOffset, Size: sealfmt.Size - sealfmt.SemaphoresOffset, Align: 4},
 		{Name: ".stapsdt.base", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Addr: base.Addr, Size: 1, Align: 1},
 		{Name: ".note.stapsdt", Type: elf.SHT_NOTE, Data: noteData, Align: 4},
-		{Name: sled.SectionName, Type: elf.SHT_PROGBITS, Data: table, Align: 8},
+		{Name: sealfmt.SectionName, Type: elf.SHT_PROGBITS, Data: table, Align: 8},
 	})
 }
 
 // notesFor names the fire calls of t's sites for USDT tracers and gives each probe name
 // a semaphore slot. Sites whose probe name cannot be read from the binary get no note.
-func notesFor(path string, a *arch.Offline, linked *writer, sites []sled.Site, tab *gosym.Table, base, sems uint64, r *Report) ([]usdt.Note, []sled.SealedProbe) {
+func notesFor(path string, a *arch.Offline, linked *writer, sites []sled.Site, tab *gosym.Table, base, sems uint64, r *Report) ([]usdt.Note, []sealfmt.Probe) {
 	defs, err := offline.Definitions(path)
 	if err != nil {
 		r.Skipped = append(r.Skipped, "no USDT notes: "+err.Error())
@@ -279,11 +280,11 @@ func notesFor(path string, a *arch.Offline, linked *writer, sites []sled.Site, t
 		}
 		key := [2]string{d.Provider, d.Name}
 		slot, ok := slots[key]
-		if !ok && len(slots) < sled.SemaphoreSlots-1 {
+		if !ok && len(slots) < sealfmt.SemaphoreSlots-1 {
 			slot = len(slots) + 1
 			slots[key] = slot
 		} else if !ok {
-			r.Skipped = append(r.Skipped, fmt.Sprintf("%s:%s: more than %d probe names: no semaphore, a tracer will not enable it", d.Provider, d.Name, sled.SemaphoreSlots-1))
+			r.Skipped = append(r.Skipped, fmt.Sprintf("%s:%s: more than %d probe names: no semaphore, a tracer will not enable it", d.Provider, d.Name, sealfmt.SemaphoreSlots-1))
 		}
 		var sem uint64
 		if slot > 0 {
@@ -291,18 +292,18 @@ func notesFor(path string, a *arch.Offline, linked *writer, sites []sled.Site, t
 		}
 		notes = append(notes, usdt.Note{Provider: d.Provider, Name: d.Name, PC: pc, Base: base, Semaphore: sem, Args: args})
 	}
-	probes := make([]sled.SealedProbe, 0, len(slots))
+	probes := make([]sealfmt.Probe, 0, len(slots))
 	for k, slot := range slots {
-		probes = append(probes, sled.SealedProbe{Provider: k[0], Name: k[1], Slot: slot})
+		probes = append(probes, sealfmt.Probe{Provider: k[0], Name: k[1], Slot: slot})
 	}
 	sort.Slice(probes, func(i, j int) bool { return probes[i].Slot < probes[j].Slot })
 	r.Notes, r.Probes = len(notes), len(probes)
 	return notes, probes
 }
 
-// linkedMark is the bytes of sled's seal mark as linked.
+// linkedMark is the bytes of the seal mark as linked.
 func linkedMark() []byte {
 	b := make([]byte, 32)
-	binary.LittleEndian.PutUint64(b, sled.SealMagic)
+	binary.LittleEndian.PutUint64(b, sealfmt.Magic)
 	return b
 }

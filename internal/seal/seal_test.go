@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gosdt/gosdt/internal/sealfmt"
 	"github.com/gosdt/gosdt/internal/testbin"
 	"github.com/gosdt/gosdt/internal/testutil"
 	"github.com/gosdt/gosdt/internal/usdt"
-	"github.com/gosdt/gosdt/sled"
 )
 
 // needSealable skips a test whose programs are built for the test's own GOARCH when
@@ -368,7 +368,7 @@ func TestToolexec(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		return f.Section(sled.SectionName) != nil
+		return f.Section(sealfmt.SectionName) != nil
 	}
 	bin := goBuild(t, dir, "exits", "./testdata/exits", nil, toolexec)
 	if !isSealed(bin) {

@@ -9,29 +9,30 @@ import (
 	"io"
 	"io/fs"
 
-	"github.com/gosdt/gosdt/sled"
+	"github.com/gosdt/gosdt/internal/sealfmt"
 )
 
 // ErrNoGosdt is returned (wrapped) for a Go binary that does not use gosdt: it has no
 // seal mark.
 var ErrNoGosdt = errors.New("not a gosdt program")
 
-// SealMark returns the address of sled's seal mark in a binary (sled.SealedSymbol) and
-// the mark's words in the file: {SealMagic, 0, 0, 0} as linked, the site table's length
-// and CRC once sealed. It is found by its symbol or, in a binary without a symbol
-// table, as the one SealMagic followed by a zero fourth word at an 8-byte boundary of
-// its writable data.
+// SealMark returns the address of the seal mark in a binary (sealfmt.Symbol, or
+// sealfmt.OldSymbol in one linked with an older gosdt) and the mark's words in the
+// file: {sealfmt.Magic, 0, 0, 0} as linked, the site table's length and CRC once
+// sealed. It is found by its symbol or, in a binary without a symbol table, as the one
+// sealfmt.Magic followed by a zero fourth word at an 8-byte boundary of its writable
+// data.
 func SealMark(f *elf.File) (addr uint64, mark [4]uint64, err error) {
+	var symbol string
 	if syms, err := f.Symbols(); err == nil {
-		found := false
 		for _, s := range syms {
-			if s.Name == sled.SealedSymbol {
-				addr, found = s.Value, true
+			if s.Name == sealfmt.Symbol || s.Name == sealfmt.OldSymbol {
+				addr, symbol = s.Value, s.Name
 				break
 			}
 		}
-		if !found {
-			return 0, mark, fmt.Errorf("%w: no %s in its symbol table", ErrNoGosdt, sled.SealedSymbol)
+		if symbol == "" {
+			return 0, mark, fmt.Errorf("%w: no %s in its symbol table", ErrNoGosdt, sealfmt.Symbol)
 		}
 	}
 	var found []uint64
@@ -49,8 +50,8 @@ func SealMark(f *elf.File) (addr uint64, mark [4]uint64, err error) {
 		if addr != 0 {
 			return addr, markAt(b[addr-sec.Addr:]), nil
 		}
-		for off := (8 - sec.Addr%8) % 8; off+sled.SealedSize <= uint64(len(b)); off += 8 {
-			if m := markAt(b[off:]); m[0] == sled.SealMagic && m[3] == 0 {
+		for off := (8 - sec.Addr%8) % 8; off+sealfmt.Size <= uint64(len(b)); off += 8 {
+			if m := markAt(b[off:]); m[0] == sealfmt.Magic && m[3] == 0 {
 				found = append(found, sec.Addr+off)
 				mark = m
 			}
@@ -58,7 +59,7 @@ func SealMark(f *elf.File) (addr uint64, mark [4]uint64, err error) {
 	}
 	switch {
 	case addr != 0:
-		return 0, mark, fmt.Errorf("%s at %#x is not in the file's data", sled.SealedSymbol, addr)
+		return 0, mark, fmt.Errorf("%s at %#x is not in the file's data", symbol, addr)
 	case len(found) == 0:
 		return 0, mark, fmt.Errorf("%w: no gosdt seal mark in its data", ErrNoGosdt)
 	case len(found) > 1:
@@ -75,32 +76,32 @@ func markAt(b []byte) (m [4]uint64) {
 }
 
 // SealedTable returns the site table of a sealed binary, checked against its seal
-// mark (sled.CheckTable): sealed is false for a binary that was never sealed. A
-// binary that was sealed but whose table cannot be used gets a *sled.TableError
+// mark (sealfmt.CheckTable): sealed is false for a binary that was never sealed. A
+// binary that was sealed but whose table cannot be used gets a *sealfmt.TableError
 // (without its File) saying why.
-func SealedTable(f *elf.File) (st *sled.SiteTable, sealed bool, err error) {
-	sec := f.Section(sled.SectionName)
+func SealedTable(f *elf.File) (st *sealfmt.SiteTable, sealed bool, err error) {
+	sec := f.Section(sealfmt.SectionName)
 	_, mark, merr := SealMark(f)
-	bad := func(p sled.TableProblem, format string, args ...any) (*sled.SiteTable, bool, error) {
-		return nil, true, &sled.TableError{Problem: p, Detail: fmt.Sprintf(format, args...)}
+	bad := func(p sealfmt.TableProblem, format string, args ...any) (*sealfmt.SiteTable, bool, error) {
+		return nil, true, &sealfmt.TableError{Problem: p, Detail: fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case sec == nil && (merr != nil || mark[1] == 0):
 		return nil, false, nil
 	case merr != nil:
-		return bad(sled.TableMismatch, "the file has a site table but no seal mark to check it with: %v", merr)
+		return bad(sealfmt.TableMismatch, "the file has a site table but no seal mark to check it with: %v", merr)
 	case sec == nil:
-		return bad(sled.TableMissing, "its seal mark says it is sealed, but it has no %s section: stripped or rewritten after sealing", sled.SectionName)
+		return bad(sealfmt.TableMissing, "its seal mark says it is sealed, but it has no %s section: stripped or rewritten after sealing", sealfmt.SectionName)
 	}
 	data, err := sec.Data()
 	if err != nil {
-		return bad(sled.TableTruncated, "the file ends inside it (%v)", err)
+		return bad(sealfmt.TableTruncated, "the file ends inside it (%v)", err)
 	}
-	if st, err = sled.CheckTable(data, mark); err != nil {
+	if st, err = sealfmt.CheckTable(data, mark); err != nil {
 		return nil, true, err
 	}
 	if a := Arch(f.Machine); a != nil && st.Arch != a.Name {
-		return bad(sled.TableForeign, "the table is for %s, the binary is %s", st.Arch, a.Name)
+		return bad(sealfmt.TableForeign, "the table is for %s, the binary is %s", st.Arch, a.Name)
 	}
 	return st, true, nil
 }

@@ -1,4 +1,4 @@
-package sled
+package sealfmt
 
 import (
 	"bytes"
@@ -13,17 +13,53 @@ const SectionName = ".gosdt.sites"
 
 // SiteTable is what `sdtctl seal` records in a binary: every site discovery found in
 // the file, with the bytes that verify it, and the probes that have a USDT semaphore.
-// At start the runtime reads it instead of scanning the text (see Discover).
+// At start the runtime reads it instead of scanning the text (see sled.Discover).
 type SiteTable struct {
 	Arch   string // "amd64" or "arm64"
 	Text   uint64 // link-time address of runtime.text: a PIE is shifted by where it runs
 	Sites  []Site // link-time addresses
-	Probes []SealedProbe
+	Probes []Probe
 }
 
-// SealedProbe is a probe name that has USDT notes, and the semaphore slot a tracer
-// raises while it is attached (see Semaphore).
-type SealedProbe struct {
+// Site is the record of one site: a sled.Site as discovery proved it in the file,
+// without what a process learns of it.
+type Site struct {
+	Addr     uint64
+	Len      int
+	Flag     uint64
+	Kind     uint8 // a sled.Kind: below Kinds
+	Return   uint64
+	ToggleAt int
+	Toggle   int
+
+	Orig, Off, On []byte
+	Also          []Rewrite
+	Note          string
+
+	Cause  uint8  // a sled.Cause: below Causes; 0, sled.Proven, for a site with a verified sled
+	Detail string // the refusal in words
+}
+
+// Rewrite is one of a site's rewrites outside its own bytes (sled.Rewrite).
+type Rewrite struct {
+	Addr      uint64
+	Orig, New []byte
+}
+
+// A table records sled's Kind and Cause by value: the format knows how many there are,
+// and that a table of version 1 or 2, which recorded no cause, meant sled.Unproven.
+const (
+	Kinds         = 2 // sled.Fire, sled.Guard
+	Causes        = 5 // sled.Proven to sled.NotInData
+	CauseUnproven = 1 // sled.Unproven
+)
+
+// sealable reports whether the site has a verified sled (no refusal).
+func (s Site) sealable() bool { return s.Cause == 0 }
+
+// Probe is a probe name that has USDT notes, and the semaphore slot a tracer raises
+// while it is attached (see Semaphore).
+type Probe struct {
 	Provider, Name string
 	Slot           int
 }
@@ -64,9 +100,9 @@ func (t *SiteTable) encode(magic string) []byte {
 		e.bytes(s.Off)
 		e.bytes(s.On)
 		if magic == tableMagic {
-			e.u32(uint32(s.Refusal.Cause))
+			e.u32(uint32(s.Cause))
 		}
-		e.str(s.Refusal.Detail)
+		e.str(s.Detail)
 		e.str(s.Note)
 		e.u32(uint32(len(s.Also)))
 		for _, a := range s.Also {
@@ -144,7 +180,7 @@ func CheckTable(section []byte, mark [4]uint64) (*SiteTable, error) {
 
 // DecodeTable parses a site table. It checks the structure (lengths, kinds, that a
 // sled's forms have the site's length), not that the table belongs to the program:
-// Discover checks every site's bytes against the text before trusting it.
+// sled checks every site's bytes against the text before trusting it (sled.FromTable).
 func DecodeTable(b []byte) (*SiteTable, error) {
 	d := decoder{b: b}
 	version := 0
@@ -163,25 +199,25 @@ func DecodeTable(b []byte) (*SiteTable, error) {
 	t := &SiteTable{Arch: d.str(), Text: d.u64()}
 	n := d.count(40)
 	for range n {
-		s := Site{Addr: uintptr(d.u64()), Len: int(d.u32()), Flag: uintptr(d.u64())}
+		s := Site{Addr: d.u64(), Len: int(d.u32()), Flag: d.u64()}
 		kind := d.u32()
-		s.Kind = Kind(kind)
-		s.Return = uintptr(d.u64())
+		s.Kind = uint8(kind)
+		s.Return = d.u64()
 		s.Toggle = int(d.u32())
 		if version >= 2 {
 			s.ToggleAt = int(d.u32())
 		}
 		s.Orig, s.Off, s.On = d.bytes(), d.bytes(), d.bytes()
-		cause := uint32(Unproven)
+		cause := uint32(CauseUnproven)
 		if version >= 3 {
 			cause = d.u32()
 		}
-		if detail := d.str(); detail != "" || version >= 3 && cause != uint32(Proven) {
-			s.Refusal = Refusal{Cause: Cause(cause), Detail: detail}
+		if detail := d.str(); detail != "" || version >= 3 && cause != 0 {
+			s.Cause, s.Detail = uint8(cause), detail
 		}
 		s.Note = d.str()
 		for range d.count(12) {
-			s.Also = append(s.Also, Rewrite{Addr: uintptr(d.u64()), Orig: d.bytes(), New: d.bytes()})
+			s.Also = append(s.Also, Rewrite{Addr: d.u64(), Orig: d.bytes(), New: d.bytes()})
 		}
 		if d.err != nil {
 			break
@@ -192,7 +228,7 @@ func DecodeTable(b []byte) (*SiteTable, error) {
 		t.Sites = append(t.Sites, s)
 	}
 	for range d.count(12) {
-		p := SealedProbe{Provider: d.str(), Name: d.str(), Slot: int(d.u32())}
+		p := Probe{Provider: d.str(), Name: d.str(), Slot: int(d.u32())}
 		if d.err == nil && (p.Slot <= 0 || p.Slot >= SemaphoreSlots) {
 			return nil, fmt.Errorf("site table: probe %s:%s: semaphore slot %d", p.Provider, p.Name, p.Slot)
 		}
@@ -210,17 +246,17 @@ func DecodeTable(b []byte) (*SiteTable, error) {
 // checkSite rejects a decoded site whose forms could not have come from discovery.
 func checkSite(s Site, kind uint32) error {
 	switch {
-	case kind > uint32(Guard):
+	case kind >= Kinds:
 		return fmt.Errorf("kind %d", kind)
-	case s.Refusal.Cause > NotInData:
-		return fmt.Errorf("refusal cause %d", s.Refusal.Cause)
-	case s.Refusal.Cause != Proven && s.Refusal.Detail == "":
+	case s.Cause >= Causes:
+		return fmt.Errorf("refusal cause %d", s.Cause)
+	case s.Cause != 0 && s.Detail == "":
 		return errors.New("a refusal without its reason")
 	case len(s.Orig) != s.Len || s.Len == 0 || s.Len > 64:
 		return fmt.Errorf("%d original bytes for a %d-byte site", len(s.Orig), s.Len)
-	case s.Sealable() && (len(s.Off) != s.Len || len(s.On) != s.Len || s.Toggle <= 0 || s.ToggleAt < 0 || s.ToggleAt+s.Toggle > s.Len):
+	case s.sealable() && (len(s.Off) != s.Len || len(s.On) != s.Len || s.Toggle <= 0 || s.ToggleAt < 0 || s.ToggleAt+s.Toggle > s.Len):
 		return errors.New("sled forms do not fit the site")
-	case s.Sealable() && !onlyToggleDiffers(s):
+	case s.sealable() && !onlyToggleDiffers(s):
 		return errors.New("sled forms differ outside the toggle")
 	}
 	for _, a := range s.Also {

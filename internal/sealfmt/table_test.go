@@ -1,4 +1,4 @@
-package sled
+package sealfmt
 
 import (
 	"bytes"
@@ -12,18 +12,18 @@ func sampleTable() *SiteTable {
 		Arch: "arm64",
 		Text: 0x401000,
 		Sites: []Site{
-			{Addr: 0x401234, Len: 4, Flag: 0x5a0010, Kind: Fire, Return: 0x401244, Toggle: 4,
+			{Addr: 0x401234, Len: 4, Flag: 0x5a0010, Return: 0x401244, Toggle: 4,
 				Orig: []byte{1, 2, 3, 4}, Off: []byte{5, 6, 7, 8}, On: []byte{0x1f, 0x20, 0x03, 0xd5},
 				Note: "flag load kept",
 				Also: []Rewrite{{Addr: 0x401220, Orig: []byte{9, 9, 9, 9, 9, 9, 9, 9}, New: []byte{0x1f, 0x20, 0x03, 0xd5, 0x1f, 0x20, 0x03, 0xd5}}}},
-			{Addr: 0x401300, Len: 2, Flag: 0x5a0020, Kind: Guard, Orig: []byte{0x74, 0x10},
-				Refusal: Refusal{Cause: Unproven, Detail: "flags live at the target"}},
-			{Addr: 0x401407, Len: 9, Flag: 0x5a0030, Kind: Fire, Return: 0x401420, ToggleAt: 1, Toggle: 2,
+			{Addr: 0x401300, Len: 2, Flag: 0x5a0020, Kind: 1 /* guard */, Orig: []byte{0x74, 0x10},
+				Cause: CauseUnproven, Detail: "flags live at the target"},
+			{Addr: 0x401407, Len: 9, Flag: 0x5a0030, Return: 0x401420, ToggleAt: 1, Toggle: 2,
 				Orig: []byte{0x80, 0x3d, 1, 2, 3, 4, 0, 0x74, 0x10},
 				Off:  []byte{0x90, 0xeb, 0x0f, 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00},
 				On:   []byte{0x90, 0x66, 0x90, 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00}},
 		},
-		Probes: []SealedProbe{{Provider: "proc", Name: "exit", Slot: 1}, {Provider: "p", Name: "q", Slot: 1023}},
+		Probes: []Probe{{Provider: "proc", Name: "exit", Slot: 1}, {Provider: "p", Name: "q", Slot: 1023}},
 	}
 }
 
@@ -57,8 +57,8 @@ func TestTableRefusesImpossibleSites(t *testing.T) {
 		"lead differs": func(t *SiteTable) { t.Sites[2].ToggleAt = 2; t.Sites[2].Toggle = 1 },
 		"tail differs": func(t *SiteTable) { t.Sites[2].On[8] = 0x90 },
 		"also":         func(t *SiteTable) { t.Sites[0].Also[0].New = nil },
-		"cause":        func(t *SiteTable) { t.Sites[1].Refusal.Cause = 9 },
-		"no reason":    func(t *SiteTable) { t.Sites[1].Refusal.Detail = "" },
+		"cause":        func(t *SiteTable) { t.Sites[1].Cause = 9 },
+		"no reason":    func(t *SiteTable) { t.Sites[1].Detail = "" },
 		"slot 0":       func(t *SiteTable) { t.Probes[0].Slot = 0 },
 		"slot range":   func(t *SiteTable) { t.Probes[0].Slot = SemaphoreSlots },
 	} {

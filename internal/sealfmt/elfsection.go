@@ -1,4 +1,4 @@
-package sled
+package sealfmt
 
 import (
 	"bytes"
