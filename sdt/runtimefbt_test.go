@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gosdt/gosdt/sdt"
+	"github.com/gosdt/gosdt/sdt/control"
 )
 
 // In-process run-time function probes, on a function of the standard library that
@@ -107,4 +109,54 @@ func BenchmarkListRuntime(b *testing.B) {
 	}
 	b.ReportMetric(float64(n), "funcs")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*max(n, 1)), "ns/func")
+}
+
+// formatInt is strconv.FormatInt called through a variable: a call of a function
+// that has code of its own, which run-time probes take (and nothing else in this test
+// binary calls while the benchmark runs).
+var formatInt = strconv.FormatInt
+
+// BenchmarkRuntimeProbeCall is what a call of a function with run-time probes costs:
+// off (its own bytes back), its entry probe on with nobody consuming (a count), and
+// entry and return into an aggregation (count by probe).
+func BenchmarkRuntimeProbeCall(b *testing.B) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		b.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
+	}
+	const spec = "fbt:strconv:FormatInt:"
+	call := func(b *testing.B) {
+		for b.Loop() {
+			formatInt(5, 10)
+		}
+	}
+	b.Run("off", call)
+	b.Run("entry", func(b *testing.B) {
+		if _, err := sdt.Enable(spec + "entry"); err != nil {
+			b.Fatal(err)
+		}
+		defer sdt.Disable(spec + "entry")
+		call(b)
+	})
+	b.Run("entry+return-aggregation", func(b *testing.B) {
+		agg, err := control.OpenAggregation(spec, control.AggOptions{By: "probe"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer agg.Close()
+		before := returnHits(b, spec)
+		call(b)
+		// Return events wait in a ring that a goroutine drains: how many of the
+		// calls' returns it delivered (the rest were dropped, and counted).
+		time.Sleep(10 * time.Millisecond)
+		b.ReportMetric(100*float64(returnHits(b, spec)-before)/float64(b.N), "%returns")
+	})
+}
+
+// returnHits is how many return events of spec's function were delivered.
+func returnHits(b *testing.B, spec string) uint64 {
+	ps, err := sdt.List(spec + "return")
+	if err != nil || len(ps) != 1 {
+		b.Fatalf("List: %v %+v", err, ps)
+	}
+	return ps[0].Hits
 }
