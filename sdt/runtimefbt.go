@@ -494,6 +494,12 @@ func (r *registry) listRuntime(sp spec.Spec) []ProbeInfo {
 		var params, results []wordArg
 		if err == nil {
 			params, results = wordsOf(f)
+			if sig := r.sigs[c.Name]; sig != nil {
+				typed := &runtimeFunc{f: f}
+				if err = typed.typeFrom(sig); err == nil {
+					params, results = typed.params, typed.results
+				}
+			}
 		}
 		for _, b := range []struct {
 			name string

@@ -24,7 +24,7 @@ type client struct {
 	nspid int // in the process's own (hello.Pid)
 	hello *ctlproto.Response
 	rbuf  []byte // frames are read here: a reply is valid until the next recv
-	// sigs go with its enable, trace and stat requests: the signatures of the
+	// sigs go with its list, enable, trace and stat requests: the signatures of the
 	// functions they place run-time probes on, read from its executable (runtimecost.go)
 	sigs []ctlproto.FuncSig
 }
@@ -129,7 +129,7 @@ func waitYoung(p *proc) {
 func (cl *client) close() { cl.c.Close() }
 
 func (cl *client) send(q *ctlproto.Request) error {
-	if len(cl.sigs) > 0 && (q.Op == ctlproto.OpEnable || q.Op == ctlproto.OpTrace || q.Op == ctlproto.OpStat) {
+	if len(cl.sigs) > 0 && q.Op != ctlproto.OpHello && q.Op != ctlproto.OpStop && q.Op != ctlproto.OpDisable {
 		withSigs := *q
 		withSigs.Sigs = cl.sigs
 		q = &withSigs

@@ -128,6 +128,9 @@ func TestRuntimeProbeList(t *testing.T) {
 	if get.Kind != "runtime" || len(get.Sites) != 1 || get.Sites[0].State != "unpatched" || get.Enabled {
 		t.Fatalf("Get's entry: %+v\nall: %+v", get, ps)
 	}
+	if fmt.Sprint(get.Args) != "[{db *store.DB  false} {key string  false}]" {
+		t.Errorf("Get's entry arguments, named from DWARF: %v", get.Args)
+	}
 	if mix := ps[storeSpec+"store.Mix:entry"]; len(mix.Sites) != 1 || mix.Sites[0].State != "refused" || !strings.Contains(mix.Sites[0].Reason, "no stack check") {
 		t.Errorf("Mix, a frameless leaf, is not refused with its reason: %+v", mix)
 	}
