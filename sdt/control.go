@@ -113,24 +113,22 @@ func release(o *owner) {
 	}
 }
 
-func (controlPlane) List(spec string) ([]ctlproto.Probe, error) {
-	list, err := List(spec)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ctlproto.Probe, 0, len(list))
-	for _, pi := range list {
-		p := ctlproto.Probe{Name: pi.String(), Kind: pi.Kind, Enabled: pi.Enabled, Hits: pi.Hits, HeldBy: pi.HeldBy, Sites: []ctlproto.Site{}}
-		for _, a := range pi.Args {
-			p.Args = append(p.Args, ctlproto.Arg{Name: a.Name, Type: a.Type})
+func (controlPlane) List(spec string, each func([]ctlproto.Probe) error) error {
+	return listEach(spec, func(list []ProbeInfo) error {
+		out := make([]ctlproto.Probe, 0, len(list))
+		for _, pi := range list {
+			p := ctlproto.Probe{Name: pi.String(), Kind: pi.Kind, Enabled: pi.Enabled, Hits: pi.Hits, HeldBy: pi.HeldBy, Sites: []ctlproto.Site{}}
+			for _, a := range pi.Args {
+				p.Args = append(p.Args, ctlproto.Arg{Name: a.Name, Type: a.Type})
+			}
+			for _, s := range pi.Sites {
+				p.Sites = append(p.Sites, ctlproto.Site{Addr: uint64(s.Addr), File: s.File, Line: s.Line, Kind: s.Kind,
+					State: s.State.String(), Enabled: s.Enabled, Reason: s.Reason, Hits: s.Hits, HeldBy: s.HeldBy})
+			}
+			out = append(out, p)
 		}
-		for _, s := range pi.Sites {
-			p.Sites = append(p.Sites, ctlproto.Site{Addr: uint64(s.Addr), File: s.File, Line: s.Line, Kind: s.Kind,
-				State: s.State.String(), Enabled: s.Enabled, Reason: s.Reason, Hits: s.Hits, HeldBy: s.HeldBy})
-		}
-		out = append(out, p)
-	}
-	return out, nil
+		return each(out)
+	})
 }
 
 func (controlPlane) Signatures(sigs []ctlproto.FuncSig) { reg.signatures(sigs) }

@@ -2,6 +2,8 @@ package sdt
 
 import (
 	"cmp"
+
+	"github.com/gosdt/gosdt/internal/spec"
 	"slices"
 	"sort"
 )
@@ -69,17 +71,54 @@ func (pi ProbeInfo) String() string {
 
 // List describes the logical probes that spec matches ("" matches all), sorted by name.
 // A definition whose fires come from code that could not be attributed to a site
-// (non-inlined builds, pointer uses) is listed with an empty function.
+// (non-inlined builds, pointer uses) is listed with an empty function. Functions that
+// may take run-time probes (fbt specs naming a package or a function) follow, in the
+// order of their addresses.
 func List(spec string) ([]ProbeInfo, error) {
+	var out []ProbeInfo
+	err := listEach(spec, func(ps []ProbeInfo) error {
+		out = append(out, ps...)
+		return nil
+	})
+	return out, err
+}
+
+// listChunk is how many functions' run-time probes listEach describes at a time: a
+// list of every function of a large program is tens of thousands, made and sent a
+// chunk at a time so that the process never holds all of them.
+const listChunk = 512
+
+// listEach calls each with the probes List describes, a chunk at a time: the
+// registry's definitions first, then the functions that may take run-time probes.
+// The registry's lock is not held while each runs.
+func listEach(spec string, each func([]ProbeInfo) error) error {
 	sp, err := parseListSpec(spec)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	reg.mu.Lock()
-	defer reg.mu.Unlock()
 	reg.resolve()
+	out := reg.listDefined(sp)
+	cands, sigs := reg.runtimeToList(sp)
+	reg.mu.Unlock()
+	if err := each(out); err != nil {
+		return err
+	}
+	for len(cands) > 0 {
+		n := min(len(cands), listChunk)
+		if err := each(describeRuntime(sp, cands[:n], sigs)); err != nil {
+			return err
+		}
+		cands = cands[n:]
+	}
+	return nil
+}
+
+// listDefined describes the registry's definitions that sp matches, sorted. Call
+// with r.mu held, after resolve.
+func (r *registry) listDefined(sp spec.Spec) []ProbeInfo {
 	var out []ProbeInfo
-	for _, p := range reg.probes {
+	for _, p := range r.probes {
 		byFunc := map[[2]string]*ProbeInfo{}
 		var order [][2]string
 		for _, s := range p.sites {
@@ -116,7 +155,6 @@ func List(spec string) ([]ProbeInfo, error) {
 			out = append(out, *pi)
 		}
 	}
-	out = append(out, reg.listRuntime(sp)...)
 	// sort, not slices: slices.SortStableFunc would instantiate 9 KB of sorting code
 	// for ProbeInfo in every program that imports sdt.
 	sort.SliceStable(out, func(i, j int) bool {
@@ -124,7 +162,7 @@ func List(spec string) ([]ProbeInfo, error) {
 		return cmp.Or(cmp.Compare(a.Provider, b.Provider), cmp.Compare(a.Name, b.Name),
 			cmp.Compare(a.Module, b.Module), cmp.Compare(a.Function, b.Function)) < 0
 	})
-	return out, nil
+	return out
 }
 
 func (p *probe) info(module, fn string) *ProbeInfo {

@@ -473,28 +473,41 @@ func pointsAt(entry uintptr, kind string, addrs []uintptr, state SiteState, refu
 	return out
 }
 
-// listRuntime describes the functions sp names for run-time probes that have none
-// made yet: what each would carry, or why it may take none. Nothing is kept of them.
-// Call with r.mu held, after resolve.
-func (r *registry) listRuntime(sp spec.Spec) []ProbeInfo {
+// runtimeToList is the functions sp names for run-time probes that have none made yet
+// (those made are the registry's definitions), and the signatures sdtctl sent: what
+// describeRuntime describes without the registry's lock. Call with r.mu held.
+func (r *registry) runtimeToList(sp spec.Spec) ([]fprobe.Candidate, map[string]*ctlproto.FuncSig) {
 	if !isRuntimeSpec(sp) {
-		return nil
+		return nil, nil
 	}
 	cands, err := r.runtimeCandidates(sp)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
+	out := cands[:0]
+	sigs := map[string]*ctlproto.FuncSig{}
+	for _, c := range cands {
+		if r.runtime[c.Name] == nil {
+			out = append(out, c)
+			if s := r.sigs[c.Name]; s != nil {
+				sigs[c.Name] = s
+			}
+		}
+	}
+	return out, sigs
+}
+
+// describeRuntime describes the run-time probes of cands that sp names: what each
+// would carry, or why it may take none. Nothing is kept of them.
+func describeRuntime(sp spec.Spec, cands []fprobe.Candidate, sigs map[string]*ctlproto.FuncSig) []ProbeInfo {
 	var out []ProbeInfo
 	for _, c := range cands {
-		if r.runtime[c.Name] != nil {
-			continue // listed with the registry's definitions
-		}
 		module, function := sled.SplitFunc(c.Name)
 		f, err := fprobe.Inspect(c)
 		var params, results []wordArg
 		if err == nil {
 			params, results = wordsOf(f)
-			if sig := r.sigs[c.Name]; sig != nil {
+			if sig := sigs[c.Name]; sig != nil {
 				typed := &runtimeFunc{f: f}
 				if err = typed.typeFrom(sig); err == nil {
 					params, results = typed.params, typed.results

@@ -88,8 +88,10 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 	fails := failures{stderr: stderr}
 	matched := false
 	for _, cl := range cls {
-		checkRuntimeCost(cl, spec, true) // reads the signatures of its run-time probes, for the list to name their arguments
 		r, err := cl.call(&ctlproto.Request{Op: ctlproto.OpList, Spec: spec})
+		if err == nil && nameRuntimeArgs(cl, r.Probes) {
+			r, err = cl.call(&ctlproto.Request{Op: ctlproto.OpList, Spec: spec}) // again, with the signatures
+		}
 		cl.close()
 		if err != nil {
 			fails.add(err)

@@ -30,9 +30,20 @@ func checkRuntimeCost(cl *client, specText string, many bool) error {
 	if err != nil {
 		return nil // the request itself will say what is wrong
 	}
-	funcs, points := map[string]bool{}, 0
-	var names []string
-	for _, p := range r.Probes {
+	names, points := runtimeFuncs(r.Probes)
+	cl.sigs = append(cl.sigs, readSigs(cl.pid, names)...)
+	if len(names) <= manyFuncs || many {
+		return nil
+	}
+	return fail(exitUsage, "pid %d: %q places run-time probes on %d functions (%d points of their code, written in one stop-the-world of the process; every call of them then pays for its probe): pass --many to go on, or name fewer (sdtctl list -p %d %q shows them)",
+		cl.pid, specText, len(names), points, cl.pid, specText)
+}
+
+// runtimeFuncs is the functions (as the runtime names them) whose run-time probes ps
+// lists that may take one, and how many points of their code are not patched yet.
+func runtimeFuncs(ps []ctlproto.Probe) (names []string, points int) {
+	seen := map[string]bool{}
+	for _, p := range ps {
 		if p.Kind != "runtime" {
 			continue
 		}
@@ -41,8 +52,8 @@ func checkRuntimeCost(cl *client, specText string, many bool) error {
 				continue
 			}
 			parts := strings.SplitN(p.Name, ":", 4)
-			if len(parts) == 4 && !funcs[parts[1]+":"+parts[2]] {
-				funcs[parts[1]+":"+parts[2]] = true
+			if len(parts) == 4 && !seen[parts[1]+":"+parts[2]] {
+				seen[parts[1]+":"+parts[2]] = true
 				names = append(names, fullName(parts[1], parts[2]))
 			}
 			if s.State == "unpatched" {
@@ -50,12 +61,18 @@ func checkRuntimeCost(cl *client, specText string, many bool) error {
 			}
 		}
 	}
-	cl.sigs = append(cl.sigs, readSigs(cl.pid, names)...)
-	if len(funcs) <= manyFuncs || many {
-		return nil
+	return names, points
+}
+
+// nameRuntimeArgs reads the signatures of the run-time probes ps lists (as many as one
+// request carries) for cl's next requests, and reports whether it found any.
+func nameRuntimeArgs(cl *client, ps []ctlproto.Probe) bool {
+	names, _ := runtimeFuncs(ps)
+	if len(names) == 0 || len(names) > ctlproto.MaxSigs {
+		return false // a list of every function stays words: reading thousands would cost more than the list
 	}
-	return fail(exitUsage, "pid %d: %q places run-time probes on %d functions (%d points of their code, written in one stop-the-world of the process; every call of them then pays for its probe): pass --many to go on, or name fewer (sdtctl list -p %d %q shows them)",
-		cl.pid, specText, len(funcs), points, cl.pid, specText)
+	cl.sigs = readSigs(cl.pid, names)
+	return len(cl.sigs) > 0
 }
 
 // fullName is the runtime's name of a function probes name by module and function.

@@ -62,34 +62,55 @@ type writeTimer interface{ setWriteTimeout(time.Duration) }
 func (cc *conn) send(r *ctlproto.Response) error {
 	cc.wmu.Lock()
 	defer cc.wmu.Unlock()
-	if d, ok := cc.c.(writeTimer); ok {
-		d.setWriteTimeout(10 * time.Second)
-	}
 	b, err := ctlproto.AppendFrame(cc.wbuf[:0], r)
 	if err != nil {
 		return err
 	}
 	cc.wbuf = b
-	_, err = cc.c.Write(b)
+	return cc.writeLocked(b)
+}
+
+// writeLocked writes a frame; wmu held.
+func (cc *conn) writeLocked(b []byte) error {
+	if d, ok := cc.c.(writeTimer); ok {
+		d.setWriteTimeout(10 * time.Second)
+	}
+	_, err := cc.c.Write(b)
 	return err
 }
 
-// sendList sends list in as many frames as it takes, each but the last with More.
-func (cc *conn) sendList(list []ctlproto.Probe) error {
-	for {
-		n := len(list)
-		for n > 1 {
-			b, err := ctlproto.AppendFrame(nil, &ctlproto.Response{Kind: ctlproto.KindList, Probes: list[:n], More: true})
-			if err == nil && len(b) <= ctlproto.MaxFrame {
-				break
-			}
-			n /= 2
+// sendList sends a chunk of a list in as many frames as it takes, each with More but
+// the chunk's last, which has more. A frame's count of probes is guessed from the
+// bytes the last one took, so that a chunk is encoded about once.
+func (cc *conn) sendList(list []ctlproto.Probe, more bool) error {
+	if len(list) == 0 {
+		if more {
+			return nil
 		}
-		if err := cc.send(&ctlproto.Response{Kind: ctlproto.KindList, Probes: list[:n], More: n < len(list)}); err != nil || n >= len(list) {
+		return cc.send(&ctlproto.Response{Kind: ctlproto.KindList})
+	}
+	n := 512 // a first guess: most lists fit in one frame
+	for len(list) > 0 {
+		n = max(1, min(n, len(list)))
+		r := &ctlproto.Response{Kind: ctlproto.KindList, Probes: list[:n], More: more || n < len(list)}
+		b, err := ctlproto.AppendFrame(nil, r)
+		if err != nil && n > 1 { // over MaxFrame
+			n /= 2
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		cc.wmu.Lock()
+		err = cc.writeLocked(b)
+		cc.wmu.Unlock()
+		if err != nil {
 			return err
 		}
 		list = list[n:]
+		n = n * (ctlproto.MaxFrame * 3 / 4) / len(b) // three quarters of the limit, at this frame's bytes a probe
 	}
+	return nil
 }
 
 func (cc *conn) fail(err error) error { return cc.send(ctlproto.ErrorResponse(errCode(err))) }
@@ -177,9 +198,19 @@ func serve(c io.ReadWriteCloser, name string) {
 		}
 		switch q.Op {
 		case ctlproto.OpList:
-			var list []ctlproto.Probe
-			if list, err = reg.List(q.Spec); err == nil {
-				err = cc.sendList(list)
+			// A chunk is sent when the next one comes, so that the last frame of the
+			// last one says there is no more: a list that fits in a frame is one.
+			var last []ctlproto.Probe
+			chunk := func(ps []ctlproto.Probe) error {
+				if len(ps) == 0 {
+					return nil
+				}
+				err := cc.sendList(last, true)
+				last = ps
+				return err
+			}
+			if err = reg.List(q.Spec, chunk); err == nil {
+				err = cc.sendList(last, false)
 			}
 		case ctlproto.OpEnable:
 			o := cc.o
@@ -219,15 +250,17 @@ func serve(c io.ReadWriteCloser, name string) {
 
 func (cc *conn) hello() *ctlproto.Response {
 	r := &ctlproto.Response{Kind: ctlproto.KindHello, Version: ctlproto.Version, Pid: os.Getpid(), Command: command()}
-	list, _ := cc.reg.List("")
-	r.NProbes = len(list)
-	for _, p := range list {
-		for _, s := range p.Sites {
-			if s.Enabled {
-				r.SitesOn++
+	cc.reg.List("", func(list []ctlproto.Probe) error {
+		r.NProbes += len(list)
+		for _, p := range list {
+			for _, s := range p.Sites {
+				if s.Enabled {
+					r.SitesOn++
+				}
 			}
 		}
-	}
+		return nil
+	})
 	return r
 }
 

@@ -179,8 +179,8 @@ type Registry interface {
 	// Release drops every hold of o.
 	Release(o *Owner)
 	// List describes the probes spec matches ("" matches all), as sdtctl list shows
-	// them.
-	List(spec string) ([]ctlproto.Probe, error)
+	// them, a chunk at a time (a list of every function of a program is long).
+	List(spec string, each func([]ctlproto.Probe) error) error
 	// Signatures gives the run-time function probes of the functions sigs describe
 	// their arguments' names and types (checked against their code when used).
 	Signatures(sigs []ctlproto.FuncSig)
