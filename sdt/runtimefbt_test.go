@@ -160,3 +160,98 @@ func returnHits(b *testing.B, spec string) uint64 {
 	}
 	return ps[0].Hits
 }
+
+// Run-time probes switched on and off through the registry, with an aggregation
+// consuming them, while goroutines call the function (one of them never yielding):
+// every call returns what it must, and the process survives GC and preemption.
+func TestRuntimeFuncProbeWhileCalled(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
+	}
+	const spec = "fbt:strconv:FormatInt:"
+	for _, procs := range []int{1, 2, 8} {
+		t.Run(fmt.Sprint("GOMAXPROCS=", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			stop := make(chan struct{})
+			wrong := make(chan string, 1)
+			done := make(chan int, 5)
+			for g := range 5 {
+				go func() {
+					calls := 0
+					for i := int64(g); ; i += 5 {
+						if g == 0 || i%64 != 0 { // goroutine 0 never blocks or yields on its own
+							if got := formatInt(i, 10); got != decimal(i) {
+								select {
+								case wrong <- fmt.Sprintf("FormatInt(%d) = %q", i, got):
+								default:
+								}
+							}
+							calls++
+						} else {
+							runtime.GC()
+						}
+						select {
+						case <-stop:
+							done <- calls
+							return
+						default:
+						}
+					}
+				}()
+			}
+			cycles := 60
+			if testing.Short() {
+				cycles = 20
+			}
+			for i := range cycles {
+				agg, err := control.OpenAggregation(spec, control.AggOptions{By: "probe"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i%2 == 0 {
+					if _, err := sdt.Enable(spec + "entry"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				time.Sleep(time.Millisecond)
+				agg.Close()
+				if i%2 == 0 {
+					if _, err := sdt.Disable(spec + "entry"); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			close(stop)
+			total := 0
+			for range 5 {
+				total += <-done
+			}
+			select {
+			case w := <-wrong:
+				t.Fatal(w)
+			default:
+			}
+			for _, name := range []string{"entry", "return"} {
+				ps, _ := sdt.List(spec + name)
+				if len(ps) != 1 || ps[0].Enabled {
+					t.Fatalf("after the cycles, %s: %+v", name, ps)
+				}
+			}
+			t.Logf("%d calls, %d attach/detach cycles", total, cycles)
+		})
+	}
+}
+
+// decimal is i in decimal, without strconv.
+func decimal(i int64) string {
+	if i == 0 {
+		return "0"
+	}
+	var b [20]byte
+	n := len(b)
+	for u := uint64(i); u > 0; u /= 10 {
+		n--
+		b[n] = byte('0' + u%10)
+	}
+	return string(b[n:])
+}
