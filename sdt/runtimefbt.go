@@ -55,13 +55,16 @@ type wordArg struct {
 }
 
 // isRuntimeSpec reports whether sp may name run-time function probes: provider fbt,
-// name entry or return, and a package or a function given (fbt:::entry names only the
-// functions rules instrumented: every function of a program is not a request).
+// name entry or return, and a package given, or a function with its package
+// (store.(*DB).Get). fbt:::entry, and a bare name (fbt::Put:entry), name only what
+// rules instrumented: every function of a program, or every Put of it and of the
+// standard library, is not a request.
 func isRuntimeSpec(sp spec.Spec) bool {
 	if sp.Provider != "fbt" || (!spec.Match(sp.Name, "entry") && !spec.Match(sp.Name, "return")) {
 		return false
 	}
-	return strings.Trim(sp.Module, "*") != "" || strings.Trim(sp.Function, "*") != ""
+	fn := sp.Function
+	return strings.Trim(sp.Module, "*") != "" || (strings.Contains(fn, ".") && !strings.HasPrefix(fn, "(") && !strings.HasPrefix(fn, "*("))
 }
 
 // fullName is the runtime's name of the function sites name module and function.

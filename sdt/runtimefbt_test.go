@@ -76,7 +76,7 @@ func TestRuntimeFuncProbeRefused(t *testing.T) {
 	for spec, says := range map[string]string{
 		"fbt:runtime:mallocgc:entry":            "in runtime",
 		"fbt:github.com/gosdt/gosdt/sdt::entry": "", // gosdt's own: refused, or (rules-built) none
-		"fbt::?*:entry":                         "at most",
+		"fbt::*.*:entry":                         "at most",
 		"fbt:no/such/package::entry":            "",
 	} {
 		_, err := sdt.Enable(spec)
@@ -94,14 +94,14 @@ func TestRuntimeFuncProbeRefused(t *testing.T) {
 }
 
 // BenchmarkListRuntime lists every function of the test binary as run-time probes
-// would take them: what `sdtctl list -p PID 'fbt::?*:'` costs the process.
+// would take them: what `sdtctl list -p PID 'fbt::*.*:'` costs the process.
 func BenchmarkListRuntime(b *testing.B) {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		b.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
 	}
 	n := 0
 	for b.Loop() {
-		ps, err := sdt.List("fbt::?*:entry")
+		ps, err := sdt.List("fbt::*.*:entry")
 		if err != nil {
 			b.Fatal(err)
 		}

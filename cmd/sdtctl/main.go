@@ -146,7 +146,7 @@ on any other function of a running program they are placed at run time, by writi
 call over its code (list shows each probe's kind, and why a function refuses one).
 A run-time entry carries the register arguments as words (arg0...), a return latency_ns
 and the result words (r0...); a call that panics has no return event. A spec must name
-a package or a function to place run-time probes; enable, trace and stat ask for --many
+a package, or a function with its package (store.(*DB).Get), to place run-time probes; enable, trace and stat ask for --many
 beyond 16 functions; at most 256 functions have them at once.
 Every command but demo and toolexec takes --json (one JSON object per line), and
 --help (its flags, exit 0).

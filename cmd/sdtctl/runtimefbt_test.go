@@ -139,9 +139,9 @@ func TestRuntimeProbeList(t *testing.T) {
 		t.Fatalf("Get's return: %+v", ret)
 	}
 	// Every function of the program: a list longer than one frame holds comes in several.
-	all := listed(t, a.pid, "fbt::?*:")
+	all := listed(t, a.pid, "fbt::*.*:")
 	if len(all) < 2000 || all[storeSpec+"store.Sleep:return"].Kind != "runtime" {
-		t.Errorf("list fbt::?*: gave %d probes", len(all))
+		t.Errorf("list fbt::*.*: gave %d probes", len(all))
 	}
 	// Text: the kind column.
 	out, err := sdtctl(t, "list", "-p", strconv.Itoa(a.pid), storeSpec+"Sleep:")
@@ -215,7 +215,7 @@ func TestRuntimeProbeRefusals(t *testing.T) {
 		{[]string{"enable", "-p", p, storeSpec + "Mix:entry"}, exitNoMatch, "no stack check"},
 		{[]string{"enable", "-p", p, storeSpec + "store.Count:entry"}, exitNoMatch, "inlined into every caller (main.serve)"},
 		{[]string{"trace", "-p", p, "fbt:fmt::entry", "-d", "1s"}, exitUsage, "--many"},
-		{[]string{"enable", "-p", p, "fbt::?*:entry", "--many"}, 1, "at most 256"},
+		{[]string{"enable", "-p", p, "fbt::*.*:entry", "--many"}, 1, "at most 256"},
 	} {
 		var out, errb syncBuffer
 		err := run(c.args, &out, &errb)
