@@ -54,7 +54,7 @@ func (c *consumers) emit(pid int, s *site, ret uintptr, v *firing) {
 	if c.fix != 0 {
 		fixSlots(&v.Args, c.fix, &c.sizes)
 	}
-	v.P, v.Probe, v.Ret = pid, c.id, ret
+	v.P, v.Probe, v.Ret, v.Site = pid, c.id, ret, 0
 	if s != nil {
 		v.Site = s.Addr
 	}

@@ -154,10 +154,10 @@ func (sh *aggShard) overflowed() uint64 { return atomic.LoadUint64(&sh.overflow)
 //go:norace
 func (c *aggCell) inc() { store64(&c.count, c.count+1) }
 
-// fold counts a fire of value x, in histogram bucket b (-1: none), in interval gen.
+// fold counts a fire of value x.
 //
 //go:norace
-func (c *aggCell) fold(x int64, b int, gen uint64) {
+func (c *aggCell) fold(x int64) {
 	store64(&c.count, c.count+1)
 	store64(&c.sum, c.sum+x)
 	if x < c.min {
@@ -166,6 +166,17 @@ func (c *aggCell) fold(x int64, b int, gen uint64) {
 	if x > c.max {
 		store64(&c.max, x)
 	}
+}
+
+// count1 counts a value in histogram bucket b.
+//
+//go:norace
+func (c *aggCell) count1(b int) { storeU64(&c.hist[b], c.hist[b]+1) }
+
+// foldInterval folds value x into the minimum and maximum of interval gen.
+//
+//go:norace
+func (c *aggCell) foldInterval(x int64, gen uint64) {
 	s := &c.mm[gen&1]
 	if s.gen != gen {
 		store64(&s.min, x)
@@ -178,9 +189,6 @@ func (c *aggCell) fold(x int64, b int, gen uint64) {
 		if x > s.max {
 			store64(&s.max, x)
 		}
-	}
-	if b >= 0 {
-		storeU64(&c.hist[b], c.hist[b]+1)
 	}
 }
 
