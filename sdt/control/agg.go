@@ -138,9 +138,9 @@ type aggregation struct {
 	// the interval fires fold their minimum and maximum into; 0 until the first
 	// Interval read: till then nobody needs them (its interval is the whole life,
 	// whose minimum and maximum every fire folds), and fires skip them
-	gen     atomic.Uint64
-	missed  atomic.Uint64 // fires on a P that had no shard yet
-	c       *consumer     // names probes and sites
+	gen    atomic.Uint64
+	missed atomic.Uint64 // fires on a P that had no shard yet
+	c      *consumer     // names probes and sites
 
 	mu sync.Mutex // readers
 	// stackNames: the row names of stack keys (byStack), made once (aggstack.go)
