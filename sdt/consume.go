@@ -75,9 +75,23 @@ func (c *consumers) emit(pid int, s *site, ret uintptr, v *firing) {
 // emitPin delivers an fbt fire, whose hooks run between admitting it and delivering
 // it: its arguments are a Call's, and the caller is not pinned.
 func (c *consumers) emitPin(s *site, ret uintptr, a *argv) {
-	var v firing
-	v.Args = *a
-	c.emit(rt.ProcPin(), s, ret, &v)
+	pid := rt.ProcPin()
+	v := pFiring(pid)
+	if v == nil {
+		v = new(firing)
+	}
+	v.N, v.Kinds, v.Slots = a.N, a.Kinds, a.Slots
+	for i := range min(a.N, MaxArgs) {
+		if a.Kinds[i] == bridge.String {
+			v.Strs[i] = a.Strs[i]
+		}
+	}
+	c.emit(pid, s, ret, v)
+	for i := range min(a.N, MaxArgs) {
+		if a.Kinds[i] == bridge.String {
+			v.Strs[i] = ""
+		}
+	}
 	rt.ProcUnpin()
 }
 

@@ -400,7 +400,7 @@ func (a *aggregation) Fire(f *bridge.Firing) {
 	if ap.fast && uint(f.P) < uint(len(shards)) {
 		// Keyed by probe or site, no predicate: most fires fold into the cell the
 		// P folded into last.
-		if c := shards[f.P].last; c != nil && c.key.x == uint64(f.Probe) && c.key.y == uint64(f.Site) {
+		if c := shards[f.P].recent(uint64(f.Probe)); c != nil && c.key.x == uint64(f.Probe) && c.key.y == uint64(f.Site) {
 			switch {
 			case ap.val < 0:
 				c.inc()
@@ -425,13 +425,13 @@ func (a *aggregation) fire(ap *aggProbe, shards []*aggShard, f *bridge.Firing) {
 		return
 	}
 	sh := shards[f.P]
-	c := sh.last
+	var c *aggCell
 	if a.by == byStack {
 		if c = a.stackCell(sh, f); c == nil {
 			return
 		}
 	} else if a.by != byArg {
-		if c == nil || c.key.x != uint64(f.Probe) || c.key.y != uint64(f.Site) {
+		if c = sh.recent(uint64(f.Probe)); c == nil || c.key.x != uint64(f.Probe) || c.key.y != uint64(f.Site) {
 			k := aggKey{x: uint64(f.Probe), y: uint64(f.Site)}
 			if c = sh.lookup(a, &k, mix(k.x, k.y)); c == nil {
 				return // MaxRows: counted in the shard's overflow
@@ -446,7 +446,7 @@ func (a *aggregation) fire(ap *aggProbe, shards []*aggShard, f *bridge.Firing) {
 		} else {
 			k.x = uint64(bridge.SlotInt(f.Kinds[i], f.Slots[i], 0))
 		}
-		if c == nil || !c.key.is(&k) {
+		if c = sh.recent(k.x); c == nil || !c.key.is(&k) {
 			if c = sh.lookup(a, &k, a.hash(&k)); c == nil {
 				return
 			}

@@ -17,9 +17,19 @@ type aggShard struct {
 	// readers load it atomically.
 	overflow uint64
 	tab      atomic.Pointer[aggTable]
-	last     *aggCell // the cell the P's writers folded into last
-	_        [40]byte
+	// the cells the P's writers folded into last, by their key's x (probe ids, or
+	// an argument's value) modulo lastCells: the entry and return probes of a
+	// function, fired in turn, each find their own
+	last [lastCells]*aggCell
+	_    [16]byte
 }
+
+// lastCells is how many recent cells a shard keeps at hand.
+const lastCells = 4
+
+// recent is the cell folded into last among those whose key's x is congruent to
+// x; nil if none. The P's writers.
+func (sh *aggShard) recent(x uint64) *aggCell { return sh.last[x%lastCells] }
 
 type aggTable struct {
 	mask  uint64
@@ -49,7 +59,7 @@ func (sh *aggShard) lookup(a *aggregation, k *aggKey, h uint64) *aggCell {
 		c = sh.insert(a, k, h)
 	}
 	if c != nil {
-		sh.last = c
+		sh.last[k.x%lastCells] = c
 	}
 	return c
 }
