@@ -18,7 +18,7 @@ var sink int
 
 func main() {
 	n := flag.Int("n", 1_000_000, "iterations per kernel")
-	agg := flag.Bool("agg", false, "count Work's entry and return fires in an aggregation by probe (what sdtctl stat attaches): the enabled cost")
+	agg := flag.Bool("agg", false, "count Work's entry and return fires in an aggregation by probe (what sdtctl stat attaches), and run only LoopWork: the enabled cost")
 	flag.Parse()
 	infos, err := sdt.List("fbt:github.com/gosdt/gosdt/bench/internal/fbtkern::")
 	if err != nil && len(infos) > 0 {
@@ -49,6 +49,9 @@ func main() {
 		}()
 	}
 	sink += fbtkern.LoopWork(*n)
+	if *agg {
+		return // the enabled cost is Work's alone
+	}
 	sink += fbtkern.LoopPair(*n)
 	sink += fbtkern.LoopLeaf(*n)
 	sink += fbtkern.LoopMid(*n)
