@@ -59,7 +59,7 @@ func (c *consumers) emit(pid int, s *site, ret uintptr, v *firing) {
 		v.Site = s.Addr
 	}
 	// Sinks do not keep v (bridge.Sink): hidden from escape analysis, which cannot
-	// see through the interface call, it stays on the firing goroutine's stack.
+	// see through the interface call, a firing built on the stack stays there.
 	f := (*firing)(rt.Noescape(unsafe.Pointer(v)))
 	if c.one != nil {
 		c.one.Fire(f)

@@ -14,8 +14,8 @@ const MaxArgs = 6
 // The control plane's records have as many slots: a compile error if they differ.
 const _ = uint(MaxArgs-bridge.MaxArgs) + uint(bridge.MaxArgs-MaxArgs)
 
-// argv is a fire's arguments as slots, built on the fire's stack only when a
-// consumer is attached (package control's traces and aggregations).
+// argv is a fire's arguments as slots, built only when a consumer is attached
+// (package control's traces and aggregations), in the P's firing (pfiring.go).
 type argv = bridge.Args
 
 // firing is a fire as consumers see it (argv, and where it came from).
