@@ -26,7 +26,8 @@ var (
 //	counter  no handler: only the probe's own per-site hit count
 //	handler  a typed handler (Attach) doing an atomic add
 //	trace    into a trace's buffer (control.OpenTrace, what sdtctl trace attaches),
-//	         a reader draining it on another goroutine; drops/op reported
+//	         a reader draining it on another goroutine; drops/op reported; rate=20M:
+//	         one goroutine firing at a steady 20M fires/s (ns/op is then the pace)
 //	agg      into an aggregation keyed by probe that counts, sums, or sums and
 //	         quantizes the argument (control.OpenAggregation, what sdtctl stat
 //	         attaches); each P folds into its own cells
@@ -56,6 +57,9 @@ func BenchmarkEnabled(b *testing.B) {
 			traceBench(b, func(b *testing.B) { runFires(b, g, siteTrace) })
 		})
 	}
+	b.Run("consumer=trace/rate=20M", func(b *testing.B) {
+		traceBench(b, func(b *testing.B) { pacedFires(b, 20e6, siteTrace) })
+	})
 	for _, c := range []struct {
 		name string
 		o    control.AggOptions
@@ -112,6 +116,25 @@ func runFires(b *testing.B, g int, site func(int)) {
 			site(int(x >> 40))
 		}
 	})
+}
+
+// pacedFires calls site b.N times from one goroutine at a steady rate per second,
+// a hundred fires at a time: a batch ahead of its schedule waits (spinning: a sleep
+// is coarser than a batch), one behind goes on at once. It reports the rate it
+// kept (fires/s): below rate, the machine could not fire that fast.
+func pacedFires(b *testing.B, rate float64, site func(int)) {
+	start := time.Now()
+	x := uint64(1)
+	for i := 0; i < b.N; {
+		for end := min(i+100, b.N); i < end; i++ {
+			x = x*6364136223846793005 + 1442695040888963407
+			site(int(x >> 40))
+		}
+		for due := time.Duration(float64(i) / rate * 1e9); time.Since(start) < due; {
+		}
+	}
+	sink = x
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "fires/s")
 }
 
 // traceBench runs fire with a trace of bfire:::trace open and a reader taking its

@@ -27,6 +27,7 @@ const fbtSpec = "fbt:github.com/gosdt/gosdt/bench/internal/fbtkern:fbtkern.Work:
 // It needs the rules: go test -toolexec "sdtctl toolexec -rules $PWD/bench/fbt.rules"
 // -run '^$' -bench FBT ./bench/ (elsewhere it skips).
 func BenchmarkFBT(b *testing.B) {
+	b.ReportAllocs()
 	infos, _ := sdt.List(fbtSpec)
 	if len(infos) == 0 {
 		b.Skip("fbtkern is not instrumented: build with -toolexec 'sdtctl toolexec -rules $PWD/bench/fbt.rules'")

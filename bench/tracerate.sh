@@ -3,6 +3,7 @@
 # sdtctl and cmd/sdtctl/testdata/source (which fires src:::fire(int, int, string) once
 # a trace switches it on), then RUNS times each:
 #   steady  a source of 1,000,000 fires/s for 3.5 s, traced for 5 s to a file
+#   10M     a source of 10,000,000 fires/s for 2 s, traced for 3 s to a file (issue 24)
 #   fast    a source firing as fast as it goes, traced for 1 s to a file
 # and prints what the source fired, sdtctl's summary (events, dropped), and the event
 # lines in the file.
@@ -40,6 +41,10 @@ echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) vCPUs; $(uname -sr); $
 for _ in $(seq "$runs"); do
 	echo "## steady 1M/s, 3.5M fires, trace -d 5s; $(uptime | sed 's/.*load/load/')"
 	one 3500000 1000000 5s
+done
+for _ in $(seq "$runs"); do
+	echo "## steady 10M/s, 20M fires, trace -d 3s; $(uptime | sed 's/.*load/load/')"
+	one 20000000 10000000 3s
 done
 for _ in $(seq "$runs"); do
 	echo "## as fast as it goes, trace -d 1s; $(uptime | sed 's/.*load/load/')"

@@ -54,12 +54,12 @@ func (c *consumers) emit(pid int, s *site, ret uintptr, v *firing) {
 	if c.fix != 0 {
 		fixSlots(&v.Args, c.fix, &c.sizes)
 	}
-	v.P, v.Probe, v.Ret = pid, c.id, ret
+	v.P, v.Probe, v.Ret, v.Site = pid, c.id, ret, 0
 	if s != nil {
 		v.Site = s.Addr
 	}
 	// Sinks do not keep v (bridge.Sink): hidden from escape analysis, which cannot
-	// see through the interface call, it stays on the firing goroutine's stack.
+	// see through the interface call, a firing built on the stack stays there.
 	f := (*firing)(rt.Noescape(unsafe.Pointer(v)))
 	if c.one != nil {
 		c.one.Fire(f)
@@ -75,9 +75,23 @@ func (c *consumers) emit(pid int, s *site, ret uintptr, v *firing) {
 // emitPin delivers an fbt fire, whose hooks run between admitting it and delivering
 // it: its arguments are a Call's, and the caller is not pinned.
 func (c *consumers) emitPin(s *site, ret uintptr, a *argv) {
-	var v firing
-	v.Args = *a
-	c.emit(rt.ProcPin(), s, ret, &v)
+	pid := rt.ProcPin()
+	v := pFiring(pid)
+	if v == nil {
+		v = new(firing)
+	}
+	v.N, v.Kinds, v.Slots = a.N, a.Kinds, a.Slots
+	for i := range min(a.N, MaxArgs) {
+		if a.Kinds[i] == bridge.String {
+			v.Strs[i] = a.Strs[i]
+		}
+	}
+	c.emit(pid, s, ret, v)
+	for i := range min(a.N, MaxArgs) {
+		if a.Kinds[i] == bridge.String {
+			v.Strs[i] = ""
+		}
+	}
 	rt.ProcUnpin()
 }
 

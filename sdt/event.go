@@ -14,23 +14,36 @@ const MaxArgs = 6
 // The control plane's records have as many slots: a compile error if they differ.
 const _ = uint(MaxArgs-bridge.MaxArgs) + uint(bridge.MaxArgs-MaxArgs)
 
-// argv is a fire's arguments as slots, built on the fire's stack only when a
-// consumer is attached (package control's traces and aggregations).
+// argv is a fire's arguments as slots, built only when a consumer is attached
+// (package control's traces and aggregations), in the P's firing (pfiring.go).
 type argv = bridge.Args
 
 // firing is a fire as consumers see it (argv, and where it came from).
 type firing = bridge.Firing
 
 // setArg stores argument i: a string in Strs, anything else as its raw bits in the
-// low bytes of its slot, which the caller has zeroed (the probe's consumers widen
+// low bytes of its slot, the rest of the slot cleared (the probe's consumers widen
 // small signed integers and float32s to what the slot holds, once per fire: fix).
 // The argument's kind (set before, from the definition's type) says which; the size,
-// a constant per instantiation, only spares the load where T cannot be a string.
+// a constant per instantiation, spares the load where T cannot be a string and the
+// clearing where T fills the slot. v is a P's firing, which earlier fires wrote
+// (pFiring): every field a consumer reads is written.
 func setArg[T Arg](v *argv, i int, x *T) {
 	if unsafe.Sizeof(*x) == unsafe.Sizeof("") && v.Kinds[i] == bridge.String {
 		v.Strs[i] = *(*string)(unsafe.Pointer(x))
 	} else {
+		if unsafe.Sizeof(*x) < unsafe.Sizeof(v.Slots[i]) {
+			v.Slots[i] = 0
+		}
 		*(*T)(unsafe.Pointer(&v.Slots[i])) = *x
+	}
+}
+
+// dropArg clears argument i's string, if T can be one, once the consumers have
+// seen it: a P's firing keeps no string alive between fires.
+func dropArg[T Arg](v *argv, i int, x *T) {
+	if unsafe.Sizeof(*x) == unsafe.Sizeof("") {
+		v.Strs[i] = ""
 	}
 }
 

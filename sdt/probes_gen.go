@@ -57,9 +57,12 @@ func (p *P0) fire() {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		var v firing
+		v := pFiring(pid)
+		if v == nil {
+			v = new(firing)
+		}
 		v.N, v.Kinds = cs.n, cs.kinds
-		cs.emit(pid, s, ret, &v)
+		cs.emit(pid, s, ret, v)
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
@@ -119,10 +122,14 @@ func (p *P1[A]) fire(a A) {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		var v firing
+		v := pFiring(pid)
+		if v == nil {
+			v = new(firing)
+		}
 		v.N, v.Kinds = cs.n, cs.kinds
 		setArg(&v.Args, 0, &a)
-		cs.emit(pid, s, ret, &v)
+		cs.emit(pid, s, ret, v)
+		dropArg(&v.Args, 0, &a)
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
@@ -182,11 +189,16 @@ func (p *P2[A, B]) fire(a A, b B) {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		var v firing
+		v := pFiring(pid)
+		if v == nil {
+			v = new(firing)
+		}
 		v.N, v.Kinds = cs.n, cs.kinds
 		setArg(&v.Args, 0, &a)
 		setArg(&v.Args, 1, &b)
-		cs.emit(pid, s, ret, &v)
+		cs.emit(pid, s, ret, v)
+		dropArg(&v.Args, 0, &a)
+		dropArg(&v.Args, 1, &b)
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
@@ -246,12 +258,18 @@ func (p *P3[A, B, C]) fire(a A, b B, c C) {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		var v firing
+		v := pFiring(pid)
+		if v == nil {
+			v = new(firing)
+		}
 		v.N, v.Kinds = cs.n, cs.kinds
 		setArg(&v.Args, 0, &a)
 		setArg(&v.Args, 1, &b)
 		setArg(&v.Args, 2, &c)
-		cs.emit(pid, s, ret, &v)
+		cs.emit(pid, s, ret, v)
+		dropArg(&v.Args, 0, &a)
+		dropArg(&v.Args, 1, &b)
+		dropArg(&v.Args, 2, &c)
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
@@ -311,13 +329,20 @@ func (p *P4[A, B, C, D]) fire(a A, b B, c C, d D) {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		var v firing
+		v := pFiring(pid)
+		if v == nil {
+			v = new(firing)
+		}
 		v.N, v.Kinds = cs.n, cs.kinds
 		setArg(&v.Args, 0, &a)
 		setArg(&v.Args, 1, &b)
 		setArg(&v.Args, 2, &c)
 		setArg(&v.Args, 3, &d)
-		cs.emit(pid, s, ret, &v)
+		cs.emit(pid, s, ret, v)
+		dropArg(&v.Args, 0, &a)
+		dropArg(&v.Args, 1, &b)
+		dropArg(&v.Args, 2, &c)
+		dropArg(&v.Args, 3, &d)
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
@@ -377,14 +402,22 @@ func (p *P5[A, B, C, D, E]) fire(a A, b B, c C, d D, e E) {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		var v firing
+		v := pFiring(pid)
+		if v == nil {
+			v = new(firing)
+		}
 		v.N, v.Kinds = cs.n, cs.kinds
 		setArg(&v.Args, 0, &a)
 		setArg(&v.Args, 1, &b)
 		setArg(&v.Args, 2, &c)
 		setArg(&v.Args, 3, &d)
 		setArg(&v.Args, 4, &e)
-		cs.emit(pid, s, ret, &v)
+		cs.emit(pid, s, ret, v)
+		dropArg(&v.Args, 0, &a)
+		dropArg(&v.Args, 1, &b)
+		dropArg(&v.Args, 2, &c)
+		dropArg(&v.Args, 3, &d)
+		dropArg(&v.Args, 4, &e)
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
@@ -446,7 +479,10 @@ func (p *P6[A, B, C, D, E, F]) fire(a A, b B, c C, d D, e E, f F) {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		var v firing
+		v := pFiring(pid)
+		if v == nil {
+			v = new(firing)
+		}
 		v.N, v.Kinds = cs.n, cs.kinds
 		setArg(&v.Args, 0, &a)
 		setArg(&v.Args, 1, &b)
@@ -454,7 +490,13 @@ func (p *P6[A, B, C, D, E, F]) fire(a A, b B, c C, d D, e E, f F) {
 		setArg(&v.Args, 3, &d)
 		setArg(&v.Args, 4, &e)
 		setArg(&v.Args, 5, &f)
-		cs.emit(pid, s, ret, &v)
+		cs.emit(pid, s, ret, v)
+		dropArg(&v.Args, 0, &a)
+		dropArg(&v.Args, 1, &b)
+		dropArg(&v.Args, 2, &c)
+		dropArg(&v.Args, 3, &d)
+		dropArg(&v.Args, 4, &e)
+		dropArg(&v.Args, 5, &f)
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
@@ -514,10 +556,14 @@ func (p *Latency) fire(t Stamp) {
 	}
 	d := rt.Nanotime() - int64(t)
 	if cs := p.consumers(); cs != nil {
-		var v firing
+		v := pFiring(pid)
+		if v == nil {
+			v = new(firing)
+		}
 		v.N, v.Kinds = cs.n, cs.kinds
 		setArg(&v.Args, 0, &d)
-		cs.emit(pid, s, ret, &v)
+		cs.emit(pid, s, ret, v)
+		dropArg(&v.Args, 0, &d)
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
@@ -577,11 +623,16 @@ func (p *Latency1[A]) fire(t Stamp, a A) {
 	}
 	d := rt.Nanotime() - int64(t)
 	if cs := p.consumers(); cs != nil {
-		var v firing
+		v := pFiring(pid)
+		if v == nil {
+			v = new(firing)
+		}
 		v.N, v.Kinds = cs.n, cs.kinds
 		setArg(&v.Args, 0, &d)
 		setArg(&v.Args, 1, &a)
-		cs.emit(pid, s, ret, &v)
+		cs.emit(pid, s, ret, v)
+		dropArg(&v.Args, 0, &d)
+		dropArg(&v.Args, 1, &a)
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {

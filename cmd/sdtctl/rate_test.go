@@ -24,7 +24,8 @@ import (
 // and says when it is done.
 type source struct {
 	pid  int
-	done chan string // "done FIRED SECONDS RATE"
+	done chan string // "done FIRED SECONDS RATE LAG_MS"
+	said string      // the done line, once traceSource read it
 }
 
 // startSource starts testdata/source with args, its socket in a private directory.
@@ -80,6 +81,7 @@ func traceSource(t *testing.T, s *source, out *os.File, args ...string) (traceSu
 	fired := 0
 	select {
 	case line := <-s.done:
+		s.said = line
 		f := strings.Fields(line)
 		fired, _ = strconv.Atoi(f[1])
 		t.Logf("source: %s", line)
@@ -213,24 +215,29 @@ func TestTraceCount(t *testing.T) {
 	t.Logf("-c 5000: %+v", sum)
 }
 
-// TestTraceRate traces a source of a million fires a second to a file: what is not
-// delivered is counted dropped, exactly. (How much is delivered is a measurement of
-// the machine, in bench/README.md, not a test: the CPUs are shared.)
+// TestTraceRate traces a steady source of a million fires a second to a file: what
+// is not delivered is counted dropped, exactly, and at least 99% is delivered. A
+// machine too busy to run the source at its rate (it fell behind its schedule by
+// more than the trace's buffers hold, and caught up in a burst) cannot tell a slow
+// tracer from its own bursts: then the test says so and judges only the
+// accounting. The buffers (16 MiB a P: a quarter of a second of this source) ride
+// out the tracer being held off the CPU by other work for as long.
 func TestTraceRate(t *testing.T) {
 	if testutil.Emulated() {
 		t.Skip("an emulated source does not fire a million times a second")
 	}
-	n := 1000000
+	const rate = 1000000
+	n := 2 * rate
 	if testing.Short() {
-		n = 200000
+		n = rate / 2
 	}
-	s := startSource(t, "-g", "1", "-n", strconv.Itoa(n), "-rate", "1000000")
+	s := startSource(t, "-g", "1", "-n", strconv.Itoa(n), "-rate", strconv.Itoa(rate))
 	out, err := os.CreateTemp(t.TempDir(), "trace")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	sum, fired := traceSource(t, s, out)
+	sum, fired := traceSource(t, s, out, "--bufsize", "16m")
 	if _, err := out.Seek(0, io.SeekStart); err != nil {
 		t.Fatal(err)
 	}
@@ -241,8 +248,23 @@ func TestTraceRate(t *testing.T) {
 			lines++
 		}
 	}
-	t.Logf("fired %d, %d events written (%.2f%%), %d dropped", fired, lines, 100*float64(lines)/float64(fired), sum.Drops)
+	share := float64(lines) / float64(fired)
+	t.Logf("fired %d, %d events written (%.2f%%), %d dropped", fired, lines, 100*share, sum.Drops)
 	if fired != n || lines != sum.Events || uint64(lines)+sum.Drops != uint64(fired) {
 		t.Fatalf("fired %d, %d events in the file, summary %+v", fired, lines, sum)
 	}
+	if share >= 0.99 {
+		return
+	}
+	var got, lag float64
+	if f := strings.Fields(s.said); len(f) == 5 {
+		got, _ = strconv.ParseFloat(f[3], 64)
+		lag, _ = strconv.ParseFloat(f[4], 64)
+	}
+	// 16 MiB holds ~230,000 of the source's records (64 or 72 bytes): 230 ms.
+	if got < 0.97*rate || lag > 200 {
+		t.Skipf("%.2f%% delivered, but the machine did not run the source steadily "+
+			"(%.0f fires/s of %d, %.0f ms behind its schedule at worst): delivery not judged", 100*share, got, rate, lag)
+	}
+	t.Fatalf("%.2f%% delivered from a steady source (%s), want at least 99%%", 100*share, s.said)
 }

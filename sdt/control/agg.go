@@ -135,9 +135,12 @@ type aggregation struct {
 	limit   uint64                     // the most bytes it may be charged (budget.go)
 	charged atomic.Uint64              // bytes charged to the budget; aggClosed once given back
 	shards  atomic.Pointer[[]*aggShard]
-	gen     atomic.Uint64 // the interval fires fold their minimum and maximum into
-	missed  atomic.Uint64 // fires on a P that had no shard yet
-	c       *consumer     // names probes and sites
+	// the interval fires fold their minimum and maximum into; 0 until the first
+	// Interval read: till then nobody needs them (its interval is the whole life,
+	// whose minimum and maximum every fire folds), and fires skip them
+	gen    atomic.Uint64
+	missed atomic.Uint64 // fires on a P that had no shard yet
+	c      *consumer     // names probes and sites
 
 	mu sync.Mutex // readers
 	// stackNames: the row names of stack keys (byStack), made once (aggstack.go)
@@ -394,12 +397,18 @@ func (a *aggregation) Fire(f *bridge.Firing) {
 	}
 	ap := &(*probes)[f.Probe]
 	shards := *a.shards.Load()
-	if ap.fast && f.P < len(shards) && ap.val < f.N {
+	if ap.fast && uint(f.P) < uint(len(shards)) {
 		// Keyed by probe or site, no predicate: most fires fold into the cell the
 		// P folded into last.
-		if c := shards[f.P].last; c != nil && c.key.x == uint64(f.Probe) && c.key.y == uint64(f.Site) {
-			a.fold(c, ap, f)
-			return
+		if c := shards[f.P].recent(uint64(f.Probe)); c != nil && c.key.x == uint64(f.Probe) && c.key.y == uint64(f.Site) {
+			switch {
+			case ap.val < 0:
+				c.inc()
+				return
+			case ap.val < f.N:
+				a.fold(c, ap, f)
+				return
+			}
 		}
 	}
 	a.fire(ap, shards, f)
@@ -416,13 +425,13 @@ func (a *aggregation) fire(ap *aggProbe, shards []*aggShard, f *bridge.Firing) {
 		return
 	}
 	sh := shards[f.P]
-	c := sh.last
+	var c *aggCell
 	if a.by == byStack {
 		if c = a.stackCell(sh, f); c == nil {
 			return
 		}
 	} else if a.by != byArg {
-		if c == nil || c.key.x != uint64(f.Probe) || c.key.y != uint64(f.Site) {
+		if c = sh.recent(uint64(f.Probe)); c == nil || c.key.x != uint64(f.Probe) || c.key.y != uint64(f.Site) {
 			k := aggKey{x: uint64(f.Probe), y: uint64(f.Site)}
 			if c = sh.lookup(a, &k, mix(k.x, k.y)); c == nil {
 				return // MaxRows: counted in the shard's overflow
@@ -437,7 +446,7 @@ func (a *aggregation) fire(ap *aggProbe, shards []*aggShard, f *bridge.Firing) {
 		} else {
 			k.x = uint64(bridge.SlotInt(f.Kinds[i], f.Slots[i], 0))
 		}
-		if c == nil || !c.key.is(&k) {
+		if c = sh.recent(k.x); c == nil || !c.key.is(&k) {
 			if c = sh.lookup(a, &k, a.hash(&k)); c == nil {
 				return
 			}
@@ -453,12 +462,17 @@ func (a *aggregation) fold(c *aggCell, ap *aggProbe, f *bridge.Firing) {
 		return
 	}
 	i := ap.val
-	x := bridge.SlotInt(f.Kinds[i], f.Slots[i], len(f.Strs[i]))
-	b := -1
-	if a.buckets > 0 {
-		b = a.bucket(x)
+	x := int64(f.Slots[i])
+	if k := f.Kinds[i]; k != bridge.Int {
+		x = bridge.SlotInt(k, f.Slots[i], len(f.Strs[i]))
 	}
-	c.fold(x, b, a.gen.Load())
+	c.fold(x)
+	if a.buckets > 0 {
+		c.count1(a.bucket(x))
+	}
+	if gen := a.gen.Load(); gen != 0 {
+		c.foldInterval(x, gen)
+	}
 }
 
 // is reports whether k and o are the same key (without the generic struct
@@ -546,7 +560,7 @@ type cellRead struct {
 // or of that interval (ok false if no value of the interval was folded).
 func (c *aggCell) load(r *cellRead, interval int64) (ok bool) {
 	r.count, r.sum = atomic.LoadInt64(&c.count), atomic.LoadInt64(&c.sum)
-	if interval < 0 {
+	if interval <= 0 { // the whole life; the first interval is that too
 		r.min, r.max = atomic.LoadInt64(&c.min), atomic.LoadInt64(&c.max)
 		ok = true
 	} else {
@@ -580,6 +594,7 @@ func (a *aggregation) read(interval bool) Snapshot {
 	if interval {
 		// Fires from now on fold their minimum and maximum into the next interval's
 		// slot; those of the one ending stay in the other until it is read, below.
+		// The first interval is the aggregation's life so far (gen 0).
 		gen = int64(a.gen.Add(1) - 1)
 	}
 	type acc struct {

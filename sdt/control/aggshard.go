@@ -17,9 +17,19 @@ type aggShard struct {
 	// readers load it atomically.
 	overflow uint64
 	tab      atomic.Pointer[aggTable]
-	last     *aggCell // the cell the P's writers folded into last
-	_        [40]byte
+	// the cells the P's writers folded into last, by their key's x (probe ids, or
+	// an argument's value) modulo lastCells: the entry and return probes of a
+	// function, fired in turn, each find their own
+	last [lastCells]*aggCell
+	_    [16]byte
 }
+
+// lastCells is how many recent cells a shard keeps at hand.
+const lastCells = 4
+
+// recent is the cell folded into last among those whose key's x is congruent to
+// x; nil if none. The P's writers.
+func (sh *aggShard) recent(x uint64) *aggCell { return sh.last[x%lastCells] }
 
 type aggTable struct {
 	mask  uint64
@@ -49,7 +59,7 @@ func (sh *aggShard) lookup(a *aggregation, k *aggKey, h uint64) *aggCell {
 		c = sh.insert(a, k, h)
 	}
 	if c != nil {
-		sh.last = c
+		sh.last[k.x%lastCells] = c
 	}
 	return c
 }
@@ -154,10 +164,10 @@ func (sh *aggShard) overflowed() uint64 { return atomic.LoadUint64(&sh.overflow)
 //go:norace
 func (c *aggCell) inc() { store64(&c.count, c.count+1) }
 
-// fold counts a fire of value x, in histogram bucket b (-1: none), in interval gen.
+// fold counts a fire of value x.
 //
 //go:norace
-func (c *aggCell) fold(x int64, b int, gen uint64) {
+func (c *aggCell) fold(x int64) {
 	store64(&c.count, c.count+1)
 	store64(&c.sum, c.sum+x)
 	if x < c.min {
@@ -166,6 +176,17 @@ func (c *aggCell) fold(x int64, b int, gen uint64) {
 	if x > c.max {
 		store64(&c.max, x)
 	}
+}
+
+// count1 counts a value in histogram bucket b.
+//
+//go:norace
+func (c *aggCell) count1(b int) { storeU64(&c.hist[b], c.hist[b]+1) }
+
+// foldInterval folds value x into the minimum and maximum of interval gen.
+//
+//go:norace
+func (c *aggCell) foldInterval(x int64, gen uint64) {
 	s := &c.mm[gen&1]
 	if s.gen != gen {
 		store64(&s.min, x)
@@ -178,9 +199,6 @@ func (c *aggCell) fold(x int64, b int, gen uint64) {
 		if x > s.max {
 			store64(&s.max, x)
 		}
-	}
-	if b >= 0 {
-		storeU64(&c.hist[b], c.hist[b]+1)
 	}
 }
 

@@ -30,7 +30,7 @@ func (a *aggregation) stackCell(sh *aggShard, f *bridge.Firing) *aggCell {
 		}
 	}
 	k := aggKey{x: uint64(f.Probe), s: stringView(buf[:8*len(stack)]), str: true}
-	if c := sh.last; c != nil && c.key.is(&k) {
+	if c := sh.recent(k.x); c != nil && c.key.is(&k) {
 		return c
 	}
 	return sh.lookup(a, &k, a.hash(&k)) // insert copies the string

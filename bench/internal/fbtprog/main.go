@@ -11,12 +11,14 @@ import (
 
 	"github.com/gosdt/gosdt/bench/internal/fbtkern"
 	"github.com/gosdt/gosdt/sdt"
+	"github.com/gosdt/gosdt/sdt/control"
 )
 
 var sink int
 
 func main() {
 	n := flag.Int("n", 1_000_000, "iterations per kernel")
+	agg := flag.Bool("agg", false, "count Work's entry and return fires in an aggregation by probe (what sdtctl stat attaches), and run only LoopWork: the enabled cost")
 	flag.Parse()
 	infos, err := sdt.List("fbt:github.com/gosdt/gosdt/bench/internal/fbtkern::")
 	if err != nil && len(infos) > 0 {
@@ -34,7 +36,22 @@ func main() {
 		}
 	}
 	fmt.Printf("fbt sites=%d\n", sites)
+	if *agg {
+		a, err := control.OpenAggregation("fbt:github.com/gosdt/gosdt/bench/internal/fbtkern:fbtkern.Work:", control.AggOptions{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fbtprog:", err)
+			os.Exit(1)
+		}
+		defer func() {
+			for _, r := range a.Snapshot().Rows {
+				fmt.Printf("%s %d\n", r.Key, r.Count)
+			}
+		}()
+	}
 	sink += fbtkern.LoopWork(*n)
+	if *agg {
+		return // the enabled cost is Work's alone
+	}
 	sink += fbtkern.LoopPair(*n)
 	sink += fbtkern.LoopLeaf(*n)
 	sink += fbtkern.LoopMid(*n)

@@ -54,9 +54,9 @@ func KindOf(t reflect.Type) Kind {
 	return Uint
 }
 
-// Args is one fire's arguments, built on the firing goroutine's stack only when a
-// consumer is attached. Strs are not copied: they die with the fire, so a consumer
-// copies what it keeps.
+// Args is one fire's arguments, built only when a consumer is attached. Strs are
+// not copied: they die with the fire, so a consumer copies what it keeps. Only the
+// first N arguments are the fire's, and of Strs only those of kind String.
 type Args struct {
 	N     int
 	Kinds Kinds
@@ -68,10 +68,11 @@ type Args struct {
 // probe's in one move (the last two are unused).
 type Kinds [8]Kind
 
-// Firing is one admitted fire as sinks see it, built on the firing goroutine's stack
-// only when a consumer is attached. Sinks run on the firing goroutine while it is
-// pinned to its P, whose id is P (0 <= P < GOMAXPROCS): per-P buffers and counters
-// are written without atomic read-modify-writes.
+// Firing is one admitted fire as sinks see it, built only when a consumer is
+// attached: in the P's own firing, which the next fire on the P rewrites (or on the
+// firing goroutine's stack). Sinks run on the firing goroutine while it is pinned to
+// its P, whose id is P (0 <= P < GOMAXPROCS): per-P buffers and counters are written
+// without atomic read-modify-writes.
 type Firing struct {
 	P     int
 	Probe uint32  // Probe.ID

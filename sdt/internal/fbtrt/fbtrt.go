@@ -304,7 +304,7 @@ func In[T any](c *Call, x T) {
 	}
 	if c.args.N < MaxArgs {
 		if !setFast(&c.args, c.args.N, x) {
-			setAny(&c.args, c.args.N, reflect.TypeFor[T](), unsafe.Pointer(&x))
+			setSlow(&c.args, c.args.N, x)
 		}
 		c.args.N++
 	}
@@ -317,7 +317,7 @@ func In[T any](c *Call, x T) {
 func Out[T any](c *Call, x T) {
 	if c.res.N < MaxArgs {
 		if !setFast(&c.res, c.res.N, x) {
-			setAny(&c.res, c.res.N, reflect.TypeFor[T](), unsafe.Pointer(&x))
+			setSlow(&c.res, c.res.N, x)
 		}
 		c.res.N++
 	}
@@ -338,6 +338,15 @@ func Result[T any](c *Call, i int, v T) T {
 		registry.Warn("fbt hook on %s set result %d to a %T, not a %s: ignored", c.Func(), i, c.resVals[i], reflect.TypeFor[T]())
 	}
 	return v
+}
+
+// setSlow is setAny for x. Out of In and Out, so that only a value of another type
+// than setFast's is moved to the heap for its address (setAny keeps it, as an
+// interface's text may).
+//
+//go:noinline
+func setSlow[T any](v *bridge.Args, i int, x T) {
+	setAny(v, i, reflect.TypeFor[T](), unsafe.Pointer(&x))
 }
 
 // setAny stores an fbt argument: Arg kinds by value, pointer-like kinds by address,
@@ -363,7 +372,7 @@ func setAny(v *bridge.Args, i int, t reflect.Type, p unsafe.Pointer) {
 // reports whether a hook skipped the call (SkipCall): then the results are its.
 func (c *Call) Entered() (skip bool) {
 	if c.entryCons != nil {
-		registry.Emit(c.entryCons, c.entrySite, c.entry, &c.args)
+		registry.Emit(c.entryCons, c.entrySite, c.entry, noescapeArgs(&c.args))
 	}
 	for _, h := range c.hooks { // only a recycled Call has hooks: it has its view
 		c.ran++
@@ -386,8 +395,16 @@ func (c *Call) Returned() {
 		}
 	}
 	if c.retCons != nil {
-		registry.Emit(c.retCons, c.retSite, c.ret, &c.res)
+		registry.Emit(c.retCons, c.retSite, c.ret, noescapeArgs(&c.res))
 	}
+}
+
+// noescapeArgs hides a Call's arguments from escape analysis, which cannot see
+// through the function value Emit that it does not keep them (sdt copies them into
+// the fire it delivers): otherwise every Call, in the traced copy's frame, would be
+// moved to the heap, an allocation per call.
+func noescapeArgs(a *bridge.Args) *bridge.Args {
+	return (*bridge.Args)(rt.Noescape(unsafe.Pointer(a)))
 }
 
 // Func is the instrumented function's full name, pkg/path.(*T).M.

@@ -128,16 +128,19 @@ func fireRest(b *bytes.Buffer, before string, args []string) {
 		return
 	}%[1]s
 	if cs := p.consumers(); cs != nil {
-		var v firing
+		v := pFiring(pid)
+		if v == nil {
+			v = new(firing)
+		}
 		v.N, v.Kinds = cs.n, cs.kinds%[2]s
-		cs.emit(pid, s, ret, &v)
+		cs.emit(pid, s, ret, v)%[4]s
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(%[3]s)
 	}
 }
-`, before, setArgs(args), strings.Join(args, ", "))
+`, before, setArgs(args), strings.Join(args, ", "), dropArgs(args))
 }
 
 // latency writes the latency probe with n arguments after latency_ns.
@@ -232,6 +235,16 @@ func prefixComma(params []string) string {
 }
 
 // setArgs converts the arguments to slots, for consumers (the ring, aggregations).
+// dropArgs writes the calls that clear the fire's string arguments once its
+// consumers have seen them: a P's firing must not keep them alive.
+func dropArgs(ns []string) string {
+	var b strings.Builder
+	for i, n := range ns {
+		fmt.Fprintf(&b, "\n\t\tdropArg(&v.Args, %d, &%s)", i, n)
+	}
+	return b.String()
+}
+
 func setArgs(ns []string) string {
 	var b strings.Builder
 	for i, n := range ns {

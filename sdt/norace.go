@@ -1,0 +1,6 @@
+//go:build !race
+
+package sdt
+
+// raceBuild: built with -race.
+const raceBuild = false
