@@ -51,13 +51,20 @@ func (f *filter) wants(s *site) bool {
 // pinned (admit). s is the fire's site, nil when not attributed; ret the fire call's
 // return address; v the fire's arguments, set by setArg.
 func (c *consumers) emit(pid int, s *site, ret uintptr, v *firing) {
+	var addr uintptr
+	if s != nil {
+		addr = s.Addr
+	}
+	c.emitAt(pid, s, addr, ret, v)
+}
+
+// emitAt is emit with the address the fire is told to come from: its site's, or
+// (a run-time function probe, which has no site) its function's entry.
+func (c *consumers) emitAt(pid int, s *site, addr, ret uintptr, v *firing) {
 	if c.fix != 0 {
 		fixSlots(&v.Args, c.fix, &c.sizes)
 	}
-	v.P, v.Probe, v.Ret, v.Site = pid, c.id, ret, 0
-	if s != nil {
-		v.Site = s.Addr
-	}
+	v.P, v.Probe, v.Ret, v.Site = pid, c.id, ret, addr
 	// Sinks do not keep v (bridge.Sink): hidden from escape analysis, which cannot
 	// see through the interface call, a firing built on the stack stays there.
 	f := (*firing)(rt.Noescape(unsafe.Pointer(v)))

@@ -110,11 +110,19 @@ func (r *registry) matchRuntime(sp spec.Spec, text string) (refused, err error) 
 	if len(cands) == 0 {
 		return inlinedOnly(sp, text), nil
 	}
-	if len(cands) > maxRuntimeFuncs {
-		return nil, fmt.Errorf("%q: matches %d functions for run-time probes, at most %d may have them at once: name fewer", text, len(cands), maxRuntimeFuncs)
-	}
 	var refusals []string
+	placeable := cands[:0]
 	for _, c := range cands {
+		if why := fprobe.Refused(c.Name); why != "" {
+			refusals = append(refusals, c.Name+": "+why)
+		} else {
+			placeable = append(placeable, c)
+		}
+	}
+	if len(placeable) > maxRuntimeFuncs {
+		return nil, fmt.Errorf("%q: matches %d functions for run-time probes, at most %d may have them at once: name fewer", text, len(placeable), maxRuntimeFuncs)
+	}
+	for _, c := range placeable {
 		rf, err := r.runtimeFunc(c)
 		if err != nil {
 			refusals = append(refusals, strings.TrimPrefix(err.Error(), "fprobe: "))
@@ -297,8 +305,8 @@ func (rf *runtimeFunc) onEntry(_ *fprobe.Func, a fprobe.Args) {
 	for i, x := range rf.params {
 		setWord(&v.Args, i, x, a.Word(x.word), a.Word(x.word+1), true)
 	}
-	v.Site = rf.f.Entry // names the function: the probe has no site of its own
-	c.emit(rt.ProcPin(), nil, rf.f.EntryRet(), &v)
+	// The function's entry names it: the probe has no site of its own.
+	c.emitAt(rt.ProcPin(), nil, rf.f.Entry, rf.f.EntryRet(), &v)
 	rt.ProcUnpin()
 }
 
@@ -410,8 +418,7 @@ func (rf *runtimeFunc) deliverReturns(buf []fprobe.Return) int {
 				}
 				setWord(&v.Args, 1+i, x, e.Results[x.word], w2, false)
 			}
-			v.Site = rf.f.Entry
-			c.emit(rt.ProcPin(), nil, bridge.NoStack, &v)
+			c.emitAt(rt.ProcPin(), nil, rf.f.Entry, bridge.NoStack, &v)
 			rt.ProcUnpin()
 		}
 		if n < len(buf) {
