@@ -76,7 +76,7 @@ func TestRuntimeFuncProbeRefused(t *testing.T) {
 	for spec, says := range map[string]string{
 		"fbt:runtime:mallocgc:entry":            "in runtime",
 		"fbt:github.com/gosdt/gosdt/sdt::entry": "", // gosdt's own: refused, or (rules-built) none
-		"fbt::*.*:entry":                         "at most",
+		"fbt::*.*:entry":                        "at most",
 		"fbt:no/such/package::entry":            "",
 	} {
 		_, err := sdt.Enable(spec)
