@@ -37,17 +37,8 @@ func otelAppBin(t testing.TB) string {
 		t.Skip("under an emulator: the export tests run natively")
 	}
 	sdtctlBin := testbin.Sdtctl(t)
-	return testbin.Once(t, "otelapp", "otelapp", func(bin string) error {
-		src, _ := filepath.Abs("testdata/otelapp")
-		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin,
-			"-toolexec", sdtctlBin+" toolexec -rules "+filepath.Join(src, "fbt.rules"), "./cmd/otelapp")
-		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "CGO_ENABLED=0", "GOOS=", "GOARCH=")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("building testdata/otelapp with its rules: %v\n%s", err, out)
-		}
-		return nil
-	})
+	rules, _ := filepath.Abs("testdata/otelapp/fbt.rules")
+	return buildModule(t, "otelapp", "otelapp", "./cmd/otelapp", "-toolexec", sdtctlBin+" toolexec -rules "+rules)
 }
 
 // app is a running otelapp serve.

@@ -40,17 +40,25 @@ func plainAppBuild(t testing.TB, name string) string {
 	if runtime.GOARCH != "amd64" {
 		t.Skipf("run-time function probes are not written for %s yet", runtime.GOARCH)
 	}
-	return testbin.Once(t, name, "plainapp", func(bin string) error {
-		src, _ := filepath.Abs("testdata/plainapp")
-		args := []string{"build", "-o", bin}
-		if name == "plainapp-nodwarf" {
-			args = append(args, "-ldflags=-w")
-		}
-		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(args, "./cmd/plainapp")...)
+	var flags []string
+	if name == "plainapp-nodwarf" {
+		flags = append(flags, "-ldflags=-w")
+	}
+	return buildModule(t, name, "plainapp", "./cmd/plainapp", flags...)
+}
+
+// buildModule builds pkg of testdata/dir, a module of its own, for this machine with
+// flags, once per key for the test binary, and returns the binary's path.
+func buildModule(t testing.TB, key, dir, pkg string, flags ...string) string {
+	t.Helper()
+	return testbin.Once(t, key, filepath.Base(pkg), func(bin string) error {
+		src, _ := filepath.Abs(filepath.Join("testdata", dir))
+		args := append(append([]string{"build", "-o", bin}, flags...), pkg)
+		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...)
 		cmd.Dir = src
 		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "CGO_ENABLED=0", "GOOS=", "GOARCH=")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("building testdata/plainapp: %v\n%s", err, out)
+			return fmt.Errorf("building testdata/%s %s: %v\n%s", dir, strings.Join(flags, " "), err, out)
 		}
 		return nil
 	})
