@@ -177,7 +177,7 @@ func torture(t *testing.T, cycles int) {
 	<-waited
 	wg.Wait()
 	for _, f := range fs {
-		if got := text(f.Entry, len(f.orig)); string(got) != string(f.orig) {
+		if got := text(f.site, len(f.orig)); string(got) != string(f.orig) {
 			t.Errorf("%s: entry % x after the last detach, want % x", f.Name, got, f.orig)
 		}
 		for _, r := range f.retSites {
