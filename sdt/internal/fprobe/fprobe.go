@@ -367,6 +367,13 @@ func read(t *functab.Table, m *functab.Module, i int) (*Func, error) {
 	f.spills, f.entry = spills, c
 	f.ptrs = livePointers(t, i, spills)
 	rets, err := host.FuncReturns(mem, w)
+	for _, r := range rets {
+		// Where the prologue's size is known (arm64), every epilogue must release the
+		// same frame: the return stub pops it, and finds the arguments above it.
+		if err == nil && e.Frame != 0 && r.Frame != e.Frame {
+			err = errors.New("the epilogue at " + hex(r.Addr) + " releases " + itoa(int(r.Frame)) + " bytes, the prologue allocated " + itoa(int(e.Frame)))
+		}
+	}
 	if err != nil {
 		f.retErr = errors.New("fprobe: " + name + ": return: " + err.Error())
 	} else {
