@@ -120,7 +120,36 @@ func funcEntry(m arch.Memory, w *arch.Walked, name func(pc uint64) string) (arch
 		return e, shapeErr(t, "a branch lands inside the prologue")
 	}
 	e.Orig = m.Read(e.Addr, instLen)
-	return e, readMorestack(m, w, &e, name)
+	if err := readMorestack(m, w, &e, name); err != nil {
+		return e, err
+	}
+	return e, notLeaf(m, w, name)
+}
+
+// notLeaf refuses a leaf function: one that calls nothing but morestack. The
+// compiler marks it LEAF (obj7.go) and, though its prologue saves R30, its epilogue
+// returns through R30 itself, never reloaded (ADD $N-8, RSP, R29; ADD $N, RSP, RSP;
+// RET): the entry's BL would overwrite its return address. A function that calls
+// (BL, BLR, or the duff devices by BL) treats R30 as scratch after its prologue and
+// reloads it from its frame in every epilogue.
+func notLeaf(m arch.Memory, w *arch.Walked, name func(pc uint64) string) error {
+	code := m.Read(w.Entry, int(w.End-w.Entry))
+	if len(code) != int(w.End-w.Entry) {
+		return shapeErr(w.Entry, "the function's code is not all mapped")
+	}
+	for i := 0; i+instLen <= len(code); i += instLen {
+		x, pc := binary.LittleEndian.Uint32(code[i:]), w.Entry+uint64(i)
+		switch {
+		case x&0xFFFFFC1F == 0xD63F0000: // BLR Xn
+			return nil
+		case x>>26 == 0x25: // BL
+			t := pc + uint64(int64(int32(x<<6)>>6)*4)
+			if n := strings.TrimSuffix(name(t), ".abi0"); n != "runtime.morestack" && n != "runtime.morestack_noctxt" {
+				return nil
+			}
+		}
+	}
+	return shapeErr(w.Entry, "a leaf function with a frame: it returns through the link register, which the entry's BL would overwrite")
 }
 
 // readMorestack reads the morestack block at e.Morestack: the spills, the call, the
