@@ -120,7 +120,7 @@ var formatInt = strconv.FormatInt
 // off (its own bytes back), its entry probe on with nobody consuming (a count), and
 // entry and return into an aggregation (count by probe).
 func BenchmarkRuntimeProbeCall(b *testing.B) {
-	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
 		b.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
 	}
 	const spec = "fbt:strconv:FormatInt:"
