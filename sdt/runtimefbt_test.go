@@ -16,7 +16,7 @@ import (
 // In-process run-time function probes, on a function of the standard library that
 // this test binary links and nothing else calls while the test runs.
 func TestRuntimeFuncProbe(t *testing.T) {
-	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
 		t.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
 	}
 	const spec = "fbt:fmt:Sprint:"
@@ -70,7 +70,7 @@ func TestRuntimeFuncProbe(t *testing.T) {
 }
 
 func TestRuntimeFuncProbeRefused(t *testing.T) {
-	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
 		t.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
 	}
 	for spec, says := range map[string]string{
@@ -96,7 +96,7 @@ func TestRuntimeFuncProbeRefused(t *testing.T) {
 // BenchmarkListRuntime lists every function of the test binary as run-time probes
 // would take them: what `sdtctl list -p PID 'fbt::*.*:'` costs the process.
 func BenchmarkListRuntime(b *testing.B) {
-	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
 		b.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
 	}
 	n := 0
@@ -120,7 +120,7 @@ var formatInt = strconv.FormatInt
 // off (its own bytes back), its entry probe on with nobody consuming (a count), and
 // entry and return into an aggregation (count by probe).
 func BenchmarkRuntimeProbeCall(b *testing.B) {
-	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
 		b.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
 	}
 	const spec = "fbt:strconv:FormatInt:"

@@ -120,7 +120,36 @@ func funcEntry(m arch.Memory, w *arch.Walked, name func(pc uint64) string) (arch
 		return e, shapeErr(t, "a branch lands inside the prologue")
 	}
 	e.Orig = m.Read(e.Addr, instLen)
-	return e, readMorestack(m, w, &e, name)
+	if err := readMorestack(m, w, &e, name); err != nil {
+		return e, err
+	}
+	return e, notLeaf(m, w, name)
+}
+
+// notLeaf refuses a leaf function: one that calls nothing but morestack. The
+// compiler marks it LEAF (obj7.go) and, though its prologue saves R30, its epilogue
+// returns through R30 itself, never reloaded (ADD $N-8, RSP, R29; ADD $N, RSP, RSP;
+// RET): the entry's BL would overwrite its return address. A function that calls
+// (BL, BLR, or the duff devices by BL) treats R30 as scratch after its prologue and
+// reloads it from its frame in every epilogue.
+func notLeaf(m arch.Memory, w *arch.Walked, name func(pc uint64) string) error {
+	code := m.Read(w.Entry, int(w.End-w.Entry))
+	if len(code) != int(w.End-w.Entry) {
+		return shapeErr(w.Entry, "the function's code is not all mapped")
+	}
+	for i := 0; i+instLen <= len(code); i += instLen {
+		x, pc := binary.LittleEndian.Uint32(code[i:]), w.Entry+uint64(i)
+		switch {
+		case x&0xFFFFFC1F == 0xD63F0000: // BLR Xn
+			return nil
+		case x>>26 == 0x25: // BL
+			t := pc + uint64(int64(int32(x<<6)>>6)*4)
+			if n := strings.TrimSuffix(name(t), ".abi0"); n != "runtime.morestack" && n != "runtime.morestack_noctxt" {
+				return nil
+			}
+		}
+	}
+	return shapeErr(w.Entry, "a leaf function with a frame: it returns through the link register, which the entry's BL would overwrite")
 }
 
 // readMorestack reads the morestack block at e.Morestack: the spills, the call, the
@@ -169,8 +198,8 @@ func readMorestack(m arch.Memory, w *arch.Walked, e *arch.FuncEntry, name func(p
 }
 
 // spillsOf reads a store (store) or load of argument registers at d(RSP): STR/LDR of
-// a general or floating-point register with an unsigned offset, or a pair of 64-bit
-// ones (STP/LDP with a signed offset).
+// a general or floating-point register with an unsigned offset, or a pair of 32- or
+// 64-bit ones (STP/LDP with a signed offset: the assembler pairs adjacent spills).
 func spillsOf(w uint32, store bool) ([]arch.Spill, bool) {
 	if w>>5&31 != 31 { // the base is SP
 		return nil, false
@@ -205,12 +234,22 @@ func spillsOf(w uint32, store bool) ([]arch.Spill, bool) {
 			return nil, false
 		}
 		return mk(w&31, fp, size, int64(w>>10&0xFFF)*int64(size))
-	case w&0x7FC00000 == 0x29000000|load<<22 && w>>30 == 2, // STP/LDP Xt1, Xt2 (64-bit, signed offset)
-		w&0x7FC00000 == 0x6D000000|load<<22 && w>>30 == 1: // STP/LDP Dt1, Dt2 (opc 01: bit 30 set)
+	case w>>27&7 == 5 && w>>23&7 == 2 && w>>22&1 == load: // STP/LDP (signed offset)
 		fp := w&(1<<26) != 0
-		off := int64(int32(w<<10)>>25) * 8
-		a, ok1 := mk(w&31, fp, 8, off)
-		b, ok2 := mk(w>>10&31, fp, 8, off+8)
+		var size uint8
+		switch opc := w >> 30; {
+		case opc == 0: // Wt or St pairs
+			size = 4
+		case !fp && opc == 2, fp && opc == 1: // Xt or Dt pairs
+			size = 8
+		case !fp && opc == 1 && !store: // LDPSW: a pair of int32 reloaded sign-extended
+			size = 4
+		default: // Qt pairs
+			return nil, false
+		}
+		off := int64(int32(w<<10)>>25) * int64(size)
+		a, ok1 := mk(w&31, fp, size, off)
+		b, ok2 := mk(w>>10&31, fp, size, off+int64(size))
 		return append(a, b...), ok1 && ok2
 	}
 	return nil, false

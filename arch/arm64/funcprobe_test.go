@@ -33,6 +33,9 @@ func TestFuncProbeShapes(t *testing.T) {
 		"main.small":      {spills: []arch.Spill{i(0, 8, 0), i(1, 8, 8), i(2, 8, 16), i(3, 8, 24)}, rets: 1},
 		"main.large":      {spills: []arch.Spill{i(0, 8, 0), i(1, 1, 8), i(arch.FloatReg, 8, 16)}, rets: 2},
 		"main.narrow":     {spills: []arch.Spill{i(0, 1, 0), i(1, 2, 2), i(2, 4, 4), i(3, 1, 8), i(arch.FloatReg, 4, 12)}, rets: 1},
+		"main.floats":     {spills: []arch.Spill{i(arch.FloatReg, 8, 0), i(arch.FloatReg+1, 8, 8), i(0, 8, 16)}, rets: 2},
+		"main.pairs":      {spills: []arch.Spill{i(0, 8, 0), i(1, 4, 8), i(2, 4, 12), i(arch.FloatReg, 4, 16), i(arch.FloatReg+1, 4, 20)}, rets: 1},
+		"main.bigleaf":    {entryErr: "a leaf function with a frame", retErr: "frame's release"},
 		"main.main.func1": {context: true, rets: 1},
 	}
 	seen := 0

@@ -41,6 +41,35 @@ func huge(x int) int {
 	return leaf(int(buf[x&(len(buf)-1)]), x)
 }
 
+// floats takes two floating-point arguments, which a morestack block spills as a pair.
+//
+//go:noinline
+func floats(x, y float64, n int) float64 {
+	if n > 0 {
+		return floats(x, y, n-1) + x*y
+	}
+	return x - y
+}
+
+// pairs takes 32-bit integers and floats next to each other, spilled as pairs of W and
+// S registers on arm64.
+//
+//go:noinline
+func pairs(p *int, a, b int32, x, y float32) int {
+	return leaf(*p+int(a)+int(b), int(x*y))
+}
+
+// bigleaf calls nothing but has a frame too large to go without a stack check.
+//
+//go:noinline
+func bigleaf(x int) int {
+	var buf [64]int
+	for i := range buf {
+		buf[i] = x + i
+	}
+	return buf[x&63] + buf[(x+7)&63]
+}
+
 //go:noinline
 func callit(f func(int) int, k int) int { return f(k) }
 
@@ -50,5 +79,5 @@ func main() {
 	c := func(k int) int { return k + x + leaf(k, x) }
 	fmt.Println(callit(c, 1), small(&a, "hi", 3), narrow(1, 2, 3, true, 1.5), huge(x))
 	p, n := large(&x, len(os.Args) > 5, 1.5)
-	fmt.Println(p != nil, n)
+	fmt.Println(p != nil, n, floats(1.5, 2, x), pairs(&x, -3, 4, 1.5, 2), bigleaf(x))
 }

@@ -1,4 +1,4 @@
-//go:build !race || !amd64
+//go:build !race || !(amd64 || arm64)
 
 package fprobe
 
@@ -7,7 +7,7 @@ import "sync/atomic"
 // Sequentially consistent operations on a uint64 for the return handler's nosplit
 // path: sync/atomic's, which the compiler turns into instructions (no call, no safe
 // point); nosplit should one not be inlined. Under the race detector they are calls
-// with a stack check: atomic_race_amd64.go.
+// with a stack check: atomic_race_$GOARCH.go.
 
 //go:nosplit
 func load64(p *uint64) uint64 { return atomic.LoadUint64(p) }

@@ -37,7 +37,7 @@ func TestDetachInFlight(t *testing.T) {
 		if err := f.SetEntry(nil); err != nil {
 			t.Fatal(err)
 		}
-		if got := text(f.Entry, len(f.orig)); string(got) != string(f.orig) {
+		if got := text(f.site, len(f.orig)); string(got) != string(f.orig) {
 			t.Fatalf("%s: % x after detach, want % x", name, got, f.orig)
 		}
 		close(release)
@@ -69,7 +69,7 @@ func TestRefusals(t *testing.T) {
 	if err := f.SetEntry(func(*Func, Args) {}); err != ErrOff {
 		t.Errorf("SetEntry with SDT_PATCH=off: %v", err)
 	}
-	if got := text(f.Entry, len(f.orig)); string(got) != string(f.orig) {
+	if got := text(f.site, len(f.orig)); string(got) != string(f.orig) {
 		t.Errorf("text written with SDT_PATCH=off: % x", got)
 	}
 }

@@ -20,17 +20,14 @@ import (
 
 const floatReg = arch.FloatReg
 
-// maxSpills is the most register arguments a function has: 9 integer, 15 float.
-const maxSpills = 24
-
-// config is what a stub reads of one patched site (stub_amd64.s has the offsets). It is
+// config is what a stub reads of one patched site (stub_$GOARCH.s has the offsets). It is
 // immutable once the site is in the table, and never freed.
 type config struct {
 	morestack uintptr // entry: the function's morestack block
 	check     int64   // entry: the stack check's displacement from the entry SP
 	resume    uintptr // entry: where the stub returns to
 	ctxt      uintptr // entry: 1 when the closure context register is live
-	frame     int64   // return: the frame the epilogue pops
+	frame     int64   // the frame the epilogue pops; arm64's entry: the frame the prologue made
 	ret       uintptr // return: the function's RET
 	nspill    uintptr
 	spills    [maxSpills]uint64 // offset (int32) | size<<32 | save slot<<40
@@ -42,6 +39,7 @@ type Func struct {
 	Name  string
 	Entry uintptr
 
+	site     uintptr   // where the entry's call is written: the entry (amd64), the prologue's end (arm64)
 	entry    *config   // the entry site
 	rets     []*config // the return sites
 	retSites []arch.FuncReturn
@@ -348,8 +346,8 @@ func read(t *functab.Table, m *functab.Module, i int) (*Func, error) {
 	if err != nil {
 		return nil, errors.New("fprobe: " + name + ": entry: " + err.Error())
 	}
-	f := &Func{Name: name, Entry: entry, orig: append([]byte(nil), e.Orig...)}
-	c := &config{morestack: uintptr(e.Morestack), check: e.Check, resume: uintptr(e.Resume), fn: f}
+	f := &Func{Name: name, Entry: entry, site: uintptr(e.Addr), orig: append([]byte(nil), e.Orig...)}
+	c := &config{morestack: uintptr(e.Morestack), check: e.Check, resume: uintptr(e.Resume), frame: e.Frame, fn: f}
 	if e.Context {
 		c.ctxt = 1
 	}
@@ -369,6 +367,13 @@ func read(t *functab.Table, m *functab.Module, i int) (*Func, error) {
 	f.spills, f.entry = spills, c
 	f.ptrs = livePointers(t, i, spills)
 	rets, err := host.FuncReturns(mem, w)
+	for _, r := range rets {
+		// Where the prologue's size is known (arm64), every epilogue must release the
+		// same frame: the return stub pops it, and finds the arguments above it.
+		if err == nil && e.Frame != 0 && r.Frame != e.Frame {
+			err = errors.New("the epilogue at " + hex(r.Addr) + " releases " + itoa(int(r.Frame)) + " bytes, the prologue allocated " + itoa(int(e.Frame)))
+		}
+	}
 	if err != nil {
 		f.retErr = errors.New("fprobe: " + name + ": return: " + err.Error())
 	} else {
@@ -458,7 +463,7 @@ const ReturnWords = returnRegs
 
 // EntryRet is the return address of the call written at f's entry: the pc of f's frame
 // in a call stack taken by an entry hook.
-func (f *Func) EntryRet() uintptr { return f.Entry + callLen }
+func (f *Func) EntryRet() uintptr { return f.site + callLen }
 
 // On reports which of f's probes are on: its entry (with a hook) and its returns.
 func (f *Func) On() (entry, returns bool) {
@@ -514,16 +519,16 @@ func Set(cs []Change) error {
 			newFuncs++
 		}
 		if needEntry != f.patched {
-			call := host.CallTo(uint64(f.Entry), uint64(estub), len(f.orig))
+			call := host.CallTo(uint64(f.site), uint64(estub), len(f.orig))
 			if call == nil {
 				return errors.New("fprobe: " + f.Name + ": the entry stub is out of a call's reach")
 			}
 			if needEntry {
-				ws = append(ws, patch.Write{Addr: f.Entry, Old: f.orig, New: call})
-				add, addc = append(add, f.Entry+callLen), append(addc, f.entry)
+				ws = append(ws, patch.Write{Addr: f.site, Old: f.orig, New: call})
+				add, addc = append(add, f.site+callLen), append(addc, f.entry)
 			} else {
-				ws = append(ws, patch.Write{Addr: f.Entry, Old: call, New: f.orig})
-				del = append(del, f.Entry+callLen)
+				ws = append(ws, patch.Write{Addr: f.site, Old: call, New: f.orig})
+				del = append(del, f.site+callLen)
 			}
 		}
 		if c.Return != f.retPatched {

@@ -14,6 +14,13 @@ func stubAddrs() (entry, ret uintptr)
 
 var host = &amd64.FuncProbes
 
+// callLen is the length of the call written at a site: the stubs find the site's
+// config by the call's return address, the site plus callLen.
+const callLen = 5
+
+// maxSpills is the most register arguments a function has: 9 integer, 15 float.
+const maxSpills = 24
+
 // saveSlot is where the stubs keep argument register reg (arch.Spill.Reg): the nine
 // integer registers, then X0..X14.
 func saveSlot(reg uint8) (int, bool) {
@@ -28,6 +35,3 @@ func saveSlot(reg uint8) (int, bool) {
 
 // returnRegs is how many words of results a return event carries: AX, BX, CX, DI.
 const returnRegs = 4
-
-// callLen is the length of the call written at a site: its return address is site+callLen.
-const callLen = 5

@@ -1,16 +1,18 @@
-//go:build !amd64
+//go:build !amd64 && !arm64
 
 package fprobe
 
 import "github.com/gosdt/gosdt/arch"
 
-// No stubs here yet (arm64's are still to be written): Lookup says so.
+// No stubs here: Lookup says function probes are not supported.
 var host *arch.FuncProbes
 
 func stubAddrs() (entry, ret uintptr) { return 0, 0 }
 
 func saveSlot(reg uint8) (int, bool) { return 0, false }
 
-const returnRegs = 4
-
-const callLen = 4
+const (
+	callLen    = 4
+	maxSpills  = 32
+	returnRegs = 4
+)
