@@ -3,6 +3,7 @@ package sdt
 import (
 	"os"
 	"time"
+	_ "unsafe" // for go:linkname
 
 	"github.com/gosdt/gosdt/sled"
 )
@@ -101,4 +102,22 @@ func namedKeys(provider, name string) []holdKey {
 		keys = append(keys, holdKey{p: p})
 	}
 	return keys
+}
+
+// usdtSlot is the USDT semaphore slot of the probe provider:name in this sealed binary,
+// 0 if it has none: the runtime of generated fbt code (sdt/internal/fbtrt) pulls it by
+// linkname, to read the clock for a return probe's latency while a tracer is attached
+// to its note.
+//
+//go:linkname usdtSlot
+func usdtSlot(provider, name string) int {
+	if reg.table == nil {
+		return 0
+	}
+	for _, p := range reg.table.Probes {
+		if p.Provider == provider && p.Name == name {
+			return p.Slot
+		}
+	}
+	return 0
 }

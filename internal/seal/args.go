@@ -1,6 +1,7 @@
 package seal
 
 import (
+	"debug/gosym"
 	"fmt"
 	"strconv"
 	"strings"
@@ -62,6 +63,60 @@ func argSlots(a *arch.Offline, fireSym string) (args []argSlot, why string) {
 		}
 	}
 	return args, ""
+}
+
+// fbtFire is the fire method of generated fbt code's probes (sdt/internal/fbtrt).
+func fbtFire() string { return sled.ProbePackage() + "/internal/fbtrt.(*Func).fire" }
+
+// fbtSlots returns the note arguments of an fbt fire call, at call, of the site s:
+// fire(c, at, v0, v1, v2, v3) with at a constant, the boundary in its low bits
+// (1 entry, 2 return) and for an entry the number of integer parameters in v0.. above
+// them; a return's v0 is its latency in nanoseconds. All are int64 (fbtrt's Func.Enter,
+// Return). The constant is read from the straight-line code of the fire block, which
+// starts at the end of the site.
+func fbtSlots(a *arch.Offline, linked arch.Memory, tab *gosym.Table, s sled.Site, call uint64) ([]argSlot, string) {
+	const atReg, v0Reg = 2, 3 // fire's at and v0, after the receiver and the Call
+	var at uint64
+	known := false
+	if a.ArgsAt != nil {
+		locs, err := a.ArgsAt(linked, uint64(s.Addr)+uint64(s.Len), call, []int{atReg})
+		if err == nil && locs[0].Const {
+			at, known = locs[0].Value, true
+		}
+	}
+	if fn := tab.PCToFunc(call); !known && fn != nil {
+		// A fire block out of line (a JNE site's): the constants of the function's
+		// code, in address order, as package definitions are read.
+		name := func(pc uint64) string {
+			if f := tab.PCToFunc(pc); f != nil {
+				return f.Name
+			}
+			return ""
+		}
+		for _, c := range a.Calls(linked, fn.Entry, fn.End, func(t uint64) bool { return name(t) == fbtFire() }, name) {
+			if c.PC == call && c.Known&(1<<atReg) != 0 {
+				at, known = c.Args[atReg], true
+			}
+		}
+	}
+	if !known {
+		return nil, "the fbt fire's boundary is not a constant at the call"
+	}
+	var n int
+	switch at & 3 {
+	case 1:
+		n = int(at >> 2)
+	case 2:
+		n = 1
+	}
+	if n > len(a.ArgRegs)-v0Reg || n > 4 {
+		return nil, fmt.Sprintf("the fbt fire's boundary %#x", at)
+	}
+	slots := make([]argSlot, n)
+	for i := range slots {
+		slots[i] = argSlot{Size: -8, Reg: v0Reg + i}
+	}
+	return slots, ""
 }
 
 // atCall is the note arguments of slots at the fire call: the argument registers.

@@ -290,6 +290,9 @@ func notesFor(path string, a *arch.Offline, linked *writer, sites []sled.Site, t
 			continue
 		}
 		regs, why := argSlots(a, fireSym)
+		if fireSym == fbtFire() {
+			regs, why = fbtSlots(a, linked, tab, s, pc)
+		}
 		if why != "" {
 			r.Skipped = append(r.Skipped, fmt.Sprintf("site %#x (%s:%s): the note names %d argument registers, not all: %s", s.Addr, d.Provider, d.Name, len(regs), why))
 		}
