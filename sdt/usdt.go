@@ -9,8 +9,8 @@ import (
 )
 
 // A sealed binary carries USDT notes (sdtctl seal): bpftrace, perf or SystemTap put a
-// uprobe on a site's fire call and raise the probe's semaphore, but a disabled site
-// jumps over that call. The kernel only counts attachments in the semaphore; nothing
+// uprobe on a site's probe NOP or fire call and raise the probe's semaphore, but a
+// disabled site jumps over both. The kernel only counts attachments in the semaphore; nothing
 // tells the process. So a goroutine polls the semaphores, and holds a probe's sites
 // on while its count is non-zero, as an sdtctl client would: a tracer sees events
 // within one poll interval (SDT_USDT_POLL, default 100ms) plus the time to patch.

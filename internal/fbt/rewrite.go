@@ -201,9 +201,11 @@ func (rw *fileRewrite) apply() []byte {
 //	}
 //	func __sdt_fbtN_t(a A) (r0 R0, r1 error) {
 //		c := R.Begin(&cv)                            // the Call, in this frame
-//		if E.Enabled() { E.Enter(c) }               // the entry's fire site
+//		if E.Enabled() { E.Enter(c, n, ints...) }   // the entry's fire site (ints: the USDT note's)
 //		entry arguments and hooks; a deferred check for panics
-//		... the body again, every return a return site of R ...
+//		... the body again, every return a return site of R:
+//		if l := c.Elapsed(); R.Enabled() { R.Return(c, l) ... }  // l: the USDT note's latency_ns
+//		...
 //	}
 //
 // While both probes are off F pays two jumps and nothing else: no variable lives

@@ -5,9 +5,12 @@
 //   - its sites in their disabled sled, in the file (what the runtime writes at start);
 //   - the site table (sled.SectionName), checked byte for byte by the runtime at start;
 //   - sled's seal mark set to the table's length and CRC, so the runtime looks for it;
-//   - SystemTap notes (.note.stapsdt, .stapsdt.base) naming each fire call, with the
-//     arguments' registers and a semaphore per probe name in sled's semaphore array,
-//     which .probes describes (bcc computes semaphore offsets from that section).
+//   - SystemTap notes (.note.stapsdt, .stapsdt.base), one per fire site, with where its
+//     arguments are and a semaphore per probe name in sled's semaphore array, which
+//     .probes describes (bcc computes semaphore offsets from that section). On amd64 a
+//     note is on its sled's probe NOP (a 5-byte NOP the kernel turns into a call to
+//     its uprobe trampoline), else on the fire call (arm64; arguments that cannot be
+//     named at the NOP).
 //
 // Loaded bytes keep their addresses: sections are added at the end of the file.
 package seal

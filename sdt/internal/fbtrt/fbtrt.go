@@ -38,8 +38,8 @@ func usdtSlot(provider, name string) int
 //	entry:   if ent.Enabled() { return traced(args) }     // guard sites
 //	         if ret.Enabled() { return traced(args) }
 //	traced:  c := ret.Begin(&cv)                            // the Call, in its frame
-//	         if ent.Enabled() { ent.Enter(c) }              // fbt:pkg:fn:entry
-//	returns: if ret.Enabled() { ... ret.Return(c) ... }    // fbt:pkg:fn:return
+//	         if ent.Enabled() { ent.Enter(c, n, ints...) }  // fbt:pkg:fn:entry
+//	returns: if l := c.Elapsed(); ret.Enabled() { ... ret.Return(c, l) ... }  // fbt:pkg:fn:return
 //
 // where traced is a copy of the function's body (internal/fbt says how it is made).
 // Each check is an ordinary site: sealed, one jump while off. The probes are named
