@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,9 +22,6 @@ import (
 func TestBpftraceHist(t *testing.T) {
 	if testutil.Emulated() {
 		t.Skip("uprobes do not see code run by an emulator")
-	}
-	if runtime.GOARCH != "amd64" {
-		t.Skip("fbt notes carry their arguments on amd64 (arm64's fire count is not read)")
 	}
 	bt := testutil.NeedCommand(t, "bpftrace")
 	testutil.NeedRoot(t)
