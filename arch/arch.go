@@ -61,6 +61,11 @@ type Arch struct {
 	// used; the caller proves the block a fire block.
 	Sealed func(m Memory, w *Walked, pc uint64) (Site, Sled, bool)
 
+	// Uprobed reports whether text is sled with a tracer's uprobe in its probe NOP
+	// (Offline.ProbeNOP): an INT3, or the CALL of the kernel's fast path; nil where
+	// the architecture has no probe NOP.
+	Uprobed func(sled, text []byte) bool
+
 	// Rejoins reports whether the straight-line code from pc reaches to, a few direct
 	// jumps allowed and the calls that pass passes stepped over, before any other call,
 	// conditional branch, return, indirect transfer or trap.
@@ -98,6 +103,27 @@ type Offline struct {
 	// and where it stores the result's low byte right after (see Call). name names the
 	// function at a pc, for the calls the race detector inserts around that store.
 	Calls func(m Memory, entry, end uint64, want func(target uint64) bool, name func(pc uint64) string) []Call
+
+	// ProbeNOP returns the offset in a JE site's enabled sled on, at addr, of the NOP
+	// its enabled form runs just before the fire block, on which the kernel's fast
+	// uprobe path applies (amd64's 5-byte NOP), or -1 if it has none (arm64 has no such
+	// path). sdtctl seal puts the site's USDT note there.
+	ProbeNOP func(on []byte, addr uint64) int
+
+	// ArgsAt returns where the values the straight-line code from pc puts in the
+	// argument registers want (indexes into ArgRegs) before the call at call were at
+	// pc, or an error if it cannot name one; nil where the architecture has no
+	// ProbeNOP.
+	ArgsAt func(m Memory, pc, call uint64, want []int) ([]ArgLoc, error)
+}
+
+// ArgLoc is where a value is, as a USDT argument spec names it.
+type ArgLoc struct {
+	Operand string // a register or memory operand in the tracer's syntax ("%r8", "40(%rsp)"); "" for a constant
+	Const   bool   // the value is Value
+	Value   uint64
+	Bytes   int  // the low bytes of the value that Operand holds: a note may read at most these
+	Static  bool // Value is a link-time address: right only where the binary runs at its link address
 }
 
 // Check is a candidate found by a search of raw bytes: code that reads the byte at

@@ -103,7 +103,10 @@ func (r *registry) seal(patchEnv string) {
 		}
 		switch {
 		case s.Presealed && startOwner() != nil:
-			writes = append(writes, patch.Write{Addr: s.Addr, Old: s.Off, New: s.On})
+			// The toggle alone: a tracer that attached to the binary before it started
+			// may hold a uprobe in the sled's probe NOP (sled.FromTable).
+			off, on := s.Switch()
+			writes = append(writes, patch.Write{Addr: s.Addr + uintptr(s.ToggleAt), Old: off, New: on})
 		case s.Presealed:
 		default:
 			sled := s.Off

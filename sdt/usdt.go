@@ -3,13 +3,14 @@ package sdt
 import (
 	"os"
 	"time"
+	_ "unsafe" // for go:linkname
 
 	"github.com/gosdt/gosdt/internal/sealfmt"
 )
 
 // A sealed binary carries USDT notes (sdtctl seal): bpftrace, perf or SystemTap put a
-// uprobe on a site's fire call and raise the probe's semaphore, but a disabled site
-// jumps over that call. The kernel only counts attachments in the semaphore; nothing
+// uprobe on a site's probe NOP or fire call and raise the probe's semaphore, but a
+// disabled site jumps over both. The kernel only counts attachments in the semaphore; nothing
 // tells the process. So a goroutine polls the semaphores, and holds a probe's sites
 // on while its count is non-zero, as an sdtctl client would: a tracer sees events
 // within one poll interval (SDT_USDT_POLL, default 100ms) plus the time to patch.
@@ -101,4 +102,22 @@ func namedKeys(provider, name string) []holdKey {
 		keys = append(keys, holdKey{p: p})
 	}
 	return keys
+}
+
+// usdtSlot is the USDT semaphore slot of the probe provider:name in this sealed binary,
+// 0 if it has none: the runtime of generated fbt code (sdt/internal/fbtrt) pulls it by
+// linkname, to read the clock for a return probe's latency while a tracer is attached
+// to its note.
+//
+//go:linkname usdtSlot
+func usdtSlot(provider, name string) int {
+	if reg.table == nil {
+		return 0
+	}
+	for _, p := range reg.table.Probes {
+		if p.Provider == provider && p.Name == name {
+			return p.Slot
+		}
+	}
+	return 0
 }

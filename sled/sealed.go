@@ -43,7 +43,7 @@ func FromTable(st *sealfmt.SiteTable, goarch string, src Source, bias uint64) *T
 		case !src.InData(uint64(s.Flag)):
 			s.Refusal = refused(NotInData, fmt.Sprintf("site table names flag %#x, which is not in data or bss", s.Flag))
 		case !s.Sealable():
-		case holds(src, s.Addr, s.Off) && alsoHold(src, s.Also, true):
+		case (holds(src, s.Addr, s.Off) || uprobed(src, s.Addr, s.Off)) && alsoHold(src, s.Also, true):
 			s.Presealed = true
 		case holds(src, s.Addr, s.Orig) && alsoHold(src, s.Also, false):
 		default:
@@ -85,6 +85,12 @@ func Records(sites []Site) []sealfmt.Site {
 
 func holds(src Source, addr uintptr, want []byte) bool {
 	return len(want) > 0 && bytes.Equal(src.Mem.Read(uint64(addr), len(want)), want)
+}
+
+// uprobed reports whether the text at addr is the sled sled with a tracer's uprobe in
+// its probe NOP: a tracer attached to the binary's USDT notes before it started.
+func uprobed(src Source, addr uintptr, sled []byte) bool {
+	return host != nil && host.Uprobed != nil && host.Uprobed(sled, src.Mem.Read(uint64(addr), len(sled)))
 }
 
 func alsoHold(src Source, also []Rewrite, rewritten bool) bool {

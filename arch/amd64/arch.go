@@ -10,7 +10,7 @@ import (
 var Arch = arch.Arch{
 	Name: "amd64", Machine: 62, // EM_X86_64
 	Candidates: candidates, Follow: follow, GuardedCall: guardedCall, Walk: walk, Match: match, Seal: seal,
-	NewCache: newCache, Jumps: jumps, Sealed: sealed, Rejoins: rejoins,
+	NewCache: newCache, Jumps: jumps, Sealed: sealed, Rejoins: rejoins, Uprobed: uprobed,
 }
 
 // FuncProbes is x86-64 as function probes read its functions (funcprobe.go).
@@ -18,7 +18,7 @@ var FuncProbes = arch.FuncProbes{Arch: &Arch, FuncEntry: funcEntry, FuncReturns:
 
 // Offline is x86-64 as reading its binaries uses it.
 var Offline = arch.Offline{
-	Arch: &Arch, CallBefore: callBefore, Calls: calls,
+	Arch: &Arch, CallBefore: callBefore, Calls: calls, ProbeNOP: probeNOP, ArgsAt: argsAt,
 	ArgRegs: []string{"%rax", "%rbx", "%rcx", "%rdi", "%rsi", "%r8", "%r9", "%r10", "%r11"}, // abiRegs by name
 }
 

@@ -1,6 +1,7 @@
 package amd64
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -128,9 +129,24 @@ func canonical(s arch.Site) (arch.Sled, error) {
 	}
 	var jumping, other []byte
 	sl := arch.Sled{Toggle: 1, Target: s.Taken}
-	if fitsRel8(s.Addr, s.Taken) {
+	rel8 := fitsRel8(s.Addr, s.Taken)
+	n := 5
+	if rel8 {
+		n = 2
+	}
+	tail, probe := nop(s.Len-n), -1
+	if s.OnZero {
+		tail, probe = probeTail(s.Addr+uint64(n), s.Len-n)
+	}
+	if rel8 {
 		jumping = encodeJMP8(s.Addr, s.Taken)
-		other = encodeJMP8(s.Addr, s.Addr+uint64(s.Len))
+		// The form that does not jump to Taken jumps to the end of the site, or for a
+		// JE site to its probe NOP, which the fire block follows.
+		next := s.Addr + uint64(s.Len)
+		if probe >= 0 {
+			next = s.Addr + uint64(n+probe)
+		}
+		other = encodeJMP8(s.Addr, next)
 		sl.At = 1
 	} else {
 		var err error
@@ -139,7 +155,6 @@ func canonical(s arch.Site) (arch.Sled, error) {
 		}
 		other = append([]byte{opTEST32}, jumping[1:]...)
 	}
-	tail := nop(s.Len - len(jumping))
 	jumping = slices.Concat(jumping, tail)
 	other = slices.Concat(other, tail)
 	if s.OnZero {
@@ -148,6 +163,89 @@ func canonical(s arch.Site) (arch.Sled, error) {
 		sl.Off, sl.On = other, jumping
 	}
 	return sl, nil
+}
+
+// nop5 is the 5-byte NOP on which Linux (6.18 and later, x86-64) optimizes a uprobe:
+// after its first hit the kernel writes a CALL to a trampoline that enters the kernel
+// by a syscall over it, instead of trapping on an INT3 at every hit.
+var nop5 = nops[4]
+
+// probeTail returns the n bytes of NOPs that follow the toggle instruction of a JE
+// site's sled at addr, and the offset in them of the probe NOP: a 5-byte NOP that the
+// enabled form runs just before the fire block, where sdtctl seal puts the site's USDT
+// note. The disabled form jumps over all of them, so they cost nothing there. The probe
+// NOP ends the tail unless it would cross a page, which the kernel refuses to
+// optimize: then it ends at the page boundary, and NOPs fill the rest. probe is -1
+// where n leaves no room for it.
+func probeTail(addr uint64, n int) (tail []byte, probe int) {
+	const page = 4096
+	at := n - len(nop5) // offset of the probe NOP in the tail
+	if start := addr + uint64(at); at >= 0 && start/page != (start+4)/page {
+		at -= int((start + 5) % page)
+	}
+	if at < 0 {
+		return nop(n), -1
+	}
+	return slices.Concat(nop(at), nop5, nop(n-at-len(nop5))), at
+}
+
+// probeNOP returns the offset in the enabled sled on, at addr, of the probe NOP its
+// enabled form runs just before the fire block (probeTail), or -1 if it has none: a JNE
+// site's (its fire block is elsewhere) or one too short to hold it.
+func probeNOP(on []byte, addr uint64) int {
+	var first inst
+	if !decodeInst(on, &first) {
+		return -1
+	}
+	end := addr + uint64(len(on))
+	var want uint64 // the pc of the probe NOP
+	switch {
+	case first.op == opTEST32 && first.legacy(mapOne, opTEST32):
+		// rel32 form that falls through: the probe NOP is the tail's first nop5.
+	case first.flow == flowJmp && first.n == 2:
+		want = first.target(addr)
+		if want <= addr || want >= end {
+			return -1 // jumps out of the sled: the fire block is elsewhere (JNE)
+		}
+	default:
+		return -1
+	}
+	for off := int(first.n); off < len(on); {
+		var in inst
+		if !decodeInst(on[off:], &in) || !in.isNOP() {
+			return -1
+		}
+		pc := addr + uint64(off)
+		if bytes.Equal(on[off:off+int(in.n)], nop5) && (want == 0 || want == pc) {
+			return off
+		}
+		off += int(in.n)
+	}
+	return -1
+}
+
+// uprobed reports whether text is the sled (either form) with a tracer's uprobe in it:
+// equal to it but in 5-byte NOPs, which hold an INT3 or the kernel's CALL to its uprobe
+// trampoline (probeTail). A sealed binary's site table is checked against such text
+// when a tracer attached to the binary before the program started.
+func uprobed(sled, text []byte) bool {
+	if len(sled) != len(text) {
+		return false
+	}
+	for off := 0; off < len(sled); {
+		var in inst
+		if !decodeInst(sled[off:], &in) {
+			return false
+		}
+		end := off + int(in.n)
+		if !bytes.Equal(sled[off:end], text[off:end]) {
+			if !bytes.Equal(sled[off:end], nop5) || (text[off] != 0xCC && text[off] != 0xE8) {
+				return false
+			}
+		}
+		off = end
+	}
+	return true
 }
 
 // AtomicStore reports whether an n-byte store at addr is single-copy atomic on

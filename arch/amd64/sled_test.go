@@ -151,7 +151,8 @@ const sledAddr = uint64(0x47a766)
 // TestCanonical checks every case at every address modulo 8: the forms differ in one
 // byte, decode to the same instruction boundaries, the JMP form goes where the branch
 // went, the other form goes to the end of the site or falls through without touching
-// anything but the flags, and the disabled form of a JE site is one instruction.
+// anything but the flags, and the disabled form of a JE site is one instruction; the
+// enabled form of a JE site runs a probe NOP (probeTail) where there is room.
 func TestCanonical(t *testing.T) {
 	for _, tt := range sledCases {
 		for mod := range uint64(8) {
@@ -159,6 +160,10 @@ func TestCanonical(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/addr%%8=%d", tt.name, mod), func(t *testing.T) {
 				checkCanonical(t, addr, tt.op, tt.len, addr+2+uint64(tt.rel), tt.ok)
 			})
+		}
+		// Near a page's end, where the probe NOP moves or has no room.
+		for addr := uint64(0x47aff0); addr < 0x47b000; addr++ {
+			checkCanonical(t, addr, tt.op, tt.len, addr+2+uint64(tt.rel), tt.ok)
 		}
 	}
 }
@@ -194,6 +199,46 @@ func checkCanonical(t *testing.T, addr uint64, op x86asm.Op, n int, taken uint64
 	if got := jumps(sl.Off); got != (op == x86asm.JE || rel8) {
 		t.Errorf("jumps(Off) = %v for %v", got, op)
 	}
+	// A JE site's enabled form runs a 5-byte NOP that stays in one page just before
+	// the fire block (the kernel's fast uprobe path applies there), wherever its sled
+	// has room for one; a JNE site's fire block is elsewhere, and its sled has none.
+	probe := probeNOP(sl.On, addr)
+	next := addr + uint64(n) // where the rel8 form that does not jump to Taken goes
+	switch first := map[bool]int{true: 2, false: 5}[rel8]; {
+	case op == x86asm.JNE && probe >= 0:
+		t.Errorf("JNE sled % x has a probe NOP at +%d", sl.On, probe)
+	case probe >= 0:
+		at := addr + uint64(probe)
+		if !bytes.Equal(sl.On[probe:probe+5], nop5) || at/4096 != (at+4)/4096 || probe < first {
+			t.Errorf("probe NOP at +%d of % x: not a 5-byte NOP in one page after the toggle", probe, sl.On)
+		}
+		next = at
+	case op == x86asm.JE:
+		for o := first; o+5 <= n; o++ {
+			if at := addr + uint64(o); at/4096 == (at+4)/4096 {
+				t.Errorf("JE sled % x has no probe NOP, but +%d could hold one", sl.On, o)
+				break
+			}
+		}
+	}
+	if !uprobed(sl.On, sl.On) || !uprobed(sl.Off, sl.Off) {
+		t.Error("a sled is not uprobed-equal to itself")
+	}
+	if probe >= 0 {
+		for _, b := range []byte{0xCC, 0xE8} {
+			text := slices.Clone(sl.Off)
+			text[probe] = b
+			if !uprobed(sl.Off, text) {
+				t.Errorf("% x with %#x in its probe NOP: not read as uprobed", sl.Off, b)
+			}
+		}
+	}
+	if text := slices.Clone(sl.Off); true {
+		text[sl.At] ^= 0x40
+		if uprobed(sl.Off, text) {
+			t.Errorf("% x with its toggle changed: read as uprobed", sl.Off)
+		}
+	}
 	var bounds [2][]uint64
 	for i, form := range []struct {
 		b       []byte
@@ -207,8 +252,8 @@ func checkCanonical(t *testing.T, addr uint64, op x86asm.Op, n int, taken uint64
 		switch {
 		case form.jumping && (first.Op != x86asm.JMP || first.Target != s.Taken):
 			t.Errorf("% x: %v (target %#x), want JMP %#x", form.b, first.Inst, first.Target, s.Taken)
-		case !form.jumping && rel8 && (first.Op != x86asm.JMP || first.Target != addr+uint64(n)):
-			t.Errorf("% x: %v (target %#x), want JMP to the site's end %#x", form.b, first.Inst, first.Target, addr+uint64(n))
+		case !form.jumping && rel8 && (first.Op != x86asm.JMP || first.Target != next):
+			t.Errorf("% x: %v (target %#x), want JMP to the probe NOP or the site's end %#x", form.b, first.Inst, first.Target, next)
 		case !form.jumping && !rel8 && (first.Op != x86asm.TEST || first.Inst.Args[0] != x86asm.EAX):
 			t.Errorf("% x: %v, want TEST EAX, imm32", form.b, first.Inst)
 		}

@@ -201,9 +201,11 @@ func (rw *fileRewrite) apply() []byte {
 //	}
 //	func __sdt_fbtN_t(a A) (r0 R0, r1 error) {
 //		c := R.Begin(&cv)                            // the Call, in this frame
-//		if E.Enabled() { E.Enter(c) }               // the entry's fire site
+//		if E.Enabled() { E.Enter(c, n, ints...) }   // the entry's fire site (ints: the USDT note's)
 //		entry arguments and hooks; a deferred check for panics
-//		... the body again, every return a return site of R ...
+//		... the body again, every return a return site of R:
+//		if l := c.Elapsed(); R.Enabled() { R.Return(c, l) ... }  // l: the USDT note's latency_ns
+//		...
 //	}
 //
 // While both probes are off F pays two jumps and nothing else: no variable lives
@@ -244,10 +246,14 @@ func (rw *fileRewrite) instrument(fd *ast.FuncDecl, name, sym string) {
 		argNames, argTypes = append(argNames, "this"), append(argTypes, rw.text(field.Type))
 		ins = append(ins, "__sdt.In(__sdt_c, "+n+");")
 	}
+	var ints []string // the integer parameters, for the entry's USDT note (Enter)
 	for _, field := range fd.Type.Params.List {
 		t := rw.text(field.Type)
 		_, variadic := field.Type.(*ast.Ellipsis)
 		for _, n := range names(field, "p") {
+			if intTypes[t] && len(ints) < maxNoteInts {
+				ints = append(ints, "int64("+n+")")
+			}
 			argNames, argTypes = append(argNames, strings.TrimPrefix(n, "__sdt_")), append(argTypes, t)
 			ins = append(ins, "__sdt.In(__sdt_c, "+n+");")
 			params = append(params, n+" "+t)
@@ -297,7 +303,7 @@ func (rw *fileRewrite) instrument(fd *ast.FuncDecl, name, sym string) {
 	}
 	retSite := func(vals []string) string {
 		var b strings.Builder
-		fmt.Fprintf(&b, "__sdt_c.Done(); if %s.Enabled() { if __sdt_x := %s.Return(__sdt_c); __sdt_x != nil { ", R, R)
+		fmt.Fprintf(&b, "__sdt_c.Done(); if __sdt_l := __sdt_c.Elapsed(); %s.Enabled() { if __sdt_x := %s.Return(__sdt_c, __sdt_l); __sdt_x != nil { ", R, R)
 		for _, v := range vals {
 			fmt.Fprintf(&b, "__sdt.Out(__sdt_x, %s); ", v)
 		}
@@ -340,14 +346,22 @@ func (rw *fileRewrite) instrument(fd *ast.FuncDecl, name, sym string) {
 	skip += retSite(resNames) + "return"
 	// A call that panics returns through the deferred check, which fires return with
 	// panicking set and the results as they are.
-	unwind := fmt.Sprintf("defer func() { if __sdt_c.Unwinding() { if %s.Enabled() { if __sdt_x := %s.Return(__sdt_c); __sdt_x != nil { ", R, R)
+	unwind := fmt.Sprintf("defer func() { if __sdt_c.Unwinding() { if __sdt_l := __sdt_c.Elapsed(); %s.Enabled() { if __sdt_x := %s.Return(__sdt_c, __sdt_l); __sdt_x != nil { ", R, R)
 	for _, n := range resNames {
 		unwind += fmt.Sprintf("__sdt.Out(__sdt_x, %s); ", n)
 	}
 	unwind += "__sdt_x.Returned() } } }; __sdt_c.Release() }(); "
 	// The Call lives in the copy's frame unless hooks are attached (Begin).
-	body.insert(1, fmt.Sprintf("var __sdt_cv __sdt.Call; __sdt_c := %s.Begin(&__sdt_cv); if %s.Enabled() { %s.Enter(__sdt_c) }; "+
-		"if __sdt_c.EntryFired() { %s if __sdt_c.Entered() { %s } }; %s", R, E, E, strings.Join(ins, " "), skip, unwind))
+	enter := fmt.Sprintf("%s.Enter(__sdt_c, %d", E, len(ints))
+	for i := range maxNoteInts {
+		v := "0"
+		if i < len(ints) {
+			v = ints[i]
+		}
+		enter += ", " + v
+	}
+	body.insert(1, fmt.Sprintf("var __sdt_cv __sdt.Call; __sdt_c := %s.Begin(&__sdt_cv); if %s.Enabled() { %s) }; "+
+		"if __sdt_c.EntryFired() { %s if __sdt_c.Entered() { %s } }; %s", R, E, enter, strings.Join(ins, " "), skip, unwind))
 	lastIsReturn := false
 	if n := len(fd.Body.List); n > 0 {
 		_, lastIsReturn = fd.Body.List[n-1].(*ast.ReturnStmt)
@@ -402,6 +416,17 @@ func (rw *fileRewrite) instrument(fd *ast.FuncDecl, name, sym string) {
 		q(usdt+"__entry"), q(module), q(function), q(strings.Join(argNames, "\n")), q(strings.Join(argTypes, "\n")))
 	fmt.Fprintf(&rw.defs, "var %s = __sdt.DefineFunc(\"fbt\", %s, %s, %s, \"return\", %s, %s)\n", R,
 		q(usdt+"__return"), q(module), q(function), q(strings.Join(resArgNames, "\n")), q(strings.Join(resArgTypes, "\n")))
+}
+
+// maxNoteInts is how many integer parameters an entry fire passes for its USDT note
+// (fbtrt's Func.Enter).
+const maxNoteInts = 4
+
+// intTypes are the parameter types, as written, that an entry's USDT note carries:
+// Go's integer types, converted to int64 (a uint64 above 1<<63 reads negative).
+var intTypes = map[string]bool{
+	"int": true, "int8": true, "int16": true, "int32": true, "int64": true, "rune": true,
+	"uint": true, "uint8": true, "uint16": true, "uint32": true, "uint64": true, "uintptr": true, "byte": true,
 }
 
 // copyRewrite edits a copy of a function's body: offsets are the file's.

@@ -5,9 +5,12 @@
 //   - its sites in their disabled sled, in the file (what the runtime writes at start);
 //   - the site table (sealfmt.SectionName), checked byte for byte by the runtime at start;
 //   - sled's seal mark set to the table's length and CRC, so the runtime looks for it;
-//   - SystemTap notes (.note.stapsdt, .stapsdt.base) naming each fire call, with the
-//     arguments' registers and a semaphore per probe name in sled's semaphore array,
-//     which .probes describes (bcc computes semaphore offsets from that section).
+//   - SystemTap notes (.note.stapsdt, .stapsdt.base), one per fire site, with where its
+//     arguments are and a semaphore per probe name in sled's semaphore array, which
+//     .probes describes (bcc computes semaphore offsets from that section). On amd64 a
+//     note is on its sled's probe NOP (a 5-byte NOP the kernel turns into a call to
+//     its uprobe trampoline), else on the fire call (arm64; arguments that cannot be
+//     named at the NOP).
 //
 // Loaded bytes keep their addresses: sections are added at the end of the file.
 package seal
@@ -39,15 +42,20 @@ var ErrNoSites = errors.New("no probe sites to seal")
 
 // Report says what sealing did.
 type Report struct {
-	Path     string   `json:"path"`
-	Arch     string   `json:"arch"`
-	Already  bool     `json:"already_sealed"` // nothing was changed
-	Sites    int      `json:"sites"`          // sites discovery found
-	Sealed   int      `json:"sealed"`         // of which written as sleds
-	Probes   int      `json:"probes"`         // probe names with notes and a semaphore
-	Notes    int      `json:"notes"`          // USDT notes written (one per fire site)
-	Skipped  []string `json:"skipped,omitempty"`
-	Streamed bool     `json:"streamed,omitempty"` // written in order to a character device or an open descriptor, not renamed over a file
+	Path    string `json:"path"`
+	Arch    string `json:"arch"`
+	Already bool   `json:"already_sealed"` // nothing was changed
+	Sites   int    `json:"sites"`          // sites discovery found
+	Sealed  int    `json:"sealed"`         // of which written as sleds
+	Probes  int    `json:"probes"`         // probe names with notes and a semaphore
+	Notes   int    `json:"notes"`          // USDT notes written (one per fire site)
+	// NOPNotes of the notes are on a probe NOP, where the kernel's fast uprobe path
+	// applies; CallNotes says why each of the others names its fire call, where a
+	// uprobe traps at every hit.
+	NOPNotes  int      `json:"nop_notes"`
+	CallNotes []string `json:"call_notes,omitempty"`
+	Skipped   []string `json:"skipped,omitempty"`
+	Streamed  bool     `json:"streamed,omitempty"` // written in order to a character device or an open descriptor, not renamed over a file
 	// Warnings says what of the file could not be kept: mode bits, owner, other hard links.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -72,7 +80,7 @@ func File(in, out string) (*Report, error) {
 	}
 	inPlace := !dst.stream && dst.info != nil && os.SameFile(info, dst.info)
 	r := &Report{Path: out, Streamed: dst.stream}
-	image, changed, err := sealImage(in, r)
+	image, changed, err := sealImage(in, r, Options{})
 	switch {
 	case err != nil:
 		return nil, err
@@ -89,12 +97,23 @@ func File(in, out string) (*Report, error) {
 
 // Write seals the binary at in and writes the result to w (sdtctl seal -o -); a
 // binary that is already sealed is copied as it is.
-func Write(in string, w io.Writer) (*Report, error) {
+func Write(in string, w io.Writer) (*Report, error) { return WriteWith(in, w, Options{}) }
+
+// Options changes how a binary is sealed.
+type Options struct {
+	// CallNotes puts every USDT note on its fire call, where a uprobe traps at every
+	// hit, as sealing did before notes moved to the probe NOPs: the benchmark of a
+	// tracer's hit compares the two.
+	CallNotes bool
+}
+
+// WriteWith is Write with options.
+func WriteWith(in string, w io.Writer, o Options) (*Report, error) {
 	if _, err := inputFile(in); err != nil {
 		return nil, err
 	}
 	r := &Report{Path: "-", Streamed: true}
-	image, _, err := sealImage(in, r)
+	image, _, err := sealImage(in, r, o)
 	if err != nil {
 		return nil, err
 	}
@@ -104,12 +123,12 @@ func Write(in string, w io.Writer) (*Report, error) {
 
 // sealImage reads the binary at in and returns it sealed, or as it is if it is sealed
 // already (changed false).
-func sealImage(in string, r *Report) (image []byte, changed bool, err error) {
+func sealImage(in string, r *Report, o Options) (image []byte, changed bool, err error) {
 	image, err = os.ReadFile(in)
 	if err != nil {
 		return nil, false, err
 	}
-	sealed, err := seal(in, image, r)
+	sealed, err := seal(in, image, r, o)
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: %w", in, err)
 	}
@@ -146,7 +165,7 @@ func elfFile(image []byte) (*elf.File, *arch.Offline, error) {
 // was sealed but whose site table cannot be used is refused: its text holds sleds
 // whose compiler's bytes only that table knew, so no correct table can be written
 // for it again; its unsealed build can be sealed.
-func seal(path string, image []byte, r *Report) ([]byte, error) {
+func seal(path string, image []byte, r *Report, o Options) ([]byte, error) {
 	f, a, err := elfFile(image)
 	if err != nil {
 		return nil, err
@@ -212,7 +231,7 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 	}
 	// The calls the notes name are read from the linker's bytes.
 	linked := &writer{f: f, image: image}
-	notes, probes := notesFor(path, a, linked, sites, tab, base.Addr, vars+sealfmt.SemaphoresOffset, r)
+	notes, probes := notesFor(path, a, linked, sites, tab, base.Addr, vars+sealfmt.SemaphoresOffset, f.Type == elf.ET_DYN, o, r)
 	table := (&sealfmt.SiteTable{Arch: a.Name, Text: textStart, Sites: sled.Records(sites), Probes: probes}).Encode()
 	var m [32]byte
 	for i, v := range sealfmt.MarkFor(table) {
@@ -239,7 +258,7 @@ func seal(path string, image []byte, r *Report) ([]byte, error) {
 
 // notesFor names the fire calls of t's sites for USDT tracers and gives each probe name
 // a semaphore slot. Sites whose probe name cannot be read from the binary get no note.
-func notesFor(path string, a *arch.Offline, linked *writer, sites []sled.Site, tab *gosym.Table, base, sems uint64, r *Report) ([]usdt.Note, []sealfmt.Probe) {
+func notesFor(path string, a *arch.Offline, linked *writer, sites []sled.Site, tab *gosym.Table, base, sems uint64, pie bool, o Options, r *Report) ([]usdt.Note, []sealfmt.Probe) {
 	defs, err := offline.Definitions(path)
 	if err != nil {
 		r.Skipped = append(r.Skipped, "no USDT notes: "+err.Error())
@@ -274,9 +293,19 @@ func notesFor(path string, a *arch.Offline, linked *writer, sites []sled.Site, t
 			r.Skipped = append(r.Skipped, fmt.Sprintf("site %#x (%s:%s): the call before its return address is to %q, not a fire method; no note", s.Addr, d.Provider, d.Name, fireSym))
 			continue
 		}
-		args, why := argSpecs(a, fireSym)
+		regs, why := argSlots(a, fireSym)
+		if fireSym == fbtFire() {
+			regs, why = fbtSlots(a, linked, tab, s, pc)
+		}
 		if why != "" {
-			r.Skipped = append(r.Skipped, fmt.Sprintf("site %#x (%s:%s): the note names %d argument registers, not all: %s", s.Addr, d.Provider, d.Name, len(args), why))
+			r.Skipped = append(r.Skipped, fmt.Sprintf("site %#x (%s:%s): the note names %d argument registers, not all: %s", s.Addr, d.Provider, d.Name, len(regs), why))
+		}
+		args := atCall(a, regs)
+		if nop, nargs, why := atProbeNOP(a, linked, s, pc, regs, pie); why == "" && !o.CallNotes {
+			pc, args = nop, nargs
+			r.NOPNotes++
+		} else if !o.CallNotes {
+			r.CallNotes = append(r.CallNotes, fmt.Sprintf("site %#x (%s:%s): %s", s.Addr, d.Provider, d.Name, why))
 		}
 		key := [2]string{d.Provider, d.Name}
 		slot, ok := slots[key]
@@ -299,6 +328,32 @@ func notesFor(path string, a *arch.Offline, linked *writer, sites []sled.Site, t
 	sort.Slice(probes, func(i, j int) bool { return probes[i].Slot < probes[j].Slot })
 	r.Notes, r.Probes = len(notes), len(probes)
 	return notes, probes
+}
+
+// atProbeNOP returns the note of a fire site s whose fire call is at call, placed on the
+// probe NOP of its enabled sled (arch.Offline.ProbeNOP), where the kernel's fast uprobe
+// path applies, with its arguments where they are there; or why it stays at the call,
+// where a uprobe traps at every hit. linked is the linker's bytes.
+func atProbeNOP(a *arch.Offline, linked *writer, s sled.Site, call uint64, slots []argSlot, pie bool) (pc uint64, args []usdt.Arg, why string) {
+	if a.ProbeNOP == nil {
+		return 0, nil, "no probe NOP on " + a.Name
+	}
+	off := a.ProbeNOP(s.On, uint64(s.Addr))
+	if off < 0 {
+		return 0, nil, "its sled has no probe NOP (no room, or its fire block is not after it)"
+	}
+	want := make([]int, len(slots))
+	for i, sl := range slots {
+		want[i] = sl.Reg
+	}
+	locs, err := a.ArgsAt(linked, uint64(s.Addr)+uint64(s.Len), call, want)
+	if err != nil {
+		return 0, nil, err.Error()
+	}
+	if args, why = atNOP(slots, locs, pie); why != "" {
+		return 0, nil, why
+	}
+	return uint64(s.Addr) + uint64(off), args, ""
 }
 
 // linkedMark is the bytes of the seal mark as linked.

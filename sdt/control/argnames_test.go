@@ -20,7 +20,7 @@ func fbtWork(n int) int {
 	r := n * 3
 	c.Done()
 	if fbtWorkReturn.Enabled() {
-		if x := fbtWorkReturn.Return(c); x != nil {
+		if x := fbtWorkReturn.Return(c, c.Elapsed()); x != nil {
 			fbtrt.Out(x, r)
 			x.Returned()
 		}

@@ -21,7 +21,7 @@ var handleEntry = fbtrt.DefineFunc("fbt", "bridge__handle__entry", "bridge", "br
 func handle(ctx context.Context, n int) int {
 	c := handleEntry.NewCall()
 	if handleEntry.Enabled() {
-		c = handleEntry.Enter(c)
+		c = handleEntry.Enter(c, 0, 0, 0, 0, 0)
 	}
 	if c.EntryFired() {
 		fbtrt.In(c, ctx)

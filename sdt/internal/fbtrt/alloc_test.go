@@ -18,7 +18,7 @@ func allocWork(x, y int) int {
 	var cv fbtrt.Call
 	c := allocRet.Begin(&cv)
 	if allocEntry.Enabled() {
-		allocEntry.Enter(c)
+		allocEntry.Enter(c, 2, int64(x), int64(y), 0, 0)
 	}
 	if c.EntryFired() {
 		fbtrt.In(c, x)
@@ -27,8 +27,8 @@ func allocWork(x, y int) int {
 	}
 	r := x*y + 1000
 	c.Done()
-	if allocRet.Enabled() {
-		if rc := allocRet.Return(c); rc != nil {
+	if l := c.Elapsed(); allocRet.Enabled() {
+		if rc := allocRet.Return(c, l); rc != nil {
 			fbtrt.Out(rc, r)
 			rc.Returned()
 		}

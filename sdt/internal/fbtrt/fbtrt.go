@@ -13,6 +13,7 @@ import (
 	"time"
 	"unsafe" // and go:linkname
 
+	"github.com/gosdt/gosdt/internal/sealfmt"
 	"github.com/gosdt/gosdt/sdt"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
 	"github.com/gosdt/gosdt/sdt/internal/rt"
@@ -25,14 +26,20 @@ var registry = sdtRuntime()
 //go:linkname sdtRuntime github.com/gosdt/gosdt/sdt.fbtRuntime
 func sdtRuntime() bridge.FuncRuntime
 
+// usdtSlot is the USDT semaphore slot of the probe provider:name in a sealed binary, 0
+// if it has none.
+//
+//go:linkname usdtSlot github.com/gosdt/gosdt/sdt.usdtSlot
+func usdtSlot(provider, name string) int
+
 // Function-boundary probes (fbt) are written by `sdtctl toolexec -rules FILE`, not by
 // hand: every function a rule matches gets, in its own body,
 //
 //	entry:   if ent.Enabled() { return traced(args) }     // guard sites
 //	         if ret.Enabled() { return traced(args) }
 //	traced:  c := ret.Begin(&cv)                            // the Call, in its frame
-//	         if ent.Enabled() { ent.Enter(c) }              // fbt:pkg:fn:entry
-//	returns: if ret.Enabled() { ... ret.Return(c) ... }    // fbt:pkg:fn:return
+//	         if ent.Enabled() { ent.Enter(c, n, ints...) }  // fbt:pkg:fn:entry
+//	returns: if l := c.Elapsed(); ret.Enabled() { ... ret.Return(c, l) ... }  // fbt:pkg:fn:return
 //
 // where traced is a copy of the function's body (internal/fbt says how it is made).
 // Each check is an ordinary site: sealed, one jump while off. The probes are named
@@ -76,6 +83,7 @@ type funcDesc struct {
 	recv             bool   // the entry's first argument is the receiver
 	hooks            atomic.Pointer[[]*funcHook]
 	ret              unsafe.Pointer // the return probe's descriptor: whether a call must read the clock
+	usdt             int            // the return probe's USDT semaphore slot in a sealed binary, 0 if none
 }
 
 // funcs is every instrumented function, by module + "." + function.
@@ -119,7 +127,7 @@ func DefineFunc(provider, usdt, module, function, which, args, types string) Fun
 		// store.Fib, store.Map[...]: functions.
 		d.recv = strings.Count(strings.ReplaceAll(function, "[...]", ""), ".") > 1
 	} else {
-		d.ret = core
+		d.ret, d.usdt = core, usdtSlot(provider, usdt)
 	}
 	return Func{on: on, core: core, fn: d}
 }
@@ -144,28 +152,50 @@ func (p *Func) Begin(c *Call) *Call {
 }
 
 // Enter fires the entry probe p; nil if this site is not on. c is Begin's Call, or nil
-// for one from NewCall's pool.
-func (p *Func) Enter(c *Call) *Call { return p.fire(c, atEntry) }
+// for one from NewCall's pool. n (a constant) of v0..v3 are the function's integer
+// parameters, passed for tracers alone: sdtctl seal's USDT note names where they are
+// at the site (the fire call's arguments), so that bpftrace reads them as arg0...
+func (p *Func) Enter(c *Call, n uint8, v0, v1, v2, v3 int64) *Call {
+	return p.fire(c, atEntry|n<<atArgs, v0, v1, v2, v3)
+}
 
 // Return fires the return probe p; nil if this site is not on or the call began while
-// it was off.
-func (p *Func) Return(c *Call) *Call { return p.fire(c, atReturn) }
+// it was off. latency is the call's Elapsed, computed before the site's check so that
+// the USDT note can name where it is (bpftrace's arg0).
+func (p *Func) Return(c *Call, latency int64) *Call {
+	return p.fire(c, atReturn, latency, 0, 0, 0)
+}
 
+// A fire's at is its boundary, and for an entry the number of integer parameters it
+// passes in v0.. shifted by atArgs: sdtctl seal reads it, a constant at every fire call.
 const (
 	atEntry = iota + 1
 	atReturn
+
+	atArgs  = 2
+	atWhich = 1<<atArgs - 1
 )
 
-// fire is the out-of-line half of every fbt site.
+// Elapsed is the time since the call began, in nanoseconds, when the return fire
+// carries it to someone (Begin read the clock); 0 otherwise, without reading the clock.
+func (c *Call) Elapsed() int64 {
+	if !c.timed {
+		return 0
+	}
+	return rt.Nanotime() - c.start
+}
+
+// fire is the out-of-line half of every fbt site. v0..v3 are the USDT note's arguments
+// (Enter, Return), in registers at the call: a return's v0 is its latency.
 //
 //go:noinline
-func (p *Func) fire(c *Call, at uint8) *Call {
+func (p *Func) fire(c *Call, at uint8, v0, v1, v2, v3 int64) *Call {
 	ret := rt.CallerPC()
 	s, ok := registry.Admit(p.core, ret) // hooks and the consumers run later, in Entered and Returned
 	if !ok {
 		return nil
 	}
-	switch at {
+	switch at & atWhich {
 	case atEntry:
 		if c == nil {
 			c = newCall(p.fn)
@@ -201,7 +231,7 @@ func (p *Func) fire(c *Call, at uint8) *Call {
 			panicking = 1
 		}
 		c.res.N = 2
-		c.res.Kinds[0], c.res.Slots[0] = bridge.Int, uint64(rt.Nanotime()-c.start)
+		c.res.Kinds[0], c.res.Slots[0] = bridge.Int, uint64(v0)
 		c.res.Kinds[1], c.res.Slots[1] = bridge.Bool, panicking // a bool, as its type says: every fire of the probe the same kind
 		c.resVals, c.resSet = c.resVals[:0], c.resSet[:0]
 	}
@@ -255,7 +285,9 @@ func newCall(d *funcDesc) *Call {
 func (c *Call) begin(d *funcDesc) {
 	c.fn, c.begun = d, true
 	c.hooksWanted = d.hooks.Load() != nil
-	if c.hooksWanted || d.ret != nil && registry.Consumers(d.ret) != nil {
+	// A tracer attached to the return probe's USDT note reads the latency from the
+	// note's argument: it is one more reader of the clock.
+	if c.hooksWanted || d.ret != nil && registry.Consumers(d.ret) != nil || d.usdt > 0 && sealfmt.Semaphore(d.usdt) != 0 {
 		c.start, c.timed = rt.Nanotime(), true
 	}
 }

@@ -28,7 +28,7 @@ func lookup(ctx context.Context, err error) error {
 	var cv fbtrt.Call
 	c := valuesRet.Begin(&cv)
 	if valuesEntry.Enabled() {
-		valuesEntry.Enter(c)
+		valuesEntry.Enter(c, 0, 0, 0, 0, 0)
 	}
 	if c.EntryFired() {
 		fbtrt.In(c, ctx)
@@ -36,7 +36,7 @@ func lookup(ctx context.Context, err error) error {
 	}
 	c.Done()
 	if valuesRet.Enabled() {
-		if x := valuesRet.Return(c); x != nil {
+		if x := valuesRet.Return(c, c.Elapsed()); x != nil {
 			fbtrt.Out(x, err)
 			x.Returned()
 		}
