@@ -114,6 +114,11 @@ func release(o *owner) {
 }
 
 func (controlPlane) List(spec string, each func([]ctlproto.Probe) error) error {
+	return listWire(spec, each)
+}
+
+// listWire is List in the protocol's types, a chunk at a time.
+func listWire(spec string, each func([]ctlproto.Probe) error) error {
 	return listEach(spec, func(list []ProbeInfo) error {
 		out := make([]ctlproto.Probe, 0, len(list))
 		for _, pi := range list {
