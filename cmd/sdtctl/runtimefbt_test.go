@@ -37,8 +37,8 @@ func plainAppBuild(t testing.TB, name string) string {
 	if testutil.Emulated() {
 		t.Skip("under an emulator: sdtctl would exec the emulated program itself; these tests run natively")
 	}
-	if runtime.GOARCH != "amd64" {
-		t.Skipf("run-time function probes are not written for %s yet", runtime.GOARCH)
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skipf("run-time function probes are not written for %s", runtime.GOARCH)
 	}
 	var flags []string
 	if name == "plainapp-nodwarf" {
