@@ -165,7 +165,7 @@ func returnHits(b *testing.B, spec string) uint64 {
 // consuming them, while goroutines call the function (one of them never yielding):
 // every call returns what it must, and the process survives GC and preemption.
 func TestRuntimeFuncProbeWhileCalled(t *testing.T) {
-	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
 		t.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
 	}
 	const spec = "fbt:strconv:FormatInt:"
