@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command usdtprog is what BenchmarkBpftraceHit seals and traces with bpftrace:
 // "usdtprog N ADDR" waits until a tracer has enabled bench:hit (its USDT semaphore),
 // fires it N times with an integer and a string on one thread, and prints the CPU time
