@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -37,10 +38,14 @@ type runtimeFunc struct {
 	f                *fprobe.Func
 	module, function string // as sites name functions: "example.com/app/store", "store.(*DB).Get"
 	entry, ret       *probe
-	params, results  []wordArg
+	args             atomic.Pointer[argLayout] // replaced whole (a signature came), read by the hook and the drain
 	dropsSaid        int64 // return events dropped that a warning has said (drain's)
 	dropsAt          int64 // rt.Nanotime of that warning (time.Now would link time's zones)
 }
+
+// argLayout is how a run-time function's probes read their arguments: the entry's from
+// a call's words, the return's from a return event's.
+type argLayout struct{ params, results []wordArg }
 
 // wordArg is one argument of a run-time probe, read from the register words of a call
 // (entry) or of a return: its first word's index and how it is shown.
@@ -166,15 +171,16 @@ func (r *registry) runtimeFunc(c fprobe.Candidate) (*runtimeFunc, error) {
 	}
 	module, function := sled.SplitFunc(c.Name)
 	rf := &runtimeFunc{f: f, module: module, function: function}
-	rf.params, rf.results = wordsOf(f)
-	var typed error
+	params, results := wordsOf(f)
+	l := &argLayout{params, results}
 	if sig := r.sigs[c.Name]; sig != nil {
-		if typed = rf.typeFrom(sig); typed != nil {
-			return nil, typed // a signature that is not of this code: refused, not guessed
+		if l, err = typeFrom(f, sig); err != nil {
+			return nil, err // a signature that is not of this code: refused, not guessed
 		}
 	}
-	rf.entry = r.runtimeProbe(rf, "entry", rf.params)
-	rf.ret = r.runtimeProbe(rf, "return", rf.results)
+	rf.args.Store(l)
+	rf.entry = r.runtimeProbe(rf, "entry", l.params)
+	rf.ret = r.runtimeProbe(rf, "return", l.results)
 	if r.runtime == nil {
 		r.runtime = map[string]*runtimeFunc{}
 	}
@@ -300,9 +306,10 @@ func (rf *runtimeFunc) onEntry(_ *fprobe.Func, a fprobe.Args) {
 		return
 	}
 	var v firing
-	v.N = len(rf.params)
-	copy(v.Kinds[:], p.kinds)
-	for i, x := range rf.params {
+	l := rf.args.Load()
+	v.N = len(l.params)
+	for i, x := range l.params {
+		v.Kinds[i] = x.kind
 		setWord(&v.Args, i, x, a.Word(x.word), a.Word(x.word+1), true)
 	}
 	// The function's entry names it: the probe has no site of its own.
@@ -408,10 +415,12 @@ func (rf *runtimeFunc) deliverReturns(buf []fprobe.Return) int {
 				continue
 			}
 			var v firing
-			v.N = 1 + len(rf.results)
-			copy(v.Kinds[:], p.kinds)
+			l := rf.args.Load()
+			v.N = 1 + len(l.results)
+			v.Kinds[0] = bridge.Int
 			v.Slots[0] = uint64(e.Latency)
-			for i, x := range rf.results {
+			for i, x := range l.results {
+				v.Kinds[1+i] = x.kind
 				var w2 uint64
 				if x.word+1 < len(e.Results) {
 					w2 = e.Results[x.word+1]
@@ -518,9 +527,9 @@ func describeRuntime(sp spec.Spec, cands []fprobe.Candidate, sigs map[string]*ct
 		if err == nil {
 			params, results = wordsOf(f)
 			if sig := sigs[c.Name]; sig != nil {
-				typed := &runtimeFunc{f: f}
-				if err = typed.typeFrom(sig); err == nil {
-					params, results = typed.params, typed.results
+				var l *argLayout
+				if l, err = typeFrom(f, sig); err == nil {
+					params, results = l.params, l.results
 				}
 			}
 		}
@@ -585,13 +594,11 @@ func (r *registry) signatures(sigs []ctlproto.FuncSig) {
 		}
 		r.sigs[s.Func] = s
 		if rf := r.runtime[s.Func]; rf != nil && rf.idle() {
-			old := *rf
-			if err := rf.typeFrom(s); err != nil {
-				*rf = old
-				continue
+			if l, err := typeFrom(rf.f, s); err == nil {
+				rf.args.Store(l)
+				rf.entry.setArgs("entry", l.params)
+				rf.ret.setArgs("return", l.results)
 			}
-			rf.entry.setArgs("entry", rf.params)
-			rf.ret.setArgs("return", rf.results)
 		}
 	}
 }
@@ -624,19 +631,19 @@ func (p *probe) setArgs(name string, args []wordArg) {
 	}
 }
 
-// typeFrom gives rf's probes the arguments sig names, after holding sig's spill block
-// against the code's: a signature of another build is refused.
-func (rf *runtimeFunc) typeFrom(sig *ctlproto.FuncSig) error {
+// typeFrom is how f's probes read the arguments sig names, after holding sig's spill
+// block against the code's: a signature of another build is refused.
+func typeFrom(f *fprobe.Func, sig *ctlproto.FuncSig) (*argLayout, error) {
 	spills := make([]arch.Spill, len(sig.Spills))
 	for i, s := range sig.Spills {
 		spills[i] = arch.Spill{Reg: s.Reg, Size: s.Size, Off: s.Off}
 	}
-	if err := rf.f.CheckLayout(spills); err != nil && !errors.Is(err, fprobe.ErrNoSpills) {
-		return err
+	if err := f.CheckLayout(spills); err != nil && !errors.Is(err, fprobe.ErrNoSpills) {
+		return nil, err
 	}
 	var params, results []wordArg
 	for _, v := range sig.Params {
-		if a, ok := rf.paramArg(v); ok && len(params) < MaxArgs {
+		if a, ok := paramArg(f, v); ok && len(params) < MaxArgs {
 			params = append(params, a)
 		}
 	}
@@ -645,24 +652,23 @@ func (rf *runtimeFunc) typeFrom(sig *ctlproto.FuncSig) error {
 			results = append(results, a)
 		}
 	}
-	rf.params, rf.results = params, results
-	return nil
+	return &argLayout{params, results}, nil
 }
 
 // paramArg is how an entry probe carries parameter v: from the register words the
 // code spills (a parameter the function never uses is not spilled: it is left out).
-func (rf *runtimeFunc) paramArg(v ctlproto.SigValue) (wordArg, bool) {
+func paramArg(f *fprobe.Func, v ctlproto.SigValue) (wordArg, bool) {
 	if len(v.Words) == 0 {
 		return wordArg{}, false // on the stack, or of no size
 	}
 	idx := make([]int, len(v.Words))
 	for i, w := range v.Words {
-		if idx[i] = rf.f.WordOf(w.Float, w.Reg); idx[i] < 0 {
+		if idx[i] = f.WordOf(w.Float, w.Reg); idx[i] < 0 {
 			return wordArg{}, false
 		}
 	}
 	a, ok := valueArg(v, idx)
-	if ok && a.str && !rf.f.LivePointer(a.word) {
+	if ok && a.str && !f.LivePointer(a.word) {
 		// Its bytes are not kept alive by the call (the function does not use the
 		// string): its length only.
 		a = wordArg{name: "len(" + v.Name + ")", typ: "int", word: idx[1], kind: bridge.Int, size: 8}
