@@ -39,8 +39,8 @@ type runtimeFunc struct {
 	module, function string // as sites name functions: "example.com/app/store", "store.(*DB).Get"
 	entry, ret       *probe
 	args             atomic.Pointer[argLayout] // replaced whole (a signature came), read by the hook and the drain
-	dropsSaid        int64 // return events dropped that a warning has said (drain's)
-	dropsAt          int64 // rt.Nanotime of that warning (time.Now would link time's zones)
+	dropsSaid        int64                     // return events dropped that a warning has said (drain's)
+	dropsAt          int64                     // rt.Nanotime of that warning (time.Now would link time's zones)
 }
 
 // argLayout is how a run-time function's probes read their arguments: the entry's from
