@@ -27,6 +27,9 @@ func main() {
 	}
 	sites := 0
 	for _, pi := range infos {
+		if pi.Kind == "runtime" {
+			continue // what rules did not instrument
+		}
 		for _, s := range pi.Sites {
 			sites++
 			if s.State != sdt.SealedOff {

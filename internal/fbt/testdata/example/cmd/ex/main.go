@@ -83,6 +83,9 @@ func hooks() {
 	sites, branch := 0, 0
 	fns := map[string]bool{}
 	for _, pi := range infos {
+		if pi.Kind == "runtime" {
+			continue // the functions rules did not instrument, which run-time probes could take
+		}
 		fns[pi.Function] = true
 		for _, s := range pi.Sites {
 			sites++

@@ -60,6 +60,9 @@ func main() {
 	get("/off")
 	infos, _ := sdt.List(spec)
 	for _, pi := range infos {
+		if pi.Kind == "runtime" {
+			continue // what rules did not instrument
+		}
 		for _, s := range pi.Sites {
 			fmt.Println(pi, s.State, s.Hits > 0)
 		}
