@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
@@ -31,8 +32,8 @@ func checkRuntimeCost(cl *client, specText string, many bool) error {
 		return nil // the request itself will say what is wrong
 	}
 	names, points := runtimeFuncs(r.Probes)
-	cl.sigs = append(cl.sigs, readSigs(cl.pid, names)...)
 	if len(names) <= manyFuncs || many {
+		cl.addSigs(readSigs(cl.pid, names))
 		return nil
 	}
 	return fail(exitUsage, "pid %d: %q places run-time probes on %d functions (%d points of their code, written in one stop-the-world of the process; every call of them then pays for its probe): pass --many to go on, or name fewer (sdtctl list -p %d %q shows them)",
@@ -71,7 +72,7 @@ func nameRuntimeArgs(cl *client, ps []ctlproto.Probe) bool {
 	if len(names) == 0 || len(names) > ctlproto.MaxSigs {
 		return false // a list of every function stays words: reading thousands would cost more than the list
 	}
-	cl.sigs = readSigs(cl.pid, names)
+	cl.addSigs(readSigs(cl.pid, names))
 	return len(cl.sigs) > 0
 }
 
@@ -124,4 +125,17 @@ func sigValues(vs []funcsig.Value) []ctlproto.SigValue {
 		out = append(out, sv)
 	}
 	return out
+}
+
+// addSigs adds sigs to what cl's requests carry, each function once and no more than a
+// request takes (the process reads the others' arguments as words).
+func (cl *client) addSigs(sigs []ctlproto.FuncSig) {
+	for _, s := range sigs {
+		if len(cl.sigs) == ctlproto.MaxSigs {
+			return
+		}
+		if !slices.ContainsFunc(cl.sigs, func(x ctlproto.FuncSig) bool { return x.Func == s.Func }) {
+			cl.sigs = append(cl.sigs, s)
+		}
+	}
 }
