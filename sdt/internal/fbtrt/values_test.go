@@ -3,6 +3,7 @@ package fbtrt_test
 import (
 	"context"
 	"errors"
+	"sort"
 	"testing"
 	"time"
 
@@ -59,25 +60,30 @@ func TestFBTValues(t *testing.T) {
 	for _, e := range errs {
 		lookup(context.Background(), e)
 	}
-	var got []string
+	var all []control.Event
 	evs := make([]control.Event, 16)
-	for deadline := time.Now().Add(10 * time.Second); len(got) < 2*len(errs) && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); len(all) < 2*len(errs) && time.Now().Before(deadline); {
 		n, err := tr.Read(evs, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, ev := range evs[:n] {
-			if len(ev.Args) == 3 {
-				// panicking is a bool, as its type says, in every fire: a trace
-				// takes a probe's kinds from its first fire when its types do not
-				// all tell them (the error), and a consumer prints what it took.
-				if p, ok := ev.Args[1].Value.(bool); !ok || p {
-					t.Errorf("return's panicking is %T %v, want bool false", ev.Args[1].Value, ev.Args[1].Value)
-				}
+		all = append(all, evs[:n]...)
+	}
+	// Records of different Ps may arrive in any order (the goroutine may move between
+	// the calls): in the order they fired.
+	sort.SliceStable(all, func(i, j int) bool { return all[i].Time.Before(all[j].Time) })
+	var got []string
+	for _, ev := range all {
+		if len(ev.Args) == 3 {
+			// panicking is a bool, as its type says, in every fire: a trace
+			// takes a probe's kinds from its first fire when its types do not
+			// all tell them (the error), and a consumer prints what it took.
+			if p, ok := ev.Args[1].Value.(bool); !ok || p {
+				t.Errorf("return's panicking is %T %v, want bool false", ev.Args[1].Value, ev.Args[1].Value)
 			}
-			a := ev.Args[len(ev.Args)-1]
-			got = append(got, a.Value.(string))
 		}
+		a := ev.Args[len(ev.Args)-1]
+		got = append(got, a.Value.(string))
 	}
 	want := []string{"context.Context", "<nil>", "context.Context", "no such key", "context.Context", "*fbtrt_test.typedNil"}
 	if len(got) != len(want) {
