@@ -72,14 +72,6 @@ func isRuntimeSpec(sp spec.Spec) bool {
 	return strings.Trim(sp.Module, "*") != "" || (strings.Contains(fn, ".") && !strings.HasPrefix(fn, "(") && !strings.HasPrefix(fn, "*("))
 }
 
-// fullName is the runtime's name of the function sites name module and function.
-func fullName(module, function string) string {
-	if i := strings.LastIndexByte(module, '/'); i >= 0 {
-		return module[:i+1] + function
-	}
-	return function
-}
-
 // runtimeCandidates is the functions of the text that sp names, but for those rules
 // instrumented (their fbt probes are the build's) and gosdt's traced copies.
 // Call with r.mu held, after resolve.
@@ -87,7 +79,7 @@ func (r *registry) runtimeCandidates(sp spec.Spec) ([]fprobe.Candidate, error) {
 	built := map[string]bool{}
 	for _, p := range r.probes {
 		if p.fn != nil {
-			built[fullName(p.fn.module, p.fn.function)] = true
+			built[sled.JoinFunc(p.fn.module, p.fn.function)] = true
 		}
 	}
 	return fprobe.Find(func(name string) bool {
@@ -560,10 +552,10 @@ func describeRuntime(sp spec.Spec, cands []fprobe.Candidate, sigs map[string]*ct
 // its own: a run-time probe cannot see it, a rules-built one can. nil when sp names no
 // such function (or not one function).
 func inlinedOnly(sp spec.Spec, text string) error {
-	if isGlob(sp.Module) || isGlob(sp.Function) || sp.Module == "" || !strings.Contains(sp.Function, ".") {
+	if !isLiteral(sp.Module) || !isLiteral(sp.Function) || !strings.Contains(sp.Function, ".") {
 		return nil
 	}
-	into := fprobe.InlinedInto(fullName(sp.Module, sp.Function))
+	into := fprobe.InlinedInto(sled.JoinFunc(sp.Module, sp.Function))
 	if len(into) == 0 {
 		return nil
 	}
@@ -573,10 +565,8 @@ func inlinedOnly(sp spec.Spec, text string) error {
 		into = into[:5]
 	}
 	return fmt.Errorf("%q: %w: %s was inlined into every caller (%s%s) and has no code of its own to probe at run time; a build with rules (sdtctl toolexec -rules) gives it fbt probes that see its inlined calls",
-		text, ErrNoMatch, fullName(sp.Module, sp.Function), strings.Join(into, ", "), more)
+		text, ErrNoMatch, sled.JoinFunc(sp.Module, sp.Function), strings.Join(into, ", "), more)
 }
-
-func isGlob(field string) bool { return strings.ContainsAny(field, `*?[\`) }
 
 // signatures keeps what sdtctl read of functions' signatures for their run-time probes
 // (ctlproto.FuncSig): the probes made from then on carry named, typed arguments, and

@@ -42,6 +42,15 @@ func SplitFunc(sym string) (module, fn string) {
 	return sym[:slash+1+dot], sym[slash+1:]
 }
 
+// JoinFunc is the inverse of SplitFunc: the runtime's name of the function sites name
+// module and fn ("example.com/app/store", "store.(*DB).Get").
+func JoinFunc(module, fn string) string {
+	if i := strings.LastIndexByte(cut(module), '/'); i >= 0 {
+		return module[:i+1] + fn
+	}
+	return fn
+}
+
 // cut returns sym up to its first '[' so that slashes in type arguments do not count.
 func cut(sym string) string {
 	if i := strings.IndexByte(sym, '['); i >= 0 {

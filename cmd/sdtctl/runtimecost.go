@@ -7,6 +7,7 @@ import (
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/internal/funcsig"
+	"github.com/gosdt/gosdt/sled"
 )
 
 // manyFuncs is how many functions a spec may place run-time probes on before sdtctl
@@ -55,7 +56,7 @@ func runtimeFuncs(ps []ctlproto.Probe) (names []string, points int) {
 			parts := strings.SplitN(p.Name, ":", 4)
 			if len(parts) == 4 && !seen[parts[1]+":"+parts[2]] {
 				seen[parts[1]+":"+parts[2]] = true
-				names = append(names, fullName(parts[1], parts[2]))
+				names = append(names, sled.JoinFunc(parts[1], parts[2]))
 			}
 			if s.State == "unpatched" {
 				points++
@@ -74,14 +75,6 @@ func nameRuntimeArgs(cl *client, ps []ctlproto.Probe) bool {
 	}
 	cl.addSigs(readSigs(cl.pid, names))
 	return len(cl.sigs) > 0
-}
-
-// fullName is the runtime's name of a function probes name by module and function.
-func fullName(module, function string) string {
-	if i := strings.LastIndexByte(module, '/'); i >= 0 {
-		return module[:i+1] + function
-	}
-	return function
 }
 
 // readSigs reads the signatures of the functions names from pid's executable's DWARF;
