@@ -14,7 +14,7 @@ import (
 // the closure context (nil when not live), returned so that it too is adjusted. g is
 // the running goroutine's descriptor.
 func entryHandler(c *config, argp unsafe.Pointer, ctxt unsafe.Pointer, g uintptr) unsafe.Pointer {
-	f := c.fn
+	f := c.function()
 	if atomic.LoadUintptr(&guardMargin) == 0 {
 		noteGuard(g)
 	}
@@ -100,6 +100,15 @@ func noteGuard(g uintptr) {
 //
 //go:nosplit
 func stackHi(g uintptr) uintptr { return *(*uintptr)(rawptr.At(g + unsafe.Sizeof(uintptr(0)))) }
+
+// function is the function c is a site of. c was written before the text that
+// calls the stub with it was patched in; the race detector sees no edge from that
+// write to this read (the patch, not a Go synchronisation, publishes c) and would
+// report every first call after a Func is made. norace for this one read: what
+// the hook then reads is published by f.onEntry, an atomic the detector does see.
+//
+//go:norace
+func (c *config) function() *Func { return c.fn }
 
 // retHandler is called by the return stub once the function's frame is gone; regs
 // holds the result registers. It has no safe point, nor does anything it calls (all
