@@ -280,6 +280,9 @@ func runtimeChanges(wides []*probe, on bool) (to, back []fprobe.Change) {
 
 func (rf *runtimeFunc) change(entry, ret bool) fprobe.Change {
 	c := fprobe.Change{Func: rf.f, Return: ret}
+	if ret {
+		c.Drain = rf.drainNow
+	}
 	if entry {
 		c.Entry = rf.onEntry
 	}
@@ -366,7 +369,8 @@ func (r *registry) drain() {
 		r.mu.Unlock()
 		n, busiest := 0, 0
 		for _, rf := range fs {
-			m := rf.deliverReturns(buf)
+			m := rf.deliverReturns(buf, math.MaxInt)
+			rf.sayDrops()
 			n, busiest = n+m, max(busiest, m)
 		}
 		if !anyOn && n == 0 {
@@ -393,8 +397,17 @@ func (r *registry) drain() {
 	}
 }
 
-// deliverReturns moves rf's return events to the consumers and returns how many.
-func (rf *runtimeFunc) deliverReturns(buf []fprobe.Return) int {
+// drainNow delivers rf's waiting return events on the calling goroutine: a call
+// that found them half a ring deep (fprobe.Change.Drain), which would otherwise wait
+// for drain, a goroutine the machine may not be running.
+func (rf *runtimeFunc) drainNow() {
+	var buf [64]fprobe.Return
+	rf.deliverReturns(buf[:], fprobe.RingSize)
+}
+
+// deliverReturns moves rf's return events to the consumers, until none waits or
+// after at least most, and returns how many.
+func (rf *runtimeFunc) deliverReturns(buf []fprobe.Return, most int) int {
 	total := 0
 	p := rf.ret
 	for {
@@ -422,14 +435,13 @@ func (rf *runtimeFunc) deliverReturns(buf []fprobe.Return) int {
 			c.emitAt(rt.ProcPin(), nil, rf.f.Entry, bridge.NoStack, &v)
 			rt.ProcUnpin()
 		}
-		if n < len(buf) {
-			rf.sayDrops()
+		if n < len(buf) || total >= most {
 			return total
 		}
 	}
 }
 
-// sayDrops warns, at most once a second, of return events the function's ring had no
+// sayDrops warns (drain's goroutine only), at most once a second, of return events the function's ring had no
 // room for (List counts them too): the drain fell behind its calls.
 func (rf *runtimeFunc) sayDrops() {
 	d := rf.f.Stats().Dropped
@@ -459,8 +471,17 @@ func (rf *runtimeFunc) points(p *probe, refused error) []SiteInfo {
 	for i := range pts {
 		pts[i].HeldBy = holderNames(holdKey{p: p})
 	}
-	if d := rf.f.Stats().Dropped; p == rf.ret && d > 0 && len(pts) > 0 {
-		pts[0].Reason = fmt.Sprintf("%d return events dropped: the ring was full before they were delivered", d)
+	if st := rf.f.Stats(); p == rf.ret && len(pts) > 0 {
+		var why []string
+		if st.Dropped > 0 {
+			why = append(why, fmt.Sprintf("%d return events dropped: the ring was full before they were delivered", st.Dropped))
+		}
+		if st.Waited > 0 {
+			why = append(why, fmt.Sprintf("%d calls waited at their entry for return events to be delivered", st.Waited))
+		}
+		if len(why) > 0 {
+			pts[0].Reason = strings.Join(why, "; ")
+		}
 	}
 	return pts
 }

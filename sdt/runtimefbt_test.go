@@ -255,3 +255,61 @@ func decimal(i int64) string {
 	}
 	return string(b[n:])
 }
+
+// Bursts of calls far faster than return events are delivered, from several
+// goroutines at once: every call's entry and return reach the aggregation (a call
+// waits at its entry while its function's ring is half full), none is dropped.
+func TestRuntimeReturnBurstExact(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
+	}
+	const spec = "fbt:strconv:FormatInt:"
+	calls := 20000
+	if testing.Short() {
+		calls = 5000
+	}
+	for _, procs := range []int{1, 2, 8} {
+		t.Run(fmt.Sprint("GOMAXPROCS=", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			agg, err := control.OpenAggregation(spec, control.AggOptions{By: "probe"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer agg.Close()
+			const goroutines = 4
+			done := make(chan bool)
+			for g := range goroutines {
+				go func() {
+					ok := true
+					for i := range calls {
+						v := int64(g*calls + i)
+						ok = ok && formatInt(v, 10) == decimal(v)
+					}
+					done <- ok
+				}()
+			}
+			for range goroutines {
+				if !<-done {
+					t.Error("FormatInt returned a wrong value while probed")
+				}
+			}
+			want := int64(goroutines * calls)
+			counts := map[string]int64{}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				counts = map[string]int64{}
+				for _, r := range agg.Snapshot().Rows {
+					counts[r.Key[strings.LastIndexByte(r.Key, ':')+1:]] += r.Count
+				}
+				if counts["return"] >= want || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if counts["entry"] != want || counts["return"] != want {
+				ps, _ := sdt.List(spec + "return")
+				t.Fatalf("%d calls: %d entry and %d return events folded, want %d each; %+v", want, counts["entry"], counts["return"], want, ps[0].Sites)
+			}
+		})
+	}
+}

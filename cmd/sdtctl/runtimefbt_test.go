@@ -165,7 +165,7 @@ func TestRuntimeProbeExactCounts(t *testing.T) {
 			tr := runCmd(cmdTrace, "-p", strconv.Itoa(a.pid), storeSpec+":", "--json")
 			waitHeld(t, a.pid, storeSpec+"MayPanic:", 1, 0)
 			waitHeld(t, a.pid, storeSpec+"Get:", 1, 0)
-			const n = 300
+			const n = 3000 // more than a return ring holds: calls wait for room rather than drop
 			a.do(t, fmt.Sprint("calls ", n))
 			time.Sleep(50 * time.Millisecond) // return events wait in their rings up to a millisecond
 			if err := tr.end(t, time.Minute); err != nil {

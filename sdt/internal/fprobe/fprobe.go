@@ -53,10 +53,11 @@ type Func struct {
 	patched        bool // the entry's call is written
 	retPatched     bool
 
-	onEntry atomic.Pointer[EntryHook]
-	wantRet uint64 // 1: return events wanted (atomic.go)
-	ring    *ring  // allocated when its returns are first switched on, never freed
-	stats   counters
+	onEntry   atomic.Pointer[EntryHook]
+	onCrowded atomic.Pointer[func()] // Change.Drain
+	wantRet   uint64                 // 1: return events wanted (atomic.go)
+	ring      *ring                  // allocated when its returns are first switched on, never freed
+	stats     counters
 }
 
 // EntryHook is called at each entry of a function whose entry probe is on, on the
@@ -122,14 +123,15 @@ type Stats struct {
 	NoEntry int64 // returns whose entry time was not known: no latency
 	Dropped int64 // return events the ring had no room for (counted in Returns)
 	Nested  int64 // entry events not delivered: their goroutine was running a hook already
+	Waited  int64 // calls that waited at their entry for the return ring to be read
 }
 
-type counters struct{ entries, returns, noEntry, dropped, nested uint64 }
+type counters struct{ entries, returns, noEntry, dropped, nested, waited uint64 }
 
 // Stats returns the function's counts since Lookup.
 func (f *Func) Stats() Stats {
 	c := &f.stats
-	return Stats{int64(load64(&c.entries)), int64(load64(&c.returns)), int64(load64(&c.noEntry)), int64(load64(&c.dropped)), int64(load64(&c.nested))}
+	return Stats{int64(load64(&c.entries)), int64(load64(&c.returns)), int64(load64(&c.noEntry)), int64(load64(&c.dropped)), int64(load64(&c.nested)), int64(load64(&c.waited))}
 }
 
 func b2u(b bool) uint64 {
@@ -497,6 +499,10 @@ type Change struct {
 	Func   *Func
 	Entry  EntryHook // the entry probe's hook; nil: off
 	Return bool      // the return probes
+	// Drain, with Return: reads the function's return events (ReadReturns) and
+	// delivers them. A call that finds them waiting in numbers runs it before it
+	// goes on, on its own goroutine; nil: such a call waits for their reader.
+	Drain func()
 }
 
 // Set gives every function of cs its state, all or nothing: one rewrite of the text
@@ -567,6 +573,10 @@ func Set(cs []Change) error {
 			c.Func.onEntry.Store(&h)
 		}
 		if c.Return {
+			if c.Drain != nil {
+				d := c.Drain
+				c.Func.onCrowded.Store(&d)
+			}
 			store64(&c.Func.wantRet, 1)
 		}
 	}
@@ -602,6 +612,9 @@ func Set(cs []Change) error {
 		f.entryOn, f.retOn = c.Entry != nil, c.Return
 		if c.Entry == nil {
 			f.onEntry.Store(nil)
+		}
+		if !c.Return {
+			f.onCrowded.Store(nil)
 		}
 		store64(&f.wantRet, b2u(c.Return))
 	}

@@ -1,7 +1,10 @@
 package fprobe
 
 import (
+	"runtime"
+	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/gosdt/gosdt/internal/rawptr"
@@ -19,6 +22,10 @@ func entryHandler(c *config, argp unsafe.Pointer, ctxt unsafe.Pointer, g uintptr
 		noteGuard(g)
 	}
 	if load64(&f.wantRet) != 0 {
+		if r := f.crowded(); r != nil {
+			// Before its entry time is taken: the wait is not the call's latency.
+			r.waitForRoom(f, g)
+		}
 		// The depth from the stack's top is what a moved stack keeps.
 		depth := stackHi(g) - uintptr(argp)
 		enter(g, depth, c, rt.Nanotime())
@@ -238,16 +245,24 @@ const RingSize = ringSize
 type ring struct {
 	head uint64 // next to write
 	tail uint64 // next to read; only Read writes it
-	seq  [ringSize]uint64
-	ev   [ringSize]Return
+	// tail+1 when a call stopped waiting for the reader (waitForRoom), 0 before
+	stuck   uint64
+	reading sync.Mutex // ReadReturns's
+	seq     [ringSize]uint64
+	ev      [ringSize]Return
 }
 
 //go:nosplit
 //go:norace
 func (r *ring) put(lat int64, res *[returnRegs]uint64) bool {
 	for {
+		// tail first, as waiting
+		t := load64(&r.tail)
 		h := load64(&r.head)
-		if h-load64(&r.tail) >= ringSize {
+		if h-t >= ringSize {
+			if load64(&r.tail) != t {
+				continue // the reader made room while we looked
+			}
 			return false
 		}
 		if cas64(&r.head, h, h+1) {
@@ -259,17 +274,98 @@ func (r *ring) put(lat int64, res *[returnRegs]uint64) bool {
 	}
 }
 
-// ReadReturns moves the return events written so far into buf and returns how many;
-// one goroutine at a time.
+// waiting is how many events r holds (or are being written). The tail first: a head
+// loaded before it may be older than the tail, and the difference would wrap.
+//
+//go:nosplit
+//go:norace
+func (r *ring) waiting() uint64 {
+	t := load64(&r.tail)
+	return load64(&r.head) - t
+}
+
+// crowded is f's return ring when it is half full, else nil. norace: the ring was
+// set before wantRet, whose atomics (atomic_race_*.s) the race detector does not see.
+//
+//go:norace
+func (f *Func) crowded() *ring {
+	r := f.ring
+	if r == nil {
+		return nil
+	}
+	if r.waiting() < ringSize/2 || load64(&r.stuck) == load64(&r.tail)+1 {
+		return nil // room, or a reader that has not moved since a call gave up on it
+	}
+	return r
+}
+
+// A call that finds its function's return ring half full makes room before it goes
+// on: it reads the ring itself, through the function's Drain (Change), or else waits
+// for the reader while the reader makes progress. A burst of calls faster than their
+// returns are read is slowed to the pace of reading rather than losing events. A
+// reader that is stuck costs a call at most maxStall, once: until the reader moves
+// again, calls do not wait (crowded). No call waits more than maxWait in all;
+// beyond that an event is dropped, and counted.
+const (
+	maxWait  = 100 * time.Millisecond
+	maxStall = 50 * time.Millisecond
+)
+
+// waitForRoom makes room in r, f's return ring, down to a quarter, before this call
+// of f goes on. An entry handler may yield: it is ordinary Go code on the calling
+// goroutine g, whose arguments the function's stack map describes (entryHandler).
+//
+//go:norace
+func (r *ring) waitForRoom(f *Func, g uintptr) {
+	add64(&f.stats.waited, 1)
+	start := rt.Nanotime()
+	moved, last := start, load64(&r.tail)
+	for r.waiting() >= ringSize/4 {
+		if !helpDrain(f, g) {
+			runtime.Gosched()
+		}
+		now := rt.Nanotime()
+		if t := load64(&r.tail); t != last {
+			moved, last = now, t
+		}
+		if now-moved > int64(maxStall) {
+			store64(&r.stuck, last+1)
+			return
+		}
+		if now-start > int64(maxWait) {
+			return
+		}
+	}
+}
+
+// helpDrain runs f's Drain on goroutine g; false when f has none or g is running a
+// hook already (a Drain whose consumers call a probed function: it would recurse).
+func helpDrain(f *Func, g uintptr) bool {
+	d := f.onCrowded.Load()
+	if d == nil {
+		return false
+	}
+	i, ok := claimHook(g)
+	if !ok {
+		return false
+	}
+	defer atomic.StoreUint64(&inHook[i], 0)
+	(*d)()
+	return true
+}
+
+// ReadReturns moves the return events written so far into buf and returns how many.
+// Readers take turns: the function's Drain, run by a call (waitForRoom), and the
+// goroutine that reads every function's ring.
 //
 //go:norace
 func (f *Func) ReadReturns(buf []Return) int {
-	mu.Lock()
-	r := f.ring
-	mu.Unlock()
+	r := f.ring // set once (Set), before any call could write to it
 	if r == nil {
 		return 0
 	}
+	r.reading.Lock()
+	defer r.reading.Unlock()
 	n := 0
 	for n < len(buf) {
 		t := load64(&r.tail)
