@@ -169,7 +169,10 @@ func torture(t *testing.T, protocol patch.Protocol, procs, toggles int, budget t
 		} else {
 			stable.Store(-epoch)
 		}
-		dwell(stats)
+		// Now and then, in both states, a longer dwell: so that some calls are
+		// judged even where the workers wait long for a P (-race on a loaded
+		// machine, with the rendezvous's toggles) and the short dwell sees none.
+		dwell(stats, epoch%16 < 2)
 		if epoch%64 == 0 {
 			select {
 			case failed = <-errs:
@@ -241,16 +244,21 @@ func staleUnderEmulation(w int, st *workerStats, epoch int64) int64 {
 	return 0
 }
 
-// dwell lets the workers make a few calls inside the settled state, briefly: long
-// enough that every state is judged, short enough that switches stay frequent.
-func dwell(stats []workerStats) {
+// dwell lets the workers make a few calls inside the settled state, briefly (up to
+// 200 us, or 20 ms when long): long enough that every state is judged, short enough
+// that switches stay frequent.
+func dwell(stats []workerStats, long bool) {
 	sum := func() (n int64) {
 		for i := range stats {
 			n += stats[i].calls.Load()
 		}
 		return n
 	}
-	start, deadline := sum(), time.Now().Add(200*time.Microsecond)
+	wait := 200 * time.Microsecond
+	if long {
+		wait = 20 * time.Millisecond
+	}
+	start, deadline := sum(), time.Now().Add(wait)
 	for sum() < start+2*int64(len(stats)) && time.Now().Before(deadline) {
 		if runtime.GOMAXPROCS(0) == 1 {
 			runtime.Gosched()
