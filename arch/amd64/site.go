@@ -166,8 +166,10 @@ func matchSite(m arch.Memory, w *arch.Walked, addr uint64) (arch.Site, error) {
 		if s.OnZero {
 			s.Branch = "JE"
 		}
-		if s.Taken > s.Addr && s.Taken < s.Next() {
-			return arch.Site{}, shapeErr(s.Addr, "JE/JNE targets %#x inside the site", s.Taken)
+		if s.Taken >= s.Addr && s.Taken <= s.Next() {
+			// At the site's end, the branch goes where it falls through: no fire block
+			// between, nothing a sled could switch.
+			return arch.Site{}, shapeErr(s.Addr, "JE/JNE targets %#x, inside the site or at its end", s.Taken)
 		}
 		return s, nil
 	}

@@ -170,8 +170,11 @@ func TestMatchSite(t *testing.T) {
 			a.jmp8("pad").label("site").cmpb(flagAddr).label("pad").nop(3).je8("skip").label("skip").ret()
 		}, 0, 0, "inside the site"},
 		{"branch to site start is fine", func(a *asm) {
-			a.jmp8("site").label("site").cmpb(flagAddr).je8("skip").label("skip").ret()
+			a.jmp8("site").label("site").cmpb(flagAddr).je8("skip").nop(1).label("skip").ret()
 		}, x86asm.JE, 9, ""},
+		{"branch to its own end", func(a *asm) {
+			a.label("site").cmpb(flagAddr).je8("skip").label("skip").nop(1).ret()
+		}, 0, 0, "at its end"},
 		{"ends after CMPB", func(a *asm) { a.label("site").cmpb(flagAddr) }, 0, 0, "ends after"},
 		{"prefixed JE", func(a *asm) { a.label("site").cmpb(flagAddr).raw(0x3E).je8("skip").label("skip").ret() }, 0, 0, "prefixed"},
 	}

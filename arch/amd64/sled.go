@@ -127,6 +127,11 @@ func canonical(s arch.Site) (arch.Sled, error) {
 	if s.Len < minSiteLen {
 		return arch.Sled{}, shapeErr(s.Addr, "site is %d bytes, shorter than %d", s.Len, minSiteLen)
 	}
+	if s.Taken >= s.Addr && s.Taken <= s.Addr+uint64(s.Len) {
+		// To the site's end both forms would go the same way: a probe that could
+		// never be switched. matchSite refuses these; so does the sled.
+		return arch.Sled{}, shapeErr(s.Addr, "the branch targets %#x, inside the site or at its end", s.Taken)
+	}
 	var jumping, other []byte
 	sl := arch.Sled{Toggle: 1, Target: s.Taken}
 	rel8 := fitsRel8(s.Addr, s.Taken)

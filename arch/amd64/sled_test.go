@@ -284,10 +284,9 @@ func FuzzCanonical(f *testing.F) {
 			op = x86asm.JNE
 		}
 		taken := addr + 2 + uint64(rel)
-		if taken > addr && taken < addr+uint64(n) {
-			return // a branch into the site itself is refused by matchSite
-		}
-		checkCanonical(t, addr, op, int(n), taken, fitsRel32(addr, taken))
+		// A branch into the site or to its end has no two ways to switch: refused.
+		inside := taken >= addr && taken <= addr+uint64(n)
+		checkCanonical(t, addr, op, int(n), taken, !inside && fitsRel32(addr, taken))
 	})
 }
 

@@ -178,8 +178,10 @@ func match(_ arch.Memory, w *arch.Walked, s arch.Site) error {
 		}
 		lo = t + 1
 	}
-	if s.Taken > load && s.Taken <= s.Addr {
-		return shapeErr(s.Addr, "the branch targets %#x inside the site", s.Taken)
+	if s.Taken > load && s.Taken <= s.Addr+instLen {
+		// The next instruction is where the branch falls through: both ways lead to
+		// the same place, nothing a sled could switch.
+		return shapeErr(s.Addr, "the branch targets %#x, inside the site or the next instruction", s.Taken)
 	}
 	return nil
 }

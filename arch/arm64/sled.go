@@ -98,6 +98,10 @@ func canonicalIn(s arch.Site) (arch.Sled, *sledMem, error) {
 	if s.Check.Len > 12 {
 		return arch.Sled{}, nil, shapeErr(s.Check.Addr, "flag load of %d bytes, more than 12", s.Check.Len)
 	}
+	if s.Taken == s.Addr || s.Taken == s.Addr+instLen {
+		// A branch to itself, or to where it falls through: no two ways to switch.
+		return arch.Sled{}, nil, shapeErr(s.Addr, "the branch targets %#x: itself or the next instruction", s.Taken)
+	}
 	w, err := bWord(s.Addr, s.Taken)
 	if err != nil {
 		return arch.Sled{}, nil, err

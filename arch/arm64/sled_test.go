@@ -109,6 +109,12 @@ func TestCanonical(t *testing.T) {
 	if _, err := canonical(arch.Site{Addr: 0x2000, Len: 4, Branch: "B", Taken: 0x2004}); err == nil {
 		t.Error("canonical accepted a B site")
 	}
+	// A branch to itself or to the next instruction: both forms would go the same way.
+	for _, taken := range []uint64{0x2000, 0x2004} {
+		if sl, err := canonical(arch.Site{Addr: 0x2000, Len: 4, Branch: "CBNZ", Taken: taken}); err == nil {
+			t.Errorf("canonical of a CBNZ to %#x = %+v, want an error", taken, sl)
+		}
+	}
 }
 
 // The raw field decoders agree with arm64asm on real words (from go1.26 output).

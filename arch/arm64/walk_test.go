@@ -141,8 +141,8 @@ func matchDecoded(insts []inst, s arch.Site, targets map[uint64]bool) error {
 			return shapeErr(s.Addr, "a branch targets %#x between the flag load and the site", in.PC)
 		}
 	}
-	if s.Taken > s.Check.Addr && s.Taken <= s.Addr {
-		return shapeErr(s.Addr, "the branch targets %#x inside the site", s.Taken)
+	if s.Taken > s.Check.Addr && s.Taken <= s.Addr+instLen {
+		return shapeErr(s.Addr, "the branch targets %#x, inside the site or the next instruction", s.Taken)
 	}
 	return nil
 }
