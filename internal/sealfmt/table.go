@@ -222,7 +222,7 @@ func DecodeTable(b []byte) (*SiteTable, error) {
 		if d.err != nil {
 			break
 		}
-		if err := checkSite(s, kind); err != nil {
+		if err := checkSite(s, kind, cause); err != nil {
 			return nil, fmt.Errorf("site table: site %#x: %w", s.Addr, err)
 		}
 		t.Sites = append(t.Sites, s)
@@ -244,12 +244,14 @@ func DecodeTable(b []byte) (*SiteTable, error) {
 }
 
 // checkSite rejects a decoded site whose forms could not have come from discovery.
-func checkSite(s Site, kind uint32) error {
+// kind and cause are the words as read: a value beyond a uint8 is not one Encode
+// writes.
+func checkSite(s Site, kind, cause uint32) error {
 	switch {
 	case kind >= Kinds:
 		return fmt.Errorf("kind %d", kind)
-	case s.Cause >= Causes:
-		return fmt.Errorf("refusal cause %d", s.Cause)
+	case cause >= Causes || s.Cause >= Causes:
+		return fmt.Errorf("refusal cause %d", cause)
 	case s.Cause != 0 && s.Detail == "":
 		return errors.New("a refusal without its reason")
 	case len(s.Orig) != s.Len || s.Len == 0 || s.Len > 64:
