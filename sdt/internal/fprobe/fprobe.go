@@ -573,6 +573,7 @@ func Set(cs []Change) error {
 			c.Func.onEntry.Store(&h)
 		}
 		if c.Return {
+			c.Func.onCrowded.Store(nil)
 			if c.Drain != nil {
 				d := c.Drain
 				c.Func.onCrowded.Store(&d)

@@ -3,6 +3,7 @@ package fprobe
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gosdt/gosdt/sdt/internal/fprobe/internal/target"
 )
@@ -109,4 +110,82 @@ func call(t *testing.T, name string, i int, panics *int) (calls int) {
 		}
 	}
 	return calls
+}
+
+// TestReturnRingNoReader: with nobody reading a function's return events, one call
+// waits (at most maxStall) for a reader; the others go on at once and their events are
+// dropped, and counted.
+func TestReturnRingNoReader(t *testing.T) {
+	f := lookup(t, "Small")
+	drainAll(f)
+	before := f.Stats()
+	if err := f.SetReturn(true); err != nil {
+		t.Fatal(err)
+	}
+	const N = 3 * ringSize
+	start := time.Now()
+	for i := range N {
+		call(t, "Small", i, new(int))
+	}
+	took := time.Since(start)
+	if err := f.SetReturn(false); err != nil {
+		t.Fatal(err)
+	}
+	st := f.Stats()
+	waited, dropped := st.Waited-before.Waited, st.Dropped-before.Dropped
+	read := drainAll(f)
+	if waited != 1 || dropped != N-int64(read) || read > ringSize || took < maxStall {
+		t.Errorf("%d calls with no reader: %d waited, %d dropped, %d read, in %v", N, waited, dropped, read, took)
+	}
+}
+
+// TestReturnRingDrain: a function's Drain, run by the calls that find its ring half
+// full, keeps every return event of a burst from many goroutines.
+func TestReturnRingDrain(t *testing.T) {
+	f := lookup(t, "Small")
+	drainAll(f)
+	before := f.Stats()
+	var mu sync.Mutex
+	read := 0
+	drain := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		read += drainAll(f)
+	}
+	if err := Set([]Change{{Func: f, Return: true, Drain: drain}}); err != nil {
+		t.Fatal(err)
+	}
+	const G, N = 4, 5 * ringSize
+	var wg sync.WaitGroup
+	for range G {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range N {
+				call(t, "Small", i, new(int))
+			}
+		}()
+	}
+	wg.Wait()
+	if err := f.SetReturn(false); err != nil {
+		t.Fatal(err)
+	}
+	drain()
+	st := f.Stats()
+	if d, r := st.Dropped-before.Dropped, st.Returns-before.Returns; d != 0 || r != G*N || int64(read) != r || st.Waited == before.Waited {
+		t.Errorf("%d calls: %d returns, %d read, %d dropped, %d waited", G*N, r, read, d, st.Waited-before.Waited)
+	}
+}
+
+// drainAll reads f's return events until none is left, and returns how many.
+func drainAll(f *Func) int {
+	buf := make([]Return, 256)
+	total := 0
+	for {
+		n := f.ReadReturns(buf)
+		if n == 0 {
+			return total
+		}
+		total += n
+	}
 }
