@@ -6,7 +6,7 @@ import (
 )
 
 // What a fire shows its consumers (a firing: its arguments and where it came from)
-// is 192 bytes. Declared on the fire's stack it would be cleared whole on every fire,
+// is 200 bytes. Declared on the fire's stack it would be cleared whole on every fire,
 // most of it (six strings) for nothing; instead each P has one, and a fire, pinned
 // to its P from admission to the end of its consumers, writes only the fields its
 // probe's arguments use (setArg, emit), and clears its strings after (dropArg). One

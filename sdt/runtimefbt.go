@@ -432,6 +432,7 @@ func (rf *runtimeFunc) deliverReturns(buf []fprobe.Return, most int) int {
 				}
 				setWord(&v.Args, 1+i, x, e.Results[x.word], w2, false)
 			}
+			v.Goid = e.Goid
 			c.emitAt(rt.ProcPin(), nil, rf.f.Entry, bridge.NoStack, &v)
 			rt.ProcUnpin()
 		}

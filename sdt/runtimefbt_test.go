@@ -313,3 +313,56 @@ func TestRuntimeReturnBurstExact(t *testing.T) {
 		})
 	}
 }
+
+// A run-time return event, delivered by another goroutine than the one that returned,
+// carries the id of the one that returned, as its entry event does.
+func TestRuntimeReturnGoroutine(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
+	}
+	const spec = "fbt:strconv:FormatInt:"
+	tr, err := control.OpenTrace(spec, control.TraceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	const calls = 3
+	ids := make(chan uint64, 2)
+	for range 2 {
+		go func() {
+			for i := range calls {
+				formatInt(int64(i), 10)
+			}
+			ids <- ownGoid()
+		}()
+	}
+	want := map[uint64]int{<-ids: 0, <-ids: 0}
+	got := map[string]map[uint64]int{"entry": {}, "return": {}}
+	evs := make([]control.Event, 64)
+	for deadline, n := time.Now().Add(10*time.Second), 0; n < 4*calls && time.Now().Before(deadline); {
+		m, err := tr.Read(evs, 100*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs[:m] {
+			got[e.Probe[strings.LastIndexByte(e.Probe, ':')+1:]][e.Goroutine]++
+		}
+		n += m
+	}
+	for name, byG := range got {
+		for id := range want {
+			if byG[id] != calls {
+				t.Errorf("%s events by goroutine: %v, want %d from each of %v", name, byG, calls, want)
+				break
+			}
+		}
+	}
+}
+
+// ownGoid is the calling goroutine's id, from its stack trace's header.
+func ownGoid() uint64 {
+	var buf [64]byte
+	s := strings.TrimPrefix(string(buf[:runtime.Stack(buf[:], false)]), "goroutine ")
+	id, _ := strconv.ParseUint(s[:strings.IndexByte(s, ' ')], 10, 64)
+	return id
+}

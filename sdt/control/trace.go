@@ -12,6 +12,7 @@ import (
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/goid"
 	"github.com/gosdt/gosdt/sdt/internal/pred"
 	"github.com/gosdt/gosdt/sdt/internal/rt"
 )
@@ -93,7 +94,7 @@ type traceSink struct {
 	size   int
 	stack  int           // return addresses per record
 	lost   atomic.Uint64 // fires on a P that had no buffer yet
-	goid   uintptr       // offset of the goroutine id in the runtime's g; 0: unknown
+	goidAt uintptr       // offset of the goroutine id in the runtime's g; 0: unknown
 	grown  int64         // nanotime when grow last looked at GOMAXPROCS (the reader's)
 
 	// The reader's (or, once closed, the one that frees the buffers):
@@ -190,7 +191,7 @@ func newTraceSink(o TraceOptions) (*traceSink, error) {
 		}
 		bufs[i] = b
 	}
-	s := &traceSink{size: size, stack: o.Stack, goid: goidAt(), reserved: need, grown: rt.Nanotime()}
+	s := &traceSink{size: size, stack: o.Stack, goidAt: goid.Offset(), reserved: need, grown: rt.Nanotime()}
 	s.bufs.Store(&bufs)
 	return s, nil
 }
@@ -247,9 +248,6 @@ func recordSize(a *bridge.Args) uint64 {
 // bridge.Sink.
 func (s *traceSink) Fire(f *bridge.Firing) {
 	ticks, g := stamp()
-	if f.Ret == bridge.NoStack {
-		g = 0 // delivered by another goroutine than the one that fired: no id rather than a wrong one
-	}
 	probes := s.probes.Load()
 	if probes == nil || int(f.Probe) >= len(*probes) {
 		return // subscribed, and not yet told its probes: fired before the trace began
@@ -267,11 +265,7 @@ func (s *traceSink) Fire(f *bridge.Firing) {
 				return
 			}
 		}
-		var goid uint64
-		if g != 0 && s.goid != 0 {
-			goid = gWord(g, s.goid)
-		}
-		writeWords(b.b[off:off+need], f, ticks, goid)
+		writeWords(b.b[off:off+need], f, ticks, s.goidOf(f, g))
 		publish(tailWord(b), end)
 		return
 	}
@@ -310,12 +304,21 @@ func (s *traceSink) write(b *pbuf, f *bridge.Firing, ticks uint64, g uintptr, st
 	if !ok {
 		return
 	}
-	var goid uint64
-	if g != 0 && s.goid != 0 {
-		goid = gWord(g, s.goid)
-	}
-	writeRecord(b.b[off:off+need], f, ticks, goid, stack)
+	writeRecord(b.b[off:off+need], f, ticks, s.goidOf(f, g), stack)
 	publish(tailWord(b), end)
+}
+
+// goidOf is the id of the goroutine that fired f, g the running one: g's, or for an
+// event another goroutine delivers (bridge.NoStack) the one the event carries; 0
+// where it cannot be told.
+func (s *traceSink) goidOf(f *bridge.Firing, g uintptr) uint64 {
+	switch {
+	case f.Ret == bridge.NoStack:
+		return f.Goid
+	case g == 0 || s.goidAt == 0:
+		return 0
+	}
+	return goid.At(g, s.goidAt)
 }
 
 // writeStack is write with the fire's call stack: out of Fire, so that a trace

@@ -12,13 +12,6 @@ const unaligned = runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" || runt
 
 // The control package's unsafe code: views of runtime memory and of buffers.
 
-// gWord is the word at offset off of the g at g, a live runtime descriptor (the
-// calling goroutine's own, while it runs).
-func gWord(g, off uintptr) uint64 { return *(*uint64)(unsafe.Add(ptr(g), off)) }
-
-// ptr views an address the runtime keeps alive as a pointer.
-func ptr(addr uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&addr)) }
-
 // unsafeBytes views words as bytes: a buffer that is 8-aligned.
 func unsafeBytes(words []uint64) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), 8*len(words))

@@ -78,6 +78,7 @@ type Firing struct {
 	Probe uint32  // Probe.ID
 	Site  uintptr // the site's address; 0 for a fire not attributed to a site
 	Ret   uintptr // the fire call's return address: where its call stack starts; NoStack: none
+	Goid  uint64  // with Ret NoStack: the id of the goroutine that fired, 0 if unknown
 	Args
 }
 

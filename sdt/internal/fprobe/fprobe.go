@@ -16,6 +16,7 @@ import (
 	"github.com/gosdt/gosdt/internal/functab"
 	"github.com/gosdt/gosdt/internal/rawptr"
 	"github.com/gosdt/gosdt/patch"
+	"github.com/gosdt/gosdt/sdt/internal/goid"
 )
 
 const floatReg = arch.FloatReg
@@ -140,6 +141,10 @@ func b2u(b bool) uint64 {
 	}
 	return 0
 }
+
+// goidAt is the offset of the goroutine id in a g (package goid), found before the
+// first return probe is placed; the return handler reads it without a lock.
+var goidAt uintptr
 
 var (
 	mu    sync.Mutex // the table, every Func's state, patching
@@ -567,6 +572,7 @@ func Set(cs []Change) error {
 	for _, c := range cs {
 		if c.Return && c.Func.ring == nil {
 			c.Func.ring = new(ring)
+			goidAt = goid.Offset()
 		}
 		if c.Entry != nil {
 			h := c.Entry

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/gosdt/gosdt/internal/rawptr"
+	"github.com/gosdt/gosdt/sdt/internal/goid"
 	"github.com/gosdt/gosdt/sdt/internal/rt"
 )
 
@@ -138,7 +139,11 @@ func retHandler(c *config, argp uintptr, g uintptr, regs uintptr) {
 	}
 	add64(&f.stats.returns, 1)
 	r := loadRegs(regs)
-	if !f.ring.put(lat, &r) { // ring set before wantRet
+	var id uint64
+	if off := goidAt; off != 0 { // set before wantRet
+		id = goid.At(g, off)
+	}
+	if !f.ring.put(lat, id, &r) { // ring set before wantRet
 		add64(&f.stats.dropped, 1)
 	}
 }
@@ -232,6 +237,7 @@ func leave(g, depth uintptr, c *config) (int64, bool) {
 // Return is one return event.
 type Return struct {
 	Latency int64              // ns since the entry, -1 when the entry was not seen
+	Goid    uint64             // the id of the goroutine that returned, 0 if unknown
 	Results [returnRegs]uint64 // the first result registers, as words
 }
 
@@ -254,7 +260,7 @@ type ring struct {
 
 //go:nosplit
 //go:norace
-func (r *ring) put(lat int64, res *[returnRegs]uint64) bool {
+func (r *ring) put(lat int64, id uint64, res *[returnRegs]uint64) bool {
 	for {
 		// tail first, as waiting
 		t := load64(&r.tail)
@@ -267,7 +273,7 @@ func (r *ring) put(lat int64, res *[returnRegs]uint64) bool {
 		}
 		if cas64(&r.head, h, h+1) {
 			e := &r.ev[h%ringSize]
-			e.Latency, e.Results = lat, *res
+			e.Latency, e.Goid, e.Results = lat, id, *res
 			store64(&r.seq[h%ringSize], h+1)
 			return true
 		}
