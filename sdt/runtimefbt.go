@@ -442,8 +442,9 @@ func (rf *runtimeFunc) deliverReturns(buf []fprobe.Return, most int) int {
 	}
 }
 
-// sayDrops warns (drain's goroutine only), at most once a second, of return events the function's ring had no
-// room for (List counts them too): the drain fell behind its calls.
+// sayDrops warns, at most once a second, of return events the function's ring had no
+// room for (List counts them too): the drain fell behind its calls. Drain's
+// goroutine only: it owns dropsSaid and dropsAt.
 func (rf *runtimeFunc) sayDrops() {
 	d := rf.f.Stats().Dropped
 	now := rt.Nanotime()
