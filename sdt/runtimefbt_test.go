@@ -11,6 +11,7 @@ import (
 
 	"github.com/gosdt/gosdt/sdt"
 	"github.com/gosdt/gosdt/sdt/control"
+	"github.com/gosdt/gosdt/sdt/internal/goid"
 )
 
 // In-process run-time function probes, on a function of the standard library that
@@ -333,7 +334,7 @@ func TestRuntimeReturnGoroutine(t *testing.T) {
 			for i := range calls {
 				formatInt(int64(i), 10)
 			}
-			ids <- ownGoid()
+			ids <- goid.Own()
 		}()
 	}
 	want := map[uint64]int{<-ids: 0, <-ids: 0}
@@ -357,12 +358,4 @@ func TestRuntimeReturnGoroutine(t *testing.T) {
 			}
 		}
 	}
-}
-
-// ownGoid is the calling goroutine's id, from its stack trace's header.
-func ownGoid() uint64 {
-	var buf [64]byte
-	s := strings.TrimPrefix(string(buf[:runtime.Stack(buf[:], false)]), "goroutine ")
-	id, _ := strconv.ParseUint(s[:strings.IndexByte(s, ' ')], 10, 64)
-	return id
 }
