@@ -66,11 +66,20 @@ func TestResetTakesBackAndRearms(t *testing.T) {
 }
 
 // TestEveryRingsBeforeStartReturns: a period so short that the first ring may come
-// before Every has returned must not find the alarm half made (it re-arms its timer).
+// before Every has returned must not find the alarm half made: it re-arms its timer
+// from the ring, so an alarm made that way rings again.
 func TestEveryRingsBeforeStartReturns(t *testing.T) {
-	for range 2000 {
+	timeout := time.NewTimer(time.Minute)
+	defer timeout.Stop()
+	for i := range 2000 {
 		a := Every(time.Nanosecond)
-		<-a.C
+		for ring := range 2 {
+			select {
+			case <-a.C:
+			case <-timeout.C:
+				t.Fatalf("alarm %d: ring %d never came (a first ring before Every returned did not re-arm it)", i, ring)
+			}
+		}
 		a.Stop()
 	}
 }
