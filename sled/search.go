@@ -22,7 +22,7 @@ import (
 // But a site is always the flag check of one of package sdt's functions inlined into
 // another (package sdt itself reads flags only through pointers, which are no sites),
 // so only the functions whose inline tree names a function of sdt's API (the call that
-// brought sdt's code in) can hold one (inltree.go): in a large program with few sites
+// brought sdt's code in) can hold one (functab.Inliners): in a large program with few sites
 // that spares the first read of almost all its text, and needs neither the build info
 // nor the names. Where the
 // inline trees cannot be read, discovery searches all the functions of the packages

@@ -3,7 +3,7 @@
 package control
 
 // stamp returns the time in ticks of the CPU's counter and the running goroutine's
-// runtime g: what a trace record is stamped with (goid.go reads the id from g).
+// runtime g: what a trace record is stamped with (package goid reads the id from g).
 //
 //go:noescape
 func stamp() (ticks uint64, gp uintptr)

@@ -382,7 +382,7 @@ func setSlow[T any](v *bridge.Args, i int, x T) {
 }
 
 // setAny stores an fbt argument: Arg kinds by value, pointer-like kinds by address,
-// an error by its text, anything else by its type's name (fbtvalues.go).
+// an error by its text, anything else by its type's name (values.go).
 func setAny(v *bridge.Args, i int, t reflect.Type, p unsafe.Pointer) {
 	switch t.Kind() {
 	case reflect.Pointer, reflect.UnsafePointer, reflect.Map, reflect.Chan, reflect.Func:

@@ -4,8 +4,9 @@
 package rt
 
 import (
-	"unsafe"
-	_ "unsafe" // go:linkname
+	"unsafe" // also for go:linkname
+
+	"github.com/gosdt/gosdt/internal/rawptr"
 )
 
 // Nanotime is the runtime's monotonic clock (vDSO, no allocation).
@@ -31,6 +32,5 @@ func ProcUnpin()
 //
 //go:nosplit
 func Noescape(p unsafe.Pointer) unsafe.Pointer {
-	x := uintptr(p) ^ 0
-	return *(*unsafe.Pointer)(unsafe.Pointer(&x))
+	return rawptr.At(uintptr(p) ^ 0)
 }
