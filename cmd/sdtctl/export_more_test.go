@@ -150,7 +150,7 @@ func TestExportCollectorDown(t *testing.T) {
 		t.Logf("collector %s: %.0f calls/s", step.what, r)
 		// The program never waits for the export. How fast it goes in an outage is the
 		// machine's other load as much as anything, so only its progress is asserted;
-		// BenchmarkExportCollector measures the difference.
+		// BenchmarkExport (bench/README.md) measures the difference.
 		if step.outage && r <= 0 {
 			t.Errorf("the program made no calls while the collector was %s: it waited for the export", step.what)
 		}
