@@ -319,6 +319,12 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	if (*pprofPath != "" || *foldedPath != "") && *by != "stack" {
 		return fail(exitUsage, "stat: --pprof and --folded write stacks: with --by stack")
 	}
+	// The files are checked before the stat runs: a directory or a FIFO refused at the
+	// end would waste the whole run.
+	outs, err := resolveOutputs("stat", map[string]string{"pprof": *pprofPath, "folded": *foldedPath})
+	if err != nil {
+		return err
+	}
 	started := time.Now()
 	var final *ctlproto.Stat // the last snapshot, for --pprof and --folded
 	printSnap := printStat
@@ -472,7 +478,7 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	}
 	wg.Wait()
 	st.release()
-	fails.add(writeStacks(final, started, *pprofPath, *foldedPath))
+	fails.add(writeStacks(final, started, outs["pprof"], outs["folded"], stdout, stderr))
 	if cmd != nil {
 		return cmd.finish(fails.err(), stdout, stderr, o.json)
 	}

@@ -166,6 +166,12 @@ Exit codes:
     drops so far, or the snapshots and the last one's time; --json adds "exited": true)
 A command run on several processes exits with the first failure's code, after trying
 every process.
+
+Files written (seal, stat --pprof and --folded): a regular file is replaced whole through
+a temporary file beside it, keeping its owner and mode; a symbolic link is followed and
+its target written; a character device (/dev/null) or /dev/stdout is written in place,
+and - is stdout; a directory, named pipe, socket or block device is refused (exit 2)
+before anything is done.
 `
 
 func run(args []string, stdout, stderr io.Writer) error {
