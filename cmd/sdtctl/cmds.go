@@ -243,10 +243,19 @@ type stopper struct {
 	cancel context.CancelFunc
 }
 
-func newStopper(stop <-chan struct{}) *stopper {
+func newStopper(stop <-chan struct{}) *stopper { return newStopperFor(stop, false) }
+
+// newStopperFor is newStopper of a trace or stat; following, of a command it started,
+// it leaves the signals to the command (follow.go passes them on), and the streams
+// end when the command does.
+func newStopperFor(stop <-chan struct{}, following bool) *stopper {
 	ctx, cancel := context.WithCancel(context.Background())
-	intr, unnotify := signal.NotifyContext(ctx, os.Interrupt)
-	context.AfterFunc(intr, unnotify)
+	intr := ctx
+	if !following { // (NotifyContext of no signal would catch every one)
+		var unnotify context.CancelFunc
+		intr, unnotify = signal.NotifyContext(ctx, stopOn...)
+		context.AfterFunc(intr, unnotify)
+	}
 	if stop != nil {
 		go func() {
 			select {
@@ -309,6 +318,7 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	pprofPath := o.fs.String("pprof", "", "with --by stack: write the last snapshot to `FILE` as a pprof profile (go tool pprof)")
 	foldedPath := o.fs.String("folded", "", "with --by stack: write the last snapshot to `FILE` as folded stacks (flamegraph.pl, speedscope)")
 	many := o.manyFlag()
+	o.detachFlag()
 	pos, err := o.parse(args)
 	if err != nil {
 		return err
@@ -420,7 +430,7 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 		}
 		q.Value = arg // of a string, the process folds the length
 	}
-	st := newStopper(stop)
+	st := newStopperFor(stop, cmd != nil)
 	var mu sync.Mutex
 	fails := failures{stderr: stderr}
 	var wg sync.WaitGroup

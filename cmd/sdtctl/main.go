@@ -21,6 +21,7 @@ const (
 	exitNoMatch    = 6
 	exitBadSpec    = 7
 	exitExited     = 8
+	exitStart      = 9
 )
 
 // exitError is an error with its exit code.
@@ -86,7 +87,10 @@ whose command is NAME, each said by its pid):
   trace|stat SPEC [flags] -- CMD ARGS  start CMD (a program that uses gosdt) with SPEC enabled from
                                        its first instruction (a probe fired in a package's init is
                                        seen), follow it until it exits, and say its exit status (--json:
-                                       {"status":N}); it keeps sdtctl's stdin, stdout and stderr
+                                       {"status":N}); it keeps sdtctl's stdin, stdout and stderr.
+                                       SIGINT and SIGTERM to sdtctl are passed on to CMD (a second
+                                       kills it); a trace that ends first (-c, -d) ends CMD (SIGTERM,
+                                       SIGKILL 5s later) unless --detach
   stat [-p PID | -n NAME] SPEC [--by probe|site|stack|ARG] [--value ARG] [--hist ARG [--linear LOW,HIGH,STEP]]
        [--where EXPR] [--clear] [-i INTERVAL] [-d DURATION] [--pprof FILE] [--folded FILE] [--many]
                                        enable and count fires by key every INTERVAL (default 1s), in
@@ -155,15 +159,21 @@ with every digit, also beyond 2^53: read int64/uint64 values as such, not as dou
 e.g. Go's json.Decoder.UseNumber; jq before 1.7 rounds them), bools true/false,
 strings quoted, pointers (fbt's *T, maps, chans, funcs) as 0x... hex (a JSON string),
 an error as its text, or nil (JSON null).
-trace, stat and export need -p or -n when more than one gosdt process runs. export
-exits 1 when spans or metrics did not reach the collector, 3 when -n found no
-process during the export, 6 when no spec matched a probe of the processes exported.
+trace, stat and export need -p or -n when more than one gosdt process runs.
 
 Exit codes:
-  0 success   1 other error   2 usage   3 no such process   4 not a gosdt process (or program)
-  5 permission denied   6 spec matches no probe   7 malformed spec
+  0 success
+  1 other error; export: anything dropped (the process's buffers, the exporter's queue)
+    or failed, said where (a backend without metrics, 404, is said once, not a failure)
+  2 usage: a bad flag, argument, OTEL_* value, or output file
+  3 no such process (export -n: none came during the export)
+  4 not a gosdt process (or program)
+  5 permission denied
+  6 spec matches no probe
+  7 malformed spec
   8 process exited (trace, stat and export first say what they received: events and
     drops so far, or the snapshots and the last one's time; --json adds "exited": true)
+  9 -- CMD could not be started (missing, not executable)
 A command run on several processes exits with the first failure's code, after trying
 every process.
 
