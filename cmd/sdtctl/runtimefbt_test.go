@@ -434,3 +434,41 @@ func needDWARF(t *testing.T) {
 		t.Skip("under an emulator /proc/PID/exe is the emulator: no signatures to read")
 	}
 }
+
+// TestRuntimeProbeEnableCounts: enable and disable count a run-time probe's points as
+// sites, as list shows them and ps counts them on; enabling them again says they were
+// already on.
+func TestRuntimeProbeEnableCounts(t *testing.T) {
+	a := startPlainApp(t)
+	p := strconv.Itoa(a.pid)
+	spec := storeSpec + "store.(*DB).Get:"
+	want := 0
+	for _, pr := range listed(t, a.pid, spec) {
+		for _, s := range pr.Sites {
+			if s.State != "refused" {
+				want++
+			}
+		}
+	}
+	if want < 2 {
+		t.Fatalf("Get has %d points", want)
+	}
+	out, err := sdtctl(t, "enable", "-p", p, spec, "--json")
+	var r struct{ Sites, AlreadyOn int }
+	if err != nil || json.Unmarshal([]byte(out), &struct {
+		Sites     *int `json:"sites"`
+		AlreadyOn *int `json:"already_on"`
+	}{&r.Sites, &r.AlreadyOn}) != nil || r.Sites != want {
+		t.Fatalf("enable: %v %s: want %d sites", err, out, want)
+	}
+	ps, err := sdtctl(t, "ps", "--json")
+	if err != nil || !strings.Contains(ps, fmt.Sprintf(`"sites_on":%d`, want)) {
+		t.Errorf("ps after enable of %d points: %v %s", want, err, ps)
+	}
+	if out, err = sdtctl(t, "enable", "-p", p, spec); err != nil || !strings.Contains(out, fmt.Sprintf("enabled 0 sites; %d were already on", want)) {
+		t.Errorf("enable again: %v %s", err, out)
+	}
+	if out, err = sdtctl(t, "disable", "-p", p, spec); err != nil || !strings.Contains(out, fmt.Sprintf("disabled %d sites", want)) {
+		t.Errorf("disable: %v %s", err, out)
+	}
+}
