@@ -57,6 +57,7 @@ const followEvery = 500 * time.Millisecond
 // exportOpts is what every process's export shares.
 type exportOpts struct {
 	specs    []string
+	many     bool // --many: run-time probes on more than manyFuncs functions
 	by       string
 	bufsize  int
 	interval time.Duration // of the stat streams' snapshots
@@ -75,6 +76,7 @@ func cmdExport(args []string, stdout, stderr io.Writer, stop <-chan struct{}) er
 	by := o.fs.String("by", "probe", "what the metrics are keyed by, as stat --by: probe, site, or an argument (argN or its name; a spec none of whose probes has it, by probe)")
 	bufsize := o.fs.String("bufsize", "", "`BYTES` of each per-P trace buffer in the process (k, m, g suffixes; default 4m)")
 	flush := o.fs.Duration("flush-timeout", 5*time.Second, "at the end, how long to wait for the collector to take what is left")
+	many := o.manyFlag()
 	o.fs.Usage = func() {
 		fmt.Fprint(o.fs.Output(), exportUsage)
 		o.fs.PrintDefaults()
@@ -85,6 +87,9 @@ func cmdExport(args []string, stdout, stderr io.Writer, stop <-chan struct{}) er
 	}
 	if len(specs) == 0 {
 		return fail(exitUsage, "export: no SPEC")
+	}
+	if err := checkSpecCount("export", specs); err != nil {
+		return err
 	}
 	if err := checkSpecs(specs); err != nil {
 		return err
@@ -106,7 +111,7 @@ func cmdExport(args []string, stdout, stderr io.Writer, stop <-chan struct{}) er
 	if cfg.Interval < ctlproto.MinInterval {
 		return fail(exitUsage, "export: metrics every %v: at least %v", cfg.Interval, ctlproto.MinInterval)
 	}
-	eo := &exportOpts{specs: specs, by: *by, bufsize: size, interval: min(cfg.Interval, time.Second), flush: *flush,
+	eo := &exportOpts{specs: specs, many: *many, by: *by, bufsize: size, interval: min(cfg.Interval, time.Second), flush: *flush,
 		cfg: cfg, json: o.json, out: stderr, stderr: stderr}
 	var jsonOut io.Writer
 	if o.json {
@@ -319,6 +324,10 @@ func (ex *exporter) exportProcess(cl *client, stop <-chan struct{}) (matched boo
 	var specs []specProbes
 	var all []ctlproto.Probe
 	for i, s := range ex.specs {
+		// As trace and stat: run-time probes on many functions are asked for.
+		if err := checkRuntimeCost(cl, s, ex.many); err != nil {
+			return false, nil, err
+		}
 		r, err := cl.call(&ctlproto.Request{Op: ctlproto.OpList, Spec: s})
 		if err != nil {
 			return false, nil, err

@@ -77,6 +77,7 @@ whose command is NAME, each said by its pid):
                                        yours. They stay on after sdtctl exits, until disable.
   disable [-p PID | -n NAME] SPEC...   switch probes off (sites a running trace or stat holds stay on)
   trace [-p PID | -n NAME] SPEC [-c N] [-d DURATION] [--bufsize BYTES] [--where EXPR] [--stack] [--many]
+       [--detach] [-- CMD ARGS]
                                        enable, print one line per event (time, pid/goroutine, probe,
                                        arg=value), disable on exit, Ctrl-C, after N events or DURATION.
                                        With -n, every process of that name: their events merged, each
@@ -93,6 +94,7 @@ whose command is NAME, each said by its pid):
                                        SIGKILL 5s later) unless --detach
   stat [-p PID | -n NAME] SPEC [--by probe|site|stack|ARG] [--value ARG] [--hist ARG [--linear LOW,HIGH,STEP]]
        [--where EXPR] [--clear] [-i INTERVAL] [-d DURATION] [--pprof FILE] [--folded FILE] [--many]
+       [--detach] [-- CMD ARGS]
                                        enable and count fires by key every INTERVAL (default 1s), in
                                        the process, each P apart, merged when shown; --value sums,
                                        bounds and averages a number argument; --hist also quantizes it
@@ -108,7 +110,7 @@ whose command is NAME, each said by its pid):
                                        as folded stacks (flamegraph.pl, speedscope). Disable on exit
                                        or Ctrl-C
   export [-p PID | -n NAME] SPEC... [-d DURATION] [-i INTERVAL] [--by KEY] [--bufsize BYTES]
-         [--flush-timeout DURATION]
+       [--flush-timeout DURATION] [--many]
                                        OpenTelemetry: every call an entry/return pair (fbt) or a
                                        latency probe sees is a span, named after its function, nested
                                        per goroutine, with its arguments and results, an error status
@@ -135,9 +137,13 @@ whose command is NAME, each said by its pid):
   toolexec [-rules FILE] TOOL ARGS...  for go build/test -toolexec 'sdtctl toolexec': runs the tool
                                        and seals what the linker writes (programs using gosdt only);
                                        -rules FILE gives the functions FILE names fbt probes
-  demo [-t PHASE]                      start a workload with probes, trace it, show a live histogram,
+  version [--json]                     sdtctl's module version, the Go that built it, and the Go
+                                       releases supported (those whose layouts gosdt has been
+                                       checked against)
+  demo [-t PHASE] [-rounds N]          start a workload with probes, trace it, show a live histogram,
                                        and compare its throughput with probes disabled and enabled,
-                                       measured over PHASE each (default 2s, at least 100ms)
+                                       measured over PHASE each (default 1s, at least 100ms), in N
+                                       rounds (default 3) of alternated order, medians reported
 
 SPEC is a DTrace probe description provider:module:function:name, filled from the right
 (exit = ::: exit), globs allowed. The function field matches a function's whole name
@@ -148,10 +154,13 @@ Function probes: fbt:PACKAGE:FUNCTION:entry|return is a function's entry or its
 returns. Where rules placed them at build time (toolexec -rules) they are the build's;
 on any other function of a running program they are placed at run time, by writing a
 call over its code (list shows each probe's kind, and why a function refuses one).
-A run-time entry carries the register arguments as words (arg0...), a return latency_ns
-and the result words (r0...); a call that panics has no return event. A spec must name
-a package, or a function with its package (store.(*DB).Get), to place run-time probes; enable, trace and stat ask for --many
-beyond 16 functions; at most 256 functions have them at once.
+A run-time entry carries the function's arguments, named and typed as the binary's DWARF
+says (without DWARF, the register arguments as words, arg0...); a return latency_ns and
+the results (r0...); a call that panics has no return event. A spec must name
+a package, or a function with its package (store.(*DB).Get), to place run-time probes;
+enable, trace, stat and export ask for --many beyond 16 functions; at most 256
+functions have them at once. A command takes at most 64 SPECs (one request's limit;
+a glob matches many probes in one spec).
 Every command but demo and toolexec takes --json (one JSON object per line), and
 --help (its flags, exit 0).
 Values, in text and --json: integers and floats as numbers (in --json a JSON number
@@ -195,8 +204,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 func runCommand(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return fail(exitUsage, "no command")
+		return fail(exitUsage, "no command\n%s", shortUsage)
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
@@ -221,7 +229,14 @@ func runCommand(args []string, stdout, stderr io.Writer) error {
 		return cmdSeal(rest, stdout, stderr)
 	case "toolexec":
 		return cmdToolexec(rest, stdout, stderr)
+	case "version":
+		return cmdVersion(rest, stdout, stderr)
 	}
-	fmt.Fprint(stderr, usage)
-	return fail(exitUsage, "unknown command %q", cmd)
+	return fail(exitUsage, "unknown command %q\n%s", cmd, shortUsage)
 }
+
+// shortUsage follows a missing or unknown command: the error first, then this, not
+// the whole usage.
+const shortUsage = `usage: sdtctl COMMAND [flags] [args]
+commands: ps list enable disable trace stat export seal toolexec demo version
+sdtctl --help describes them all; sdtctl COMMAND --help lists a command's flags`

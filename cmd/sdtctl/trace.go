@@ -28,8 +28,8 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return fail(exitUsage, "trace: want one SPEC")
+	if err := oneSpec("trace", pos); err != nil {
+		return err
 	}
 	if err := checkSpecs(pos); err != nil {
 		return err
