@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -470,5 +471,40 @@ func TestRuntimeProbeEnableCounts(t *testing.T) {
 	}
 	if out, err = sdtctl(t, "disable", "-p", p, spec); err != nil || !strings.Contains(out, fmt.Sprintf("disabled %d sites", want)) {
 		t.Errorf("disable: %v %s", err, out)
+	}
+}
+
+// TestRuntimeProbeStacks: stat --by stack of a run-time entry probe gives stacks whose
+// leaf is the probed function, without gosdt's own frames (fprobe's handler), and
+// the row, the folded leaf and the pprof profile name the function.
+func TestRuntimeProbeStacks(t *testing.T) {
+	a := startPlainApp(t)
+	dir := t.TempDir()
+	prof, fold := filepath.Join(dir, "p.pb.gz"), filepath.Join(dir, "f.folded")
+	spec := storeSpec + "store.(*DB).Get:entry"
+	st := runCmd(cmdStat, "-p", strconv.Itoa(a.pid), spec, "--by", "stack", "--pprof", prof, "--folded", fold, "-i", "100ms")
+	waitHeld(t, a.pid, spec, 0, 1)
+	a.do(t, "calls 50")
+	time.Sleep(300 * time.Millisecond)
+	if err := st.end(t, time.Minute); err != nil {
+		t.Fatalf("stat: %v\n%s", err, st.stderr.String())
+	}
+	out := st.stdout.String()
+	if strings.Contains(out, "fprobe.") || !regexp.MustCompile(`fbt:example.com/plainapp/store:store\.\(\*DB\)\.Get:entry\n\s+example.com/plainapp/store\.\(\*DB\)\.Get\n`).MatchString(out) {
+		t.Errorf("stack rows: want the probe named with its function, then Get's frame, no fprobe frame:\n%s", out)
+	}
+	b, err := os.ReadFile(fold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "fprobe.") || !strings.Contains(string(b), ";example.com/plainapp/store.(*DB).Get;fbt:example.com/plainapp/store:store.(*DB).Get:entry 50\n") {
+		t.Errorf("folded:\n%s", b)
+	}
+	top, err := exec.Command("go", "tool", "pprof", "-top", prof).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof -top: %v\n%s", err, top)
+	}
+	if !regexp.MustCompile(`(?m)^\s+50\s+100%\s+100%\s+50\s+100%\s+example.com/plainapp/store\.\(\*DB\)\.Get$`).Match(top) || strings.Contains(string(top), "fprobe") {
+		t.Errorf("pprof -top: want all 50 flat in Get:\n%s", top)
 	}
 }
