@@ -52,6 +52,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.explicit, err = checkOTLP(getenv); err != nil {
 		return c, err
 	}
+	if err := checkResourceAttrs(getenv("OTEL_RESOURCE_ATTRIBUTES")); err != nil {
+		return c, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES=%q: %v (want KEY=VALUE,KEY=VALUE, values percent-encoded)", getenv("OTEL_RESOURCE_ATTRIBUTES"), err)
+	}
 	if c.Traces, err = exporterOn(getenv, "OTEL_TRACES_EXPORTER"); err != nil {
 		return c, err
 	}
@@ -270,4 +273,25 @@ func isToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkResourceAttrs checks sdtctl's own OTEL_RESOURCE_ATTRIBUTES, of which the SDK
+// would drop a pair it cannot read (a traced process's own are read as it would).
+func checkResourceAttrs(v string) error {
+	for pair := range strings.SplitSeq(v, ",") {
+		if strings.TrimSpace(pair) == "" {
+			continue
+		}
+		k, val, ok := strings.Cut(pair, "=")
+		switch {
+		case !ok:
+			return fmt.Errorf("%q has no =", pair)
+		case strings.TrimSpace(k) == "":
+			return fmt.Errorf("%q has no key", pair)
+		}
+		if _, err := url.PathUnescape(strings.TrimSpace(val)); err != nil {
+			return fmt.Errorf("the value of %s: %v", strings.TrimSpace(k), err)
+		}
+	}
+	return nil
 }

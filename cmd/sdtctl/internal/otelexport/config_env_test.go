@@ -33,6 +33,9 @@ func TestFromEnvRefuses(t *testing.T) {
 		{"OTEL_EXPORTER_OTLP_INSECURE", "yes please"},
 		{"OTEL_EXPORTER_OTLP_CERTIFICATE", "/nonexistent/ca.pem"},
 		{"OTEL_EXPORTER_OTLP_CLIENT_KEY", "/dev/null"},
+		{"OTEL_RESOURCE_ATTRIBUTES", "team"},
+		{"OTEL_RESOURCE_ATTRIBUTES", "a=1,=2"},
+		{"OTEL_RESOURCE_ATTRIBUTES", "a=%zz"},
 	} {
 		env := map[string]string{tc[0]: tc[1]}
 		_, err := FromEnv(func(k string) string { return env[k] })
@@ -46,6 +49,7 @@ func TestFromEnvRefuses(t *testing.T) {
 		{"OTEL_EXPORTER_OTLP_TIMEOUT", "0"},
 		{"OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"},
 		{"OTEL_EXPORTER_OTLP_INSECURE", "true"},
+		{"OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=prod,team=a%20b"},
 	} {
 		env := map[string]string{tc[0]: tc[1]}
 		if _, err := FromEnv(func(k string) string { return env[k] }); err != nil {
