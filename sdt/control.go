@@ -55,8 +55,12 @@ func (controlPlane) Hold(o *owner, specs []string) (n, already int, err error) {
 	}
 	seen := map[holdKey]bool{}
 	for _, k := range keys {
-		if k.s != nil && !seen[k] && k.s.on.Load() {
+		switch {
+		case seen[k]:
+		case k.s != nil && k.s.on.Load():
 			already++
+		case k.s == nil && k.p != nil && k.p.wide.Load():
+			already += k.p.points()
 		}
 		seen[k] = true
 	}

@@ -269,7 +269,7 @@ func (r *registry) match(sp spec.Spec, text string) (sites []*site, wides []*pro
 }
 
 // switchLocked switches sites and definitions (as a whole) on or off, in one batch,
-// and returns how many sites changed state. what names the request in errors. Call
+// and returns how many sites (and points of run-time probes) changed state. what names the request in errors. Call
 // with r.mu held. invariant.go states what it keeps, with holdLocked.
 func (r *registry) switchLocked(sites []*site, wholes []*probe, enable bool, what string) (int, error) {
 	var changed []*site
@@ -355,7 +355,27 @@ func (r *registry) switchLocked(sites []*site, wholes []*probe, enable bool, wha
 	} else {
 		mark(false)
 	}
-	return len(changed), nil
+	// A run-time probe's points count as sites do: list and ps show each as one.
+	n := len(changed)
+	for _, p := range wides {
+		n += p.points()
+	}
+	return n, nil
+}
+
+// points is how many points of code a run-time function probe has (its entry, or its
+// returns), as list shows them; 0 for a probe that is no run-time one.
+func (p *probe) points() int {
+	switch {
+	case p.dyn == nil:
+		return 0
+	case p == p.dyn.ret:
+		if p.dyn.f.ReturnErr() != nil {
+			return 0
+		}
+		return len(p.dyn.f.Returns())
+	}
+	return 1
 }
 
 // Enable switches on every probe site that spec matches (a DTrace probe description,

@@ -104,7 +104,7 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 			}
 			continue
 		}
-		fmt.Fprintf(stdout, "pid %d (%s%s): %d probes\n", cl.pid, cl.hello.Command, cl.nsNote(), len(r.Probes))
+		fmt.Fprintf(stdout, "pid %d (%s%s): %s\n", cl.pid, cl.hello.Command, cl.nsNote(), plural(len(r.Probes), "probe"))
 		printProbes(stdout, r.Probes)
 	}
 	if err := fails.err(); err != nil {
@@ -178,6 +178,46 @@ func shortFile(f string) string {
 	return f
 }
 
+// plural is n and noun, the noun with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// checkSpecCount refuses more specs than one request carries (ctlproto.MaxSpecs), as
+// the process would, before any process is asked.
+func checkSpecCount(cmd string, specs []string) error {
+	if len(specs) > ctlproto.MaxSpecs {
+		return fail(exitUsage, "%s: %d specs: at most %d in one command (globs match many probes in one spec; or run it again with the rest)", cmd, len(specs), ctlproto.MaxSpecs)
+	}
+	return nil
+}
+
+// oneSpec checks that a trace or stat got one SPEC, saying what else it got: a value
+// given to a flag that takes none (--many 100000) is the usual cause.
+func oneSpec(cmd string, pos []string) error {
+	switch len(pos) {
+	case 1:
+		return nil
+	case 0:
+		return fail(exitUsage, "%s: no SPEC", cmd)
+	}
+	quoted := make([]string, len(pos))
+	for i, p := range pos {
+		quoted[i] = strconv.Quote(p)
+	}
+	hint := ""
+	for _, p := range pos[1:] {
+		if _, err := strconv.Atoi(p); err == nil {
+			hint = fmt.Sprintf(" (%s is no spec: --many, --stack, --clear and --json take no value; -c takes a count)", p)
+			break
+		}
+	}
+	return fail(exitUsage, "%s: want one SPEC, got %d: %s%s", cmd, len(pos), strings.Join(quoted, " "), hint)
+}
+
 func cmdSwitch(cmd string, args []string, stdout, stderr io.Writer) error {
 	o := newFlags(cmd, stderr, true)
 	many := new(bool)
@@ -190,6 +230,9 @@ func cmdSwitch(cmd string, args []string, stdout, stderr io.Writer) error {
 	}
 	if len(specs) == 0 {
 		return fail(exitUsage, "%s: no SPEC", cmd)
+	}
+	if err := checkSpecCount(cmd, specs); err != nil {
+		return err
 	}
 	if err := checkSpecs(specs); err != nil {
 		return err
@@ -219,7 +262,7 @@ func cmdSwitch(cmd string, args []string, stdout, stderr io.Writer) error {
 			printJSON(stdout, map[string]any{"pid": cl.pid, "command": cl.hello.Command, "op": cmd, "sites": r.N, "kept": r.Kept, "kept_by": r.KeptBy, "already_on": r.AlreadyOn})
 			continue
 		}
-		fmt.Fprintf(stdout, "pid %d (%s): %sd %d sites", cl.pid, cl.hello.Command, cmd, r.N)
+		fmt.Fprintf(stdout, "pid %d (%s): %sd %s", cl.pid, cl.hello.Command, cmd, plural(r.N, "site"))
 		if r.Kept > 0 {
 			held := "another owner"
 			if len(r.KeptBy) > 0 {
@@ -243,10 +286,19 @@ type stopper struct {
 	cancel context.CancelFunc
 }
 
-func newStopper(stop <-chan struct{}) *stopper {
+func newStopper(stop <-chan struct{}) *stopper { return newStopperFor(stop, false) }
+
+// newStopperFor is newStopper of a trace or stat; following, of a command it started,
+// it leaves the signals to the command (follow.go passes them on), and the streams
+// end when the command does.
+func newStopperFor(stop <-chan struct{}, following bool) *stopper {
 	ctx, cancel := context.WithCancel(context.Background())
-	intr, unnotify := signal.NotifyContext(ctx, os.Interrupt)
-	context.AfterFunc(intr, unnotify)
+	intr := ctx
+	if !following { // (NotifyContext of no signal would catch every one)
+		var unnotify context.CancelFunc
+		intr, unnotify = signal.NotifyContext(ctx, stopOn...)
+		context.AfterFunc(intr, unnotify)
+	}
 	if stop != nil {
 		go func() {
 			select {
@@ -298,7 +350,7 @@ func stream(cl *client, q *ctlproto.Request, stop <-chan struct{}, each func(*ct
 func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
 	args, command, follow := splitCommand(args)
 	o := newFlags("stat", stderr, true)
-	by := o.fs.String("by", "probe", "key: probe, site, or an argument (argN or its name)")
+	by := o.fs.String("by", "probe", "key: probe, site, stack (the fire's Go call stack), or an argument (argN or its name)")
 	value := o.fs.String("value", "", "sum, bound and average the number argument `ARG` (argN, its name, or len(ARG) for a string's length)")
 	hist := o.fs.String("hist", "", "quantize the number argument `ARG` (power-of-two buckets; implies --value ARG; len(ARG) for a string's length)")
 	linear := o.fs.String("linear", "", "with --hist: linear buckets `LOW,HIGH,STEP` instead (lquantize)")
@@ -306,18 +358,25 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	clear := o.fs.Bool("clear", false, "each snapshot shows its interval's values, not all since the start")
 	iv := o.fs.Duration("i", time.Second, "`INTERVAL` between snapshots")
 	dur := o.fs.Duration("d", 0, "stop after `DURATION`")
-	pprofPath := o.fs.String("pprof", "", "with --by stack: write the last snapshot to `FILE` as a pprof profile (go tool pprof)")
-	foldedPath := o.fs.String("folded", "", "with --by stack: write the last snapshot to `FILE` as folded stacks (flamegraph.pl, speedscope)")
+	pprofPath := o.fs.String("pprof", "", "with --by stack: write the last snapshot to `FILE` (- for stdout) as a pprof profile (go tool pprof)")
+	foldedPath := o.fs.String("folded", "", "with --by stack: write the last snapshot to `FILE` (- for stdout) as folded stacks (flamegraph.pl, speedscope)")
 	many := o.manyFlag()
+	o.detachFlag()
 	pos, err := o.parse(args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return fail(exitUsage, "stat: want one SPEC")
+	if err := oneSpec("stat", pos); err != nil {
+		return err
 	}
 	if (*pprofPath != "" || *foldedPath != "") && *by != "stack" {
 		return fail(exitUsage, "stat: --pprof and --folded write stacks: with --by stack")
+	}
+	// The files are checked before the stat runs: a directory or a FIFO refused at the
+	// end would waste the whole run.
+	outs, err := resolveOutputs("stat", map[string]string{"pprof": *pprofPath, "folded": *foldedPath})
+	if err != nil {
+		return err
 	}
 	started := time.Now()
 	var final *ctlproto.Stat // the last snapshot, for --pprof and --folded
@@ -414,7 +473,7 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 		}
 		q.Value = arg // of a string, the process folds the length
 	}
-	st := newStopper(stop)
+	st := newStopperFor(stop, cmd != nil)
 	var mu sync.Mutex
 	fails := failures{stderr: stderr}
 	var wg sync.WaitGroup
@@ -472,7 +531,7 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	}
 	wg.Wait()
 	st.release()
-	fails.add(writeStacks(final, started, *pprofPath, *foldedPath))
+	fails.add(writeStacks(final, started, outs["pprof"], outs["folded"], stdout, stderr))
 	if cmd != nil {
 		return cmd.finish(fails.err(), stdout, stderr, o.json)
 	}

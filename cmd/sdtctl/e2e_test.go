@@ -232,13 +232,13 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// enable persists after sdtctl exits; disable switches off
-	if out, err := sdtctl(t, "enable", "-p", p, "e2e:::tick"); err != nil || !strings.Contains(out, "enabled 1 sites") {
+	if out, err := sdtctl(t, "enable", "-p", p, "e2e:::tick"); err != nil || !strings.Contains(out, "enabled 1 site\n") {
 		t.Fatalf("enable: %v %s", err, out)
 	}
 	if out, _ := sdtctl(t, "list", "-p", p, "e2e:::tick"); !strings.Contains(out, "sealed-on") {
 		t.Fatalf("after enable:\n%s", out)
 	}
-	if out, err := sdtctl(t, "disable", "e2e:::tick"); err != nil || !strings.Contains(out, "disabled 1 sites") {
+	if out, err := sdtctl(t, "disable", "e2e:::tick"); err != nil || !strings.Contains(out, "disabled 1 site\n") {
 		t.Fatalf("disable: %v %s", err, out)
 	}
 
@@ -298,7 +298,7 @@ func TestEnableDuringStream(t *testing.T) {
 	if held := waitHolders(t, pid, "e2e:::tick", 1); len(held) != 1 || held[0] != "sdtctl enable" || !on() {
 		t.Fatalf("after the stat ended: held by %q, on %v; want the enable's hold alone, on", held, on())
 	}
-	if out, err := sdtctl(t, "disable", "-p", p, "e2e:::tick"); err != nil || !strings.Contains(out, "disabled 1 sites") {
+	if out, err := sdtctl(t, "disable", "-p", p, "e2e:::tick"); err != nil || !strings.Contains(out, "disabled 1 site\n") {
 		t.Fatalf("disable: %v %s", err, out)
 	}
 	if on() {

@@ -57,6 +57,7 @@ const followEvery = 500 * time.Millisecond
 // exportOpts is what every process's export shares.
 type exportOpts struct {
 	specs    []string
+	many     bool // --many: run-time probes on more than manyFuncs functions
 	by       string
 	bufsize  int
 	interval time.Duration // of the stat streams' snapshots
@@ -75,6 +76,7 @@ func cmdExport(args []string, stdout, stderr io.Writer, stop <-chan struct{}) er
 	by := o.fs.String("by", "probe", "what the metrics are keyed by, as stat --by: probe, site, or an argument (argN or its name; a spec none of whose probes has it, by probe)")
 	bufsize := o.fs.String("bufsize", "", "`BYTES` of each per-P trace buffer in the process (k, m, g suffixes; default 4m)")
 	flush := o.fs.Duration("flush-timeout", 5*time.Second, "at the end, how long to wait for the collector to take what is left")
+	many := o.manyFlag()
 	o.fs.Usage = func() {
 		fmt.Fprint(o.fs.Output(), exportUsage)
 		o.fs.PrintDefaults()
@@ -85,6 +87,9 @@ func cmdExport(args []string, stdout, stderr io.Writer, stop <-chan struct{}) er
 	}
 	if len(specs) == 0 {
 		return fail(exitUsage, "export: no SPEC")
+	}
+	if err := checkSpecCount("export", specs); err != nil {
+		return err
 	}
 	if err := checkSpecs(specs); err != nil {
 		return err
@@ -106,7 +111,7 @@ func cmdExport(args []string, stdout, stderr io.Writer, stop <-chan struct{}) er
 	if cfg.Interval < ctlproto.MinInterval {
 		return fail(exitUsage, "export: metrics every %v: at least %v", cfg.Interval, ctlproto.MinInterval)
 	}
-	eo := &exportOpts{specs: specs, by: *by, bufsize: size, interval: min(cfg.Interval, time.Second), flush: *flush,
+	eo := &exportOpts{specs: specs, many: *many, by: *by, bufsize: size, interval: min(cfg.Interval, time.Second), flush: *flush,
 		cfg: cfg, json: o.json, out: stderr, stderr: stderr}
 	var jsonOut io.Writer
 	if o.json {
@@ -156,7 +161,7 @@ func cmdExport(args []string, stdout, stderr io.Writer, stop <-chan struct{}) er
 	case ex.started > 0 && ex.matched == 0:
 		return fail(exitNoMatch, "%s: no spec matches a probe of the processes exported", strings.Join(specs, " "))
 	case ex.lost > 0:
-		return fail(exitError, "export: %d spans and %d metric exports did not reach the collector (%s)", ex.lostSpans, ex.lostMetrics, ex.lastErr)
+		return fail(exitError, "export: %s", ex.droppedText())
 	}
 	return nil
 }
@@ -188,14 +193,13 @@ type exporter struct {
 	fails     failures
 	following bool // -n: processes come and go
 
-	mu          sync.Mutex
-	seen        map[int]bool
-	started     int // processes exported
-	matched     int // of them, those a spec matched
-	lost        int // processes whose spans or metric exports were lost on the way
-	lostSpans   uint64
-	lostMetrics uint64
-	lastErr     string
+	mu      sync.Mutex
+	seen    map[int]bool
+	started int                // processes exported
+	matched int                // of them, those a spec matched
+	lost    int                // processes of which something was dropped or failed on the way
+	dropped otelexport.Summary // what was dropped, summed over the processes
+	lastErr string
 }
 
 func (ex *exporter) start(cl *client, stop <-chan struct{}) {
@@ -211,11 +215,15 @@ func (ex *exporter) start(cl *client, stop <-chan struct{}) {
 		if matched {
 			ex.matched++
 		}
-		if s != nil && s.ExportFailed+s.MetricsFailed > 0 {
+		if s != nil && s.ProcessBuffers+s.ExporterQueue+s.ExportFailed+s.MetricsFailed > 0 {
 			ex.lost++
-			ex.lostSpans += s.ExportFailed
-			ex.lostMetrics += s.MetricsFailed
-			ex.lastErr = s.LastError
+			ex.dropped.ProcessBuffers += s.ProcessBuffers
+			ex.dropped.ExporterQueue += s.ExporterQueue
+			ex.dropped.ExportFailed += s.ExportFailed
+			ex.dropped.MetricsFailed += s.MetricsFailed
+			if s.LastError != "" {
+				ex.lastErr = s.LastError
+			}
 		}
 		ex.mu.Unlock()
 		switch {
@@ -226,6 +234,30 @@ func (ex *exporter) start(cl *client, stop <-chan struct{}) {
 		}
 		ex.fails.add(err)
 	}()
+}
+
+// droppedText says what was dropped where, over every process (exit 1).
+func (ex *exporter) droppedText() string {
+	d := &ex.dropped
+	var parts []string
+	for _, w := range []struct {
+		n    uint64
+		what string
+	}{
+		{d.ProcessBuffers, "events dropped in the processes' buffers (a larger --bufsize keeps more)"},
+		{d.ExporterQueue, "spans dropped in the exporter's queue (OTEL_BSP_MAX_QUEUE_SIZE, or a faster collector)"},
+		{d.ExportFailed, "spans in exports that failed"},
+		{d.MetricsFailed, "metric exports failed"},
+	} {
+		if w.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", w.n, w.what))
+		}
+	}
+	t := "what did not reach the collector: " + strings.Join(parts, "; ")
+	if ex.lastErr != "" && d.ExportFailed+d.MetricsFailed > 0 {
+		t += "; last error: " + ex.lastErr
+	}
+	return t
 }
 
 // follow looks for processes of name that start, until stop.
@@ -292,6 +324,10 @@ func (ex *exporter) exportProcess(cl *client, stop <-chan struct{}) (matched boo
 	var specs []specProbes
 	var all []ctlproto.Probe
 	for i, s := range ex.specs {
+		// As trace and stat: run-time probes on many functions are asked for.
+		if err := checkRuntimeCost(cl, s, ex.many); err != nil {
+			return false, nil, err
+		}
 		r, err := cl.call(&ctlproto.Request{Op: ctlproto.OpList, Spec: s})
 		if err != nil {
 			return false, nil, err
@@ -541,10 +577,11 @@ func (ex *exporter) summary(cl *client, s *otelexport.Summary, exited bool) {
 // errorReport says the SDK's errors on stderr: the first at once, then at most one a
 // few seconds with how many it did not say.
 type errorReport struct {
-	mu     sync.Mutex
-	w      io.Writer
-	last   time.Time
-	hidden int
+	mu        sync.Mutex
+	w         io.Writer
+	last      time.Time
+	hidden    int
+	noMetrics bool // the endpoint's refusal of metrics was said
 }
 
 func (r *errorReport) Handle(err error) {
@@ -553,6 +590,14 @@ func (r *errorReport) Handle(err error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if otelexport.NoMetricsReceiver(err) {
+		// A traces-only backend (Jaeger): said once, with the fix; the spans go on.
+		if !r.noMetrics {
+			r.noMetrics = true
+			fmt.Fprintf(r.w, "sdtctl: export: the endpoint takes no metrics (%v): spans are exported, metrics are not; OTEL_METRICS_EXPORTER=none stops sending them\n", err)
+		}
+		return
+	}
 	if time.Since(r.last) < 5*time.Second {
 		r.hidden++
 		return

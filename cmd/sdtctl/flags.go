@@ -15,6 +15,8 @@ type opts struct {
 	json bool
 	pid  int
 	name string
+	// detach is --detach of trace and stat with -- CMD (follow.go).
+	detach bool
 }
 
 func newFlags(cmd string, stderr io.Writer, target bool) *opts {

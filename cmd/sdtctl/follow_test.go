@@ -102,7 +102,7 @@ func TestCommandNotGosdt(t *testing.T) {
 	if _, err := os.Stat("/nonexistent-sdtctl-cmd"); err == nil {
 		t.Skip()
 	}
-	if err := run([]string{"trace", "boot:::", "--", "/nonexistent-sdtctl-cmd"}, &out, &errb); exitCode(err) != exitNoProcess {
+	if err := run([]string{"trace", "boot:::", "--", "/nonexistent-sdtctl-cmd"}, &out, &errb); exitCode(err) != exitStart {
 		t.Fatalf("a missing command: %v", err)
 	}
 	if err := run([]string{"trace", "-p", "1", "boot:::", "--", "/bin/true"}, &out, &errb); exitCode(err) != exitUsage {

@@ -21,6 +21,7 @@ const (
 	exitNoMatch    = 6
 	exitBadSpec    = 7
 	exitExited     = 8
+	exitStart      = 9
 )
 
 // exitError is an error with its exit code.
@@ -76,6 +77,7 @@ whose command is NAME, each said by its pid):
                                        yours. They stay on after sdtctl exits, until disable.
   disable [-p PID | -n NAME] SPEC...   switch probes off (sites a running trace or stat holds stay on)
   trace [-p PID | -n NAME] SPEC [-c N] [-d DURATION] [--bufsize BYTES] [--where EXPR] [--stack] [--many]
+       [--detach] [-- CMD ARGS]
                                        enable, print one line per event (time, pid/goroutine, probe,
                                        arg=value), disable on exit, Ctrl-C, after N events or DURATION.
                                        With -n, every process of that name: their events merged, each
@@ -86,9 +88,13 @@ whose command is NAME, each said by its pid):
   trace|stat SPEC [flags] -- CMD ARGS  start CMD (a program that uses gosdt) with SPEC enabled from
                                        its first instruction (a probe fired in a package's init is
                                        seen), follow it until it exits, and say its exit status (--json:
-                                       {"status":N}); it keeps sdtctl's stdin, stdout and stderr
+                                       {"status":N}); it keeps sdtctl's stdin, stdout and stderr.
+                                       SIGINT and SIGTERM to sdtctl are passed on to CMD (a second
+                                       kills it); a trace that ends first (-c, -d) ends CMD (SIGTERM,
+                                       SIGKILL 5s later) unless --detach
   stat [-p PID | -n NAME] SPEC [--by probe|site|stack|ARG] [--value ARG] [--hist ARG [--linear LOW,HIGH,STEP]]
        [--where EXPR] [--clear] [-i INTERVAL] [-d DURATION] [--pprof FILE] [--folded FILE] [--many]
+       [--detach] [-- CMD ARGS]
                                        enable and count fires by key every INTERVAL (default 1s), in
                                        the process, each P apart, merged when shown; --value sums,
                                        bounds and averages a number argument; --hist also quantizes it
@@ -104,7 +110,7 @@ whose command is NAME, each said by its pid):
                                        as folded stacks (flamegraph.pl, speedscope). Disable on exit
                                        or Ctrl-C
   export [-p PID | -n NAME] SPEC... [-d DURATION] [-i INTERVAL] [--by KEY] [--bufsize BYTES]
-         [--flush-timeout DURATION]
+       [--flush-timeout DURATION] [--many]
                                        OpenTelemetry: every call an entry/return pair (fbt) or a
                                        latency probe sees is a span, named after its function, nested
                                        per goroutine, with its arguments and results, an error status
@@ -131,9 +137,13 @@ whose command is NAME, each said by its pid):
   toolexec [-rules FILE] TOOL ARGS...  for go build/test -toolexec 'sdtctl toolexec': runs the tool
                                        and seals what the linker writes (programs using gosdt only);
                                        -rules FILE gives the functions FILE names fbt probes
-  demo [-t PHASE]                      start a workload with probes, trace it, show a live histogram,
+  version [--json]                     sdtctl's module version, the Go that built it, and the Go
+                                       releases supported (those whose layouts gosdt has been
+                                       checked against)
+  demo [-t PHASE] [-rounds N]          start a workload with probes, trace it, show a live histogram,
                                        and compare its throughput with probes disabled and enabled,
-                                       measured over PHASE each (default 2s, at least 100ms)
+                                       measured over PHASE each (default 1s, at least 100ms), in N
+                                       rounds (default 3) of alternated order, medians reported
 
 SPEC is a DTrace probe description provider:module:function:name, filled from the right
 (exit = ::: exit), globs allowed. The function field matches a function's whole name
@@ -144,10 +154,13 @@ Function probes: fbt:PACKAGE:FUNCTION:entry|return is a function's entry or its
 returns. Where rules placed them at build time (toolexec -rules) they are the build's;
 on any other function of a running program they are placed at run time, by writing a
 call over its code (list shows each probe's kind, and why a function refuses one).
-A run-time entry carries the register arguments as words (arg0...), a return latency_ns
-and the result words (r0...); a call that panics has no return event. A spec must name
-a package, or a function with its package (store.(*DB).Get), to place run-time probes; enable, trace and stat ask for --many
-beyond 16 functions; at most 256 functions have them at once.
+A run-time entry carries the function's arguments, named and typed as the binary's DWARF
+says (without DWARF, the register arguments as words, arg0...); a return latency_ns and
+the results (r0...); a call that panics has no return event. A spec must name
+a package, or a function with its package (store.(*DB).Get), to place run-time probes;
+enable, trace, stat and export ask for --many beyond 16 functions; at most 256
+functions have them at once. A command takes at most 64 SPECs (one request's limit;
+a glob matches many probes in one spec).
 Every command but demo and toolexec takes --json (one JSON object per line), and
 --help (its flags, exit 0).
 Values, in text and --json: integers and floats as numbers (in --json a JSON number
@@ -155,17 +168,29 @@ with every digit, also beyond 2^53: read int64/uint64 values as such, not as dou
 e.g. Go's json.Decoder.UseNumber; jq before 1.7 rounds them), bools true/false,
 strings quoted, pointers (fbt's *T, maps, chans, funcs) as 0x... hex (a JSON string),
 an error as its text, or nil (JSON null).
-trace, stat and export need -p or -n when more than one gosdt process runs. export
-exits 1 when spans or metrics did not reach the collector, 3 when -n found no
-process during the export, 6 when no spec matched a probe of the processes exported.
+trace, stat and export need -p or -n when more than one gosdt process runs.
 
 Exit codes:
-  0 success   1 other error   2 usage   3 no such process   4 not a gosdt process (or program)
-  5 permission denied   6 spec matches no probe   7 malformed spec
+  0 success
+  1 other error; export: anything dropped (the process's buffers, the exporter's queue)
+    or failed, said where (a backend without metrics, 404, is said once, not a failure)
+  2 usage: a bad flag, argument, OTEL_* value, or output file
+  3 no such process (export -n: none came during the export)
+  4 not a gosdt process (or program)
+  5 permission denied
+  6 spec matches no probe
+  7 malformed spec
   8 process exited (trace, stat and export first say what they received: events and
     drops so far, or the snapshots and the last one's time; --json adds "exited": true)
+  9 -- CMD could not be started (missing, not executable)
 A command run on several processes exits with the first failure's code, after trying
 every process.
+
+Files written (seal, stat --pprof and --folded): a regular file is replaced whole through
+a temporary file beside it, keeping its owner and mode; a symbolic link is followed and
+its target written; a character device (/dev/null) or /dev/stdout is written in place,
+and - is stdout; a directory, named pipe, socket or block device is refused (exit 2)
+before anything is done.
 `
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -179,8 +204,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 func runCommand(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return fail(exitUsage, "no command")
+		return fail(exitUsage, "no command\n%s", shortUsage)
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
@@ -205,7 +229,14 @@ func runCommand(args []string, stdout, stderr io.Writer) error {
 		return cmdSeal(rest, stdout, stderr)
 	case "toolexec":
 		return cmdToolexec(rest, stdout, stderr)
+	case "version":
+		return cmdVersion(rest, stdout, stderr)
 	}
-	fmt.Fprint(stderr, usage)
-	return fail(exitUsage, "unknown command %q", cmd)
+	return fail(exitUsage, "unknown command %q\n%s", cmd, shortUsage)
 }
+
+// shortUsage follows a missing or unknown command: the error first, then this, not
+// the whole usage.
+const shortUsage = `usage: sdtctl COMMAND [flags] [args]
+commands: ps list enable disable trace stat export seal toolexec demo version
+sdtctl --help describes them all; sdtctl COMMAND --help lists a command's flags`

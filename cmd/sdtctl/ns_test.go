@@ -197,7 +197,7 @@ func TestNamespaces(t *testing.T) {
 			}
 
 			out, err := sdtctl(t, "list", "-p", p)
-			if head := "pid " + p + " (target, pid 1 in its namespace): 1 probes"; err != nil || !strings.Contains(out, head) {
+			if head := "pid " + p + " (target, pid 1 in its namespace): 1 probe\n"; err != nil || !strings.Contains(out, head) {
 				t.Fatalf("list -p: %v, want %q:\n%s", err, head, out)
 			}
 			// without -p: found by its host pid, once
@@ -211,7 +211,7 @@ func TestNamespaces(t *testing.T) {
 			if err != nil || strings.Count(out, "pid "+p+" (") != 1 {
 				t.Fatalf("list: %v\n%s", err, out)
 			}
-			if out, err = sdtctl(t, "enable", "-p", p, "e2e:::tick"); err != nil || !strings.Contains(out, "enabled 1 sites") {
+			if out, err = sdtctl(t, "enable", "-p", p, "e2e:::tick"); err != nil || !strings.Contains(out, "enabled 1 site\n") {
 				t.Fatalf("enable: %v\n%s", err, out)
 			}
 			out, err = sdtctl(t, "trace", "-p", p, "-c", "3", "e2e:::tick")
@@ -263,7 +263,7 @@ func TestNamespaceOwners(t *testing.T) {
 
 	// Root outside: let in while the directory is private, refused once it is not.
 	sockDir := fmt.Sprintf("/proc/%d/root/tmp/gosdt-0", pid)
-	if out, err := sdtctl(t, "list", "-p", p); err != nil || !strings.Contains(out, "1 probes") {
+	if out, err := sdtctl(t, "list", "-p", p); err != nil || !strings.Contains(out, ": 1 probe\n") {
 		t.Fatalf("root: %v\n%s", err, out)
 	}
 	if err := os.Chmod(sockDir, 0o711); err != nil {

@@ -123,9 +123,9 @@ func groupSites(sites []offlineSite) []offlineProbe {
 // printOffline prints a binary's probes, each followed by its sites.
 func printOffline(w io.Writer, path string, sites []offlineSite) error {
 	probes := groupSites(sites)
-	fmt.Fprintf(w, "%s: %d probes, %d sites, read offline (provider and name from the Define calls\n"+
+	fmt.Fprintf(w, "%s: %s, %s, read offline (provider and name from the Define calls\n"+
 		"in package initialisation, where they can be read; function and line are those of the\n"+
-		"probe statement, from the inline tree of the binary's function table)\n", path, len(probes), len(sites))
+		"probe statement, from the inline tree of the binary's function table)\n", path, plural(len(probes), "probe"), plural(len(sites), "site"))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROBE / SITE\tVARIABLE / KIND\tSEALABLE")
 	for _, p := range probes {

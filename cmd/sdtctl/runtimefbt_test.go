@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -432,5 +433,78 @@ func needDWARF(t *testing.T) {
 	t.Helper()
 	if testutil.Emulated() {
 		t.Skip("under an emulator /proc/PID/exe is the emulator: no signatures to read")
+	}
+}
+
+// TestRuntimeProbeEnableCounts: enable and disable count a run-time probe's points as
+// sites, as list shows them and ps counts them on; enabling them again says they were
+// already on.
+func TestRuntimeProbeEnableCounts(t *testing.T) {
+	a := startPlainApp(t)
+	p := strconv.Itoa(a.pid)
+	spec := storeSpec + "store.(*DB).Get:"
+	want := 0
+	for _, pr := range listed(t, a.pid, spec) {
+		for _, s := range pr.Sites {
+			if s.State != "refused" {
+				want++
+			}
+		}
+	}
+	if want < 2 {
+		t.Fatalf("Get has %d points", want)
+	}
+	out, err := sdtctl(t, "enable", "-p", p, spec, "--json")
+	var r struct{ Sites, AlreadyOn int }
+	if err != nil || json.Unmarshal([]byte(out), &struct {
+		Sites     *int `json:"sites"`
+		AlreadyOn *int `json:"already_on"`
+	}{&r.Sites, &r.AlreadyOn}) != nil || r.Sites != want {
+		t.Fatalf("enable: %v %s: want %d sites", err, out, want)
+	}
+	ps, err := sdtctl(t, "ps", "--json")
+	if err != nil || !strings.Contains(ps, fmt.Sprintf(`"sites_on":%d`, want)) {
+		t.Errorf("ps after enable of %d points: %v %s", want, err, ps)
+	}
+	if out, err = sdtctl(t, "enable", "-p", p, spec); err != nil || !strings.Contains(out, fmt.Sprintf("enabled 0 sites; %d were already on", want)) {
+		t.Errorf("enable again: %v %s", err, out)
+	}
+	if out, err = sdtctl(t, "disable", "-p", p, spec); err != nil || !strings.Contains(out, fmt.Sprintf("disabled %d sites", want)) {
+		t.Errorf("disable: %v %s", err, out)
+	}
+}
+
+// TestRuntimeProbeStacks: stat --by stack of a run-time entry probe gives stacks whose
+// leaf is the probed function, without gosdt's own frames (fprobe's handler), and
+// the row, the folded leaf and the pprof profile name the function.
+func TestRuntimeProbeStacks(t *testing.T) {
+	a := startPlainApp(t)
+	dir := t.TempDir()
+	prof, fold := filepath.Join(dir, "p.pb.gz"), filepath.Join(dir, "f.folded")
+	spec := storeSpec + "store.(*DB).Get:entry"
+	st := runCmd(cmdStat, "-p", strconv.Itoa(a.pid), spec, "--by", "stack", "--pprof", prof, "--folded", fold, "-i", "100ms")
+	waitHeld(t, a.pid, spec, 0, 1)
+	a.do(t, "calls 50")
+	time.Sleep(300 * time.Millisecond)
+	if err := st.end(t, time.Minute); err != nil {
+		t.Fatalf("stat: %v\n%s", err, st.stderr.String())
+	}
+	out := st.stdout.String()
+	if strings.Contains(out, "fprobe.") || !regexp.MustCompile(`fbt:example.com/plainapp/store:store\.\(\*DB\)\.Get:entry\n\s+example.com/plainapp/store\.\(\*DB\)\.Get\n`).MatchString(out) {
+		t.Errorf("stack rows: want the probe named with its function, then Get's frame, no fprobe frame:\n%s", out)
+	}
+	b, err := os.ReadFile(fold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "fprobe.") || !strings.Contains(string(b), ";example.com/plainapp/store.(*DB).Get;fbt:example.com/plainapp/store:store.(*DB).Get:entry 50\n") {
+		t.Errorf("folded:\n%s", b)
+	}
+	top, err := exec.Command("go", "tool", "pprof", "-top", prof).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof -top: %v\n%s", err, top)
+	}
+	if !regexp.MustCompile(`(?m)^\s+50\s+100%\s+100%\s+50\s+100%\s+example.com/plainapp/store\.\(\*DB\)\.Get$`).Match(top) || strings.Contains(string(top), "fprobe") {
+		t.Errorf("pprof -top: want all 50 flat in Get:\n%s", top)
 	}
 }

@@ -28,6 +28,11 @@ func cmdSeal(args []string, stdout, stderr io.Writer) error {
 	if *out != "" && len(pos) > 1 {
 		return fail(exitUsage, "seal: -o takes one BINARY")
 	}
+	// -o's file is checked before anything is read or sealed (seal.File checks it again,
+	// as it checks the BINARY it rewrites in place).
+	if _, err := resolveOutputs("seal", map[string]string{"o": *out}); err != nil {
+		return err
+	}
 	for _, in := range pos {
 		dst := in
 		if *out != "" {

@@ -5,13 +5,14 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
+	"github.com/gosdt/gosdt/internal/outfile"
 )
 
 // stat --by stack: the process folds fires by probe and Go call stack (sdt/control's
@@ -228,47 +229,52 @@ func (p *pb) packed(field int, xs []uint64) {
 	p.bytes(field, q.b)
 }
 
-// writeFileAtomic writes b to path through a temporary file renamed into place: a
-// failed write leaves what was there.
-func writeFileAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
+// resolveOutputs checks the files the flags name (flag name to file, "" for none)
+// before cmd does any work: outfile.Resolve refuses a directory, a FIFO, a socket or
+// a block device. Every option of sdtctl that writes a file goes through it (the test
+// TestNoFileWriteBypassesOutfile sees that no other write is made).
+func resolveOutputs(cmd string, files map[string]string) (map[string]*outfile.Target, error) {
+	outs := map[string]*outfile.Target{}
+	for _, flag := range slices.Sorted(maps.Keys(files)) {
+		name := files[flag]
+		if name == "" {
+			continue
+		}
+		t, err := outfile.Resolve(name)
+		if err != nil {
+			return nil, fail(exitUsage, "%s: --%s: %v", cmd, flag, err)
+		}
+		outs[flag] = t
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return outs, nil
 }
 
 // writeStacks writes the last snapshot of a stat by stack to the files asked for.
-func writeStacks(last *ctlproto.Stat, start time.Time, pprofPath, foldedPath string) error {
+func writeStacks(last *ctlproto.Stat, start time.Time, pprofOut, foldedOut *outfile.Target, stdout, stderr io.Writer) error {
 	if last == nil {
 		return nil
 	}
-	if pprofPath != "" {
-		b, err := pprofProfile(last, start)
-		if err == nil {
-			err = writeFileAtomic(pprofPath, b)
+	write := func(flag string, t *outfile.Target, b []byte) error {
+		warnings, err := t.Write(b, stdout)
+		for _, w := range warnings {
+			fmt.Fprintf(stderr, "sdtctl: stat: --%s: %s\n", flag, w)
 		}
 		if err != nil {
-			return fail(exitError, "stat: --pprof %s: %v", pprofPath, err)
+			return fail(exitError, "stat: --%s %s: %v", flag, t.Name, err)
+		}
+		return nil
+	}
+	if pprofOut != nil {
+		b, err := pprofProfile(last, start)
+		if err != nil {
+			return fail(exitError, "stat: --pprof %s: %v", pprofOut.Name, err)
+		}
+		if err := write("pprof", pprofOut, b); err != nil {
+			return err
 		}
 	}
-	if foldedPath != "" {
-		if err := writeFileAtomic(foldedPath, folded(last)); err != nil {
-			return fail(exitError, "stat: --folded %s: %v", foldedPath, err)
-		}
+	if foldedOut != nil {
+		return write("folded", foldedOut, folded(last))
 	}
 	return nil
 }

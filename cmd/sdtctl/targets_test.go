@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,11 +86,11 @@ func TestNameSeveral(t *testing.T) {
 		t.Errorf("list -n target: %v\n%s", err, out)
 	}
 	out, err = sdtctl(t, "enable", "-n", "target", "e2e:::tick")
-	if err != nil || !strings.Contains(out, "pid "+pa+" (target): enabled 1 sites") || !strings.Contains(out, "pid "+pb+" (target): enabled 1 sites") {
+	if err != nil || !strings.Contains(out, "pid "+pa+" (target): enabled 1 site\n") || !strings.Contains(out, "pid "+pb+" (target): enabled 1 site\n") {
 		t.Errorf("enable -n target: %v\n%s", err, out)
 	}
 	out, err = sdtctl(t, "disable", "-n", "target", "e2e:::tick")
-	if err != nil || !strings.Contains(out, "pid "+pa+" (target): disabled 1 sites") || !strings.Contains(out, "pid "+pb+" (target): disabled 1 sites") {
+	if err != nil || !strings.Contains(out, "pid "+pa+" (target): disabled 1 site\n") || !strings.Contains(out, "pid "+pb+" (target): disabled 1 site\n") {
 		t.Errorf("disable -n target: %v\n%s", err, out)
 	}
 }
@@ -317,19 +318,20 @@ func TestDemoShortPhase(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, sdtctlBinary(t), "demo", "-t", "300ms").CombinedOutput()
+	out, err := exec.CommandContext(ctx, sdtctlBinary(t), "demo", "-t", "300ms", "-rounds", "2").CombinedOutput()
 	if err != nil {
 		t.Fatalf("demo -t 300ms: %v\n%s", err, out)
 	}
 	_, table, ok := strings.Cut(string(out), "workload throughput")
+	row := regexp.MustCompile(`^  (probes disabled|enabled, no consumer|enabled, aggregation|disabled again)\s+(\S+)\s+\(median of (\d+);`)
 	rates := 0
 	for _, line := range strings.Split(table, "\n")[1:] {
-		f := strings.Fields(line)
-		if len(f) < 2 {
+		m := row.FindStringSubmatch(line)
+		if m == nil {
 			continue
 		}
-		if r, err := strconv.ParseFloat(f[len(f)-1], 64); err != nil || r <= 0 {
-			t.Errorf("demo -t 300ms: %q: want a rate above 0", line)
+		if r, err := strconv.ParseFloat(m[2], 64); err != nil || r <= 0 || m[3] != "2" {
+			t.Errorf("demo -t 300ms -rounds 2: %q: want a rate above 0, the median of 2 phases", line)
 		}
 		rates++
 	}

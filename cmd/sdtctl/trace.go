@@ -23,12 +23,13 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	where := o.fs.String("where", "", "record only fires whose arguments match `EXPR` (arg0 > 100 && path == \"/api\"), evaluated in the process")
 	stack := o.fs.Bool("stack", false, fmt.Sprintf("with each event the Go call stack of the fire (%d frames), as DTrace's ustack()", ctlproto.StackDepth))
 	many := o.manyFlag()
+	o.detachFlag()
 	pos, err := o.parse(args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return fail(exitUsage, "trace: want one SPEC")
+	if err := oneSpec("trace", pos); err != nil {
+		return err
 	}
 	if err := checkSpecs(pos); err != nil {
 		return err
@@ -66,7 +67,7 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	// Each process streams on its own connection; their events are merged into one
 	// output, a batch at a time, each line with its pid. The count is of all of them.
 	out := bufio.NewWriterSize(stdout, 256<<10)
-	st := newStopper(stop)
+	st := newStopperFor(stop, cmd != nil)
 	var mu sync.Mutex // out, total
 	total := 0
 	start := time.Now()

@@ -1,14 +1,17 @@
 // Command sdtdemo shows gosdt's probes in one process: it lists the sites discovery
-// sealed, runs a workload with its probes disabled, enabled and disabled again, and
-// prints what each phase cost per call and what the probes delivered. "sdtdemo
+// sealed, runs a workload with its probes disabled, enabled and disabled again, in
+// rounds, and prints what each phase cost per call (the median of its rounds) and what
+// the probes delivered. "sdtdemo
 // workload" is the program sdtctl demo starts and traces.
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -58,9 +61,13 @@ func main() {
 func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("sdtdemo", flag.ContinueOnError)
 	calls := fs.Int("n", 20_000_000, "calls per phase")
+	rounds := fs.Int("rounds", 3, "rounds of the three phases; each phase's figure is the median of its rounds")
 	protocol := fs.String("protocol", "auto", "how sites are patched: auto, atomic or rendezvous")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *rounds < 1 {
+		return fmt.Errorf("-rounds %d: want at least 1", *rounds)
 	}
 	p, err := patch.ParseProtocol(*protocol)
 	if err != nil {
@@ -94,28 +101,48 @@ func run(args []string, out io.Writer) error {
 		}
 	})()
 
-	phase := func(name string) {
+	// Each phase's cost is the median of its rounds, the phases of a round run in turn:
+	// the machine's drift (frequency, other load) falls on each alike, and the two
+	// disabled figures say how far the comparison can be trusted.
+	type result struct {
+		ns     float64
+		events int64
+	}
+	phase := func() result {
 		fires.Store(0)
 		start := time.Now()
 		for i := range *calls {
 			handle(i)
 		}
 		el := time.Since(start)
-		fmt.Fprintf(out, "%-9s %8.2f ns/call  %10d events\n", name, float64(el.Nanoseconds())/float64(*calls), fires.Load())
+		return result{float64(el.Nanoseconds()) / float64(*calls), fires.Load()}
 	}
+	var got [3][]result // disabled, enabled, disabled again
 	fmt.Fprintln(out)
-	phase("disabled")
-	start := time.Now()
-	n, err := sdt.Enable("demo:::*")
-	if err != nil {
-		return err
+	for r := range *rounds {
+		got[0] = append(got[0], phase())
+		start := time.Now()
+		n, err := sdt.Enable("demo:::*")
+		if err != nil {
+			return err
+		}
+		if r == 0 {
+			fmt.Fprintf(out, "enabled %d sites in %v\n", n, time.Since(start).Round(time.Microsecond))
+		}
+		got[1] = append(got[1], phase())
+		if _, err := sdt.Disable("demo:::*"); err != nil {
+			return err
+		}
+		got[2] = append(got[2], phase())
+		fmt.Fprintf(out, "round %d: %.2f, %.2f, %.2f ns/call\n", r+1, got[0][r].ns, got[1][r].ns, got[2][r].ns)
 	}
-	fmt.Fprintf(out, "enabled %d sites in %v\n", n, time.Since(start).Round(time.Microsecond))
-	phase("enabled")
-	if _, err := sdt.Disable("demo:::*"); err != nil {
-		return err
+	fmt.Fprintf(out, "medians of %d rounds:\n", *rounds)
+	for i, name := range []string{"disabled", "enabled", "disabled"} {
+		rs := slices.Clone(got[i])
+		slices.SortFunc(rs, func(a, b result) int { return cmp.Compare(a.ns, b.ns) })
+		m := rs[len(rs)/2]
+		fmt.Fprintf(out, "%-9s %8.2f ns/call  %10d events\n", name, m.ns, m.events)
 	}
-	phase("disabled")
 	fmt.Fprintf(out, "retries seen while enabled: %d\n", retries.Load())
 	return nil
 }

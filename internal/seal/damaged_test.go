@@ -78,7 +78,7 @@ func TestDamagedTable(t *testing.T) {
 func noTemporaries(t *testing.T, dirs ...string) {
 	t.Helper()
 	for _, d := range dirs {
-		if m, _ := filepath.Glob(filepath.Join(d, ".*.seal-*")); len(m) > 0 {
+		if m, _ := filepath.Glob(filepath.Join(d, ".*.tmp-*")); len(m) > 0 {
 			t.Errorf("temporary files left: %v", m)
 		}
 	}

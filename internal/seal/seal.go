@@ -27,6 +27,7 @@ import (
 	"sort"
 
 	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/internal/outfile"
 	"github.com/gosdt/gosdt/internal/sealfmt"
 	"github.com/gosdt/gosdt/internal/usdt"
 	"github.com/gosdt/gosdt/sled"
@@ -74,22 +75,23 @@ func File(in, out string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	dst, err := resolveOutput(out)
+	dst, err := outfile.Resolve(out)
 	if err != nil {
 		return nil, err
 	}
-	inPlace := !dst.stream && dst.info != nil && os.SameFile(info, dst.info)
-	r := &Report{Path: out, Streamed: dst.stream}
+	if dst.Stdout {
+		return nil, fmt.Errorf("-: use Write for standard output")
+	}
+	inPlace := !dst.Stream && dst.Info != nil && os.SameFile(info, dst.Info)
+	r := &Report{Path: out, Streamed: dst.Stream}
 	image, changed, err := sealImage(in, r, Options{})
 	switch {
 	case err != nil:
 		return nil, err
 	case !changed && inPlace:
 		return r, nil
-	case dst.stream:
-		return r, writeStream(dst.path, image)
 	}
-	if r.Warnings, err = replace(dst.path, image, info, inPlace, dst.info); err != nil {
+	if r.Warnings, err = dst.WriteAs(image, nil, info, inPlace); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -205,7 +205,7 @@ func TestSealRefuses(t *testing.T) {
 			if _, err := os.Stat(out); !os.IsNotExist(err) {
 				t.Errorf("an output was written: %v", err)
 			}
-			if m, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".*seal-*")); len(m) > 0 {
+			if m, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".*.tmp-*")); len(m) > 0 {
 				t.Errorf("temporary files left: %v", m)
 			}
 		})

@@ -43,7 +43,7 @@ func (a *aggregation) stackName(k aggKey) string {
 		return n
 	}
 	var b strings.Builder
-	b.WriteString(a.c.name(uint32(k.x), 0))
+	b.WriteString(a.c.name(uint32(k.x), a.c.soleFuncSite(uint32(k.x))))
 	pcs := make([]uintptr, len(k.s)/8)
 	for i := range pcs {
 		for j := range 8 {

@@ -101,6 +101,23 @@ func (c *consumer) close() {
 	})
 }
 
+// soleFuncSite is the site of a function probe (fbt) that has one, whose fires all
+// name that function (a run-time probe's entry, a function's entry or its one
+// return): a stack's row is named with it. 0 for any other probe.
+func (c *consumer) soleFuncSite(id uint32) uintptr {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.probes[id]; p != nil && p.Provider == "fbt" && len(p.Sites) > 0 {
+		for _, s := range p.Sites[1:] {
+			if s.Func != p.Sites[0].Func || s.Module != p.Sites[0].Module {
+				return 0
+			}
+		}
+		return p.Sites[0].Addr
+	}
+	return 0
+}
+
 // name is the full name of a fire of probe id at site, "?" for an unknown probe.
 func (c *consumer) name(id uint32, site uintptr) string {
 	k := [2]uintptr{uintptr(id), site}

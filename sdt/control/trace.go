@@ -331,8 +331,9 @@ func (s *traceSink) writeStack(b *pbuf, f *bridge.Firing, ticks uint64, g uintpt
 }
 
 // stackSkip bounds the frames of sdt and control between a sink and the function
-// that fired.
-const stackSkip = 8
+// that fired (and, for a run-time function probe, of fprobe's entry handler: its
+// hook's call, the handler, the body that saves the registers).
+const stackSkip = 16
 
 // callStack is up to depth return addresses of the firing goroutine's stack (buf
 // holds depth + stackSkip), from the function that fired: the one ret (the fire
@@ -378,17 +379,20 @@ func funcName(pc uintptr) string {
 	return ""
 }
 
-// ownFrame reports whether fn (a function's name) is package sdt's or control's: the
+// ownFrame reports whether fn (a function's name) is package sdt's, control's or fprobe's: the
 // fire's machinery, not the program's, above the function that fired (all of it where
 // ret is not told: js/wasm).
 func ownFrame(fn string) bool {
-	return strings.HasPrefix(fn, sdtPrefix) || strings.HasPrefix(fn, controlPrefix)
+	return strings.HasPrefix(fn, sdtPrefix) || strings.HasPrefix(fn, controlPrefix) || strings.HasPrefix(fn, fprobePrefix)
 }
 
 // The names of package sdt's and package control's functions begin so.
 var (
 	sdtPrefix     = strings.TrimSuffix(reflect.TypeFor[bridge.Probe]().PkgPath(), "/internal/bridge") + "."
 	controlPrefix = reflect.TypeFor[traceSink]().PkgPath() + "."
+	// fprobe calls a run-time probe's hook from the probed function's entry: its
+	// frames (callHook, entryHandler, entryBody) are between the fire and the function.
+	fprobePrefix = strings.TrimSuffix(sdtPrefix, ".") + "/internal/fprobe."
 )
 
 // writeRecord writes f as a record (ctlproto's layout) into r, recordSize bytes of a

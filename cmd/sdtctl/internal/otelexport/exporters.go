@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -46,11 +47,22 @@ func NewExporters(ctx context.Context, cfg Config, json io.Writer) (*Exporters, 
 		}
 		return e, nil
 	}
+	// With no endpoint set the SDK's exporters would use TLS to localhost; the
+	// specification's default (and export --help's) is http://localhost:4318 (4317 for
+	// grpc).
 	if cfg.Traces {
 		if cfg.TracesProtocol == "grpc" {
-			e.spans, err = otlptracegrpc.New(ctx)
+			var opts []otlptracegrpc.Option
+			if cfg.defaultEndpoint("TRACES") {
+				opts = append(opts, otlptracegrpc.WithInsecure())
+			}
+			e.spans, err = otlptracegrpc.New(ctx, opts...)
 		} else {
-			e.spans, err = otlptracehttp.New(ctx)
+			var opts []otlptracehttp.Option
+			if cfg.defaultEndpoint("TRACES") {
+				opts = append(opts, otlptracehttp.WithInsecure())
+			}
+			e.spans, err = otlptracehttp.New(ctx, opts...)
 		}
 		if err != nil {
 			return nil, err
@@ -58,9 +70,17 @@ func NewExporters(ctx context.Context, cfg Config, json io.Writer) (*Exporters, 
 	}
 	if cfg.Metrics {
 		if cfg.MetricsProtocol == "grpc" {
-			e.metrics, err = otlpmetricgrpc.New(ctx)
+			var opts []otlpmetricgrpc.Option
+			if cfg.defaultEndpoint("METRICS") {
+				opts = append(opts, otlpmetricgrpc.WithInsecure())
+			}
+			e.metrics, err = otlpmetricgrpc.New(ctx, opts...)
 		} else {
-			e.metrics, err = otlpmetrichttp.New(ctx)
+			var opts []otlpmetrichttp.Option
+			if cfg.defaultEndpoint("METRICS") {
+				opts = append(opts, otlpmetrichttp.WithInsecure())
+			}
+			e.metrics, err = otlpmetrichttp.New(ctx, opts...)
 		}
 		if err != nil {
 			return nil, err
@@ -85,17 +105,31 @@ func (e *Exporters) Shutdown(ctx context.Context) error {
 // failures counted for that process, and not shut down with it.
 type processMetrics struct {
 	sdkmetric.Exporter
-	failed  atomic.Uint64 // exports that failed
-	lastErr atomic.Pointer[error]
+	failed     atomic.Uint64 // exports that failed
+	noReceiver atomic.Uint64 // exports a traces-only backend refused (NoMetricsReceiver)
+	lastErr    atomic.Pointer[error]
 }
 
 func (m *processMetrics) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
 	err := m.Exporter.Export(ctx, rm)
-	if err != nil {
+	switch {
+	case err == nil:
+	case NoMetricsReceiver(err):
+		m.noReceiver.Add(1)
+	default:
 		m.failed.Add(1)
 		m.lastErr.Store(&err)
 	}
 	return err
+}
+
+// NoMetricsReceiver reports whether err is an endpoint's answer that it takes no
+// metrics (HTTP 404 on /v1/metrics, gRPC Unimplemented): a backend of traces only,
+// such as Jaeger, which is no failure of the spans.
+func NoMetricsReceiver(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "failed to send metrics to ") && strings.Contains(s, ": 404 ") ||
+		strings.Contains(s, "code = Unimplemented")
 }
 
 func (m *processMetrics) Shutdown(context.Context) error { return nil }

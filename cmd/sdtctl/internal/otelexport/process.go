@@ -237,7 +237,10 @@ type Summary struct {
 	ExporterQueue  uint64 `json:"dropped_queue"`   // spans the exporter's queue dropped
 	ExportFailed   uint64 `json:"export_failed"`   // spans in exports that failed
 	MetricsFailed  uint64 `json:"metric_exports_failed"`
-	LastError      string `json:"last_error,omitempty"`
+	// NoMetricsReceiver is the metric exports the endpoint refused as taking no
+	// metrics (a traces-only backend): said once, not a failure.
+	NoMetricsReceiver uint64 `json:"metric_exports_no_receiver,omitempty"`
+	LastError         string `json:"last_error,omitempty"`
 }
 
 // Close ends the export of the process once its streams have ended: what they sent
@@ -274,7 +277,7 @@ func (p *Process) Close(flush time.Duration) Summary {
 		}
 	}
 	if p.pm != nil {
-		s.MetricsFailed = p.pm.failed.Load()
+		s.MetricsFailed, s.NoMetricsReceiver = p.pm.failed.Load(), p.pm.noReceiver.Load()
 		if err := p.pm.lastErr.Load(); err != nil && s.LastError == "" {
 			s.LastError = (*err).Error()
 		}

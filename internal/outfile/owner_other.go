@@ -1,6 +1,6 @@
 //go:build !unix
 
-package seal
+package outfile
 
 import "io/fs"
 
