@@ -292,6 +292,7 @@ func (ex *exporter) exportProcess(cl *client, stop <-chan struct{}) (matched boo
 	var specs []specProbes
 	var all []ctlproto.Probe
 	for i, s := range ex.specs {
+		nameSpecArgs(cl, s) // the list below and every stream carry the signatures
 		r, err := cl.call(&ctlproto.Request{Op: ctlproto.OpList, Spec: s})
 		if err != nil {
 			return false, nil, err
@@ -349,6 +350,7 @@ func (ex *exporter) exportProcess(cl *client, stop <-chan struct{}) (matched boo
 		wg.Go(func() {
 			c, err := dial(cl.pid)
 			if err == nil {
+				c.sigs = cl.sigs
 				var r *ctlproto.Response
 				r, err = stream(c, q, end, each)
 				c.close()
