@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -41,6 +42,10 @@ type runtimeFunc struct {
 	args             atomic.Pointer[argLayout] // replaced whole (a signature came), read by the hook and the drain
 	dropsSaid        int64                     // return events dropped that a warning has said (drain's)
 	dropsAt          int64                     // rt.Nanotime of that warning (time.Now would link time's zones)
+
+	// held while return events are between the ring and the consumers: a flush
+	// that takes it has every event read before it delivered (flushReturns)
+	delivering sync.Mutex
 }
 
 // argLayout is how a run-time function's probes read their arguments: the entry's from
@@ -408,6 +413,8 @@ func (rf *runtimeFunc) drainNow() {
 // deliverReturns moves rf's return events to the consumers, until none waits or
 // after at least most, and returns how many.
 func (rf *runtimeFunc) deliverReturns(buf []fprobe.Return, most int) int {
+	rf.delivering.Lock()
+	defer rf.delivering.Unlock()
 	total := 0
 	p := rf.ret
 	for {
@@ -441,6 +448,34 @@ func (rf *runtimeFunc) deliverReturns(buf []fprobe.Return, most int) int {
 		}
 	}
 }
+
+// flushReturns delivers every return event of run-time functions made before it was
+// called: what waits in their rings, and what another reader (drain, a call that
+// found its ring crowded) has read and not yet delivered. A consumer calls it before
+// it reports (a snapshot, a trace's end, a close), so that what it says counts every
+// return that happened before: the drain goroutine runs only now and then.
+func (r *registry) flushReturns() {
+	r.mu.Lock()
+	fs := make([]*runtimeFunc, 0, len(r.runtime))
+	for _, rf := range r.runtime {
+		fs = append(fs, rf)
+	}
+	r.mu.Unlock()
+	var buf [64]fprobe.Return
+	for _, rf := range fs {
+		rf.deliverReturns(buf[:], math.MaxInt)
+		// A return handler that took its slot before this call and was descheduled
+		// before writing it holds back the events after it: wait for it, briefly
+		// (it runs without a safe point, so only its thread's scheduling delays it).
+		for start := rt.Nanotime(); rf.f.Unwritten() && rt.Nanotime()-start < int64(flushWait); {
+			runtime.Gosched()
+			rf.deliverReturns(buf[:], math.MaxInt)
+		}
+	}
+}
+
+// flushWait bounds a flush's wait for a return event being written.
+const flushWait = 10 * time.Millisecond
 
 // sayDrops warns, at most once a second, of return events the function's ring had no
 // room for (List counts them too): the drain fell behind its calls. Drain's
