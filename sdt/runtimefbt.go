@@ -411,42 +411,51 @@ func (rf *runtimeFunc) drainNow() {
 }
 
 // deliverReturns moves rf's return events to the consumers, until none waits or
-// after at least most, and returns how many.
+// after at least most, and returns how many. Each batch is read and delivered under
+// rf.delivering, so that a flush (which takes it) finds every batch read before it
+// delivered; a reader waits for another at most one batch.
 func (rf *runtimeFunc) deliverReturns(buf []fprobe.Return, most int) int {
-	rf.delivering.Lock()
-	defer rf.delivering.Unlock()
 	total := 0
-	p := rf.ret
 	for {
-		n := rf.f.ReadReturns(buf)
+		rf.delivering.Lock()
+		n := rf.deliverBatch(buf)
+		rf.delivering.Unlock()
 		total += n
-		c := p.cons.Load()
-		for _, e := range buf[:n] {
-			p.hits.Add(1)
-			if c == nil {
-				continue
-			}
-			var v firing
-			l := rf.args.Load()
-			v.N = 1 + len(l.results)
-			v.Kinds[0] = bridge.Int
-			v.Slots[0] = uint64(e.Latency)
-			for i, x := range l.results {
-				v.Kinds[1+i] = x.kind
-				var w2 uint64
-				if x.word+1 < len(e.Results) {
-					w2 = e.Results[x.word+1]
-				}
-				setWord(&v.Args, 1+i, x, e.Results[x.word], w2, false)
-			}
-			v.Goid = e.Goid
-			c.emitAt(rt.ProcPin(), nil, rf.f.Entry, bridge.NoStack, &v)
-			rt.ProcUnpin()
-		}
 		if n < len(buf) || total >= most {
 			return total
 		}
 	}
+}
+
+// deliverBatch reads up to len(buf) of rf's return events and delivers them.
+// rf.delivering held.
+func (rf *runtimeFunc) deliverBatch(buf []fprobe.Return) int {
+	p := rf.ret
+	n := rf.f.ReadReturns(buf)
+	c := p.cons.Load()
+	for _, e := range buf[:n] {
+		p.hits.Add(1)
+		if c == nil {
+			continue
+		}
+		var v firing
+		l := rf.args.Load()
+		v.N = 1 + len(l.results)
+		v.Kinds[0] = bridge.Int
+		v.Slots[0] = uint64(e.Latency)
+		for i, x := range l.results {
+			v.Kinds[1+i] = x.kind
+			var w2 uint64
+			if x.word+1 < len(e.Results) {
+				w2 = e.Results[x.word+1]
+			}
+			setWord(&v.Args, 1+i, x, e.Results[x.word], w2, false)
+		}
+		v.Goid = e.Goid
+		c.emitAt(rt.ProcPin(), nil, rf.f.Entry, bridge.NoStack, &v)
+		rt.ProcUnpin()
+	}
+	return n
 }
 
 // flushReturns delivers every return event of run-time functions made before it was
