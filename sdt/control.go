@@ -142,6 +142,8 @@ func listWire(spec string, each func([]ctlproto.Probe) error) error {
 
 func (controlPlane) Signatures(sigs []ctlproto.FuncSig) { reg.signatures(sigs) }
 
+func (controlPlane) Flush() { reg.flushReturns() }
+
 func (controlPlane) Subscribe(spec string, s bridge.Sink) ([]*bridge.Probe, func(), error) {
 	return subscribe(spec, s)
 }

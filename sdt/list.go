@@ -73,7 +73,8 @@ func (pi ProbeInfo) String() string {
 // A definition whose fires come from code that could not be attributed to a site
 // (non-inlined builds, pointer uses) is listed with an empty function. Functions that
 // may take run-time probes (fbt specs naming a package or a function) follow, in the
-// order of their addresses.
+// order of their addresses. Hits count every fire made before the call (run-time
+// return events included).
 func List(spec string) ([]ProbeInfo, error) {
 	var out []ProbeInfo
 	err := listEach(spec, func(ps []ProbeInfo) error {
@@ -96,6 +97,7 @@ func listEach(spec string, each func([]ProbeInfo) error) error {
 	if err != nil {
 		return err
 	}
+	reg.flushReturns() // Hits count the return events made before the list
 	reg.mu.Lock()
 	reg.resolve()
 	out := reg.listDefined(sp)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -41,6 +42,10 @@ type runtimeFunc struct {
 	args             atomic.Pointer[argLayout] // replaced whole (a signature came), read by the hook and the drain
 	dropsSaid        int64                     // return events dropped that a warning has said (drain's)
 	dropsAt          int64                     // rt.Nanotime of that warning (time.Now would link time's zones)
+
+	// held while return events are between the ring and the consumers: a flush
+	// that takes it has every event read before it delivered (flushReturns)
+	delivering sync.Mutex
 }
 
 // argLayout is how a run-time function's probes read their arguments: the entry's from
@@ -406,41 +411,80 @@ func (rf *runtimeFunc) drainNow() {
 }
 
 // deliverReturns moves rf's return events to the consumers, until none waits or
-// after at least most, and returns how many.
+// after at least most, and returns how many. Each batch is read and delivered under
+// rf.delivering, so that a flush (which takes it) finds every batch read before it
+// delivered; a reader waits for another at most one batch.
 func (rf *runtimeFunc) deliverReturns(buf []fprobe.Return, most int) int {
 	total := 0
-	p := rf.ret
 	for {
-		n := rf.f.ReadReturns(buf)
+		rf.delivering.Lock()
+		n := rf.deliverBatch(buf)
+		rf.delivering.Unlock()
 		total += n
-		c := p.cons.Load()
-		for _, e := range buf[:n] {
-			p.hits.Add(1)
-			if c == nil {
-				continue
-			}
-			var v firing
-			l := rf.args.Load()
-			v.N = 1 + len(l.results)
-			v.Kinds[0] = bridge.Int
-			v.Slots[0] = uint64(e.Latency)
-			for i, x := range l.results {
-				v.Kinds[1+i] = x.kind
-				var w2 uint64
-				if x.word+1 < len(e.Results) {
-					w2 = e.Results[x.word+1]
-				}
-				setWord(&v.Args, 1+i, x, e.Results[x.word], w2, false)
-			}
-			v.Goid = e.Goid
-			c.emitAt(rt.ProcPin(), nil, rf.f.Entry, bridge.NoStack, &v)
-			rt.ProcUnpin()
-		}
 		if n < len(buf) || total >= most {
 			return total
 		}
 	}
 }
+
+// deliverBatch reads up to len(buf) of rf's return events and delivers them.
+// rf.delivering held.
+func (rf *runtimeFunc) deliverBatch(buf []fprobe.Return) int {
+	p := rf.ret
+	n := rf.f.ReadReturns(buf)
+	c := p.cons.Load()
+	for _, e := range buf[:n] {
+		p.hits.Add(1)
+		if c == nil {
+			continue
+		}
+		var v firing
+		l := rf.args.Load()
+		v.N = 1 + len(l.results)
+		v.Kinds[0] = bridge.Int
+		v.Slots[0] = uint64(e.Latency)
+		for i, x := range l.results {
+			v.Kinds[1+i] = x.kind
+			var w2 uint64
+			if x.word+1 < len(e.Results) {
+				w2 = e.Results[x.word+1]
+			}
+			setWord(&v.Args, 1+i, x, e.Results[x.word], w2, false)
+		}
+		v.Goid = e.Goid
+		c.emitAt(rt.ProcPin(), nil, rf.f.Entry, bridge.NoStack, &v)
+		rt.ProcUnpin()
+	}
+	return n
+}
+
+// flushReturns delivers every return event of run-time functions made before it was
+// called: what waits in their rings, and what another reader (drain, a call that
+// found its ring crowded) has read and not yet delivered. A consumer calls it before
+// it reports (a snapshot, a trace's end, a close), so that what it says counts every
+// return that happened before: the drain goroutine runs only now and then.
+func (r *registry) flushReturns() {
+	r.mu.Lock()
+	fs := make([]*runtimeFunc, 0, len(r.runtime))
+	for _, rf := range r.runtime {
+		fs = append(fs, rf)
+	}
+	r.mu.Unlock()
+	var buf [64]fprobe.Return
+	for _, rf := range fs {
+		rf.deliverReturns(buf[:], math.MaxInt)
+		// A return handler that took its slot before this call and was descheduled
+		// before writing it holds back the events after it: wait for it, briefly
+		// (it runs without a safe point, so only its thread's scheduling delays it).
+		for start := rt.Nanotime(); rf.f.Unwritten() && rt.Nanotime()-start < int64(flushWait); {
+			runtime.Gosched()
+			rf.deliverReturns(buf[:], math.MaxInt)
+		}
+	}
+}
+
+// flushWait bounds a flush's wait for a return event being written.
+const flushWait = 10 * time.Millisecond
 
 // sayDrops warns, at most once a second, of return events the function's ring had no
 // room for (List counts them too): the drain fell behind its calls. Drain's

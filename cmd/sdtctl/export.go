@@ -324,7 +324,8 @@ func (ex *exporter) exportProcess(cl *client, stop <-chan struct{}) (matched boo
 	var specs []specProbes
 	var all []ctlproto.Probe
 	for i, s := range ex.specs {
-		// As trace and stat: run-time probes on many functions are asked for.
+		// As trace and stat: run-time probes on many functions are asked for; the
+		// list below and every stream carry the signatures it reads.
 		if err := checkRuntimeCost(cl, s, ex.many); err != nil {
 			return false, nil, err
 		}
@@ -385,6 +386,7 @@ func (ex *exporter) exportProcess(cl *client, stop <-chan struct{}) (matched boo
 		wg.Go(func() {
 			c, err := dial(cl.pid)
 			if err == nil {
+				c.sigs = cl.sigs
 				var r *ctlproto.Response
 				r, err = stream(c, q, end, each)
 				c.close()

@@ -65,6 +65,11 @@ func startFollowed(command []string, q *ctlproto.Request, detach bool, stderr io
 	if len(command) == 0 {
 		return nil, nil, fail(exitUsage, "%s: want a command after --", q.Op)
 	}
+	if path, err := exec.LookPath(command[0]); err == nil {
+		fq := *q
+		followSigs(&fq, path)
+		q = &fq
+	}
 	payload, err := ctlproto.AppendFrame(nil, q)
 	if err != nil {
 		return nil, nil, fail(exitUsage, "%s: %v", q.Op, err)

@@ -168,7 +168,6 @@ func TestRuntimeProbeExactCounts(t *testing.T) {
 			waitHeld(t, a.pid, storeSpec+"Get:", 1, 0)
 			const n = 3000 // more than a return ring holds: calls wait for room rather than drop
 			a.do(t, fmt.Sprint("calls ", n))
-			time.Sleep(50 * time.Millisecond) // return events wait in their rings up to a millisecond
 			if err := tr.end(t, time.Minute); err != nil {
 				t.Fatalf("trace: %v\n%s", err, tr.stderr.String())
 			}
@@ -256,7 +255,6 @@ func TestRuntimeProbeLatency(t *testing.T) {
 	for range 3 {
 		a.do(t, "sleep 20")
 	}
-	time.Sleep(300 * time.Millisecond)
 	if err := st.end(t, time.Minute); err != nil {
 		t.Fatalf("stat: %v\n%s", err, st.stderr.String())
 	}
@@ -335,7 +333,6 @@ func traceEvents(t *testing.T, a *plainApp, spec string, do func(), flags ...str
 	tr := runCmd(cmdTrace, append([]string{"-p", strconv.Itoa(a.pid), spec, "--json"}, flags...)...)
 	waitHeld(t, a.pid, spec, 1, 0)
 	do()
-	time.Sleep(50 * time.Millisecond) // return events wait in their rings up to a millisecond
 	if err := tr.end(t, time.Minute); err != nil {
 		t.Fatalf("trace: %v\n%s", err, tr.stderr.String())
 	}

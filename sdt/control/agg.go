@@ -101,17 +101,26 @@ func openAggregation(who, spec string, o AggOptions) (*Aggregation, error) {
 	return &Aggregation{a: a, c: c}, nil
 }
 
-// Snapshot reads the aggregation: everything folded since it opened.
-func (a *Aggregation) Snapshot() Snapshot { return a.a.read(false) }
+// Snapshot reads the aggregation: everything folded since it opened, every fire
+// made before the call included (run-time return events too: flushed first).
+func (a *Aggregation) Snapshot() Snapshot {
+	a.c.flush()
+	return a.a.read(false)
+}
 
 // Interval reads what was folded since the previous Interval (or since the
 // aggregation opened): counts, sums and histograms exactly; the minimum and maximum
 // of the fires of the interval, less one that raced with its end by nanoseconds.
-func (a *Aggregation) Interval() Snapshot { return a.a.read(true) }
+// Every fire made before the call is in this interval or an earlier one.
+func (a *Aggregation) Interval() Snapshot {
+	a.c.flush()
+	return a.a.read(true)
+}
 
 // Close releases the aggregation's probes (switching off what no other owner holds)
-// and stops folding.
+// and stops folding, once every fire made before it is folded.
 func (a *Aggregation) Close() error {
+	a.c.flush()
 	a.c.close()
 	a.a.retire()
 	return nil

@@ -91,6 +91,10 @@ func open(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) error)
 // sink still takes what is fired meanwhile.
 func (c *consumer) release() { c.reg.Release(c.o) }
 
+// flush delivers to the sinks every fire made before it that waits to be delivered
+// (bridge.Registry.Flush): what a consumer reports after it counts them all.
+func (c *consumer) flush() { c.reg.Flush() }
+
 // close releases the consumer's holds, switching off what nobody else holds, and
 // then detaches its sink. A fire admitted just before may still reach the sink.
 func (c *consumer) close() {

@@ -70,6 +70,13 @@ func startFollow() (opened bool) {
 		warnf("%s: %v; nothing traced", followEnv, err)
 		return false
 	}
+	if len(q.Sigs) > 0 {
+		// The signatures sdtctl read from the command's executable: the run-time
+		// probes the spec names are placed now (Follow), before sdtctl connects, and
+		// take the arguments' names and types from them, as sdtctl's requests give
+		// them to probes placed later.
+		plane.reg.Signatures(q.Sigs)
+	}
 	const who = "sdtctl (from the start)"
 	var tr *Trace
 	var ag *Aggregation

@@ -125,6 +125,7 @@ func (cc *conn) traceStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) 
 	}
 	finish := func() (*ctlproto.Response, bool, error) {
 		tr.c.release()
+		tr.c.flush() // the returns of calls made before the stop, which wait in rings
 		for {
 			n, done, err := pump()
 			if err != nil {

@@ -659,6 +659,7 @@ func (t *Trace) Filtered() uint64 { return t.s.filtered() }
 // under way: then as it returns). Events not read are lost.
 func (t *Trace) Close() error {
 	if !t.closed.Swap(true) {
+		t.c.flush() // what fired before is in the buffers: counted, read or not
 		t.c.close()
 	}
 	t.freeIdle()

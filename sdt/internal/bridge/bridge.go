@@ -195,6 +195,10 @@ type Registry interface {
 	// o, once sdtctl has connected. With s nil it gives up: what sdt's init switched
 	// on for sdtctl is switched off.
 	Follow(spec string, s Sink, grew func([]*Probe) error) (settle func(o *Owner) ([]*Probe, error), cancel func(), err error)
+	// Flush delivers to their consumers every fire made before it that waits to be
+	// delivered (run-time functions' return events, which a goroutine delivers now
+	// and then): a consumer calls it before it reports what it has.
+	Flush()
 }
 
 // Start is set by package control at its initialisation, and called once by sdt at
