@@ -106,6 +106,7 @@ func (c *consumers) emitPin(s *site, ret uintptr, a *argv) {
 type subscription struct {
 	sink    bridge.Sink
 	filters map[*probe]*filter
+	counted *counted // a counting subscription: the probes not fed to sink are read so
 }
 
 // probeID returns p's id, assigning one. Call with r.mu held.
@@ -153,6 +154,32 @@ func matchFilters(sp spec.Spec) (map[*probe]*filter, []*probe) {
 
 // subscribe attaches sink to the fires of what specText matches, and describes them.
 func subscribe(specText string, sink bridge.Sink) ([]*bridge.Probe, func(), error) {
+	descs, sub, err := subscribeAs(specText, &subscription{sink: sink})
+	if err != nil {
+		return nil, nil, err
+	}
+	var once sync.Once
+	return descs, func() { once.Do(sub.close) }, nil
+}
+
+// subscribeCounts subscribes a sink that only counts fires by probe and site
+// (bridge.Registry.SubscribeCounts): a count of a probe with sites, or of its
+// unattributed fires, is read from the counters every admitted fire bumps anyway
+// (hits.go), so its fires need no consumer at all and cost what an enabled fire
+// with nobody consuming costs. Run-time function probes, counted otherwise, still
+// feed sink.
+func subscribeCounts(specText string, sink bridge.Sink) ([]*bridge.Probe, func([]bridge.Count) []bridge.Count, func(), error) {
+	sub := &subscription{sink: sink, counted: &counted{base: map[*site]uint64{}, wideBase: map[*probe]uint64{}}}
+	descs, sub, err := subscribeAs(specText, sub)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var once sync.Once
+	return descs, sub.counted.read, func() { once.Do(sub.close) }, nil
+}
+
+// subscribeAs attaches sub, its sink set, to what specText matches.
+func subscribeAs(specText string, sub *subscription) ([]*bridge.Probe, *subscription, error) {
 	sp, err := parseSpec(specText)
 	if err != nil {
 		return nil, nil, err
@@ -175,11 +202,83 @@ func subscribe(specText string, sink bridge.Sink) ([]*bridge.Probe, func(), erro
 	for i, p := range order {
 		descs[i] = p.describe(reg.probeID(p))
 	}
-	sub := &subscription{sink: sink, filters: fs}
+	sub.filters = fs
+	if c := sub.counted; c != nil {
+		// What was counted before the subscription is not its.
+		c.filters = fs
+		c.each(func(p *probe, s *site, n uint64) {
+			if s != nil {
+				c.base[s] = n
+			} else {
+				c.wideBase[p] = n
+			}
+		})
+	}
 	reg.subs = append(reg.subs, sub)
 	reg.rebuild(fs)
-	var once sync.Once
-	return descs, func() { once.Do(sub.close) }, nil
+	return descs, sub, nil
+}
+
+// counted is the part of a counting subscription (subscribeCounts) read from the
+// registry's counters: the counts when it began, and its last ones once closed.
+// Guarded by reg.mu.
+type counted struct {
+	filters  map[*probe]*filter
+	base     map[*site]uint64  // a site's fires before the subscription
+	wideBase map[*probe]uint64 // a definition's unattributed fires before it
+	final    []bridge.Count    // what read gives once closed
+	closed   bool
+}
+
+// countedBy reports whether c reads p's fires from the counters: all but run-time
+// function probes', which have no site and are counted otherwise.
+func (c *counted) countedBy(p *probe) bool { return c != nil && p.dyn == nil }
+
+// each calls f with the fires counted so far of each site the subscription matched
+// (s nil: a definition's unattributed fires, when it matched them). Call with
+// reg.mu held.
+func (c *counted) each(f func(p *probe, s *site, n uint64)) {
+	for p, fl := range c.filters {
+		if !c.countedBy(p) {
+			continue
+		}
+		// p.sites, not the filter's: a filter of all sites takes those bound later too.
+		for _, s := range p.sites {
+			if fl.all || fl.sites[s] {
+				f(p, s, s.hitCount())
+			}
+		}
+		if fl.wide {
+			f(p, nil, p.hits.Load())
+		}
+	}
+}
+
+// read appends the fires of each site counted since the subscription began (until
+// it was closed), leaving out sites that had none.
+func (c *counted) read(dst []bridge.Count) []bridge.Count {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if c.closed {
+		return append(dst, c.final...)
+	}
+	return c.readLocked(dst)
+}
+
+func (c *counted) readLocked(dst []bridge.Count) []bridge.Count {
+	c.each(func(p *probe, s *site, n uint64) {
+		var addr uintptr
+		if s != nil {
+			n -= c.base[s]
+			addr = s.Addr
+		} else {
+			n -= c.wideBase[p]
+		}
+		if n > 0 {
+			dst = append(dst, bridge.Count{Probe: reg.probeID(p), Site: addr, N: n})
+		}
+	})
+	return dst
 }
 
 // describe is what a consumer is told of p. Call with reg.mu held, after resolve.
@@ -203,6 +302,9 @@ func (sub *subscription) close() {
 		reg.subs = slices.Delete(reg.subs, i, i+1)
 		reg.rebuild(sub.filters)
 	}
+	if c := sub.counted; c != nil && !c.closed {
+		c.final, c.closed = c.readLocked(nil), true
+	}
 }
 
 // rebuild publishes new consumer snapshots for the probes in fs. Call with r.mu held.
@@ -215,7 +317,7 @@ func (r *registry) rebuild(fs map[*probe]*filter) {
 			c.fix = rawFix(p.kinds, p.sizes)
 		}
 		for _, sub := range r.subs {
-			if f := sub.filters[p]; f != nil {
+			if f := sub.filters[p]; f != nil && !sub.counted.countedBy(p) {
 				c.sinks = append(c.sinks, sinkEntry{s: sub.sink, f: f})
 			}
 		}

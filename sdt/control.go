@@ -142,6 +142,10 @@ func (controlPlane) Subscribe(spec string, s bridge.Sink) ([]*bridge.Probe, func
 	return subscribe(spec, s)
 }
 
+func (controlPlane) SubscribeCounts(spec string, s bridge.Sink) ([]*bridge.Probe, func([]bridge.Count) []bridge.Count, func(), error) {
+	return subscribeCounts(spec, s)
+}
+
 func (controlPlane) Follow(spec string, s bridge.Sink, grew func([]*bridge.Probe) error) (func(*bridge.Owner) ([]*bridge.Probe, error), func(), error) {
 	return follow(spec, s, grew)
 }

@@ -92,12 +92,12 @@ func openAggregation(who, spec string, o AggOptions) (*Aggregation, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := open(who, spec, a, a.resolve)
+	c, counts, err := openAs(who, spec, a, a.resolve, a.counting())
 	if err != nil {
 		a.retire()
 		return nil, err
 	}
-	a.c = c
+	a.c, a.counts = c, counts
 	return &Aggregation{a: a, c: c}, nil
 }
 
@@ -141,12 +141,25 @@ type aggregation struct {
 	gen    atomic.Uint64
 	missed atomic.Uint64 // fires on a P that had no shard yet
 	c      *consumer     // names probes and sites
+	// counts reads the fires sdt counts for the aggregation instead of feeding it
+	// them (a count by probe or site with no predicate: counting); nil otherwise
+	counts func([]bridge.Count) []bridge.Count
 
 	mu sync.Mutex // readers
 	// stackNames: the row names of stack keys (byStack), made once (aggstack.go)
 	stackNames map[aggKey]string
 	prev       map[*aggCell]*cellRead
+	prevCounts map[aggKey]uint64 // what the previous Interval read of counts (counting)
+	countBuf   []bridge.Count
 	grown      int64 // nanotime when grow last looked at GOMAXPROCS
+}
+
+// counting reports whether the aggregation only counts fires by probe or by site,
+// every fire: what each site's own hit counters, bumped by every fire anyway, already
+// say. sdt is then asked for those counts when the aggregation is read, instead of
+// feeding it every fire through a sink (which costs more than the rest of the fire).
+func (a *aggregation) counting() bool {
+	return (a.by == byProbe || a.by == bySite) && a.o.Value == "" && a.o.Where == ""
 }
 
 // aggProbe is where one probe's key and value are.
@@ -639,6 +652,29 @@ func (a *aggregation) read(interval bool) Snapshot {
 				ac.hist[i] += n
 			}
 		})
+	}
+	if a.counts != nil {
+		a.countBuf = a.counts(a.countBuf[:0])
+		for _, n := range a.countBuf {
+			k := aggKey{x: uint64(n.Probe), y: uint64(n.Site)}
+			count := int64(n.N)
+			if interval {
+				if a.prevCounts == nil {
+					a.prevCounts = map[aggKey]uint64{}
+				}
+				count -= int64(a.prevCounts[k])
+				a.prevCounts[k] = n.N
+				if count == 0 {
+					continue
+				}
+			}
+			ac := rows[k]
+			if ac == nil {
+				ac = &acc{row: Row{Min: math.MaxInt64, Max: math.MinInt64}, hist: make([]uint64, a.buckets)}
+				rows[k] = ac
+			}
+			ac.row.Count += count
+		}
 	}
 	snap.Overflow += a.missed.Load()
 	// Keys that name the same row (probe: every site of a probe in one function)

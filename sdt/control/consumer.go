@@ -61,13 +61,29 @@ var consumers atomic.Int64
 // matches on behalf of who: in this order, so that no fire of a probe it switches on
 // is missed.
 func open(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) error) (*consumer, error) {
+	c, _, err := openAs(who, spec, sink, ready, false)
+	return c, err
+}
+
+// openAs is open; counting, it subscribes a sink that only counts by probe and site
+// (bridge.Registry.SubscribeCounts) and returns how to read the counts it is not fed.
+func openAs(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) error, counting bool) (*consumer, func([]bridge.Count) []bridge.Count, error) {
 	reg, err := registry()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	probes, cancel, err := reg.Subscribe(spec, sink)
+	var (
+		probes []*bridge.Probe
+		counts func([]bridge.Count) []bridge.Count
+		cancel func()
+	)
+	if counting {
+		probes, counts, cancel, err = reg.SubscribeCounts(spec, sink)
+	} else {
+		probes, cancel, err = reg.Subscribe(spec, sink)
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c := &consumer{reg: reg, o: &bridge.Owner{Name: who}, probes: map[uint32]*bridge.Probe{}, cancel: cancel}
 	for _, p := range probes {
@@ -76,15 +92,15 @@ func open(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) error)
 	if ready != nil {
 		if err := ready(probes); err != nil {
 			cancel()
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if _, _, err := reg.Hold(c.o, []string{spec}); err != nil {
 		cancel()
-		return nil, err
+		return nil, nil, err
 	}
 	consumers.Add(1)
-	return c, nil
+	return c, counts, nil
 }
 
 // release releases the consumer's holds, switching off what nobody else holds; its

@@ -189,12 +189,27 @@ type Registry interface {
 	// Subscribe attaches s to the fires of what spec matches, until cancel; it does
 	// not switch anything on (Hold does). probes describes what it covers.
 	Subscribe(spec string, s Sink) (probes []*Probe, cancel func(), err error)
+	// SubscribeCounts is Subscribe for a sink that only counts fires by probe and
+	// site, with no predicate: the fires the registry counts anyway (a site's per-P
+	// hit counters, a definition's unattributed fires) are not fed to s but read by
+	// counts, which appends each matched site's fires since the subscription (its
+	// last figures once cancelled); s is fed only the fires of probes counted no
+	// such way (run-time function probes).
+	SubscribeCounts(spec string, s Sink) (probes []*Probe, counts func([]Count) []Count, cancel func(), err error)
 	// Follow attaches s to what spec matches from sdt's init on, definitions as they
 	// come, for a command sdtctl started (SDT_FOLLOW); grew is told of each probe
 	// before a fire of it can come. settle matches spec as Subscribe and Hold do, for
 	// o, once sdtctl has connected. With s nil it gives up: what sdt's init switched
 	// on for sdtctl is switched off.
 	Follow(spec string, s Sink, grew func([]*Probe) error) (settle func(o *Owner) ([]*Probe, error), cancel func(), err error)
+}
+
+// Count is how many fires of a probe came from one of its sites (Site 0: fires not
+// attributed to a site), as Registry.SubscribeCounts reads them.
+type Count struct {
+	Probe uint32
+	Site  uintptr
+	N     uint64
 }
 
 // Start is set by package control at its initialisation, and called once by sdt at
