@@ -3,6 +3,7 @@ package sdt
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -25,6 +26,51 @@ type consumers struct {
 	sizes [MaxArgs]uint8
 	sinks []sinkEntry
 	one   bridge.Sink // the only sink, when it takes every fire of the probe
+	// folders fed one argument's value instead of the firing (SubscribeFolds);
+	// nil when none, and then sinks is not empty
+	folds []foldEntry
+}
+
+// foldEntry is a folder of one argument of a probe's fires, and which fires: all
+// of its sites, or those of sites[s.index], and unattributed ones if wide.
+type foldEntry struct {
+	f     bridge.Folder
+	arg   int
+	kind  bridge.Kind
+	id    uint32
+	all   bool
+	wide  bool
+	sites []bool // by site index; nil with all
+}
+
+// fold gives e the value x of a fire from s (nil: not attributed) on P pid, to
+// which the caller is pinned.
+func (e *foldEntry) fold(pid int, s *site, x int64) {
+	if s != nil && e.all { // most fires: inlined
+		e.f.Fold(pid, s.index, e.id, s.Addr, x)
+		return
+	}
+	e.foldSome(pid, s, x)
+}
+
+func (e *foldEntry) foldSome(pid int, s *site, x int64) {
+	if s == nil {
+		if e.wide {
+			e.f.Fold(pid, -1, e.id, 0, x)
+		}
+		return
+	}
+	if uint(s.index) < uint(len(e.sites)) && e.sites[s.index] {
+		e.f.Fold(pid, s.index, e.id, s.Addr, x)
+	}
+}
+
+// foldArgs folds the arguments of a fire (fbt's, set in a) into each of c's folders.
+func (c *consumers) foldArgs(pid int, s *site, a *bridge.Args) {
+	for i := range c.folds {
+		e := &c.folds[i]
+		e.fold(pid, s, bridge.SlotInt(e.kind, a.Slots[e.arg], len(a.Strs[e.arg])))
+	}
 }
 
 type sinkEntry struct {
@@ -83,6 +129,13 @@ func (c *consumers) emitAt(pid int, s *site, addr, ret uintptr, v *firing) {
 // it: its arguments are a Call's, and the caller is not pinned.
 func (c *consumers) emitPin(s *site, ret uintptr, a *argv) {
 	pid := rt.ProcPin()
+	if c.folds != nil {
+		c.foldArgs(pid, s, a)
+		if len(c.sinks) == 0 {
+			rt.ProcUnpin()
+			return
+		}
+	}
 	v := pFiring(pid)
 	if v == nil {
 		v = new(firing)
@@ -107,6 +160,52 @@ type subscription struct {
 	sink    bridge.Sink
 	filters map[*probe]*filter
 	counted *counted // a counting subscription: the probes not fed to sink are read so
+	// a folding subscription (SubscribeFolds): folder is fed value's value, where
+	// the probe has that argument
+	folder bridge.Folder
+	value  string
+}
+
+// foldArg is the index and kind of the argument sub folds of p's fires; ok false when
+// sub folds none (not a folding subscription, or p has no such argument, or its kind
+// only its fires tell, or p is a run-time function probe, whose fires are delivered
+// elsewhere).
+func (sub *subscription) foldArg(p *probe) (i int, k bridge.Kind, ok bool) {
+	if sub.folder == nil || p.dyn != nil {
+		return 0, 0, false
+	}
+	i = argIndex(p.args, sub.value)
+	if i < 0 || i >= len(p.kinds) || p.kinds[i] == bridge.Unknown {
+		return 0, 0, false
+	}
+	return i, p.kinds[i], true
+}
+
+// argIndex is the index of the argument name names among args: argN, or its name;
+// -1 if none (as package control names them).
+func argIndex(args []string, name string) int {
+	if n, ok := strings.CutPrefix(name, "arg"); ok && n != "" && (n == "0" || n[0] != '0') {
+		i := 0
+		for _, c := range []byte(n) {
+			if c < '0' || c > '9' || i > MaxArgs {
+				i = -1
+				break
+			}
+			i = 10*i + int(c-'0')
+		}
+		if i >= 0 && i < MaxArgs {
+			if i < len(args) {
+				return i
+			}
+			return -1
+		}
+	}
+	for i, a := range args {
+		if a == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // probeID returns p's id, assigning one. Call with r.mu held.
@@ -317,12 +416,25 @@ func (r *registry) rebuild(fs map[*probe]*filter) {
 			c.fix = rawFix(p.kinds, p.sizes)
 		}
 		for _, sub := range r.subs {
-			if f := sub.filters[p]; f != nil && !sub.counted.countedBy(p) {
-				c.sinks = append(c.sinks, sinkEntry{s: sub.sink, f: f})
+			f := sub.filters[p]
+			if f == nil || sub.counted.countedBy(p) {
+				continue
 			}
+			if i, k, ok := sub.foldArg(p); ok {
+				e := foldEntry{f: sub.folder, arg: i, kind: k, id: c.id, all: f.all, wide: f.wide}
+				if !f.all {
+					e.sites = make([]bool, len(r.sites))
+					for s := range f.sites {
+						e.sites[s.index] = true
+					}
+				}
+				c.folds = append(c.folds, e)
+				continue
+			}
+			c.sinks = append(c.sinks, sinkEntry{s: sub.sink, f: f})
 		}
 		switch {
-		case len(c.sinks) == 0:
+		case len(c.sinks) == 0 && len(c.folds) == 0:
 			c = nil
 		case len(c.sinks) == 1 && c.sinks[0].f.all && c.sinks[0].f.wide:
 			c.one = c.sinks[0].s

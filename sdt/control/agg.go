@@ -92,7 +92,7 @@ func openAggregation(who, spec string, o AggOptions) (*Aggregation, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, counts, err := openAs(who, spec, a, a.resolve, a.counting())
+	c, counts, err := openAs(who, spec, a, a.resolve, a.feed(), a.o.Value)
 	if err != nil {
 		a.retire()
 		return nil, err
@@ -154,12 +154,20 @@ type aggregation struct {
 	grown      int64 // nanotime when grow last looked at GOMAXPROCS
 }
 
-// counting reports whether the aggregation only counts fires by probe or by site,
-// every fire: what each site's own hit counters, bumped by every fire anyway, already
-// say. sdt is then asked for those counts when the aggregation is read, instead of
-// feeding it every fire through a sink (which costs more than the rest of the fire).
-func (a *aggregation) counting() bool {
-	return (a.by == byProbe || a.by == bySite) && a.o.Value == "" && a.o.Where == ""
+// feed is how the aggregation is fed. Keyed by probe or by site with no predicate,
+// it needs of a fire only its site and (folding a value) one argument: a count is
+// what each site's own hit counters, bumped by every fire anyway, already say, so sdt
+// is asked for them when the aggregation is read (feedCounts); a value is given to
+// Fold, with the site's index, without the firing a sink is built (feedFolds).
+// Anything else takes every fire's firing.
+func (a *aggregation) feed() int {
+	switch {
+	case a.by != byProbe && a.by != bySite || a.o.Where != "":
+		return feedFires
+	case a.o.Value == "":
+		return feedCounts
+	}
+	return feedFolds
 }
 
 // aggProbe is where one probe's key and value are.
@@ -426,6 +434,58 @@ func (a *aggregation) Fire(f *bridge.Firing) {
 	}
 	a.fire(ap, shards, f)
 }
+
+// Fold folds value x of a fire of probe from site into the shard of P p, to which
+// the caller is pinned: the aggregation is a bridge.Folder when keyed by probe or by
+// site with no predicate and a value (feedFolds). The site's cell is kept at hand in
+// the shard, by the site's slot, from its first fire on: no key to compare or hash.
+func (a *aggregation) Fold(p, slot int, probe uint32, site uintptr, x int64) {
+	if a.probes.Load() == nil {
+		return // not yet told its probes, or closed
+	}
+	shards := *a.shards.Load()
+	if uint(p) >= uint(len(shards)) {
+		a.missed.Add(1)
+		return
+	}
+	sh := shards[p]
+	var c *aggCell
+	if uint(slot) < uint(len(sh.slots)) {
+		c = sh.slots[slot]
+	}
+	if c == nil {
+		if c = a.slotCell(sh, slot, probe, site); c == nil {
+			return
+		}
+	}
+	c.fold(x)
+	if a.buckets > 0 {
+		c.count1(a.bucket(x))
+	}
+	if gen := a.gen.Load(); gen != 0 {
+		c.foldInterval(x, gen)
+	}
+}
+
+// slotCell is the cell of probe's fires from site in sh (nil: past MaxRows or the
+// budget, counted), kept at hand by slot if it has one. The P's writers.
+//
+//go:norace
+func (a *aggregation) slotCell(sh *aggShard, slot int, probe uint32, site uintptr) *aggCell {
+	k := aggKey{x: uint64(probe), y: uint64(site)}
+	c := sh.lookup(a, &k, mix(k.x, k.y))
+	if c != nil && slot >= 0 && slot < maxSlots {
+		if slot >= len(sh.slots) {
+			sh.slots = append(sh.slots, make([]*aggCell, slot+1-len(sh.slots))...)
+		}
+		sh.slots[slot] = c
+	}
+	return c
+}
+
+// maxSlots bounds a shard's cells at hand by site index: sites past it take the
+// table's lookup.
+const maxSlots = 1 << 16
 
 // fire is Fire for the other fires: keyed by an argument, filtered, or to a cell
 // other than the last.

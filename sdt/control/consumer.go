@@ -61,13 +61,20 @@ var consumers atomic.Int64
 // matches on behalf of who: in this order, so that no fire of a probe it switches on
 // is missed.
 func open(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) error) (*consumer, error) {
-	c, _, err := openAs(who, spec, sink, ready, false)
+	c, _, err := openAs(who, spec, sink, ready, feedFires, "")
 	return c, err
 }
 
-// openAs is open; counting, it subscribes a sink that only counts by probe and site
-// (bridge.Registry.SubscribeCounts) and returns how to read the counts it is not fed.
-func openAs(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) error, counting bool) (*consumer, func([]bridge.Count) []bridge.Count, error) {
+// How a sink subscribes (openAs).
+const (
+	feedFires  = iota // every fire to Fire (bridge.Registry.Subscribe)
+	feedCounts        // counts by probe and site, read from sdt's counters (SubscribeCounts)
+	feedFolds         // one argument's value to Fold (SubscribeFolds; the sink is a Folder)
+)
+
+// openAs is open, the sink subscribed as feed says (value: the argument a folder
+// folds). It returns how to read the counts of a counting sink.
+func openAs(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) error, feed int, value string) (*consumer, func([]bridge.Count) []bridge.Count, error) {
 	reg, err := registry()
 	if err != nil {
 		return nil, nil, err
@@ -77,9 +84,12 @@ func openAs(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) erro
 		counts func([]bridge.Count) []bridge.Count
 		cancel func()
 	)
-	if counting {
+	switch feed {
+	case feedCounts:
 		probes, counts, cancel, err = reg.SubscribeCounts(spec, sink)
-	} else {
+	case feedFolds:
+		probes, cancel, err = reg.SubscribeFolds(spec, value, sink.(bridge.Folder))
+	default:
 		probes, cancel, err = reg.Subscribe(spec, sink)
 	}
 	if err != nil {
