@@ -133,7 +133,7 @@ func fireRest(b *bytes.Buffer, before string, args []string) {
 			if v == nil {
 				v = new(firing)
 			}
-				v.N, v.Kinds = cs.n, cs.kinds%[2]s
+			v.N, v.Kinds = cs.n, cs.kinds%[2]s
 			cs.emit(pid, s, ret, v)%[4]s
 		}
 	}
