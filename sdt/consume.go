@@ -3,6 +3,7 @@ package sdt
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -25,6 +26,51 @@ type consumers struct {
 	sizes [MaxArgs]uint8
 	sinks []sinkEntry
 	one   bridge.Sink // the only sink, when it takes every fire of the probe
+	// folders fed one argument's value instead of the firing (SubscribeFolds);
+	// nil when none, and then sinks is not empty
+	folds []foldEntry
+}
+
+// foldEntry is a folder of one argument of a probe's fires, and which fires: all
+// of its sites, or those of sites[s.index], and unattributed ones if wide.
+type foldEntry struct {
+	f     bridge.Folder
+	arg   int
+	kind  bridge.Kind
+	id    uint32
+	all   bool
+	wide  bool
+	sites []bool // by site index; nil with all
+}
+
+// fold gives e the value x of a fire from s (nil: not attributed) on P pid, to
+// which the caller is pinned.
+func (e *foldEntry) fold(pid int, s *site, x int64) {
+	if s != nil && e.all { // most fires: inlined
+		e.f.Fold(pid, s.index, e.id, s.Addr, x)
+		return
+	}
+	e.foldSome(pid, s, x)
+}
+
+func (e *foldEntry) foldSome(pid int, s *site, x int64) {
+	if s == nil {
+		if e.wide {
+			e.f.Fold(pid, -1, e.id, 0, x)
+		}
+		return
+	}
+	if uint(s.index) < uint(len(e.sites)) && e.sites[s.index] {
+		e.f.Fold(pid, s.index, e.id, s.Addr, x)
+	}
+}
+
+// foldArgs folds the arguments of a fire (fbt's, set in a) into each of c's folders.
+func (c *consumers) foldArgs(pid int, s *site, a *bridge.Args) {
+	for i := range c.folds {
+		e := &c.folds[i]
+		e.fold(pid, s, bridge.SlotInt(e.kind, a.Slots[e.arg], len(a.Strs[e.arg])))
+	}
 }
 
 type sinkEntry struct {
@@ -83,6 +129,13 @@ func (c *consumers) emitAt(pid int, s *site, addr, ret uintptr, v *firing) {
 // it: its arguments are a Call's, and the caller is not pinned.
 func (c *consumers) emitPin(s *site, ret uintptr, a *argv) {
 	pid := rt.ProcPin()
+	if c.folds != nil {
+		c.foldArgs(pid, s, a)
+		if len(c.sinks) == 0 {
+			rt.ProcUnpin()
+			return
+		}
+	}
 	v := pFiring(pid)
 	if v == nil {
 		v = new(firing)
@@ -106,6 +159,53 @@ func (c *consumers) emitPin(s *site, ret uintptr, a *argv) {
 type subscription struct {
 	sink    bridge.Sink
 	filters map[*probe]*filter
+	counted *counted // a counting subscription: the probes not fed to sink are read so
+	// a folding subscription (SubscribeFolds): folder is fed value's value, where
+	// the probe has that argument
+	folder bridge.Folder
+	value  string
+}
+
+// foldArg is the index and kind of the argument sub folds of p's fires; ok false when
+// sub folds none (not a folding subscription, or p has no such argument, or its kind
+// only its fires tell, or p is a run-time function probe, whose fires are delivered
+// elsewhere).
+func (sub *subscription) foldArg(p *probe) (i int, k bridge.Kind, ok bool) {
+	if sub.folder == nil || p.dyn != nil {
+		return 0, 0, false
+	}
+	i = argIndex(p.args, sub.value)
+	if i < 0 || i >= len(p.kinds) || p.kinds[i] == bridge.Unknown {
+		return 0, 0, false
+	}
+	return i, p.kinds[i], true
+}
+
+// argIndex is the index of the argument name names among args: argN, or its name;
+// -1 if none (as package control names them).
+func argIndex(args []string, name string) int {
+	if n, ok := strings.CutPrefix(name, "arg"); ok && n != "" && (n == "0" || n[0] != '0') {
+		i := 0
+		for _, c := range []byte(n) {
+			if c < '0' || c > '9' || i > MaxArgs {
+				i = -1
+				break
+			}
+			i = 10*i + int(c-'0')
+		}
+		if i >= 0 && i < MaxArgs {
+			if i < len(args) {
+				return i
+			}
+			return -1
+		}
+	}
+	for i, a := range args {
+		if a == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // probeID returns p's id, assigning one. Call with r.mu held.
@@ -153,6 +253,32 @@ func matchFilters(sp spec.Spec) (map[*probe]*filter, []*probe) {
 
 // subscribe attaches sink to the fires of what specText matches, and describes them.
 func subscribe(specText string, sink bridge.Sink) ([]*bridge.Probe, func(), error) {
+	descs, sub, err := subscribeAs(specText, &subscription{sink: sink})
+	if err != nil {
+		return nil, nil, err
+	}
+	var once sync.Once
+	return descs, func() { once.Do(sub.close) }, nil
+}
+
+// subscribeCounts subscribes a sink that only counts fires by probe and site
+// (bridge.Registry.SubscribeCounts): a count of a probe with sites, or of its
+// unattributed fires, is read from the counters every admitted fire bumps anyway
+// (hits.go), so its fires need no consumer at all and cost what an enabled fire
+// with nobody consuming costs. Run-time function probes, counted otherwise, still
+// feed sink.
+func subscribeCounts(specText string, sink bridge.Sink) ([]*bridge.Probe, func([]bridge.Count) []bridge.Count, func(), error) {
+	sub := &subscription{sink: sink, counted: &counted{base: map[*site]uint64{}, wideBase: map[*probe]uint64{}}}
+	descs, sub, err := subscribeAs(specText, sub)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var once sync.Once
+	return descs, sub.counted.read, func() { once.Do(sub.close) }, nil
+}
+
+// subscribeAs attaches sub, its sink set, to what specText matches.
+func subscribeAs(specText string, sub *subscription) ([]*bridge.Probe, *subscription, error) {
 	sp, err := parseSpec(specText)
 	if err != nil {
 		return nil, nil, err
@@ -175,11 +301,83 @@ func subscribe(specText string, sink bridge.Sink) ([]*bridge.Probe, func(), erro
 	for i, p := range order {
 		descs[i] = p.describe(reg.probeID(p))
 	}
-	sub := &subscription{sink: sink, filters: fs}
+	sub.filters = fs
+	if c := sub.counted; c != nil {
+		// What was counted before the subscription is not its.
+		c.filters = fs
+		c.each(func(p *probe, s *site, n uint64) {
+			if s != nil {
+				c.base[s] = n
+			} else {
+				c.wideBase[p] = n
+			}
+		})
+	}
 	reg.subs = append(reg.subs, sub)
 	reg.rebuild(fs)
-	var once sync.Once
-	return descs, func() { once.Do(sub.close) }, nil
+	return descs, sub, nil
+}
+
+// counted is the part of a counting subscription (subscribeCounts) read from the
+// registry's counters: the counts when it began, and its last ones once closed.
+// Guarded by reg.mu.
+type counted struct {
+	filters  map[*probe]*filter
+	base     map[*site]uint64  // a site's fires before the subscription
+	wideBase map[*probe]uint64 // a definition's unattributed fires before it
+	final    []bridge.Count    // what read gives once closed
+	closed   bool
+}
+
+// countedBy reports whether c reads p's fires from the counters: all but run-time
+// function probes', which have no site and are counted otherwise.
+func (c *counted) countedBy(p *probe) bool { return c != nil && p.dyn == nil }
+
+// each calls f with the fires counted so far of each site the subscription matched
+// (s nil: a definition's unattributed fires, when it matched them). Call with
+// reg.mu held.
+func (c *counted) each(f func(p *probe, s *site, n uint64)) {
+	for p, fl := range c.filters {
+		if !c.countedBy(p) {
+			continue
+		}
+		// p.sites, not the filter's: a filter of all sites takes those bound later too.
+		for _, s := range p.sites {
+			if fl.all || fl.sites[s] {
+				f(p, s, s.hitCount())
+			}
+		}
+		if fl.wide {
+			f(p, nil, p.hits.Load())
+		}
+	}
+}
+
+// read appends the fires of each site counted since the subscription began (until
+// it was closed), leaving out sites that had none.
+func (c *counted) read(dst []bridge.Count) []bridge.Count {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if c.closed {
+		return append(dst, c.final...)
+	}
+	return c.readLocked(dst)
+}
+
+func (c *counted) readLocked(dst []bridge.Count) []bridge.Count {
+	c.each(func(p *probe, s *site, n uint64) {
+		var addr uintptr
+		if s != nil {
+			n -= c.base[s]
+			addr = s.Addr
+		} else {
+			n -= c.wideBase[p]
+		}
+		if n > 0 {
+			dst = append(dst, bridge.Count{Probe: reg.probeID(p), Site: addr, N: n})
+		}
+	})
+	return dst
 }
 
 // describe is what a consumer is told of p. Call with reg.mu held, after resolve.
@@ -203,6 +401,9 @@ func (sub *subscription) close() {
 		reg.subs = slices.Delete(reg.subs, i, i+1)
 		reg.rebuild(sub.filters)
 	}
+	if c := sub.counted; c != nil && !c.closed {
+		c.final, c.closed = c.readLocked(nil), true
+	}
 }
 
 // rebuild publishes new consumer snapshots for the probes in fs. Call with r.mu held.
@@ -215,12 +416,25 @@ func (r *registry) rebuild(fs map[*probe]*filter) {
 			c.fix = rawFix(p.kinds, p.sizes)
 		}
 		for _, sub := range r.subs {
-			if f := sub.filters[p]; f != nil {
-				c.sinks = append(c.sinks, sinkEntry{s: sub.sink, f: f})
+			f := sub.filters[p]
+			if f == nil || sub.counted.countedBy(p) {
+				continue
 			}
+			if i, k, ok := sub.foldArg(p); ok {
+				e := foldEntry{f: sub.folder, arg: i, kind: k, id: c.id, all: f.all, wide: f.wide}
+				if !f.all {
+					e.sites = make([]bool, len(r.sites))
+					for s := range f.sites {
+						e.sites[s.index] = true
+					}
+				}
+				c.folds = append(c.folds, e)
+				continue
+			}
+			c.sinks = append(c.sinks, sinkEntry{s: sub.sink, f: f})
 		}
 		switch {
-		case len(c.sinks) == 0:
+		case len(c.sinks) == 0 && len(c.folds) == 0:
 			c = nil
 		case len(c.sinks) == 1 && c.sinks[0].f.all && c.sinks[0].f.wide:
 			c.one = c.sinks[0].s

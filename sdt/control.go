@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
@@ -146,6 +147,19 @@ func (controlPlane) Flush() { reg.flushReturns() }
 
 func (controlPlane) Subscribe(spec string, s bridge.Sink) ([]*bridge.Probe, func(), error) {
 	return subscribe(spec, s)
+}
+
+func (controlPlane) SubscribeCounts(spec string, s bridge.Sink) ([]*bridge.Probe, func([]bridge.Count) []bridge.Count, func(), error) {
+	return subscribeCounts(spec, s)
+}
+
+func (controlPlane) SubscribeFolds(spec, value string, s bridge.Folder) ([]*bridge.Probe, func(), error) {
+	descs, sub, err := subscribeAs(spec, &subscription{sink: s, folder: s, value: value})
+	if err != nil {
+		return nil, nil, err
+	}
+	var once sync.Once
+	return descs, func() { once.Do(sub.close) }, nil
 }
 
 func (controlPlane) Follow(spec string, s bridge.Sink, grew func([]*bridge.Probe) error) (func(*bridge.Owner) ([]*bridge.Probe, error), func(), error) {

@@ -71,26 +71,54 @@ func fixSlots(v *argv, mask uint8, sizes *[MaxArgs]uint8) {
 		if mask&1 == 0 {
 			continue
 		}
-		p := unsafe.Pointer(&v.Slots[i])
-		var s uint64
-		switch k, n := v.Kinds[i], sizes[i]; {
-		case k == bridge.Float: // float32
-			s = math.Float64bits(float64(*(*float32)(p)))
-		case k == bridge.Int && n == 1:
-			s = uint64(*(*int8)(p))
-		case k == bridge.Int && n == 2:
-			s = uint64(*(*int16)(p))
-		case k == bridge.Int && n == 4:
-			s = uint64(*(*int32)(p))
-		case n == 1:
-			s = uint64(*(*uint8)(p))
-		case n == 2:
-			s = uint64(*(*uint16)(p))
-		case n == 4:
-			s = uint64(*(*uint32)(p))
-		default:
-			continue
-		}
-		v.Slots[i] = s
+		v.Slots[i] = widen(unsafe.Pointer(&v.Slots[i]), v.Kinds[i], sizes[i])
 	}
+}
+
+// widen is the slot whose raw bits, of an argument of kind k and n bytes, are at p.
+func widen(p unsafe.Pointer, k bridge.Kind, n uint8) uint64 {
+	switch {
+	case k == bridge.Float && n == 4:
+		return math.Float64bits(float64(*(*float32)(p)))
+	case k == bridge.Int && n == 1:
+		return uint64(*(*int8)(p))
+	case k == bridge.Int && n == 2:
+		return uint64(*(*int16)(p))
+	case k == bridge.Int && n == 4:
+		return uint64(*(*int32)(p))
+	case n == 1:
+		return uint64(*(*uint8)(p))
+	case n == 2:
+		return uint64(*(*uint16)(p))
+	case n == 4:
+		return uint64(*(*uint32)(p))
+	}
+	return *(*uint64)(p)
+}
+
+// argInt is argument x, of kind k (its definition's), as Args.Int reads it from a
+// firing: what a folder (foldEntry) is given, without a firing.
+func argInt[T Arg](x *T, k bridge.Kind) int64 {
+	if unsafe.Sizeof(*x) == 8 && k == bridge.Int { // int, int64: inlined
+		return *(*int64)(unsafe.Pointer(x))
+	}
+	return argIntOf(x, k)
+}
+
+func argIntOf[T Arg](x *T, k bridge.Kind) int64 {
+	if unsafe.Sizeof(*x) == unsafe.Sizeof("") && k == bridge.String {
+		return int64(len(*(*string)(unsafe.Pointer(x))))
+	}
+	// Room for a string-sized T that is not a string (an 8-byte number on a 32-bit
+	// machine): the copy below is compiled for every T.
+	var w [2]uint64
+	*(*T)(unsafe.Pointer(&w)) = *x
+	s := w[0]
+	if n := unsafe.Sizeof(*x); n < 8 {
+		s = widen(unsafe.Pointer(&w), k, uint8(n))
+	}
+	if k == bridge.Int {
+		return int64(s)
+	}
+	return bridge.SlotInt(k, s, 0)
 }

@@ -61,3 +61,15 @@ func CheckOn() error {
 	defer reg.mu.Unlock()
 	return reg.checkOn()
 }
+
+// Consumed reports whether a sink is fed the fires of the definition provider:name.
+func Consumed(provider, name string) bool {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	for _, p := range reg.byName[provider+":"+name] {
+		if p.cons.Load() != nil {
+			return true
+		}
+	}
+	return false
+}

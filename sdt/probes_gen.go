@@ -57,12 +57,14 @@ func (p *P0) fire() {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		v := pFiring(pid)
-		if v == nil {
-			v = new(firing)
+		if cs.sinks != nil {
+			v := pFiring(pid)
+			if v == nil {
+				v = new(firing)
+			}
+			v.N, v.Kinds = cs.n, cs.kinds
+			cs.emit(pid, s, ret, v)
 		}
-		v.N, v.Kinds = cs.n, cs.kinds
-		cs.emit(pid, s, ret, v)
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
@@ -122,14 +124,25 @@ func (p *P1[A]) fire(a A) {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		v := pFiring(pid)
-		if v == nil {
-			v = new(firing)
+		for fi := range cs.folds {
+			fo := &cs.folds[fi]
+			var fv int64
+			switch fo.arg {
+			case 0:
+				fv = argInt(&a, fo.kind)
+			}
+			fo.fold(pid, s, fv)
 		}
-		v.N, v.Kinds = cs.n, cs.kinds
-		setArg(&v.Args, 0, &a)
-		cs.emit(pid, s, ret, v)
-		dropArg(&v.Args, 0, &a)
+		if cs.sinks != nil {
+			v := pFiring(pid)
+			if v == nil {
+				v = new(firing)
+			}
+			v.N, v.Kinds = cs.n, cs.kinds
+			setArg(&v.Args, 0, &a)
+			cs.emit(pid, s, ret, v)
+			dropArg(&v.Args, 0, &a)
+		}
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
@@ -189,16 +202,29 @@ func (p *P2[A, B]) fire(a A, b B) {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		v := pFiring(pid)
-		if v == nil {
-			v = new(firing)
+		for fi := range cs.folds {
+			fo := &cs.folds[fi]
+			var fv int64
+			switch fo.arg {
+			case 0:
+				fv = argInt(&a, fo.kind)
+			case 1:
+				fv = argInt(&b, fo.kind)
+			}
+			fo.fold(pid, s, fv)
 		}
-		v.N, v.Kinds = cs.n, cs.kinds
-		setArg(&v.Args, 0, &a)
-		setArg(&v.Args, 1, &b)
-		cs.emit(pid, s, ret, v)
-		dropArg(&v.Args, 0, &a)
-		dropArg(&v.Args, 1, &b)
+		if cs.sinks != nil {
+			v := pFiring(pid)
+			if v == nil {
+				v = new(firing)
+			}
+			v.N, v.Kinds = cs.n, cs.kinds
+			setArg(&v.Args, 0, &a)
+			setArg(&v.Args, 1, &b)
+			cs.emit(pid, s, ret, v)
+			dropArg(&v.Args, 0, &a)
+			dropArg(&v.Args, 1, &b)
+		}
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
@@ -258,18 +284,33 @@ func (p *P3[A, B, C]) fire(a A, b B, c C) {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		v := pFiring(pid)
-		if v == nil {
-			v = new(firing)
+		for fi := range cs.folds {
+			fo := &cs.folds[fi]
+			var fv int64
+			switch fo.arg {
+			case 0:
+				fv = argInt(&a, fo.kind)
+			case 1:
+				fv = argInt(&b, fo.kind)
+			case 2:
+				fv = argInt(&c, fo.kind)
+			}
+			fo.fold(pid, s, fv)
 		}
-		v.N, v.Kinds = cs.n, cs.kinds
-		setArg(&v.Args, 0, &a)
-		setArg(&v.Args, 1, &b)
-		setArg(&v.Args, 2, &c)
-		cs.emit(pid, s, ret, v)
-		dropArg(&v.Args, 0, &a)
-		dropArg(&v.Args, 1, &b)
-		dropArg(&v.Args, 2, &c)
+		if cs.sinks != nil {
+			v := pFiring(pid)
+			if v == nil {
+				v = new(firing)
+			}
+			v.N, v.Kinds = cs.n, cs.kinds
+			setArg(&v.Args, 0, &a)
+			setArg(&v.Args, 1, &b)
+			setArg(&v.Args, 2, &c)
+			cs.emit(pid, s, ret, v)
+			dropArg(&v.Args, 0, &a)
+			dropArg(&v.Args, 1, &b)
+			dropArg(&v.Args, 2, &c)
+		}
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
@@ -329,20 +370,37 @@ func (p *P4[A, B, C, D]) fire(a A, b B, c C, d D) {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		v := pFiring(pid)
-		if v == nil {
-			v = new(firing)
+		for fi := range cs.folds {
+			fo := &cs.folds[fi]
+			var fv int64
+			switch fo.arg {
+			case 0:
+				fv = argInt(&a, fo.kind)
+			case 1:
+				fv = argInt(&b, fo.kind)
+			case 2:
+				fv = argInt(&c, fo.kind)
+			case 3:
+				fv = argInt(&d, fo.kind)
+			}
+			fo.fold(pid, s, fv)
 		}
-		v.N, v.Kinds = cs.n, cs.kinds
-		setArg(&v.Args, 0, &a)
-		setArg(&v.Args, 1, &b)
-		setArg(&v.Args, 2, &c)
-		setArg(&v.Args, 3, &d)
-		cs.emit(pid, s, ret, v)
-		dropArg(&v.Args, 0, &a)
-		dropArg(&v.Args, 1, &b)
-		dropArg(&v.Args, 2, &c)
-		dropArg(&v.Args, 3, &d)
+		if cs.sinks != nil {
+			v := pFiring(pid)
+			if v == nil {
+				v = new(firing)
+			}
+			v.N, v.Kinds = cs.n, cs.kinds
+			setArg(&v.Args, 0, &a)
+			setArg(&v.Args, 1, &b)
+			setArg(&v.Args, 2, &c)
+			setArg(&v.Args, 3, &d)
+			cs.emit(pid, s, ret, v)
+			dropArg(&v.Args, 0, &a)
+			dropArg(&v.Args, 1, &b)
+			dropArg(&v.Args, 2, &c)
+			dropArg(&v.Args, 3, &d)
+		}
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
@@ -402,22 +460,41 @@ func (p *P5[A, B, C, D, E]) fire(a A, b B, c C, d D, e E) {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		v := pFiring(pid)
-		if v == nil {
-			v = new(firing)
+		for fi := range cs.folds {
+			fo := &cs.folds[fi]
+			var fv int64
+			switch fo.arg {
+			case 0:
+				fv = argInt(&a, fo.kind)
+			case 1:
+				fv = argInt(&b, fo.kind)
+			case 2:
+				fv = argInt(&c, fo.kind)
+			case 3:
+				fv = argInt(&d, fo.kind)
+			case 4:
+				fv = argInt(&e, fo.kind)
+			}
+			fo.fold(pid, s, fv)
 		}
-		v.N, v.Kinds = cs.n, cs.kinds
-		setArg(&v.Args, 0, &a)
-		setArg(&v.Args, 1, &b)
-		setArg(&v.Args, 2, &c)
-		setArg(&v.Args, 3, &d)
-		setArg(&v.Args, 4, &e)
-		cs.emit(pid, s, ret, v)
-		dropArg(&v.Args, 0, &a)
-		dropArg(&v.Args, 1, &b)
-		dropArg(&v.Args, 2, &c)
-		dropArg(&v.Args, 3, &d)
-		dropArg(&v.Args, 4, &e)
+		if cs.sinks != nil {
+			v := pFiring(pid)
+			if v == nil {
+				v = new(firing)
+			}
+			v.N, v.Kinds = cs.n, cs.kinds
+			setArg(&v.Args, 0, &a)
+			setArg(&v.Args, 1, &b)
+			setArg(&v.Args, 2, &c)
+			setArg(&v.Args, 3, &d)
+			setArg(&v.Args, 4, &e)
+			cs.emit(pid, s, ret, v)
+			dropArg(&v.Args, 0, &a)
+			dropArg(&v.Args, 1, &b)
+			dropArg(&v.Args, 2, &c)
+			dropArg(&v.Args, 3, &d)
+			dropArg(&v.Args, 4, &e)
+		}
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
@@ -479,24 +556,45 @@ func (p *P6[A, B, C, D, E, F]) fire(a A, b B, c C, d D, e E, f F) {
 		return
 	}
 	if cs := p.consumers(); cs != nil {
-		v := pFiring(pid)
-		if v == nil {
-			v = new(firing)
+		for fi := range cs.folds {
+			fo := &cs.folds[fi]
+			var fv int64
+			switch fo.arg {
+			case 0:
+				fv = argInt(&a, fo.kind)
+			case 1:
+				fv = argInt(&b, fo.kind)
+			case 2:
+				fv = argInt(&c, fo.kind)
+			case 3:
+				fv = argInt(&d, fo.kind)
+			case 4:
+				fv = argInt(&e, fo.kind)
+			case 5:
+				fv = argInt(&f, fo.kind)
+			}
+			fo.fold(pid, s, fv)
 		}
-		v.N, v.Kinds = cs.n, cs.kinds
-		setArg(&v.Args, 0, &a)
-		setArg(&v.Args, 1, &b)
-		setArg(&v.Args, 2, &c)
-		setArg(&v.Args, 3, &d)
-		setArg(&v.Args, 4, &e)
-		setArg(&v.Args, 5, &f)
-		cs.emit(pid, s, ret, v)
-		dropArg(&v.Args, 0, &a)
-		dropArg(&v.Args, 1, &b)
-		dropArg(&v.Args, 2, &c)
-		dropArg(&v.Args, 3, &d)
-		dropArg(&v.Args, 4, &e)
-		dropArg(&v.Args, 5, &f)
+		if cs.sinks != nil {
+			v := pFiring(pid)
+			if v == nil {
+				v = new(firing)
+			}
+			v.N, v.Kinds = cs.n, cs.kinds
+			setArg(&v.Args, 0, &a)
+			setArg(&v.Args, 1, &b)
+			setArg(&v.Args, 2, &c)
+			setArg(&v.Args, 3, &d)
+			setArg(&v.Args, 4, &e)
+			setArg(&v.Args, 5, &f)
+			cs.emit(pid, s, ret, v)
+			dropArg(&v.Args, 0, &a)
+			dropArg(&v.Args, 1, &b)
+			dropArg(&v.Args, 2, &c)
+			dropArg(&v.Args, 3, &d)
+			dropArg(&v.Args, 4, &e)
+			dropArg(&v.Args, 5, &f)
+		}
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
@@ -556,14 +654,25 @@ func (p *Latency) fire(t Stamp) {
 	}
 	d := rt.Nanotime() - int64(t)
 	if cs := p.consumers(); cs != nil {
-		v := pFiring(pid)
-		if v == nil {
-			v = new(firing)
+		for fi := range cs.folds {
+			fo := &cs.folds[fi]
+			var fv int64
+			switch fo.arg {
+			case 0:
+				fv = argInt(&d, fo.kind)
+			}
+			fo.fold(pid, s, fv)
 		}
-		v.N, v.Kinds = cs.n, cs.kinds
-		setArg(&v.Args, 0, &d)
-		cs.emit(pid, s, ret, v)
-		dropArg(&v.Args, 0, &d)
+		if cs.sinks != nil {
+			v := pFiring(pid)
+			if v == nil {
+				v = new(firing)
+			}
+			v.N, v.Kinds = cs.n, cs.kinds
+			setArg(&v.Args, 0, &d)
+			cs.emit(pid, s, ret, v)
+			dropArg(&v.Args, 0, &d)
+		}
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
@@ -623,16 +732,29 @@ func (p *Latency1[A]) fire(t Stamp, a A) {
 	}
 	d := rt.Nanotime() - int64(t)
 	if cs := p.consumers(); cs != nil {
-		v := pFiring(pid)
-		if v == nil {
-			v = new(firing)
+		for fi := range cs.folds {
+			fo := &cs.folds[fi]
+			var fv int64
+			switch fo.arg {
+			case 0:
+				fv = argInt(&d, fo.kind)
+			case 1:
+				fv = argInt(&a, fo.kind)
+			}
+			fo.fold(pid, s, fv)
 		}
-		v.N, v.Kinds = cs.n, cs.kinds
-		setArg(&v.Args, 0, &d)
-		setArg(&v.Args, 1, &a)
-		cs.emit(pid, s, ret, v)
-		dropArg(&v.Args, 0, &d)
-		dropArg(&v.Args, 1, &a)
+		if cs.sinks != nil {
+			v := pFiring(pid)
+			if v == nil {
+				v = new(firing)
+			}
+			v.N, v.Kinds = cs.n, cs.kinds
+			setArg(&v.Args, 0, &d)
+			setArg(&v.Args, 1, &a)
+			cs.emit(pid, s, ret, v)
+			dropArg(&v.Args, 0, &d)
+			dropArg(&v.Args, 1, &a)
+		}
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {

@@ -79,7 +79,15 @@ func parseSignal(v string) (syscall.Signal, bool) {
 	if n, err := strconv.Atoi(v); err == nil && n > 0 && n < 65 {
 		return syscall.Signal(n), true
 	}
-	name := strings.ToUpper(v)
+	// Signal names are ASCII: not strings.ToUpper, which links Unicode's case tables'
+	// code into every traced program for this one call.
+	b := []byte(v)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	name := string(b)
 	if !strings.HasPrefix(name, "SIG") {
 		name = "SIG" + name
 	}

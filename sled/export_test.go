@@ -50,7 +50,7 @@ func FileSearch(path string) (text uint64, ranges [][2]int, how string, err erro
 	if bi, err := buildinfo.ReadFile(path); err == nil {
 		mods = modulesOf(bi)
 	}
-	ranges, how = l.searchRangesOf(mods)
+	ranges, how = l.searchRangesOf(func() []string { return mods })
 	if l.noInline == "" {
 		prefix := []byte(probePackage)
 		byTree, err := tab.InlinersByTree(prefix, probePackageAPI)

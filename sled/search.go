@@ -39,11 +39,13 @@ var fbtCopy = []byte(".__sdt_fbt")
 // package sdt, or where the inline trees cannot be read, those of the packages that
 // can hold sites.
 func (l Layout) searchRanges() ([][2]int, string) {
-	return l.searchRangesOf(programModules())
+	return l.searchRangesOf(programModules)
 }
 
-// searchRangesOf is searchRanges for a program of modules mods (nil: no build info).
-func (l Layout) searchRangesOf(mods []string) ([][2]int, string) {
+// searchRangesOf is searchRanges for a program whose modules modules returns (nil:
+// no build info): asked only where the inline trees cannot be read, since parsing the
+// build info is most of what a start of a small program would otherwise spend on it.
+func (l Layout) searchRangesOf(modules func() []string) ([][2]int, string) {
 	if l.tab == nil || !l.namesOK {
 		return nil, "all the text: function names unknown"
 	}
@@ -55,6 +57,7 @@ func (l Layout) searchRangesOf(mods []string) ([][2]int, string) {
 		}
 		why = err.Error()
 	}
+	mods := modules()
 	if mods == nil {
 		return nil, "all the text: no build info, no inline trees (" + why + ")"
 	}

@@ -2,7 +2,6 @@ package amd64
 
 import (
 	"strings"
-	"sync"
 
 	"github.com/gosdt/gosdt/arch"
 )
@@ -168,9 +167,15 @@ type flagIndex struct {
 	rows []flagRow
 }
 
-// flagTable parses flagRows when first needed, not at every program's start: a
-// program whose sites came sealed never needs it.
-var flagTable = sync.OnceValue(func() *flagIndex {
+//go:generate go test -run TestFlagTableGenerated -update-flags .
+
+// flagTable is flagRows indexed: flagIndexGen, generated from them (flags_gen.go) so
+// that the first seal of every program, at its start, neither parses them nor builds
+// the index on the heap. TestFlagTableGenerated checks it against parseFlagTable.
+func flagTable() *flagIndex { return &flagIndexGen }
+
+// parseFlagTable parses flagRows and indexes them: what flags_gen.go holds.
+func parseFlagTable() *flagIndex {
 	rows := make([]flagRow, 0, 256) // flagRows expands to 244
 	for _, row := range flagRows {
 		for encs := row.encs; encs != ""; {
@@ -188,7 +193,9 @@ var flagTable = sync.OnceValue(func() *flagIndex {
 	next := uint16(0)
 	for m := range count {
 		for op, n := range count[m] {
-			t.at[m][op] = next<<4 | n
+			if n > 0 { // an opcode without rows is 0, as flags_gen.go leaves it
+				t.at[m][op] = next<<4 | n
+			}
 			next += n
 		}
 	}
@@ -197,7 +204,7 @@ var flagTable = sync.OnceValue(func() *flagIndex {
 		placed[r.m][r.op]++
 	}
 	return t
-})
+}
 
 // parseFlagRow appends the rows of one encoding of flagRows to rows. It panics on a
 // malformed one (TestFlagRows parses them all).

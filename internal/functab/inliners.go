@@ -252,16 +252,20 @@ func nextFiltered(g []byte, p int, lo, span uint32, filter *[filterWords]uint64)
 	}
 	pass := func(w uint32) bool { return w-lo <= span && filter[w>>6%filterWords]&(1<<(w&63)) != 0 }
 	b := g[p:]
-	for len(b) >= 16 { // four words a step, for the few instructions a word
-		x, y := binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:16])
-		if uint32(x)-lo <= span || uint32(x>>32)-lo <= span || uint32(y)-lo <= span || uint32(y>>32)-lo <= span {
-			for k := range 4 {
-				if pass(binary.LittleEndian.Uint32(b[4*k:])) {
-					return len(g) - len(b) + 4*k
-				}
+	for len(b) >= 16 {
+		// Every start of every traced program reads the whole funcdata here: four
+		// words a compare on amd64 (inrange_amd64.s).
+		i := firstInRange(b, lo, span)
+		if i+16 > len(b) {
+			b = b[i:]
+			break
+		}
+		for k := range 4 {
+			if pass(binary.LittleEndian.Uint32(b[i+4*k:])) {
+				return len(g) - len(b) + i + 4*k
 			}
 		}
-		b = b[16:]
+		b = b[i+16:]
 	}
 	for ; len(b) >= 4; b = b[4:] {
 		if pass(binary.LittleEndian.Uint32(b)) {

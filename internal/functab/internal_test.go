@@ -1,6 +1,8 @@
 package functab
 
 import (
+	"encoding/binary"
+	"math"
 	"runtime"
 	"testing"
 )
@@ -70,6 +72,41 @@ func TestPrintedAs(t *testing.T) {
 	} {
 		if got := PrintedAs([]byte(c[0]), c[1]); got != want {
 			t.Errorf("PrintedAs(%q, %q) = %v, want %v", c[0], c[1], got, want)
+		}
+	}
+}
+
+// TestFirstInRange: the search for a word in range (assembly on amd64) finds the
+// first 16 bytes that hold one, at every offset and alignment of b, for ranges that
+// wrap, are empty or take every word, as the word-by-word rule says.
+func TestFirstInRange(t *testing.T) {
+	g := make([]byte, 300)
+	for i := range g {
+		g[i] = byte(i*7 + i>>2)
+	}
+	words := func(b []byte, lo, span uint32) int {
+		for i := 0; i+16 <= len(b); i += 16 {
+			for k := 0; k < 16; k += 4 {
+				if binary.LittleEndian.Uint32(b[i+k:])-lo <= span {
+					return i
+				}
+			}
+		}
+		return len(b) &^ 15
+	}
+	ranges := [][2]uint32{{0, 0}, {0, math.MaxUint32}, {math.MaxUint32, 1}, {0x40302010, 0x100}, {0x80000000, 0x7fffffff}}
+	for at := 0; at < 64; at++ {
+		for _, w := range []uint32{0x40302010, 0x80000001, 0xffffffff, 0} {
+			b := append([]byte(nil), g...)
+			binary.LittleEndian.PutUint32(b[at*4:], w)
+			ranges = append(ranges, [2]uint32{w, 0}, [2]uint32{w - 3, 5})
+			for _, r := range ranges {
+				for _, from := range []int{0, 1, 5, 16} {
+					if got, want := firstInRange(b[from:], r[0], r[1]), words(b[from:], r[0], r[1]); got != want {
+						t.Fatalf("word %#x at %d, from %d, range %#x+%#x: %d, want %d", w, at*4, from, r[0], r[1], got, want)
+					}
+				}
+			}
 		}
 	}
 }

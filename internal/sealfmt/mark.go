@@ -2,7 +2,6 @@ package sealfmt
 
 import (
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"runtime"
@@ -62,12 +61,40 @@ func Semaphore(slot int) uint16 {
 
 // MarkFor returns the words of the seal mark (sealed.mark) for an encoded table.
 func MarkFor(table []byte) [4]uint64 {
-	return [4]uint64{Magic, uint64(len(table)), uint64(crc32.Checksum(table, castagnoli())), 0}
+	return [4]uint64{Magic, uint64(len(table)), uint64(crc32c(table)), 0}
 }
 
-// castagnoli is made when a site table is first checked: making it builds the
-// runtime's tables for the CRC instruction, which every start would otherwise pay.
-var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
+// crc32c is the CRC-32 (Castagnoli) of b, as hash/crc32 computes it. Not hash/crc32:
+// its init builds the IEEE table (tens of thousands of instructions at every start of
+// every traced program) and it links its own code and tables; a site table is a few
+// kilobytes, checked once.
+func crc32c(b []byte) uint32 {
+	t := castagnoli()
+	crc := ^uint32(0)
+	for _, c := range b {
+		crc = t[byte(crc)^c] ^ crc>>8
+	}
+	return ^crc
+}
+
+// castagnoli is the byte-at-a-time table of the reflected Castagnoli polynomial, made
+// when a site table is first checked.
+var castagnoli = sync.OnceValue(func() *[256]uint32 {
+	const poly = 0x82f63b78 // crc32.Castagnoli
+	var t [256]uint32
+	for i := range t {
+		crc := uint32(i)
+		for range 8 {
+			if crc&1 != 0 {
+				crc = crc>>1 ^ poly
+			} else {
+				crc >>= 1
+			}
+		}
+		t[i] = crc
+	}
+	return &t
+})
 
 // Sealed reports whether this executable was sealed (sdtctl seal): its sites are then
 // in a site table (Self), and sealed in its text already.

@@ -2,6 +2,7 @@ package sealfmt
 
 import (
 	"bytes"
+	"hash/crc32"
 	"reflect"
 	"strings"
 	"testing"
@@ -156,5 +157,23 @@ func TestCheckTable(t *testing.T) {
 	}
 	if err := (&TableError{File: "/bin/x", Problem: TableMismatch, Detail: "d"}).Error(); err != "/bin/x: site table (.gosdt.sites) unusable: d" {
 		t.Errorf("message: %s", err)
+	}
+}
+
+// TestCRC32C: the mark's checksum is hash/crc32's Castagnoli, which sealed binaries
+// written before it hold, for every length up to a few words and a long input.
+func TestCRC32C(t *testing.T) {
+	b := make([]byte, 4099)
+	for i := range b {
+		b[i] = byte(i*131 + i>>3)
+	}
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	for n := range b {
+		if n > 40 && n != len(b)-1 {
+			continue
+		}
+		if got, want := crc32c(b[:n]), crc32.Checksum(b[:n], tab); got != want {
+			t.Fatalf("crc32c of %d bytes: %#x, want %#x", n, got, want)
+		}
 	}
 }

@@ -92,12 +92,12 @@ func openAggregation(who, spec string, o AggOptions) (*Aggregation, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := open(who, spec, a, a.resolve)
+	c, counts, err := openAs(who, spec, a, a.resolve, a.feed(), a.o.Value)
 	if err != nil {
 		a.retire()
 		return nil, err
 	}
-	a.c = c
+	a.c, a.counts = c, counts
 	return &Aggregation{a: a, c: c}, nil
 }
 
@@ -150,12 +150,33 @@ type aggregation struct {
 	gen    atomic.Uint64
 	missed atomic.Uint64 // fires on a P that had no shard yet
 	c      *consumer     // names probes and sites
+	// counts reads the fires sdt counts for the aggregation instead of feeding it
+	// them (a count by probe or site with no predicate: counting); nil otherwise
+	counts func([]bridge.Count) []bridge.Count
 
 	mu sync.Mutex // readers
 	// stackNames: the row names of stack keys (byStack), made once (aggstack.go)
 	stackNames map[aggKey]string
 	prev       map[*aggCell]*cellRead
+	prevCounts map[aggKey]uint64 // what the previous Interval read of counts (counting)
+	countBuf   []bridge.Count
 	grown      int64 // nanotime when grow last looked at GOMAXPROCS
+}
+
+// feed is how the aggregation is fed. Keyed by probe or by site with no predicate,
+// it needs of a fire only its site and (folding a value) one argument: a count is
+// what each site's own hit counters, bumped by every fire anyway, already say, so sdt
+// is asked for them when the aggregation is read (feedCounts); a value is given to
+// Fold, with the site's index, without the firing a sink is built (feedFolds).
+// Anything else takes every fire's firing.
+func (a *aggregation) feed() int {
+	switch {
+	case a.by != byProbe && a.by != bySite || a.o.Where != "":
+		return feedFires
+	case a.o.Value == "":
+		return feedCounts
+	}
+	return feedFolds
 }
 
 // aggProbe is where one probe's key and value are.
@@ -423,6 +444,58 @@ func (a *aggregation) Fire(f *bridge.Firing) {
 	a.fire(ap, shards, f)
 }
 
+// Fold folds value x of a fire of probe from site into the shard of P p, to which
+// the caller is pinned: the aggregation is a bridge.Folder when keyed by probe or by
+// site with no predicate and a value (feedFolds). The site's cell is kept at hand in
+// the shard, by the site's slot, from its first fire on: no key to compare or hash.
+func (a *aggregation) Fold(p, slot int, probe uint32, site uintptr, x int64) {
+	if a.probes.Load() == nil {
+		return // not yet told its probes, or closed
+	}
+	shards := *a.shards.Load()
+	if uint(p) >= uint(len(shards)) {
+		a.missed.Add(1)
+		return
+	}
+	sh := shards[p]
+	var c *aggCell
+	if uint(slot) < uint(len(sh.slots)) {
+		c = sh.slots[slot]
+	}
+	if c == nil {
+		if c = a.slotCell(sh, slot, probe, site); c == nil {
+			return
+		}
+	}
+	c.fold(x)
+	if a.buckets > 0 {
+		c.count1(a.bucket(x))
+	}
+	if gen := a.gen.Load(); gen != 0 {
+		c.foldInterval(x, gen)
+	}
+}
+
+// slotCell is the cell of probe's fires from site in sh (nil: past MaxRows or the
+// budget, counted), kept at hand by slot if it has one. The P's writers.
+//
+//go:norace
+func (a *aggregation) slotCell(sh *aggShard, slot int, probe uint32, site uintptr) *aggCell {
+	k := aggKey{x: uint64(probe), y: uint64(site)}
+	c := sh.lookup(a, &k, mix(k.x, k.y))
+	if c != nil && slot >= 0 && slot < maxSlots {
+		if slot >= len(sh.slots) {
+			sh.slots = append(sh.slots, make([]*aggCell, slot+1-len(sh.slots))...)
+		}
+		sh.slots[slot] = c
+	}
+	return c
+}
+
+// maxSlots bounds a shard's cells at hand by site index: sites past it take the
+// table's lookup.
+const maxSlots = 1 << 16
+
 // fire is Fire for the other fires: keyed by an argument, filtered, or to a cell
 // other than the last.
 func (a *aggregation) fire(ap *aggProbe, shards []*aggShard, f *bridge.Firing) {
@@ -648,6 +721,29 @@ func (a *aggregation) read(interval bool) Snapshot {
 				ac.hist[i] += n
 			}
 		})
+	}
+	if a.counts != nil {
+		a.countBuf = a.counts(a.countBuf[:0])
+		for _, n := range a.countBuf {
+			k := aggKey{x: uint64(n.Probe), y: uint64(n.Site)}
+			count := int64(n.N)
+			if interval {
+				if a.prevCounts == nil {
+					a.prevCounts = map[aggKey]uint64{}
+				}
+				count -= int64(a.prevCounts[k])
+				a.prevCounts[k] = n.N
+				if count == 0 {
+					continue
+				}
+			}
+			ac := rows[k]
+			if ac == nil {
+				ac = &acc{row: Row{Min: math.MaxInt64, Max: math.MinInt64}, hist: make([]uint64, a.buckets)}
+				rows[k] = ac
+			}
+			ac.row.Count += count
+		}
 	}
 	snap.Overflow += a.missed.Load()
 	// Keys that name the same row (probe: every site of a probe in one function)

@@ -21,7 +21,9 @@ type aggShard struct {
 	// an argument's value) modulo lastCells: the entry and return probes of a
 	// function, fired in turn, each find their own
 	last [lastCells]*aggCell
-	_    [16]byte
+	// a folding aggregation's cells by site index (Fold), once the site has fired
+	slots []*aggCell
+	_     [16]byte
 }
 
 // lastCells is how many recent cells a shard keeps at hand.

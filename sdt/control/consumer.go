@@ -61,13 +61,39 @@ var consumers atomic.Int64
 // matches on behalf of who: in this order, so that no fire of a probe it switches on
 // is missed.
 func open(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) error) (*consumer, error) {
+	c, _, err := openAs(who, spec, sink, ready, feedFires, "")
+	return c, err
+}
+
+// How a sink subscribes (openAs).
+const (
+	feedFires  = iota // every fire to Fire (bridge.Registry.Subscribe)
+	feedCounts        // counts by probe and site, read from sdt's counters (SubscribeCounts)
+	feedFolds         // one argument's value to Fold (SubscribeFolds; the sink is a Folder)
+)
+
+// openAs is open, the sink subscribed as feed says (value: the argument a folder
+// folds). It returns how to read the counts of a counting sink.
+func openAs(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) error, feed int, value string) (*consumer, func([]bridge.Count) []bridge.Count, error) {
 	reg, err := registry()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	probes, cancel, err := reg.Subscribe(spec, sink)
+	var (
+		probes []*bridge.Probe
+		counts func([]bridge.Count) []bridge.Count
+		cancel func()
+	)
+	switch feed {
+	case feedCounts:
+		probes, counts, cancel, err = reg.SubscribeCounts(spec, sink)
+	case feedFolds:
+		probes, cancel, err = reg.SubscribeFolds(spec, value, sink.(bridge.Folder))
+	default:
+		probes, cancel, err = reg.Subscribe(spec, sink)
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c := &consumer{reg: reg, o: &bridge.Owner{Name: who}, probes: map[uint32]*bridge.Probe{}, cancel: cancel}
 	for _, p := range probes {
@@ -76,15 +102,15 @@ func open(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) error)
 	if ready != nil {
 		if err := ready(probes); err != nil {
 			cancel()
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if _, _, err := reg.Hold(c.o, []string{spec}); err != nil {
 		cancel()
-		return nil, err
+		return nil, nil, err
 	}
 	consumers.Add(1)
-	return c, nil
+	return c, counts, nil
 }
 
 // release releases the consumer's holds, switching off what nobody else holds; its

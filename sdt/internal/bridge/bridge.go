@@ -189,6 +189,19 @@ type Registry interface {
 	// Subscribe attaches s to the fires of what spec matches, until cancel; it does
 	// not switch anything on (Hold does). probes describes what it covers.
 	Subscribe(spec string, s Sink) (probes []*Probe, cancel func(), err error)
+	// SubscribeCounts is Subscribe for a sink that only counts fires by probe and
+	// site, with no predicate: the fires the registry counts anyway (a site's per-P
+	// hit counters, a definition's unattributed fires) are not fed to s but read by
+	// counts, which appends each matched site's fires since the subscription (its
+	// last figures once cancelled); s is fed only the fires of probes counted no
+	// such way (run-time function probes).
+	SubscribeCounts(spec string, s Sink) (probes []*Probe, counts func([]Count) []Count, cancel func(), err error)
+	// SubscribeFolds is Subscribe for a sink that folds one argument, value (argN or
+	// its name), of every fire of each probe and site, with no predicate: a probe
+	// that has that argument is not fed to s's Fire but to its Fold, given the
+	// argument's value and the fire's site index; one that has not (and a run-time
+	// function probe) is fed to Fire as Subscribe's sinks are.
+	SubscribeFolds(spec, value string, s Folder) (probes []*Probe, cancel func(), err error)
 	// Follow attaches s to what spec matches from sdt's init on, definitions as they
 	// come, for a command sdtctl started (SDT_FOLLOW); grew is told of each probe
 	// before a fire of it can come. settle matches spec as Subscribe and Hold do, for
@@ -199,6 +212,27 @@ type Registry interface {
 	// delivered (run-time functions' return events, which a goroutine delivers now
 	// and then): a consumer calls it before it reports what it has.
 	Flush()
+}
+
+// Folder is a Sink that folds one integer argument of each fire into a row per probe
+// and site (Registry.SubscribeFolds): a fire of a probe that has the argument comes to
+// Fold, without a Firing; the others to Fire.
+type Folder interface {
+	Sink
+	// Fold folds x, the argument's value (as Args.Int reads it) of a fire of probe
+	// from site (0: not attributed), on P p, to which the caller is pinned (as
+	// Fire). slot, the site's index among the program's sites (-1: not attributed),
+	// is the same for every fire of the site and small: where the folder may keep
+	// the site's row at hand.
+	Fold(p, slot int, probe uint32, site uintptr, x int64)
+}
+
+// Count is how many fires of a probe came from one of its sites (Site 0: fires not
+// attributed to a site), as Registry.SubscribeCounts reads them.
+type Count struct {
+	Probe uint32
+	Site  uintptr
+	N     uint64
 }
 
 // Start is set by package control at its initialisation, and called once by sdt at

@@ -127,20 +127,44 @@ func fireRest(b *bytes.Buffer, before string, args []string) {
 	if !ok {
 		return
 	}%[1]s
-	if cs := p.consumers(); cs != nil {
-		v := pFiring(pid)
-		if v == nil {
-			v = new(firing)
+	if cs := p.consumers(); cs != nil {%[5]s
+		if cs.sinks != nil {
+			v := pFiring(pid)
+			if v == nil {
+				v = new(firing)
+			}
+			v.N, v.Kinds = cs.n, cs.kinds%[2]s
+			cs.emit(pid, s, ret, v)%[4]s
 		}
-		v.N, v.Kinds = cs.n, cs.kinds%[2]s
-		cs.emit(pid, s, ret, v)%[4]s
 	}
 	rt.ProcUnpin()
 	for _, h := range p.handlers.list.load() {
 		(*h)(%[3]s)
 	}
 }
-`, before, setArgs(args), strings.Join(args, ", "), dropArgs(args))
+`, before, setArgs(args), strings.Join(args, ", "), dropArgs(args), folds(args))
+}
+
+// folds writes the folders' part of a fire (SubscribeFolds): the value of the
+// argument each folds, read from the fire's own arguments, without a firing.
+func folds(ns []string) string {
+	if len(ns) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(`
+		for fi := range cs.folds {
+			fo := &cs.folds[fi]
+			var fv int64
+			switch fo.arg {`)
+	for i, n := range ns {
+		fmt.Fprintf(&b, "\n\t\t\tcase %d:\n\t\t\t\tfv = argInt(&%s, fo.kind)", i, n)
+	}
+	b.WriteString(`
+			}
+			fo.fold(pid, s, fv)
+		}`)
+	return b.String()
 }
 
 // latency writes the latency probe with n arguments after latency_ns.
@@ -240,7 +264,7 @@ func prefixComma(params []string) string {
 func dropArgs(ns []string) string {
 	var b strings.Builder
 	for i, n := range ns {
-		fmt.Fprintf(&b, "\n\t\tdropArg(&v.Args, %d, &%s)", i, n)
+		fmt.Fprintf(&b, "\n\t\t\tdropArg(&v.Args, %d, &%s)", i, n)
 	}
 	return b.String()
 }
@@ -248,7 +272,7 @@ func dropArgs(ns []string) string {
 func setArgs(ns []string) string {
 	var b strings.Builder
 	for i, n := range ns {
-		fmt.Fprintf(&b, "\n\t\tsetArg(&v.Args, %d, &%s)", i, n)
+		fmt.Fprintf(&b, "\n\t\t\tsetArg(&v.Args, %d, &%s)", i, n)
 	}
 	return b.String()
 }
