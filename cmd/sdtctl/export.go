@@ -300,6 +300,7 @@ func (ex *exporter) exportProcess(cl *client, stop <-chan struct{}) (matched boo
 			fmt.Fprintf(ex.stderr, "sdtctl: pid %d: %q matches no probe\n", cl.pid, s)
 			continue
 		}
+		noteReturns(cl.pid, r.Probes, ex.stderr)
 		specs = append(specs, specProbes{s, i, r.Probes})
 		all = append(all, r.Probes...)
 	}

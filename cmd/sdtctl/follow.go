@@ -85,6 +85,7 @@ func startFollowed(command []string, q *ctlproto.Request, stderr io.Writer) (*fo
 	if err != nil {
 		return f, nil, err
 	}
+	noteReturnsOf(pid, append([]string{q.Spec}, q.Specs...), stderr)
 	return f, cl, nil
 }
 
