@@ -69,8 +69,12 @@ func funcEntry(m arch.Memory, w *arch.Walked, name func(pc uint64) string) (arch
 	case len(b) >= 12 && bytes.Equal(b[:4], []byte{0x4C, 0x8D, 0xA4, 0x24}) && bytes.Equal(b[8:12], cmpR12Guard):
 		e.Check = int64(int32(binary.LittleEndian.Uint32(b[4:])))
 		pc += 12
+	case len(b) >= 4 && bytes.Equal(b[:4], []byte{0x55, 0x48, 0x89, 0xE5}):
+		// A leaf with a frame under 128 bytes: the assembler gives it no stack check
+		// (cmd/internal/obj/x86/obj6.go, the leaf search). See the doc of fprobe.
+		return e, shapeErr(w.Entry, "no stack check at entry: a leaf with a small frame (the assembler makes it nosplit) or a go:nosplit function: no check for the call to replace, and PUSHQ BP, MOVQ SP, BP are instructions a goroutine may be parked on, too short for it")
 	case len(b) > 0:
-		return e, shapeErr(w.Entry, "no stack check at entry (% x): a frameless leaf, or a prologue of another shape", b[:min(len(b), 8)])
+		return e, shapeErr(w.Entry, "no stack check at entry (% x): a frameless leaf (or a prologue of another shape): no check for the call to replace, no morestack block to read the arguments' spill slots from", b[:min(len(b), 8)])
 	default:
 		return e, shapeErr(w.Entry, "no code mapped")
 	}

@@ -60,7 +60,7 @@ func funcEntry(m arch.Memory, w *arch.Walked, name func(pc uint64) string) (arch
 		return 0
 	}
 	if word(w.Entry) != loadGuard {
-		return e, shapeErr(w.Entry, "no stack check at entry (%#08x): a frameless leaf, or a prologue of another shape", word(w.Entry))
+		return e, shapeErr(w.Entry, "no stack check at entry (%#08x): a leaf, frameless or with a frame under 128 bytes (the compiler makes it nosplit), or a prologue of another shape: no saved link register for the BL to keep, no morestack block to read the arguments' spill slots from", word(w.Entry))
 	}
 	// The check's branches (a huge frame's also tests the subtraction's carry, to the
 	// same block), then the frame's allocation, up to SUB $8, RSP, R29.
