@@ -69,6 +69,10 @@ func funcEntry(m arch.Memory, w *arch.Walked, name func(pc uint64) string) (arch
 	case len(b) >= 12 && bytes.Equal(b[:4], []byte{0x4C, 0x8D, 0xA4, 0x24}) && bytes.Equal(b[8:12], cmpR12Guard):
 		e.Check = int64(int32(binary.LittleEndian.Uint32(b[4:])))
 		pc += 12
+	case len(b) >= 3 && bytes.Equal(b[:3], []byte{0x49, 0x89, 0xE4}):
+		// A frame of StackBig (4 KiB) and more: its check subtracts the frame from a
+		// copy of SP and tests the borrow first (obj6.go, stacksplit).
+		return e, shapeErr(w.Entry, "a huge frame's stack check (MOVQ SP, R12; SUBQ $N, R12; JCS ...): a prologue the entry stub does not take")
 	case len(b) >= 4 && bytes.Equal(b[:4], []byte{0x55, 0x48, 0x89, 0xE5}):
 		// A leaf with a frame under 128 bytes: the assembler gives it no stack check
 		// (cmd/internal/obj/x86/obj6.go, the leaf search). See the doc of fprobe.

@@ -37,6 +37,7 @@ func TestFuncProbeShapes(t *testing.T) {
 		"main.large":      {check: true, spills: []arch.Spill{i(0, 8, 0), i(1, 1, 8), i(arch.FloatReg, 8, 16)}, rets: 2},
 		"main.narrow":     {check: true, spills: []arch.Spill{i(0, 1, 0), i(1, 2, 2), i(2, 4, 4), i(3, 1, 8), i(arch.FloatReg, 4, 12)}, rets: 1},
 		"main.main.func1": {context: true, rets: 1},
+		"main.huge":       {entryErr: "a huge frame's stack check", rets: 1},
 	}
 	seen := 0
 	for _, f := range b.Funcs {

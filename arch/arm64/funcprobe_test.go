@@ -37,6 +37,7 @@ func TestFuncProbeShapes(t *testing.T) {
 		"main.pairs":      {spills: []arch.Spill{i(0, 8, 0), i(1, 4, 8), i(2, 4, 12), i(arch.FloatReg, 4, 16), i(arch.FloatReg+1, 4, 20)}, rets: 1},
 		"main.bigleaf":    {entryErr: "a leaf function with a frame", retErr: "frame's release"},
 		"main.main.func1": {context: true, rets: 1},
+		"main.huge":       {spills: []arch.Spill{i(0, 8, 0)}, rets: 1}, // MOVD $N, R27 in prologue and epilogue
 	}
 	seen := 0
 	for _, f := range b.Funcs {
@@ -80,7 +81,11 @@ func TestFuncProbeShapes(t *testing.T) {
 			t.Errorf("%s: %d returns, want %d: %+v", f.Name, len(rets), c.rets, rets)
 		}
 		for _, r := range rets {
-			if r.Frame <= 0 || r.Ret != r.Addr+8 || r.Pad || len(r.Orig) != 4 || r.Restores == "" {
+			span := uint64(8) // the replaced instruction and the one before RET
+			if f.Name == "main.huge" {
+				span = 12 // MOVD $N, R27; ADD R27, RSP, RSP
+			}
+			if r.Frame <= 0 || r.Ret != r.Addr+span || r.Pad || len(r.Orig) != 4 || r.Restores == "" || c.entryErr == "" && r.Frame != e.Frame {
 				t.Errorf("%s: return %+v", f.Name, r)
 			}
 		}
