@@ -57,6 +57,9 @@ func torture(t *testing.T, cycles int) {
 		}
 		fs = append(fs, f)
 	}
+	if only == "" {
+		fs = append(fs, tortureEpis(t)...)
+	}
 	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	// The CPU profiler's signals unwind whatever they interrupt: the stubs, their
 	// frames, the functions' frames around them.
@@ -252,4 +255,37 @@ func work(i int, fail func(string, ...any)) {
 			fail("Panicky returned %d", r)
 		}
 	}()
+	for j := i % 4; j < len(target.Epis); j += 4 { // the epilogues of every shape
+		if x := i%2001 - 1000; target.Epis[j](x) != target.EpiWant(j, x) {
+			fail("Epi%02d(%d) returned %d", j, x, target.Epis[j](x))
+		}
+	}
+	if runtime.GOARCH == "arm64" {
+		if r := target.Huge(i); r != 2*i && r != 3*i {
+			fail("Huge returned %d", r)
+		}
+	}
+}
+
+// tortureEpis is the functions of target.Epis whose epilogues are of the shapes the
+// other targets lack (amd64: NOPs before the RET, SUBQ $-128, SP), or the first four
+// (arm64), and Huge (arm64: a frame released through R27).
+func tortureEpis(t *testing.T) []*Func {
+	var fs []*Func
+	for i := range target.Epis {
+		f := lookup(t, fmt.Sprintf("Epi%02d", i))
+		keep := runtime.GOARCH == "arm64" && i < 4
+		for j := range f.retSites {
+			if runtime.GOARCH == "amd64" && epilogueShape(f, j) != "ADDQ $imm8" && epilogueShape(f, j) != "ADDQ $imm32" {
+				keep = true
+			}
+		}
+		if keep && len(fs) < 6 {
+			fs = append(fs, f)
+		}
+	}
+	if runtime.GOARCH == "arm64" {
+		fs = append(fs, lookup(t, "Huge"))
+	}
+	return fs
 }
