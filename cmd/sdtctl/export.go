@@ -488,10 +488,11 @@ func kindOfType(t string) byte {
 }
 
 // timed reports whether a probe of the list has latency_ns first: a return or a
-// latency probe, whose latencies make histograms.
+// latency probe, whose latencies make histograms. A run-time return probe refused
+// everywhere (noteReturns said why) has none to give.
 func timed(probes []ctlproto.Probe) bool {
 	for _, p := range probes {
-		if len(p.Args) > 0 && p.Args[0].Name == "latency_ns" {
+		if len(p.Args) > 0 && p.Args[0].Name == "latency_ns" && !allRefused(p.Sites) {
 			return true
 		}
 	}
