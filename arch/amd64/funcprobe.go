@@ -23,7 +23,7 @@ import (
 //	              [NOPs] CALL runtime.morestack_noctxt (or runtime.morestack: closure context live)
 //	              MOV... d(SP), reg ...  [NOPs]  JMP entry
 //
-//	epilogue:     ADDQ $N, SP; POPQ BP; RET    48 83 C4 ib 5D C3 | 48 81 C4 id 5D C3
+//	epilogue:     ADDQ $N, SP; POPQ BP; [NOPs] RET    48 83 C4 ib 5D | 48 81 C4 id 5D | 48 83 EC 80 5D (SUBQ $-128)
 //
 // The entry's call (5 bytes) goes over the small frame's CMPQ and JLS (6 or 10 bytes:
 // NOPs fill the rest) or over the large frame's LEAQ (5 or 8). A goroutine can be
@@ -69,8 +69,16 @@ func funcEntry(m arch.Memory, w *arch.Walked, name func(pc uint64) string) (arch
 	case len(b) >= 12 && bytes.Equal(b[:4], []byte{0x4C, 0x8D, 0xA4, 0x24}) && bytes.Equal(b[8:12], cmpR12Guard):
 		e.Check = int64(int32(binary.LittleEndian.Uint32(b[4:])))
 		pc += 12
+	case len(b) >= 3 && bytes.Equal(b[:3], []byte{0x49, 0x89, 0xE4}):
+		// A frame of StackBig (4 KiB) and more: its check subtracts the frame from a
+		// copy of SP and tests the borrow first (obj6.go, stacksplit).
+		return e, shapeErr(w.Entry, "a huge frame's stack check (MOVQ SP, R12; SUBQ $N, R12; JCS ...): a prologue the entry stub does not take")
+	case len(b) >= 4 && bytes.Equal(b[:4], []byte{0x55, 0x48, 0x89, 0xE5}):
+		// A leaf with a frame under 128 bytes: the assembler gives it no stack check
+		// (cmd/internal/obj/x86/obj6.go, the leaf search). See the doc of fprobe.
+		return e, shapeErr(w.Entry, "no stack check at entry: a leaf with a small frame (the assembler makes it nosplit) or a go:nosplit function: no check for the call to replace, and PUSHQ BP, MOVQ SP, BP are instructions a goroutine may be parked on, too short for it")
 	case len(b) > 0:
-		return e, shapeErr(w.Entry, "no stack check at entry (% x): a frameless leaf, or a prologue of another shape", b[:min(len(b), 8)])
+		return e, shapeErr(w.Entry, "no stack check at entry (% x): a frameless leaf (or a prologue of another shape): no check for the call to replace, no morestack block to read the arguments' spill slots from", b[:min(len(b), 8)])
 	default:
 		return e, shapeErr(w.Entry, "no code mapped")
 	}
@@ -288,12 +296,32 @@ func funcReturns(m arch.Memory, w *arch.Walked) ([]arch.FuncReturn, error) {
 	return rets, nil
 }
 
-// epilogue reads the epilogue that ends at the RET at ret.
+// epilogue reads the epilogue that ends at the RET at ret: ADDQ $N, SP (or SUBQ
+// $-128, SP, the assembler's imm8 form of ADDQ $128), POPQ BP, then the NOPs the
+// assembler may put before the RET so that it does not end on a 32-byte boundary (the
+// JCC erratum's padding, cmd/internal/obj/x86/asm6.go), then RET. The call covers the
+// ADDQ (and the POPQ with imm8); the NOPs and the RET stay, and the stub returns to
+// the RET itself: a goroutine parked on a NOP resumes on it, then returns.
 func epilogue(m arch.Memory, w *arch.Walked, ret uint64) (arch.FuncReturn, error) {
 	r := arch.FuncReturn{Ret: ret}
-	pop := ret - 1
-	if b := m.Read(pop, 1); len(b) != 1 || b[0] != 0x5D || !w.IsStart(pop) {
-		return r, shapeErr(ret, "a return without POPQ BP before it: a frameless function")
+	pop, nops := ret, 0
+	for {
+		p, ok := prevStart(w, pop)
+		if !ok {
+			return r, shapeErr(ret, "a return without POPQ BP before it: a frameless function")
+		}
+		if b := m.Read(p, 1); len(b) == 1 && b[0] == 0x5D {
+			pop = p
+			break
+		}
+		in, err := decodeAt(m, p)
+		if err != nil || !in.isNOP() || p+uint64(in.n) != pop || nops == 3 {
+			if nops == 0 {
+				return r, shapeErr(ret, "a return without POPQ BP before it: a frameless function")
+			}
+			return r, shapeErr(ret, "a return after %d NOPs without POPQ BP before them: a frameless function", nops)
+		}
+		pop, nops = p, nops+1
 	}
 	var b []byte
 	switch {
@@ -306,8 +334,15 @@ func epilogue(m arch.Memory, w *arch.Walked, ret uint64) (arch.FuncReturn, error
 		b = m.Read(r.Addr, 5) // with POPQ, whose byte the call keeps
 		r.Frame = int64(int8(b[3]))
 		r.Pad = true
+	case w.IsStart(pop-4) && bytes.Equal(m.Read(pop-4, 4), []byte{0x48, 0x83, 0xEC, 0x80}):
+		// SUBQ $-128, SP: ADDQ $128, SP in the 4 bytes of an imm8 (asm6.go swaps
+		// ADDQ $128 for it). The call covers it and the POPQ, as with ADDQ $imm8.
+		r.Addr = pop - 4
+		b = m.Read(r.Addr, 5)
+		r.Frame = 128
+		r.Pad = true
 	default:
-		return r, shapeErr(pop, "POPQ BP; RET without ADDQ $N, SP before: a frame too small for the call")
+		return r, shapeErr(pop, "POPQ BP; RET without ADDQ $N, SP before: a frame of only the saved BP, too short an epilogue for the call")
 	}
 	if r.Frame <= 0 {
 		return r, shapeErr(r.Addr, "ADDQ $%d, SP: not a frame's release", r.Frame)
@@ -317,6 +352,16 @@ func epilogue(m arch.Memory, w *arch.Walked, ret uint64) (arch.FuncReturn, error
 	}
 	r.Orig = b
 	return r, nil
+}
+
+// prevStart is the start of the instruction before the one at pc in w.
+func prevStart(w *arch.Walked, pc uint64) (uint64, bool) {
+	for n := uint64(1); n <= maxInstLen && pc-n >= w.Entry; n++ {
+		if w.IsStart(pc - n) {
+			return pc - n, true
+		}
+	}
+	return 0, false
 }
 
 // CallTo encodes a CALL at pc to target followed by NOPs to n bytes; nil when the

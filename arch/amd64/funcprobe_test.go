@@ -7,6 +7,8 @@ import (
 
 	"github.com/gosdt/gosdt/arch"
 	"github.com/gosdt/gosdt/internal/testbin"
+
+	"golang.org/x/arch/x86/x86asm"
 )
 
 // TestFuncProbeShapes reads the prologues, morestack blocks and epilogues of the
@@ -35,6 +37,7 @@ func TestFuncProbeShapes(t *testing.T) {
 		"main.large":      {check: true, spills: []arch.Spill{i(0, 8, 0), i(1, 1, 8), i(arch.FloatReg, 8, 16)}, rets: 2},
 		"main.narrow":     {check: true, spills: []arch.Spill{i(0, 1, 0), i(1, 2, 2), i(2, 4, 4), i(3, 1, 8), i(arch.FloatReg, 4, 12)}, rets: 1},
 		"main.main.func1": {context: true, rets: 1},
+		"main.huge":       {entryErr: "a huge frame's stack check", rets: 1},
 	}
 	seen := 0
 	for _, f := range b.Funcs {
@@ -143,4 +146,87 @@ func reason(err error) string {
 		s = s[:i]
 	}
 	return strings.TrimSpace(s)
+}
+
+// TestEpilogueOracle holds epilogue's verdict on every RET of real binaries against
+// x86asm's reading of the instructions before it: a return takes a probe exactly when
+// it is ADD RSP, imm (imm > 0; SUB RSP, -imm counts as ADD), POP RBP, at most three
+// NOPs, RET, with no branch into any of it but the first instruction; the call's
+// address, the frame and the RET must agree.
+func TestEpilogueOracle(t *testing.T) {
+	bins := testbin.Binaries(t, &Arch)
+	if testing.Short() && len(bins) > 1 {
+		bins = bins[1:2] // this test binary: x86asm decodes every instruction
+	}
+	for _, b := range bins {
+		rets, taken, nops := 0, 0, 0
+		for _, f := range b.Funcs {
+			insts, err := xdecodeFunc(b.Text, f.Entry, f.End)
+			if err != nil {
+				continue // TestWalkOracle's business
+			}
+			w, err := Arch.Walk(b.Text, f.Entry, f.End)
+			if err != nil {
+				continue
+			}
+			targets := map[uint64]bool{}
+			for _, t := range targetsOf(insts) {
+				targets[t] = true
+			}
+			for k, in := range insts {
+				if in.Op != x86asm.RET {
+					continue
+				}
+				rets++
+				// The oracle.
+				ok, addr, frame, j := true, uint64(0), int64(0), k-1
+				for ; j >= 0 && insts[j].Op == x86asm.NOP && k-j <= 3; j-- {
+				}
+				if j < 1 || insts[j].Op != x86asm.POP || insts[j].Inst.Args[0] != x86asm.RBP {
+					ok = false
+				} else {
+					a := insts[j-1]
+					imm, isImm := a.Inst.Args[1].(x86asm.Imm)
+					switch {
+					case a.Inst.Args[0] != x86asm.RSP || !isImm:
+						ok = false
+					case a.Op == x86asm.ADD:
+						frame = int64(imm)
+					case a.Op == x86asm.SUB:
+						frame = -int64(imm)
+					default:
+						ok = false
+					}
+					addr = a.PC
+					if frame <= 0 {
+						ok = false
+					}
+					for pc := range targets {
+						if pc > addr && pc <= in.PC {
+							ok = false
+						}
+					}
+				}
+				r, err := epilogue(b.Text, w, in.PC)
+				if (err == nil) != ok {
+					t.Errorf("%s: RET at %#x: epilogue says %v, the oracle %v (%v)", f.Name, in.PC, err, ok, insts[max(0, k-4):k+1])
+					continue
+				}
+				if !ok {
+					continue
+				}
+				taken++
+				if k-j > 1 {
+					nops++
+				}
+				if r.Addr != addr || r.Frame != frame || r.Ret != in.PC || r.Pad != (r.Ret-r.Addr < 8 && len(r.Orig) == 5) {
+					t.Errorf("%s: RET at %#x: epilogue %+v, the oracle: call at %#x, frame %d", f.Name, in.PC, r, addr, frame)
+				}
+			}
+		}
+		t.Logf("%s: %d returns, %d take a probe, %d of them with NOPs before the RET", b.Path, rets, taken, nops)
+		if taken == 0 {
+			t.Errorf("%s: no return takes a probe", b.Path)
+		}
+	}
 }

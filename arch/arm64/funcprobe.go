@@ -31,6 +31,8 @@ import (
 //	          or  LDP -8(RSP), (R29, R30)    a97ffbfd      <- BL return stub
 //	              ADD $N, RSP, RSP
 //	              RET
+//	          or  LDP -8(RSP), (R29, R30)                  <- BL return stub   (4 KiB and more)
+//	              MOVD $N, R27; ADD R27, RSP, RSP; RET
 //
 // Each call replaces one instruction, an aligned word: a goroutine parked at any
 // instruction boundary resumes on a whole instruction. The entry's BL comes after the
@@ -60,7 +62,7 @@ func funcEntry(m arch.Memory, w *arch.Walked, name func(pc uint64) string) (arch
 		return 0
 	}
 	if word(w.Entry) != loadGuard {
-		return e, shapeErr(w.Entry, "no stack check at entry (%#08x): a frameless leaf, or a prologue of another shape", word(w.Entry))
+		return e, shapeErr(w.Entry, "no stack check at entry (%#08x): a leaf, frameless or with a frame under 128 bytes (the compiler makes it nosplit), or a prologue of another shape: no saved link register for the BL to keep, no morestack block to read the arguments' spill slots from", word(w.Entry))
 	}
 	// The check's branches (a huge frame's also tests the subtraction's carry, to the
 	// same block), then the frame's allocation, up to SUB $8, RSP, R29.
@@ -315,7 +317,19 @@ func epilogue(m arch.Memory, w *arch.Walked, ret uint64) (arch.FuncReturn, error
 		return r, shapeErr(ret, "not a plain RET")
 	}
 	first, second := binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:])
+	var huge []byte // a frame of 4 KiB and more: LDP; MOVD $N, R27; ADD R27, RSP, RSP; RET
+	if first&0xFF80001F == 0xD280001B && second == 0x8B3B63FF && ret >= w.Entry+3*instLen {
+		huge = m.Read(ret-3*instLen, instLen)
+	}
 	switch {
+	case len(huge) == instLen && binary.LittleEndian.Uint32(huge) == loadFPLR:
+		// The BL goes over the LDP as in the small form; the MOVD and the ADD stay,
+		// for a goroutine parked on them. retTail pops the frame from a register
+		// (any size); R27, the assembler's scratch, is dead after a return.
+		r.Addr = ret - 3*instLen
+		r.Frame = int64(first>>5&0xFFFF) << (16 * (first >> 21 & 3))
+		r.Restores = "fp,lr"
+		b = m.Read(r.Addr, 4*instLen)
 	case first == loadFP && second&0xFFE00FFF == 0xF84007FE: // MOVD.P N(RSP), R30: LDR X30, [SP], #imm9
 		r.Frame = int64(int32(second<<11) >> 23)
 		r.Restores = "fp"
@@ -326,6 +340,9 @@ func epilogue(m arch.Memory, w *arch.Walked, ret uint64) (arch.FuncReturn, error
 		}
 		r.Restores = "fp,lr"
 	default:
+		if huge != nil {
+			return r, shapeErr(ret, "a huge frame's release (MOVD $N, R27; ADD R27, RSP, RSP) without LDP -8(RSP), (R29, R30) before it")
+		}
 		return r, shapeErr(ret, "a return without its frame's release before it (%#08x %#08x): a frameless function, or an epilogue of another shape", first, second)
 	}
 	if r.Frame <= 0 {

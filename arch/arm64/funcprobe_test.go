@@ -1,12 +1,17 @@
 package arm64
 
 import (
+	"encoding/binary"
 	"errors"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/gosdt/gosdt/arch"
 	"github.com/gosdt/gosdt/internal/testbin"
+
+	"golang.org/x/arch/arm64/arm64asm"
 )
 
 // TestFuncProbeShapes reads the prologues, morestack blocks and epilogues of the
@@ -37,6 +42,7 @@ func TestFuncProbeShapes(t *testing.T) {
 		"main.pairs":      {spills: []arch.Spill{i(0, 8, 0), i(1, 4, 8), i(2, 4, 12), i(arch.FloatReg, 4, 16), i(arch.FloatReg+1, 4, 20)}, rets: 1},
 		"main.bigleaf":    {entryErr: "a leaf function with a frame", retErr: "frame's release"},
 		"main.main.func1": {context: true, rets: 1},
+		"main.huge":       {spills: []arch.Spill{i(0, 8, 0)}, rets: 1}, // MOVD $N, R27 in prologue and epilogue
 	}
 	seen := 0
 	for _, f := range b.Funcs {
@@ -80,7 +86,11 @@ func TestFuncProbeShapes(t *testing.T) {
 			t.Errorf("%s: %d returns, want %d: %+v", f.Name, len(rets), c.rets, rets)
 		}
 		for _, r := range rets {
-			if r.Frame <= 0 || r.Ret != r.Addr+8 || r.Pad || len(r.Orig) != 4 || r.Restores == "" {
+			span := uint64(8) // the replaced instruction and the one before RET
+			if f.Name == "main.huge" {
+				span = 12 // MOVD $N, R27; ADD R27, RSP, RSP
+			}
+			if r.Frame <= 0 || r.Ret != r.Addr+span || r.Pad || len(r.Orig) != 4 || r.Restores == "" || c.entryErr == "" && r.Frame != e.Frame {
 				t.Errorf("%s: return %+v", f.Name, r)
 			}
 		}
@@ -145,4 +155,84 @@ func reason(err error) string {
 		s = s[:i]
 	}
 	return strings.TrimSpace(s)
+}
+
+// TestEpilogueOracle holds epilogue's verdict on every RET of a real binary against
+// arm64asm's reading (GNU syntax) of the instructions before it: a return takes a
+// probe exactly when it is LDUR x29, [sp,#-8]; LDR x30, [sp],#N or LDP x29, x30,
+// [sp,#-8]; ADD sp, sp, #N or LDP x29, x30, [sp,#-8]; MOV x27, #N; ADD sp, sp, x27,
+// then RET, with no branch into it but on its first instruction; the frame and the
+// call's address must agree.
+func TestEpilogueOracle(t *testing.T) {
+	var (
+		ldur    = regexp.MustCompile(`^ldur x29, \[sp,#-8\]$`)
+		ldrPost = regexp.MustCompile(`^ldr x30, \[sp\],#(\d+)$`)
+		ldp     = regexp.MustCompile(`^ldp x29, x30, \[sp,#-8\]$`)
+		addImm  = regexp.MustCompile(`^add sp, sp, #0x([0-9a-f]+)(, lsl #12)?$`)
+		movz    = regexp.MustCompile(`^mov x27, #0x([0-9a-f]+)$`)
+		addReg  = regexp.MustCompile(`^add sp, sp, x27(, uxtx)?$`)
+	)
+	for _, b := range testbin.Binaries(t, &Arch) {
+		rets, taken, huge := 0, 0, 0
+		for _, f := range b.Funcs {
+			w, err := Arch.Walk(b.Text, f.Entry, f.End)
+			if err != nil {
+				continue
+			}
+			var insts []xinst
+			for pc := f.Entry; pc+instLen <= w.End; pc += instLen {
+				insts = append(insts, xdecode(binary.LittleEndian.Uint32(b.Text.Read(pc, instLen)), pc))
+			}
+			gnu := func(k int) string {
+				if k < 0 || insts[k].Bad {
+					return ""
+				}
+				return arm64asm.GNUSyntax(insts[k].Inst)
+			}
+			for k, in := range insts {
+				if in.Bad || in.Op != arm64asm.RET || gnu(k) != "ret" {
+					continue
+				}
+				rets++
+				ok, addr, frame := false, uint64(0), int64(0)
+				num := func(s string, base int) int64 { v, _ := strconv.ParseInt(s, base, 64); return v }
+				switch {
+				case ldur.MatchString(gnu(k-2)) && ldrPost.MatchString(gnu(k-1)):
+					ok, addr, frame = true, insts[k-2].PC, num(ldrPost.FindStringSubmatch(gnu(k - 1))[1], 10)
+				case ldp.MatchString(gnu(k-2)) && addImm.MatchString(gnu(k-1)):
+					m := addImm.FindStringSubmatch(gnu(k - 1))
+					ok, addr, frame = true, insts[k-2].PC, num(m[1], 16)
+					if m[2] != "" {
+						frame <<= 12
+					}
+				case ldp.MatchString(gnu(k-3)) && movz.MatchString(gnu(k-2)) && addReg.MatchString(gnu(k-1)):
+					ok, addr, frame = true, insts[k-3].PC, num(movz.FindStringSubmatch(gnu(k - 2))[1], 16)
+				}
+				if ok {
+					if _, in := w.Target(addr+instLen, in.PC+instLen); in {
+						ok = false
+					}
+				}
+				r, err := epilogue(b.Text, w, in.PC)
+				if (err == nil) != ok {
+					t.Errorf("%s: RET at %#x: epilogue says %v, the oracle %v (%q %q %q)", f.Name, in.PC, err, ok, gnu(k-3), gnu(k-2), gnu(k-1))
+					continue
+				}
+				if !ok {
+					continue
+				}
+				taken++
+				if in.PC-addr == 3*instLen {
+					huge++
+				}
+				if r.Addr != addr || r.Frame != frame || r.Ret != in.PC {
+					t.Errorf("%s: RET at %#x: epilogue %+v, the oracle: call at %#x, frame %d", f.Name, in.PC, r, addr, frame)
+				}
+			}
+		}
+		t.Logf("%s: %d returns, %d take a probe, %d of them of a frame of 4 KiB or more", b.Path, rets, taken, huge)
+		if taken == 0 {
+			t.Errorf("%s: no return takes a probe", b.Path)
+		}
+	}
 }

@@ -337,6 +337,7 @@ func (ex *exporter) exportProcess(cl *client, stop <-chan struct{}) (matched boo
 			fmt.Fprintf(ex.stderr, "sdtctl: pid %d: %q matches no probe\n", cl.pid, s)
 			continue
 		}
+		noteReturns(cl.pid, r.Probes, ex.stderr)
 		specs = append(specs, specProbes{s, i, r.Probes})
 		all = append(all, r.Probes...)
 	}
@@ -525,10 +526,11 @@ func kindOfType(t string) byte {
 }
 
 // timed reports whether a probe of the list has latency_ns first: a return or a
-// latency probe, whose latencies make histograms.
+// latency probe, whose latencies make histograms. A run-time return probe refused
+// everywhere (noteReturns said why) has none to give.
 func timed(probes []ctlproto.Probe) bool {
 	for _, p := range probes {
-		if len(p.Args) > 0 && p.Args[0].Name == "latency_ns" {
+		if len(p.Args) > 0 && p.Args[0].Name == "latency_ns" && !allRefused(p.Sites) {
 			return true
 		}
 	}

@@ -109,6 +109,7 @@ func startFollowed(command []string, q *ctlproto.Request, detach bool, stderr io
 	if err != nil {
 		return f, nil, err
 	}
+	noteReturnsOf(pid, append([]string{q.Spec}, q.Specs...), stderr)
 	return f, cl, nil
 }
 

@@ -15,13 +15,18 @@ import (
 // noteFunctions says on stderr which functions a spec's function field names when it
 // was written short ((*Server).ServeHTTP, ServeHTTP: spec.MatchFunc) and matches
 // more than one function in the process: a bare name is never ambiguous in silence.
+// It also says which of the spec's run-time return probes take none (noteReturns).
 func noteFunctions(cl *client, specText string, stderr io.Writer) {
 	sp, err := spec.Parse(specText)
-	if err != nil || sp.Function == "" {
+	if err != nil || sp.Function == "" && sp.Provider != "fbt" {
 		return
 	}
 	r, err := cl.call(&ctlproto.Request{Op: ctlproto.OpList, Spec: specText})
 	if err != nil {
+		return
+	}
+	noteReturns(cl.pid, r.Probes, stderr)
+	if sp.Function == "" {
 		return
 	}
 	var short []string

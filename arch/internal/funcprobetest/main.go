@@ -34,11 +34,14 @@ func narrow(a int8, b uint16, c int32, d bool, e float32) int {
 	return leaf(int(a)+int(b)+int(c), int(e)) + map[bool]int{true: 1}[d]
 }
 
+// huge has a frame over 4 KiB: amd64 checks it with MOVQ SP, R12; SUBQ; JCS (refused),
+// arm64 allocates and releases it through R27.
+//
 //go:noinline
 func huge(x int) int {
-	var buf [1 << 13]byte
-	buf[x&(len(buf)-1)] = byte(x)
-	return leaf(int(buf[x&(len(buf)-1)]), x)
+	var buf [1 << 10]int
+	buf[x&1023] = x
+	return buf[(x*7)&1023] + leaf(x, 1)
 }
 
 // floats takes two floating-point arguments, which a morestack block spills as a pair.

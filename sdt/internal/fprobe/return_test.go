@@ -1,6 +1,7 @@
 package fprobe
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +13,11 @@ import (
 // each with a latency and the results as the caller received them; calls that panic
 // give none.
 func TestReturnExactCount(t *testing.T) {
-	for _, name := range []string{"Large", "Panicky", "Small", "Floats"} {
+	names := []string{"Large", "Panicky", "Small", "Floats"}
+	if runtime.GOARCH == "arm64" { // amd64 refuses a huge frame's stack check
+		names = append(names, "Huge")
+	}
+	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			f := lookup(t, name)
 			before := f.Stats()
@@ -90,6 +95,14 @@ func call(t *testing.T, name string, i int, panics *int) (calls int) {
 		var arr [64]int
 		if r := target.Small(&arr, "hello", i); r != i+5+3*i || arr[0] != r {
 			panic("Small returned a wrong value")
+		}
+	case "Huge":
+		want := 2 * i // Leaf(i, 1)
+		if (i*7)&1023 == i&1023 {
+			want += i
+		}
+		if r := target.Huge(i); r != want {
+			panic("Huge returned a wrong value")
 		}
 	case "Floats":
 		if r := target.Floats(1.5, 2, i%4); r != -0.5+float64(i%4)*3 {

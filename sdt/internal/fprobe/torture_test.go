@@ -57,6 +57,9 @@ func torture(t *testing.T, cycles int) {
 		}
 		fs = append(fs, f)
 	}
+	if only == "" {
+		fs = append(fs, tortureEpis(t)...)
+	}
 	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	// The CPU profiler's signals unwind whatever they interrupt: the stubs, their
 	// frames, the functions' frames around them.
@@ -184,6 +187,9 @@ func torture(t *testing.T, cycles int) {
 	<-waited
 	wg.Wait()
 	for _, f := range fs {
+		drainAll(f) // the tests that run after (go test -cpu 1,2,8) count return events exactly
+	}
+	for _, f := range fs {
 		if got := text(f.site, len(f.orig)); string(got) != string(f.orig) {
 			t.Errorf("%s: entry % x after the last detach, want % x", f.Name, got, f.orig)
 		}
@@ -252,4 +258,37 @@ func work(i int, fail func(string, ...any)) {
 			fail("Panicky returned %d", r)
 		}
 	}()
+	for j := i % 4; j < len(target.Epis); j += 4 { // the epilogues of every shape
+		if x := i%2001 - 1000; target.Epis[j](x) != target.EpiWant(j, x) {
+			fail("Epi%02d(%d) returned %d", j, x, target.Epis[j](x))
+		}
+	}
+	if runtime.GOARCH == "arm64" {
+		if r := target.Huge(i); r != 2*i && r != 3*i {
+			fail("Huge returned %d", r)
+		}
+	}
+}
+
+// tortureEpis is the functions of target.Epis whose epilogues are of the shapes the
+// other targets lack (amd64: NOPs before the RET, SUBQ $-128, SP), or the first four
+// (arm64), and Huge (arm64: a frame released through R27).
+func tortureEpis(t *testing.T) []*Func {
+	var fs []*Func
+	for i := range target.Epis {
+		f := lookup(t, fmt.Sprintf("Epi%02d", i))
+		keep := runtime.GOARCH == "arm64" && i < 4
+		for j := range f.retSites {
+			if runtime.GOARCH == "amd64" && epilogueShape(f, j) != "ADDQ $imm8" && epilogueShape(f, j) != "ADDQ $imm32" {
+				keep = true
+			}
+		}
+		if keep && len(fs) < 6 {
+			fs = append(fs, f)
+		}
+	}
+	if runtime.GOARCH == "arm64" {
+		fs = append(fs, lookup(t, "Huge"))
+	}
+	return fs
 }

@@ -119,3 +119,13 @@ func Adder(x int) func(int) int {
 //
 //go:noinline
 func Wait(ch chan int, add int) int { return <-ch + add + Leaf(0, 0) }
+
+// Huge has a frame of 4 KiB and more: arm64 allocates and releases it through R27
+// (MOVD $N, R27; ADD R27, RSP, RSP), amd64 with an imm32.
+//
+//go:noinline
+func Huge(x int) int {
+	var buf [1 << 10]int
+	buf[x&1023] = x
+	return buf[(x*7)&1023] + Leaf(x, 1)
+}

@@ -4,7 +4,7 @@
 //	plainapp serve   one command a line on stdin, "done" on stdout after each:
 //	                 calls N (Get N times, half of the keys missing, and MayPanic N times),
 //	                 sleep MS (store.Sleep(MS)), mix (store.Mix(-5, -3, 2.5, true, "héllo")),
-//	                 count (prints store.Count(db), inlined)
+//	                 count (prints store.Count(db), inlined), run (store.Run(f), N times)
 //	plainapp loop    calls Get for ever
 package main
 
@@ -59,6 +59,11 @@ func serve() {
 			fmt.Println(store.Count(db))
 		case "mix":
 			store.Mix(-5, -3, 2.5, true, "héllo")
+		case "run":
+			k := 0
+			for i := 0; i < n; i++ {
+				store.Run(func() { k++ })
+			}
 		}
 		fmt.Println("done")
 	}

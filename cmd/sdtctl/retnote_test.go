@@ -1,0 +1,83 @@
+//go:build linux
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gosdt/gosdt/internal/otelcoltest"
+	"github.com/gosdt/gosdt/internal/testutil"
+)
+
+// TestRuntimeProbeReturnRefusedSaid: trace, stat and export of a function whose entry
+// takes a run-time probe and whose return does not (store.Run on amd64) say so on
+// stderr with the reason; where the return takes one (arm64), they say nothing of it.
+func TestRuntimeProbeReturnRefusedSaid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a collector and a program")
+	}
+	col := otelcoltest.Start(t)
+	exportEnv(t, col, "grpc")
+	a := startPlainApp(t)
+	p := strconv.Itoa(a.pid)
+	spec := storeSpec + "store.Run:"
+	ret, ok := listed(t, a.pid, spec)[spec+"return"]
+	if !ok {
+		t.Fatalf("list %s: no return probe", spec)
+	}
+	refused := allRefused(ret.Sites)
+	if runtime.GOARCH == "amd64" && !refused {
+		t.Fatalf("store.Run's return takes a probe on amd64 (%+v): the test wants one that does not", ret.Sites)
+	}
+	want := spec + "return takes no probe (its entry does): "
+	said := func(what, stderr string) {
+		t.Helper()
+		if got := strings.Contains(stderr, want); got != refused {
+			t.Errorf("%s: says %q: %v, want %v; stderr:\n%s", what, want, got, refused, stderr)
+		}
+		if refused && !strings.Contains(stderr, "saved BP") {
+			t.Errorf("%s: the note gives no reason; stderr:\n%s", what, stderr)
+		}
+	}
+	for _, args := range [][]string{
+		{"trace", "-p", p, spec, "-d", "200ms"},
+		{"stat", "-p", p, spec, "-d", "200ms"},
+	} {
+		var out, errb syncBuffer
+		if err := run(args, &out, &errb); err != nil {
+			t.Fatalf("sdtctl %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+		}
+		said(args[0], errb.String())
+	}
+	// Export asks for no latency histogram of a return that takes no probe.
+	exp := runCmd(cmdExport, "-p", p, spec, "--flush-timeout", "2s")
+	waitHeld(t, a.pid, spec+"entry", 1, 0)
+	if err := exp.end(t, time.Minute); err != nil {
+		t.Fatalf("export: %v\n%s", err, exp.stderr.String())
+	}
+	said("export", exp.stderr.String())
+
+	if testutil.Emulated() {
+		return // sdtctl would exec the emulated command itself (TestRuntimeProbeFollow)
+	}
+	in := filepath.Join(t.TempDir(), "in")
+	if err := os.WriteFile(in, []byte("sleep 500\nrun 10\nsleep 100\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Open(in)
+	defer f.Close()
+	old := os.Stdin
+	os.Stdin = f // the command keeps sdtctl's stdin
+	defer func() { os.Stdin = old }()
+	var out, errb syncBuffer
+	if err := run([]string{"trace", spec, "--", plainAppBin(t), "serve"}, &out, &errb); err != nil {
+		t.Fatalf("trace -- plainapp: %v\n%s", err, errb.String())
+	}
+	said("trace -- CMD", errb.String())
+}
