@@ -171,6 +171,7 @@ func (r *registry) runtimeFunc(c fprobe.Candidate) (*runtimeFunc, error) {
 		}
 	}
 	rf.args.Store(l)
+	f.SetQuiet(true) // nobody consumes its events yet (rebuild says when one does)
 	rf.entry = r.runtimeProbe(rf, "entry", l.params)
 	rf.ret = r.runtimeProbe(rf, "return", l.results)
 	if r.runtime == nil {
@@ -279,7 +280,8 @@ func runtimeChanges(wides []*probe, on bool) (to, back []fprobe.Change) {
 }
 
 func (rf *runtimeFunc) change(entry, ret bool) fprobe.Change {
-	c := fprobe.Change{Func: rf.f, Return: ret}
+	// onEntry delivers to consumers that run pinned and never block.
+	c := fprobe.Change{Func: rf.f, Return: ret, Pinned: true}
 	if ret {
 		c.Drain = rf.drainNow
 	}
@@ -289,27 +291,45 @@ func (rf *runtimeFunc) change(entry, ret bool) fprobe.Change {
 	return c
 }
 
-// onEntry delivers an entry event (fprobe.EntryHook), on the calling goroutine.
-func (rf *runtimeFunc) onEntry(_ *fprobe.Func, a fprobe.Args) {
+// onEntry delivers an entry event (fprobe.EntryHook), on the calling goroutine, pinned
+// to its P (fprobe.Change.Pinned), which fprobe counted (hitsNow). A call nobody
+// consumes does not come here (fprobe.Func.SetQuiet).
+func (rf *runtimeFunc) onEntry(_ *fprobe.Func, a *fprobe.Args) {
 	p := rf.entry
 	if !p.wide.Load() {
 		return
 	}
-	p.hits.Add(1)
 	c := p.cons.Load()
 	if c == nil {
 		return
 	}
-	var v firing
+	pid := rt.ProcPin()
+	v := pFiring(pid)
+	if v == nil {
+		v = new(firing)
+	}
 	l := rf.args.Load()
-	v.N = len(l.params)
+	v.N, v.Goid, v.Ticks = len(l.params), 0, 0
 	for i, x := range l.params {
 		v.Kinds[i] = x.kind
 		setWord(&v.Args, i, x, a.Word(x.word), a.Word(x.word+1), true)
 	}
 	// The function's entry names it: the probe has no site of its own.
-	c.emitAt(rt.ProcPin(), nil, rf.f.Entry, rf.f.EntryRet(), &v)
+	c.emitAt(pid, nil, rf.f.Entry, rf.f.EntryRet(), v)
+	for i := range l.params {
+		v.Strs[i] = "" // a P's firing keeps no string alive
+	}
 	rt.ProcUnpin()
+}
+
+// hitsNow is p's fires: a run-time entry probe's are counted by fprobe, per P, the
+// calls that nobody consumes included.
+func (p *probe) hitsNow() uint64 {
+	n := p.hits.Load()
+	if p.dyn != nil && p == p.dyn.entry {
+		n += uint64(p.dyn.f.Stats().Entries)
+	}
+	return n
 }
 
 // setWord stores argument i of a run-time probe from its words w (and w2, a string's
@@ -406,40 +426,54 @@ func (rf *runtimeFunc) drainNow() {
 }
 
 // deliverReturns moves rf's return events to the consumers, until none waits or
-// after at least most, and returns how many.
+// after at least most, and returns how many. Each batch is delivered pinned to one P
+// (sinks run pinned and never block), in that P's firing.
 func (rf *runtimeFunc) deliverReturns(buf []fprobe.Return, most int) int {
 	total := 0
 	p := rf.ret
 	for {
 		n := rf.f.ReadReturns(buf)
 		total += n
-		c := p.cons.Load()
-		for _, e := range buf[:n] {
-			p.hits.Add(1)
-			if c == nil {
-				continue
-			}
-			var v firing
-			l := rf.args.Load()
-			v.N = 1 + len(l.results)
-			v.Kinds[0] = bridge.Int
-			v.Slots[0] = uint64(e.Latency)
-			for i, x := range l.results {
-				v.Kinds[1+i] = x.kind
-				var w2 uint64
-				if x.word+1 < len(e.Results) {
-					w2 = e.Results[x.word+1]
-				}
-				setWord(&v.Args, 1+i, x, e.Results[x.word], w2, false)
-			}
-			v.Goid = e.Goid
-			c.emitAt(rt.ProcPin(), nil, rf.f.Entry, bridge.NoStack, &v)
-			rt.ProcUnpin()
+		p.hits.Add(uint64(n))
+		if c := p.cons.Load(); c != nil && n > 0 {
+			rf.emitReturns(c, buf[:n])
 		}
 		if n < len(buf) || total >= most {
 			return total
 		}
 	}
+}
+
+// emitReturns delivers return events to c.
+func (rf *runtimeFunc) emitReturns(c *consumers, evs []fprobe.Return) {
+	l := rf.args.Load()
+	pid := rt.ProcPin()
+	v := pFiring(pid)
+	if v == nil {
+		v = new(firing)
+	}
+	for i := range evs {
+		e := &evs[i]
+		v.N = 1 + len(l.results)
+		v.Kinds[0] = bridge.Int
+		v.Slots[0] = uint64(e.Latency)
+		for i, x := range l.results {
+			v.Kinds[1+i] = x.kind
+			var w2 uint64
+			if x.word+1 < len(e.Results) {
+				w2 = e.Results[x.word+1]
+			}
+			setWord(&v.Args, 1+i, x, e.Results[x.word], w2, false)
+		}
+		// The goroutine that returned, and when: the return path read both.
+		v.Goid, v.Ticks = e.Goid, e.Ticks
+		c.emitAt(pid, nil, rf.f.Entry, bridge.NoStack, v)
+	}
+	for i := range l.results {
+		v.Strs[1+i] = "" // a P's firing keeps no string alive
+	}
+	v.Goid, v.Ticks = 0, 0
+	rt.ProcUnpin()
 }
 
 // sayDrops warns, at most once a second, of return events the function's ring had no
