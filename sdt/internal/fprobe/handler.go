@@ -251,7 +251,14 @@ func retHandler(c *config, argp uintptr, g uintptr, regs uintptr) {
 	now := ticks()
 	pid := rt.ProcPin()
 	lat := int64(-1)
-	if t, ok := leaveP(pid, g, stackHi(g)-argp, c.fn.entry); ok {
+	depth := stackHi(g) - argp
+	t, found, ok := leaveP(pid, g, depth, c.fn.entry)
+	if !found {
+		var t0 int64
+		t0, ok = leave(g, depth, c.fn.entry)
+		t = uint64(t0)
+	}
+	if ok {
 		lat = int64(now - t)
 	} else {
 		f.count(pid, cNoEntry)
@@ -305,7 +312,7 @@ func enter(g, depth uintptr, c *config, t int64) {
 	h := latHash(g, depth)
 	free := -1
 	for i := 0; i < latProbe; i++ {
-		s := &lat[(h+i)&(latSize-1)]
+		s := slotAt(unsafe.Pointer(&lat), h+i, latSize)
 		switch uintptr(load64(&s.g)) {
 		case g:
 			if s.depth == depth { // a call at this depth that never returned, or this one again after morestack
@@ -319,7 +326,7 @@ func enter(g, depth uintptr, c *config, t int64) {
 		}
 	}
 	for i := 0; i < latProbe && free >= 0; i++ {
-		s := &lat[free]
+		s := slotAt(unsafe.Pointer(&lat), free, latSize)
 		if cas64(&s.g, 0, uint64(g)) {
 			s.depth, s.cfg, s.t = depth, uintptr(unsafe.Pointer(c)), t
 			return
@@ -336,7 +343,7 @@ func enter(g, depth uintptr, c *config, t int64) {
 func leave(g, depth uintptr, c *config) (int64, bool) {
 	h := latHash(g, depth)
 	for i := 0; i < latProbe; i++ {
-		s := &lat[(h+i)&(latSize-1)]
+		s := slotAt(unsafe.Pointer(&lat), h+i, latSize)
 		if uintptr(load64(&s.g)) == g && s.depth == depth {
 			if s.cfg != uintptr(unsafe.Pointer(c)) {
 				return 0, false
@@ -403,10 +410,10 @@ func (r *ring) put(now uint64, lat int64, id uint64, regs uintptr) bool {
 		} else if !cas64(&r.head, h, h+1) {
 			continue
 		}
-		e := &r.ev[h%ringSize]
+		e := r.evAt(h)
 		e.Ticks, e.Latency, e.Goid = now, lat, id
 		e.Results = *(*[returnRegs]uint64)(rawptr.At(regs))
-		publish(&r.seq[h%ringSize], h+1)
+		publish(r.seqAt(h), h+1)
 		return true
 	}
 }
@@ -420,7 +427,7 @@ func (r *ring) waiting() uint64 {
 	t := load64(&r.tail)
 	n := uint64(0)
 	// Whole events from the tail, up to a half ring: all crowded needs to know.
-	for n < ringSize/2 && load64(&r.seq[(t+n)%ringSize]) == t+n+1 {
+	for n < ringSize/2 && load64(r.seqAt(t+n)) == t+n+1 {
 		n++
 	}
 	return n
@@ -433,7 +440,7 @@ func (r *ring) waiting() uint64 {
 //go:norace
 func (f *Func) crowded(r *ring) bool {
 	t := load64(&r.tail)
-	return load64(&r.seq[(t+ringSize/2-1)%ringSize]) == t+ringSize/2 && load64(&f.stuck) != load64(&f.nread)+1
+	return load64(r.seqAt(t+ringSize/2-1)) == t+ringSize/2 && load64(&f.stuck) != load64(&f.nread)+1
 }
 
 // A call that finds its function's return ring half full makes room before it goes

@@ -48,7 +48,7 @@ type counters struct{ entries, returns, noEntry, dropped, nested, waited uint64 
 //go:norace
 func (f *Func) stateOf(pid int) *pstate {
 	if uint(pid) < uint(len(f.pp)) {
-		return &f.pp[pid]
+		return (*pstate)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(f.pp)), uintptr(pid)*unsafe.Sizeof(pstate{})))
 	}
 	return nil
 }
@@ -157,14 +157,14 @@ func enterP(pid int, g, depth uintptr, c *config, t uint64) bool {
 	if uint(pid) >= uint(len(latP)) {
 		return false
 	}
-	tab := &latP[pid].s
+	tab := latOf(pid)
 	h := latHash(g, depth) & (latPerP - 1)
 	free := -1
 	// The first free slot or the first of this goroutine at this depth, whichever
 	// comes first: leaveIn, which searches in the same order, finds this one before
 	// any other of the same key further on.
 	for i := 0; i < latWindow; i++ {
-		s := &tab[(h+i)&(latPerP-1)]
+		s := slotAt(unsafe.Pointer(tab), h+i, latPerP)
 		switch uintptr(load64(&s.g)) {
 		case g:
 			if s.depth == depth { // a call at this depth that never returned, or this one again after morestack
@@ -181,47 +181,42 @@ func enterP(pid int, g, depth uintptr, c *config, t uint64) bool {
 	if free < 0 {
 		return false
 	}
-	s := &tab[free]
+	s := slotAt(unsafe.Pointer(tab), free, latPerP)
 	s.depth, s.cfg, s.t = depth, uintptr(unsafe.Pointer(c)), int64(t)
 	publish(&s.g, uint64(g))
 	return true
 }
 
 // leaveP takes the entry time of the call of c's function at depth of goroutine g,
-// running on P pid: from pid's table, else from another P's, else the shared table.
+// running on P pid: from pid's table, else from another P's (its goroutine moved
+// since its entry). found is false when no table has its key (the caller then looks
+// in the shared one); ok, whether the key was this function's. One function, not
+// one per table: the nosplit chain from the return stub stays short.
 //
 //go:nosplit
 //go:norace
-func leaveP(pid int, g, depth uintptr, c *config) (uint64, bool) {
-	if uint(pid) < uint(len(latP)) {
-		if t, found, ok := leaveIn(&latP[pid].s, g, depth, c); found {
-			return t, ok
-		}
-	}
-	for i := range latP {
-		if i != pid {
-			if t, found, ok := leaveIn(&latP[i].s, g, depth, c); found {
-				return t, ok
-			}
-		}
-	}
-	t, ok := leave(g, depth, c)
-	return uint64(t), ok
-}
-
-//go:nosplit
-//go:norace
-func leaveIn(tab *[latPerP]latSlot, g, depth uintptr, c *config) (t uint64, found, ok bool) {
+func leaveP(pid int, g, depth uintptr, c *config) (t uint64, found, ok bool) {
+	n := len(latP)
 	h := latHash(g, depth) & (latPerP - 1)
-	for i := 0; i < latWindow; i++ {
-		s := &tab[(h+i)&(latPerP-1)]
-		if uintptr(load64(&s.g)) == g && s.depth == depth {
-			if s.cfg != uintptr(unsafe.Pointer(c)) {
-				return 0, true, false
+	for k := 0; k < n; k++ {
+		p := pid + k // pid's own table first
+		if p >= n {
+			p -= n
+		}
+		if uint(pid) >= uint(n) {
+			p = k
+		}
+		tab := unsafe.Pointer(latOf(p))
+		for i := 0; i < latWindow; i++ {
+			s := slotAt(tab, h+i, latPerP)
+			if uintptr(load64(&s.g)) == g && s.depth == depth {
+				if s.cfg != uintptr(unsafe.Pointer(c)) {
+					return 0, true, false
+				}
+				t := uint64(s.t)
+				publish(&s.g, 0) // after reading t: a load is not moved after a later store
+				return t, true, true
 			}
-			t := uint64(s.t)
-			publish(&s.g, 0) // after reading t: a load is not moved after a later store
-			return t, true, true
 		}
 	}
 	return 0, false, false
@@ -256,4 +251,33 @@ func nsPerTick() float64 {
 		return float64(m-clk0.mono) / float64(dt)
 	}
 	return 1
+}
+
+// The nosplit paths index without bounds checks: a failed check would call the
+// runtime's panic functions, beyond the stack a nosplit chain may use (and a panic
+// in the return path would lose the result registers). Callers keep indices in range.
+
+// latOf is P pid's table; pid < len(latP).
+//
+//go:nosplit
+//go:norace
+func latOf(pid int) *latTable {
+	return (*latTable)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(latP)), uintptr(pid)*unsafe.Sizeof(latTable{})))
+}
+
+// slotAt is slot i, modulo n (a power of two), of a latency table of n slots at tab.
+//
+//go:nosplit
+func slotAt(tab unsafe.Pointer, i, n int) *latSlot {
+	return (*latSlot)(unsafe.Add(tab, uintptr(i&(n-1))*unsafe.Sizeof(latSlot{})))
+}
+
+//go:nosplit
+func (r *ring) evAt(i uint64) *Return {
+	return (*Return)(unsafe.Add(unsafe.Pointer(&r.ev), uintptr(i%ringSize)*unsafe.Sizeof(Return{})))
+}
+
+//go:nosplit
+func (r *ring) seqAt(i uint64) *uint64 {
+	return (*uint64)(unsafe.Add(unsafe.Pointer(&r.seq), uintptr(i%ringSize)*8))
 }
