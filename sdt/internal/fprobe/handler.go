@@ -124,6 +124,10 @@ func callHook(f *Func, h EntryHook, a *Args, g uintptr) {
 
 // callPinned runs h pinned to its P (Change.Pinned): a probed call it makes runs on
 // the same P, so the P's own flag tells it is nested; no table shared by the cores.
+// norace: the flag's writers are ordered by the P pin, which the race detector does
+// not see.
+//
+//go:norace
 func callPinned(f *Func, h EntryHook, a *Args, g uintptr) {
 	pid := rt.ProcPin()
 	if uint(pid) >= uint(len(hookP)) {
@@ -149,6 +153,8 @@ func callPinned(f *Func, h EntryHook, a *Args, g uintptr) {
 }
 
 // unpinHook ends a pinned hook, also when it panics.
+//
+//go:norace
 func unpinHook(on *uint64) {
 	*on = 0
 	rt.ProcUnpin()
