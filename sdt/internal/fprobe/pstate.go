@@ -67,7 +67,7 @@ func (f *Func) count(pid int, field uintptr) {
 	add64((*uint64)(unsafe.Add(unsafe.Pointer(&f.over), field)), 1)
 }
 
-var (
+const (
 	cEntries = unsafe.Offsetof(counters{}.entries)
 	cReturns = unsafe.Offsetof(counters{}.returns)
 	cNoEntry = unsafe.Offsetof(counters{}.noEntry)
