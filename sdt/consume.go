@@ -440,5 +440,9 @@ func (r *registry) rebuild(fs map[*probe]*filter) {
 			c.one = c.sinks[0].s
 		}
 		p.cons.Store(c)
+		if p.dyn != nil && p == p.dyn.entry {
+			// Nobody consumes its events: its calls only count them.
+			p.dyn.f.SetQuiet(c == nil)
+		}
 	}
 }

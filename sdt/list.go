@@ -147,9 +147,9 @@ func (r *registry) listDefined(sp spec.Spec) []ProbeInfo {
 		for _, k := range order {
 			out = append(out, *byFunc[k])
 		}
-		if (len(p.sites) == 0 || p.hits.Load() > 0) && sp.Match(p.provider, p.module, p.wideFunc(), p.name) {
+		if (len(p.sites) == 0 || p.hitsNow() > 0) && sp.Match(p.provider, p.module, p.wideFunc(), p.name) {
 			pi := p.info(p.module, p.wideFunc())
-			pi.Hits, pi.Enabled = p.hits.Load(), p.wide.Load()
+			pi.Hits, pi.Enabled = p.hitsNow(), p.wide.Load()
 			pi.HeldBy = holderNames(holdKey{p: p})
 			if p.dyn != nil {
 				pi.Sites = p.dyn.points(p, nil)

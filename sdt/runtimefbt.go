@@ -176,6 +176,7 @@ func (r *registry) runtimeFunc(c fprobe.Candidate) (*runtimeFunc, error) {
 		}
 	}
 	rf.args.Store(l)
+	f.SetQuiet(true) // nobody consumes its events yet (rebuild says when one does)
 	rf.entry = r.runtimeProbe(rf, "entry", l.params)
 	rf.ret = r.runtimeProbe(rf, "return", l.results)
 	if r.runtime == nil {
@@ -284,7 +285,8 @@ func runtimeChanges(wides []*probe, on bool) (to, back []fprobe.Change) {
 }
 
 func (rf *runtimeFunc) change(entry, ret bool) fprobe.Change {
-	c := fprobe.Change{Func: rf.f, Return: ret}
+	// onEntry delivers to consumers that run pinned and never block.
+	c := fprobe.Change{Func: rf.f, Return: ret, Pinned: true}
 	if ret {
 		c.Drain = rf.drainNow
 	}
@@ -294,27 +296,45 @@ func (rf *runtimeFunc) change(entry, ret bool) fprobe.Change {
 	return c
 }
 
-// onEntry delivers an entry event (fprobe.EntryHook), on the calling goroutine.
-func (rf *runtimeFunc) onEntry(_ *fprobe.Func, a fprobe.Args) {
+// onEntry delivers an entry event (fprobe.EntryHook), on the calling goroutine, pinned
+// to its P (fprobe.Change.Pinned), which fprobe counted (hitsNow). A call nobody
+// consumes does not come here (fprobe.Func.SetQuiet).
+func (rf *runtimeFunc) onEntry(_ *fprobe.Func, a *fprobe.Args) {
 	p := rf.entry
 	if !p.wide.Load() {
 		return
 	}
-	p.hits.Add(1)
 	c := p.cons.Load()
 	if c == nil {
 		return
 	}
-	var v firing
+	pid := rt.ProcPin()
+	v := pFiring(pid)
+	if v == nil {
+		v = new(firing)
+	}
 	l := rf.args.Load()
-	v.N = len(l.params)
+	v.N, v.Goid, v.Ticks = len(l.params), 0, 0
 	for i, x := range l.params {
 		v.Kinds[i] = x.kind
 		setWord(&v.Args, i, x, a.Word(x.word), a.Word(x.word+1), true)
 	}
 	// The function's entry names it: the probe has no site of its own.
-	c.emitAt(rt.ProcPin(), nil, rf.f.Entry, rf.f.EntryRet(), &v)
+	c.emitAt(pid, nil, rf.f.Entry, rf.f.EntryRet(), v)
+	for i := range l.params {
+		v.Strs[i] = "" // a P's firing keeps no string alive
+	}
 	rt.ProcUnpin()
+}
+
+// hitsNow is p's fires: a run-time entry probe's are counted by fprobe, per P, the
+// calls that nobody consumes included.
+func (p *probe) hitsNow() uint64 {
+	n := p.hits.Load()
+	if p.dyn != nil && p == p.dyn.entry {
+		n += uint64(p.dyn.f.Stats().Entries)
+	}
+	return n
 }
 
 // setWord stores argument i of a run-time probe from its words w (and w2, a string's
@@ -432,14 +452,24 @@ func (rf *runtimeFunc) deliverReturns(buf []fprobe.Return, most int) int {
 func (rf *runtimeFunc) deliverBatch(buf []fprobe.Return) int {
 	p := rf.ret
 	n := rf.f.ReadReturns(buf)
-	c := p.cons.Load()
-	for _, e := range buf[:n] {
-		p.hits.Add(1)
-		if c == nil {
-			continue
-		}
-		var v firing
-		l := rf.args.Load()
+	p.hits.Add(uint64(n))
+	if c := p.cons.Load(); c != nil && n > 0 {
+		rf.emitReturns(c, buf[:n])
+	}
+	return n
+}
+
+// emitReturns delivers return events to c, pinned to one P (sinks run pinned and
+// never block), in that P's firing.
+func (rf *runtimeFunc) emitReturns(c *consumers, evs []fprobe.Return) {
+	l := rf.args.Load()
+	pid := rt.ProcPin()
+	v := pFiring(pid)
+	if v == nil {
+		v = new(firing)
+	}
+	for i := range evs {
+		e := &evs[i]
 		v.N = 1 + len(l.results)
 		v.Kinds[0] = bridge.Int
 		v.Slots[0] = uint64(e.Latency)
@@ -451,11 +481,15 @@ func (rf *runtimeFunc) deliverBatch(buf []fprobe.Return) int {
 			}
 			setWord(&v.Args, 1+i, x, e.Results[x.word], w2, false)
 		}
-		v.Goid = e.Goid
-		c.emitAt(rt.ProcPin(), nil, rf.f.Entry, bridge.NoStack, &v)
-		rt.ProcUnpin()
+		// The goroutine that returned, and when: the return path read both.
+		v.Goid, v.Ticks = e.Goid, e.Ticks
+		c.emitAt(pid, nil, rf.f.Entry, bridge.NoStack, v)
 	}
-	return n
+	for i := range l.results {
+		v.Strs[1+i] = "" // a P's firing keeps no string alive
+	}
+	v.Goid, v.Ticks = 0, 0
+	rt.ProcUnpin()
 }
 
 // flushReturns delivers every return event of run-time functions made before it was

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -401,5 +402,63 @@ func TestRuntimeReturnFlushedOnRead(t *testing.T) {
 				t.Fatalf("the next Interval counts %d entries and %d returns, want 7 each", e, r)
 			}
 		})
+	}
+}
+
+// A run-time return event's time is when its function returned, not when the drain
+// delivered it: ordered by time, one goroutine's calls, 20 us apart, alternate entry,
+// return, entry... (stamped at delivery, up to a drain period later, a return came
+// after the entries of the calls made before the drain ran). A trace converts each
+// batch it reads with the clock of that read: events of two batches may be a few
+// hundred ns off each other, which the calls' spacing leaves room for.
+func TestRuntimeReturnTime(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
+	}
+	const spec = "fbt:strconv:FormatInt:"
+	tr, err := control.OpenTrace(spec, control.TraceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	const calls = 50
+	done := make(chan uint64)
+	go func() {
+		for i := range calls {
+			formatInt(int64(i), 10)
+			for start := time.Now(); time.Since(start) < 20*time.Microsecond; {
+			}
+		}
+		done <- goid.Own()
+	}()
+	id := <-done
+	var mine []control.Event
+	evs := make([]control.Event, 256)
+	for deadline := time.Now().Add(10 * time.Second); len(mine) < 2*calls && time.Now().Before(deadline); {
+		m, err := tr.Read(evs, 100*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs[:m] {
+			if e.Goroutine == id {
+				mine = append(mine, e)
+			}
+		}
+	}
+	if len(mine) != 2*calls {
+		t.Fatalf("%d events of the calling goroutine, want %d", len(mine), 2*calls)
+	}
+	sort.SliceStable(mine, func(i, j int) bool { return mine[i].Time.Before(mine[j].Time) })
+	for i, e := range mine {
+		want := "entry"
+		if i%2 == 1 {
+			want = "return"
+		}
+		if got := e.Probe[strings.LastIndexByte(e.Probe, ':')+1:]; got != want {
+			for j := max(0, i-3); j < min(len(mine), i+3); j++ {
+				t.Logf("%d %s %s %v", j, mine[j].Time.Format("15:04:05.000000000"), mine[j].Probe, mine[j].Args)
+			}
+			t.Fatalf("event %d in time order is %s, want %s", i, got, want)
+		}
 	}
 }

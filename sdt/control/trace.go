@@ -248,6 +248,9 @@ func recordSize(a *bridge.Args) uint64 {
 // bridge.Sink.
 func (s *traceSink) Fire(f *bridge.Firing) {
 	ticks, g := stamp()
+	if f.Ret == bridge.NoStack && f.Ticks != 0 {
+		ticks = f.Ticks // a run-time return, delivered later: the time it returned
+	}
 	probes := s.probes.Load()
 	if probes == nil || int(f.Probe) >= len(*probes) {
 		return // subscribed, and not yet told its probes: fired before the trace began

@@ -79,6 +79,7 @@ type Firing struct {
 	Site  uintptr // the site's address; 0 for a fire not attributed to a site
 	Ret   uintptr // the fire call's return address: where its call stack starts; NoStack: none
 	Goid  uint64  // with Ret NoStack: the id of the goroutine that fired, 0 if unknown
+	Ticks uint64  // with Ret NoStack: when it fired, on the CPU counter control stamps with; 0: when delivered
 	Args
 }
 

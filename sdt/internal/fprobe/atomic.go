@@ -2,7 +2,10 @@
 
 package fprobe
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // Sequentially consistent operations on a uint64 for the return handler's nosplit
 // path: sync/atomic's, which the compiler turns into instructions (no call, no safe
@@ -20,3 +23,6 @@ func add64(p *uint64, d uint64) { atomic.AddUint64(p, d) }
 
 //go:nosplit
 func cas64(p *uint64, old, new uint64) bool { return atomic.CompareAndSwapUint64(p, old, new) }
+
+//go:nosplit
+func loadPtr(p *unsafe.Pointer) unsafe.Pointer { return atomic.LoadPointer(p) }

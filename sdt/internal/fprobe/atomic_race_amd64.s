@@ -31,3 +31,9 @@ TEXT ·cas64(SB), NOSPLIT, $0-25
 	CMPXCHGQ CX, 0(BX)
 	SETEQ ret+24(FP)
 	RET
+
+TEXT ·loadPtr(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), BX
+	MOVQ 0(BX), AX
+	MOVQ AX, ret+8(FP)
+	RET

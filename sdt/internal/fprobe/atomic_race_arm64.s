@@ -44,3 +44,9 @@ fail:
 	CLREX
 	MOVB ZR, ret+24(FP)
 	RET
+
+TEXT ·loadPtr(SB), NOSPLIT, $0-16
+	MOVD p+0(FP), R0
+	LDAR (R0), R1
+	MOVD R1, ret+8(FP)
+	RET

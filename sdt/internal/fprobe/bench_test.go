@@ -8,7 +8,7 @@ import (
 
 // BenchmarkProbedCall is the cost of one call of a small function: never probed, with
 // its probes taken away again (the original bytes), with an entry probe whose hook
-// counts, and with entry and return probes (the return's latency and results into the
+// counts, with an entry probe counted only (SetQuiet), and with entry and return probes (the return's latency and results into the
 // ring, drained as the benchmark goes).
 func BenchmarkProbedCall(b *testing.B) {
 	f, err := Lookup(pkg + "Sum")
@@ -21,19 +21,30 @@ func BenchmarkProbedCall(b *testing.B) {
 		b.ResetTimer() // not the rendezvous that switched the probes
 		for i := 0; i < b.N; i++ {
 			target.Sum(s, i)
-			if i%512 == 0 {
+			if i%64 == 0 {
 				f.ReadReturns(buf)
 			}
 		}
 	}
 	b.Run("unprobed", run)
 	var n int64
-	count := func(*Func, Args) { n++ }
+	count := func(*Func, *Args) { n++ }
 	b.Run("entry", func(b *testing.B) {
 		if err := f.SetEntry(count); err != nil {
 			b.Fatal(err)
 		}
 		run(b)
+		if err := f.SetEntry(nil); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.Run("entry-quiet", func(b *testing.B) {
+		if err := f.SetEntry(count); err != nil {
+			b.Fatal(err)
+		}
+		f.SetQuiet(true)
+		run(b)
+		f.SetQuiet(false)
 		if err := f.SetEntry(nil); err != nil {
 			b.Fatal(err)
 		}
@@ -57,7 +68,7 @@ func BenchmarkAttachDetach(b *testing.B) {
 	if err != nil {
 		b.Skip(err)
 	}
-	h := func(*Func, Args) {}
+	h := func(*Func, *Args) {}
 	for i := 0; i < b.N; i++ {
 		if err := f.SetEntry(h); err != nil {
 			b.Fatal(err)

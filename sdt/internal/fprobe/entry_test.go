@@ -36,7 +36,7 @@ func lookup(t *testing.T, name string) *Func {
 func TestEntryArgs(t *testing.T) {
 	small, narrow, large := lookup(t, "Small"), lookup(t, "Narrow"), lookup(t, "Large")
 	var got sync.Map
-	hook := func(f *Func, a Args) {
+	hook := func(f *Func, a *Args) {
 		w := make([]uint64, a.Words())
 		for i := range w {
 			w[i] = a.Word(i)
@@ -95,7 +95,7 @@ func equal(a, b []uint64) bool {
 func TestEntryExactCount(t *testing.T) {
 	f := lookup(t, "Small")
 	var n atomic.Int64
-	if err := f.SetEntry(func(f *Func, a Args) {
+	if err := f.SetEntry(func(f *Func, a *Args) {
 		if a.Word(2) != 5 {
 			panic("bad string length")
 		}

@@ -91,7 +91,7 @@ func TestEpilogueShapes(t *testing.T) {
 		drainAll(f) // what an earlier test left unread is not this test's
 		before[i] = f.Stats()
 		i := i
-		on = append(on, Change{Func: f, Return: true, Drain: drain(i), Entry: func(f *Func, a Args) {
+		on = append(on, Change{Func: f, Return: true, Drain: drain(i), Entry: func(f *Func, a *Args) {
 			if x := int64(a.Word(0)); x < -X || x >= X {
 				badArg.Add(1)
 			}

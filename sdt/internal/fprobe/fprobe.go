@@ -33,6 +33,15 @@ type config struct {
 	nspill    uintptr
 	spills    [maxSpills]uint64 // offset (int32) | size<<32 | save slot<<40
 	fn        *Func
+	// The argument registers the stubs keep: the first nint integer and nflt
+	// floating-point ones of the ABI's order, which cover every register spilled.
+	nint, nflt uintptr
+	// live (entry, small frame): 1 while the call is written. The stub then returns
+	// to the call's own return address, inside the replaced JLS (an unsafe point: no
+	// goroutine is ever stopped there), where the CPU predicts it returns. Set after
+	// the call is written and cleared before it is taken away, in Set; a patch needs
+	// every P stopped, which a goroutine in the stub, assembly, never is.
+	live uint64
 }
 
 // Func is one function that can take probes, as Lookup found it.
@@ -56,17 +65,28 @@ type Func struct {
 
 	onEntry   atomic.Pointer[EntryHook]
 	onCrowded atomic.Pointer[func()] // Change.Drain
-	wantRet   uint64                 // 1: return events wanted (atomic.go)
-	ring      *ring                  // allocated when its returns are first switched on, never freed
-	stats     counters
+	// Read by the stubs' handlers on every call (atomic.go), written by Set.
+	wantRet uint64 // 1: return events wanted
+	hookOn  uint64 // 1: the entry probe is on
+	quiet   uint64 // 1: entry events are counted, not delivered (SetQuiet)
+	pinned  uint64 // 1: the hook runs pinned to its P (Change.Pinned)
+
+	pp      []pstate // per P: counts, return ring; made by Set before any call is written
+	over    counters // Ps beyond pp's, atomically
+	shared  *ring    // the return ring of Ps beyond pp's
+	reading sync.Mutex
+	readers []*ring // ReadReturns's, under reading
+	nread   uint64  // events read (ReadReturns, under reading)
+	stuck   uint64  // nread+1 when a call stopped waiting for the reader (waitForRoom), 0 before
 }
 
 // EntryHook is called at each entry of a function whose entry probe is on, on the
 // calling goroutine, before the function's first instruction after its stack check.
-// The probed calls it makes itself deliver no event (Stats.Nested counts them).
-type EntryHook func(f *Func, a Args)
+// The probed calls it makes itself deliver no event (Stats.Nested counts them). a is
+// valid until the hook returns: a hook that keeps the arguments copies *a.
+type EntryHook func(f *Func, a *Args)
 
-// Args is the register arguments of one call, copied as words: a hook may keep it.
+// Args is the register arguments of one call, copied as words.
 // (The spill slots themselves lie in the goroutine's stack, which may move: no heap
 // object may point there.)
 type Args struct {
@@ -119,21 +139,24 @@ func (f *Func) readArgs(a *Args, argp unsafe.Pointer) {
 
 // Stats are a function's counts, exact: every hit of a probe that is on is counted.
 type Stats struct {
-	Entries int64 // entry events delivered to the hook
+	Entries int64 // entry events: calls that found the entry probe on (delivered to the hook, counted only, or Nested)
 	Returns int64 // return events (a call that panics has none)
 	NoEntry int64 // returns whose entry time was not known: no latency
 	Dropped int64 // return events the ring had no room for (counted in Returns)
-	Nested  int64 // entry events not delivered: their goroutine was running a hook already
+	Nested  int64 // of the entry events, those not delivered: their goroutine was running a hook already
 	Waited  int64 // calls that waited at their entry for the return ring to be read
 }
 
-type counters struct{ entries, returns, noEntry, dropped, nested, waited uint64 }
-
 // Stats returns the function's counts since Lookup.
 func (f *Func) Stats() Stats {
-	c := &f.stats
-	return Stats{int64(load64(&c.entries)), int64(load64(&c.returns)), int64(load64(&c.noEntry)), int64(load64(&c.dropped)), int64(load64(&c.nested)), int64(load64(&c.waited))}
+	c := f.sum()
+	return Stats{int64(c.entries), int64(c.returns), int64(c.noEntry), int64(c.dropped), int64(c.nested), int64(c.waited)}
 }
+
+// SetQuiet says whether the entry hook is to be called (false, the default) or the
+// entry events only counted (Stats.Entries): a hook whose events nobody consumes
+// costs its calls nothing but the count. It takes effect at once, without a patch.
+func (f *Func) SetQuiet(quiet bool) { store64(&f.quiet, b2u(quiet)) }
 
 func b2u(b bool) uint64 {
 	if b {
@@ -370,6 +393,11 @@ func read(t *functab.Table, m *functab.Module, i int) (*Func, error) {
 		}
 		c.spills[c.nspill] = uint64(uint32(s.Off)) | uint64(s.Size)<<32 | uint64(slot)<<40
 		c.nspill++
+		if s.Reg >= floatReg {
+			c.nflt = max(c.nflt, uintptr(s.Reg-floatReg)+1)
+		} else {
+			c.nint = max(c.nint, uintptr(s.Reg)+1)
+		}
 	}
 	f.spills, f.entry = spills, c
 	f.ptrs = livePointers(t, i, spills)
@@ -508,6 +536,10 @@ type Change struct {
 	// delivers them. A call that finds them waiting in numbers runs it before it
 	// goes on, on its own goroutine; nil: such a call waits for their reader.
 	Drain func()
+	// Pinned: Entry runs pinned to the calling goroutine's P, so it may not block
+	// (nor call anything that does); a probed call it makes is then told nested by
+	// a flag of the P, with no table shared by the cores.
+	Pinned bool
 }
 
 // Set gives every function of cs its state, all or nothing: one rewrite of the text
@@ -570,13 +602,21 @@ func Set(cs []Change) error {
 	// Hooks, rings and the wish for return events before the text: a stub that runs
 	// once the call is written finds them.
 	for _, c := range cs {
-		if c.Return && c.Func.ring == nil {
-			c.Func.ring = new(ring)
+		f := c.Func
+		if (c.Entry != nil || c.Return) && f.pp == nil {
+			f.pp = make([]pstate, procs())
+		}
+		if c.Return && f.shared == nil {
+			makeLat()
+			startClock()
+			f.shared = new(ring)
 			goidAt = goid.Offset()
 		}
 		if c.Entry != nil {
 			h := c.Entry
 			c.Func.onEntry.Store(&h)
+			store64(&f.pinned, b2u(c.Pinned))
+			store64(&f.hookOn, 1)
 		}
 		if c.Return {
 			c.Func.onCrowded.Store(nil)
@@ -595,14 +635,25 @@ func Set(cs []Change) error {
 			return errors.New("fprobe: the site table is full")
 		}
 	}
+	var unlive []*config
+	for _, c := range cs {
+		if f := c.Func; f.patched && c.Entry == nil && !c.Return && load64(&f.entry.live) != 0 {
+			store64(&f.entry.live, 0)
+			unlive = append(unlive, f.entry)
+		}
+	}
 	if len(ws) > 0 {
 		if _, err := patch.Apply(ws, patch.Options{Protocol: patch.Rendezvous}); err != nil {
+			for _, c := range unlive {
+				store64(&c.live, 1) // nothing was written: the calls are still there
+			}
 			for _, k := range add {
 				remove(k)
 			}
 			for _, c := range cs {
 				store64(&c.Func.wantRet, b2u(c.Func.retOn))
 				if !c.Func.entryOn {
+					store64(&c.Func.hookOn, 0)
 					c.Func.onEntry.Store(nil)
 				}
 			}
@@ -616,8 +667,12 @@ func Set(cs []Change) error {
 	for _, c := range cs {
 		f := c.Func
 		f.patched, f.retPatched = c.Entry != nil || c.Return, c.Return
+		if f.patched && f.entry.check == 0 && len(f.orig) > callLen {
+			store64(&f.entry.live, 1)
+		}
 		f.entryOn, f.retOn = c.Entry != nil, c.Return
 		if c.Entry == nil {
+			store64(&f.hookOn, 0)
 			f.onEntry.Store(nil)
 		}
 		if !c.Return {

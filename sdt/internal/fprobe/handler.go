@@ -2,7 +2,6 @@ package fprobe
 
 import (
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -12,29 +11,94 @@ import (
 	"github.com/gosdt/gosdt/sdt/internal/rt"
 )
 
-// entryHandler is called by the entry stub with the function's register arguments in
-// their spill slots at argp, which the function's stack map 0 describes: a pointer
-// argument stays alive, and is adjusted should the stack move while it runs. ctxt is
-// the closure context (nil when not live), returned so that it too is adjusted. g is
-// the running goroutine's descriptor.
-func entryHandler(c *config, argp unsafe.Pointer, ctxt unsafe.Pointer, g uintptr) unsafe.Pointer {
-	f := c.function()
-	if atomic.LoadUintptr(&guardMargin) == 0 {
+// Flags entryFast returns: what remains to be done in Go code that may reach a safe
+// point (entrySlow), with the arguments in their spill slots.
+const (
+	slowHook = 1 // deliver the entry event to the hook
+	slowRet  = 2 // the P has no return ring yet, or it is crowded: make room, then take the entry time
+)
+
+// entryFast is the first part of an entry probe, called by the entry stub with the
+// register arguments only saved in its own frame: nosplit, and calls only nosplit code,
+// so no safe point (nothing looks at this goroutine's stack or moves it before they
+// are back). It counts the event (per P) and takes the entry time when the return is
+// wanted, and says what needs entrySlow: nothing, when nobody consumes the events.
+//
+//go:nosplit
+//go:norace
+func entryFast(c *config, argp, g uintptr) uintptr {
+	f := c.fn
+	if load64(&guardMargin) == 0 {
 		noteGuard(g)
 	}
+	pid := rt.ProcPin()
+	var slow uintptr
+	if load64(&f.hookOn) != 0 {
+		// Every entry the probe sees is counted here, with its time: delivered,
+		// nested or nobody's (quiet), and also when the hook is gone by the time
+		// entrySlow looks (a return with an entry time always has its entry counted).
+		f.count(pid, cEntries)
+		if load64(&f.quiet) == 0 {
+			slow = slowHook
+		}
+	}
 	if load64(&f.wantRet) != 0 {
-		if r := f.crowded(); r != nil {
+		if r := f.ringOf(pid); r == nil || f.crowded(r) {
+			slow |= slowRet
+		} else {
+			// The depth from the stack's top is what a moved stack keeps.
+			stamp(pid, g, stackHi(g)-argp, c)
+		}
+	}
+	rt.ProcUnpin()
+	return slow
+}
+
+// stamp records the entry time of a call on P pid (pinned).
+//
+//go:nosplit
+//go:norace
+func stamp(pid int, g, depth uintptr, c *config) {
+	t := ticks()
+	if !enterP(pid, g, depth, c, t) {
+		enter(g, depth, c, int64(t))
+	}
+}
+
+// entrySlow is the rest of an entry probe, as entryFast said (slow), with the
+// function's register arguments in their spill slots at argp, which the function's
+// stack map 0 describes: a pointer argument stays alive, and is adjusted should the
+// stack move while it runs. ctxt is the closure context (nil when not live), returned
+// so that it too is adjusted. g is the running goroutine's descriptor.
+func entrySlow(c *config, argp unsafe.Pointer, ctxt unsafe.Pointer, g uintptr, slow uintptr) unsafe.Pointer {
+	f := c.function()
+	if slow&slowRet != 0 {
+		r := f.makeRing(rt.ProcPin())
+		rt.ProcUnpin()
+		if f.crowded(r) {
 			// Before its entry time is taken: the wait is not the call's latency.
 			r.waitForRoom(f, g)
 		}
-		// The depth from the stack's top is what a moved stack keeps.
-		depth := stackHi(g) - uintptr(argp)
-		enter(g, depth, c, rt.Nanotime())
+		pid := rt.ProcPin()
+		stamp(pid, g, stackHi(g)-uintptr(argp), c)
+		rt.ProcUnpin()
 	}
-	if h := f.onEntry.Load(); h != nil {
-		var a Args
-		f.readArgs(&a, argp)
-		callHook(f, *h, a, g)
+	if slow&slowHook != 0 {
+		if h := f.onEntry.Load(); h != nil {
+			var a Args
+			f.readArgs(&a, argp)
+			// The hook does not keep a (EntryHook): on this stack, not the heap.
+			callHook(f, *h, (*Args)(rt.Noescape(unsafe.Pointer(&a))), g)
+		}
+	}
+	return ctxt
+}
+
+// entryHandler is both parts of an entry probe, for a stub that spills the arguments
+// before it calls Go code (arm64's).
+func entryHandler(c *config, argp unsafe.Pointer, ctxt unsafe.Pointer, g uintptr) unsafe.Pointer {
+	if slow := entryFast(c, uintptr(argp), g); slow != 0 {
+		return entrySlow(c, argp, ctxt, g, slow)
 	}
 	return ctxt
 }
@@ -44,15 +108,71 @@ func entryHandler(c *config, argp unsafe.Pointer, ctxt unsafe.Pointer, g uintptr
 // the stack overflows. Such an event is counted (Stats.Nested), not delivered; so is
 // one whose goroutine finds no room to be marked (16 goroutines of the same hash
 // window in hooks at once).
-func callHook(f *Func, h EntryHook, a Args, g uintptr) {
-	i, ok := claimHook(g)
-	if !ok {
-		add64(&f.stats.nested, 1)
+func callHook(f *Func, h EntryHook, a *Args, g uintptr) {
+	if load64(&f.pinned) != 0 {
+		callPinned(f, h, a, g)
 		return
 	}
-	defer atomic.StoreUint64(&inHook[i], 0) // also when the hook panics or exits the goroutine
-	add64(&f.stats.entries, 1)
+	i, ok := claimHook(g)
+	if !ok {
+		countPinned(f, cNested)
+		return
+	}
+	defer release(i) // also when the hook panics or exits the goroutine
 	h(f, a)
+}
+
+// callPinned runs h pinned to its P (Change.Pinned): a probed call it makes runs on
+// the same P, so the P's own flag tells it is nested; no table shared by the cores.
+// norace: the flag's writers are ordered by the P pin, which the race detector does
+// not see.
+//
+//go:norace
+func callPinned(f *Func, h EntryHook, a *Args, g uintptr) {
+	pid := rt.ProcPin()
+	if uint(pid) >= uint(len(hookP)) {
+		rt.ProcUnpin()
+		i, ok := claimHook(g) // a P beyond those counted
+		if !ok {
+			countPinned(f, cNested)
+			return
+		}
+		defer release(i)
+		h(f, a)
+		return
+	}
+	on := &hookP[pid].on
+	if *on != 0 {
+		f.count(pid, cNested)
+		rt.ProcUnpin()
+		return
+	}
+	*on = 1
+	defer unpinHook(on)
+	h(f, a)
+}
+
+// unpinHook ends a pinned hook, also when it panics.
+//
+//go:norace
+func unpinHook(on *uint64) {
+	*on = 0
+	rt.ProcUnpin()
+}
+
+// hookP[pid].on is 1 while P pid runs a pinned hook (callPinned).
+var hookP = make([]struct {
+	on uint64
+	_  [56]byte
+}, procs())
+
+// release ends a hook's mark.
+func release(i int) { atomic.StoreUint64(&inHook[i], 0) }
+
+// countPinned counts one on the P the caller runs on.
+func countPinned(f *Func, field uintptr) {
+	f.count(rt.ProcPin(), field)
+	rt.ProcUnpin()
 }
 
 // inHook holds the goroutines running a hook (their g), open addressing.
@@ -89,18 +209,21 @@ const hookWindow = 16
 // guardMargin is g.stackguard0 - g.stack.lo when no preemption is requested: the
 // stack's real guard, which the entry stub uses (stub_amd64.s); 0 until known. It is
 // written once, with the value every goroutine has; the stub reads a word.
-var guardMargin uintptr
+var guardMargin uint64
 
 // stackPreempt and the other poison values of g.stackguard0 are above any address.
 const poison = ^uintptr(0) - 4096
 
 // noteGuard sets guardMargin from g: a g starts with its stack bounds and then
 // stackguard0 (runtime/runtime2.go).
+//
+//go:nosplit
+//go:norace
 func noteGuard(g uintptr) {
 	lo := *(*uintptr)(rawptr.At(g))
 	sg := *(*uintptr)(rawptr.At(g + 2*unsafe.Sizeof(uintptr(0))))
 	if sg < poison && sg > lo && sg-lo < 1<<16 {
-		atomic.StoreUintptr(&guardMargin, sg-lo)
+		store64(&guardMargin, uint64(sg-lo))
 	}
 }
 
@@ -121,7 +244,8 @@ func (c *config) function() *Func { return c.fn }
 // retHandler is called by the return stub once the function's frame is gone; regs
 // holds the result registers. It has no safe point, nor does anything it calls (all
 // nosplit, or intrinsics): result registers that hold pointers are in no stack map, so
-// nothing may look at this goroutine's stack, or move it, before they are back.
+// nothing may look at this goroutine's stack, or move it, before they are back. For
+// the same reason it runs on one P throughout: what it writes is that P's.
 //
 //go:nosplit
 //go:norace
@@ -130,31 +254,34 @@ func retHandler(c *config, argp uintptr, g uintptr, regs uintptr) {
 	if load64(&f.wantRet) == 0 {
 		return
 	}
-	now := rt.Nanotime()
+	now := ticks()
+	pid := rt.ProcPin()
 	lat := int64(-1)
-	if t, ok := leave(g, stackHi(g)-argp, c.fn.entry); ok {
-		lat = now - t
-	} else {
-		add64(&f.stats.noEntry, 1)
+	depth := stackHi(g) - argp
+	t, found, ok := leaveP(pid, g, depth, c.fn.entry)
+	if !found {
+		var t0 int64
+		t0, ok = leave(g, depth, c.fn.entry)
+		t = uint64(t0)
 	}
-	add64(&f.stats.returns, 1)
-	r := loadRegs(regs)
+	if ok {
+		lat = int64(now - t)
+	} else {
+		f.count(pid, cNoEntry)
+	}
+	f.count(pid, cReturns)
 	var id uint64
 	if off := goidAt; off != 0 { // set before wantRet
 		id = goid.At(g, off)
 	}
-	if !f.ring.put(lat, id, &r) { // ring set before wantRet
-		add64(&f.stats.dropped, 1)
+	r := f.ringOf(pid)
+	if r == nil {
+		r = f.shared // a P whose calls have not entered since the probe was placed
 	}
-}
-
-// loadRegs copies the result registers the stub saved in its frame (norace: see
-// readArgs).
-//
-//go:nosplit
-//go:norace
-func loadRegs(regs uintptr) [returnRegs]uint64 {
-	return *(*[returnRegs]uint64)(rawptr.At(regs))
+	if !r.put(now, lat, id, regs) {
+		f.count(pid, cDropped)
+	}
+	rt.ProcUnpin()
 }
 
 // The latency side table: the entry time of each call in flight whose function has
@@ -185,13 +312,14 @@ func latHash(g, depth uintptr) int {
 // words; norace: under the race detector those are invisible to it, and a slot's
 // release by leave would look unsynchronised with its next claim).
 //
+//go:nosplit
 //go:norace
 func enter(g, depth uintptr, c *config, t int64) {
 	h := latHash(g, depth)
 	free := -1
 	for i := 0; i < latProbe; i++ {
-		s := &lat[(h+i)&(latSize-1)]
-		switch uintptr(atomic.LoadUint64(&s.g)) {
+		s := slotAt(unsafe.Pointer(&lat), h+i, latSize)
+		switch uintptr(load64(&s.g)) {
 		case g:
 			if s.depth == depth { // a call at this depth that never returned, or this one again after morestack
 				s.cfg, s.t = uintptr(unsafe.Pointer(c)), t
@@ -204,8 +332,8 @@ func enter(g, depth uintptr, c *config, t int64) {
 		}
 	}
 	for i := 0; i < latProbe && free >= 0; i++ {
-		s := &lat[free]
-		if atomic.CompareAndSwapUint64(&s.g, 0, uint64(g)) {
+		s := slotAt(unsafe.Pointer(&lat), free, latSize)
+		if cas64(&s.g, 0, uint64(g)) {
 			s.depth, s.cfg, s.t = depth, uintptr(unsafe.Pointer(c)), t
 			return
 		}
@@ -221,7 +349,7 @@ func enter(g, depth uintptr, c *config, t int64) {
 func leave(g, depth uintptr, c *config) (int64, bool) {
 	h := latHash(g, depth)
 	for i := 0; i < latProbe; i++ {
-		s := &lat[(h+i)&(latSize-1)]
+		s := slotAt(unsafe.Pointer(&lat), h+i, latSize)
 		if uintptr(load64(&s.g)) == g && s.depth == depth {
 			if s.cfg != uintptr(unsafe.Pointer(c)) {
 				return 0, false
@@ -236,73 +364,89 @@ func leave(g, depth uintptr, c *config) (int64, bool) {
 
 // Return is one return event.
 type Return struct {
+	Ticks   uint64             // when the function returned, in the CPU counter's ticks (package control's clock)
 	Latency int64              // ns since the entry, -1 when the entry was not seen
 	Goid    uint64             // the id of the goroutine that returned, 0 if unknown
 	Results [returnRegs]uint64 // the first result registers, as words
 }
 
-// ring holds a function's return events until they are read: written by any
-// goroutine without a safe point (sequence numbers per slot), read by one.
-const ringSize = 1024
+// A ring holds return events until they are read. Each P has its own ring of a
+// function (made by the first entry on that P that needs one), which only the
+// goroutine running on that P writes, in nosplit code: no atomic read-modify-write.
+// A function's shared ring takes the returns of Ps beyond those counted, written by
+// any of them (a CAS on its head). Sequence numbers per slot tell the reader which
+// events are whole. Latency holds ticks until ReadReturns converts it.
+const ringSize = 256
 
-// RingSize is how many return events of one function wait to be read, at most.
+// RingSize is how many return events of one function one P's ring holds.
 const RingSize = ringSize
 
 type ring struct {
 	head uint64 // next to write
+	_    [56]byte
 	tail uint64 // next to read; only Read writes it
 	// tail+1 when a call stopped waiting for the reader (waitForRoom), 0 before
-	stuck   uint64
-	reading sync.Mutex // ReadReturns's
-	seq     [ringSize]uint64
-	ev      [ringSize]Return
+	stuck uint64
+	own   bool // one P's: a single writer
+	_     [40]byte
+	seq   [ringSize]uint64
+	ev    [ringSize]Return
 }
 
 //go:nosplit
 //go:norace
-func (r *ring) put(lat int64, id uint64, res *[returnRegs]uint64) bool {
+func (r *ring) put(now uint64, lat int64, id uint64, regs uintptr) bool {
 	for {
 		// tail first, as waiting
 		t := load64(&r.tail)
-		h := load64(&r.head)
+		var h uint64
+		if r.own {
+			h = r.head
+		} else {
+			h = load64(&r.head)
+		}
 		if h-t >= ringSize {
 			if load64(&r.tail) != t {
 				continue // the reader made room while we looked
 			}
 			return false
 		}
-		if cas64(&r.head, h, h+1) {
-			e := &r.ev[h%ringSize]
-			e.Latency, e.Goid, e.Results = lat, id, *res
-			store64(&r.seq[h%ringSize], h+1)
-			return true
+		if r.own {
+			r.head = h + 1 // read only by its writer
+		} else if !cas64(&r.head, h, h+1) {
+			continue
 		}
+		e := r.evAt(h)
+		e.Ticks, e.Latency, e.Goid = now, lat, id
+		e.Results = *(*[returnRegs]uint64)(rawptr.At(regs))
+		publish(r.seqAt(h), h+1)
+		return true
 	}
 }
 
-// waiting is how many events r holds (or are being written). The tail first: a head
-// loaded before it may be older than the tail, and the difference would wrap.
+// waiting is how many events r holds (or are being written): the slots from the tail
+// whose event is whole.
 //
 //go:nosplit
 //go:norace
 func (r *ring) waiting() uint64 {
 	t := load64(&r.tail)
-	return load64(&r.head) - t
+	n := uint64(0)
+	// Whole events from the tail, up to a half ring: all crowded needs to know.
+	for n < ringSize/2 && load64(r.seqAt(t+n)) == t+n+1 {
+		n++
+	}
+	return n
 }
 
-// crowded is f's return ring when it is half full, else nil. norace: the ring was
-// set before wantRet, whose atomics (atomic_race_*.s) the race detector does not see.
+// crowded reports whether r, one of f's rings, is half full, with a reader that has
+// moved since a call last gave up waiting for it.
 //
+//go:nosplit
 //go:norace
-func (f *Func) crowded() *ring {
-	r := f.ring
-	if r == nil {
-		return nil
-	}
-	if r.waiting() < ringSize/2 || load64(&r.stuck) == load64(&r.tail)+1 {
-		return nil // room, or a reader that has not moved since a call gave up on it
-	}
-	return r
+func (f *Func) crowded(r *ring) bool {
+	t := load64(&r.tail)
+	return load64(r.seqAt(t+ringSize/2-1)) == t+ringSize/2 && load64(&f.stuck) != load64(&f.nread)+1
 }
 
 // A call that finds its function's return ring half full makes room before it goes
@@ -323,19 +467,19 @@ const (
 //
 //go:norace
 func (r *ring) waitForRoom(f *Func, g uintptr) {
-	add64(&f.stats.waited, 1)
+	countPinned(f, cWaited)
 	start := rt.Nanotime()
-	moved, last := start, load64(&r.tail)
+	moved, last := start, load64(&f.nread)
 	for r.waiting() >= ringSize/4 {
 		if !helpDrain(f, g) {
 			runtime.Gosched()
 		}
 		now := rt.Nanotime()
-		if t := load64(&r.tail); t != last {
+		if t := load64(&f.nread); t != last {
 			moved, last = now, t
 		}
 		if now-moved > int64(maxStall) {
-			store64(&r.stuck, last+1)
+			store64(&f.stuck, last+1)
 			return
 		}
 		if now-start > int64(maxWait) {
@@ -355,32 +499,61 @@ func helpDrain(f *Func, g uintptr) bool {
 	if !ok {
 		return false
 	}
-	defer atomic.StoreUint64(&inHook[i], 0)
+	defer release(i)
 	(*d)()
 	return true
 }
 
-// ReadReturns moves the return events written so far into buf and returns how many.
-// Readers take turns: the function's Drain, run by a call (waitForRoom), and the
-// goroutine that reads every function's ring.
+// ReadReturns moves the return events written so far into buf, in the order of their
+// time (the rings of all Ps merged), and returns how many. Readers take turns: the
+// function's Drain, run by a call (waitForRoom), and the goroutine that reads every
+// function's rings.
 //
 //go:norace
 func (f *Func) ReadReturns(buf []Return) int {
-	r := f.ring // set once (Set), before any call could write to it
-	if r == nil {
+	f.reading.Lock()
+	defer f.reading.Unlock()
+	rs := f.readers[:0]
+	for i := range f.pp {
+		if r := f.ringOf(i); r != nil {
+			rs = append(rs, r)
+		}
+	}
+	if f.shared != nil {
+		rs = append(rs, f.shared)
+	}
+	f.readers = rs
+	if len(rs) == 0 {
 		return 0
 	}
-	r.reading.Lock()
-	defer r.reading.Unlock()
+	rate := nsPerTick()
 	n := 0
 	for n < len(buf) {
-		t := load64(&r.tail)
-		if load64(&r.seq[t%ringSize]) != t+1 {
+		var best *ring
+		var bt uint64
+		for _, r := range rs {
+			t := load64(&r.tail)
+			if load64(&r.seq[t%ringSize]) != t+1 {
+				continue
+			}
+			if e := &r.ev[t%ringSize]; best == nil || e.Ticks < bt {
+				best, bt = r, e.Ticks
+			}
+		}
+		if best == nil {
 			break
 		}
-		buf[n] = r.ev[t%ringSize]
-		store64(&r.tail, t+1)
+		t := load64(&best.tail)
+		e := best.ev[t%ringSize]
+		publish(&best.tail, t+1) // only a reader writes it, under reading
+		if e.Latency >= 0 {
+			e.Latency = int64(float64(e.Latency) * rate)
+		}
+		buf[n] = e
 		n++
+	}
+	if n > 0 {
+		store64(&f.nread, f.nread+uint64(n))
 	}
 	return n
 }

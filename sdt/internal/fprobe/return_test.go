@@ -126,8 +126,8 @@ func call(t *testing.T, name string, i int, panics *int) (calls int) {
 }
 
 // TestReturnRingNoReader: with nobody reading a function's return events, one call
-// waits (at most maxStall) for a reader; the others go on at once and their events are
-// dropped, and counted.
+// waits (at most maxStall) for a reader, whichever P's ring it found full; the others
+// go on at once and their events are dropped, and counted.
 func TestReturnRingNoReader(t *testing.T) {
 	f := lookup(t, "Small")
 	drainAll(f)
@@ -147,7 +147,8 @@ func TestReturnRingNoReader(t *testing.T) {
 	st := f.Stats()
 	waited, dropped := st.Waited-before.Waited, st.Dropped-before.Dropped
 	read := drainAll(f)
-	if waited != 1 || dropped != N-int64(read) || read > ringSize || took < maxStall {
+	// Each P the calls ran on has a ring of its own.
+	if waited != 1 || dropped != N-int64(read) || read > ringSize*procs() || took < maxStall {
 		t.Errorf("%d calls with no reader: %d waited, %d dropped, %d read, in %v", N, waited, dropped, read, took)
 	}
 }
@@ -200,5 +201,42 @@ func drainAll(f *Func) int {
 			return total
 		}
 		total += n
+	}
+}
+
+// TestReturnTime: a return event carries the time its function returned, on the
+// trace's clock (ticks), not the time it was read; and its latency is that time less
+// the entry's.
+func TestReturnTime(t *testing.T) {
+	f := lookup(t, "Small")
+	drainAll(f)
+	if err := f.SetReturn(true); err != nil {
+		t.Fatal(err)
+	}
+	defer f.SetReturn(false)
+	var arr [64]int
+	const N = 50
+	var before, after [N]uint64
+	for i := range N {
+		before[i] = ticks()
+		target.Small(&arr, "hi", i)
+		after[i] = ticks()
+		time.Sleep(100 * time.Microsecond) // delivery is later still
+	}
+	time.Sleep(5 * time.Millisecond)
+	read := ticks()
+	buf := make([]Return, 2*N)
+	n := f.ReadReturns(buf)
+	if n != N {
+		t.Fatalf("%d return events for %d calls", n, N)
+	}
+	rate := nsPerTick()
+	for i, e := range buf[:n] {
+		if e.Ticks < before[i] || e.Ticks > after[i] {
+			t.Errorf("call %d returned between ticks %d and %d, its event says %d (read at %d)", i, before[i], after[i], e.Ticks, read)
+		}
+		if max := float64(after[i]-before[i])*rate + 1; e.Latency < 0 || float64(e.Latency) > max {
+			t.Errorf("call %d: latency %d ns, the call took at most %.0f ns", i, e.Latency, max)
+		}
 	}
 }

@@ -1,6 +1,17 @@
 package fprobe
 
-import "github.com/gosdt/gosdt/arch/amd64"
+import (
+	"unsafe"
+
+	"github.com/gosdt/gosdt/arch/amd64"
+)
+
+// stub_amd64.s reads a config's nint, nflt and live at CFG_NINT, CFG_NFLT, CFG_LIVE.
+var (
+	_ = [1]struct{}{}[unsafe.Offsetof(config{}.nint)-256]
+	_ = [1]struct{}{}[unsafe.Offsetof(config{}.nflt)-264]
+	_ = [1]struct{}{}[unsafe.Offsetof(config{}.live)-272]
+)
 
 // The stubs (stub_amd64.s). They are assembly linked into the program, so the runtime
 // knows their frames; none is ever preempted asynchronously (assembly never is).

@@ -12,6 +12,9 @@
 #define CFG_RET       40
 #define CFG_NSPILL    48
 #define CFG_SPILLS    56
+#define CFG_NINT      256
+#define CFG_NFLT      264
+#define CFG_LIVE      272
 
 // LOOKUP sets R12 to the config of the site whose call's return address is in R13,
 // from the open-addressing table keys/cfgs, using only R12, R13 and R15: at a
@@ -57,44 +60,123 @@ egrow:
 	MOVQ CFG_MORESTACK(R12), R13
 	JMP  R13
 
+// SAVE and RESTORE keep the argument registers the function's layout uses (CFG_NINT
+// integer, CFG_NFLT floating-point ones, counted from the first of the ABI's order)
+// in the frame, in steps: at a function's entry the others hold nothing live.
+#define SAVE \
+	MOVQ CFG_NINT(R12), R15 \
+	TESTQ R15, R15 \
+	JEQ  sflt \
+	MOVQ AX, 48(SP) \
+	MOVQ BX, 56(SP) \
+	MOVQ CX, 64(SP) \
+	CMPQ R15, $3 \
+	JLE  sflt \
+	MOVQ DI, 72(SP) \
+	MOVQ SI, 80(SP) \
+	CMPQ R15, $5 \
+	JLE  sflt \
+	MOVQ R8, 88(SP) \
+	MOVQ R9, 96(SP) \
+	MOVQ R10, 104(SP) \
+	MOVQ R11, 112(SP) \
+sflt: \
+	MOVQ CFG_NFLT(R12), R15 \
+	TESTQ R15, R15 \
+	JEQ  ssaved \
+	MOVSD X0, 120(SP) \
+	MOVSD X1, 128(SP) \
+	MOVSD X2, 136(SP) \
+	MOVSD X3, 144(SP) \
+	CMPQ R15, $4 \
+	JLE  ssaved \
+	MOVSD X4, 152(SP) \
+	MOVSD X5, 160(SP) \
+	MOVSD X6, 168(SP) \
+	MOVSD X7, 176(SP) \
+	MOVSD X8, 184(SP) \
+	MOVSD X9, 192(SP) \
+	MOVSD X10, 200(SP) \
+	MOVSD X11, 208(SP) \
+	MOVSD X12, 216(SP) \
+	MOVSD X13, 224(SP) \
+	MOVSD X14, 232(SP) \
+ssaved:
+
+#define RESTORE \
+	MOVQ CFG_NINT(R12), R15 \
+	TESTQ R15, R15 \
+	JEQ  rflt \
+	MOVQ 48(SP), AX \
+	MOVQ 56(SP), BX \
+	MOVQ 64(SP), CX \
+	CMPQ R15, $3 \
+	JLE  rflt \
+	MOVQ 72(SP), DI \
+	MOVQ 80(SP), SI \
+	CMPQ R15, $5 \
+	JLE  rflt \
+	MOVQ 88(SP), R8 \
+	MOVQ 96(SP), R9 \
+	MOVQ 104(SP), R10 \
+	MOVQ 112(SP), R11 \
+rflt: \
+	MOVQ CFG_NFLT(R12), R15 \
+	TESTQ R15, R15 \
+	JEQ  rrestored \
+	MOVSD 120(SP), X0 \
+	MOVSD 128(SP), X1 \
+	MOVSD 136(SP), X2 \
+	MOVSD 144(SP), X3 \
+	CMPQ R15, $4 \
+	JLE  rrestored \
+	MOVSD 152(SP), X4 \
+	MOVSD 160(SP), X5 \
+	MOVSD 168(SP), X6 \
+	MOVSD 176(SP), X7 \
+	MOVSD 184(SP), X8 \
+	MOVSD 192(SP), X9 \
+	MOVSD 200(SP), X10 \
+	MOVSD 208(SP), X11 \
+	MOVSD 216(SP), X12 \
+	MOVSD 224(SP), X13 \
+	MOVSD 232(SP), X14 \
+rrestored:
+
 // entryBody: 0(SP) is still the call's return address, BP+24 the function's first
-// argument slot. Frame: 0 cfg | 8 argp | 16 ctxt | 24 g | 32 result |
-// 40..104 AX BX CX DI SI R8 R9 R10 R11 | 112..224 X0..X14 | 232 cfg | 240 g
-// (the handler owns its argument slots: what the stub needs back is kept apart).
-TEXT ·entryBody(SB), NOSPLIT, $248-0
+// argument slot. Frame: 0..47 the handlers' arguments and results (entryFast: cfg,
+// argp, g, slow; entrySlow: cfg, argp, ctxt, g, slow, ctxt) | 48..112 AX BX CX DI SI
+// R8 R9 R10 R11 | 120..232 X0..X14 | 240 cfg | 248 g | 256 DX (the handlers own their
+// argument slots: what the stub needs back is kept apart).
+//
+// entryFast, nosplit Go with no safe point, counts the event and takes the entry
+// time with the arguments only in this frame; the spill into the function's slots and
+// a handler that may reach a safe point (entrySlow) only when it says so: when
+// somebody consumes the event, or the return ring needs Go code first.
+TEXT ·entryBody(SB), NOSPLIT, $264-0
 	NO_LOCAL_POINTERS
-	MOVQ AX, 40(SP)
-	MOVQ BX, 48(SP)
-	MOVQ CX, 56(SP)
-	MOVQ DI, 64(SP)
-	MOVQ SI, 72(SP)
-	MOVQ R8, 80(SP)
-	MOVQ R9, 88(SP)
-	MOVQ R10, 96(SP)
-	MOVQ R11, 104(SP)
-	MOVSD X0, 112(SP)
-	MOVSD X1, 120(SP)
-	MOVSD X2, 128(SP)
-	MOVSD X3, 136(SP)
-	MOVSD X4, 144(SP)
-	MOVSD X5, 152(SP)
-	MOVSD X6, 160(SP)
-	MOVSD X7, 168(SP)
-	MOVSD X8, 176(SP)
-	MOVSD X9, 184(SP)
-	MOVSD X10, 192(SP)
-	MOVSD X11, 200(SP)
-	MOVSD X12, 208(SP)
-	MOVSD X13, 216(SP)
-	MOVSD X14, 224(SP)
-	MOVQ R12, 232(SP)
-	MOVQ R14, 240(SP)
+	MOVQ R12, 240(SP)
+	MOVQ R14, 248(SP)
+	MOVQ DX, 256(SP)
+	SAVE
+	MOVQ R12, 0(SP)
+	LEAQ 24(BP), R13
+	MOVQ R13, 8(SP)
+	MOVQ R14, 16(SP)
+	CALL ·entryFast(SB)
+	MOVQ 240(SP), R12
+	MOVQ 24(SP), R13
+	TESTQ R13, R13
+	JEQ  ereloaded
+	MOVQ R13, 32(SP)          // slow
+	MOVQ 248(SP), R14
+	MOVQ R14, 24(SP)
 	MOVQ R12, 0(SP)
 	MOVQ $0, 16(SP)
 	CMPQ CFG_CTXT(R12), $0
-	JEQ  2(PC)
-	MOVQ DX, 16(SP)           // the closure context goes through the handler typed
-	MOVQ R14, 24(SP)
+	JEQ  3(PC)
+	MOVQ 256(SP), R13
+	MOVQ R13, 16(SP)          // the closure context goes through the handler typed
 	LEAQ 24(BP), R13
 	MOVQ R13, 8(SP)
 	// Spill the register arguments into the function's own spill slots, with the
@@ -108,7 +190,7 @@ espill:
 	MOVLQSX DX, DI            // offset from argp
 	MOVQ DX, R8
 	SHRQ $40, R8              // save slot
-	MOVQ 40(SP)(R8*8), R9
+	MOVQ 48(SP)(R8*8), R9
 	SHRQ $32, DX
 	ANDQ $0xFF, DX            // size
 	CMPQ DX, $8
@@ -132,8 +214,12 @@ enext:
 	DECQ CX
 	JMP  espill
 espilled:
-	CALL ·entryHandler(SB)
-	MOVQ 232(SP), R12
+	CALL ·entrySlow(SB)
+	MOVQ 240(SP), R12
+	CMPQ CFG_CTXT(R12), $0
+	JEQ  3(PC)
+	MOVQ 40(SP), R13          // the context as the handler returned it: adjusted
+	MOVQ R13, 256(SP)
 	LEAQ 24(BP), R13          // again: the stack may have moved
 	// Reload what the slots hold now (a pointer into the stack was adjusted if the
 	// stack moved), into the low bytes of each saved register.
@@ -151,59 +237,37 @@ ereload:
 	CMPQ DX, $8
 	JNE  er4
 	MOVQ (R13)(DI*1), R9
-	MOVQ R9, 40(SP)(R8*8)
+	MOVQ R9, 48(SP)(R8*8)
 	JMP  rnext
 er4:
 	CMPQ DX, $4
 	JNE  er2
 	MOVL (R13)(DI*1), R9
-	MOVL R9, 40(SP)(R8*8)
+	MOVL R9, 48(SP)(R8*8)
 	JMP  rnext
 er2:
 	CMPQ DX, $2
 	JNE  er1
 	MOVW (R13)(DI*1), R9
-	MOVW R9, 40(SP)(R8*8)
+	MOVW R9, 48(SP)(R8*8)
 	JMP  rnext
 er1:
 	MOVB (R13)(DI*1), R9
-	MOVB R9, 40(SP)(R8*8)
+	MOVB R9, 48(SP)(R8*8)
 rnext:
 	ADDQ $8, SI
 	DECQ CX
 	JMP  ereload
 ereloaded:
-	MOVQ 40(SP), AX
-	MOVQ 48(SP), BX
-	MOVQ 56(SP), CX
-	MOVQ 64(SP), DI
-	MOVQ 72(SP), SI
-	MOVQ 80(SP), R8
-	MOVQ 88(SP), R9
-	MOVQ 96(SP), R10
-	MOVQ 104(SP), R11
-	MOVSD 112(SP), X0
-	MOVSD 120(SP), X1
-	MOVSD 128(SP), X2
-	MOVSD 136(SP), X3
-	MOVSD 144(SP), X4
-	MOVSD 152(SP), X5
-	MOVSD 160(SP), X6
-	MOVSD 168(SP), X7
-	MOVSD 176(SP), X8
-	MOVSD 184(SP), X9
-	MOVSD 192(SP), X10
-	MOVSD 200(SP), X11
-	MOVSD 208(SP), X12
-	MOVSD 216(SP), X13
-	MOVSD 224(SP), X14
-	CMPQ CFG_CTXT(R12), $0
-	JEQ  2(PC)
-	MOVQ 32(SP), DX           // the context as the handler returned it: adjusted
-	MOVQ 240(SP), R14
+	RESTORE
+	MOVQ 256(SP), DX
+	MOVQ 248(SP), R14
 	XORPS X15, X15
 	// Return past the replaced code, to an address that is an instruction of the
-	// function whether or not the probe is still there.
+	// function whether or not the probe is still there; or, while the call is
+	// surely written (config.live), to its own return address.
+	CMPQ CFG_LIVE(R12), $0
+	JNE  3(PC)
 	MOVQ CFG_RESUME(R12), R15
 	MOVQ R15, 8(BP)
 	// A large frame returns to its own CMPQ R12, 16(R14); JLS. The stub checked before

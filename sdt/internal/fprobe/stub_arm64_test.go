@@ -37,7 +37,7 @@ func TestPatchedBL(t *testing.T) {
 	if w := word(f.site); w != 0xd10023fd {
 		t.Fatalf("entry site %#x holds %#08x, not SUB $8, RSP, R29", f.site, w)
 	}
-	if err := Set([]Change{{Func: f, Entry: func(*Func, Args) {}, Return: true}}); err != nil {
+	if err := Set([]Change{{Func: f, Entry: func(*Func, *Args) {}, Return: true}}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[uintptr]uintptr{f.site: estub}

@@ -73,7 +73,7 @@ func torture(t *testing.T, cycles int) {
 			t.Errorf(format, a...)
 		}
 	}
-	hook := func(f *Func, a Args) {
+	hook := func(f *Func, a *Args) {
 		events.Add(1)
 		switch f.Name {
 		case pkg + "Small":

@@ -15,7 +15,7 @@ func TestEntryUnwind(t *testing.T) {
 	for _, name := range []string{"Small", "Large"} {
 		f := lookup(t, name)
 		var stack []string
-		if err := f.SetEntry(func(*Func, Args) {
+		if err := f.SetEntry(func(*Func, *Args) {
 			pcs := make([]uintptr, 64)
 			frames := runtime.CallersFrames(pcs[:runtime.Callers(1, pcs)])
 			for {

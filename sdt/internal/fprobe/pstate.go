@@ -1,0 +1,283 @@
+package fprobe
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gosdt/gosdt/sdt/internal/rt"
+)
+
+// What a probed call writes is its P's own: a function's counts and its return ring,
+// and the table of entry times, are kept per P, padded apart, so that the hot path
+// has no atomic read-modify-write and no cache line two cores write. A probe's
+// handler runs pinned to its P (nosplit code is never preempted; the entry's Go
+// handler pins itself), so a P's state has one writer at a time: plain increments,
+// and a release store where a reader must see what was written before. A P beyond
+// those counted when the state was made (GOMAXPROCS raised since) counts on shared
+// atomics, puts into a shared ring and keeps entry times in the shared table: slower,
+// never wrong.
+
+// nprocs is how many Ps have state of their own: GOMAXPROCS or the CPUs, whichever is
+// more, when the first probe was switched on.
+var (
+	nprocsOnce sync.Once
+	nprocs     int
+)
+
+func procs() int {
+	nprocsOnce.Do(func() { nprocs = max(runtime.GOMAXPROCS(0), runtime.NumCPU(), 1) })
+	return nprocs
+}
+
+// pstate is one P's share of a function's state, a cache line of its own.
+type pstate struct {
+	c    counters
+	ring unsafe.Pointer // *ring: this P's return ring, made by the first entry that needs it
+	_    [64 - unsafe.Sizeof(counters{}) - 8]byte
+}
+
+// counters are a function's counts; per P, or shared (atomics) for Ps beyond nprocs.
+type counters struct{ entries, returns, noEntry, dropped, nested, waited uint64 }
+
+// stateOf is P pid's state of f; nil for a P beyond those counted, or before f's state
+// is made (Set makes it before writing any call).
+//
+//go:nosplit
+//go:norace
+func (f *Func) stateOf(pid int) *pstate {
+	if uint(pid) < uint(len(f.pp)) {
+		return (*pstate)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(f.pp)), uintptr(pid)*unsafe.Sizeof(pstate{})))
+	}
+	return nil
+}
+
+// count adds one to counter field (an offset in counters) of P pid: plain when the P
+// has state, pinned by the caller; else on the shared atomic.
+//
+//go:nosplit
+//go:norace
+func (f *Func) count(pid int, field uintptr) {
+	if s := f.stateOf(pid); s != nil {
+		p := (*uint64)(unsafe.Add(unsafe.Pointer(&s.c), field))
+		*p++
+		return
+	}
+	add64((*uint64)(unsafe.Add(unsafe.Pointer(&f.over), field)), 1)
+}
+
+const (
+	cEntries = unsafe.Offsetof(counters{}.entries)
+	cReturns = unsafe.Offsetof(counters{}.returns)
+	cNoEntry = unsafe.Offsetof(counters{}.noEntry)
+	cDropped = unsafe.Offsetof(counters{}.dropped)
+	cNested  = unsafe.Offsetof(counters{}.nested)
+	cWaited  = unsafe.Offsetof(counters{}.waited)
+)
+
+// sum is f's counts over every P.
+//
+//go:norace
+func (f *Func) sum() counters {
+	var t counters
+	add := func(c *counters) {
+		t.entries += load64(&c.entries)
+		t.returns += load64(&c.returns)
+		t.noEntry += load64(&c.noEntry)
+		t.dropped += load64(&c.dropped)
+		t.nested += load64(&c.nested)
+		t.waited += load64(&c.waited)
+	}
+	for i := range f.pp {
+		add(&f.pp[i].c)
+	}
+	add(&f.over)
+	return t
+}
+
+// ringOf is P pid's return ring of f, nil if it has none yet.
+//
+//go:nosplit
+//go:norace
+func (f *Func) ringOf(pid int) *ring {
+	if s := f.stateOf(pid); s != nil {
+		return (*ring)(loadPtr(&s.ring))
+	}
+	return f.shared
+}
+
+// makeRing gives P pid its ring of f (ordinary Go: the entry's slow path).
+func (f *Func) makeRing(pid int) *ring {
+	s := f.stateOf(pid)
+	if s == nil {
+		return f.shared
+	}
+	if r := (*ring)(atomic.LoadPointer(&s.ring)); r != nil {
+		return r
+	}
+	r := &ring{own: true}
+	// Published before any return can read it: the return handler loads the word.
+	atomic.StorePointer(&s.ring, unsafe.Pointer(r))
+	return r
+}
+
+// The entry times of calls in flight whose function has a return probe, per P, keyed
+// by goroutine, depth below its stack's top (which a stack move keeps) and the
+// function's entry config. An entry writes into the table of the P it runs on, a
+// return looks in its own P's first and, when its goroutine moved since its entry, in
+// the others'. Only the P's running goroutine claims a free slot (g 0 to its g), and
+// only the goroutine a slot names frees it, from whichever P: so no two writers ever
+// race for a slot, and plain stores do, a release store publishing the key last.
+// A call that panics leaves its slot; the next entry of its goroutine at that depth
+// on that P takes it over.
+const (
+	latPerP   = 512
+	latWindow = 16
+)
+
+type latTable struct {
+	s [latPerP]latSlot
+	_ [64]byte
+}
+
+var (
+	latOnce sync.Once
+	latP    []latTable // made before the first return probe is switched on
+)
+
+func makeLat() { latOnce.Do(func() { latP = make([]latTable, procs()) }) }
+
+// enterP records the entry time t of a call on P pid; false when pid has no table, or
+// its window is full (the caller then uses the shared table).
+//
+//go:nosplit
+//go:norace
+func enterP(pid int, g, depth uintptr, c *config, t uint64) bool {
+	if uint(pid) >= uint(len(latP)) {
+		return false
+	}
+	tab := latOf(pid)
+	h := latHash(g, depth) & (latPerP - 1)
+	free := -1
+	// The first free slot or the first of this goroutine at this depth, whichever
+	// comes first: leaveIn, which searches in the same order, finds this one before
+	// any other of the same key further on.
+	for i := 0; i < latWindow; i++ {
+		s := slotAt(unsafe.Pointer(tab), h+i, latPerP)
+		switch uintptr(load64(&s.g)) {
+		case g:
+			if s.depth == depth { // a call at this depth that never returned, or this one again after morestack
+				s.cfg, s.t = uintptr(unsafe.Pointer(c)), int64(t)
+				return true
+			}
+		case 0:
+			free = (h + i) & (latPerP - 1)
+		}
+		if free >= 0 {
+			break
+		}
+	}
+	if free < 0 {
+		return false
+	}
+	s := slotAt(unsafe.Pointer(tab), free, latPerP)
+	s.depth, s.cfg, s.t = depth, uintptr(unsafe.Pointer(c)), int64(t)
+	publish(&s.g, uint64(g))
+	return true
+}
+
+// leaveP takes the entry time of the call of c's function at depth of goroutine g,
+// running on P pid: from pid's table, else from another P's (its goroutine moved
+// since its entry). found is false when no table has its key (the caller then looks
+// in the shared one); ok, whether the key was this function's. One function, not
+// one per table: the nosplit chain from the return stub stays short.
+//
+//go:nosplit
+//go:norace
+func leaveP(pid int, g, depth uintptr, c *config) (t uint64, found, ok bool) {
+	n := len(latP)
+	h := latHash(g, depth) & (latPerP - 1)
+	for k := 0; k < n; k++ {
+		p := pid + k // pid's own table first
+		if p >= n {
+			p -= n
+		}
+		if uint(pid) >= uint(n) {
+			p = k
+		}
+		tab := unsafe.Pointer(latOf(p))
+		for i := 0; i < latWindow; i++ {
+			s := slotAt(tab, h+i, latPerP)
+			if uintptr(load64(&s.g)) == g && s.depth == depth {
+				if s.cfg != uintptr(unsafe.Pointer(c)) {
+					return 0, true, false
+				}
+				t := uint64(s.t)
+				publish(&s.g, 0) // after reading t: a load is not moved after a later store
+				return t, true, true
+			}
+		}
+	}
+	return 0, false, false
+}
+
+// The ticks of return events become nanoseconds at the rate measured between a pair
+// of the counter and the runtime's clock read when the first return probe was
+// switched on and one read when they are converted: the longer a process runs, the
+// closer (package control converts a trace's ticks the same way).
+var clk0 struct {
+	once  sync.Once
+	ticks uint64
+	mono  int64
+}
+
+func startClock() {
+	clk0.once.Do(func() { clk0.ticks, clk0.mono = clockPair() })
+}
+
+func clockPair() (uint64, int64) {
+	t0 := ticks()
+	m := rt.Nanotime()
+	t1 := ticks()
+	return t0 + (t1-t0)/2, m
+}
+
+// nsPerTick is the counter's rate as of now.
+func nsPerTick() float64 {
+	startClock()
+	t, m := clockPair()
+	if dt := t - clk0.ticks; int64(dt) > 0 && m > clk0.mono {
+		return float64(m-clk0.mono) / float64(dt)
+	}
+	return 1
+}
+
+// The nosplit paths index without bounds checks: a failed check would call the
+// runtime's panic functions, beyond the stack a nosplit chain may use (and a panic
+// in the return path would lose the result registers). Callers keep indices in range.
+
+// latOf is P pid's table; pid < len(latP).
+//
+//go:nosplit
+//go:norace
+func latOf(pid int) *latTable {
+	return (*latTable)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(latP)), uintptr(pid)*unsafe.Sizeof(latTable{})))
+}
+
+// slotAt is slot i, modulo n (a power of two), of a latency table of n slots at tab.
+//
+//go:nosplit
+func slotAt(tab unsafe.Pointer, i, n int) *latSlot {
+	return (*latSlot)(unsafe.Add(tab, uintptr(i&(n-1))*unsafe.Sizeof(latSlot{})))
+}
+
+//go:nosplit
+func (r *ring) evAt(i uint64) *Return {
+	return (*Return)(unsafe.Add(unsafe.Pointer(&r.ev), uintptr(i%ringSize)*unsafe.Sizeof(Return{})))
+}
+
+//go:nosplit
+func (r *ring) seqAt(i uint64) *uint64 {
+	return (*uint64)(unsafe.Add(unsafe.Pointer(&r.seq), uintptr(i%ringSize)*8))
+}
