@@ -131,6 +131,13 @@ whose command is NAME, each said by its pid):
   toolexec [-rules FILE] TOOL ARGS...  for go build/test -toolexec 'sdtctl toolexec': runs the tool
                                        and seals what the linker writes (programs using gosdt only);
                                        -rules FILE gives the functions FILE names fbt probes
+  agent --server URL [--max-functions N] [--header KEY=VALUE]
+                                       an OpAMP agent: reports this host's gosdt processes to the
+                                       OpAMP server at URL and keeps in them the probe sets its
+                                       remote configuration (gosdt.yaml) asks for, exported as
+                                       export does, each until its ttl, its withdrawal, or the
+                                       server's absence past its server_timeout; over budget
+                                       (cpu or fires/s), a set leaves the process
   demo [-t PHASE]                      start a workload with probes, trace it, show a live histogram,
                                        and compare its throughput with probes disabled and enabled,
                                        measured over PHASE each (default 2s, at least 100ms)
@@ -205,6 +212,8 @@ func runCommand(args []string, stdout, stderr io.Writer) error {
 		return cmdSeal(rest, stdout, stderr)
 	case "toolexec":
 		return cmdToolexec(rest, stdout, stderr)
+	case "agent":
+		return cmdAgent(rest, stdout, stderr, nil)
 	}
 	fmt.Fprint(stderr, usage)
 	return fail(exitUsage, "unknown command %q", cmd)
