@@ -106,6 +106,13 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 
+// UnmarshalText reads what MarshalText wrote (the state a client decodes).
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	*d = Duration(v)
+	return err
+}
+
 // Percent is "2%" in YAML: a share of one CPU, in percent.
 type Percent float64
 
@@ -130,6 +137,12 @@ func (p Percent) MarshalText() ([]byte, error) {
 	return []byte(strconv.FormatFloat(float64(p), 'g', -1, 64) + "%"), nil
 }
 
+func (p *Percent) UnmarshalText(b []byte) error {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(string(b), "%"), 64)
+	*p = Percent(v)
+	return err
+}
+
 // Rate is "50000/s" in YAML: fires per second.
 type Rate float64
 
@@ -152,6 +165,12 @@ func (r *Rate) UnmarshalYAML(n *yaml.Node) error {
 
 func (r Rate) MarshalText() ([]byte, error) {
 	return []byte(strconv.FormatFloat(float64(r), 'f', -1, 64) + "/s"), nil
+}
+
+func (r *Rate) UnmarshalText(b []byte) error {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(string(b), "/s"), 64)
+	*r = Rate(v)
+	return err
 }
 
 // Parse reads gosdt.yaml: fields it does not know, values out of range and specs that
