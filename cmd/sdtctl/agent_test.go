@@ -8,9 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +24,7 @@ import (
 	"github.com/gosdt/gosdt/cmd/sdtctl/internal/agent"
 	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/internal/otelcoltest"
+	"github.com/gosdt/gosdt/internal/testbin"
 )
 
 // opampServer is a real OpAMP server (opamp-go's) on 127.0.0.1 that remembers what
@@ -39,6 +43,13 @@ type opampServer struct {
 	// dropNext makes the server close the connection right after it sends the next
 	// configuration.
 	dropNext bool
+	nconn    int // connections accepted
+}
+
+func (s *opampServer) connects() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nconn
 }
 
 func startOpAMP(t testing.TB) *opampServer {
@@ -58,6 +69,7 @@ func (s *opampServer) listen(addr string) {
 				return types.ConnectionResponse{Accept: true, ConnectionCallbacks: types.ConnectionCallbacks{
 					OnConnected: func(_ context.Context, c types.Connection) {
 						s.mu.Lock()
+						s.nconn++
 						s.conns[c] = true
 						s.mu.Unlock()
 					},
@@ -445,10 +457,22 @@ func TestAgentWithdraw(t *testing.T) {
 	if _, ok := f.col.WaitSpans(20*time.Second, func(sp []otelcoltest.Span) bool { return len(sp) > 0 }); !ok {
 		t.Fatal("no span arrived")
 	}
+	// A process of the service that starts now gets the set too.
+	late := startApp(t, []string{"OTEL_SERVICE_NAME=checkout"}, "serve")
+	s.waitState(t, 20*time.Second, "the late process runs the set", func(st agent.State) bool { return len(runningIn(st, late.pid)) == 1 })
+	if on, held := probesOn(t, late.pid, appSpec); on == 0 || held == 0 {
+		t.Errorf("late pid %d: %d probes on, %d held", late.pid, on, held)
+	}
+	late.do(t, "req 7")
+	if _, ok := f.col.WaitSpans(20*time.Second, func(sp []otelcoltest.Span) bool {
+		return slices.ContainsFunc(sp, func(x otelcoltest.Span) bool { return resPid(x) == late.pid })
+	}); !ok {
+		t.Error("no span from the late process")
+	}
 	withdrawn := time.Now()
 	h2 := s.set(nil)
 	s.waitStatus(t, h2, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED, 10*time.Second)
-	waitOff(t, appSpec, 10*time.Second, f.pids()...)
+	waitOff(t, appSpec, 10*time.Second, append(f.pids(), late.pid)...)
 	t.Logf("probes off %v after the withdrawal", time.Since(withdrawn).Round(time.Millisecond))
 	s.waitState(t, 5*time.Second, "no set", func(st agent.State) bool { return len(st.Sets) == 0 })
 	if _, y := s.state(t); strings.TrimSpace(y) != "probes: []" {
@@ -546,6 +570,9 @@ func TestAgentDisconnectMidApply(t *testing.T) {
 	s.mu.Unlock()
 	h := s.set(fmt.Appendf(nil, checkoutSet, "10m", "1m"))
 	s.waitStatus(t, h, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED, 30*time.Second)
+	if s.connects() < 2 {
+		t.Errorf("the agent connected %d times: the server dropped it", s.connects())
+	}
 	for _, pid := range f.checkoutPids() {
 		if on, held := probesOn(t, pid, appSpec); on == 0 || held == 0 {
 			t.Errorf("pid %d: %d on, %d held", pid, on, held)
@@ -595,4 +622,90 @@ func TestAgentTwoServers(t *testing.T) {
 	if st, _ := sb.state(t); len(st.Sets) != 1 || len(runningIn(st, f.billing.pid)) != 1 {
 		t.Errorf("b's state after a's withdrawal: %+v", st)
 	}
+}
+
+// A set over its budget leaves the process, and the state says by how much: fires per
+// second counted by the process, and CPU above what the process used before the set.
+func TestAgentBudget(t *testing.T) {
+	otelAppBin(t)
+	s := startOpAMP(t)
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	spinner := startApp(t, []string{"OTEL_SERVICE_NAME=spinner"}, "loop", "100")
+	idle := startApp(t, []string{"OTEL_SERVICE_NAME=idle"}, "serve")
+	startAgent(t, s)
+	s.waitState(t, 20*time.Second, "both reported", func(st agent.State) bool { return hasPids(st, spinner.pid, idle.pid) })
+	h := s.set([]byte(`probes:
+  - service: spinner
+    specs: ["fbt:example.com/otelapp/app:Spin:"]
+    export: metrics
+    budget: {fires: 1000/s}
+  - service: idle
+    specs: ["` + appSpec + `"]
+    export: metrics
+    budget: {cpu: 1%}
+`))
+	s.waitStatus(t, h, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED, 30*time.Second)
+	removed := func(pid, set int, what string) func(agent.State) bool {
+		return func(st agent.State) bool {
+			for _, p := range st.Processes {
+				if p.Pid == pid && strings.Contains(p.Removed[set], what) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	st := s.waitState(t, 20*time.Second, "the spinner's set over its fires budget", removed(spinner.pid, 0, "fires/s"))
+	t.Logf("spinner: %+v", st.Processes)
+	waitOff(t, "fbt:example.com/otelapp/app:Spin:", 10*time.Second, spinner.pid)
+	if on, _ := probesOn(t, idle.pid, appSpec); on == 0 {
+		t.Error("the idle process lost its set before it spent any CPU")
+	}
+	// The idle process now works: its CPU above its share before the set passes 1%.
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			fmt.Fprintf(idle.in, "req %d\n", i)
+			if !idle.out.Scan() {
+				return
+			}
+		}
+	}()
+	st = s.waitState(t, 30*time.Second, "the busy process's set over its cpu budget", removed(idle.pid, 1, "of a CPU above"))
+	t.Logf("idle: %+v", st.Processes)
+	waitOff(t, appSpec, 10*time.Second, idle.pid)
+}
+
+// An agent killed leaves no probe behind: the processes release what its connections
+// held.
+func TestAgentKilled(t *testing.T) {
+	otelAppBin(t)
+	s := startOpAMP(t)
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	a := startApp(t, []string{"OTEL_SERVICE_NAME=checkout"}, "serve")
+	cmd := exec.Command(testbin.Sdtctl(t), "agent", "--server", s.url)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	s.waitState(t, 20*time.Second, "the process reported", func(st agent.State) bool { return hasPids(st, a.pid) })
+	h := s.set(fmt.Appendf(nil, checkoutSet, "10m", "1m"))
+	s.waitStatus(t, h, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED, 30*time.Second)
+	if on, held := probesOn(t, a.pid, appSpec); on == 0 || held == 0 {
+		t.Fatalf("%d on, %d held; agent:\n%s", on, held, stderr.String())
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	waitOff(t, appSpec, 10*time.Second, a.pid)
 }

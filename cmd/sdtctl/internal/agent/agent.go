@@ -87,6 +87,7 @@ type set struct {
 
 type run struct {
 	s        *set
+	started  time.Time
 	sess     Session
 	fires    uint64
 	firesAt  time.Time
@@ -605,7 +606,7 @@ func (a *Agent) startDone(r startResult) {
 	case s == nil || !a.active(s, time.Now()):
 		a.stopSession(r.sess) // withdrawn while it started
 	default:
-		p.runs[r.key] = &run{s: s, sess: r.sess}
+		p.runs[r.key] = &run{s: s, sess: r.sess, started: time.Now()}
 		a.log("start", r.pid, s, "probes on%s", prefixed("; ", r.note))
 	}
 }
@@ -636,6 +637,9 @@ func (a *Agent) budgets(now time.Time) {
 		if now.Sub(p.cpuAt) < time.Second {
 			continue
 		}
+		// A set's CPU is judged on whole windows after its start: placing its probes
+		// (a stop-the-world per batch of sites) is paid once, not every second.
+		from := p.cpuAt
 		c, err := ProcCPU(pid)
 		if err == nil {
 			p.share = float64(c-p.cpu) / float64(now.Sub(p.cpuAt))
@@ -647,7 +651,7 @@ func (a *Agent) budgets(now time.Time) {
 		for _, r := range p.runs {
 			b := r.s.e.Budget
 			switch {
-			case b.CPU != 0 && err == nil:
+			case b.CPU != 0 && err == nil && from.After(r.started):
 				if over := (p.share - p.base) * 100; over > float64(b.CPU) {
 					a.budgetOut(p, r, fmt.Sprintf("over budget: %.1f%% of a CPU above the %.1f%% it used before the set (budget %v%%)", over, p.base*100, float64(b.CPU)))
 				}
