@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -708,4 +709,65 @@ func TestAgentKilled(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	waitOff(t, appSpec, 10*time.Second, a.pid)
+}
+
+// agent --help is true: every flag it lists is taken, the main usage's synopsis names
+// only those, and bad flags, URLs and certificate files are said with their exit code.
+func TestAgentHelp(t *testing.T) {
+	var out, errb syncBuffer
+	err := run([]string{"agent", "--help"}, &out, &errb)
+	help := out.String()
+	if exitCode(err) != exitOK || !strings.HasPrefix(help, "usage: sdtctl agent") || errb.String() != "" {
+		t.Fatalf("agent --help: %v, stdout %.80q, stderr %q", err, help, errb.String())
+	}
+	for _, want := range []string{"gosdt.yaml", "ttl:", "server_timeout:", "budget:", "APPLIED", "OTEL_EXPORTER_OTLP_CERTIFICATE", agent.StateKey} {
+		if !strings.Contains(help, want) {
+			t.Errorf("agent --help does not say %q", want)
+		}
+	}
+	listed := map[string]bool{}
+	for _, f := range helpFlag.FindAllStringSubmatch(help, -1) {
+		listed[f[1]] = true
+		args := []string{"agent", "-" + f[1]}
+		switch f[2] {
+		case "":
+		case "KEY=VALUE":
+			args = append(args, "K=V")
+		default:
+			args = append(args, flagSample(f[2]))
+		}
+		if err := run(append(args, "--help"), &out, &errb); exitCode(err) != exitOK {
+			t.Errorf("agent --help lists -%s, but sdtctl %s --help: %v", f[1], strings.Join(args, " "), err)
+		}
+	}
+	for _, m := range regexp.MustCompile(`(?:^|[\s\[|])--?([a-z][a-z-]*)`).FindAllStringSubmatch(synopsis("agent"), -1) {
+		if !listed[m[1]] {
+			t.Errorf("sdtctl --help gives agent the flag %s, which agent --help does not list", m[0])
+		}
+	}
+	if !strings.Contains(usage, "  agent --server URL") {
+		t.Error("sdtctl --help does not list agent")
+	}
+	for _, tc := range []struct {
+		args []string
+		env  string
+		code int
+		want string
+	}{
+		{[]string{}, "", exitUsage, "--server URL is required"},
+		{[]string{"--server", "ftp://x/y"}, "", exitUsage, "scheme"},
+		{[]string{"--server", "not a url"}, "", exitUsage, "--server"},
+		{[]string{"--server", "ws://127.0.0.1:1/v1/opamp", "extra"}, "", exitUsage, "unexpected argument"},
+		{[]string{"--server", "ws://127.0.0.1:1/v1/opamp", "--max-functions", "0"}, "", exitUsage, "--max-functions"},
+		{[]string{"--server", "ws://127.0.0.1:1/v1/opamp", "--header", "novalue"}, "", exitUsage, "KEY=VALUE"},
+		{[]string{"--server", "wss://127.0.0.1:1/v1/opamp"}, "/nonexistent/ca.pem", exitError, "OTEL_EXPORTER_OTLP_CERTIFICATE"},
+		{[]string{"--no-such-flag"}, "", exitUsage, "no-such-flag"},
+	} {
+		t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", tc.env)
+		var out, errb syncBuffer
+		err := run(append([]string{"agent"}, tc.args...), &out, &errb)
+		if exitCode(err) != tc.code || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("agent %q: %v (exit %d), want exit %d saying %q", tc.args, err, exitCode(err), tc.code, tc.want)
+		}
+	}
 }
