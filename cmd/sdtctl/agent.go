@@ -65,8 +65,10 @@ user's, as root), as with every sdtctl command.
 
 Environment:
   OTEL_EXPORTER_OTLP_*, OTEL_TRACES_SAMPLER ...  where and how spans and metrics go (sdtctl export --help)
-  OTEL_EXPORTER_OTLP_CERTIFICATE                  CA certificate (PEM) for wss:// and https:// (default: the system's)
-  OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE, _CLIENT_KEY   client certificate and key (PEM) for the server
+  OTEL_EXPORTER_OTLP_CERTIFICATE                  CA certificate (PEM) that wss:// and https:// servers are
+                                                  verified with (default: the system's roots); as for OTLP,
+                                                  which then wants an https:// endpoint too
+  OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE, _CLIENT_KEY   client certificate and key (PEM), for both
   OTEL_EXPORTER_OTLP_HEADERS                      are not sent to the OpAMP server: --header is
 
 With --json, what the agent does is one JSON object per line on stdout; else text lines

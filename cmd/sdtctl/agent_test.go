@@ -4,6 +4,17 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -53,18 +64,23 @@ func (s *opampServer) connects() int {
 	return s.nconn
 }
 
-func startOpAMP(t testing.TB) *opampServer {
+func startOpAMP(t testing.TB) *opampServer { return startOpAMPWith(t, "ws", nil) }
+
+// startOpAMPWith starts the server with TLS (nil: none), its URL of scheme.
+func startOpAMPWith(t testing.TB, scheme string, tc *tls.Config) *opampServer {
 	t.Helper()
 	s := &opampServer{t: t, conns: map[types.Connection]bool{}}
-	s.listen("127.0.0.1:0")
+	s.listen("127.0.0.1:0", tc)
+	s.url = scheme + "://" + s.srv.Addr().String() + "/v1/opamp"
 	t.Cleanup(s.kill)
 	return s
 }
 
-func (s *opampServer) listen(addr string) {
+func (s *opampServer) listen(addr string, tc *tls.Config) {
 	s.srv = server.New(nil)
 	err := s.srv.Start(server.StartSettings{
 		ListenEndpoint: addr,
+		TLSConfig:      tc,
 		Settings: server.Settings{Callbacks: types.Callbacks{
 			OnConnecting: func(*http.Request) types.ConnectionResponse {
 				return types.ConnectionResponse{Accept: true, ConnectionCallbacks: types.ConnectionCallbacks{
@@ -83,7 +99,6 @@ func (s *opampServer) listen(addr string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	s.url = "ws://" + s.srv.Addr().String() + "/v1/opamp"
 }
 
 func (s *opampServer) onMessage(_ context.Context, c types.Connection, m *protobufs.AgentToServer) *protobufs.ServerToAgent {
@@ -328,7 +343,9 @@ func startAgent(t *testing.T, s *opampServer, args ...string) *running {
 		select {
 		case <-r.stop:
 		default:
-			r.end(t, 30*time.Second)
+			if err := r.end(t, 30*time.Second); err != nil {
+				t.Errorf("agent: %v", err)
+			}
 		}
 		if t.Failed() {
 			t.Logf("agent's stderr:\n%s", r.stderr.String())
@@ -769,5 +786,73 @@ func TestAgentHelp(t *testing.T) {
 		if exitCode(err) != tc.code || err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("agent %q: %v (exit %d), want exit %d saying %q", tc.args, err, exitCode(err), tc.code, tc.want)
 		}
+	}
+}
+
+// selfSigned is a certificate for 127.0.0.1, and the file of its PEM.
+func selfSigned(t *testing.T) (tls.Certificate, string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "opamp test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "ca.pem")
+	os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, file
+}
+
+// OpAMP over TLS (wss://, https://) trusts the CA OTEL_EXPORTER_OTLP_CERTIFICATE names,
+// and a server it cannot verify gets nothing; OpAMP over plain HTTP polls.
+func TestAgentTransports(t *testing.T) {
+	otelAppBin(t)
+	cert, caFile := selfSigned(t)
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	a := startApp(t, []string{"OTEL_SERVICE_NAME=checkout"}, "serve")
+	for _, tc := range []struct {
+		scheme string
+		tls    bool
+	}{{"wss", true}, {"https", true}, {"http", false}} {
+		t.Run(tc.scheme, func(t *testing.T) {
+			var tcfg *tls.Config
+			if tc.tls {
+				tcfg = &tls.Config{Certificates: []tls.Certificate{cert}}
+			}
+			s := startOpAMPWith(t, tc.scheme, tcfg)
+			if tc.tls {
+				// Not trusted: the system's roots do not know the test's CA.
+				t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", "")
+				r := runCmd(cmdAgent, "--server", s.url, "--poll", "200ms")
+				time.Sleep(2 * time.Second)
+				r.end(t, 20*time.Second)
+				if st, _ := s.state(t); len(st.Processes) > 0 || s.connects() > 0 {
+					t.Errorf("an agent that cannot verify the server reported to it")
+				}
+				if !strings.Contains(r.stderr.String(), "certificate") {
+					t.Errorf("the agent did not say why it could not connect:\n%s", r.stderr.String())
+				}
+				// The variable serves OTLP too: its endpoint is TLS then.
+				t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", caFile)
+				t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "https://127.0.0.1:1")
+			}
+			startAgent(t, s, "--poll", "200ms")
+			s.waitState(t, 20*time.Second, "the process reported", func(st agent.State) bool { return hasPids(st, a.pid) })
+			h := s.set(fmt.Appendf(nil, checkoutSet, "10m", "1m"))
+			s.waitStatus(t, h, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED, 30*time.Second)
+			if on, held := probesOn(t, a.pid, appSpec); on == 0 || held == 0 {
+				t.Errorf("%d on, %d held", on, held)
+			}
+			h2 := s.set(nil)
+			s.waitStatus(t, h2, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED, 30*time.Second)
+			waitOff(t, appSpec, 10*time.Second, a.pid)
+		})
 	}
 }
