@@ -359,6 +359,9 @@ func (a *Agent) configure(rc *protobufs.AgentRemoteConfig, now time.Time) {
 	}
 	a.status(hash, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLYING, "")
 	fail := func(err error) {
+		// The server hears of this configuration last: one still applying says
+		// nothing more (its sets run on, as the effective configuration shows).
+		a.pending = nil
 		a.log("config", 0, nil, "refused, nothing changed: %v", err)
 		a.status(hash, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_FAILED, err.Error())
 	}
