@@ -646,7 +646,10 @@ func (a *Agent) budgets(now time.Time) {
 		c, err := ProcCPU(pid)
 		if err == nil {
 			p.share = float64(c-p.cpu) / float64(now.Sub(p.cpuAt))
-			if len(p.runs) == 0 && len(p.starting) == 0 {
+			// The baseline is the process without sets; one found running sets of
+			// budgets other than cpu is measured with them (else a cpu budget would
+			// wait for ever).
+			if len(p.runs) == 0 && len(p.starting) == 0 || !p.baseOK {
 				p.base, p.baseOK = p.share, true
 			}
 			p.cpu, p.cpuAt = c, now
