@@ -72,8 +72,8 @@ Environment:
   OTEL_EXPORTER_OTLP_HEADERS                      are not sent to the OpAMP server: --header is
 
 With --json, what the agent does is one JSON object per line on stdout; else text lines
-on stderr. Exit 0 when stopped, 2 on bad flags, 1 when the server's URL or TLS files
-are unusable.
+on stderr. Exit 0 when stopped (every probe removed first), 2 on a bad flag or URL,
+1 when the certificate files are unusable.
 
 Flags:
 `
