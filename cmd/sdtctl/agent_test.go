@@ -569,6 +569,23 @@ func TestAgentBadInput(t *testing.T) {
 			}
 		})
 	}
+	// Garbage in the protocol itself: a websocket frame that is no OpAMP message.
+	s.mu.Lock()
+	for c := range s.conns {
+		payload := []byte("\x00\xff\xfe\xfd not a protobuf message")
+		c.Connection().Write(append([]byte{0x82, byte(len(payload))}, payload...))
+	}
+	s.mu.Unlock()
+	time.Sleep(time.Second)
+	t.Logf("the agent after a garbage frame:%s", lastLines(f.agent.stderr.String(), 3))
+	for _, pid := range f.pids() {
+		if _, n := probesOn(t, pid, appSpec); n != held[pid] {
+			t.Errorf("after a garbage frame, pid %d: %d sites held, %d before", pid, n, held[pid])
+		}
+	}
+	// The agent goes on: a good configuration after all that applies.
+	h = s.set(fmt.Appendf(nil, checkoutSet, "9m", "1m"))
+	s.waitStatus(t, h, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED, 30*time.Second)
 	st, _ := s.state(t)
 	for _, pid := range f.checkoutPids() {
 		if len(runningIn(st, pid)) != 1 {
@@ -861,4 +878,9 @@ func TestAgentTransports(t *testing.T) {
 			waitOff(t, appSpec, 10*time.Second, a.pid)
 		})
 	}
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	return "\n" + strings.Join(l[max(0, len(l)-n):], "\n")
 }
