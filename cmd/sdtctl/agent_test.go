@@ -572,12 +572,15 @@ func TestAgentBadInput(t *testing.T) {
 	// Garbage in the protocol itself: a websocket frame that is no OpAMP message.
 	s.mu.Lock()
 	for c := range s.conns {
-		payload := []byte("\x00\xff\xfe\xfd not a protobuf message")
+		// A header, then a field of 127 bytes that has 5: the message does not decode.
+		payload := []byte("\x00\x0a\x7fshort")
 		c.Connection().Write(append([]byte{0x82, byte(len(payload))}, payload...))
 	}
 	s.mu.Unlock()
 	time.Sleep(time.Second)
-	t.Logf("the agent after a garbage frame:%s", lastLines(f.agent.stderr.String(), 3))
+	if log := f.agent.stderr.String(); !strings.Contains(log, "cannot decode") {
+		t.Errorf("the agent did not say it received garbage:%s", lastLines(log, 5))
+	}
 	for _, pid := range f.pids() {
 		if _, n := probesOn(t, pid, appSpec); n != held[pid] {
 			t.Errorf("after a garbage frame, pid %d: %d sites held, %d before", pid, n, held[pid])
