@@ -160,8 +160,13 @@ func (s *opampServer) set(body []byte) []byte {
 	return h[:]
 }
 
-// kill stops the server and closes its connections (Stop leaves those open).
+// kill stops the server and closes its connections (Stop leaves those open). The
+// listener goes first: an agent that reconnects in between would hold a connection
+// nobody serves.
 func (s *opampServer) kill() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	s.srv.Stop(ctx)
+	cancel()
 	s.mu.Lock()
 	var conns []types.Connection
 	for c := range s.conns {
@@ -171,9 +176,6 @@ func (s *opampServer) kill() {
 	for _, c := range conns {
 		c.Connection().Close()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	s.srv.Stop(ctx)
-	cancel()
 }
 
 // waitStatus waits for the agent's status of the configuration hash to be st, and
