@@ -137,6 +137,13 @@ whose command is NAME, each said by its pid):
   toolexec [-rules FILE] TOOL ARGS...  for go build/test -toolexec 'sdtctl toolexec': runs the tool
                                        and seals what the linker writes (programs using gosdt only);
                                        -rules FILE gives the functions FILE names fbt probes
+  agent --server URL [--max-functions N] [--header KEY=VALUE]
+                                       an OpAMP agent: reports this host's gosdt processes to the
+                                       OpAMP server at URL and keeps in them the probe sets its
+                                       remote configuration (gosdt.yaml) asks for, exported as
+                                       export does, each until its ttl, its withdrawal, or the
+                                       server's absence past its server_timeout; over budget
+                                       (cpu or fires/s), a set leaves the process
   version [--json]                     sdtctl's module version, the Go that built it, and the Go
                                        releases supported (those whose layouts gosdt has been
                                        checked against)
@@ -229,6 +236,8 @@ func runCommand(args []string, stdout, stderr io.Writer) error {
 		return cmdSeal(rest, stdout, stderr)
 	case "toolexec":
 		return cmdToolexec(rest, stdout, stderr)
+	case "agent":
+		return cmdAgent(rest, stdout, stderr, nil)
 	case "version":
 		return cmdVersion(rest, stdout, stderr)
 	}
@@ -238,5 +247,5 @@ func runCommand(args []string, stdout, stderr io.Writer) error {
 // shortUsage follows a missing or unknown command: the error first, then this, not
 // the whole usage.
 const shortUsage = `usage: sdtctl COMMAND [flags] [args]
-commands: ps list enable disable trace stat export seal toolexec demo version
+commands: ps list enable disable trace stat export seal toolexec agent demo version
 sdtctl --help describes them all; sdtctl COMMAND --help lists a command's flags`
