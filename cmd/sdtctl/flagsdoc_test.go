@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// allCommands is every subcommand sdtctl dispatches.
-var allCommands = []string{"ps", "list", "enable", "disable", "trace", "stat", "export", "demo", "seal", "toolexec", "version"}
+// allCommands is every command, as the short usage lists them (TestShortUsageDispatched
+// checks that each is dispatched).
+var allCommands = strings.Fields(strings.TrimPrefix(strings.Split(shortUsage, "\n")[1], "commands:"))
 
 // TestEveryFlagDocumented: every flag of every command (as its --help lists them, which
 // is every flag its parser has) is named in the main usage's synopsis of the command
@@ -46,5 +47,20 @@ func TestEveryFlagDocumented(t *testing.T) {
 		if !strings.Contains(usage, "\n  "+cmd+" ") && !strings.Contains(usage, "\n  "+cmd+"|") {
 			t.Errorf("sdtctl --help does not describe %s", cmd)
 		}
+	}
+}
+
+// TestShortUsageDispatched: every command the short usage lists is one sdtctl runs, so
+// that the tests over allCommands cover every command there is.
+func TestShortUsageDispatched(t *testing.T) {
+	for _, cmd := range allCommands {
+		var out, errb bytes.Buffer
+		err := runCommand([]string{cmd, "--help"}, &out, &errb)
+		if err != nil && strings.Contains(err.Error(), "unknown command") {
+			t.Errorf("the short usage lists %q, which sdtctl does not run: %v", cmd, err)
+		}
+	}
+	if len(allCommands) < 12 {
+		t.Errorf("the short usage lists %d commands: %q", len(allCommands), allCommands)
 	}
 }

@@ -137,7 +137,8 @@ whose command is NAME, each said by its pid):
   toolexec [-rules FILE] TOOL ARGS...  for go build/test -toolexec 'sdtctl toolexec': runs the tool
                                        and seals what the linker writes (programs using gosdt only);
                                        -rules FILE gives the functions FILE names fbt probes
-  agent --server URL [--max-functions N] [--header KEY=VALUE]
+  agent --server URL [--max-functions N] [--header KEY=VALUE] [--scan INTERVAL]
+       [--poll INTERVAL] [--flush-timeout DURATION]
                                        an OpAMP agent: reports this host's gosdt processes to the
                                        OpAMP server at URL and keeps in them the probe sets its
                                        remote configuration (gosdt.yaml) asks for, exported as
