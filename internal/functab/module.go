@@ -63,7 +63,7 @@ type Module struct {
 	// NoInline says why the inline trees cannot be read, "" when they can.
 	NoInline string
 	// Refused is set when the program's Go is not one whose layout this package
-	// reads (a *goversion.Error): then nothing else is.
+	// reads (a *goversion.Error): then only data and bss are given.
 	Refused error
 }
 
@@ -81,16 +81,19 @@ func Self() (m Module) {
 	if lastmoduledatap == nil {
 		return
 	}
-	if m.Refused = goversion.CheckRunning(goversion.FuncTab); m.Refused != nil {
-		return
-	}
-	gofuncAt, _ := moduleTail(goversion.Of(goversion.Running()))
 	md := (*moduleData[uintptr])(lastmoduledatap)
 	d, b := uintptr(unsafe.Pointer(&inData)), uintptr(unsafe.Pointer(&inBss))
 	if md.data > d || d >= md.edata || md.bss > b || b >= md.ebss {
 		return // not the layout this package knows
 	}
+	// Data and bss, checked against this package's own variables whatever the Go, are
+	// where probe definitions are found, for their branch checks: kept on a Go whose
+	// function table is refused.
 	m.Data, m.Edata, m.Bss, m.Ebss = md.data, md.edata, md.bss, md.ebss
+	if m.Refused = goversion.CheckRunning(goversion.FuncTab); m.Refused != nil {
+		return
+	}
+	gofuncAt, _ := moduleTail(goversion.Of(goversion.Running()))
 	// The text must be the runtime's own, in which this function lies, and the table
 	// must give the entries the runtime gives. On wasm a pc is no address of linear
 	// memory: no text.

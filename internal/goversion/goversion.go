@@ -121,7 +121,7 @@ func (e *Error) Error() string {
 	if v == "" {
 		v = "(unknown version)"
 	}
-	return fmt.Sprintf("Go %s is not a version whose layouts gosdt has read (%s): its %s is not read; probes work through their branch check",
+	return fmt.Sprintf("Go %s is not a version whose layouts gosdt has read (%s): its %s refused; probes work through their branch check",
 		v, List(), e.Part)
 }
 
