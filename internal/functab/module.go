@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"strings"
 	"unsafe"
 
 	"github.com/gosdt/gosdt/internal/goversion"
@@ -225,16 +226,51 @@ func (t *Table) checkInlineTrees() error {
 }
 
 // PrintedAs reports whether a function named name in the name table is the one the
-// runtime prints as printed: the runtime prints what a generic function's outermost
-// brackets hold as "..." (runtime.funcNamePiecesForPrint).
+// running program's runtime prints as printed (PrintName).
 func PrintedAs(name []byte, printed string) bool {
-	i := bytes.IndexByte(name, '[')
-	j := bytes.LastIndexByte(name, ']')
-	if i < 0 || j <= i {
+	if bytes.IndexByte(name, '[') < 0 {
 		return string(name) == printed
 	}
-	return len(printed) == i+5+len(name)-j-1 && string(name[:i]) == printed[:i] &&
-		printed[i:i+5] == "[...]" && string(name[j+1:]) == printed[i+5:]
+	return PrintName(string(name), goversion.Running()) == printed
+}
+
+// PrintName is a function's name as the runtime of Go goVersion prints it
+// (runtime.FuncForPC, tracebacks) from its name in the name table (go tool nm's):
+// what lies between the first '[' and the last ']' as "..."; since go1.27, whose
+// generic methods of generic types have two groups of type arguments, two such groups
+// where the name has them at depth 0 (pkg.T[...].M[...], but also
+// type:.eq.[...]sync/atomic.Pointer[...], which go1.26 printed type:.eq.[...]).
+func PrintName(name, goVersion string) string {
+	i := strings.IndexByte(name, '[')
+	j := strings.LastIndexByte(name, ']')
+	if i < 0 || j <= i {
+		return name
+	}
+	interior := name[i+1 : j]
+	if strings.IndexByte(interior, '[') < 0 || goversion.Of(goVersion) == "go1.26" {
+		return name[:i] + "[...]" + name[j+1:]
+	}
+	// T[...].M[...]: the first group closes, and the second opens, at depth 0.
+	depth, rbr := 1, -1
+	for k := 0; k < len(interior); k++ {
+		switch interior[k] {
+		case '[':
+			if depth++; depth == 1 {
+				return name[:i] + "[...]" + interior[rbr+1:k] + "[...]" + name[j+1:]
+			}
+		case ']':
+			if depth--; depth < 0 {
+				return name
+			}
+			if depth == 0 {
+				rbr = k
+			}
+		}
+	}
+	if depth == 1 && rbr == -1 {
+		return name[:i] + "[...]" + name[j+1:]
+	}
+	return name
 }
 
 // at is the module data's memory (the function table, never the Go heap) at addr.

@@ -136,7 +136,9 @@ func (s Spec) Match(provider, module, function, name string) bool {
 // MatchFunc reports whether pattern matches the function name function, as Go names
 // it (handlers.(*Server).ServeHTTP, store.(*Stack[...]).Pop, main.main.func1), the
 // way people write it: the whole name, the name without its package
-// ((*Server).ServeHTTP), or its last part alone (ServeHTTP). A bare name may so
+// ((*Server).ServeHTTP), or its last part alone (ServeHTTP; Pop for
+// store.(*Stack[...]).Pop, Sum for store.Sum[...], Map for go1.27's generic method
+// store.(*Box).Map[...]). A bare name may so
 // match several functions (every ServeHTTP of the module): all of them, each named in
 // full wherever probes are shown.
 func MatchFunc(pattern, function string) bool {
@@ -155,8 +157,14 @@ func MatchFunc(pattern, function string) bool {
 	if Match(pattern, rest) {
 		return true
 	}
-	if last := lastPart(rest); last != rest {
-		return Match(pattern, last)
+	last := lastPart(rest)
+	if last != rest && Match(pattern, last) {
+		return true
+	}
+	// A generic function or method by its name alone: Sum for store.Sum[...], Map for
+	// store.(*Box).Map[...] (go1.27's generic methods).
+	if base, ok := strings.CutSuffix(last, goGeneric); ok && base != "" && !strings.ContainsAny(base, "[]") {
+		return Match(pattern, base)
 	}
 	return false
 }

@@ -301,6 +301,16 @@ func TestSpecMatch(t *testing.T) {
 		{"Pop:entry", probe{"fbt", "m/store", "store.(*Stack[...]).Pop", "entry"}, true},
 		{"(*Stack[...]).Pop:entry", probe{"fbt", "m/store", "store.(*Stack[...]).Pop", "entry"}, true},
 		{"Handle:entry", probe{"fbt", "m/app", "app.Handle", "entry"}, true},
+		// Generic functions and go1.27's generic methods by their name alone, and as
+		// the runtime prints them.
+		{"Sum:entry", probe{"fbt", "m/store", "store.Sum[...]", "entry"}, true},
+		{"Su:entry", probe{"fbt", "m/store", "store.Sum[...]", "entry"}, false},
+		{"Map:entry", probe{"fbt", "m/store", "store.(*Box).Map[...]", "entry"}, true},
+		{"(*Box).Map[...]:entry", probe{"fbt", "m/store", "store.(*Box).Map[...]", "entry"}, true},
+		{"Conv:entry", probe{"fbt", "m/store", "store.G[...].Conv[...]", "entry"}, true},
+		{"G[...].Conv[...]:entry", probe{"fbt", "m/store", "store.G[...].Conv[...]", "entry"}, true},
+		{"Conv:entry", probe{"fbt", "m/store", "store.G[...].Conv[...].func1", "entry"}, false},
+		{"func1:entry", probe{"fbt", "m/store", "store.G[...].Conv[...].func1", "entry"}, true},
 		{"app:entry", probe{"fbt", "m/app", "app.Handle", "entry"}, false},
 		{"func1:entry", probe{"fbt", "m/app", "app.Handle.func1", "entry"}, true},
 		{"Handle.func1:entry", probe{"fbt", "m/app", "app.Handle.func1", "entry"}, true},
