@@ -13,8 +13,6 @@ import (
 	"github.com/gosdt/gosdt/arch"
 	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/internal/fbt/tracedcopy"
-	"github.com/gosdt/gosdt/internal/functab"
-	"github.com/gosdt/gosdt/internal/goversion"
 	"github.com/gosdt/gosdt/internal/rawptr"
 	"github.com/gosdt/gosdt/internal/spec"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
@@ -85,11 +83,8 @@ func (r *registry) runtimeCandidates(sp spec.Spec) ([]fprobe.Candidate, error) {
 		}
 	}
 	return fprobe.Find(func(name string) bool {
-		// A generic function is named as go tool nm names it (its shapes) or as
-		// runtime.FuncForPC does ([...]): a spec may give either.
 		module, fn := sled.SplitFunc(name)
-		_, printed := sled.SplitFunc(functab.PrintName(name, goversion.Running()))
-		if !spec.Match(sp.Module, module) || !(spec.MatchFunc(sp.Function, fn) || spec.MatchFunc(sp.Function, printed)) || built[name] {
+		if !spec.Match(sp.Module, module) || !spec.MatchFunc(sp.Function, fn) || built[name] {
 			return false
 		}
 		_, _, copied := tracedcopy.Split(fn)

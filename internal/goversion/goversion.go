@@ -60,7 +60,7 @@ var Releases = []Release{
 	{Go: "go1.26", Checked: map[Part]string{
 		FuncTab:   "moduledata up to epclntab (funcdata and findfunctab inside .gopclntab, pcHeader.textStart 0); _func of 44 bytes; inlinedCall of 16; PCDATA/FUNCDATA indexes (internal/functab TestSelfAgreesWithRuntime, sled TestSearchRanges, TestDiscoverFile)",
 		G:         "goid found by runtime.Stack in the first 384 bytes of a g (sdt/internal/goid)",
-		StackMaps: "FUNCDATA_ArgsPointerMaps bitmaps of register-spilled arguments (sdt/internal/fprobe TestLivePointers)",
+		StackMaps: "FUNCDATA_ArgsPointerMaps bitmaps of register-spilled arguments (sdt/internal/fprobe TestEntryArgs, TestEntryUnwind)",
 		Shapes:    "stack-check prologue and POPQ BP/RET, LDP/RET epilogues, probe sites' flag checks (arch/amd64, arch/arm64, sdt/internal/fprobe)",
 		DWARF:     "formal parameters, register assignment, generic dictionaries as *uintptr (internal/funcsig TestSignatures)",
 	}},

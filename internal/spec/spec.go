@@ -5,6 +5,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/gosdt/gosdt/internal/functab"
+	"github.com/gosdt/gosdt/internal/goversion"
 )
 
 // Limits on the size of a probe spec.
@@ -142,7 +145,9 @@ func (s Spec) Match(provider, module, function, name string) bool {
 // match several functions (every ServeHTTP of the module): all of them, each named in
 // full wherever probes are shown.
 func MatchFunc(pattern, function string) bool {
-	if Match(pattern, function) {
+	if Match(pattern, function) || pattern == function {
+		// Literally too: a generic function's name as go tool nm gives it has its
+		// shapes in brackets, which a glob would read as a class.
 		return true
 	}
 	if pattern == "" || function == "" {
@@ -154,7 +159,7 @@ func MatchFunc(pattern, function string) bool {
 		return false
 	}
 	rest := function[i+1:]
-	if Match(pattern, rest) {
+	if Match(pattern, rest) || pattern == rest {
 		return true
 	}
 	last := lastPart(rest)
@@ -162,9 +167,16 @@ func MatchFunc(pattern, function string) bool {
 		return true
 	}
 	// A generic function or method by its name alone: Sum for store.Sum[...], Map for
-	// store.(*Box).Map[...] (go1.27's generic methods).
-	if base, ok := strings.CutSuffix(last, goGeneric); ok && base != "" && !strings.ContainsAny(base, "[]") {
-		return Match(pattern, base)
+	// store.(*Box).Map[go.shape.string] (go1.27's generic methods).
+	if j := strings.IndexByte(last, '['); j > 0 && strings.HasSuffix(last, "]") && !strings.ContainsAny(last[:j], "()") && Match(pattern, last[:j]) {
+		return true
+	}
+	// A name as the linker writes it (go tool nm: its shapes) is also the one the
+	// runtime prints (FuncForPC: [...]), which a spec may give.
+	if strings.Contains(function, "[go.shape.") {
+		if printed := functab.PrintName(function, goversion.Running()); printed != function {
+			return MatchFunc(pattern, printed)
+		}
 	}
 	return false
 }
