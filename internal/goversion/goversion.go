@@ -65,11 +65,11 @@ var Releases = []Release{
 		DWARF:     "formal parameters, register assignment, generic dictionaries as *uintptr (internal/funcsig TestSignatures)",
 	}},
 	{Go: "go1.27", Checked: map[Part]string{
-		FuncTab:   "as go1.26 but moduledata gained typedesclen (after types) and itaboffset, itabsize (after etypes), moving rodata, gofunc and epclntab by 3 words; _func, inlinedCall and pcHeader unchanged",
-		G:         "as go1.26: g's fields before goid unchanged",
-		StackMaps: "as go1.26",
-		Shapes:    "as go1.26",
-		DWARF:     "as go1.26 but a generic dictionary parameter is *[N]uintptr (N its entries)",
+		FuncTab:   "moduledata gained typedesclen (after types) and itaboffset, itabsize (after etypes): rodata, gofunc and epclntab 3 words later; _func, inlinedCall, pcHeader and the PCDATA/FUNCDATA indexes unchanged (runtime/symtab.go, internal/abi/symtab.go diffed; the go1.26 tests pass); the runtime prints a generic method of a generic type as T[...].M[...]",
+		G:         "g's fields up to goid unchanged (runtime/runtime2.go diffed); goid's tests pass",
+		StackMaps: "FUNCDATA_ArgsPointerMaps unchanged (internal/abi diffed); fprobe's tests pass",
+		Shapes:    "arch/amd64, arch/arm64 and fprobe's tests pass on go1.27's code, run-time probes on generic methods and closures (sdtctl TestGo127Names)",
+		DWARF:     "a generic dictionary parameter is in the DWARF as *[N]uintptr (read as *uintptr); generic methods' dictionaries after the receiver (funcsig TestSignatures, TestDictIndex)",
 	}},
 }
 
