@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/internal/goversion"
 	"github.com/gosdt/gosdt/internal/sealfmt"
 )
 
@@ -17,6 +18,10 @@ func Discover() *Table {
 	start := time.Now()
 	var t *Table
 	switch src := self(); {
+	case goversion.CheckRunning(goversion.FuncTab) != nil:
+		// Its function table is not read: no text, no site (a sealed binary's table
+		// is checked against the text through it too).
+		t = &Table{Reason: goversion.CheckRunning(goversion.FuncTab).Error()}
 	case sealfmt.Sealed():
 		t = loadSealed(src)
 	case len(src.Text) == 0:

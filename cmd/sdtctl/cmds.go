@@ -34,16 +34,30 @@ func cmdPs(args []string, stdout, stderr io.Writer) error {
 	if !o.json {
 		fmt.Fprintln(tw, "PID\tCOMMAND\tPROBES\tSITES ON")
 	}
+	var notes []string // processes on a Go whose layouts gosdt has not read
 	for _, cl := range ps {
 		h := cl.hello
 		if o.json {
-			printJSON(stdout, map[string]any{"pid": cl.pid, "ns_pid": h.Pid, "command": h.Command, "probes": h.NProbes, "sites_on": h.SitesOn})
+			m := map[string]any{"pid": cl.pid, "ns_pid": h.Pid, "command": h.Command, "probes": h.NProbes, "sites_on": h.SitesOn, "go": h.GoVersion}
+			if h.Layouts != "" {
+				m["layouts_refused"] = h.Layouts
+			}
+			printJSON(stdout, m)
 		} else {
 			fmt.Fprintf(tw, "%d\t%s%s\t%d\t%d\n", cl.pid, h.Command, cl.nsNote(), h.NProbes, h.SitesOn)
+			if h.Layouts != "" {
+				notes = append(notes, fmt.Sprintf("pid %d: %s", cl.pid, h.Layouts))
+			}
 		}
 		cl.close()
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintln(stdout, n)
+	}
+	return nil
 }
 
 func cmdList(args []string, stdout, stderr io.Writer) error {
@@ -105,6 +119,9 @@ func cmdList(args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(stdout, "pid %d (%s%s): %s\n", cl.pid, cl.hello.Command, cl.nsNote(), plural(len(r.Probes), "probe"))
+		if cl.hello.Layouts != "" {
+			fmt.Fprintf(stdout, "  %s\n", cl.hello.Layouts)
+		}
 		printProbes(stdout, r.Probes)
 	}
 	if err := fails.err(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gosdt/gosdt/internal/fbt/tracedcopy"
+	"github.com/gosdt/gosdt/internal/functab"
 	"github.com/gosdt/gosdt/sled"
 	"github.com/gosdt/gosdt/sled/offline"
 )
@@ -82,14 +83,11 @@ func (n *offlineNames) name(s sled.Site, h sled.Holder) (p probeName, named bool
 }
 
 // printName is a function's name as the runtime prints it: a generic function's type
-// arguments (its shapes, in the symbol table) as "[...]".
-func printName(fn string) string {
-	i, j := strings.IndexByte(fn, '['), strings.LastIndexByte(fn, ']')
-	if i < 0 || j <= i {
-		return fn
-	}
-	return fn[:i] + "[...]" + fn[j+1:]
-}
+// arguments (its shapes, in the symbol table) as "[...]", a go1.27 generic method of a
+// generic type's two groups each so (functab.PrintName). The Gos gosdt reads differ
+// only for names with "]...[" between their outer brackets, which no function that
+// holds a site has (type:.eq.[16]T[...]): go1.27's reading serves both.
+func printName(fn string) string { return functab.PrintName(fn, "go1.27") }
 
 // offlineProbe is a probe of a binary file and its sites, as list BINARY shows it:
 // each probe once, as the live list does.

@@ -31,7 +31,8 @@
 //
 // The client speaks first, with a Request of op "hello" carrying Version (this
 // package's Version, 3). The server answers with a Response of kind "hello" (Version,
-// Pid, Command, NProbes, SitesOn) or, for another version, an error with code
+// Pid, Command, NProbes, SitesOn, GoVersion, and Layouts when gosdt has not read that
+// Go's layouts) or, for another version, an error with code
 // "version" and closes. Then the client sends requests, one at a time; each gets
 // exactly one reply, except trace and stat, which stream until the client sends op
 // "stop" (or disconnects), and then end with a reply of kind "end".

@@ -138,6 +138,10 @@ type Response struct {
 	Command string
 	NProbes int
 	SitesOn int
+	// GoVersion is the Go the process was built with; Layouts, where set, says that
+	// gosdt has not read that Go's layouts and which parts it refuses for it.
+	GoVersion string
+	Layouts   string
 
 	// ok: N sites switched; for a disable, Kept stay on for other clients; for an
 	// enable, AlreadyOn matched but were on before
@@ -199,6 +203,8 @@ const (
 	trFrame
 	trFiltered
 	trMore
+	trGoVersion
+	trLayouts
 )
 
 // Probe is one logical probe, as sdt.List describes it.
@@ -567,6 +573,8 @@ func (r *Response) appendTo(b []byte) ([]byte, error) {
 	}
 	e.uint(trFiltered, r.Filtered)
 	e.bool(trMore, r.More)
+	e.str(trGoVersion, r.GoVersion)
+	e.str(trLayouts, r.Layouts)
 	return e.b, nil
 }
 
@@ -594,6 +602,10 @@ func DecodeResponse(b []byte) (*Response, error) {
 			r.NProbes = d.small()
 		case trSitesOn:
 			r.SitesOn = d.small()
+		case trGoVersion:
+			r.GoVersion = d.str()
+		case trLayouts:
+			r.Layouts = d.str()
 		case trN:
 			r.N = d.small()
 		case trKept:

@@ -105,6 +105,9 @@ func funcNames(fd *ast.FuncDecl) (rule, sym string) {
 	if fd.Recv == nil || len(fd.Recv.List) == 0 {
 		return fd.Name.Name, fd.Name.Name + gen
 	}
+	// A method's own type parameters (go1.27's generic methods) follow its name; its
+	// receiver's, its type's.
+	method, recvGen := gen, ""
 	t := fd.Recv.List[0].Type
 	star := false
 	if s, ok := t.(*ast.StarExpr); ok {
@@ -112,18 +115,18 @@ func funcNames(fd *ast.FuncDecl) (rule, sym string) {
 	}
 	switch x := t.(type) {
 	case *ast.IndexExpr:
-		t, gen = x.X, "[...]"
+		t, recvGen = x.X, "[...]"
 	case *ast.IndexListExpr:
-		t, gen = x.X, "[...]"
+		t, recvGen = x.X, "[...]"
 	}
 	typ := "?"
 	if id, ok := t.(*ast.Ident); ok {
 		typ = id.Name
 	}
 	if star {
-		return "(*" + typ + ")." + fd.Name.Name, "(*" + typ + gen + ")." + fd.Name.Name
+		return "(*" + typ + ")." + fd.Name.Name, "(*" + typ + recvGen + ")." + fd.Name.Name + method
 	}
-	return typ + "." + fd.Name.Name, typ + gen + "." + fd.Name.Name
+	return typ + "." + fd.Name.Name, typ + recvGen + "." + fd.Name.Name + method
 }
 
 // refuse says why a matched function is left alone: the runtime's directives promise

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/gosdt/gosdt/internal/functab/elffile"
+	"github.com/gosdt/gosdt/internal/goversion"
 )
 
 // Go's own DWARF attributes (cmd/internal/dwarf).
@@ -70,6 +73,9 @@ func NewFile(ef *elf.File) (*File, error) {
 	}
 	if ef.Section(".debug_info") == nil && ef.Section(".zdebug_info") == nil {
 		return nil, ErrNoDWARF
+	}
+	if err := goversion.Check(elffile.GoVersion(ef), goversion.DWARF); err != nil {
+		return nil, fmt.Errorf("funcsig: %w", err)
 	}
 	d, err := sections(ef)
 	if err != nil {
@@ -219,6 +225,11 @@ func (f *File) Func(name string) (*Func, error) {
 			return nil, fmt.Errorf("funcsig: %s: %s: %w", name, p.name, err)
 		}
 		v := Value{Name: strings.TrimPrefix(p.name, "~"), Type: t.name, Kind: kindOf(t), Size: t.size}
+		if v.Name == dictName && v.Kind == KindPointer {
+			// go1.27's DWARF has the dictionary, as *[N]uintptr (N its entries): named
+			// as before, where the reader adds it.
+			v.Type, t = dictType.name, dictType
+		}
 		if p.result {
 			fn.Results, rs = append(fn.Results, v), append(rs, t)
 		} else {

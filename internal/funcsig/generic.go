@@ -50,8 +50,8 @@ func dictIndex(name string) int {
 	switch {
 	case len(elems) == 2 && shaped(elems[1]):
 		return 0 // pkg.F[shape]
-	case len(elems) == 3 && shaped(elems[1]) && !closureName.MatchString(elems[2]):
-		return 1 // pkg.(*T[shape]).M, pkg.T[shape].M
+	case len(elems) == 3 && (shaped(elems[1]) || shaped(elems[2])) && !closureName.MatchString(elems[2]):
+		return 1 // pkg.(*T[shape]).M, pkg.T[shape].M; go1.27's pkg.(*T).M[shape], pkg.T[shape].M[shape]
 	}
 	return -1
 }

@@ -13,6 +13,10 @@ func TestDictIndex(t *testing.T) {
 		"example.com/a/b.F[int]":                                         -1, // the instantiation that calls the shaped function
 		"example.com/a/b.(*T).M":                                         -1,
 		"slices.SortFunc[go.shape.[]example.com/a.R,go.shape.struct {}]": 0,
+		// go1.27's generic methods: the dictionary after the receiver.
+		"example.com/a/b.(*Box).Map[go.shape.string]":           1,
+		"example.com/a/b.G[go.shape.int].Conv[go.shape.string]": 1,
+		"example.com/a/b.(*Box).Map[go.shape.string].func1":     -1,
 	} {
 		if got := dictIndex(name); got != want {
 			t.Errorf("dictIndex(%q) = %d, want %d", name, got, want)

@@ -69,6 +69,7 @@ func TestPrintedAs(t *testing.T) {
 		{"p.F[go.shape.int]", "p.G[...]"}:             false,
 		{"p.F[", "p.F["}:                              true,
 		{"p.F]x[", "p.F]x["}:                          true,
+		{"p.F[p.T[go.shape.int]]", "p.F[...]"}:        true,
 	} {
 		if got := PrintedAs([]byte(c[0]), c[1]); got != want {
 			t.Errorf("PrintedAs(%q, %q) = %v, want %v", c[0], c[1], got, want)
@@ -107,6 +108,28 @@ func TestFirstInRange(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestPrintName: as each Go's runtime prints a name; go1.27 has generic methods, of a
+// plain type and of a generic one, and prints two groups where a name has two.
+func TestPrintName(t *testing.T) {
+	for _, c := range []struct{ name, v, want string }{
+		{"p.F[go.shape.int]", "go1.26.8", "p.F[...]"},
+		{"p.F[go.shape.int]", "go1.27.3", "p.F[...]"},
+		{"p.F[p.T[go.shape.int]]", "go1.27.3", "p.F[...]"},
+		{"p.(*Box).Map[go.shape.string]", "go1.27.3", "p.(*Box).Map[...]"},
+		{"p.G[go.shape.int].Conv[go.shape.string]", "go1.27.3", "p.G[...].Conv[...]"},
+		{"p.G[go.shape.int].Conv[go.shape.string].func1", "go1.27.3", "p.G[...].Conv[...].func1"},
+		{"p.(*G[go.shape.int]).Conv[map[go.shape.string]int]", "go1.27.3", "p.(*G[...]).Conv[...]"},
+		{"type:.eq.[16]p.P[p.n[int]]", "go1.27.3", "type:.eq.[...]p.P[...]"},
+		{"type:.eq.[16]p.P[p.n[int]]", "go1.26.8", "type:.eq.[...]"},
+		{"p.F]x[", "go1.27.3", "p.F]x["},
+		{"p.F[a]]b[c]", "go1.27.3", "p.F[a]]b[c]"},
+	} {
+		if got := PrintName(c.name, c.v); got != c.want {
+			t.Errorf("PrintName(%q, %s) = %q, want %q", c.name, c.v, got, c.want)
 		}
 	}
 }

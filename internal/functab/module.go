@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"strings"
 	"unsafe"
 
+	"github.com/gosdt/gosdt/internal/goversion"
 	"github.com/gosdt/gosdt/internal/rawptr"
 )
 
@@ -14,9 +16,10 @@ import (
 // program has, whatever its architecture or way of linking (PIE, static, external):
 // runtime.lastmoduledatap is the main executable's moduledata (there are no others
 // without plugins), and the linkname to it is one the runtime keeps for packages
-// outside the standard library. moduledata's first fields have had this layout since
-// go1.16 (runtime/symtab.go), its funcdata base (gofunc) since go1.20; Self checks what
-// it reads against the runtime's own answers and this package's own variables before
+// outside the standard library. moduledata's fields up to covctrs have had this layout
+// since go1.16 (runtime/symtab.go); those after moved in go1.27 (moduleTail). Self
+// reads it only on a Go whose layout was read (package goversion), and checks what it
+// reads against the runtime's own answers and this package's own variables before
 // trusting it (Delve's habit), and says what it could not trust.
 
 //go:linkname lastmoduledatap runtime.lastmoduledatap
@@ -30,8 +33,22 @@ type moduleData[W uint32 | uint64 | uintptr] struct {
 	findfunctab, minpc, maxpc                                  W
 	text, etext, noptrdata, enoptrdata, data, edata, bss, ebss W
 	noptrbss, enoptrbss, covctrs, ecovctrs                     W
-	end, gcdata, gcbss, types, etypes, rodata, gofunc          W
-	epclntab                                                   W
+	// tail is from end on: end, gcdata, gcbss, types, etypes, rodata, gofunc, epclntab
+	// in go1.26; go1.27 added typedesclen after types and itaboffset, itabsize after
+	// etypes. moduleTail says where gofunc is (epclntab follows it).
+	tail [11]W
+}
+
+// moduleTail returns the index in moduleData.tail of gofunc in the module data of
+// Go release rel (goversion.Of), false for a release whose layout was not read.
+func moduleTail(rel string) (gofunc int, ok bool) {
+	switch rel {
+	case "go1.26":
+		return 6, true
+	case "go1.27":
+		return 9, true
+	}
+	return 0, false
 }
 
 // Module is the running program as its module data describes it.
@@ -46,6 +63,9 @@ type Module struct {
 	NamesOK bool
 	// NoInline says why the inline trees cannot be read, "" when they can.
 	NoInline string
+	// Refused is set when the program's Go is not one whose layout this package
+	// reads (a *goversion.Error): then only data and bss are given.
+	Refused error
 }
 
 // inData and inBss are variables the linker puts in data (a pointer, initialised
@@ -67,7 +87,14 @@ func Self() (m Module) {
 	if md.data > d || d >= md.edata || md.bss > b || b >= md.ebss {
 		return // not the layout this package knows
 	}
+	// Data and bss, checked against this package's own variables whatever the Go, are
+	// where probe definitions are found, for their branch checks: kept on a Go whose
+	// function table is refused.
 	m.Data, m.Edata, m.Bss, m.Ebss = md.data, md.edata, md.bss, md.ebss
+	if m.Refused = goversion.CheckRunning(goversion.FuncTab); m.Refused != nil {
+		return
+	}
+	gofuncAt, _ := moduleTail(goversion.Of(goversion.Running()))
 	// The text must be the runtime's own, in which this function lies, and the table
 	// must give the entries the runtime gives. On wasm a pc is no address of linear
 	// memory: no text.
@@ -105,7 +132,7 @@ func Self() (m Module) {
 			break
 		}
 	}
-	m.NoInline = inlineTables(md, t)
+	m.NoInline = inlineTables(md, md.tail[gofuncAt], md.tail[gofuncAt+1], t)
 	if m.NoInline == "" {
 		if err := t.checkInlineTrees(); err != nil {
 			m.NoInline = err.Error()
@@ -119,12 +146,12 @@ func Self() (m Module) {
 
 // inlineTables sets t's funcdata and quantum if the pclntab has the layout this
 // package reads, and otherwise says why not.
-func inlineTables(md *moduleData[uintptr], t *Table) string {
+func inlineTables(md *moduleData[uintptr], gofunc, epclntab uintptr, t *Table) string {
 	if magic := *(*uint32)(at(md.pcHeader)); magic != Magic {
 		return fmt.Sprintf("pclntab magic %#x, not %#x", magic, uint32(Magic))
 	}
 	// The funcdata lie in the pclntab, after its tables (go1.26); the pctab too.
-	if md.gofunc < md.pcHeader || md.gofunc >= md.epclntab || md.pctab[0] < md.pcHeader || md.pctab[0]+md.pctab[1] > md.epclntab {
+	if gofunc < md.pcHeader || gofunc >= epclntab || md.pctab[0] < md.pcHeader || md.pctab[0]+md.pctab[1] > epclntab {
 		return "funcdata or pc-value tables outside the pclntab"
 	}
 	q := uint32(*(*uint8)(at(md.pcHeader + headerMinLC)))
@@ -132,7 +159,7 @@ func inlineTables(md *moduleData[uintptr], t *Table) string {
 		return "pclntab: no pc quantum"
 	}
 	t.Quantum = q
-	t.gofunc = unsafe.Slice((*byte)(at(md.gofunc)), md.epclntab-md.gofunc)
+	t.gofunc = unsafe.Slice((*byte)(at(gofunc)), epclntab-gofunc)
 	return ""
 }
 
@@ -199,16 +226,51 @@ func (t *Table) checkInlineTrees() error {
 }
 
 // PrintedAs reports whether a function named name in the name table is the one the
-// runtime prints as printed: the runtime prints what a generic function's outermost
-// brackets hold as "..." (runtime.funcNamePiecesForPrint).
+// running program's runtime prints as printed (PrintName).
 func PrintedAs(name []byte, printed string) bool {
-	i := bytes.IndexByte(name, '[')
-	j := bytes.LastIndexByte(name, ']')
-	if i < 0 || j <= i {
+	if bytes.IndexByte(name, '[') < 0 {
 		return string(name) == printed
 	}
-	return len(printed) == i+5+len(name)-j-1 && string(name[:i]) == printed[:i] &&
-		printed[i:i+5] == "[...]" && string(name[j+1:]) == printed[i+5:]
+	return PrintName(string(name), goversion.Running()) == printed
+}
+
+// PrintName is a function's name as the runtime of Go goVersion prints it
+// (runtime.FuncForPC, tracebacks) from its name in the name table (go tool nm's):
+// what lies between the first '[' and the last ']' as "..."; since go1.27, whose
+// generic methods of generic types have two groups of type arguments, two such groups
+// where the name has them at depth 0 (pkg.T[...].M[...], but also
+// type:.eq.[...]sync/atomic.Pointer[...], which go1.26 printed type:.eq.[...]).
+func PrintName(name, goVersion string) string {
+	i := strings.IndexByte(name, '[')
+	j := strings.LastIndexByte(name, ']')
+	if i < 0 || j <= i {
+		return name
+	}
+	interior := name[i+1 : j]
+	if strings.IndexByte(interior, '[') < 0 || goversion.Of(goVersion) == "go1.26" {
+		return name[:i] + "[...]" + name[j+1:]
+	}
+	// T[...].M[...]: the first group closes, and the second opens, at depth 0.
+	depth, rbr := 1, -1
+	for k := 0; k < len(interior); k++ {
+		switch interior[k] {
+		case '[':
+			if depth++; depth == 1 {
+				return name[:i] + "[...]" + interior[rbr+1:k] + "[...]" + name[j+1:]
+			}
+		case ']':
+			if depth--; depth < 0 {
+				return name
+			}
+			if depth == 0 {
+				rbr = k
+			}
+		}
+	}
+	if depth == 1 && rbr == -1 {
+		return name[:i] + "[...]" + name[j+1:]
+	}
+	return name
 }
 
 // at is the module data's memory (the function table, never the Go heap) at addr.

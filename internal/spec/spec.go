@@ -5,6 +5,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/gosdt/gosdt/internal/functab"
+	"github.com/gosdt/gosdt/internal/goversion"
 )
 
 // Limits on the size of a probe spec.
@@ -136,11 +139,15 @@ func (s Spec) Match(provider, module, function, name string) bool {
 // MatchFunc reports whether pattern matches the function name function, as Go names
 // it (handlers.(*Server).ServeHTTP, store.(*Stack[...]).Pop, main.main.func1), the
 // way people write it: the whole name, the name without its package
-// ((*Server).ServeHTTP), or its last part alone (ServeHTTP). A bare name may so
+// ((*Server).ServeHTTP), or its last part alone (ServeHTTP; Pop for
+// store.(*Stack[...]).Pop, Sum for store.Sum[...], Map for go1.27's generic method
+// store.(*Box).Map[...]). A bare name may so
 // match several functions (every ServeHTTP of the module): all of them, each named in
 // full wherever probes are shown.
 func MatchFunc(pattern, function string) bool {
-	if Match(pattern, function) {
+	if Match(pattern, function) || pattern == function {
+		// Literally too: a generic function's name as go tool nm gives it has its
+		// shapes in brackets, which a glob would read as a class.
 		return true
 	}
 	if pattern == "" || function == "" {
@@ -152,11 +159,24 @@ func MatchFunc(pattern, function string) bool {
 		return false
 	}
 	rest := function[i+1:]
-	if Match(pattern, rest) {
+	if Match(pattern, rest) || pattern == rest {
 		return true
 	}
-	if last := lastPart(rest); last != rest {
-		return Match(pattern, last)
+	last := lastPart(rest)
+	if last != rest && Match(pattern, last) {
+		return true
+	}
+	// A generic function or method by its name alone: Sum for store.Sum[...], Map for
+	// store.(*Box).Map[go.shape.string] (go1.27's generic methods).
+	if j := strings.IndexByte(last, '['); j > 0 && strings.HasSuffix(last, "]") && !strings.ContainsAny(last[:j], "()") && Match(pattern, last[:j]) {
+		return true
+	}
+	// A name as the linker writes it (go tool nm: its shapes) is also the one the
+	// runtime prints (FuncForPC: [...]), which a spec may give.
+	if strings.Contains(function, "[go.shape.") {
+		if printed := functab.PrintName(function, goversion.Running()); printed != function {
+			return MatchFunc(pattern, printed)
+		}
 	}
 	return false
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gosdt/gosdt/internal/alarm"
 	"github.com/gosdt/gosdt/internal/ctlproto"
+	"github.com/gosdt/gosdt/internal/goversion"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
 )
 
@@ -249,7 +250,8 @@ func serve(c io.ReadWriteCloser, name string) {
 }
 
 func (cc *conn) hello() *ctlproto.Response {
-	r := &ctlproto.Response{Kind: ctlproto.KindHello, Version: ctlproto.Version, Pid: os.Getpid(), Command: command()}
+	r := &ctlproto.Response{Kind: ctlproto.KindHello, Version: ctlproto.Version, Pid: os.Getpid(), Command: command(),
+		GoVersion: goversion.Running(), Layouts: goversion.Refusal(goversion.Running())}
 	cc.reg.List("", func(list []ctlproto.Probe) error {
 		r.NProbes += len(list)
 		for _, p := range list {

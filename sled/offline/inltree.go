@@ -4,6 +4,9 @@ import (
 	"debug/elf"
 	"debug/gosym"
 	"encoding/binary"
+
+	"github.com/gosdt/gosdt/internal/functab"
+	"github.com/gosdt/gosdt/internal/functab/elffile"
 )
 
 // inlineTree reads the inline tree that the linker leaves in a Go binary's function
@@ -38,9 +41,6 @@ const (
 	funcdataInlTree    = 3
 	funcHeaderLen      = 44 // _func up to its pcdata offsets
 	inlinedCallLen     = 16
-	moduleTextOff      = 176 // moduledata.text, on 64-bit
-	moduleGofuncOff    = 320 // moduledata.gofunc
-	moduleMinLen       = moduleGofuncOff + 8
 	maxInlineDepth     = 100
 	pcHeaderNameOff    = 32
 	pcHeaderPctabOff   = 56
@@ -79,9 +79,8 @@ func newInlineTree(f *elf.File, pcln []byte, text uint64, tab *gosym.Table) *inl
 }
 
 // goFunc finds go:func.*, which funcdata offsets are relative to: in the symbol
-// table, else as the runtime does, in runtime.firstmoduledata, which starts with a
-// pointer to .gopclntab and has runtime.text in its text field: the .go.module section
-// (go1.26), or a word of .noptrdata (before).
+// table, else as the runtime does, in runtime.firstmoduledata (functab.FindGofunc,
+// which knows where each Go release puts it).
 func goFunc(f *elf.File, text uint64) uint64 {
 	if syms, err := f.Symbols(); err == nil {
 		for _, s := range syms {
@@ -94,7 +93,7 @@ func goFunc(f *elf.File, text uint64) uint64 {
 	if pcln == nil {
 		return 0
 	}
-	le := binary.LittleEndian
+	version := elffile.GoVersion(f)
 	for _, name := range []string{".go.module", ".noptrdata"} {
 		data := f.Section(name)
 		if data == nil {
@@ -104,10 +103,8 @@ func goFunc(f *elf.File, text uint64) uint64 {
 		if err != nil {
 			continue
 		}
-		for i := (8 - data.Addr%8) % 8; i+moduleMinLen <= uint64(len(b)); i += 8 {
-			if le.Uint64(b[i:]) == pcln.Addr && le.Uint64(b[i+moduleTextOff:]) == text {
-				return le.Uint64(b[i+moduleGofuncOff:])
-			}
+		if at := functab.FindGofunc(b, data.Addr, pcln.Addr, text, version); at != 0 {
+			return at
 		}
 	}
 	return 0

@@ -11,6 +11,8 @@ import (
 	"github.com/gosdt/gosdt/arch"
 	"github.com/gosdt/gosdt/arch/amd64"
 	"github.com/gosdt/gosdt/arch/arm64"
+	"github.com/gosdt/gosdt/internal/functab/elffile"
+	"github.com/gosdt/gosdt/internal/goversion"
 	"github.com/gosdt/gosdt/sled"
 )
 
@@ -83,7 +85,11 @@ func open(path, what string) (*goBinary, error) {
 	if b.arch == nil {
 		err = fmt.Errorf("%s: %v binary: %s are read from x86-64 and AArch64 files only", path, f.Machine, what)
 	} else if b.text, b.start, b.tab, err = GoText(path, f); err == nil {
-		if b.code, err = b.text.Data(); err != nil {
+		if v := elffile.GoVersion(f); goversion.Check(v, goversion.FuncTab) != nil {
+			// Its function table, and the shapes its compiler emits, may not be the
+			// ones read here: built with a Go whose layouts gosdt has not read.
+			err = fmt.Errorf("%s: %w", path, goversion.Check(v, goversion.FuncTab))
+		} else if b.code, err = b.text.Data(); err != nil {
 			err = fmt.Errorf("%s: .text: %w", path, err)
 		}
 	}

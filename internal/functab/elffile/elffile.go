@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/gosdt/gosdt/internal/functab"
+	"github.com/gosdt/gosdt/internal/goversion"
 )
 
 // ErrNotGo is what Read's error matches when the file has no Go function table.
@@ -26,6 +27,10 @@ func Read(f *elf.File) (*functab.Table, error) {
 	if f.Class != elf.ELFCLASS64 || f.ByteOrder != binary.LittleEndian {
 		return nil, fmt.Errorf("%w: %v %v binary", functab.ErrLayout, f.Class, f.ByteOrder)
 	}
+	version := GoVersion(f)
+	if err := goversion.Check(version, goversion.FuncTab); err != nil {
+		return nil, err
+	}
 	data, err := pcln.Data()
 	if err != nil {
 		return nil, fmt.Errorf(".gopclntab: %w", err)
@@ -35,7 +40,7 @@ func Read(f *elf.File) (*functab.Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	if at := goFunc(f, pcln.Addr, start); at != 0 {
+	if at := goFunc(f, pcln.Addr, start, version); at != 0 {
 		for _, s := range f.Sections {
 			if s.Flags&elf.SHF_ALLOC != 0 && s.Type == elf.SHT_PROGBITS && at >= s.Addr && at < s.Addr+s.Size {
 				if b, err := s.Data(); err == nil {
@@ -66,7 +71,7 @@ func textStart(f *elf.File, text *elf.Section, pcln []byte) uint64 {
 
 // goFunc finds go:func.*, which funcdata offsets are relative to: in the symbol table,
 // else in runtime.firstmoduledata (functab.FindGofunc). 0 if neither has it.
-func goFunc(f *elf.File, pclnAddr, text uint64) uint64 {
+func goFunc(f *elf.File, pclnAddr, text uint64, version string) uint64 {
 	if syms, err := f.Symbols(); err == nil {
 		for _, s := range syms {
 			if s.Name == "go:func.*" {
@@ -77,11 +82,31 @@ func goFunc(f *elf.File, pclnAddr, text uint64) uint64 {
 	for _, name := range []string{".go.module", ".noptrdata"} {
 		if data := f.Section(name); data != nil {
 			if b, err := data.Data(); err == nil {
-				if at := functab.FindGofunc(b, data.Addr, pclnAddr, text); at != 0 {
+				if at := functab.FindGofunc(b, data.Addr, pclnAddr, text, version); at != 0 {
 					return at
 				}
 			}
 		}
 	}
 	return 0
+}
+
+// GoVersion is the Go version that built f ("go1.27.3"), from its build information
+// (.go.buildinfo, which stripping keeps), "" where that cannot be read. Go 1.18 and
+// later write it inline: a 32-byte header ("\xff Go buildinf:", pointer size, flags
+// with bit 2 set), then the version as a length-prefixed string.
+func GoVersion(f *elf.File) string {
+	s := f.Section(".go.buildinfo")
+	if s == nil {
+		return ""
+	}
+	b, err := s.Data()
+	if err != nil || len(b) < 33 || string(b[:14]) != "\xff Go buildinf:" || b[15]&2 == 0 {
+		return ""
+	}
+	n, k := binary.Uvarint(b[32:])
+	if k <= 0 || n > 64 || uint64(len(b)-32-k) < n {
+		return ""
+	}
+	return string(b[32+k : 32+k+int(n)])
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gosdt/gosdt/arch"
 	"github.com/gosdt/gosdt/internal/functab"
+	"github.com/gosdt/gosdt/internal/goversion"
 	"github.com/gosdt/gosdt/internal/rawptr"
 	"github.com/gosdt/gosdt/patch"
 	"github.com/gosdt/gosdt/sdt/internal/goid"
@@ -308,6 +309,13 @@ func InlinedInto(name string) []string {
 func table() (*functab.Table, error) {
 	if host == nil || !patch.Supported() {
 		return nil, errors.New("fprobe: function probes are not supported on this platform")
+	}
+	// The prologue and epilogue shapes it rewrites and the stack maps it reads are
+	// those of the Go releases read; the function table is checked by functab.Self.
+	for _, p := range []goversion.Part{goversion.Shapes, goversion.StackMaps, goversion.FuncTab} {
+		if err := goversion.CheckRunning(p); err != nil {
+			return nil, errors.New("fprobe: " + err.Error())
+		}
 	}
 	t := module().Table
 	if t == nil {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/gosdt/gosdt/internal/goversion"
 	"github.com/gosdt/gosdt/internal/rawptr"
 )
 
@@ -35,6 +36,9 @@ func At(g, off uintptr) uint64 {
 const gScan = 384
 
 func findOffset() uintptr {
+	if goversion.CheckRunning(goversion.G) != nil {
+		return 0 // a g not read: events carry no goroutine id
+	}
 	var cands map[uintptr]bool
 	for range 3 {
 		ch := make(chan []uintptr)
