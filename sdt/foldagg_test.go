@@ -2,6 +2,7 @@ package sdt_test
 
 import (
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -30,6 +31,9 @@ var foldIndirect = foldProbe.Fire
 // one site's function folds only that site.
 func TestFoldAggregation(t *testing.T) {
 	sdt.NeedSwitchable(t, "foldtest:::v")
+	if !hasSites(t, "foldtest:::v") {
+		t.Skipf("%s/%s: no probe site found (every fire unattributed): the rows by site this test compares are not there", runtime.GOOS, runtime.GOARCH)
+	}
 	for _, arg := range []string{"i8", "f32", "u64", "b", "s", "u16", "arg0"} {
 		for _, o := range []control.AggOptions{{By: "site", Value: arg}, {By: "probe", Value: arg, Hist: true},
 			{By: "site", Value: arg, Linear: &control.Linear{Low: -10, High: 100, Step: 7}}} {
