@@ -71,7 +71,9 @@ func (cc *conn) send(r *ctlproto.Response) error {
 }
 
 // fdSender is a connection that can pass descriptors (socketConn, linux).
-type fdSender interface{ sendFds(b []byte, fds []int) error }
+type fdSender interface {
+	sendFds(b []byte, fds []int) error
+}
 
 // sendShared sends r with read-only descriptors of fds attached (r.Shared says how
 // many): a trace's shared buffers. Where they cannot be passed, r goes without.

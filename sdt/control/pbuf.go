@@ -33,8 +33,8 @@ type pbuf struct {
 	marked uint64         // drops written into the ring (the P's writers)
 	// fires the trace's predicate rejected (the P's writers)
 	filtered uint64
-	writing  *uint64 // the header's writing word (the P's writers)
-	hdrDrops *uint64 // the header's drops word (the P's writers)
+	writing  *uint64        // the header's writing word (the P's writers)
+	hdrDrops *uint64        // the header's drops word (the P's writers)
 	head     *atomic.Uint64 // start of the first record not yet read (the reader), in the header
 	met      uint64         // drops the reader has met in the ring
 	_        [16]byte
