@@ -324,11 +324,18 @@ const (
 )
 
 // Leftover is the records of a ring (header and ring, as mapped) written after from
-// (a byte count, as Heads): the records themselves, packed; lost, the drops the
-// ring's records count there (LostRecord) and the records the end cut short (one
-// being written); broken, what could not be read at all. Every bound is checked: a
-// ring is read as its process left it, and nothing in it is trusted.
-func Leftover(m []byte, from uint64) (records []byte, lost uint64, err error) {
+// (a byte count, as Heads): the records themselves, packed; marked, the drops the
+// ring's records count there (LostRecord: a part of the header's drops, which count
+// them all); cut, 1 when the end cut a record short (one was being written). A ring
+// that cannot be read to its end is an error, with what could be read before. Every
+// bound is checked: a ring is read as its process left it, and nothing in it is
+// trusted.
+func Leftover(m []byte, from uint64) (records []byte, marked, cut uint64, err error) {
+	records, marked, err = leftover(m, from, &cut)
+	return records, marked, cut, err
+}
+
+func leftover(m []byte, from uint64, cut *uint64) (records []byte, lost uint64, err error) {
 	if len(m) < RingHeader+MinRing {
 		return nil, 0, Errorf(CodeBadRequest, "ring of %d bytes", len(m))
 	}
@@ -340,7 +347,7 @@ func Leftover(m []byte, from uint64) (records []byte, lost uint64, err error) {
 	ring := m[RingHeader : RingHeader+int(size)]
 	tail, writing := le.Uint64(m[RingTail:]), le.Uint64(m[RingWriting:])
 	if writing > tail {
-		lost++ // a record the end cut short
+		*cut = 1
 	}
 	if head := le.Uint64(m[RingHead:]); head > from {
 		from = head
