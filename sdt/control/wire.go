@@ -57,9 +57,10 @@ func (w *batcher) send(cc *conn, r *ctlproto.Response) error {
 		return cc.send(r)
 	}
 	err := cc.sendShared(r, w.share())
-	if err == nil && r.Shared > 0 {
-		w.passed = n
-	}
+	// passed, or not passable: either way not tried again (a buffer not passed, the
+	// ones after it are not either, so that sdtctl's count of them stays true)
+	w.passed = n
+	w.shared = r.Shared > 0
 	return err
 }
 
