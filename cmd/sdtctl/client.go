@@ -27,6 +27,9 @@ type client struct {
 	// sigs go with its list, enable, trace and stat requests: the signatures of the
 	// functions they place run-time probes on, read from its executable (runtimecost.go)
 	sigs []ctlproto.FuncSig
+	// fds the process passed (SCM_RIGHTS), in order, until taken (rings)
+	fds     []int
+	started *ctlproto.Response // the stream's start (stream)
 }
 
 // dial connects to pid (in our PID namespace) and does the handshake, mapping
@@ -126,7 +129,21 @@ func waitYoung(p *proc) {
 	}
 }
 
-func (cl *client) close() { cl.c.Close() }
+func (cl *client) close() {
+	cl.c.Close()
+	for _, fd := range cl.fds {
+		closeFd(fd)
+	}
+	cl.fds = nil
+}
+
+// takeFds takes n of the descriptors passed, oldest first; fewer if fewer came.
+func (cl *client) takeFds(n int) []int {
+	n = min(n, len(cl.fds))
+	fds := cl.fds[:n:n]
+	cl.fds = cl.fds[n:]
+	return fds
+}
 
 func (cl *client) send(q *ctlproto.Request) error {
 	if len(cl.sigs) > 0 && q.Op != ctlproto.OpHello && q.Op != ctlproto.OpStop && q.Op != ctlproto.OpDisable {
@@ -142,7 +159,7 @@ func (cl *client) send(q *ctlproto.Request) error {
 
 // recv reads one reply; an error reply becomes an error with its exit code.
 func (cl *client) recv() (*ctlproto.Response, error) {
-	b, err := ctlproto.ReadFrameInto(cl.c, cl.rbuf)
+	b, err := ctlproto.ReadFrameInto(cl.reader(), cl.rbuf)
 	if err != nil {
 		return nil, cl.connErr(err)
 	}

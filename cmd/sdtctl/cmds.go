@@ -343,6 +343,7 @@ func stream(cl *client, q *ctlproto.Request, stop <-chan struct{}, each func(*ct
 	if r.Kind != ctlproto.KindStarted {
 		return nil, fail(exitError, "pid %d: unexpected %s reply", cl.pid, r.Kind)
 	}
+	cl.started = r
 	ended := make(chan struct{})
 	defer close(ended)
 	go func() {

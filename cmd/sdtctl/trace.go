@@ -87,6 +87,7 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 				}
 				mu.Lock()
 				defer mu.Unlock()
+				t.share(r)
 				t.drops = r.Drops
 				if t.bad != nil {
 					return
@@ -111,6 +112,13 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 				// lines per write, and an interactive trace still shows each event promptly
 				out.Flush()
 			})
+			if t.end == nil && exitCode(t.err) == exitExited {
+				mu.Lock()
+				defer mu.Unlock()
+				t.share(nil)
+				t.leftover(func() bool { return *count == 0 || total < *count }, func() { total++ })
+				out.Flush()
+			}
 		}()
 	}
 	wg.Wait()
@@ -150,6 +158,38 @@ type traceRun struct {
 	end   *ctlproto.Response
 	err   error // the stream's
 	bad   error // the events'
+	rs    rings // the process's buffers, shared
+}
+
+// share takes the buffers the stream's start and r (an events frame) passed.
+func (t *traceRun) share(r *ctlproto.Response) {
+	if !t.rs.started && t.cl.started != nil {
+		t.rs.take(t.cl, t.cl.started)
+	}
+	if r != nil {
+		t.rs.take(t.cl, r)
+	}
+}
+
+// leftover prints what the exited process wrote into its buffers and did not send,
+// while more says, and takes the drops from the buffers: all they counted, the
+// records its end cut short, and the records that cannot be decoded.
+func (t *traceRun) leftover(more func() bool, took func()) {
+	if !t.rs.shared() || t.bad != nil {
+		return
+	}
+	if !t.er.Timed() && t.cl.started != nil {
+		t.er.Take(t.cl.started) // its clock
+	}
+	t.drops = t.rs.leftover(&t.er, func(rec ctlproto.Record, ds *ctlproto.Desc, l *ctlproto.Layout) bool {
+		if !more() {
+			return false
+		}
+		t.p.print(rec, ds, l, t.er.Clock())
+		t.n++
+		took()
+		return true
+	})
 }
 
 // summary says what the trace received: "N events in S (R/s), D dropped", with the

@@ -43,8 +43,9 @@
 //	list     spec                           reply "list": Probes, as sdt.List
 //	enable   specs, persist                 reply "ok": N sites switched on, AlreadyOn
 //	disable  specs                          reply "ok": N sites switched off, Kept still held by others
-//	trace    spec, count, duration_ms,      reply "started" (buffers, bufsize), then "events"
-//	         bufsize                        batches, then "end"
+//	trace    spec, count, duration_ms,      reply "started" (buffers, bufsize, clock; on linux
+//	         bufsize                        shared: the buffers' descriptors), then "events"
+//	                                        batches (heads), then "end"
 //	stat     spec, by, value, hist,         reply "started", then "stat" snapshots, then "end"
 //	         lin_low, lin_high, lin_step,
 //	         clear, interval_ms, duration_ms

@@ -281,3 +281,110 @@ func AppendValue(b []byte, kind byte, r Record, l *Layout, i int) []byte {
 	}
 	return append(b, l.Str(r, i)...)
 }
+
+// A trace's buffers are memory the traced process shares with sdtctl (linux): each
+// is a RingHeader bytes header, then the ring of records. The header's words, all
+// little-endian u64, written by the process only:
+//
+//	0    "gosdtrg1"
+//	8    the ring's bytes (a power of two)
+//	64   tail: the end of the last record written (bytes written, from the start)
+//	72   writing: the end of the record being written; above tail while one is, so
+//	     that one cut short by the process's end is counted (dropped), never read
+//	80   drops: records dropped because the ring was full
+//	128  head: the end of the records the process has sent in frames
+//
+// A reader whose process has ended reads what lies between the last head it was sent
+// (Heads) and tail: the records are laid out as in a frame, with filler (PadRecord)
+// and drop counts (LostRecord) among them.
+const (
+	RingHeader  = 4096
+	RingMagic   = 0x3167727464736f67 // "gosdtrg1"
+	RingSize    = 8
+	RingTail    = 64
+	RingWriting = 72
+	RingDrops   = 80
+	RingHead    = 128
+)
+
+// A trace's description log (DescLog) is shared too: the descriptions of every probe
+// site the trace may record, written as the process arms its probes (before they can
+// fire), so that a reader can decode records the process never sent. Its words:
+//
+//	0    "gosdtdl1"
+//	8    bytes of frames written after DescLogStart: Responses of kind events with
+//	     Descs only (AppendFrame's framing)
+//	16   1 when some descriptions did not fit
+const (
+	DescLogMagic = 0x316c647464736f67 // "gosdtdl1"
+	DescLogLen   = 8
+	DescLogFull  = 16
+	DescLogStart = 64
+	DescLogSize  = 1 << 20
+)
+
+// Leftover is the records of a ring (header and ring, as mapped) written after from
+// (a byte count, as Heads): the records themselves, packed; marked, the drops the
+// ring's records count there (LostRecord: a part of the header's drops, which count
+// them all); cut, 1 when the end cut a record short (one was being written). A ring
+// that cannot be read to its end is an error, with what could be read before. Every
+// bound is checked: a ring is read as its process left it, and nothing in it is
+// trusted.
+func Leftover(m []byte, from uint64) (records []byte, marked, cut uint64, err error) {
+	records, marked, err = leftover(m, from, &cut)
+	return records, marked, cut, err
+}
+
+func leftover(m []byte, from uint64, cut *uint64) (records []byte, lost uint64, err error) {
+	if len(m) < RingHeader+MinRing {
+		return nil, 0, Errorf(CodeBadRequest, "ring of %d bytes", len(m))
+	}
+	le := binary.LittleEndian
+	size := le.Uint64(m[RingSize:])
+	if le.Uint64(m) != RingMagic || size == 0 || size&(size-1) != 0 || size > uint64(len(m)-RingHeader) {
+		return nil, 0, Errorf(CodeBadRequest, "not a trace ring")
+	}
+	ring := m[RingHeader : RingHeader+int(size)]
+	tail, writing := le.Uint64(m[RingTail:]), le.Uint64(m[RingWriting:])
+	if writing > tail {
+		*cut = 1
+	}
+	if head := le.Uint64(m[RingHead:]); head > from {
+		from = head
+	}
+	if tail < from {
+		return nil, lost, nil
+	}
+	if tail-from > size {
+		return nil, lost, Errorf(CodeBadRequest, "ring: %d bytes to read of %d", tail-from, size)
+	}
+	for pos := from; pos < tail; {
+		off := pos & (size - 1)
+		if off+8 > size || pos&7 != 0 {
+			return records, lost, Errorf(CodeBadRequest, "ring: misaligned record at %d", pos)
+		}
+		w := le.Uint64(ring[off:])
+		n := w & 0xffff
+		if n < 8 || n&7 != 0 || off+n > size || pos+n > tail {
+			return records, lost, Errorf(CodeBadRequest, "ring: bad record of %d bytes at %d", n, pos)
+		}
+		switch w >> 16 & 0xff {
+		case PadRecord:
+		case LostRecord:
+			if n != 16 {
+				return records, lost, Errorf(CodeBadRequest, "ring: bad drop count at %d", pos)
+			}
+			lost += le.Uint64(ring[off+8:])
+		default:
+			if _, _, err := Split(ring[off : off+n]); err != nil {
+				return records, lost, err
+			}
+			records = append(records, ring[off:off+n]...)
+		}
+		pos += n
+	}
+	return records, lost, nil
+}
+
+// MinRing is the smallest ring.
+const MinRing = 4 << 10

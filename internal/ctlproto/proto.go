@@ -175,6 +175,15 @@ type Response struct {
 	BufferDrops []uint64
 	Delivered   uint64
 	Filtered    uint64 // end of a trace: fires its predicate (Where) rejected
+
+	// Shared (started, events; linux): the descriptors this frame carries
+	// (SCM_RIGHTS), read-only: with started, the trace's description log (DescLog)
+	// and then its first buffers; with events, the buffers added since. A reader maps
+	// them to read what the process wrote after the last frame it sent, once it has
+	// exited (RingHeader). Heads (events): per buffer, where the records this frame
+	// and those before it carried end, in the buffer's byte count.
+	Shared int
+	Heads  []uint64
 }
 
 // Response field tags.
@@ -205,6 +214,8 @@ const (
 	trMore
 	trGoVersion
 	trLayouts
+	trShared
+	trHeads
 )
 
 // Probe is one logical probe, as sdt.List describes it.
@@ -575,6 +586,14 @@ func (r *Response) appendTo(b []byte) ([]byte, error) {
 	e.bool(trMore, r.More)
 	e.str(trGoVersion, r.GoVersion)
 	e.str(trLayouts, r.Layouts)
+	e.uint(trShared, uint64(r.Shared))
+	if len(r.Heads) > 0 {
+		var b []byte
+		for _, n := range r.Heads {
+			b = binary.AppendUvarint(b, n)
+		}
+		e.bytes(trHeads, b)
+	}
 	return e.b, nil
 }
 
@@ -646,6 +665,14 @@ func DecodeResponse(b []byte) (*Response, error) {
 			r.Filtered = d.uint()
 		case trMore:
 			r.More = d.bool()
+		case trShared:
+			r.Shared = d.small()
+		case trHeads:
+			d.msg(func(h *dec) {
+				for len(h.b) > 0 && h.err == nil {
+					r.Heads = append(r.Heads, h.uvarint())
+				}
+			})
 		case trFrame:
 			r.Frames = append(r.Frames, Frame{})
 			d.msg(r.Frames[len(r.Frames)-1].decode)

@@ -57,6 +57,14 @@ func (er *EventReader) Frame(pc uint64) *Frame {
 	return f
 }
 
+// Described reports whether a Desc describes rec.
+func (er *EventReader) Described(rec Record) bool {
+	return er.descs[DescKey{rec.Probe(), rec.Site()}] != nil
+}
+
+// Timed reports whether a clock has been told.
+func (er *EventReader) Timed() bool { return er.timed }
+
 // Clock is the stream's latest clock.
 func (er *EventReader) Clock() *Clock { return &er.clock }
 

@@ -71,6 +71,50 @@ func (cc *conn) send(r *ctlproto.Response) error {
 	return cc.writeLocked(b)
 }
 
+// fdSender is a connection that can pass descriptors (socketConn, linux).
+type fdSender interface {
+	sendFds(b []byte, fds []int) error
+}
+
+// sendShared sends r with read-only descriptors of fds attached (r.Shared says how
+// many): a trace's shared buffers. Where they cannot be passed, r goes without.
+func (cc *conn) sendShared(r *ctlproto.Response, fds []int) error {
+	fs, ok := cc.c.(fdSender)
+	var ro []int
+	for _, fd := range fds {
+		if !ok {
+			break
+		}
+		r := readOnlyFd(fd)
+		if r < 0 {
+			ok = false
+			break
+		}
+		ro = append(ro, r)
+	}
+	defer func() {
+		for _, fd := range ro {
+			closeFd(fd)
+		}
+	}()
+	if !ok || len(ro) == 0 {
+		r.Shared = 0
+		return cc.send(r)
+	}
+	r.Shared = len(ro)
+	cc.wmu.Lock()
+	defer cc.wmu.Unlock()
+	b, err := ctlproto.AppendFrame(cc.wbuf[:0], r)
+	if err != nil {
+		return err
+	}
+	cc.wbuf = b
+	if d, ok := cc.c.(writeTimer); ok {
+		d.setWriteTimeout(10 * time.Second)
+	}
+	return fs.sendFds(b, ro)
+}
+
 // writeLocked writes a frame; wmu held.
 func (cc *conn) writeLocked(b []byte) error {
 	if d, ok := cc.c.(writeTimer); ok {

@@ -45,6 +45,20 @@ var follow struct {
 	taken  chan struct{} // closed when sdtctl has taken it (or it was closed)
 	settle func() error  // the spec matched as any trace's, once the command's packages have defined its probes
 	timer  *time.Timer
+	// adopted is taken, left open by adopt until the stream that took the consumer
+	// has told sdtctl it started (releaseAdopted)
+	adopted chan struct{}
+}
+
+// releaseAdopted lets sdt's init go on (waitAdopted), once the stream that took the
+// consumer opened at start has sent its start, or ended.
+func releaseAdopted() {
+	follow.Lock()
+	defer follow.Unlock()
+	if follow.adopted != nil {
+		close(follow.adopted)
+		follow.adopted = nil
+	}
 }
 
 // startFollow opens the consumer SDT_FOLLOW asks for; true when it did (the caller
@@ -144,12 +158,20 @@ func adopt(q *ctlproto.Request) (*Trace, *Aggregation, error) {
 	tr, ag := follow.tr, follow.ag
 	follow.tr, follow.ag = nil, nil
 	follow.timer.Stop()
-	defer close(follow.taken)
+	if q == nil {
+		defer close(follow.taken)
+	} else {
+		// sdt's init goes on once the stream has started (releaseAdopted): sdtctl
+		// has the trace's buffers before the command can fire into them
+		follow.adopted = follow.taken
+	}
 	if q != nil {
 		// Taken during sdt's init (waitAdopted), nothing is defined yet: it goes on
 		// taking definitions as they come (sdt's follow.go).
 		if err := follow.settle(); err != nil && !(errors.Is(err, bridge.ErrNoMatch) && follow.early) {
 			closeFollowed(tr, ag)
+			close(follow.adopted)
+			follow.adopted = nil
 			return nil, nil, err
 		}
 	}
@@ -216,7 +238,7 @@ func nibble(c byte) (byte, bool) {
 
 // traceOptions are the options of a trace request.
 func traceOptions(q *ctlproto.Request) TraceOptions {
-	return TraceOptions{BufSize: q.BufSize, Stack: q.Stack, Where: q.Where}
+	return TraceOptions{BufSize: q.BufSize, Stack: q.Stack, Where: q.Where, shared: true}
 }
 
 // aggOptions are the options of a stat request.

@@ -18,18 +18,56 @@ import (
 //   - it is unmapped when the trace ends (once no fire can still be writing it:
 //     quiesce), which gives the memory back at once, not at some later collection.
 
-// allocBuf maps size bytes for a trace buffer. (unix.MmapPtr, not unix.Mmap, whose
-// table of mappings would link a map's deletion code into every program.)
-func allocBuf(size int) ([]byte, error) {
-	p, err := unix.MmapPtr(-1, 0, nil, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		return nil, os.NewSyscallError("mmap", err)
+//   - a buffer sdtctl reads (shared) is a memfd mapped MAP_SHARED: sdtctl is given a
+//     read-only descriptor of it (sharedFd), so that what the process wrote before it
+//     ended, however it ended, is read after; sdtctl cannot write it.
+
+// allocBuf maps size bytes for a trace buffer; shared: of a memfd, whose descriptor
+// it returns (else -1). (unix.MmapPtr, not unix.Mmap, whose table of mappings would
+// link a map's deletion code into every program.)
+func allocBuf(size int, shared bool) ([]byte, int, error) {
+	fd, flags := -1, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS
+	if shared {
+		var err error
+		if fd, err = unix.MemfdCreate("gosdt-trace", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING); err != nil {
+			return nil, -1, os.NewSyscallError("memfd_create", err)
+		}
+		if err := unix.Ftruncate(fd, int64(size)); err != nil {
+			unix.Close(fd)
+			return nil, -1, os.NewSyscallError("ftruncate", err)
+		}
+		// its size is fixed: nobody can make the mapping's pages vanish (SIGBUS)
+		unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL)
+		flags = unix.MAP_SHARED
 	}
-	return bytesAt(p, size), nil
+	p, err := unix.MmapPtr(fd, 0, nil, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, flags)
+	if err != nil {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return nil, -1, os.NewSyscallError("mmap", err)
+	}
+	return bytesAt(p, size), fd, nil
 }
 
-// freeBuf unmaps what allocBuf mapped. Nothing may use b after.
-func freeBuf(b []byte) { unix.MunmapPtr(bufPtr(b), uintptr(len(b))) }
+// freeBuf unmaps what allocBuf mapped, and closes its descriptor. Nothing may use b
+// after.
+func freeBuf(b []byte, fd int) {
+	unix.MunmapPtr(bufPtr(b), uintptr(len(b)))
+	if fd >= 0 {
+		unix.Close(fd)
+	}
+}
+
+// readOnlyFd is a descriptor of fd's memfd that can only read it (opened anew
+// through /proc), for sdtctl; -1 where that cannot be made.
+func readOnlyFd(fd int) int {
+	r, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return r
+}
 
 // buffersUnmapped: freeBuf gives the memory back at once, so a buffer must not be
 // freed while a fire may still write it.
@@ -103,3 +141,5 @@ func firstNumber(path string) (uint64, bool) {
 	n, err := strconv.ParseUint(string(b[:i]), 10, 64)
 	return n, err == nil
 }
+
+func closeFd(fd int) { unix.Close(fd) }

@@ -27,30 +27,47 @@ import (
 // its last event as drops.
 type pbuf struct {
 	_      [64]byte
-	tail   atomic.Uint64 // end of the last record written (written by the P's writers)
-	seen   uint64        // the writers' last read of head, reread only when full
-	drops  uint64        // records lost because the ring was full (the P's writers)
-	marked uint64        // drops written into the ring (the P's writers)
+	tail   *atomic.Uint64 // end of the last record written (the P's writers), in the header
+	seen   uint64         // the writers' last read of head, reread only when full
+	drops  uint64         // records lost because the ring was full (the P's writers)
+	marked uint64         // drops written into the ring (the P's writers)
 	// fires the trace's predicate rejected (the P's writers)
 	filtered uint64
-	_        [24]byte
-	head     atomic.Uint64 // start of the first record not yet read (the reader)
-	met      uint64        // drops the reader has met in the ring
-	_        [48]byte
+	writing  *uint64        // the header's writing word (the P's writers)
+	hdrDrops *uint64        // the header's drops word (the P's writers)
+	head     *atomic.Uint64 // start of the first record not yet read (the reader), in the header
+	met      uint64         // drops the reader has met in the ring
+	_        [16]byte
 	b        []byte // len a power of two, 8-aligned (allocBuf); nil once freed
 	mask     uint64
+	mem      []byte // the mapping: the header (ctlproto.RingHeader) and b
+	fd       int    // the shared memory's descriptor (linux, shared); -1: none
+	next     uint64 // the stream's: head once the batch read is sent (scan, commit)
 }
+
+// The header's words (ctlproto's RingHeader) are the ring's state, not the pbuf's,
+// so that what the writers published outlives the process: a reader that shares
+// the mapping reads it after an exit, a panic or SIGKILL.
 
 // lostSize is the bytes of a LostRecord.
 const lostSize = 16
 
-// newPbuf makes a ring of size bytes, a power of two of at least MinBufSize.
-func newPbuf(size int) (*pbuf, error) {
-	mem, err := allocBuf(size)
+// newPbuf makes a ring of size bytes, a power of two of at least MinBufSize; shared:
+// memory another process may map (allocBuf).
+func newPbuf(size int, shared bool) (*pbuf, error) {
+	mem, fd, err := allocBuf(ctlproto.RingHeader+size, shared)
 	if err != nil {
 		return nil, err
 	}
-	return &pbuf{mask: uint64(size - 1), b: mem}, nil
+	b := &pbuf{mask: uint64(size - 1), b: mem[ctlproto.RingHeader:], mem: mem, fd: fd}
+	le := binary.LittleEndian
+	le.PutUint64(mem, ctlproto.RingMagic)
+	le.PutUint64(mem[ctlproto.RingSize:], uint64(size))
+	b.tail = atomicAt(mem, ctlproto.RingTail)
+	b.writing = wordAt(mem, ctlproto.RingWriting)
+	b.hdrDrops = wordAt(mem, ctlproto.RingDrops)
+	b.head = atomicAt(mem, ctlproto.RingHead)
+	return b, nil
 }
 
 // free gives the ring's memory back. Nothing may write or read it after: no fire
@@ -61,8 +78,11 @@ func newPbuf(size int) (*pbuf, error) {
 //go:norace
 func (b *pbuf) free() {
 	if b.b != nil {
-		freeBuf(b.b)
-		b.b = nil
+		freeBuf(b.mem, b.fd)
+		b.b, b.mem, b.fd = nil, nil, -1
+		// the counters stay readable, the header's words are gone with it
+		b.tail, b.head = new(atomic.Uint64), new(atomic.Uint64)
+		b.writing, b.hdrDrops = new(uint64), new(uint64)
 	}
 }
 
@@ -75,6 +95,7 @@ func (b *pbuf) free() {
 func (b *pbuf) reserve(need uint64) (off, end uint64, ok bool) {
 	tail := b.tail.Load()
 	if b.fits(tail, need) {
+		*b.writing = tail + need
 		return tail & b.mask, tail + need, true
 	}
 	return b.reserveSlow(tail, need)
@@ -108,6 +129,7 @@ func (b *pbuf) reserveSlow(tail, need uint64) (off, end uint64, ok bool) {
 		b.seen = b.head.Load()
 		if tail+pad+lost+need-b.seen > size {
 			b.drops++
+			*b.hdrDrops = b.drops
 			return 0, 0, false
 		}
 	}
@@ -121,6 +143,7 @@ func (b *pbuf) reserveSlow(tail, need uint64) (off, end uint64, ok bool) {
 		b.marked = b.drops
 		pos += lostSize
 	}
+	*b.writing = tail + pad + lost + need
 	return pos, tail + pad + lost + need, true
 }
 
@@ -137,7 +160,19 @@ func (b *pbuf) dropped() uint64 { return atomic.LoadUint64(&b.drops) }
 // returns false (that record stays unread), then frees what it read. One reader at
 // a time; f must copy what it keeps.
 func (b *pbuf) read(f func(rec ctlproto.Record) bool) {
-	head, tail := b.head.Load(), b.tail.Load()
+	b.next = b.head.Load()
+	b.scan(f)
+	b.commit()
+}
+
+// commit frees what scan read: a stream's, once the frame that carries it is sent,
+// so that what is in the ring and not yet in the socket outlives the process.
+func (b *pbuf) commit() { b.head.Store(b.next) }
+
+// scan is read without freeing: from next (what the last scan read), which it
+// advances. Freed by commit.
+func (b *pbuf) scan(f func(rec ctlproto.Record) bool) {
+	head, tail := b.next, b.tail.Load()
 	for head < tail {
 		pos := head & b.mask
 		w := binary.LittleEndian.Uint64(b.b[pos:])
@@ -156,7 +191,7 @@ func (b *pbuf) read(f func(rec ctlproto.Record) bool) {
 		}
 		head += n
 	}
-	b.head.Store(head)
+	b.next = head
 }
 
 // empty reports whether everything written has been read.

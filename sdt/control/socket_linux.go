@@ -344,3 +344,36 @@ func private(dir string) bool {
 	return unix.Lstat(dir, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR &&
 		int(st.Uid) == os.Getuid() && st.Mode&0o077 == 0
 }
+
+// sendFds writes b with fds attached (SCM_RIGHTS), at most 64 to a message (a
+// reader's room for them), each message one byte of b but the last.
+func (s socketConn) sendFds(b []byte, fds []int) error {
+	rc, err := s.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	for len(fds) > 0 {
+		k := min(len(fds), 64)
+		part := b
+		if k < len(fds) {
+			part = b[:1]
+		}
+		var n int
+		var serr error
+		werr := rc.Write(func(fd uintptr) bool {
+			n, serr = unix.SendmsgN(int(fd), part, unix.UnixRights(fds[:k]...), nil, unix.MSG_NOSIGNAL)
+			return serr != unix.EAGAIN
+		})
+		if werr != nil {
+			return werr
+		}
+		if serr != nil {
+			return serr
+		}
+		fds, b = fds[k:], b[n:]
+	}
+	if len(b) > 0 {
+		_, err = s.f.Write(b)
+	}
+	return err
+}

@@ -82,16 +82,24 @@ func (cc *conn) traceStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) 
 		}
 	}
 	defer tr.Close()
-	started := &ctlproto.Response{Kind: ctlproto.KindStarted, Buffers: len(tr.s.buffers()), BufSize: tr.s.size}
-	if err := cc.send(started); err != nil {
+	defer releaseAdopted()
+	clock := nowClock()
+	started := &ctlproto.Response{Kind: ctlproto.KindStarted, Buffers: len(tr.s.buffers()), BufSize: tr.s.size, Clock: &clock}
+	w := newBatcher(tr)
+	if err := cc.sendShared(started, w.share()); err != nil {
 		return nil, true, nil
 	}
+	// sdtctl has the buffers: a command that waits for it (waitAdopted) may run, and
+	// end, at once
+	if w.shared = started.Shared > 0; w.shared {
+		w.passed = started.Shared - 1
+	}
+	releaseAdopted()
 	ends := newStreamEnd(q)
 	defer ends.stop()
 	poll := alarm.After(time.Hour)
 	defer poll.Stop()
 
-	w := newBatcher(tr)
 	sent := 0
 	// endNow is the end: at the count, the drops that came before the events read
 	// (per buffer: drops after a buffer's last event read came after the count's
@@ -115,11 +123,13 @@ func (cc *conn) traceStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) 
 		}
 		batch, n := w.next(limit)
 		if batch == nil {
+			w.commit()
 			return 0, false, nil
 		}
-		if err := cc.send(batch); err != nil {
+		if err := w.send(cc, batch); err != nil {
 			return 0, false, err
 		}
+		w.commit() // in the socket: it outlives the process
 		sent += n
 		return n, q.Count > 0 && sent >= q.Count, nil
 	}
@@ -182,9 +192,11 @@ func (cc *conn) statStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) (
 		}
 	}
 	defer ag.Close()
+	defer releaseAdopted()
 	if err := cc.send(&ctlproto.Response{Kind: ctlproto.KindStarted}); err != nil {
 		return nil, true, nil
 	}
+	releaseAdopted()
 	ends := newStreamEnd(q)
 	defer ends.stop()
 	iv := time.Second

@@ -48,6 +48,10 @@ type TraceOptions struct {
 	// matched: a fire it rejects writes nothing and is counted filtered. A probe
 	// without an argument it names is left out (an error when every probe is). "": all.
 	Where string
+
+	// shared: buffers another process may map (a stream's, for sdtctl: memfds on
+	// linux), with a log of the probes' descriptions beside them (descLog).
+	shared bool
 }
 
 // Buffer sizes of a trace, per P. The default is DTrace's: on a 2-core VM it carries
@@ -96,6 +100,8 @@ type traceSink struct {
 	lost   atomic.Uint64 // fires on a P that had no buffer yet
 	goidAt uintptr       // offset of the goroutine id in the runtime's g; 0: unknown
 	grown  int64         // nanotime when grow last looked at GOMAXPROCS (the reader's)
+	shared bool
+	log    *descLog // shared: the descriptions of what the buffers may hold
 
 	// The reader's (or, once closed, the one that frees the buffers):
 	reserved uint64 // bytes of the budget the buffers hold
@@ -181,7 +187,7 @@ func newTraceSink(o TraceOptions) (*traceSink, error) {
 	}
 	bufs := make([]*pbuf, procs)
 	for i := range bufs {
-		b, err := newPbuf(size)
+		b, err := newPbuf(size, o.shared)
 		if err != nil {
 			for _, b := range bufs[:i] {
 				b.free()
@@ -191,7 +197,10 @@ func newTraceSink(o TraceOptions) (*traceSink, error) {
 		}
 		bufs[i] = b
 	}
-	s := &traceSink{size: size, stack: o.Stack, goidAt: goid.Offset(), reserved: need, grown: rt.Nanotime()}
+	s := &traceSink{size: size, stack: o.Stack, goidAt: goid.Offset(), reserved: need, grown: rt.Nanotime(), shared: o.shared}
+	if o.shared {
+		s.log = newDescLog() // nil where it cannot be made: the buffers are not shared then
+	}
 	s.bufs.Store(&bufs)
 	return s, nil
 }
@@ -213,6 +222,7 @@ func (s *traceSink) free() {
 	for _, b := range s.buffers() {
 		b.free()
 	}
+	s.log.free()
 	giveBudget(s.reserved)
 	s.reserved = 0
 }
@@ -268,6 +278,7 @@ func (s *traceSink) Fire(f *bridge.Firing) {
 				return
 			}
 		}
+		*b.writing = end // what the end cuts short is counted, not read (ctlproto.RingWriting)
 		writeWords(b.b[off:off+need], f, ticks, s.goidOf(f, g))
 		publish(tailWord(b), end)
 		return
@@ -459,7 +470,7 @@ func (s *traceSink) grow() {
 	}
 	bufs := append(make([]*pbuf, 0, procs), old...)
 	for ; n > 0; n -= uint64(s.size) {
-		b, err := newPbuf(s.size)
+		b, err := newPbuf(s.size, s.shared)
 		if err != nil {
 			break
 		}
@@ -564,6 +575,7 @@ func (s *traceSink) arm(where string, probes []*bridge.Probe) error {
 			}
 		}
 	}
+	s.log.describe(probes, states) // before any of them fires: published first
 	s.probes.Store(&states)
 	s.armed = true
 	return nil

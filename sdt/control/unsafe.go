@@ -2,6 +2,7 @@ package control
 
 import (
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
@@ -28,7 +29,13 @@ func bytesAt(p unsafe.Pointer, size int) []byte { return unsafe.Slice((*byte)(p)
 func bufPtr(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }
 
 // tailWord is b's tail as a plain word, for publish.
-func tailWord(b *pbuf) *uint64 { return (*uint64)(unsafe.Pointer(&b.tail)) }
+func tailWord(b *pbuf) *uint64 { return (*uint64)(unsafe.Pointer(b.tail)) }
+
+// wordAt is the 8-aligned word at mem[off:], a buffer's header (pbuf).
+func wordAt(mem []byte, off int) *uint64 { return (*uint64)(unsafe.Pointer(&mem[off])) }
+
+// atomicAt is wordAt as an atomic word.
+func atomicAt(mem []byte, off int) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&mem[off])) }
 
 // putString copies s into b[off:] (which has room), eight bytes at a time, with no
 // call: writeRecord's copy, hidden from the race detector as the rest of the record

@@ -25,6 +25,50 @@ type batcher struct {
 	framed map[uint64]bool  // return addresses named (Frames) so far
 	r      ctlproto.Response
 	full   bool // the last batch stopped at maxBatchBytes: more may be waiting
+	shared bool // the client maps the buffers: each new one is passed to it
+	passed int  // buffers passed so far
+}
+
+// share is the descriptors of the buffers (after the description log) not passed
+// yet; none unless every buffer so far and the log are shared memory.
+func (w *batcher) share() []int {
+	s := w.t.s
+	bufs := s.buffers()
+	var fds []int
+	if w.passed == 0 {
+		if s.log == nil {
+			return nil
+		}
+		fds = append(fds, s.log.fd)
+	}
+	for _, b := range bufs[w.passed:] {
+		if b.fd < 0 {
+			return nil
+		}
+		fds = append(fds, b.fd)
+	}
+	return fds
+}
+
+// send sends a batch, with the buffers added since the last passed along.
+func (w *batcher) send(cc *conn, r *ctlproto.Response) error {
+	n := len(w.t.s.buffers())
+	if !w.shared || n == w.passed {
+		return cc.send(r)
+	}
+	err := cc.sendShared(r, w.share())
+	// passed, or not passable: either way not tried again (a buffer not passed, the
+	// ones after it are not either, so that sdtctl's count of them stays true)
+	w.passed = n
+	w.shared = r.Shared > 0
+	return err
+}
+
+// commit frees what the last batch read: once it is sent.
+func (w *batcher) commit() {
+	for _, b := range w.t.s.buffers() {
+		b.commit()
+	}
 }
 
 func newBatcher(t *Trace) *batcher {
@@ -41,7 +85,7 @@ func (w *batcher) next(limit int) (*ctlproto.Response, int) {
 	w.t.s.grow()
 	bufs := w.t.s.buffers()
 	for k := range bufs {
-		bufs[(w.t.next+k)%len(bufs)].read(func(rec ctlproto.Record) bool {
+		bufs[(w.t.next+k)%len(bufs)].scan(func(rec ctlproto.Record) bool {
 			if n >= limit || len(r.Records)+len(rec) > maxBatchBytes {
 				w.full = w.full || n < limit
 				return false
@@ -63,8 +107,11 @@ func (w *batcher) next(limit int) (*ctlproto.Response, int) {
 		})
 	}
 	w.t.next++
-	if n == 0 {
+	if n == 0 && !(w.shared && len(bufs) > w.passed) {
 		return nil, 0
+	}
+	for _, b := range bufs {
+		r.Heads = append(r.Heads, b.next)
 	}
 	clock := nowClock()
 	r.Clock = &clock

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"github.com/gosdt/gosdt/internal/ctlproto"
+)
+
+// rings are a traced process's buffers, mapped read-only (linux: the process passes
+// them with its stream's start, ctlproto.Response.Shared): once the process has
+// ended, what it wrote and did not send is read from them.
+type rings struct {
+	started bool
+	log     []byte   // the description log; nil: nothing shared
+	bufs    [][]byte // by buffer; nil where one was not passed
+	heads   []uint64 // by buffer: where what the frames carried ends
+}
+
+// take maps the descriptors r (the start, then each events frame) passed, and
+// learns how far its records go.
+func (rs *rings) take(cl *client, r *ctlproto.Response) {
+	fds := cl.takeFds(r.Shared)
+	for i, fd := range fds {
+		m := mapShared(fd)
+		closeFd(fd)
+		if !rs.started && i == 0 {
+			rs.log = m
+			continue
+		}
+		rs.bufs = append(rs.bufs, m)
+	}
+	rs.started = true
+	for i, h := range r.Heads {
+		for len(rs.heads) <= i {
+			rs.heads = append(rs.heads, 0)
+		}
+		rs.heads[i] = max(rs.heads[i], h)
+	}
+}
+
+// shared reports whether the process shared its buffers.
+func (rs *rings) shared() bool { return rs.log != nil }
+
+// describe teaches er every description the process logged, and says each probe's
+// own (site 0) in probes.
+func (rs *rings) describe(er *ctlproto.EventReader, probes map[uint32]ctlproto.Desc) (full bool) {
+	le := binary.LittleEndian
+	m := rs.log
+	if len(m) < ctlproto.DescLogStart || le.Uint64(m) != ctlproto.DescLogMagic {
+		return false
+	}
+	n := le.Uint64(m[ctlproto.DescLogLen:])
+	if n > uint64(len(m)-ctlproto.DescLogStart) {
+		return true
+	}
+	b := bytes.NewReader(m[ctlproto.DescLogStart : ctlproto.DescLogStart+int(n)])
+	for b.Len() > 0 {
+		f, err := ctlproto.ReadFrame(b)
+		if err != nil {
+			return true
+		}
+		r, err := ctlproto.DecodeResponse(f)
+		if err != nil {
+			return true
+		}
+		// only descriptions this stream has not told: it told them with the kinds
+		// its fires taught
+		for _, ds := range r.Descs {
+			if ds.Site == 0 {
+				probes[ds.ID] = ds
+			}
+			if !er.Described(ctlproto.Record(descProbe(ds))) {
+				er.Take(&ctlproto.Response{Descs: []ctlproto.Desc{ds}})
+			}
+		}
+	}
+	return le.Uint64(m[ctlproto.DescLogFull:]) != 0
+}
+
+// descProbe is the head of a record of ds's probe and site, for a lookup.
+func descProbe(ds ctlproto.Desc) []byte {
+	b := make([]byte, ctlproto.RecordHead)
+	binary.LittleEndian.PutUint64(b, uint64(ctlproto.RecordHead)|uint64(ds.ID)<<32)
+	binary.LittleEndian.PutUint64(b[8:], ds.Site)
+	return b
+}
+
+// leftover calls f with each record the process wrote and did not send, buffer by
+// buffer, until f returns false; lost is what the rings say was dropped in all (full
+// rings, records cut short by the end) and the records that could not be decoded.
+func (rs *rings) leftover(er *ctlproto.EventReader, f func(rec ctlproto.Record, ds *ctlproto.Desc, l *ctlproto.Layout) bool) (lost uint64) {
+	probes := map[uint32]ctlproto.Desc{}
+	rs.describe(er, probes)
+	more := true
+	for i, m := range rs.bufs {
+		if m == nil {
+			continue
+		}
+		lost += binary.LittleEndian.Uint64(m[ctlproto.RingDrops:])
+		from := uint64(0)
+		if i < len(rs.heads) {
+			from = rs.heads[i]
+		}
+		recs, _, cut, err := ctlproto.Leftover(m, from)
+		lost += cut
+		if err != nil {
+			lost++ // what follows a record that cannot be read cannot be either
+		}
+		for b := recs; len(b) > 0 && more; {
+			rec, rest, err := ctlproto.Split(b)
+			if err != nil {
+				break
+			}
+			b = rest
+			if !er.Described(rec) {
+				// a site bound after its probe was logged: named as the probe
+				// (as the stream names a site it does not know)
+				ds, ok := probes[rec.Probe()]
+				if !ok {
+					lost++
+					continue
+				}
+				ds.Site = rec.Site()
+				er.Take(&ctlproto.Response{Descs: []ctlproto.Desc{ds}})
+			}
+			err = er.Each(rec, func(rec ctlproto.Record, ds *ctlproto.Desc, l *ctlproto.Layout) bool {
+				more = f(rec, ds, l)
+				return more
+			})
+			if err != nil {
+				lost++
+				continue
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	return lost
+}
