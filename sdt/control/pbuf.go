@@ -26,13 +26,15 @@ import (
 // has read (met): a trace that stops at its count does not count the fires after
 // its last event as drops.
 type pbuf struct {
-	_      [64]byte
-	tail   *atomic.Uint64 // end of the last record written (the P's writers), in the header
-	seen   uint64         // the writers' last read of head, reread only when full
-	drops  uint64         // records lost because the ring was full (the P's writers)
-	marked uint64         // drops written into the ring (the P's writers)
+	_ [64]byte
+	// The writers' words first: 64-bit words read atomically must be 8-aligned, which
+	// on 32-bit platforms only their place in the struct gives them.
+	seen   uint64 // the writers' last read of head, reread only when full
+	drops  uint64 // records lost because the ring was full (the P's writers)
+	marked uint64 // drops written into the ring (the P's writers)
 	// fires the trace's predicate rejected (the P's writers)
 	filtered uint64
+	tail     *atomic.Uint64 // end of the last record written (the P's writers), in the header
 	writing  *uint64        // the header's writing word (the P's writers)
 	hdrDrops *uint64        // the header's drops word (the P's writers)
 	head     *atomic.Uint64 // start of the first record not yet read (the reader), in the header
