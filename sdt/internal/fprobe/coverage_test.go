@@ -19,8 +19,9 @@ import (
 // names) and counts how many of its functions (each one in the
 // function table, so not inlined away) outside the packages fprobe refuses take an
 // entry probe, and an entry and a return probe, and why the others do not. It is the
-// coverage figure of issues 22 and 33; it fails if fewer than half take an entry
-// probe, or fewer than 95% of those a return probe too.
+// coverage figure of issues 22 and 33; it fails if fewer than 78% take an entry
+// probe (the frameless leaves, refused, are most of the rest: fprobe's DESIGN.md),
+// or fewer than 95% of those a return probe too.
 func TestCoverage(t *testing.T) {
 	if host == nil {
 		t.Skip("no function probe stubs for " + runtime.GOARCH)
@@ -79,7 +80,7 @@ func TestCoverage(t *testing.T) {
 	for _, r := range rs {
 		t.Logf("  %6d  %s", why[r], r)
 	}
-	if 2*entries < n {
+	if float64(entries) < 0.78*float64(n) {
 		t.Errorf("only %d of %d functions take an entry probe", entries, n)
 	}
 	// Of the functions with a stack check, nearly all end in an epilogue the return
