@@ -1,10 +1,8 @@
 package sdt
 
 import (
-	"errors"
 	"fmt"
 
-	"github.com/gosdt/gosdt/internal/spec"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
 )
 
@@ -34,24 +32,3 @@ func (e *SpecError) Error() string {
 }
 
 func (e *SpecError) Is(target error) bool { return target == ErrMalformedSpec }
-
-// parseSpec parses a probe description, returning a *SpecError when it is malformed.
-func parseSpec(text string) (spec.Spec, error) {
-	sp, err := spec.Parse(text)
-	if err != nil {
-		var se *spec.Error
-		if errors.As(err, &se) {
-			return sp, &SpecError{Spec: se.Spec, Pos: se.Pos, Reason: se.Reason}
-		}
-		return sp, err
-	}
-	return sp, nil
-}
-
-// parseListSpec is parseSpec, where "" matches every probe.
-func parseListSpec(text string) (spec.Spec, error) {
-	if text == "" {
-		return spec.Spec{}, nil
-	}
-	return parseSpec(text)
-}

@@ -4,7 +4,7 @@ import (
 	"time"
 	"unsafe" // and go:linkname
 
-	"github.com/gosdt/gosdt/internal/fbt/tracedcopy"
+	"github.com/gosdt/gosdt/internal/tracedcopy"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
 	"github.com/gosdt/gosdt/sdt/internal/rt"
 )

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gosdt/gosdt/internal/spec"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
 	"github.com/gosdt/gosdt/sdt/internal/rt"
-	"github.com/gosdt/gosdt/sled"
 )
 
 // Arg is what a probe argument can be: integers, bools, floats and strings.
@@ -60,7 +60,7 @@ func define(provider, name string, args []string, types []argT) head {
 	var module string
 	if pc, _, _, ok := runtime.Caller(2); ok {
 		if f := runtime.FuncForPC(pc); f != nil {
-			module, _ = sled.SplitFunc(f.Name())
+			module, _ = spec.SplitFunc(f.Name())
 		}
 	}
 	return defineIn(provider, name, args, types, module, nil, "")

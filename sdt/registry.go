@@ -1,6 +1,7 @@
 package sdt
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -234,6 +235,27 @@ func (r *registry) setBy(o *owner, specText string, enable bool) (int, error) {
 		return n, err
 	}
 	return n, stillHeld(specText, keys)
+}
+
+// parseSpec parses a probe description, returning a *SpecError when it is malformed.
+func parseSpec(text string) (spec.Spec, error) {
+	sp, err := spec.Parse(text)
+	if err != nil {
+		var se *spec.Error
+		if errors.As(err, &se) {
+			return sp, &SpecError{Spec: se.Spec, Pos: se.Pos, Reason: se.Reason}
+		}
+		return sp, err
+	}
+	return sp, nil
+}
+
+// parseListSpec is parseSpec, where "" matches every probe.
+func parseListSpec(text string) (spec.Spec, error) {
+	if text == "" {
+		return spec.Spec{}, nil
+	}
+	return parseSpec(text)
 }
 
 // match returns the sites and the definitions (enabled as a whole) that sp (whose

@@ -13,13 +13,12 @@ import (
 
 	"github.com/gosdt/gosdt/arch"
 	"github.com/gosdt/gosdt/internal/ctlproto"
-	"github.com/gosdt/gosdt/internal/fbt/tracedcopy"
 	"github.com/gosdt/gosdt/internal/rawptr"
 	"github.com/gosdt/gosdt/internal/spec"
+	"github.com/gosdt/gosdt/internal/tracedcopy"
 	"github.com/gosdt/gosdt/sdt/internal/bridge"
 	"github.com/gosdt/gosdt/sdt/internal/fprobe"
 	"github.com/gosdt/gosdt/sdt/internal/rt"
-	"github.com/gosdt/gosdt/sled"
 )
 
 // Run-time function probes: fbt:<package>:<function>:entry|return on a function that
@@ -84,11 +83,11 @@ func (r *registry) runtimeCandidates(sp spec.Spec) ([]fprobe.Candidate, error) {
 	built := map[string]bool{}
 	for _, p := range r.probes {
 		if p.fn != nil {
-			built[sled.JoinFunc(p.fn.module, p.fn.function)] = true
+			built[spec.JoinFunc(p.fn.module, p.fn.function)] = true
 		}
 	}
 	return fprobe.Find(func(name string) bool {
-		module, fn := sled.SplitFunc(name)
+		module, fn := spec.SplitFunc(name)
 		if !spec.Match(sp.Module, module) || !spec.MatchFunc(sp.Function, fn) || built[name] {
 			return false
 		}
@@ -166,7 +165,7 @@ func (r *registry) runtimeFunc(c fprobe.Candidate) (*runtimeFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	module, function := sled.SplitFunc(c.Name)
+	module, function := spec.SplitFunc(c.Name)
 	rf := &runtimeFunc{f: f, module: module, function: function}
 	params, results := wordsOf(f)
 	l := &argLayout{params, results}
@@ -614,7 +613,7 @@ func (r *registry) runtimeToList(sp spec.Spec) ([]fprobe.Candidate, map[string]*
 func describeRuntime(sp spec.Spec, cands []fprobe.Candidate, sigs map[string]*ctlproto.FuncSig) []ProbeInfo {
 	var out []ProbeInfo
 	for _, c := range cands {
-		module, function := sled.SplitFunc(c.Name)
+		module, function := spec.SplitFunc(c.Name)
 		f, err := fprobe.Inspect(c)
 		var params, results []wordArg
 		if err == nil {
@@ -656,7 +655,7 @@ func inlinedOnly(sp spec.Spec, text string) error {
 	if !isLiteral(sp.Module) || !isLiteral(sp.Function) || !strings.Contains(sp.Function, ".") {
 		return nil
 	}
-	into := fprobe.InlinedInto(sled.JoinFunc(sp.Module, sp.Function))
+	into := fprobe.InlinedInto(spec.JoinFunc(sp.Module, sp.Function))
 	if len(into) == 0 {
 		return nil
 	}
@@ -666,7 +665,7 @@ func inlinedOnly(sp spec.Spec, text string) error {
 		into = into[:5]
 	}
 	return fmt.Errorf("%q: %w: %s was inlined into every caller (%s%s) and has no code of its own to probe at run time; a build with rules (sdtctl toolexec -rules) gives it fbt probes that see its inlined calls",
-		text, ErrNoMatch, sled.JoinFunc(sp.Module, sp.Function), strings.Join(into, ", "), more)
+		text, ErrNoMatch, spec.JoinFunc(sp.Module, sp.Function), strings.Join(into, ", "), more)
 }
 
 // signatures keeps what sdtctl read of functions' signatures for their run-time probes

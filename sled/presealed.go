@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/internal/spec"
 )
 
 // A sealed binary whose site table cannot be used (damaged, truncated, another
@@ -72,7 +73,7 @@ func sealedSites(a *arch.Arch, src Source) []Site {
 			if entry == 0 || end <= pc {
 				break
 			}
-			if mod, _ := SplitFunc(src.Syms.Name(entry)); !IsProbePackage(mod) {
+			if mod, _ := spec.SplitFunc(src.Syms.Name(entry)); !IsProbePackage(mod) {
 				sites = p.sealedIn(entry, end, pass, sites)
 			}
 			pc = end

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/internal/spec"
 )
 
 // candidate is one check found by the search, and what its proof found so far.
@@ -107,7 +108,7 @@ func (w *prover) site(c *candidate) Site {
 		s.Refusal = refused(Unproven, err.Error())
 		return s
 	}
-	if mod, _ := SplitFunc(w.src.Syms.Name(c.entry)); c.entry != 0 && IsProbePackage(mod) {
+	if mod, _ := spec.SplitFunc(w.src.Syms.Name(c.entry)); c.entry != 0 && IsProbePackage(mod) {
 		// No user code is ever inlined into the probe package's functions, so its
 		// outermost function being there means no frame of the inline tree is the user's.
 		s.Refusal = refused(InProbePackage, "check inside package "+probePackage+" itself (Probe body not inlined, as with -gcflags=-l): patching it would switch every probe of that shape")

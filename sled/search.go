@@ -199,7 +199,7 @@ func mayHoldSites(pkg string, mods []string) bool {
 }
 
 // packageOf returns the package path of a function's symbol name, by the rule of
-// SplitFunc, without allocating.
+// spec.SplitFunc, without allocating.
 func packageOf(sym []byte) []byte {
 	c := sym
 	if i := bytes.IndexByte(c, '['); i >= 0 {

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gosdt/gosdt/internal/fbt/tracedcopy"
 	"github.com/gosdt/gosdt/internal/functab"
+	"github.com/gosdt/gosdt/internal/tracedcopy"
 	"github.com/gosdt/gosdt/sled"
 	"github.com/gosdt/gosdt/sled/offline"
 )

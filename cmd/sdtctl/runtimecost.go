@@ -9,7 +9,6 @@ import (
 	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/internal/funcsig"
 	"github.com/gosdt/gosdt/internal/spec"
-	"github.com/gosdt/gosdt/sled"
 )
 
 // manyFuncs is how many functions a spec may place run-time probes on before sdtctl
@@ -64,7 +63,7 @@ func runtimeFuncs(ps []ctlproto.Probe) (names []string, points int) {
 			parts := strings.SplitN(p.Name, ":", 4)
 			if len(parts) == 4 && !seen[parts[1]+":"+parts[2]] {
 				seen[parts[1]+":"+parts[2]] = true
-				names = append(names, sled.JoinFunc(parts[1], parts[2]))
+				names = append(names, spec.JoinFunc(parts[1], parts[2]))
 			}
 			if s.State == "unpatched" {
 				points++
@@ -120,7 +119,7 @@ func followSigs(q *ctlproto.Request, path string) {
 		if elf.ST_TYPE(sym.Info) != elf.STT_FUNC || seen[sym.Name] {
 			continue
 		}
-		mod, fn := sled.SplitFunc(sym.Name)
+		mod, fn := spec.SplitFunc(sym.Name)
 		if sp.Match("fbt", mod, fn, "entry") || sp.Match("fbt", mod, fn, "return") {
 			seen[sym.Name] = true
 			names = append(names, sym.Name)

@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gosdt/gosdt/internal/fbt/tracedcopy"
-	"github.com/gosdt/gosdt/sled"
+	"github.com/gosdt/gosdt/internal/spec"
+	"github.com/gosdt/gosdt/internal/tracedcopy"
 )
 
 // SDTPath is the import path the rewritten files import: the runtime of generated
@@ -403,7 +403,7 @@ func (rw *fileRewrite) instrument(fd *ast.FuncDecl, name, sym string) {
 		strings.Join(params, ", "), strings.Join(results, ", "),
 		pos.Filename, pos.Line, pos.Column, body.apply())
 
-	module, function := sled.SplitFunc(rw.pkg + "." + sym)
+	module, function := spec.SplitFunc(rw.pkg + "." + sym)
 	usdt := usdtName(rw.pkg, name)
 	resArgNames := []string{"latency_ns", "panicking"}
 	resArgTypes := []string{"int64", "bool"}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/internal/spec"
 	"github.com/gosdt/gosdt/sled"
 )
 
@@ -76,7 +77,7 @@ func Definitions(path string) ([]Definition, error) {
 
 // isInit reports the functions that initialise package variables.
 func isInit(name string) bool {
-	_, fn := sled.SplitFunc(name)
+	_, fn := spec.SplitFunc(name)
 	i := strings.IndexByte(fn, '.')
 	return i >= 0 && (fn[i+1:] == "init" || strings.HasPrefix(fn[i+1:], "init."))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gosdt/gosdt/arch/arm64"
 	"github.com/gosdt/gosdt/internal/functab/elffile"
 	"github.com/gosdt/gosdt/internal/goversion"
+	"github.com/gosdt/gosdt/internal/spec"
 	"github.com/gosdt/gosdt/sled"
 )
 
@@ -162,7 +163,7 @@ func (s fileSyms) Holder(pc uint64) sled.Holder {
 	var h sled.Holder
 	if s.inl != nil {
 		for _, f := range s.inl.frames(pc) {
-			mod, name := sled.SplitFunc(f.fn)
+			mod, name := spec.SplitFunc(f.fn)
 			h = sled.Holder{Module: mod, Func: name, File: f.file, Line: f.line}
 			if !sled.IsProbePackage(mod) {
 				return h
@@ -174,7 +175,7 @@ func (s fileSyms) Holder(pc uint64) sled.Holder {
 	}
 	file, line, f := s.tab.PCToLine(pc)
 	if f != nil {
-		h.Module, h.Func = sled.SplitFunc(f.Name)
+		h.Module, h.Func = spec.SplitFunc(f.Name)
 	}
 	h.File, h.Line = file, line
 	return h
