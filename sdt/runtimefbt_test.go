@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gosdt/gosdt/internal/testutil"
+
 	"github.com/gosdt/gosdt/sdt"
 	"github.com/gosdt/gosdt/sdt/control"
 	"github.com/gosdt/gosdt/sdt/internal/goid"
@@ -297,8 +299,22 @@ func TestRuntimeReturnBurstExact(t *testing.T) {
 			for _, r := range agg.Snapshot().Rows {
 				counts[r.Key[strings.LastIndexByte(r.Key, ':')+1:]] += r.Count
 			}
+			ps, _ := sdt.List(spec + "return")
+			var dropped int64
+			if len(ps) > 0 && len(ps[0].Sites) > 0 {
+				if i := strings.Index(ps[0].Sites[0].Reason, " return events dropped"); i >= 0 {
+					dropped, _ = strconv.ParseInt(ps[0].Sites[0].Reason[strings.LastIndexByte(ps[0].Sites[0].Reason[:i], ' ')+1:i], 10, 64)
+				}
+			}
+			// Under an emulator a call's wait for room (at most maxWait) can run out
+			// before the slowed reader makes it: what it then loses is counted, exactly.
+			if testutil.Emulated() && counts["entry"] == want && counts["return"]+dropped == want {
+				if dropped > 0 {
+					t.Logf("under %s: %d of %d return events dropped (counted): the waits ran out", testutil.Emulator(), dropped, want)
+				}
+				return
+			}
 			if counts["entry"] != want || counts["return"] != want {
-				ps, _ := sdt.List(spec + "return")
 				t.Fatalf("%d calls: %d entry and %d return events folded, want %d each; %+v", want, counts["entry"], counts["return"], want, ps[0].Sites)
 			}
 		})
