@@ -16,7 +16,10 @@ import (
 
 // buildStartup builds testdata/startup: a probe fired in a package's init, then N in
 // main, then an exit with a given status.
-func buildStartup(t *testing.T) string {
+func buildStartup(t *testing.T) string { return buildCommand(t, "startup") }
+
+// buildCommand builds testdata/NAME, a program for sdtctl's -- CMD to start.
+func buildCommand(t *testing.T, name string) string {
 	t.Helper()
 	if testutil.Emulated() {
 		// sdtctl -- CMD starts the command itself, with a plain exec: under go test
@@ -24,9 +27,9 @@ func buildStartup(t *testing.T) string {
 		// its own architecture. The tests run natively on amd64.
 		t.Skip("sdtctl -- CMD under qemu-user: the command cannot be exec'd without binfmt_misc")
 	}
-	bin := filepath.Join(t.TempDir(), "startup")
-	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/startup").CombinedOutput(); err != nil {
-		t.Fatalf("building startup: %v\n%s", err, out)
+	bin := filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/"+name).CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", name, err, out)
 	}
 	return bin
 }

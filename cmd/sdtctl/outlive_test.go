@@ -4,29 +4,15 @@ package main
 
 import (
 	"bytes"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/gosdt/gosdt/internal/testutil"
 )
 
 // buildLast builds testdata/last: N fires in microseconds, then an exit, a panic, a
 // SIGKILL or a SIGTERM of itself, with nothing waiting for the reader.
-func buildLast(t *testing.T) string {
-	t.Helper()
-	if testutil.Emulated() {
-		t.Skip("sdtctl -- CMD under qemu-user: the command cannot be exec'd without binfmt_misc")
-	}
-	bin := filepath.Join(t.TempDir(), "last")
-	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/last").CombinedOutput(); err != nil {
-		t.Fatalf("building last: %v\n%s", err, out)
-	}
-	return bin
-}
+func buildLast(t *testing.T) string { return buildCommand(t, "last") }
 
 var lastSummary = regexp.MustCompile(`(\d+) events in .*, (\d+) dropped`)
 
