@@ -489,7 +489,7 @@ func TestSealCommand(t *testing.T) {
 	bin := buildTarget(t)
 	out := filepath.Join(t.TempDir(), "sealed")
 	text, err := sdtctl(t, "seal", "-o", out, bin)
-	if err != nil || !strings.Contains(text, "sealed 1 of 1 sites; USDT: 1 notes for 1 probes") {
+	if err != nil || !strings.Contains(text, "sealed 1 of 1 site; USDT: 1 note for 1 probe") {
 		t.Fatalf("seal: %v\n%s", err, text)
 	}
 	if text, err = sdtctl(t, "list", out); err != nil || !strings.Contains(text, "sealed in the file") {

@@ -69,7 +69,7 @@ func cmdSeal(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(w, "%s: already sealed, left as it is\n", in)
 			continue
 		}
-		fmt.Fprintf(w, "%s: sealed %d of %d sites; USDT: %d notes for %d probes\n", dst, r.Sealed, r.Sites, r.Notes, r.Probes)
+		fmt.Fprintf(w, "%s: sealed %d of %s; USDT: %s for %s\n", dst, r.Sealed, plural(r.Sites, "site"), plural(r.Notes, "note"), plural(r.Probes, "probe"))
 		for _, s := range r.Skipped {
 			fmt.Fprintf(w, "  %s\n", s)
 		}

@@ -37,7 +37,7 @@ func TestSealToStdout(t *testing.T) {
 	if err := run([]string{"seal", "-o", "-", bin}, &out, &errb); err != nil {
 		t.Fatalf("seal -o -: %v: %s", err, errb.String())
 	}
-	if !sealedELF(out.Bytes()) || !strings.Contains(errb.String(), "sealed 1 of 1 sites") {
+	if !sealedELF(out.Bytes()) || !strings.Contains(errb.String(), "sealed 1 of 1 site;") {
 		t.Fatalf("seal -o -: %d bytes on stdout, stderr %q", out.Len(), errb.String())
 	}
 
