@@ -46,11 +46,7 @@ func parseStack(key string) (probe string, frames []frame) {
 // printStackStat prints a stat by stack: per row its probe, its frames, and its count
 // (and value), most fires first.
 func printStackStat(w io.Writer, pid int, s *ctlproto.Stat) {
-	what := "since the start"
-	if s.Interval {
-		what = "this interval"
-	}
-	fmt.Fprintf(w, "%s pid %d, by stack, %s\n", time.Unix(0, s.Time).Format("15:04:05"), pid, what)
+	printStatHeader(w, pid, "stack", s)
 	for _, r := range s.Rows {
 		probe, frames := parseStack(r.Key)
 		fmt.Fprintf(w, "\n  %s\n", probe)
@@ -63,17 +59,10 @@ func printStackStat(w io.Writer, pid int, s *ctlproto.Stat) {
 			fmt.Fprintf(w, "  %d\n", r.Count)
 		}
 		if len(r.Hist) > 0 {
-			if s.Linear != nil {
-				printLinear(w, s.Linear, r.Hist)
-			} else {
-				printHist(w, r.Hist)
-			}
+			printRowHist(w, s, r.Hist)
 		}
 	}
-	if s.Overflow > 0 {
-		fmt.Fprintf(w, "(%d fires not counted: too many keys)\n", s.Overflow)
-	}
-	fmt.Fprintln(w)
+	printStatFooter(w, s)
 }
 
 // folded is the stacks as flamegraph.pl's input: per row, its frames root first

@@ -11,10 +11,63 @@ import (
 	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
+	"github.com/gosdt/gosdt/internal/outfile"
 	"github.com/gosdt/gosdt/internal/quantize"
 )
 
+// A stat runs in steps: parseStat reads its flags into a request, refusing what no
+// process would take; place puts it on the processes and checks with them what its
+// spec matches; read streams their snapshots and prints each (show: a line of JSON,
+// or printStat's table, or by stack printStackStat's, which share its header,
+// histograms and footer); cmdStat then writes the stacks files and says how a
+// command it started ended.
+
+// statRun is a stat as its flags ask for it.
+type statRun struct {
+	o       *opts
+	q       *ctlproto.Request
+	command []string // -- CMD
+	follow  bool     // a command started with -- CMD
+	many    bool     // --many
+	// shown is the value column's name (len(ARG) as the user wrote it); folding the
+	// flag that asked for it (--value or --hist).
+	shown, folding string
+	every          time.Duration // -i: between snapshots printed
+	pprof, folded  bool          // --pprof, --folded asked for
+	outs           map[string]*outfile.Target
+	started        time.Time
+	printSnap      func(io.Writer, int, *ctlproto.Stat)
+}
+
 func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
+	r, err := parseStat(args, stderr)
+	if err != nil {
+		return err
+	}
+	cls, cmd, err := r.place(stdout, stderr)
+	if cls == nil {
+		return err
+	}
+	defer func() {
+		for _, cl := range cls {
+			cl.close()
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	fails := failures{stderr: stderr}
+	final := r.read(cls, cmd, stop, &fails, stdout)
+	fails.add(writeStacks(final, r.started, r.outs["pprof"], r.outs["folded"], stdout, stderr))
+	if cmd != nil {
+		return cmd.finish(fails.err(), stdout, stderr, r.o.json)
+	}
+	return fails.err()
+}
+
+// parseStat reads stat's flags into the request, refusing what no process would take
+// before any is asked.
+func parseStat(args []string, stderr io.Writer) (*statRun, error) {
 	args, command, follow := splitCommand(args)
 	o := newFlags("stat", stderr, true)
 	by := o.fs.String("by", "probe", "key: probe, site, stack (the fire's Go call stack), or an argument (argN or its name)")
@@ -31,102 +84,89 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	o.detachFlag()
 	pos, err := o.parse(args)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := oneSpec("stat", pos); err != nil {
-		return err
+		return nil, err
 	}
 	if (*pprofPath != "" || *foldedPath != "") && *by != "stack" {
-		return fail(exitUsage, "stat: --pprof and --folded write stacks: with --by stack")
+		return nil, fail(exitUsage, "stat: --pprof and --folded write stacks: with --by stack")
 	}
+	r := &statRun{o: o, command: command, follow: follow, every: *iv, pprof: *pprofPath != "", folded: *foldedPath != "",
+		printSnap: printStat}
 	// The files are checked before the stat runs: a directory or a FIFO refused at the
 	// end would waste the whole run.
-	outs, err := resolveOutputs("stat", map[string]string{"pprof": *pprofPath, "folded": *foldedPath})
-	if err != nil {
-		return err
+	if r.outs, err = resolveOutputs("stat", map[string]string{"pprof": *pprofPath, "folded": *foldedPath}); err != nil {
+		return nil, err
 	}
-	started := time.Now()
-	var final *ctlproto.Stat // the last snapshot, for --pprof and --folded
-	printSnap := printStat
+	r.started = time.Now()
 	if *by == "stack" {
-		printSnap = printStackStat
+		r.printSnap = printStackStat
 	}
 	if err := checkSpecs(pos); err != nil {
-		return err
+		return nil, err
 	}
 	if *iv < ctlproto.MinInterval {
-		return fail(exitUsage, "stat: -i below %v", ctlproto.MinInterval)
+		return nil, fail(exitUsage, "stat: -i below %v", ctlproto.MinInterval)
 	}
 	if *dur < 0 {
-		return fail(exitUsage, "stat: -d %v: want a duration above 0", *dur)
+		return nil, fail(exitUsage, "stat: -d %v: want a duration above 0", *dur)
 	}
 	if len(*where) > ctlproto.MaxWhere {
-		return fail(exitUsage, "stat: --where: %d bytes, at most %d", len(*where), ctlproto.MaxWhere)
+		return nil, fail(exitUsage, "stat: --where: %d bytes, at most %d", len(*where), ctlproto.MaxWhere)
 	}
 	q := &ctlproto.Request{Op: ctlproto.OpStat, Spec: pos[0], By: *by, Value: *value, Clear: *clear, Where: *where,
 		IntervalMS: iv.Milliseconds(), DurationMS: dur.Milliseconds()}
-	if *hist != "" {
-		if *value != "" && *value != *hist {
-			return fail(exitUsage, "stat: --value %s and --hist %s: one argument folds", *value, *hist)
-		}
-		q.Value, q.Hist = *hist, ctlproto.HistQuantize
+	if r.folding, err = foldFlags(q, *value, *hist, *linear); err != nil {
+		return nil, err
 	}
-	if *linear != "" {
-		if *hist == "" {
-			return fail(exitUsage, "stat: --linear shapes the buckets of --hist ARG")
-		}
-		if err := parseLinear(*linear, q); err != nil || q.LinStep <= 0 || q.LinHigh <= q.LinLow {
-			return fail(exitUsage, "stat: --linear %q: want LOW,HIGH,STEP with LOW < HIGH and STEP > 0", *linear)
-		}
-		q.Hist = ctlproto.HistLinear
-	}
-	shown := q.Value // the column's name: len(ARG) as the user wrote it
-	folding := "--value"
-	if *hist != "" {
-		folding = "--hist"
-	}
+	r.shown = q.Value
 	// A command started with -- CMD: snapshots come every MinInterval, so that the
 	// last before it exits is recent; those of -i are printed (follow.go).
-	every := *iv
 	if follow {
 		if *clear {
-			return fail(exitUsage, "stat: --clear with -- CMD: the snapshots are all since the start")
+			return nil, fail(exitUsage, "stat: --clear with -- CMD: the snapshots are all since the start")
 		}
 		q.IntervalMS = ctlproto.MinInterval.Milliseconds()
-	}
-	if follow {
 		q.Value = strings.TrimSuffix(strings.TrimPrefix(q.Value, "len("), ")") // checked by the process
 	}
-	cls, cmd, err := o.streams("stat", follow, command, q, stdout, stderr)
+	r.q, r.many = q, *many
+	return r, nil
+}
+
+// place connects to the processes (or starts the command) and, unless it was started
+// with -- CMD (whose connection streams already), checks with each what the spec
+// matches: the cost of run-time probes, the arguments --by, --value and --where name,
+// and that a folded argument is a number. cls is nil when there is nothing to read,
+// err then the command's result; with cls, err is a refusal after connecting.
+func (r *statRun) place(stdout, stderr io.Writer) (cls []*client, cmd *followed, err error) {
+	q := r.q
+	cls, cmd, err = r.o.streams("stat", r.follow, r.command, q, stdout, stderr)
 	if cls == nil {
-		return err
+		return nil, nil, err
 	}
-	defer func() {
-		for _, cl := range cls {
-			cl.close()
-		}
-	}()
-	if len(cls) > 1 && (*pprofPath != "" || *foldedPath != "") {
-		return fail(exitUsage, "stat: --pprof and --folded: of one process (-p PID), not %d", len(cls))
+	if len(cls) > 1 && (r.pprof || r.folded) {
+		return cls, cmd, fail(exitUsage, "stat: --pprof and --folded: of one process (-p PID), not %d", len(cls))
 	}
-	if !follow { // a followed command's connection streams already
-		var keyed []string // the arguments --by and --value name
-		if q.By != "probe" && q.By != "site" && q.By != "stack" {
-			keyed = append(keyed, q.By)
-		}
-		if arg := strings.TrimSuffix(strings.TrimPrefix(q.Value, "len("), ")"); arg != "" && arg != q.By {
-			keyed = append(keyed, arg)
-		}
-		for _, cl := range cls {
-			if err := checkRuntimeCost(cl, q.Spec, *many); err != nil {
-				return err
-			}
-			noteFunctions(cl, q.Spec, stderr)
-			noteLeftOut(cl, q.Spec, "--by/--value", keyed, stderr)
-			noteLeftOut(cl, q.Spec, "--where", whereNames(q.Where), stderr)
-		}
+	if r.follow {
+		return cls, cmd, nil
 	}
-	if q.Value != "" && !follow {
+	var keyed []string // the arguments --by and --value name
+	if q.By != "probe" && q.By != "site" && q.By != "stack" {
+		keyed = append(keyed, q.By)
+	}
+	if arg := strings.TrimSuffix(strings.TrimPrefix(q.Value, "len("), ")"); arg != "" && arg != q.By {
+		keyed = append(keyed, arg)
+	}
+	for _, cl := range cls {
+		if err := checkRuntimeCost(cl, q.Spec, r.many); err != nil {
+			return cls, cmd, err
+		}
+		noteFunctions(cl, q.Spec, stderr)
+		noteLeftOut(cl, q.Spec, "--by/--value", keyed, stderr)
+		noteLeftOut(cl, q.Spec, "--where", whereNames(q.Where), stderr)
+	}
+	if q.Value != "" {
 		arg, length := q.Value, false
 		if a, ok := strings.CutPrefix(q.Value, "len("); ok {
 			if a, ok = strings.CutSuffix(a, ")"); ok {
@@ -134,75 +174,100 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 			}
 		}
 		for _, cl := range cls {
-			if err := checkFolded(cl, q.Spec, folding, q.Value, arg, length); err != nil {
-				return err
+			if err := checkFolded(cl, q.Spec, r.folding, q.Value, arg, length); err != nil {
+				return cls, cmd, err
 			}
 		}
 		q.Value = arg // of a string, the process folds the length
 	}
+	return cls, cmd, nil
+}
+
+// read streams every process's snapshots until the stat ends, printing each as it
+// comes (of a command started with -- CMD: one each -i and its last), and returns
+// the last received; what fails goes to fails.
+func (r *statRun) read(cls []*client, cmd *followed, stop <-chan struct{}, fails *failures, stdout io.Writer) (final *ctlproto.Stat) {
 	st := newStopperFor(stop, cmd != nil)
-	var mu sync.Mutex
-	fails := failures{stderr: stderr}
+	var mu sync.Mutex // one snapshot printed at a time
 	var wg sync.WaitGroup
 	for _, cl := range cls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var last *ctlproto.Stat
 			snaps := 0
 			var printed time.Time
-			show := func(s *ctlproto.Stat) {
-				if o.json {
-					printJSON(stdout, map[string]any{"pid": cl.pid, "stat": jsonStat{time.Unix(0, s.Time), s}})
+			_, err := stream(cl, r.q, st.C, func(resp *ctlproto.Response) {
+				if resp.Stat == nil {
 					return
 				}
-				printSnap(stdout, cl.pid, s)
-			}
-			_, err := stream(cl, q, st.C, func(r *ctlproto.Response) {
-				if r.Stat == nil {
-					return
-				}
-				if r.Stat.Value != "" {
-					r.Stat.Value = shown
+				if resp.Stat.Value != "" {
+					resp.Stat.Value = r.shown
 				}
 				mu.Lock()
 				defer mu.Unlock()
-				last, snaps, final = r.Stat, snaps+1, r.Stat
-				if cmd != nil {
-					if time.Since(printed) >= every && !printed.IsZero() {
-						show(r.Stat)
-						printed, last = time.Now(), nil
-					} else if printed.IsZero() {
-						printed = time.Now()
-					}
+				last, snaps, final = resp.Stat, snaps+1, resp.Stat
+				if cmd == nil {
+					r.show(stdout, cl.pid, resp.Stat)
 					return
 				}
-				if o.json {
-					printJSON(stdout, map[string]any{"pid": cl.pid, "stat": jsonStat{time.Unix(0, r.Stat.Time), r.Stat}})
-					return
+				if time.Since(printed) >= r.every && !printed.IsZero() {
+					r.show(stdout, cl.pid, resp.Stat)
+					printed, last = time.Now(), nil
+				} else if printed.IsZero() {
+					printed = time.Now()
 				}
-				printSnap(stdout, cl.pid, r.Stat)
 			})
-			if cmd != nil && last != nil {
-				show(last) // the last snapshot, taken at most MinInterval before the command ended
-			}
-			if cmd != nil && exitCode(err) == exitExited {
-				err = nil
-			} else if exitCode(err) == exitExited {
-				mu.Lock()
-				err = statExited(stdout, o.json, cl.pid, snaps, last)
-				mu.Unlock()
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case cmd != nil:
+				if last != nil {
+					r.show(stdout, cl.pid, last) // the last snapshot, taken at most MinInterval before the command ended
+				}
+				if exitCode(err) == exitExited {
+					err = nil
+				}
+			case exitCode(err) == exitExited:
+				err = statExited(stdout, r.o.json, cl.pid, snaps, last)
 			}
 			fails.add(err)
-		}()
+		})
 	}
 	wg.Wait()
 	st.release()
-	fails.add(writeStacks(final, started, outs["pprof"], outs["folded"], stdout, stderr))
-	if cmd != nil {
-		return cmd.finish(fails.err(), stdout, stderr, o.json)
+	return final
+}
+
+// show prints a snapshot of process pid: a line of JSON, or a table.
+func (r *statRun) show(w io.Writer, pid int, s *ctlproto.Stat) {
+	if r.o.json {
+		printJSON(w, map[string]any{"pid": pid, "stat": jsonStat{time.Unix(0, s.Time), s}})
+		return
 	}
-	return fails.err()
+	r.printSnap(w, pid, s)
+}
+
+// foldFlags sets what q folds, and in which buckets, from --value, --hist and
+// --linear, and returns the flag that asked for a value: --value or --hist.
+func foldFlags(q *ctlproto.Request, value, hist, linear string) (folding string, err error) {
+	if hist != "" {
+		if value != "" && value != hist {
+			return "", fail(exitUsage, "stat: --value %s and --hist %s: one argument folds", value, hist)
+		}
+		q.Value, q.Hist = hist, ctlproto.HistQuantize
+	}
+	if linear != "" {
+		if hist == "" {
+			return "", fail(exitUsage, "stat: --linear shapes the buckets of --hist ARG")
+		}
+		if err := parseLinear(linear, q); err != nil || q.LinStep <= 0 || q.LinHigh <= q.LinLow {
+			return "", fail(exitUsage, "stat: --linear %q: want LOW,HIGH,STEP with LOW < HIGH and STEP > 0", linear)
+		}
+		q.Hist = ctlproto.HistLinear
+	}
+	if hist != "" {
+		return "--hist", nil
+	}
+	return "--value", nil
 }
 
 // parseLinear reads --linear's LOW,HIGH,STEP: three integers, nothing more.
@@ -275,12 +340,10 @@ type jsonStat struct {
 	*ctlproto.Stat
 }
 
+// printStat prints a snapshot as a table, a row a key, most fires first, and each
+// row's histogram below it.
 func printStat(w io.Writer, pid int, s *ctlproto.Stat) {
-	what := "since the start"
-	if s.Interval {
-		what = "this interval"
-	}
-	fmt.Fprintf(w, "%s pid %d, by %s, %s\n", time.Unix(0, s.Time).Format("15:04:05"), pid, s.By, what)
+	printStatHeader(w, pid, s.By, s)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	if s.Value != "" {
 		fmt.Fprintf(tw, "COUNT\tSUM(%[1]s)\tMIN\tMAX\tAVG\t %s\t\n", s.Value, strings.ToUpper(s.By))
@@ -298,13 +361,35 @@ func printStat(w io.Writer, pid int, s *ctlproto.Stat) {
 	for _, r := range s.Rows {
 		if len(r.Hist) > 0 {
 			fmt.Fprintf(w, "\n  %s\n", r.Key)
-			if s.Linear != nil {
-				printLinear(w, s.Linear, r.Hist)
-			} else {
-				printHist(w, r.Hist)
-			}
+			printRowHist(w, s, r.Hist)
 		}
 	}
+	printStatFooter(w, s)
+}
+
+// printStatHeader prints the line that starts a snapshot (printStat's, and by stack
+// printStackStat's): its time, the process, its key, and whether its values are all
+// since the start or its interval's.
+func printStatHeader(w io.Writer, pid int, by string, s *ctlproto.Stat) {
+	what := "since the start"
+	if s.Interval {
+		what = "this interval"
+	}
+	fmt.Fprintf(w, "%s pid %d, by %s, %s\n", time.Unix(0, s.Time).Format("15:04:05"), pid, by, what)
+}
+
+// printRowHist prints a row's histogram with the snapshot's buckets: linear
+// (--linear) or powers of two.
+func printRowHist(w io.Writer, s *ctlproto.Stat, hist []ctlproto.Bucket) {
+	if s.Linear != nil {
+		printLinear(w, s.Linear, hist)
+	} else {
+		printHist(w, hist)
+	}
+}
+
+// printStatFooter ends a snapshot: the fires it could not count, and a blank line.
+func printStatFooter(w io.Writer, s *ctlproto.Stat) {
 	if s.Overflow > 0 {
 		fmt.Fprintf(w, "(%d fires not counted: too many keys)\n", s.Overflow)
 	}

@@ -63,6 +63,10 @@ type Table struct {
 	files   []byte // filetab: NUL-terminated file names
 	pctab   []byte // the pc-value tables
 	gofunc  []byte // funcdata: from go:func.* on (nil: not known)
+	// linked: a name offset of 0 is the name table's first name, as the linker wrote
+	// it (a binary's table, read as debug/gosym and go tool nm read it), not no name
+	// (the running program's, read as its runtime reads it).
+	linked bool
 }
 
 // header is the start of a pcHeader (runtime/symtab.go) on a 64-bit machine.
@@ -109,6 +113,7 @@ func New(pcln []byte, text uint64, gofunc []byte) (*Table, error) {
 		pctab:   at(headerPctabOff),
 		funcs:   at(headerPclnOff),
 		gofunc:  gofunc,
+		linked:  true,
 	}
 	if nfunc == 0 || nfunc > uint64(len(t.funcs))/8-1 {
 		return nil, fmt.Errorf("%w: %d functions in a table of %d bytes", ErrLayout, nfunc, len(t.funcs))
@@ -187,16 +192,17 @@ func (t *Table) record(i int) []byte {
 func u32(r []byte, off int) uint32 { return binary.LittleEndian.Uint32(r[off:]) }
 
 // Name is function i's name as the linker wrote it (a generic function's type
-// arguments spelled out), nil if it cannot be read; empty where the record's name
-// offset is 0, which the runtime reads as no name (moduledata.funcName), although the
-// linker puts the first name of its table there.
+// arguments spelled out), nil if it cannot be read. In the running program's table
+// (Self) it is empty where the record's name offset is 0, which the runtime reads as
+// no name (moduledata.funcName), although the linker puts the first name of its table
+// there; a binary's table (New) gives that name.
 func (t *Table) Name(i int) []byte {
 	r := t.record(i)
 	if r == nil {
 		return nil
 	}
 	off := int32(u32(r, funcNameOff))
-	if off == 0 {
+	if off == 0 && !t.linked {
 		return []byte{}
 	}
 	return t.NameAt(off)

@@ -1,12 +1,12 @@
 package seal
 
 import (
-	"debug/gosym"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/internal/functab"
 	"github.com/gosdt/gosdt/internal/usdt"
 	"github.com/gosdt/gosdt/sled"
 )
@@ -74,7 +74,7 @@ func fbtFire() string { return sled.ProbePackage() + "/internal/fbtrt.(*Func).fi
 // them; a return's v0 is its latency in nanoseconds. All are int64 (fbtrt's Func.Enter,
 // Return). The constant is read from the straight-line code of the fire block, which
 // starts at the end of the site.
-func fbtSlots(a *arch.Offline, linked arch.Memory, tab *gosym.Table, s sled.Site, call uint64) ([]argSlot, string) {
+func fbtSlots(a *arch.Offline, linked arch.Memory, tab *functab.Table, s sled.Site, call uint64) ([]argSlot, string) {
 	const atReg, v0Reg = 2, 3 // fire's at and v0, after the receiver and the Call
 	var at uint64
 	known := false
@@ -84,16 +84,16 @@ func fbtSlots(a *arch.Offline, linked arch.Memory, tab *gosym.Table, s sled.Site
 			at, known = locs[0].Value, true
 		}
 	}
-	if fn := tab.PCToFunc(call); !known && fn != nil {
+	if fn := tab.Find(call); !known && fn >= 0 {
 		// A fire block out of line (a JNE site's): the constants of the function's
 		// code, in address order, as package definitions are read.
 		name := func(pc uint64) string {
-			if f := tab.PCToFunc(pc); f != nil {
-				return f.Name
+			if f := tab.Find(pc); f >= 0 {
+				return string(tab.Name(f))
 			}
 			return ""
 		}
-		for _, c := range a.Calls(linked, fn.Entry, fn.End, func(t uint64) bool { return name(t) == fbtFire() }, name) {
+		for _, c := range a.Calls(linked, tab.Entry(fn), tab.End(fn), func(t uint64) bool { return name(t) == fbtFire() }, name) {
 			if c.PC == call && c.Known&(1<<atReg) != 0 {
 				at, known = c.Args[atReg], true
 			}

@@ -17,7 +17,6 @@ package seal
 
 import (
 	"debug/elf"
-	"debug/gosym"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -27,6 +26,7 @@ import (
 	"sort"
 
 	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/internal/functab"
 	"github.com/gosdt/gosdt/internal/outfile"
 	"github.com/gosdt/gosdt/internal/sealfmt"
 	"github.com/gosdt/gosdt/internal/usdt"
@@ -180,7 +180,7 @@ func seal(path string, image []byte, r *Report, o Options) ([]byte, error) {
 		r.Already = true
 		return nil, nil
 	}
-	_, textStart, tab, err := offline.GoText(path, f)
+	_, tab, err := offline.GoText(path, f)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +234,7 @@ func seal(path string, image []byte, r *Report, o Options) ([]byte, error) {
 	// The calls the notes name are read from the linker's bytes.
 	linked := &writer{f: f, image: image}
 	notes, probes := notesFor(path, a, linked, sites, tab, base.Addr, vars+sealfmt.SemaphoresOffset, f.Type == elf.ET_DYN, o, r)
-	table := (&sealfmt.SiteTable{Arch: a.Name, Text: textStart, Sites: sled.Records(sites), Probes: probes}).Encode()
+	table := (&sealfmt.SiteTable{Arch: a.Name, Text: tab.Text, Sites: sled.Records(sites), Probes: probes}).Encode()
 	var m [32]byte
 	for i, v := range sealfmt.MarkFor(table) {
 		binary.LittleEndian.PutUint64(m[8*i:], v)
@@ -260,7 +260,7 @@ func seal(path string, image []byte, r *Report, o Options) ([]byte, error) {
 
 // notesFor names the fire calls of t's sites for USDT tracers and gives each probe name
 // a semaphore slot. Sites whose probe name cannot be read from the binary get no note.
-func notesFor(path string, a *arch.Offline, linked *writer, sites []sled.Site, tab *gosym.Table, base, sems uint64, pie bool, o Options, r *Report) ([]usdt.Note, []sealfmt.Probe) {
+func notesFor(path string, a *arch.Offline, linked *writer, sites []sled.Site, tab *functab.Table, base, sems uint64, pie bool, o Options, r *Report) ([]usdt.Note, []sealfmt.Probe) {
 	defs, err := offline.Definitions(path)
 	if err != nil {
 		r.Skipped = append(r.Skipped, "no USDT notes: "+err.Error())
@@ -288,8 +288,8 @@ func notesFor(path string, a *arch.Offline, linked *writer, sites []sled.Site, t
 			continue
 		}
 		var fireSym string
-		if fn := tab.PCToFunc(target); fn != nil && fn.Entry == target {
-			fireSym = fn.Name
+		if i := tab.Find(target); i >= 0 && tab.Entry(i) == target {
+			fireSym = string(tab.Name(i))
 		}
 		if !sled.IsFire(fireSym) {
 			r.Skipped = append(r.Skipped, fmt.Sprintf("site %#x (%s:%s): the call before its return address is to %q, not a fire method; no note", s.Addr, d.Provider, d.Name, fireSym))

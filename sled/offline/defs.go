@@ -39,7 +39,7 @@ func Definitions(path string) ([]Definition, error) {
 	}
 	defer b.f.Close()
 	f, tab, mem := b.f, b.tab, b.mem()
-	syms := fileSyms{tab: tab}
+	syms := fileSyms{tab}
 	define := sled.ProbePackage() + ".Define"
 	defineFunc := sled.ProbePackage() + "/internal/fbtrt.DefineFunc" // generated fbt code's
 	isDefine := func(target uint64) bool {
@@ -47,12 +47,11 @@ func Definitions(path string) ([]Definition, error) {
 		return strings.HasPrefix(name, define) || name == defineFunc
 	}
 	var defs []Definition
-	for i := range tab.Funcs {
-		fn := &tab.Funcs[i]
-		if !isInit(fn.Name) {
+	for i := range tab.Len() {
+		if !isInit(string(tab.Name(i))) {
 			continue
 		}
-		for _, c := range b.arch.Calls(mem, fn.Entry, fn.End, isDefine, syms.Name) {
+		for _, c := range b.arch.Calls(mem, tab.Entry(i), tab.End(i), isDefine, syms.Name) {
 			first := 0
 			if strings.Contains(syms.Name(c.Target), "[") {
 				first = 1 // a generic Define's dictionary

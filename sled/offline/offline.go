@@ -4,15 +4,14 @@ package offline
 
 import (
 	"debug/elf"
-	"debug/gosym"
 	"fmt"
 	"time"
 
 	"github.com/gosdt/gosdt/arch"
 	"github.com/gosdt/gosdt/arch/amd64"
 	"github.com/gosdt/gosdt/arch/arm64"
+	"github.com/gosdt/gosdt/internal/functab"
 	"github.com/gosdt/gosdt/internal/functab/elffile"
-	"github.com/gosdt/gosdt/internal/goversion"
 	"github.com/gosdt/gosdt/internal/spec"
 	"github.com/gosdt/gosdt/sled"
 )
@@ -68,12 +67,11 @@ func Discover(path string) (*sled.Table, error) {
 // goBinary is a Go ELF binary opened for reading: its architecture, its text and its
 // function table.
 type goBinary struct {
-	f     *elf.File
-	arch  *arch.Offline
-	text  *elf.Section
-	code  []byte // text's
-	start uint64 // runtime.text
-	tab   *gosym.Table
+	f    *elf.File
+	arch *arch.Offline
+	text *elf.Section
+	code []byte // text's
+	tab  *functab.Table
 }
 
 // open opens the Go binary at path to read what of it (sites, definitions).
@@ -85,12 +83,8 @@ func open(path, what string) (*goBinary, error) {
 	b := &goBinary{f: f, arch: Arch(f.Machine)}
 	if b.arch == nil {
 		err = fmt.Errorf("%s: %v binary: %s are read from x86-64 and AArch64 files only", path, f.Machine, what)
-	} else if b.text, b.start, b.tab, err = GoText(path, f); err == nil {
-		if v := elffile.GoVersion(f); goversion.Check(v, goversion.FuncTab) != nil {
-			// Its function table, and the shapes its compiler emits, may not be the
-			// ones read here: built with a Go whose layouts gosdt has not read.
-			err = fmt.Errorf("%s: %w", path, goversion.Check(v, goversion.FuncTab))
-		} else if b.code, err = b.text.Data(); err != nil {
+	} else if b.text, b.tab, err = GoText(path, f); err == nil {
+		if b.code, err = b.text.Data(); err != nil {
 			err = fmt.Errorf("%s: .text: %w", path, err)
 		}
 	}
@@ -103,10 +97,6 @@ func open(path, what string) (*goBinary, error) {
 
 // source is the binary as discovery reads it: its text, data and bss, and its names.
 func (b *goBinary) source() (sled.Source, error) {
-	pcln, err := b.f.Section(".gopclntab").Data()
-	if err != nil {
-		return sled.Source{}, fmt.Errorf(".gopclntab: %w", err)
-	}
 	var data [][2]uint64
 	for _, name := range []string{".data", ".bss"} {
 		if s := b.f.Section(name); s != nil {
@@ -125,98 +115,61 @@ func (b *goBinary) source() (sled.Source, error) {
 			}
 			return false
 		},
-		Syms: fileSyms{tab: b.tab, inl: newInlineTree(b.f, pcln, b.start, b.tab)},
+		Syms: fileSyms{b.tab},
 	}, nil
 }
 
 // mem is the binary's text by address.
 func (b *goBinary) mem() arch.Bytes { return arch.Bytes{Base: b.text.Addr, Code: b.code} }
 
-// fileSyms names functions, and the holder of a site, from a binary's .gopclntab.
-type fileSyms struct {
-	tab *gosym.Table
-	inl *inlineTree // nil if its layout is not known: then a holder is the function whose code holds the site
-}
+// fileSyms names functions, and the holder of a site, from a binary's function table:
+// with its inline trees where go:func.* was found, else a holder is the function whose
+// code holds the site.
+type fileSyms struct{ tab *functab.Table }
 
 func (s fileSyms) Func(pc uint64) (entry, end uint64) {
-	if fn := s.tab.PCToFunc(pc); fn != nil {
-		return fn.Entry, fn.End
+	if i := s.tab.Find(pc); i >= 0 {
+		return s.tab.Entry(i), s.tab.End(i)
 	}
 	return 0, 0
 }
 
 func (s fileSyms) Name(pc uint64) string {
-	if fn := s.tab.PCToFunc(pc); fn != nil {
-		return fn.Name
+	if i := s.tab.Find(pc); i >= 0 {
+		return string(s.tab.Name(i))
 	}
 	return ""
 }
 
 func (s fileSyms) Position(pc uint64) (file string, line int) {
-	file, line, _ = s.tab.PCToLine(pc)
-	return file, line
+	if i := s.tab.Find(pc); i >= 0 {
+		return s.tab.FileLine(i, pc)
+	}
+	return "", 0
 }
 
 // Holder follows the live path's rule (runtime.CallersFrames on the site's pc): the
 // innermost frame outside the probe package, or the outermost if all are in it.
 func (s fileSyms) Holder(pc uint64) sled.Holder {
 	var h sled.Holder
-	if s.inl != nil {
-		for _, f := range s.inl.frames(pc) {
-			mod, name := spec.SplitFunc(f.fn)
-			h = sled.Holder{Module: mod, Func: name, File: f.file, Line: f.line}
-			if !sled.IsProbePackage(mod) {
-				return h
-			}
-		}
-		if h.Func != "" {
-			return h
+	for _, f := range s.tab.Frames(pc) {
+		mod, name := spec.SplitFunc(f.Func)
+		h = sled.Holder{Module: mod, Func: name, File: f.File, Line: f.Line}
+		if !sled.IsProbePackage(mod) {
+			break
 		}
 	}
-	file, line, f := s.tab.PCToLine(pc)
-	if f != nil {
-		h.Module, h.Func = spec.SplitFunc(f.Name)
-	}
-	h.File, h.Line = file, line
 	return h
 }
 
-// GoText returns a Go binary's text section, the address of Go's first function in it
-// (runtime.text, which C code precedes in a binary linked externally), and its
-// function table (.gopclntab, which stripping leaves: the runtime needs it).
-func GoText(path string, f *elf.File) (text *elf.Section, start uint64, tab *gosym.Table, err error) {
-	text, pcln := f.Section(".text"), f.Section(".gopclntab")
-	if text == nil || pcln == nil {
-		return nil, 0, nil, fmt.Errorf("%s: not a Go binary (no .text or .gopclntab)", path)
+// GoText returns a Go binary's text section and its function table (elffile.Read:
+// .gopclntab, which stripping leaves, the runtime needs it), whose Text is
+// runtime.text (C code precedes it in a binary linked externally). A binary built
+// with a Go whose layouts gosdt has not read is refused: its function table, and the
+// shapes its compiler emits, may not be the ones read here.
+func GoText(path string, f *elf.File) (text *elf.Section, tab *functab.Table, err error) {
+	if tab, err = elffile.Read(f); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	pclnData, err := pcln.Data()
-	if err != nil {
-		return nil, 0, nil, fmt.Errorf("%s: .gopclntab: %w", path, err)
-	}
-	start = goTextStart(f, text, pclnData)
-	tab, err = gosym.NewTable(nil, gosym.NewLineTable(pclnData, start))
-	if err != nil {
-		return nil, 0, nil, fmt.Errorf("%s: reading .gopclntab: %w", path, err)
-	}
-	return text, start, tab, nil
-}
-
-// goTextStart finds runtime.text: in the symbol table, else in the function table's
-// header (its textStart, relocated in the file unless the binary is a PIE), else the
-// text section's start, which it is when Go linked the binary itself.
-func goTextStart(f *elf.File, text *elf.Section, pcln []byte) uint64 {
-	if syms, err := f.Symbols(); err == nil {
-		for _, s := range syms {
-			if s.Name == "runtime.text" {
-				return s.Value
-			}
-		}
-	}
-	// pcHeader: magic uint32, two pad bytes, minLC, ptrSize, nfunc, nfiles, textStart.
-	if len(pcln) >= 8+3*8 && pcln[7] == 8 {
-		if v := f.ByteOrder.Uint64(pcln[8+2*8:]); v >= text.Addr && v < text.Addr+text.Size {
-			return v
-		}
-	}
-	return text.Addr
+	return f.Section(".text"), tab, nil
 }
