@@ -6,6 +6,16 @@ package arch
 // an architecture's description says of a function's code for that: where the call
 // goes, what it replaces, and what the stub must do in the replaced code's place.
 
+// LeafEntry is where a function without a stack check (a leaf) may take a jump to a
+// per-site slot: its first instruction, which the decoder proved runs the same at
+// another pc and cannot fault, and which the slot runs in its place before jumping
+// back to Resume.
+type LeafEntry struct {
+	Addr   uint64 // the entry, where the jump is written
+	Orig   []byte // the displaced instruction
+	Resume uint64 // the instruction after it
+}
+
 // FuncEntry is how a function's entry takes a probe.
 type FuncEntry struct {
 	Addr uint64 // where the call to the entry stub is written

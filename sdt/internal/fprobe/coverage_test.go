@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/internal/functab"
 	"github.com/gosdt/gosdt/internal/testbin"
 )
 
@@ -45,8 +46,9 @@ func TestCoverage(t *testing.T) {
 		names[f.Entry] = f.Name
 	}
 	name := func(pc uint64) string { return names[pc] }
-	total, refused, entries, both := 0, 0, 0, 0
-	why := map[string]int{}
+	asm := asmFuncs(t, path)
+	total, refused, entries, both, placeable := 0, 0, 0, 0, 0
+	why, leafWhy := map[string]int{}, map[string]int{}
 	for _, f := range b.Funcs {
 		total++
 		if Refused(f.Name) != "" {
@@ -60,6 +62,15 @@ func TestCoverage(t *testing.T) {
 		}
 		if _, err := host.FuncEntry(b.Text, w, name); err != nil {
 			why["entry: "+reason(err)]++
+			// Where the decoder proves a leaf's entry can take a jump to a slot
+			// (DESIGN.md, "Leaves"): counted apart, not probed yet.
+			if asm[f.Entry] {
+				leafWhy["assembly: its registers at entry follow no ABI"]++
+			} else if _, err := host.LeafEntry(b.Text, w); err == nil {
+				placeable++
+			} else if r := reason(err); !strings.HasPrefix(r, "a stack check at entry") {
+				leafWhy[r]++
+			}
 			continue
 		}
 		entries++
@@ -80,6 +91,15 @@ func TestCoverage(t *testing.T) {
 	for _, r := range rs {
 		t.Logf("  %6d  %s", why[r], r)
 	}
+	t.Logf("of the refused entries, %d (%.1f%% of the %d) are leaves whose first instruction the decoder proves can run out of line in a slot: placeable, not probed yet (DESIGN.md, \"Leaves\"); the others, by their first instruction:", placeable, 100*float64(placeable)/float64(n), n)
+	rs = rs[:0]
+	for r := range leafWhy {
+		rs = append(rs, r)
+	}
+	sort.Slice(rs, func(i, j int) bool { return leafWhy[rs[i]] > leafWhy[rs[j]] })
+	for _, r := range rs {
+		t.Logf("  %6d  %s", leafWhy[r], r)
+	}
 	if float64(entries) < 0.78*float64(n) {
 		t.Errorf("only %d of %d functions take an entry probe", entries, n)
 	}
@@ -89,6 +109,32 @@ func TestCoverage(t *testing.T) {
 	if float64(both) < 0.95*float64(entries) {
 		t.Errorf("only %d of the %d functions that take an entry probe take a return probe", both, entries)
 	}
+}
+
+// asmFuncs returns the entries of the assembly functions of the binary at path
+// (abi.FuncFlagAsm in its function table).
+func asmFuncs(t *testing.T, path string) map[uint64]bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	text, pcln := f.Section(".text"), f.Section(".gopclntab")
+	data, err := pcln.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := functab.New(data, text.Addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asm := map[uint64]bool{}
+	for i := 0; i < tab.Len(); i++ {
+		if fn, ok := tab.Func(i); ok && fn.Flag&functab.FlagAsm != 0 {
+			asm[tab.Entry(i)] = true
+		}
+	}
+	return asm
 }
 
 // reason is a shape error's reason without its addresses and bytes, to count reasons.

@@ -1,0 +1,72 @@
+package arm64
+
+import (
+	"encoding/binary"
+	"strings"
+	"testing"
+
+	"github.com/gosdt/gosdt/arch"
+)
+
+// TestLeafEntry holds the rule of which first words of a leaf may run out of line in a
+// slot (fprobe's DESIGN.md, "Leaves") against words whose answer is known.
+func TestLeafEntry(t *testing.T) {
+	for _, c := range []struct {
+		word uint32
+		name string
+		why  string // "" if the word is taken
+	}{
+		{0xAA0003E1, "MOVD R0, R1", ""},
+		{0x91002001, "ADD $8, R0, R1", ""},
+		{0xD28000A0, "MOVZ $5, R0", ""},
+		{0xF94007E1, "MOVD 8(RSP), R1", ""},
+		{0xA90087E0, "STP (R0, R1), 8(RSP)", ""},
+		{0x1E604001, "FMOVD F0, F1", ""},
+		{0xD503201F, "NOP", ""},
+		{0x9B027C20, "MUL R2, R1, R0", ""},
+		{0xD10043FF, "SUB $16, RSP, RSP", "writes SP"},
+		{0xF9400401, "MOVD 8(R0), R1", "may fault"},
+		{0xF81F0FFE, "MOVD.W R30, -16(RSP)", "not a form"},
+		{0x90000000, "ADRP", "reads its own pc"},
+		{0x58000040, "LDR literal", "its own pc"},
+		{0xB4000040, "CBZ R0", "passes control"},
+		{0x54000040, "BEQ", "passes control"},
+		{0x36000040, "TBZ", "passes control"},
+		{0x9A820020, "CSEL EQ, R1, R2, R0", "reads the flags"},
+		{0x9A020020, "ADC R2, R1, R0", "reads the flags"},
+		{0x1E620C20, "FCSELD", "reads the flags"},
+		{0xAA1003E0, "MOVD R16, R0", "R16 or R17"},
+		{0xD65F03C0, "RET", "passes control"},
+		{loadGuard, "MOVD 16(R28), R16", "a stack check"},
+	} {
+		b := binary.LittleEndian.AppendUint32(nil, c.word)
+		b = binary.LittleEndian.AppendUint32(b, retLR)
+		const pc = 0x10000
+		m := arch.Bytes{Base: pc, Code: b}
+		w, err := walk(m, pc, pc+uint64(len(b)))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		e, err := leafEntry(m, w)
+		switch {
+		case c.why == "" && err != nil:
+			t.Errorf("%s (%#08x): refused: %v", c.name, c.word, err)
+		case c.why == "" && (e.Addr != pc || e.Resume != pc+4 || binary.LittleEndian.Uint32(e.Orig) != c.word):
+			t.Errorf("%s: %+v", c.name, e)
+		case c.why != "" && (err == nil || !strings.Contains(err.Error(), c.why)):
+			t.Errorf("%s (%#08x): %v, want a refusal saying %q", c.name, c.word, err, c.why)
+		}
+	}
+	// A loop back to the entry: the probe would fire on each pass.
+	b := binary.LittleEndian.AppendUint32(nil, 0xAA0003E1)
+	b = binary.LittleEndian.AppendUint32(b, 0xB5FFFFE0) // CBNZ R0, entry
+	b = binary.LittleEndian.AppendUint32(b, retLR)
+	m := arch.Bytes{Base: 0x10000, Code: b}
+	w, err := walk(m, 0x10000, 0x10000+uint64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leafEntry(m, w); err == nil || !strings.Contains(err.Error(), "targets its entry") {
+		t.Errorf("a loop to the entry: %v", err)
+	}
+}
