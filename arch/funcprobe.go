@@ -14,6 +14,11 @@ type LeafEntry struct {
 	Addr   uint64 // the entry, where the jump is written
 	Orig   []byte // the displaced instruction
 	Resume uint64 // the instruction after it
+	// ArgReads has bit j set for word j of the argument area (the stack arguments,
+	// then the register arguments' spill slots, from the first word above the return
+	// address) if the function's code may read it; all ones when the decoder cannot
+	// tell (SP copied, or an address taken).
+	ArgReads uint64
 }
 
 // FuncEntry is how a function's entry takes a probe.

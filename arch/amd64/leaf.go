@@ -26,7 +26,7 @@ func leafEntry(m arch.Memory, w *arch.Walked) (arch.LeafEntry, error) {
 		return e, shapeErr(w.Entry, "a stack check at entry: not a leaf")
 	}
 	if in.n < 5 {
-		return e, shapeErr(w.Entry, "leaf's first instruction shorter than a 5-byte jump: the jump would cover the next, where a goroutine may be parked (%s, %d bytes)", in.text(m, w.Entry), in.n)
+		return e, shapeErr(w.Entry, "leaf's first instruction shorter than the jump of five bytes, which would cover the next, where a goroutine may be parked (%s, %d bytes)", in.text(m, w.Entry), in.n)
 	}
 	if w.Entry+uint64(in.n) > w.End {
 		return e, shapeErr(w.Entry, "the first instruction runs past the function's end")
@@ -39,7 +39,62 @@ func leafEntry(m arch.Memory, w *arch.Walked) (arch.LeafEntry, error) {
 	}
 	e.Orig = append([]byte(nil), raw...)
 	e.Resume = w.Entry + uint64(in.n)
+	e.ArgReads = argReads(m, w)
 	return e, nil
+}
+
+// argReads says which words of its argument area (from 8(SP)) the frameless function
+// w reads: those its SP-based memory operands name; all when SP is used otherwise
+// (copied, an address taken) or an instruction cannot be read.
+func argReads(m arch.Memory, w *arch.Walked) uint64 {
+	const all = ^uint64(0)
+	var r uint64
+	for pc := w.Entry; pc < w.End; pc++ {
+		if !w.IsStart(pc) {
+			continue
+		}
+		in, err := decodeAt(m, pc)
+		if err != nil {
+			return all
+		}
+		if in.flow == flowCall || in.flow == flowCallInd {
+			continue // the runtime's panics: they do not return
+		}
+		if in.enc == encLegacy && in.m == mapOne && in.op >= 0x50 && in.op <= 0x5F {
+			return all // PUSH, POP: not in a frameless function
+		}
+		if !in.hasRM {
+			continue
+		}
+		if in.mod() == 3 {
+			if in.rm() == rSP || in.reg() == rSP && in.enc == encLegacy && in.m == mapOne {
+				return all // SP (or, conservatively, register 4 of another kind) as an operand
+			}
+			continue
+		}
+		if in.reg() == rSP && in.enc == encLegacy && in.m == mapOne {
+			return all // MOVQ SP, mem and the like
+		}
+		op, ok := memOperand(&in, m.Read(pc, int(in.n)))
+		if !ok {
+			return all
+		}
+		if op.base != rSP && op.index != rSP {
+			continue
+		}
+		if op.index >= 0 || op.disp < 8 || in.m == mapOne && in.op == 0x8D {
+			return all // an address taken, an index, or below the argument area
+		}
+		// The operand's width is at most 16 bytes (an SSE move): its word and the next.
+		j := (op.disp - 8) / 8
+		for k := j; k <= (op.disp-8+15)/8 && k < 64; k++ {
+			r |= 1 << k
+		}
+		if j >= 64 {
+			return all
+		}
+	}
+	return r
 }
 
 // Directions of a legacy instruction's general-purpose operands, for the check that

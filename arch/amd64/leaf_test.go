@@ -23,9 +23,9 @@ func TestLeafEntry(t *testing.T) {
 		{[]byte{0x44, 0x0F, 0x11, 0x7C, 0x24, 0x08}, "MOVUPS X15, 8(SP)", ""},
 		{[]byte{0x48, 0x8D, 0x98, 0x00, 0x01, 0, 0}, "LEAQ 0x100(AX), BX", ""},
 		{[]byte{0x48, 0x81, 0xF9, 0x00, 0x01, 0, 0}, "CMPQ CX, $0x100", ""},
-		{[]byte{0x48, 0x8B, 0x58, 0x08}, "MOVQ 8(AX), BX", "shorter than a 5-byte jump"},
-		{[]byte{0x31, 0xC0}, "XORL AX, AX", "shorter than a 5-byte jump"},
-		{[]byte{0x55}, "PUSHQ BP", "shorter than a 5-byte jump"},
+		{[]byte{0x48, 0x8B, 0x58, 0x08}, "MOVQ 8(AX), BX", "shorter than the jump"},
+		{[]byte{0x31, 0xC0}, "XORL AX, AX", "shorter than the jump"},
+		{[]byte{0x55}, "PUSHQ BP", "shorter than the jump"},
 		{[]byte{0x48, 0x8B, 0x98, 0x00, 0x01, 0, 0}, "MOVQ 0x100(AX), BX", "may fault"},
 		{[]byte{0xC7, 0x40, 0x10, 0x01, 0, 0, 0}, "MOVL $1, 0x10(AX)", "may fault"},
 		{[]byte{0x48, 0x8D, 0x05, 0x10, 0, 0, 0}, "LEAQ 0x10(IP), AX", "its own pc"},
@@ -51,6 +51,25 @@ func TestLeafEntry(t *testing.T) {
 			t.Errorf("%s: %+v", c.name, e)
 		case c.why != "" && (err == nil || !strings.Contains(err.Error(), c.why)):
 			t.Errorf("%s (% x): %v, want a refusal saying %q", c.name, c.code, err, c.why)
+		}
+	}
+	// The words of the argument area the code reads.
+	for _, c := range []struct {
+		code []byte
+		want uint64
+	}{
+		{[]byte{0x48, 0xC7, 0xC0, 0x01, 0, 0, 0, 0xC3}, 0},                                        // MOVQ $1, AX; RET
+		{[]byte{0x48, 0xC7, 0xC0, 0x01, 0, 0, 0, 0x48, 0x8B, 0x44, 0x24, 0x10, 0xC3}, 0b110},      // ...; MOVQ 16(SP), AX
+		{[]byte{0x48, 0xC7, 0xC0, 0x01, 0, 0, 0, 0x48, 0x8D, 0x44, 0x24, 0x08, 0xC3}, ^uint64(0)}, // ...; LEAQ 8(SP), AX
+		{[]byte{0x48, 0xC7, 0xC0, 0x01, 0, 0, 0, 0x48, 0x89, 0xE0, 0xC3}, ^uint64(0)},             // ...; MOVQ SP, AX
+	} {
+		m := arch.Bytes{Base: 0x10000, Code: c.code}
+		w, err := walk(m, 0x10000, 0x10000+uint64(len(c.code)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, err := leafEntry(m, w); err != nil || e.ArgReads != c.want {
+			t.Errorf("% x: ArgReads %#x, %v; want %#x", c.code, e.ArgReads, err, c.want)
 		}
 	}
 	// A loop back to the entry: the probe would fire on each pass.

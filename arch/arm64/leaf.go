@@ -28,7 +28,73 @@ func leafEntry(m arch.Memory, w *arch.Walked) (arch.LeafEntry, error) {
 		return e, shapeErr(w.Entry, "leaf's first instruction %s: it cannot run out of line in a slot (%s)", why, in)
 	}
 	e.Orig = m.Read(w.Entry, instLen)
+	e.ArgReads = argReads(m, w)
 	return e, nil
+}
+
+// argReads says which words of its argument area (from 8(RSP)) the frameless function
+// w reads: those its RSP-based loads and stores with an immediate offset name; all
+// when RSP is used otherwise (copied, written back, an address taken) or an
+// instruction cannot be read.
+func argReads(m arch.Memory, w *arch.Walked) uint64 {
+	const all = ^uint64(0)
+	var r uint64
+	mark := func(off, size uint64) bool {
+		if off < 8 {
+			return false
+		}
+		for k := (off - 8) / 8; k <= (off-8+size-1)/8; k++ {
+			if k >= 64 {
+				return false
+			}
+			r |= 1 << k
+		}
+		return true
+	}
+	for pc := w.Entry; pc+instLen <= w.End; pc += instLen {
+		b := m.Read(pc, instLen)
+		if len(b) < instLen {
+			return all
+		}
+		x := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+		rn := x >> 5 & 31
+		switch {
+		case x&0x0A000000 == 0x08000000: // loads and stores
+			if rn != 31 {
+				continue
+			}
+			size := uint64(1) << (x >> 30)
+			if x&(1<<26) != 0 && x&0x3B000000 != 0x29000000 && x>>23&1 != 0 && x>>30 == 0 {
+				size = 16 // a Q register
+			}
+			var ok bool
+			switch {
+			case x&0x3B000000 == 0x39000000: // unsigned immediate, scaled
+				ok = mark(uint64(x>>10&0xFFF)*size, size)
+			case x&0x3B200C00 == 0x38000000: // unscaled immediate
+				if off := int64(int32(x<<11) >> 23); off >= 0 {
+					ok = mark(uint64(off), size)
+				}
+			case x&0x3B800000 == 0x29000000: // pair, signed offset
+				psize := uint64(4) << (x >> 31) // W or X
+				if x&(1<<26) != 0 {
+					psize = uint64(4) << (x >> 30)
+				}
+				if off := int64(int32(x<<10)>>25) * int64(psize); off >= 0 {
+					ok = mark(uint64(off), 2*psize)
+				}
+			}
+			if !ok {
+				return all
+			}
+		case x&0x1F000000 == 0x11000000, // ADD/SUB immediate: RSP as Rn
+			x&0x1F200000 == 0x0B200000: // ADD/SUB extended register: RSP as Rn
+			if rn == 31 {
+				return all
+			}
+		}
+	}
+	return r
 }
 
 // displaceable says why the instruction in may not run at another pc with R16 and R17

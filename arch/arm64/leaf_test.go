@@ -57,6 +57,29 @@ func TestLeafEntry(t *testing.T) {
 			t.Errorf("%s (%#08x): %v, want a refusal saying %q", c.name, c.word, err, c.why)
 		}
 	}
+	// The words of the argument area the code reads.
+	for _, c := range []struct {
+		words []uint32
+		want  uint64
+	}{
+		{[]uint32{0xAA0003E1, retLR}, 0},
+		{[]uint32{0xAA0003E1, 0xF9400BE0, retLR}, 0b10},       // MOVD 16(RSP), R0
+		{[]uint32{0xAA0003E1, 0xA94107E0, retLR}, 0b110},      // LDP 16(RSP), (R0, R1): words 1, 2
+		{[]uint32{0xAA0003E1, 0x910023E0, retLR}, ^uint64(0)}, // ADD $8, RSP, R0: an address taken
+	} {
+		var b []byte
+		for _, x := range c.words {
+			b = binary.LittleEndian.AppendUint32(b, x)
+		}
+		m := arch.Bytes{Base: 0x10000, Code: b}
+		w, err := walk(m, 0x10000, 0x10000+uint64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, err := leafEntry(m, w); err != nil || e.ArgReads != c.want {
+			t.Errorf("%#08x: ArgReads %#x, %v; want %#x", c.words, e.ArgReads, err, c.want)
+		}
+	}
 	// A loop back to the entry: the probe would fire on each pass.
 	b := binary.LittleEndian.AppendUint32(nil, 0xAA0003E1)
 	b = binary.LittleEndian.AppendUint32(b, 0xB5FFFFE0) // CBNZ R0, entry

@@ -46,9 +46,9 @@ func TestCoverage(t *testing.T) {
 		names[f.Entry] = f.Name
 	}
 	name := func(pc uint64) string { return names[pc] }
-	asm := asmFuncs(t, path)
-	total, refused, entries, both, placeable := 0, 0, 0, 0, 0
-	why, leafWhy := map[string]int{}, map[string]int{}
+	recs := funcRecords(t, path)
+	total, refused, entries, both, leaves := 0, 0, 0, 0, 0
+	why := map[string]int{}
 	for _, f := range b.Funcs {
 		total++
 		if Refused(f.Name) != "" {
@@ -61,16 +61,23 @@ func TestCoverage(t *testing.T) {
 			continue
 		}
 		if _, err := host.FuncEntry(b.Text, w, name); err != nil {
-			why["entry: "+reason(err)]++
-			// Where the decoder proves a leaf's entry can take a jump to a slot
-			// (DESIGN.md, "Leaves"): counted apart, not probed yet.
-			if asm[f.Entry] {
-				leafWhy["assembly: its registers at entry follow no ABI"]++
-			} else if _, err := host.LeafEntry(b.Text, w); err == nil {
-				placeable++
-			} else if r := reason(err); !strings.HasPrefix(r, "a stack check at entry") {
-				leafWhy[r]++
+			// A leaf whose entry a slot takes (readLeaf, DESIGN.md "Leaves"): an entry
+			// probe, no return probe.
+			rec, ok := recs[f.Entry]
+			lerr := leafRefused(f.Name, rec)
+			if !ok {
+				lerr = errors.New("no function record")
 			}
+			if lerr == nil {
+				_, lerr = host.LeafEntry(b.Text, w)
+			}
+			if lerr == nil {
+				entries++
+				leaves++
+				why["return: a leaf"]++
+				continue
+			}
+			why["entry: "+reason(err)+"; as a leaf: "+reason(lerr)]++
 			continue
 		}
 		entries++
@@ -91,29 +98,21 @@ func TestCoverage(t *testing.T) {
 	for _, r := range rs {
 		t.Logf("  %6d  %s", why[r], r)
 	}
-	t.Logf("of the refused entries, %d (%.1f%% of the %d) are leaves whose first instruction the decoder proves can run out of line in a slot: placeable, not probed yet (DESIGN.md, \"Leaves\"); the others, by their first instruction:", placeable, 100*float64(placeable)/float64(n), n)
-	rs = rs[:0]
-	for r := range leafWhy {
-		rs = append(rs, r)
-	}
-	sort.Slice(rs, func(i, j int) bool { return leafWhy[rs[i]] > leafWhy[rs[j]] })
-	for _, r := range rs {
-		t.Logf("  %6d  %s", leafWhy[r], r)
-	}
+	t.Logf("of the entries, %d are leaves' (a jump to a slot: DESIGN.md, \"Leaves\")", leaves)
 	if float64(entries) < 0.78*float64(n) {
 		t.Errorf("only %d of %d functions take an entry probe", entries, n)
 	}
 	// Of the functions with a stack check, nearly all end in an epilogue the return
 	// stub takes (the rest: frames of only the saved BP on amd64, functions that
 	// never return).
-	if float64(both) < 0.95*float64(entries) {
-		t.Errorf("only %d of the %d functions that take an entry probe take a return probe", both, entries)
+	if float64(both) < 0.95*float64(entries-leaves) {
+		t.Errorf("only %d of the %d functions that take an entry probe with a stack check take a return probe", both, entries-leaves)
 	}
 }
 
-// asmFuncs returns the entries of the assembly functions of the binary at path
-// (abi.FuncFlagAsm in its function table).
-func asmFuncs(t *testing.T, path string) map[uint64]bool {
+// funcRecords returns the function records of the binary at path by entry (its
+// function table: flags, argument size).
+func funcRecords(t *testing.T, path string) map[uint64]functab.Func {
 	f, err := elf.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -128,13 +127,13 @@ func asmFuncs(t *testing.T, path string) map[uint64]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	asm := map[uint64]bool{}
+	recs := map[uint64]functab.Func{}
 	for i := 0; i < tab.Len(); i++ {
-		if fn, ok := tab.Func(i); ok && fn.Flag&functab.FlagAsm != 0 {
-			asm[tab.Entry(i)] = true
+		if fn, ok := tab.Func(i); ok {
+			recs[tab.Entry(i)] = fn
 		}
 	}
-	return asm
+	return recs
 }
 
 // reason is a shape error's reason without its addresses and bytes, to count reasons.

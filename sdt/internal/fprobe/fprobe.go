@@ -382,7 +382,11 @@ func read(t *functab.Table, m *functab.Module, i int) (*Func, error) {
 	}
 	e, err := host.FuncEntry(mem, w, nameAt)
 	if err != nil {
-		return nil, errors.New("fprobe: " + name + ": entry: " + err.Error())
+		lf, lerr := readLeaf(t, i, w, mem)
+		if lerr == nil {
+			return lf, nil
+		}
+		return nil, errors.New("fprobe: " + name + ": entry: " + err.Error() + "; as a leaf: " + lerr.Error())
 	}
 	f := &Func{Name: name, Entry: entry, site: uintptr(e.Addr), orig: append([]byte(nil), e.Orig...)}
 	c := &config{morestack: uintptr(e.Morestack), check: e.Check, resume: uintptr(e.Resume), frame: e.Frame, fn: f}
@@ -555,6 +559,8 @@ type Change struct {
 func Set(cs []Change) error {
 	mu.Lock()
 	defer mu.Unlock()
+	applied := false
+	defer func() { leafFinish(applied) }()
 	var ws []patch.Write
 	var add, del []uintptr
 	var addc []*config
@@ -569,7 +575,13 @@ func Set(cs []Change) error {
 		if (needEntry || c.Return) && !f.patched && !f.retPatched {
 			newFuncs++
 		}
-		if needEntry != f.patched {
+		if needEntry != f.patched && isLeaf(f) {
+			lw, err := leafWrites(f, needEntry, c.Pinned)
+			if err != nil {
+				return err
+			}
+			ws = append(ws, lw...)
+		} else if needEntry != f.patched {
 			call := host.CallTo(uint64(f.site), uint64(estub), len(f.orig))
 			if call == nil {
 				return errors.New("fprobe: " + f.Name + ": the entry stub is out of a call's reach")
@@ -668,6 +680,7 @@ func Set(cs []Change) error {
 			return errors.New("fprobe: " + err.Error())
 		}
 	}
+	applied = true
 	for _, k := range del {
 		remove(k)
 	}

@@ -1,0 +1,34 @@
+package target
+
+// Leaves: functions without a stack check whose first instruction a slot can run out
+// of line (fprobe's DESIGN.md, "Leaves"), on amd64 and arm64. norace: the race
+// detector's instrumentation would give them calls, and so a stack check.
+
+// LeafPtr reads through a pointer argument.
+//
+//go:noinline
+//go:norace
+func LeafPtr(p *int, k int) int {
+	k *= 100003
+	return *p + k
+}
+
+// LeafLoop spins n times without a call: preemptible only asynchronously.
+//
+//go:noinline
+//go:norace
+func LeafLoop(n int) int {
+	s := n * 100003
+	for i := 0; i < n; i++ {
+		s = s*31 + i
+	}
+	return s
+}
+
+// LeafFloat takes integer and floating-point arguments.
+//
+//go:noinline
+//go:norace
+func LeafFloat(a int, x float64, b int) float64 {
+	return float64(a*1000003-b) + x*x
+}

@@ -1,0 +1,322 @@
+package fprobe
+
+import (
+	"encoding/binary"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/internal/functab"
+	"github.com/gosdt/gosdt/internal/rawptr"
+	"github.com/gosdt/gosdt/patch"
+	"github.com/gosdt/gosdt/sdt/internal/rt"
+)
+
+// Entry probes of leaves: functions without a stack check, whose entry is a jump to a
+// slot of leafSlots (leaf_$GOARCH.s) that runs their displaced first instruction out
+// of line. DESIGN.md, "Leaves", has the whole argument.
+
+// leafCtxtOff is where the leaf stub saves the closure context, after the argument
+// registers (leafSpills).
+const leafCtxtOff = 8 * (leafInts + leafFloats)
+
+// leafCheck is which words of a leaf's arguments leafHandler checks for a pointer into
+// the goroutine's stack: those that may be pointers the leaf reads. The leaf's integer
+// argument registers are among the first ints (one at most per word of its argument
+// area, which holds a spill slot for each register argument); the closure context, if
+// the leaf may be a closure; and the words of its argument area (stack arguments, then
+// the register arguments' spill slots) that its arguments' stack map marks pointers
+// and its code may read (a spill slot, which a frameless leaf never reads, holds what
+// the caller last left there).
+type leafCheck struct {
+	ints uintptr // how many integer registers, from the first of the ABI's order
+	ctxt uintptr // 1: the closure context register too
+	mask uint64  // bit j: word j of the argument area
+}
+
+// leafCheckFor makes leaf i's leafCheck, from its argument area's size (args) and its
+// arguments' stack map 0; an area without a map is checked whole.
+func leafCheckFor(t *functab.Table, i int, name string, args int32) leafCheck {
+	words := (int(args) + 7) / 8 // at most 64: leafRefused
+	c := leafCheck{ints: uintptr(min(words, leafInts))}
+	if strings.Contains(name, ".func") || strings.HasSuffix(name, "-fm") {
+		c.ctxt = 1
+	}
+	all := uint64(1)<<words - 1
+	c.mask = all
+	if off, ok := t.FuncData(i, functab.FuncDataArgsPointerMaps); ok {
+		if g := t.Gofunc()[off:]; len(g) >= 8 {
+			n, nbit := int32(binary.LittleEndian.Uint32(g)), int32(binary.LittleEndian.Uint32(g[4:]))
+			if n >= 1 && nbit >= 0 && int(nbit) <= words && int(8+(nbit+7)/8) <= len(g) {
+				c.mask = 0
+				for w := int32(0); w < nbit; w++ {
+					if g[8+w/8]&(1<<(w%8)) != 0 {
+						c.mask |= 1 << w
+					}
+				}
+				c.mask |= all &^ (uint64(1)<<nbit - 1) // words the map does not cover
+			}
+		}
+	}
+	return c
+}
+
+// leafSlotCount is how many leaves may have their entry probed at once.
+const leafSlotCount = MaxFuncs
+
+var (
+	// leafCfgs[i] is the config of the leaf slot i jumps from; read by leafHandler.
+	// Set before the jump is written, cleared after it is gone.
+	leafCfgs [leafSlotCount]*config
+	// leafSkipped[i] counts the entries through slot i that were not delivered: no
+	// stack room for the handler (counted by the stub), or an argument pointing into
+	// the goroutine's stack (see leafHandler). Atomic: off the common path.
+	leafSkipped [leafSlotCount]uint64
+
+	leafMu    sync.Mutex
+	leafFuncs = map[*Func]bool{} // every leaf Func read, under leafMu
+	// Which words of each leaf may point into the stack (leafCheck), under leafMu;
+	// leafChecks[i], of the leaf slot i jumps from, set with leafCfgs[i].
+	leafCheckOf = map[*Func]leafCheck{}
+	leafChecks  [leafSlotCount]leafCheck
+
+	// Under mu.
+	leafSlotOf   = map[*Func]int{} // the slot of each leaf whose entry is written
+	leafUsed     [leafSlotCount]bool
+	leafSkipBase [leafSlotCount]uint64 // leafSkipped[i] when slot i was given its leaf
+	leafSkipsOf  = map[*Func]uint64{}  // skips of the leaves' past slots
+	leafDone     []func(ok bool)       // what Set does once its patch is applied (ok) or not
+)
+
+// isLeaf reports whether f's entry is a leaf's (a jump to a slot).
+func isLeaf(f *Func) bool {
+	leafMu.Lock()
+	defer leafMu.Unlock()
+	return leafFuncs[f]
+}
+
+// Leaf reports whether f is a leaf, whose entry probe is a jump to a slot: its hook
+// must be pinned (Change.Pinned), it has no return probe, and its Args are the ABI's
+// argument registers whatever the function uses (Words), no word a live pointer.
+func (f *Func) Leaf() bool { return isLeaf(f) }
+
+// Skipped is how many of a leaf's entries were seen and not delivered nor counted in
+// Stats.Entries: no stack room for the handler, or an argument word pointing into the
+// goroutine's own stack, which a stack move during the hook would leave stale.
+func (f *Func) Skipped() int64 {
+	mu.Lock()
+	defer mu.Unlock()
+	n := leafSkipsOf[f]
+	if i, ok := leafSlotOf[f]; ok {
+		n += atomic.LoadUint64(&leafSkipped[i]) - leafSkipBase[i]
+	}
+	return int64(n)
+}
+
+// readLeaf makes the Func of leaf i of t, walked in w, whose entry a slot can take, or
+// says why not (an error to append to the entry's refusal).
+func readLeaf(t *functab.Table, i int, w *arch.Walked, mem arch.Memory) (*Func, error) {
+	name := string(t.Name(i))
+	fn, ok := t.Func(i)
+	if !ok {
+		return nil, errors.New("no function record")
+	}
+	if err := leafRefused(name, fn); err != nil {
+		return nil, err
+	}
+	e, err := host.LeafEntry(mem, w)
+	if err != nil {
+		return nil, err
+	}
+	chk := leafCheckFor(t, i, name, fn.Args)
+	chk.mask &= e.ArgReads // a word the leaf never reads may go stale
+	f := &Func{Name: name, Entry: uintptr(t.Entry(i)), site: uintptr(e.Addr), orig: append([]byte(nil), e.Orig...)}
+	f.entry = &config{resume: uintptr(e.Resume), fn: f}
+	f.spills = leafSpills()
+	f.retErr = errors.New("fprobe: " + name + ": return: a leaf: its only exit is a RET after an arbitrary instruction, and its return address may not be replaced (DESIGN.md, \"Leaves\")")
+	leafMu.Lock()
+	leafFuncs[f] = true
+	leafCheckOf[f] = chk
+	leafMu.Unlock()
+	return f, nil
+}
+
+// leafRefused says why leaf fn (named name) takes no slot before its code is read, nil
+// if it may.
+func leafRefused(name string, fn functab.Func) error {
+	switch {
+	case leafSlotLen == 0:
+		return errors.New("no leaf slots on this architecture")
+	case fn.Flag&functab.FlagAsm != 0:
+		return errors.New("assembly: its registers at entry follow no ABI")
+	case strings.HasSuffix(name, ".abi0"):
+		return errors.New("an ABI0 wrapper: g is not in its register at entry")
+	case fn.Args < 0 || fn.Args > 512:
+		return errors.New("an argument area of " + itoa(int(fn.Args)) + " bytes, over the 512 the stub checks")
+	}
+	return nil
+}
+
+// leafSpills is a leaf's Args layout: every argument register of the ABI, as saved by
+// the leaf stub at the offsets leafArgOff gives (integer registers, then
+// floating-point ones, a word each).
+func leafSpills() []arch.Spill {
+	var s []arch.Spill
+	for r := 0; r < leafInts; r++ {
+		s = append(s, arch.Spill{Reg: uint8(r), Size: 8, Off: int32(8 * r)})
+	}
+	for r := 0; r < leafFloats; r++ {
+		s = append(s, arch.Spill{Reg: floatReg + uint8(r), Size: 8, Off: int32(8 * (leafInts + r))})
+	}
+	return s
+}
+
+// leafWrites returns the writes that switch leaf f's entry on or off, with what Set
+// does after its patch (leafDone). mu held.
+func leafWrites(f *Func, on bool, pinned bool) ([]patch.Write, error) {
+	if !on {
+		i, ok := leafSlotOf[f]
+		if !ok {
+			return nil, nil
+		}
+		jmp := leafJump(f.site, leafSlotAddr(i), len(f.orig))
+		leafDone = append(leafDone, func(ok bool) {
+			if ok {
+				atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&leafCfgs[i])), nil)
+				leafUsed[i] = false
+				delete(leafSlotOf, f)
+				// No thread is in the slot after the patch's rendezvous: the count is final.
+				leafSkipsOf[f] += atomic.LoadUint64(&leafSkipped[i]) - leafSkipBase[i]
+			}
+		})
+		return []patch.Write{{Addr: f.site, Old: jmp, New: f.orig}}, nil
+	}
+	if !pinned {
+		return nil, errors.New("fprobe: " + f.Name + ": a leaf's entry hook must run pinned (Change.Pinned): its arguments are in no stack map")
+	}
+	i := -1
+	for j := range leafUsed {
+		if !leafUsed[j] {
+			i = j
+			break
+		}
+	}
+	if i < 0 {
+		return nil, errors.New("fprobe: at most " + itoa(leafSlotCount) + " leaves may have their entry probed at once")
+	}
+	slot := leafSlotAddr(i)
+	code := leafSlotCode(i, slot, f)
+	jmp := leafJump(f.site, slot, len(f.orig))
+	if code == nil || jmp == nil {
+		return nil, errors.New("fprobe: " + f.Name + ": the leaf slots are out of a jump's reach")
+	}
+	leafUsed[i] = true
+	leafSkipBase[i] = atomic.LoadUint64(&leafSkipped[i]) // no thread is in a free slot
+	leafMu.Lock()
+	leafChecks[i] = leafCheckOf[f]
+	leafMu.Unlock()
+	atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&leafCfgs[i])), unsafe.Pointer(f.entry))
+	leafDone = append(leafDone, func(ok bool) {
+		if ok {
+			leafSlotOf[f] = i
+		} else {
+			leafUsed[i] = false
+			atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&leafCfgs[i])), nil)
+		}
+	})
+	// The slot's old bytes: what the text holds (no jump goes there: it is free).
+	old := make([]byte, leafSlotLen)
+	for j := range old {
+		old[j] = *(*byte)(rawptr.At(slot + uintptr(j)))
+	}
+	return []patch.Write{{Addr: slot, Old: old, New: code}, {Addr: f.site, Old: f.orig, New: jmp}}, nil
+}
+
+// leafFinish runs what leafWrites left for after Set's patch. mu held.
+func leafFinish(ok bool) {
+	for _, d := range leafDone {
+		d(ok)
+	}
+	leafDone = leafDone[:0]
+}
+
+// leafHandler is called by the leaf stub (leaf_$GOARCH.s) with the leaf's argument
+// registers saved at argp, untyped, in the stub's frame, and the leaf's argument area
+// (its stack arguments and spill slots, which no stack map of the frames on the stack
+// now describes) at args: nosplit, and it pins its P before anything that may reach a
+// safe point, so that until it returns no stack scan and no garbage collection cycle
+// can begin (they need this goroutine suspended, or this P stopped): a heap object the
+// arguments alone reach stays. A stack move may still happen in the hook (the stack
+// grows); it would adjust neither the saved words nor the argument area, so the hook
+// runs only when no word of either points into the goroutine's stack.
+//
+//go:nosplit
+//go:norace
+func leafHandler(i, argp, g, args uintptr) {
+	if i >= leafSlotCount {
+		return
+	}
+	c := (*config)(loadPtr((*unsafe.Pointer)(unsafe.Pointer(&leafCfgs[i]))))
+	if c == nil {
+		return // not reached: the jump is gone before the config
+	}
+	f := c.fn
+	pid := rt.ProcPin()
+	if load64(&f.hookOn) != 0 {
+		if leafStackArg(argp, g, args, &leafChecks[i]) {
+			add64(&leafSkipped[i], 1)
+		} else {
+			f.count(pid, cEntries)
+			if load64(&f.quiet) == 0 {
+				leafSlow(f, argp, g)
+			}
+		}
+	}
+	rt.ProcUnpin()
+}
+
+// leafStackArg reports whether a word that c says to check, of the registers saved at
+// argp or of the argument area at args, points into the stack of goroutine g.
+//
+//go:nosplit
+//go:norace
+func leafStackArg(argp, g, args uintptr, c *leafCheck) bool {
+	lo, hi := *(*uintptr)(rawptr.At(g)), stackHi(g)
+	for m, o := c.mask, uintptr(0); m != 0; m, o = m>>1, o+8 {
+		if w := *(*uintptr)(rawptr.At(args + o)); m&1 != 0 && w-lo < hi-lo {
+			return true
+		}
+	}
+	for r := uintptr(0); r < c.ints; r++ {
+		if w := *(*uintptr)(rawptr.At(argp + 8*r)); w-lo < hi-lo {
+			return true
+		}
+	}
+	w := *(*uintptr)(rawptr.At(argp + leafCtxtOff))
+	return c.ctxt != 0 && w-lo < hi-lo
+}
+
+// leafSlow delivers a leaf's entry event to its hook, pinned (leafHandler pinned the
+// P; the hook is a pinned one, Set checks). Should the hook panic, the P is unpinned
+// for leafHandler, which the panic passes by.
+//
+//go:norace
+func leafSlow(f *Func, argp, g uintptr) {
+	h := f.onEntry.Load()
+	if h == nil {
+		return
+	}
+	var a Args
+	f.readArgs(&a, rawptr.At(argp))
+	done := false
+	defer func() {
+		if !done {
+			rt.ProcUnpin()
+		}
+	}()
+	callHook(f, *h, (*Args)(rt.Noescape(unsafe.Pointer(&a))), g)
+	done = true
+}

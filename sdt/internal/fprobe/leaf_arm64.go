@@ -1,0 +1,58 @@
+package fprobe
+
+import "encoding/binary"
+
+// The leaf stub's layout (leaf_arm64.s): R0..R15, then F0..F15, a word each, then R26.
+const (
+	leafInts   = 16
+	leafFloats = 16
+	// leafSlotLen is a slot's size: MOVZ $i, R16; B leafStub; the displaced
+	// instruction; B back.
+	leafSlotLen = 16
+)
+
+// Defined in leaf_arm64.s.
+func leafSlots()
+func leafStub()
+func leafBody()
+func leafBack()
+func leafAddrs() (slots, stub uintptr)
+
+// leafSlotAddr is slot i's address.
+func leafSlotAddr(i int) uintptr {
+	slots, _ := leafAddrs()
+	return slots + uintptr(i)*leafSlotLen
+}
+
+// branch is B from pc to target, false out of its ±128 MiB reach.
+func branch(pc, target uintptr) (uint32, bool) {
+	d := (int64(target) - int64(pc)) / 4
+	if d < -(1<<25) || d >= 1<<25 {
+		return 0, false
+	}
+	return 0x14000000 | uint32(d)&0x03FFFFFF, true
+}
+
+// leafSlotCode is slot i's code for leaf f, written at slot: MOVZ $i, R16; B
+// leafStub; the displaced instruction; B to the instruction after it. nil out of reach.
+func leafSlotCode(i int, slot uintptr, f *Func) []byte {
+	_, stub := leafAddrs()
+	to, ok := branch(slot+4, stub)
+	back, ok2 := branch(slot+12, f.entry.resume)
+	if !ok || !ok2 || len(f.orig) != 4 || i >= 1<<16 {
+		return nil
+	}
+	code := binary.LittleEndian.AppendUint32(nil, 0xD2800010|uint32(i)<<5)
+	code = binary.LittleEndian.AppendUint32(code, to)
+	code = append(code, f.orig...)
+	return binary.LittleEndian.AppendUint32(code, back)
+}
+
+// leafJump is the word written at a leaf's entry: B slot.
+func leafJump(site, slot uintptr, n int) []byte {
+	b, ok := branch(site, slot)
+	if !ok || n != 4 {
+		return nil
+	}
+	return binary.LittleEndian.AppendUint32(nil, b)
+}

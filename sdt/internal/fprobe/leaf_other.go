@@ -1,0 +1,14 @@
+//go:build !amd64 && !arm64
+
+package fprobe
+
+// No leaf slots here: leaves are refused (readLeaf says so).
+const (
+	leafInts    = 0
+	leafFloats  = 0
+	leafSlotLen = 0
+)
+
+func leafSlotAddr(i int) uintptr                       { return 0 }
+func leafSlotCode(i int, slot uintptr, f *Func) []byte { return nil }
+func leafJump(site, slot uintptr, n int) []byte        { return nil }
