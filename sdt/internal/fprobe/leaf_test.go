@@ -96,8 +96,8 @@ func TestLeafEntryArgs(t *testing.T) {
 	if r := target.LeafFloat(7, 2.5, 3); r != 7*1000003-3+2.5*2.5 {
 		t.Errorf("LeafFloat returned %v", r)
 	}
-	if len(got[1]) < 10 || got[1][0] != 7 || got[1][1] != 3 || got[1][9] != math.Float64bits(2.5) || floats[1]&(1<<9) == 0 {
-		t.Errorf("LeafFloat's words %#x (floats %#x), want 7, 3 and word 9 the float 2.5", got[1], floats[1])
+	if len(got[1]) <= leafInts || got[1][0] != 7 || got[1][1] != 3 || got[1][leafInts] != math.Float64bits(2.5) || floats[1]&(1<<leafInts) == 0 {
+		t.Errorf("LeafFloat's words %#x (floats %#x), want 7, 3 and the first float word 2.5", got[1], floats[1])
 	}
 	if !traced[0] || !traced[1] {
 		t.Errorf("the hook's call stack does not reach the leaf's caller: %v", traced)
