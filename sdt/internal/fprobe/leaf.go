@@ -32,6 +32,7 @@ const leafCtxtOff = 8 * (leafInts + leafFloats)
 // and its code may read (a spill slot, which a frameless leaf never reads, holds what
 // the caller last left there).
 type leafCheck struct {
+	area uintptr // the argument area's size in bytes (for CheckLayout, not the handler)
 	ints uintptr // how many integer registers, from the first of the ABI's order
 	ctxt uintptr // 1: the closure context register too
 	mask uint64  // bit j: word j of the argument area
@@ -41,7 +42,7 @@ type leafCheck struct {
 // arguments' stack map 0; an area without a map is checked whole.
 func leafCheckFor(t *functab.Table, i int, name string, args int32) leafCheck {
 	words := (int(args) + 7) / 8 // at most 64: leafRefused
-	c := leafCheck{ints: uintptr(min(words, leafInts))}
+	c := leafCheck{area: uintptr(args), ints: uintptr(min(words, leafInts))}
 	if strings.Contains(name, ".func") || strings.HasSuffix(name, "-fm") {
 		c.ctxt = 1
 	}
@@ -156,6 +157,29 @@ func leafRefused(name string, fn functab.Func) error {
 		return errors.New("an ABI0 wrapper: g is not in its register at entry")
 	case fn.Args < 0 || fn.Args > 512:
 		return errors.New("an argument area of " + itoa(int(fn.Args)) + " bytes, over the 512 the stub checks")
+	}
+	return nil
+}
+
+// checkLeafLayout holds a signature's spill block (CheckLayout) against leaf f, whose
+// code spills nothing: its Args are every argument register, so each word the
+// signature names must be one the stub saves, and the block must end where the
+// leaf's argument area does (its function record's size), or the signature is not of
+// this code.
+func (f *Func) checkLeafLayout(want []arch.Spill) error {
+	leafMu.Lock()
+	area := leafCheckOf[f].area
+	leafMu.Unlock()
+	end := int32(0)
+	for i, s := range want {
+		if s.Size == 0 || s.Size > 8 || s.Off < 0 ||
+			s.Reg < floatReg && int(s.Reg) >= leafInts || s.Reg >= floatReg && int(s.Reg-floatReg) >= leafFloats {
+			return errors.New("fprobe: " + f.Name + ": word " + itoa(i) + " of the signature is " + spillString(s) + ", not an argument register the leaf stub saves: not this program's signature")
+		}
+		end = max(end, s.Off+int32(s.Size))
+	}
+	if len(want) > 0 && uintptr(end+7)&^7 != area {
+		return errors.New("fprobe: " + f.Name + ": the signature's spill block ends at " + itoa(int(end)) + ", the leaf's argument area is " + itoa(int(area)) + " bytes: not this program's signature")
 	}
 	return nil
 }

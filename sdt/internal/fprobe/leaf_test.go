@@ -12,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gosdt/gosdt/arch"
 	"github.com/gosdt/gosdt/internal/testutil"
 	"github.com/gosdt/gosdt/sdt/internal/fprobe/internal/target"
 )
@@ -56,6 +57,16 @@ func TestLeafEntryArgs(t *testing.T) {
 	}
 	if on, _ := ptr.On(); on {
 		t.Fatal("a refused change left the probe on")
+	}
+	// A signature is held against the leaf's argument area (no spill block of its own).
+	if err := ptr.CheckLayout([]arch.Spill{{Reg: 0, Size: 8, Off: 0}, {Reg: 1, Size: 8, Off: 8}}); err != nil {
+		t.Errorf("LeafPtr's own signature: %v", err)
+	}
+	if err := ptr.CheckLayout([]arch.Spill{{Reg: 0, Size: 8, Off: 0}}); err == nil {
+		t.Error("a signature of one word taken for LeafPtr's two")
+	}
+	if err := ptr.CheckLayout([]arch.Spill{{Reg: 0, Size: 8, Off: 0}, {Reg: 20, Size: 8, Off: 8}}); err == nil {
+		t.Error("a register the stub does not save taken")
 	}
 	var got [2][]uint64
 	var floats [2]uint32
