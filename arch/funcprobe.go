@@ -14,6 +14,11 @@ type LeafEntry struct {
 	Addr   uint64 // the entry, where the jump is written
 	Orig   []byte // the displaced instruction
 	Resume uint64 // the instruction after it
+	// Rel, when not 0, says the displaced instruction addresses memory relative to its
+	// own pc: its displacement (amd64: the disp32 at byte Rel-1 of Orig; arm64: ADRP's
+	// page, Rel 1) must be re-encoded for the slot so that it still names Target.
+	Rel    int
+	Target uint64
 	// ArgReads has bit j set for word j of the argument area (the stack arguments,
 	// then the register arguments' spill slots, from the first word above the return
 	// address) if the function's code may read it; all ones when the decoder cannot

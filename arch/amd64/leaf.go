@@ -2,6 +2,7 @@ package amd64
 
 import (
 	"bytes"
+	"encoding/binary"
 
 	"github.com/gosdt/gosdt/arch"
 )
@@ -10,8 +11,9 @@ import (
 // 5-byte JMP to a per-site slot that runs it out of line (fprobe's DESIGN.md,
 // "Leaves"). The JMP must cover that instruction alone, since a goroutine may be
 // parked on any instruction of a leaf: so it must be 5 bytes or more. It must do the
-// same at the slot's pc, with every register but R12 and R13 and the flags as the
-// function received them, and must not fault there (a fault would name the slot, not
+// same at the slot's pc (a RIP-relative operand re-encoded there), with every
+// register but R12 and R13 and the flags as the function received them, and must not
+// fault there (a fault would name the slot, not
 // the function): moves and arithmetic that read no flags, with no RIP-relative operand
 // and no memory operand but one based on SP with no index (a frameless leaf's stack
 // is its caller's, mapped). No branch of the function may come back to the entry.
@@ -39,6 +41,14 @@ func leafEntry(m arch.Memory, w *arch.Walked) (arch.LeafEntry, error) {
 	}
 	e.Orig = append([]byte(nil), raw...)
 	e.Resume = w.Entry + uint64(in.n)
+	if in.rip {
+		// RIP-relative: the compiler's operands name the binary's own data, mapped;
+		// the slot re-encodes the disp32, which precedes the immediate.
+		e.Rel, e.Target = int(in.n)-int(in.immN)-4+1, in.mem(w.Entry)
+		if e.Rel < 1 || int32(binary.LittleEndian.Uint32(raw[e.Rel-1:])) != in.disp {
+			return e, shapeErr(w.Entry, "leaf's first instruction: a RIP-relative displacement not where the decoder expects it")
+		}
+	}
 	e.ArgReads = argReads(m, w)
 	return e, nil
 }
@@ -118,9 +128,7 @@ func displaceable(in *inst, raw []byte) string {
 	if in.pfx&(pLock|pSeg) != 0 {
 		return "has a LOCK or segment prefix"
 	}
-	if in.rip {
-		return "reads its own pc (RIP-relative, not relocated)"
-	}
+
 	dst, mem := 0, true // mem: a memory operand is accessed (LEA's is not)
 	switch d := in.regDigit(); in.m {
 	case mapOne:
@@ -203,7 +211,7 @@ func displaceable(in *inst, raw []byte) string {
 		if !ok {
 			return "has a memory operand the decoder does not read"
 		}
-		if mem && (op.base != rSP || op.index >= 0) {
+		if mem && !op.rip && (op.base != rSP || op.index >= 0) {
 			return "may fault (its memory operand is not SP-based)"
 		}
 	}

@@ -28,7 +28,9 @@ func TestLeafEntry(t *testing.T) {
 		{[]byte{0x55}, "PUSHQ BP", "shorter than the jump"},
 		{[]byte{0x48, 0x8B, 0x98, 0x00, 0x01, 0, 0}, "MOVQ 0x100(AX), BX", "may fault"},
 		{[]byte{0xC7, 0x40, 0x10, 0x01, 0, 0, 0}, "MOVL $1, 0x10(AX)", "may fault"},
-		{[]byte{0x48, 0x8D, 0x05, 0x10, 0, 0, 0}, "LEAQ 0x10(IP), AX", "its own pc"},
+		{[]byte{0x48, 0x8D, 0x05, 0x10, 0, 0, 0}, "LEAQ 0x10(IP), AX", ""},
+		{[]byte{0xF2, 0x0F, 0x10, 0x0D, 0x10, 0, 0, 0}, "MOVSD 0x10(IP), X1", ""},
+		{[]byte{0xFF, 0x25, 0x10, 0, 0, 0}, "JMP *0x10(IP)", "passes control"},
 		{[]byte{0x48, 0xC7, 0xC4, 0, 0, 0, 0}, "MOVQ $0, SP", "names SP"},
 		{[]byte{0x48, 0x81, 0xD0, 0xE8, 0x03, 0, 0}, "ADCQ $1000, AX", "reads the flags"},
 		{[]byte{0x48, 0xF7, 0xB4, 0x24, 0x08, 0, 0, 0}, "DIVQ 8(SP)", "may fault"},
@@ -53,6 +55,16 @@ func TestLeafEntry(t *testing.T) {
 			t.Errorf("%s (% x): %v, want a refusal saying %q", c.name, c.code, err, c.why)
 		}
 	}
+	// A RIP-relative operand: where its displacement is, and what it names.
+	code := []byte{0x48, 0x81, 0x3D, 0x10, 0, 0, 0, 0x78, 0x56, 0x34, 0x12, 0xC3} // CMPQ 0x10(IP), $0x12345678
+	m := arch.Bytes{Base: 0x10000, Code: code}
+	w, err := walk(m, 0x10000, 0x10000+uint64(len(code)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := leafEntry(m, w); err != nil || e.Rel != 4 || e.Target != 0x10000+11+0x10 {
+		t.Errorf("CMPQ 0x10(IP), $imm32: Rel %d Target %#x, %v; want 4, %#x", e.Rel, e.Target, err, 0x10000+11+0x10)
+	}
 	// The words of the argument area the code reads.
 	for _, c := range []struct {
 		code []byte
@@ -74,8 +86,8 @@ func TestLeafEntry(t *testing.T) {
 	}
 	// A loop back to the entry: the probe would fire on each pass.
 	b := []byte{0xB8, 0x01, 0, 0, 0, 0xEB, 0xF9, 0xC3} // MOVL $1, AX; JMP entry; RET
-	m := arch.Bytes{Base: 0x10000, Code: b}
-	w, err := walk(m, 0x10000, 0x10000+uint64(len(b)))
+	m = arch.Bytes{Base: 0x10000, Code: b}
+	w, err = walk(m, 0x10000, 0x10000+uint64(len(b)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 
 // leafEntry reads the first instruction of a function without a stack check, for a B
 // to a per-site slot that runs it out of line (fprobe's DESIGN.md, "Leaves"). The
-// word must do the same at the slot's pc as at the entry, with every register but
+// word must do the same at the slot's pc as at the entry (an ADRP re-encoded there), with every register but
 // R16 and R17 as the function received them, and must not fault there (a fault would
 // name the slot, not the function): so data processing that reads no flags and
 // writes no SP, scalar floating point, and loads and stores based on SP (a frameless
@@ -23,6 +23,12 @@ func leafEntry(m arch.Memory, w *arch.Walked) (arch.LeafEntry, error) {
 	}
 	if t, ok := w.Target(w.Entry, w.Entry+1); ok {
 		return e, shapeErr(t, "a branch of the function targets its entry: the probe would fire on each pass")
+	}
+	if in.Flow == flowADRP {
+		// Its page relative to its own: the slot re-encodes it (arch.LeafEntry.Rel).
+		e.Orig, e.Rel, e.Target = m.Read(w.Entry, instLen), 1, in.Target
+		e.ArgReads = argReads(m, w)
+		return e, nil
 	}
 	if why := displaceable(in); why != "" {
 		return e, shapeErr(w.Entry, "leaf's first instruction %s: it cannot run out of line in a slot (%s)", why, in)
@@ -103,8 +109,8 @@ func displaceable(in inst) string {
 	w := in.Word
 	switch in.Flow {
 	case flowNext:
-	case flowADR, flowADRP:
-		return "reads its own pc (not relocated)"
+	case flowADR:
+		return "reads its own pc (ADR, not relocated)"
 	default:
 		return "passes control (not relocated)"
 	}

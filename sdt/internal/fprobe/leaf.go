@@ -33,9 +33,13 @@ const leafCtxtOff = 8 * (leafInts + leafFloats)
 // the caller last left there).
 type leafCheck struct {
 	area uintptr // the argument area's size in bytes (for CheckLayout, not the handler)
-	ints uintptr // how many integer registers, from the first of the ABI's order
-	ctxt uintptr // 1: the closure context register too
-	mask uint64  // bit j: word j of the argument area
+	// The displaced instruction's pc-relative operand (arch.LeafEntry.Rel, Target),
+	// which leafSlotCode re-encodes: not the handler's either.
+	rel    int
+	target uint64
+	ints   uintptr // how many integer registers, from the first of the ABI's order
+	ctxt   uintptr // 1: the closure context register too
+	mask   uint64  // bit j: word j of the argument area
 }
 
 // leafCheckFor makes leaf i's leafCheck, from its argument area's size (args) and its
@@ -134,6 +138,7 @@ func readLeaf(t *functab.Table, i int, w *arch.Walked, mem arch.Memory) (*Func, 
 	}
 	chk := leafCheckFor(t, i, name, fn.Args)
 	chk.mask &= e.ArgReads // a word the leaf never reads may go stale
+	chk.rel, chk.target = e.Rel, e.Target
 	f := &Func{Name: name, Entry: uintptr(t.Entry(i)), site: uintptr(e.Addr), orig: append([]byte(nil), e.Orig...)}
 	f.entry = &config{resume: uintptr(e.Resume), fn: f}
 	f.spills = leafSpills()
@@ -232,7 +237,10 @@ func leafWrites(f *Func, on bool, pinned bool) ([]patch.Write, error) {
 		return nil, errors.New("fprobe: at most " + itoa(leafSlotCount) + " leaves may have their entry probed at once")
 	}
 	slot := leafSlotAddr(i)
-	code := leafSlotCode(i, slot, f)
+	leafMu.Lock()
+	chk := leafCheckOf[f]
+	leafMu.Unlock()
+	code := leafSlotCode(i, slot, f, chk.rel, chk.target)
 	jmp := leafJump(f.site, slot, len(f.orig))
 	if code == nil || jmp == nil {
 		return nil, errors.New("fprobe: " + f.Name + ": the leaf slots are out of a jump's reach")

@@ -37,9 +37,10 @@ func rel32(pc, target uintptr) ([]byte, bool) {
 }
 
 // leafSlotCode is slot i's code for leaf f, written at slot: MOVL $i, R12; JMP
-// leafStub; the displaced instruction; JMP to the instruction after it. nil out of
-// reach.
-func leafSlotCode(i int, slot uintptr, f *Func) []byte {
+// leafStub; the displaced instruction (a RIP-relative one's disp32, at byte rel-1,
+// re-encoded to name target from the slot); JMP to the instruction after it. nil out
+// of reach.
+func leafSlotCode(i int, slot uintptr, f *Func, rel int, target uint64) []byte {
 	_, stub := leafAddrs()
 	code := binary.LittleEndian.AppendUint32([]byte{0x41, 0xBC}, uint32(i))
 	j, ok := rel32(slot+6, stub)
@@ -48,6 +49,13 @@ func leafSlotCode(i int, slot uintptr, f *Func) []byte {
 	}
 	code = append(code, j...)
 	code = append(code, f.orig...)
+	if rel > 0 {
+		d := int64(target) - int64(slot+leafSlotRun+uintptr(len(f.orig)))
+		if d != int64(int32(d)) || rel+3 > len(f.orig) {
+			return nil
+		}
+		binary.LittleEndian.PutUint32(code[leafSlotRun+rel-1:], uint32(int32(d)))
+	}
 	back, ok := rel32(slot+uintptr(len(code)), f.entry.resume)
 	if !ok {
 		return nil

@@ -34,8 +34,9 @@ func branch(pc, target uintptr) (uint32, bool) {
 }
 
 // leafSlotCode is slot i's code for leaf f, written at slot: MOVZ $i, R16; B
-// leafStub; the displaced instruction; B to the instruction after it. nil out of reach.
-func leafSlotCode(i int, slot uintptr, f *Func) []byte {
+// leafStub; the displaced instruction (an ADRP, rel 1, re-encoded to take target's
+// page from the slot); B to the instruction after it. nil out of reach.
+func leafSlotCode(i int, slot uintptr, f *Func, rel int, target uint64) []byte {
 	_, stub := leafAddrs()
 	to, ok := branch(slot+4, stub)
 	back, ok2 := branch(slot+12, f.entry.resume)
@@ -45,6 +46,15 @@ func leafSlotCode(i int, slot uintptr, f *Func) []byte {
 	code := binary.LittleEndian.AppendUint32(nil, 0xD2800010|uint32(i)<<5)
 	code = binary.LittleEndian.AppendUint32(code, to)
 	code = append(code, f.orig...)
+	if rel > 0 {
+		d := int64(target>>12) - int64((slot+8)>>12)
+		if d < -(1<<20) || d >= 1<<20 {
+			return nil
+		}
+		w := binary.LittleEndian.Uint32(f.orig) &^ (3<<29 | 0x7FFFF<<5)
+		w |= uint32(d)&3<<29 | uint32(d>>2)&0x7FFFF<<5
+		binary.LittleEndian.PutUint32(code[8:], w)
+	}
 	return binary.LittleEndian.AppendUint32(code, back)
 }
 

@@ -9,6 +9,6 @@ const (
 	leafSlotLen = 0
 )
 
-func leafSlotAddr(i int) uintptr                       { return 0 }
-func leafSlotCode(i int, slot uintptr, f *Func) []byte { return nil }
-func leafJump(site, slot uintptr, n int) []byte        { return nil }
+func leafSlotAddr(i int) uintptr                                               { return 0 }
+func leafSlotCode(i int, slot uintptr, f *Func, rel int, target uint64) []byte { return nil }
+func leafJump(site, slot uintptr, n int) []byte                                { return nil }

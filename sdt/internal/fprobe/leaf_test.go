@@ -110,6 +110,13 @@ func TestLeafEntryArgs(t *testing.T) {
 	if len(got[1]) <= leafInts || got[1][0] != 7 || got[1][1] != 3 || got[1][leafInts] != math.Float64bits(2.5) || floats[1]&(1<<leafInts) == 0 {
 		t.Errorf("LeafFloat's words %#x (floats %#x), want 7, 3 and the first float word 2.5", got[1], floats[1])
 	}
+	// The displaced instruction addresses memory relative to its pc: re-encoded.
+	global := lookupLeaf(t, "LeafGlobal")
+	var globalWords atomic.Int64
+	onLeaf(t, global, func(_ *Func, a *Args) { globalWords.Store(int64(a.Word(0))) })
+	if r := target.LeafGlobal(5); r != 12 || globalWords.Load() != 5 {
+		t.Errorf("LeafGlobal(5) returned %d, its hook saw %d", r, globalWords.Load())
+	}
 	if !traced[0] || !traced[1] {
 		t.Errorf("the hook's call stack does not reach the leaf's caller: %v", traced)
 	}

@@ -35,3 +35,11 @@ func LeafLoop(n int) int {
 func LeafFloat(a int, x float64, b int) float64 {
 	return float64(a*1000003-b) + x*x
 }
+
+var leafGlobal = 7
+
+// LeafGlobal reads a global first: an operand relative to its pc (RIP; ADRP).
+//
+//go:noinline
+//go:norace
+func LeafGlobal(a int) int { return leafGlobal + a }
