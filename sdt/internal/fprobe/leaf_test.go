@@ -238,3 +238,39 @@ func TestLeafTorture(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkLeafCall is the cost of one call of a leaf: never probed, with an entry
+// probe whose pinned hook counts, and counted only (SetQuiet).
+func BenchmarkLeafCall(b *testing.B) {
+	f, err := Lookup(pkg + "LeafLoop")
+	if err != nil || !f.Leaf() {
+		b.Skip("no leaf probes here:", err)
+	}
+	run := func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			target.LeafLoop(1)
+		}
+	}
+	b.Run("unprobed", run)
+	var n int64
+	count := func(*Func, *Args) { n++ }
+	for _, quiet := range []bool{false, true} {
+		name := "entry"
+		if quiet {
+			name = "entry-quiet"
+		}
+		b.Run(name, func(b *testing.B) {
+			if err := Set([]Change{{Func: f, Entry: count, Pinned: true}}); err != nil {
+				b.Fatal(err)
+			}
+			f.SetQuiet(quiet)
+			b.ResetTimer()
+			run(b)
+			b.StopTimer()
+			f.SetQuiet(false)
+			if err := Set([]Change{{Func: f}}); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}

@@ -43,3 +43,10 @@ var leafGlobal = 7
 //go:noinline
 //go:norace
 func LeafGlobal(a int) int { return leafGlobal + a }
+
+// LeafLoad begins with a load through its argument: a first instruction that may fault
+// (arm64) or is too short (amd64) for a slot. It is refused on both.
+//
+//go:noinline
+//go:norace
+func LeafLoad(p *int) int { return *p + 1 }
