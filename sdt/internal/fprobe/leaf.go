@@ -69,8 +69,9 @@ func leafCheckFor(t *functab.Table, i int, name string, args int32) leafCheck {
 	return c
 }
 
-// leafSlotCount is how many leaves may have their entry probed at once.
-const leafSlotCount = MaxFuncs
+// leafSlotCount is how many leaves may have their entry probed at once (of MaxFuncs
+// functions): each slot is text every traced program carries.
+const leafSlotCount = 128
 
 var (
 	// leafCfgs[i] is the config of the leaf slot i jumps from; read by leafHandler.

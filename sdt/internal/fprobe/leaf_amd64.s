@@ -13,7 +13,6 @@
 // signal's traceback finds the leaf's caller at 0(SP).
 TEXT ·leafSlots(SB), NOSPLIT|NOFRAME, $0-0
 	B4K
-	B4K
 
 // The room the stub needs below the leaf's SP, above g.stack.lo: its frames and the
 // nosplit chain below them (leafHandler's; a few hundred bytes, which the linker

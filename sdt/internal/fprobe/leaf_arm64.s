@@ -11,7 +11,6 @@
 // signal's traceback takes the leaf's caller from R30.
 TEXT ·leafSlots(SB), NOSPLIT|NOFRAME, $0-0
 	W512
-	W512
 
 // The room the stub needs below the leaf's RSP, above g.stack.lo: its frames and the
 // nosplit chain below them (leafHandler's; a few hundred bytes, which the linker
