@@ -24,6 +24,11 @@ type LeafEntry struct {
 	// address) if the function's code may read it; all ones when the decoder cannot
 	// tell (SP copied, or an address taken).
 	ArgReads uint64
+	// LiveIn, where Known, has bit n set for each general-purpose register n (the
+	// architecture's numbering) the function may read before it writes it: its
+	// register arguments that it uses are among them. arm64 only.
+	LiveIn      uint32
+	LiveInKnown bool
 }
 
 // FuncEntry is how a function's entry takes a probe.

@@ -28,6 +28,7 @@ func leafEntry(m arch.Memory, w *arch.Walked) (arch.LeafEntry, error) {
 		// Its page relative to its own: the slot re-encodes it (arch.LeafEntry.Rel).
 		e.Orig, e.Rel, e.Target = m.Read(w.Entry, instLen), 1, in.Target
 		e.ArgReads = argReads(m, w)
+		e.LiveIn, e.LiveInKnown = liveIn(m, w)
 		return e, nil
 	}
 	if why := displaceable(in); why != "" {
@@ -35,7 +36,37 @@ func leafEntry(m arch.Memory, w *arch.Walked) (arch.LeafEntry, error) {
 	}
 	e.Orig = m.Read(w.Entry, instLen)
 	e.ArgReads = argReads(m, w)
+	e.LiveIn, e.LiveInKnown = liveIn(m, w)
 	return e, nil
+}
+
+// liveIn says which registers the function w may read before writing them: those
+// read in its straight-line start before it writes them, and those read anywhere
+// after that start that the start did not write (a path-insensitive bound, sound:
+// the start runs on every path, and nothing jumps into it). ok is false when an
+// instruction cannot be decoded.
+func liveIn(m arch.Memory, w *arch.Walked) (live uint32, ok bool) {
+	var written uint32
+	start := true
+	for pc := w.Entry; pc+instLen <= w.End; pc += instLen {
+		in, err := decode(m, pc)
+		if err != nil {
+			return 0, false
+		}
+		if start && pc != w.Entry {
+			if _, hit := w.Target(pc, pc+1); hit {
+				start = false
+			}
+		}
+		live |= in.Reads &^ written
+		if start {
+			written |= in.Writes
+			if in.Flow != flowNext {
+				start = false
+			}
+		}
+	}
+	return live, true
 }
 
 // argReads says which words of its argument area (from 8(RSP)) the frameless function

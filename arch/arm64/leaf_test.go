@@ -81,6 +81,20 @@ func TestLeafEntry(t *testing.T) {
 			t.Errorf("%#08x: ArgReads %#x, %v; want %#x", c.words, e.ArgReads, err, c.want)
 		}
 	}
+	// The registers read before written: MOVD R0, R1; ADD R1, R2, R3; CBZ R3; MOVD R5, R1; RET
+	code := []uint32{0xAA0003E1, 0x8B020023, 0xB4000043, 0xAA0503E1, retLR}
+	var b0 []byte
+	for _, x := range code {
+		b0 = binary.LittleEndian.AppendUint32(b0, x)
+	}
+	m0 := arch.Bytes{Base: 0x10000, Code: b0}
+	w0, err := walk(m0, 0x10000, 0x10000+uint64(len(b0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := leafEntry(m0, w0); err != nil || !e.LiveInKnown || e.LiveIn != 1<<0|1<<2|1<<5|1<<30 {
+		t.Errorf("LiveIn %#x (%v), %v; want R0, R2, R5 and R30 (RET)", e.LiveIn, e.LiveInKnown, err)
+	}
 	// A loop back to the entry: the probe would fire on each pass.
 	b := binary.LittleEndian.AppendUint32(nil, 0xAA0003E1)
 	b = binary.LittleEndian.AppendUint32(b, 0xB5FFFFE0) // CBNZ R0, entry

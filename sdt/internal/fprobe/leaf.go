@@ -24,32 +24,32 @@ import (
 const leafCtxtOff = 8 * (leafInts + leafFloats)
 
 // leafCheck is which words of a leaf's arguments leafHandler checks for a pointer into
-// the goroutine's stack: those that may be pointers the leaf reads. The leaf's integer
-// argument registers are among the first ints (one at most per word of its argument
-// area, which holds a spill slot for each register argument); the closure context, if
-// the leaf may be a closure; and the words of its argument area (stack arguments, then
-// the register arguments' spill slots) that its arguments' stack map marks pointers
-// and its code may read (a spill slot, which a frameless leaf never reads, holds what
-// the caller last left there).
+// the goroutine's stack: those that may be pointers the leaf reads. The integer
+// argument registers and the closure context that the leaf's code may read before it
+// writes them (arch.LeafEntry.LiveIn; where the decoder does not say, amd64, every
+// one its argument area has room for, and the context: a dead one that happens to
+// hold a stack address then skips the hook for nothing, counted), and the words of
+// its argument area (stack arguments, then the register arguments' spill slots) that
+// its arguments' stack map marks pointers and its code may read (a spill slot, which
+// a frameless leaf never reads, holds what the caller last left there).
 type leafCheck struct {
 	area uintptr // the argument area's size in bytes (for CheckLayout, not the handler)
 	// The displaced instruction's pc-relative operand (arch.LeafEntry.Rel, Target),
 	// which leafSlotCode re-encodes: not the handler's either.
 	rel    int
 	target uint64
-	ints   uintptr // how many integer registers, from the first of the ABI's order
+	regs   uint64  // bit r: the integer argument register saved at argp+8r
 	ctxt   uintptr // 1: the closure context register too
 	mask   uint64  // bit j: word j of the argument area
 }
 
 // leafCheckFor makes leaf i's leafCheck, from its argument area's size (args) and its
 // arguments' stack map 0; an area without a map is checked whole.
-func leafCheckFor(t *functab.Table, i int, name string, args int32) leafCheck {
+func leafCheckFor(t *functab.Table, i int, args int32) leafCheck {
 	words := (int(args) + 7) / 8 // at most 64: leafRefused
-	c := leafCheck{area: uintptr(args), ints: uintptr(min(words, leafInts))}
-	if strings.Contains(name, ".func") || strings.HasSuffix(name, "-fm") {
-		c.ctxt = 1
-	}
+	// Every register argument has a spill slot of at least a byte: no more integer
+	// registers than bytes.
+	c := leafCheck{area: uintptr(args), regs: uint64(1)<<min(int(args), leafInts) - 1, ctxt: 1}
 	all := uint64(1)<<words - 1
 	c.mask = all
 	if off, ok := t.FuncData(i, functab.FuncDataArgsPointerMaps); ok {
@@ -137,8 +137,12 @@ func readLeaf(t *functab.Table, i int, w *arch.Walked, mem arch.Memory) (*Func, 
 	if err != nil {
 		return nil, err
 	}
-	chk := leafCheckFor(t, i, name, fn.Args)
+	chk := leafCheckFor(t, i, fn.Args)
 	chk.mask &= e.ArgReads // a word the leaf never reads may go stale
+	if e.LiveInKnown {
+		chk.regs &= uint64(e.LiveIn) & (1<<leafInts - 1) // arm64: slot r is Rr
+		chk.ctxt = uintptr(e.LiveIn >> leafCtxtReg & 1)
+	}
 	chk.rel, chk.target = e.Rel, e.Target
 	f := &Func{Name: name, Entry: uintptr(t.Entry(i)), site: uintptr(e.Addr), orig: append([]byte(nil), e.Orig...)}
 	f.entry = &config{resume: uintptr(e.Resume), fn: f}
@@ -323,8 +327,8 @@ func leafStackArg(argp, g, args uintptr, c *leafCheck) bool {
 			return true
 		}
 	}
-	for r := uintptr(0); r < c.ints; r++ {
-		if w := *(*uintptr)(rawptr.At(argp + 8*r)); w-lo < hi-lo {
+	for m, o := c.regs, uintptr(0); m != 0; m, o = m>>1, o+8 {
+		if w := *(*uintptr)(rawptr.At(argp + o)); m&1 != 0 && w-lo < hi-lo {
 			return true
 		}
 	}

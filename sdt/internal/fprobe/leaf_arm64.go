@@ -66,3 +66,6 @@ func leafJump(site, slot uintptr, n int) []byte {
 	}
 	return binary.LittleEndian.AppendUint32(nil, b)
 }
+
+// leafCtxtReg is the closure context register, R26, in arch.LeafEntry.LiveIn.
+const leafCtxtReg = 26

@@ -12,3 +12,5 @@ const (
 func leafSlotAddr(i int) uintptr                                               { return 0 }
 func leafSlotCode(i int, slot uintptr, f *Func, rel int, target uint64) []byte { return nil }
 func leafJump(site, slot uintptr, n int) []byte                                { return nil }
+
+const leafCtxtReg = 0
