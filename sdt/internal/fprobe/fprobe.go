@@ -79,6 +79,8 @@ type Func struct {
 	readers []*ring // ReadReturns's, under reading
 	nread   uint64  // events read (ReadReturns, under reading)
 	stuck   uint64  // nread+1 when a call stopped waiting for the reader (waitForRoom), 0 before
+
+	leaf *leafInfo // a leaf, whose entry is a jump to a slot (leaf.go); nil otherwise
 }
 
 // EntryHook is called at each entry of a function whose entry probe is on, on the

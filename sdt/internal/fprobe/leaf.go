@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -82,27 +81,26 @@ var (
 	// the goroutine's stack (see leafHandler). Atomic: off the common path.
 	leafSkipped [leafSlotCount]uint64
 
-	leafMu    sync.Mutex
-	leafFuncs = map[*Func]bool{} // every leaf Func read, under leafMu
-	// Which words of each leaf may point into the stack (leafCheck), under leafMu;
-	// leafChecks[i], of the leaf slot i jumps from, set with leafCfgs[i].
-	leafCheckOf = map[*Func]leafCheck{}
-	leafChecks  [leafSlotCount]leafCheck
+	// leafChecks[i] is the leafCheck of the leaf slot i jumps from, set with
+	// leafCfgs[i].
+	leafChecks [leafSlotCount]leafCheck
 
 	// Under mu.
-	leafSlotOf   = map[*Func]int{} // the slot of each leaf whose entry is written
 	leafUsed     [leafSlotCount]bool
 	leafSkipBase [leafSlotCount]uint64 // leafSkipped[i] when slot i was given its leaf
-	leafSkipsOf  = map[*Func]uint64{}  // skips of the leaves' past slots
 	leafDone     []func(ok bool)       // what Set does once its patch is applied (ok) or not
 )
 
-// isLeaf reports whether f's entry is a leaf's (a jump to a slot).
-func isLeaf(f *Func) bool {
-	leafMu.Lock()
-	defer leafMu.Unlock()
-	return leafFuncs[f]
+// leafInfo is what a leaf's Func holds beyond a Func's.
+type leafInfo struct {
+	check leafCheck // immutable
+	// Under mu.
+	slot  int    // the slot its jump goes to; -1 while none is written
+	skips uint64 // the skips counted in its past slots
 }
+
+// isLeaf reports whether f's entry is a leaf's (a jump to a slot).
+func isLeaf(f *Func) bool { return f.leaf != nil }
 
 // Leaf reports whether f is a leaf, whose entry probe is a jump to a slot: its hook
 // must be pinned (Change.Pinned), it has no return probe, and its Args are the ABI's
@@ -115,8 +113,11 @@ func (f *Func) Leaf() bool { return isLeaf(f) }
 func (f *Func) Skipped() int64 {
 	mu.Lock()
 	defer mu.Unlock()
-	n := leafSkipsOf[f]
-	if i, ok := leafSlotOf[f]; ok {
+	if f.leaf == nil {
+		return 0
+	}
+	n := f.leaf.skips
+	if i := f.leaf.slot; i >= 0 {
 		n += atomic.LoadUint64(&leafSkipped[i]) - leafSkipBase[i]
 	}
 	return int64(n)
@@ -148,10 +149,7 @@ func readLeaf(t *functab.Table, i int, w *arch.Walked, mem arch.Memory) (*Func, 
 	f.entry = &config{resume: uintptr(e.Resume), fn: f}
 	f.spills = leafSpills()
 	f.retErr = errors.New("fprobe: " + name + ": return: a leaf: its only exit is a RET after an arbitrary instruction, and its return address may not be replaced (DESIGN.md, \"Leaves\")")
-	leafMu.Lock()
-	leafFuncs[f] = true
-	leafCheckOf[f] = chk
-	leafMu.Unlock()
+	f.leaf = &leafInfo{check: chk, slot: -1}
 	return f, nil
 }
 
@@ -177,9 +175,7 @@ func leafRefused(name string, fn functab.Func) error {
 // leaf's argument area does (its function record's size), or the signature is not of
 // this code.
 func (f *Func) checkLeafLayout(want []arch.Spill) error {
-	leafMu.Lock()
-	area := leafCheckOf[f].area
-	leafMu.Unlock()
+	area := f.leaf.check.area
 	end := int32(0)
 	for i, s := range want {
 		if s.Size == 0 || s.Size > 8 || s.Off < 0 ||
@@ -212,8 +208,8 @@ func leafSpills() []arch.Spill {
 // does after its patch (leafDone). mu held.
 func leafWrites(f *Func, on bool, pinned bool) ([]patch.Write, error) {
 	if !on {
-		i, ok := leafSlotOf[f]
-		if !ok {
+		i := f.leaf.slot
+		if i < 0 {
 			return nil, nil
 		}
 		jmp := leafJump(f.site, leafSlotAddr(i), len(f.orig))
@@ -221,9 +217,9 @@ func leafWrites(f *Func, on bool, pinned bool) ([]patch.Write, error) {
 			if ok {
 				atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&leafCfgs[i])), nil)
 				leafUsed[i] = false
-				delete(leafSlotOf, f)
+				f.leaf.slot = -1
 				// No thread is in the slot after the patch's rendezvous: the count is final.
-				leafSkipsOf[f] += atomic.LoadUint64(&leafSkipped[i]) - leafSkipBase[i]
+				f.leaf.skips += atomic.LoadUint64(&leafSkipped[i]) - leafSkipBase[i]
 			}
 		})
 		return []patch.Write{{Addr: f.site, Old: jmp, New: f.orig}}, nil
@@ -242,9 +238,7 @@ func leafWrites(f *Func, on bool, pinned bool) ([]patch.Write, error) {
 		return nil, errors.New("fprobe: at most " + itoa(leafSlotCount) + " leaves may have their entry probed at once")
 	}
 	slot := leafSlotAddr(i)
-	leafMu.Lock()
-	chk := leafCheckOf[f]
-	leafMu.Unlock()
+	chk := f.leaf.check
 	code := leafSlotCode(i, slot, f, chk.rel, chk.target)
 	jmp := leafJump(f.site, slot, len(f.orig))
 	if code == nil || jmp == nil {
@@ -252,13 +246,11 @@ func leafWrites(f *Func, on bool, pinned bool) ([]patch.Write, error) {
 	}
 	leafUsed[i] = true
 	leafSkipBase[i] = atomic.LoadUint64(&leafSkipped[i]) // no thread is in a free slot
-	leafMu.Lock()
-	leafChecks[i] = leafCheckOf[f]
-	leafMu.Unlock()
+	leafChecks[i] = chk
 	atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&leafCfgs[i])), unsafe.Pointer(f.entry))
 	leafDone = append(leafDone, func(ok bool) {
 		if ok {
-			leafSlotOf[f] = i
+			f.leaf.slot = i
 		} else {
 			leafUsed[i] = false
 			atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&leafCfgs[i])), nil)
