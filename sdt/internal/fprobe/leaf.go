@@ -24,10 +24,11 @@ const leafCtxtOff = 8 * (leafInts + leafFloats)
 
 // leafCheck is which words of a leaf's arguments leafHandler checks for a pointer into
 // the goroutine's stack: those that may be pointers the leaf reads. The integer
-// argument registers and the closure context that the leaf's code may read before it
-// writes them (arch.LeafEntry.LiveIn; where the decoder does not say, amd64, every
-// one its argument area has room for, and the context: a dead one that happens to
-// hold a stack address then skips the hook for nothing, counted), and the words of
+// argument registers (no more than the arguments' scalar components: argComponents)
+// and the closure context that the leaf's code may read before it writes them
+// (arch.LeafEntry.LiveIn; where the decoder does not say, amd64, all those and the
+// context: a dead one that happens to hold a stack address then skips the hook for
+// nothing, counted), and the words of
 // its argument area (stack arguments, then the register arguments' spill slots) that
 // its arguments' stack map marks pointers and its code may read (a spill slot, which
 // a frameless leaf never reads, holds what the caller last left there).
@@ -46,9 +47,14 @@ type leafCheck struct {
 // arguments' stack map 0; an area without a map is checked whole.
 func leafCheckFor(t *functab.Table, i int, args int32) leafCheck {
 	words := (int(args) + 7) / 8 // at most 64: leafRefused
-	// Every register argument has a spill slot of at least a byte: no more integer
-	// registers than bytes.
-	c := leafCheck{area: uintptr(args), regs: uint64(1)<<min(int(args), leafInts) - 1, ctxt: 1}
+	// No more integer registers than the arguments have scalar components (the
+	// traceback's argument info lists them, strings and slices word by word), or,
+	// where it is cut short, than their spill slots have bytes.
+	n := int(args)
+	if k, ok := argComponents(t, i); ok {
+		n = k
+	}
+	c := leafCheck{area: uintptr(args), regs: uint64(1)<<min(n, leafInts) - 1, ctxt: 1}
 	all := uint64(1)<<words - 1
 	c.mask = all
 	if off, ok := t.FuncData(i, functab.FuncDataArgsPointerMaps); ok {
@@ -66,6 +72,37 @@ func leafCheckFor(t *functab.Table, i int, args int32) leafCheck {
 		}
 	}
 	return c
+}
+
+// argComponents counts the scalar components of function i's arguments in its
+// FUNCDATA_ArgInfo (runtime/traceback.go printArgs: offset and size pairs, 0xfe and
+// 0xfd around aggregates, 0xfb a component whose offset does not fit, 0xfc the rest
+// left out, 0xff the end); false when it has none for arguments that take room, or
+// leaves some out.
+func argComponents(t *functab.Table, i int) (int, bool) {
+	off, ok := t.FuncData(i, functab.FuncDataArgInfo)
+	if !ok {
+		return 0, false
+	}
+	g := t.Gofunc()[off:]
+	n := 0
+	for j := 0; j < len(g); {
+		switch g[j] {
+		case 0xff:
+			return n, true
+		case 0xfe, 0xfd:
+			j++
+		case 0xfb:
+			n++
+			j++
+		case 0xfc:
+			return 0, false
+		default:
+			n++
+			j += 2
+		}
+	}
+	return 0, false
 }
 
 // leafSlotCount is how many leaves may have their entry probed at once (of MaxFuncs

@@ -58,6 +58,11 @@ func TestLeafEntryArgs(t *testing.T) {
 	if on, _ := ptr.On(); on {
 		t.Fatal("a refused change left the probe on")
 	}
+	// LeafPtr(p *int, k int): two argument components, so two integer registers
+	// checked for a stack address (arm64: both read before written).
+	if r := ptr.leaf.check.regs; r != 0b11 {
+		t.Errorf("LeafPtr's registers checked: %#b, want AX/R0 and BX/R1", r)
+	}
 	// A signature is held against the leaf's argument area (no spill block of its own).
 	if err := ptr.CheckLayout([]arch.Spill{{Reg: 0, Size: 8, Off: 0}, {Reg: 1, Size: 8, Off: 8}}); err != nil {
 		t.Errorf("LeafPtr's own signature: %v", err)
