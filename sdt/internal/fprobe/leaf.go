@@ -77,8 +77,9 @@ func leafCheckFor(t *functab.Table, i int, args int32) leafCheck {
 // argComponents counts the scalar components of function i's arguments in its
 // FUNCDATA_ArgInfo (runtime/traceback.go printArgs: offset and size pairs, 0xfe and
 // 0xfd around aggregates, 0xfb a component whose offset does not fit, 0xfc the rest
-// left out, 0xff the end); false when it has none for arguments that take room, or
-// leaves some out.
+// left out, 0xff the end), and a generic function's dictionary, which the compiler
+// leaves out of it (cmd/compile/internal/ssagen EmitArgInfo); false when it has none,
+// or leaves some out.
 func argComponents(t *functab.Table, i int) (int, bool) {
 	off, ok := t.FuncData(i, functab.FuncDataArgInfo)
 	if !ok {
@@ -86,6 +87,9 @@ func argComponents(t *functab.Table, i int) (int, bool) {
 	}
 	g := t.Gofunc()[off:]
 	n := 0
+	if strings.Contains(string(t.Name(i)), "[") {
+		n++
+	}
 	for j := 0; j < len(g); {
 		switch g[j] {
 		case 0xff:
