@@ -83,6 +83,11 @@ type FuncProbes struct {
 	// FuncReturns finds every return of the walked function, each in a shape a return
 	// probe takes, or says why one is not.
 	FuncReturns func(m Memory, w *Walked) ([]FuncReturn, error)
+	// LeafEntry says whether the entry of the walked function, one without a stack
+	// check, can be replaced by a jump to a per-site slot that runs its first
+	// instruction out of line (fprobe's DESIGN.md, "Leaves"), or why not. The caller
+	// refuses assembly functions first (their registers at entry follow no ABI).
+	LeafEntry func(m Memory, w *Walked) (LeafEntry, error)
 	// CallTo encodes a call at pc to target padded to n bytes; nil when target is out
 	// of the call's reach or n cannot hold it.
 	CallTo func(pc, target uint64, n int) []byte

@@ -6,6 +6,31 @@ package arch
 // an architecture's description says of a function's code for that: where the call
 // goes, what it replaces, and what the stub must do in the replaced code's place.
 
+// LeafEntry is where a function without a stack check (a leaf) may take a jump to a
+// per-site slot: its first instruction, which the decoder proved runs the same at
+// another pc and cannot fault, and which the slot runs in its place before jumping
+// back to Resume.
+type LeafEntry struct {
+	Addr   uint64 // the entry, where the jump is written
+	Orig   []byte // the displaced instruction
+	Resume uint64 // the instruction after it
+	// Rel, when not 0, says the displaced instruction addresses memory relative to its
+	// own pc: its displacement (amd64: the disp32 at byte Rel-1 of Orig; arm64: ADRP's
+	// page, Rel 1) must be re-encoded for the slot so that it still names Target.
+	Rel    int
+	Target uint64
+	// ArgReads has bit j set for word j of the argument area (the stack arguments,
+	// then the register arguments' spill slots, from the first word above the return
+	// address) if the function's code may read it; all ones when the decoder cannot
+	// tell (SP copied, or an address taken).
+	ArgReads uint64
+	// LiveIn, where Known, has bit n set for each general-purpose register n (the
+	// architecture's numbering) the function may read before it writes it: its
+	// register arguments that it uses are among them. arm64 only.
+	LiveIn      uint32
+	LiveInKnown bool
+}
+
 // FuncEntry is how a function's entry takes a probe.
 type FuncEntry struct {
 	Addr uint64 // where the call to the entry stub is written

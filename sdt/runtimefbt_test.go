@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gosdt/gosdt/internal/testutil"
 
@@ -66,6 +67,57 @@ func TestRuntimeFuncProbe(t *testing.T) {
 		if p := probe(name); p.Enabled || (p.Sites[0].State != sdt.Unpatched && p.Sites[0].State != sdt.Refused) {
 			t.Errorf("after Disable: %+v", p)
 		}
+	}
+}
+
+// validBytes is utf8.Valid called through a variable: a frameless leaf whose
+// first instruction a slot runs out of line (fprobe's DESIGN.md, "Leaves"), on amd64
+// and arm64.
+var validBytes = utf8.Valid
+
+// A leaf's run-time entry probe counts every call, into sdt's hits and an aggregation;
+// its return probe is refused with the reason.
+func TestRuntimeLeafProbe(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
+	}
+	const spec = "fbt:unicode/utf8:Valid:"
+	probe := func(name string) sdt.ProbeInfo {
+		t.Helper()
+		ps, err := sdt.List(spec + name)
+		if err != nil || len(ps) != 1 {
+			t.Fatalf("List(%q): %v %+v", spec+name, err, ps)
+		}
+		return ps[0]
+	}
+	if ret := probe("return"); ret.Sites[0].State != sdt.Refused || !strings.Contains(ret.Sites[0].Reason, "a leaf") {
+		t.Errorf("a leaf's return probe: %+v", ret.Sites[0])
+	}
+	agg, err := control.OpenAggregation(spec+"entry", control.AggOptions{By: "probe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agg.Close()
+	if _, err := sdt.Enable(spec + "entry"); err != nil {
+		t.Fatal(err)
+	}
+	defer sdt.Disable(spec)
+	const n = 1000
+	for i := range n {
+		if !validBytes(strconv.AppendInt(nil, int64(i), 10)) {
+			t.Fatal("Valid said no")
+		}
+	}
+	if p := probe("entry"); p.Sites[0].State != sdt.Patched || p.Hits != n {
+		t.Errorf("after %d calls: %v %d hits", n, p.Sites[0].State, p.Hits)
+	}
+	snap := agg.Snapshot()
+	var got int64
+	for _, r := range snap.Rows {
+		got += r.Count
+	}
+	if got != n {
+		t.Errorf("the aggregation counted %d of %d calls: %+v", got, n, snap)
 	}
 }
 

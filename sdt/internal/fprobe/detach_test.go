@@ -51,12 +51,16 @@ func TestDetachInFlight(t *testing.T) {
 // TestRefusals: what may not take a probe says why, and nothing is written.
 func TestRefusals(t *testing.T) {
 	lookup(t, "Small") // skips where function probes cannot work
+	x := 1
+	if target.LeafLoad(&x) != 2 { // linked in, to be refused
+		t.Fatal("LeafLoad")
+	}
 	for name, why := range map[string]string{
 		"runtime.mallocgc":                   "in runtime",
 		"reflect.Value.Call":                 "in reflect",
 		"sync.(*Mutex).Lock":                 "in sync",
 		"github.com/gosdt/gosdt/patch.Apply": "in github.com/gosdt/gosdt",
-		pkg + "Leaf":                         "no stack check at entry",
+		pkg + "LeafLoad":                     "no stack check at entry",
 		pkg + "NoSuchFunction":               "inlined into every caller",
 	} {
 		_, err := Lookup(name)

@@ -79,6 +79,8 @@ type Func struct {
 	readers []*ring // ReadReturns's, under reading
 	nread   uint64  // events read (ReadReturns, under reading)
 	stuck   uint64  // nread+1 when a call stopped waiting for the reader (waitForRoom), 0 before
+
+	leaf *leafInfo // a leaf, whose entry is a jump to a slot (leaf.go); nil otherwise
 }
 
 // EntryHook is called at each entry of a function whose entry probe is on, on the
@@ -382,7 +384,11 @@ func read(t *functab.Table, m *functab.Module, i int) (*Func, error) {
 	}
 	e, err := host.FuncEntry(mem, w, nameAt)
 	if err != nil {
-		return nil, errors.New("fprobe: " + name + ": entry: " + err.Error())
+		lf, lerr := readLeaf(t, i, w, mem)
+		if lerr == nil {
+			return lf, nil
+		}
+		return nil, errors.New("fprobe: " + name + ": entry: " + err.Error() + "; as a leaf: " + lerr.Error())
 	}
 	f := &Func{Name: name, Entry: entry, site: uintptr(e.Addr), orig: append([]byte(nil), e.Orig...)}
 	c := &config{morestack: uintptr(e.Morestack), check: e.Check, resume: uintptr(e.Resume), frame: e.Frame, fn: f}
@@ -555,6 +561,8 @@ type Change struct {
 func Set(cs []Change) error {
 	mu.Lock()
 	defer mu.Unlock()
+	applied := false
+	defer func() { leafFinish(applied) }()
 	var ws []patch.Write
 	var add, del []uintptr
 	var addc []*config
@@ -569,7 +577,13 @@ func Set(cs []Change) error {
 		if (needEntry || c.Return) && !f.patched && !f.retPatched {
 			newFuncs++
 		}
-		if needEntry != f.patched {
+		if needEntry != f.patched && isLeaf(f) {
+			lw, err := leafWrites(f, needEntry, c.Pinned)
+			if err != nil {
+				return err
+			}
+			ws = append(ws, lw...)
+		} else if needEntry != f.patched {
 			call := host.CallTo(uint64(f.site), uint64(estub), len(f.orig))
 			if call == nil {
 				return errors.New("fprobe: " + f.Name + ": the entry stub is out of a call's reach")
@@ -668,6 +682,7 @@ func Set(cs []Change) error {
 			return errors.New("fprobe: " + err.Error())
 		}
 	}
+	applied = true
 	for _, k := range del {
 		remove(k)
 	}

@@ -18,6 +18,9 @@ var ErrNoSpills = errors.New("fprobe: the function uses none of its register arg
 // not of the code that runs here (another build of the program), and Args's words
 // would be read as the wrong values.
 func (f *Func) CheckLayout(want []arch.Spill) error {
+	if isLeaf(f) {
+		return f.checkLeafLayout(want)
+	}
 	if len(f.spills) == 0 && len(want) > 0 {
 		return fmt.Errorf("%w (%s)", ErrNoSpills, f.Name)
 	}

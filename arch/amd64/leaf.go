@@ -1,0 +1,219 @@
+package amd64
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"github.com/gosdt/gosdt/arch"
+)
+
+// leafEntry reads the first instruction of a function without a stack check, for a
+// 5-byte JMP to a per-site slot that runs it out of line (fprobe's DESIGN.md,
+// "Leaves"). The JMP must cover that instruction alone, since a goroutine may be
+// parked on any instruction of a leaf: so it must be 5 bytes or more. It must do the
+// same at the slot's pc (a RIP-relative operand re-encoded there), with every
+// register but R12 and R13 and the flags as the function received them, and must not
+// fault there (a fault would name the slot, not
+// the function): moves and arithmetic that read no flags, with no RIP-relative operand
+// and no memory operand but one based on SP with no index (a frameless leaf's stack
+// is its caller's, mapped). No branch of the function may come back to the entry.
+func leafEntry(m arch.Memory, w *arch.Walked) (arch.LeafEntry, error) {
+	e := arch.LeafEntry{Addr: w.Entry}
+	in, err := decodeAt(m, w.Entry)
+	if err != nil {
+		return e, err
+	}
+	raw := m.Read(w.Entry, int(in.n))
+	if bytes.HasPrefix(raw, cmpSPGuard) || bytes.HasPrefix(raw, []byte{0x4C, 0x8D, 0x64, 0x24}) || bytes.HasPrefix(raw, []byte{0x4C, 0x8D, 0xA4, 0x24}) {
+		return e, shapeErr(w.Entry, "a stack check at entry: not a leaf")
+	}
+	if in.n < 5 {
+		return e, shapeErr(w.Entry, "leaf's first instruction shorter than the jump of five bytes, which would cover the next, where a goroutine may be parked (%s, %d bytes)", in.text(m, w.Entry), in.n)
+	}
+	if w.Entry+uint64(in.n) > w.End {
+		return e, shapeErr(w.Entry, "the first instruction runs past the function's end")
+	}
+	if t, ok := w.Target(w.Entry, w.Entry+1); ok {
+		return e, shapeErr(t, "a branch of the function targets its entry: the probe would fire on each pass")
+	}
+	if why := displaceable(&in, raw); why != "" {
+		return e, shapeErr(w.Entry, "leaf's first instruction %s: it cannot run out of line in a slot (%s)", why, in.text(m, w.Entry))
+	}
+	e.Orig = append([]byte(nil), raw...)
+	e.Resume = w.Entry + uint64(in.n)
+	if in.rip {
+		// RIP-relative: the compiler's operands name the binary's own data, mapped;
+		// the slot re-encodes the disp32, which precedes the immediate.
+		e.Rel, e.Target = int(in.n)-int(in.immN)-4+1, in.mem(w.Entry)
+		if e.Rel < 1 || int32(binary.LittleEndian.Uint32(raw[e.Rel-1:])) != in.disp {
+			return e, shapeErr(w.Entry, "leaf's first instruction: a RIP-relative displacement not where the decoder expects it")
+		}
+	}
+	e.ArgReads = argReads(m, w)
+	return e, nil
+}
+
+// argReads says which words of its argument area (from 8(SP)) the frameless function
+// w reads: those its SP-based memory operands name; all when SP is used otherwise
+// (copied, an address taken) or an instruction cannot be read.
+func argReads(m arch.Memory, w *arch.Walked) uint64 {
+	const all = ^uint64(0)
+	var r uint64
+	for pc := w.Entry; pc < w.End; pc++ {
+		if !w.IsStart(pc) {
+			continue
+		}
+		in, err := decodeAt(m, pc)
+		if err != nil {
+			return all
+		}
+		if in.flow == flowCall || in.flow == flowCallInd {
+			continue // the runtime's panics: they do not return
+		}
+		if in.enc == encLegacy && in.m == mapOne && in.op >= 0x50 && in.op <= 0x5F {
+			return all // PUSH, POP: not in a frameless function
+		}
+		if !in.hasRM {
+			continue
+		}
+		if in.mod() == 3 {
+			if in.rm() == rSP || in.reg() == rSP && in.enc == encLegacy && in.m == mapOne {
+				return all // SP (or, conservatively, register 4 of another kind) as an operand
+			}
+			continue
+		}
+		if in.reg() == rSP && in.enc == encLegacy && in.m == mapOne {
+			return all // MOVQ SP, mem and the like
+		}
+		op, ok := memOperand(&in, m.Read(pc, int(in.n)))
+		if !ok {
+			return all
+		}
+		if op.base != rSP && op.index != rSP {
+			continue
+		}
+		if op.index >= 0 || op.disp < 8 || in.m == mapOne && in.op == 0x8D {
+			return all // an address taken, an index, or below the argument area
+		}
+		// The operand's width is at most 16 bytes (an SSE move): its word and the next.
+		j := (op.disp - 8) / 8
+		for k := j; k <= (op.disp-8+15)/8 && k < 64; k++ {
+			r |= 1 << k
+		}
+		if j >= 64 {
+			return all
+		}
+	}
+	return r
+}
+
+// Directions of a legacy instruction's general-purpose operands, for the check that
+// it writes no SP.
+const (
+	dstRM  = 1 // ModRM.rm is written (or only read: CMP, TEST; refused alike when SP)
+	dstReg = 2 // ModRM.reg is written
+	dstOp  = 3 // the register in the opcode's low bits is written (MOV r, imm)
+	dstNo  = 4 // no general-purpose register operand is written (SSE)
+)
+
+// displaceable says why the instruction in (bytes raw) may not run at another pc with
+// R12, R13 and the flags changed, or "" if it may.
+func displaceable(in *inst, raw []byte) string {
+	if in.flow != flowNext {
+		return "passes control (not relocated)"
+	}
+	if in.enc != encLegacy {
+		return "is VEX or EVEX encoded (not a form the slot runs)"
+	}
+	if in.pfx&(pLock|pSeg) != 0 {
+		return "has a LOCK or segment prefix"
+	}
+
+	dst, mem := 0, true // mem: a memory operand is accessed (LEA's is not)
+	switch d := in.regDigit(); in.m {
+	case mapOne:
+		switch op := in.op; {
+		case op <= 0x3D && op&7 <= 5 && op>>3 != 2 && op>>3 != 3: // ADD OR AND SUB XOR CMP; not ADC, SBB
+			switch op & 7 {
+			case 0, 1:
+				dst = dstRM
+			case 2, 3:
+				dst = dstReg
+			default: // AL/EAX, imm
+				dst = dstNo
+			}
+		case op == 0x80 || op == 0x81 || op == 0x83:
+			if d == 2 || d == 3 {
+				return "reads the flags (ADC, SBB)"
+			}
+			dst = dstRM
+		case op == 0x84 || op == 0x85 || op == 0x88 || op == 0x89:
+			dst = dstRM
+		case op == 0x8A || op == 0x8B || op == 0x63 || op == 0x69 || op == 0x6B:
+			dst = dstReg
+		case op == 0x8D: // LEA
+			dst, mem = dstReg, false
+		case op == 0xC6 || op == 0xC7:
+			if d != 0 {
+				return "is not a form the slot runs"
+			}
+			dst = dstRM
+		case op >= 0xB0 && op <= 0xBF:
+			dst = dstOp
+		case op == 0xA8 || op == 0xA9:
+			dst = dstNo
+		case op == 0xC0 || op == 0xC1 || op == 0xD0 || op == 0xD1 || op == 0xD3:
+			if d == 2 || d == 3 {
+				return "reads the flags (RCL, RCR)"
+			}
+			dst = dstRM
+		case op == 0xF6 || op == 0xF7:
+			if d == 1 || d >= 6 {
+				return "may fault (DIV, IDIV) or is not a form the slot runs"
+			}
+			dst = dstRM
+		}
+	case map0F:
+		switch op := in.op; {
+		case (op == 0x6E || op == 0x7E || op == 0xEF || op == 0xD6 || op == 0x2A || op == 0x2C || op == 0x2D) && in.pfx&(p66|pF2|pF3) == 0:
+			return "is an MMX instruction (not a form the slot runs)"
+		case op == 0xB6 || op == 0xB7 || op == 0xBE || op == 0xBF || op == 0xAF:
+			dst = dstReg
+		case op == 0x1F: // NOP r/m: reads no memory
+			dst, mem = dstNo, false
+		case op == 0x10 || op == 0x11 || op == 0x57 || op == 0x58 || op == 0x59 || op == 0x5C || op == 0x5E ||
+			op == 0x5A || op == 0x2A || op == 0x2C || op == 0x2D || op == 0x6E || op == 0x7E || op == 0xD6 || op == 0xEF:
+			// Unaligned moves and scalar arithmetic (the packed forms of 57, 58, 59, 5C,
+			// 5E and EF with a memory operand need alignment, refused below).
+			dst = dstNo
+			if in.mod() != 3 && in.pfx&(pF2|pF3) == 0 && op != 0x10 && op != 0x11 && op != 0x6E && op != 0x7E && op != 0xD6 && op != 0x2A {
+				return "may fault (an aligned packed memory operand)"
+			}
+			if op == 0x2C || op == 0x2D || op == 0x7E && in.pfx&pF3 == 0 {
+				dst = dstReg // to a general-purpose register
+			}
+			if op == 0x7E && in.pfx&p66 != 0 {
+				dst = dstRM
+			}
+		}
+	}
+	if dst == 0 {
+		return "is not a form the slot runs"
+	}
+	switch {
+	case dst == dstRM && in.mod() == 3 && in.rm() == rSP,
+		dst == dstReg && in.reg() == rSP,
+		dst == dstOp && int(in.op&7)|int(in.rex&1)<<3 == rSP:
+		return "names SP"
+	}
+	if in.hasRM && in.mod() != 3 {
+		op, ok := memOperand(in, raw)
+		if !ok {
+			return "has a memory operand the decoder does not read"
+		}
+		if mem && !op.rip && (op.base != rSP || op.index >= 0) {
+			return "may fault (its memory operand is not SP-based)"
+		}
+	}
+	return ""
+}

@@ -1,0 +1,97 @@
+package amd64
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/gosdt/gosdt/arch"
+)
+
+// TestLeafEntry holds the rule of which first instructions of a leaf a 5-byte jump may
+// replace and a slot run out of line (fprobe's DESIGN.md, "Leaves") against
+// instructions whose answer is known.
+func TestLeafEntry(t *testing.T) {
+	for _, c := range []struct {
+		code []byte
+		name string
+		why  string // "" if the instruction is taken
+	}{
+		{[]byte{0x48, 0xC7, 0xC0, 0x01, 0, 0, 0}, "MOVQ $1, AX", ""},
+		{[]byte{0xB8, 0x01, 0, 0, 0}, "MOVL $1, AX", ""},
+		{[]byte{0x48, 0x89, 0x44, 0x24, 0x08}, "MOVQ AX, 8(SP)", ""},
+		{[]byte{0x44, 0x0F, 0x11, 0x7C, 0x24, 0x08}, "MOVUPS X15, 8(SP)", ""},
+		{[]byte{0x48, 0x8D, 0x98, 0x00, 0x01, 0, 0}, "LEAQ 0x100(AX), BX", ""},
+		{[]byte{0x48, 0x81, 0xF9, 0x00, 0x01, 0, 0}, "CMPQ CX, $0x100", ""},
+		{[]byte{0x48, 0x8B, 0x58, 0x08}, "MOVQ 8(AX), BX", "shorter than the jump"},
+		{[]byte{0x31, 0xC0}, "XORL AX, AX", "shorter than the jump"},
+		{[]byte{0x55}, "PUSHQ BP", "shorter than the jump"},
+		{[]byte{0x48, 0x8B, 0x98, 0x00, 0x01, 0, 0}, "MOVQ 0x100(AX), BX", "may fault"},
+		{[]byte{0xC7, 0x40, 0x10, 0x01, 0, 0, 0}, "MOVL $1, 0x10(AX)", "may fault"},
+		{[]byte{0x48, 0x8D, 0x05, 0x10, 0, 0, 0}, "LEAQ 0x10(IP), AX", ""},
+		{[]byte{0xF2, 0x0F, 0x10, 0x0D, 0x10, 0, 0, 0}, "MOVSD 0x10(IP), X1", ""},
+		{[]byte{0xFF, 0x25, 0x10, 0, 0, 0}, "JMP *0x10(IP)", "passes control"},
+		{[]byte{0x48, 0xC7, 0xC4, 0, 0, 0, 0}, "MOVQ $0, SP", "names SP"},
+		{[]byte{0x48, 0x81, 0xD0, 0xE8, 0x03, 0, 0}, "ADCQ $1000, AX", "reads the flags"},
+		{[]byte{0x48, 0xF7, 0xB4, 0x24, 0x08, 0, 0, 0}, "DIVQ 8(SP)", "may fault"},
+		{[]byte{0x0F, 0x29, 0x44, 0x24, 0x08}, "MOVAPS X0, 8(SP)", "not a form"},
+		{[]byte{0xE9, 0, 0, 0, 0}, "JMP", "passes control"},
+		{[]byte{0x4C, 0x8D, 0x64, 0x24, 0xF0}, "LEAQ -16(SP), R12", "a stack check"},
+	} {
+		b := append(append([]byte(nil), c.code...), 0xC3)
+		const pc = 0x10000
+		m := arch.Bytes{Base: pc, Code: b}
+		w, err := walk(m, pc, pc+uint64(len(b)))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		e, err := leafEntry(m, w)
+		switch {
+		case c.why == "" && err != nil:
+			t.Errorf("%s (% x): refused: %v", c.name, c.code, err)
+		case c.why == "" && (e.Addr != pc || e.Resume != pc+uint64(len(c.code)) || !bytes.Equal(e.Orig, c.code)):
+			t.Errorf("%s: %+v", c.name, e)
+		case c.why != "" && (err == nil || !strings.Contains(err.Error(), c.why)):
+			t.Errorf("%s (% x): %v, want a refusal saying %q", c.name, c.code, err, c.why)
+		}
+	}
+	// A RIP-relative operand: where its displacement is, and what it names.
+	code := []byte{0x48, 0x81, 0x3D, 0x10, 0, 0, 0, 0x78, 0x56, 0x34, 0x12, 0xC3} // CMPQ 0x10(IP), $0x12345678
+	m := arch.Bytes{Base: 0x10000, Code: code}
+	w, err := walk(m, 0x10000, 0x10000+uint64(len(code)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := leafEntry(m, w); err != nil || e.Rel != 4 || e.Target != 0x10000+11+0x10 {
+		t.Errorf("CMPQ 0x10(IP), $imm32: Rel %d Target %#x, %v; want 4, %#x", e.Rel, e.Target, err, 0x10000+11+0x10)
+	}
+	// The words of the argument area the code reads.
+	for _, c := range []struct {
+		code []byte
+		want uint64
+	}{
+		{[]byte{0x48, 0xC7, 0xC0, 0x01, 0, 0, 0, 0xC3}, 0},                                        // MOVQ $1, AX; RET
+		{[]byte{0x48, 0xC7, 0xC0, 0x01, 0, 0, 0, 0x48, 0x8B, 0x44, 0x24, 0x10, 0xC3}, 0b110},      // ...; MOVQ 16(SP), AX
+		{[]byte{0x48, 0xC7, 0xC0, 0x01, 0, 0, 0, 0x48, 0x8D, 0x44, 0x24, 0x08, 0xC3}, ^uint64(0)}, // ...; LEAQ 8(SP), AX
+		{[]byte{0x48, 0xC7, 0xC0, 0x01, 0, 0, 0, 0x48, 0x89, 0xE0, 0xC3}, ^uint64(0)},             // ...; MOVQ SP, AX
+	} {
+		m := arch.Bytes{Base: 0x10000, Code: c.code}
+		w, err := walk(m, 0x10000, 0x10000+uint64(len(c.code)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, err := leafEntry(m, w); err != nil || e.ArgReads != c.want {
+			t.Errorf("% x: ArgReads %#x, %v; want %#x", c.code, e.ArgReads, err, c.want)
+		}
+	}
+	// A loop back to the entry: the probe would fire on each pass.
+	b := []byte{0xB8, 0x01, 0, 0, 0, 0xEB, 0xF9, 0xC3} // MOVL $1, AX; JMP entry; RET
+	m = arch.Bytes{Base: 0x10000, Code: b}
+	w, err = walk(m, 0x10000, 0x10000+uint64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leafEntry(m, w); err == nil || !strings.Contains(err.Error(), "targets its entry") {
+		t.Errorf("a loop to the entry: %v", err)
+	}
+}

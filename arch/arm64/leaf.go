@@ -1,0 +1,199 @@
+package arm64
+
+import (
+	"github.com/gosdt/gosdt/arch"
+)
+
+// leafEntry reads the first instruction of a function without a stack check, for a B
+// to a per-site slot that runs it out of line (fprobe's DESIGN.md, "Leaves"). The
+// word must do the same at the slot's pc as at the entry (an ADRP re-encoded there), with every register but
+// R16 and R17 as the function received them, and must not fault there (a fault would
+// name the slot, not the function): so data processing that reads no flags and
+// writes no SP, scalar floating point, and loads and stores based on SP (a frameless
+// leaf's stack is its caller's, mapped) without writeback. No branch of the function
+// may come back to the entry: the probe would fire on each pass.
+func leafEntry(m arch.Memory, w *arch.Walked) (arch.LeafEntry, error) {
+	e := arch.LeafEntry{Addr: w.Entry, Resume: w.Entry + instLen}
+	in, err := decode(m, w.Entry)
+	if err != nil {
+		return e, err
+	}
+	if in.Word == loadGuard {
+		return e, shapeErr(w.Entry, "a stack check at entry: not a leaf")
+	}
+	if t, ok := w.Target(w.Entry, w.Entry+1); ok {
+		return e, shapeErr(t, "a branch of the function targets its entry: the probe would fire on each pass")
+	}
+	if in.Flow == flowADRP {
+		// Its page relative to its own: the slot re-encodes it (arch.LeafEntry.Rel).
+		e.Orig, e.Rel, e.Target = m.Read(w.Entry, instLen), 1, in.Target
+		e.ArgReads = argReads(m, w)
+		e.LiveIn, e.LiveInKnown = liveIn(m, w)
+		return e, nil
+	}
+	if why := displaceable(in); why != "" {
+		return e, shapeErr(w.Entry, "leaf's first instruction %s: it cannot run out of line in a slot (%s)", why, in)
+	}
+	e.Orig = m.Read(w.Entry, instLen)
+	e.ArgReads = argReads(m, w)
+	e.LiveIn, e.LiveInKnown = liveIn(m, w)
+	return e, nil
+}
+
+// liveIn says which registers the function w may read before writing them: those
+// read in its straight-line start before it writes them, and those read anywhere
+// after that start that the start did not write (a path-insensitive bound, sound:
+// the start runs on every path, and nothing jumps into it). ok is false when an
+// instruction cannot be decoded.
+func liveIn(m arch.Memory, w *arch.Walked) (live uint32, ok bool) {
+	var written uint32
+	start := true
+	for pc := w.Entry; pc+instLen <= w.End; pc += instLen {
+		in, err := decode(m, pc)
+		if err != nil {
+			return 0, false
+		}
+		if start && pc != w.Entry {
+			if _, hit := w.Target(pc, pc+1); hit {
+				start = false
+			}
+		}
+		live |= in.Reads &^ written
+		if start {
+			written |= in.Writes
+			if in.Flow != flowNext {
+				start = false
+			}
+		}
+	}
+	return live, true
+}
+
+// argReads says which words of its argument area (from 8(RSP)) the frameless function
+// w reads: those its RSP-based loads and stores with an immediate offset name; all
+// when RSP is used otherwise (copied, written back, an address taken) or an
+// instruction cannot be read.
+func argReads(m arch.Memory, w *arch.Walked) uint64 {
+	const all = ^uint64(0)
+	var r uint64
+	mark := func(off, size uint64) bool {
+		if off < 8 {
+			return false
+		}
+		for k := (off - 8) / 8; k <= (off-8+size-1)/8; k++ {
+			if k >= 64 {
+				return false
+			}
+			r |= 1 << k
+		}
+		return true
+	}
+	for pc := w.Entry; pc+instLen <= w.End; pc += instLen {
+		b := m.Read(pc, instLen)
+		if len(b) < instLen {
+			return all
+		}
+		x := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+		rn := x >> 5 & 31
+		switch {
+		case x&0x0A000000 == 0x08000000: // loads and stores
+			if rn != 31 {
+				continue
+			}
+			size := uint64(1) << (x >> 30)
+			if x&(1<<26) != 0 && x&0x3B000000 != 0x29000000 && x>>23&1 != 0 && x>>30 == 0 {
+				size = 16 // a Q register
+			}
+			var ok bool
+			switch {
+			case x&0x3B000000 == 0x39000000: // unsigned immediate, scaled
+				ok = mark(uint64(x>>10&0xFFF)*size, size)
+			case x&0x3B200C00 == 0x38000000: // unscaled immediate
+				if off := int64(int32(x<<11) >> 23); off >= 0 {
+					ok = mark(uint64(off), size)
+				}
+			case x&0x3B800000 == 0x29000000: // pair, signed offset
+				psize := uint64(4) << (x >> 31) // W or X
+				if x&(1<<26) != 0 {
+					psize = uint64(4) << (x >> 30)
+				}
+				if off := int64(int32(x<<10)>>25) * int64(psize); off >= 0 {
+					ok = mark(uint64(off), 2*psize)
+				}
+			}
+			if !ok {
+				return all
+			}
+		case x&0x1F000000 == 0x11000000, // ADD/SUB immediate: RSP as Rn
+			x&0x1F200000 == 0x0B200000: // ADD/SUB extended register: RSP as Rn
+			if rn == 31 {
+				return all
+			}
+		}
+	}
+	return r
+}
+
+// displaceable says why the instruction in may not run at another pc with R16 and R17
+// and the flags changed, or "" if it may.
+func displaceable(in inst) string {
+	w := in.Word
+	switch in.Flow {
+	case flowNext:
+	case flowADR:
+		return "reads its own pc (ADR, not relocated)"
+	default:
+		return "passes control (not relocated)"
+	}
+	if in.Reads&(1<<16|1<<17) != 0 {
+		return "reads the slot's scratch registers, R16 or R17"
+	}
+	rd, rn := w&31, w>>5&31
+	switch {
+	case w == 0xD503201F: // NOP
+		return ""
+	case w&0x1F800000 == 0x11000000: // ADD/ADDS/SUB/SUBS (immediate)
+		if rd == 31 && w&(1<<29) == 0 {
+			return "writes SP"
+		}
+		return ""
+	case w&0x1F800000 == 0x12000000: // AND/ORR/EOR/ANDS (immediate)
+		if rd == 31 && w>>29&3 != 3 {
+			return "writes SP"
+		}
+		return ""
+	case w&0x1F800000 == 0x12800000, // MOVN/MOVZ/MOVK
+		w&0x1F800000 == 0x13000000, // SBFM/BFM/UBFM
+		w&0x1F800000 == 0x13800000: // EXTR
+		return ""
+	case w&0x1F000000 == 0x0A000000: // logical (shifted register)
+		return ""
+	case w&0x1F200000 == 0x0B000000: // ADD/SUB (shifted register)
+		return ""
+	case w&0x1F200000 == 0x0B200000: // ADD/SUB (extended register): Rd 31 is SP unless it sets flags
+		if rd == 31 && w&(1<<29) == 0 {
+			return "writes SP"
+		}
+		return ""
+	case w&0x1FE00000 == 0x1AC00000, // data processing, 1 and 2 sources (CLZ, REV, UDIV, LSLV...)
+		w&0x1F000000 == 0x1B000000: // 3 sources (MADD, MSUB, SMULH, UMULH...)
+		return ""
+	case w&0x1FE00000 == 0x1A000000, w&0x1FE00000 == 0x1A400000, w&0x1FE00000 == 0x1A800000:
+		return "reads the flags" // ADC/SBC, CCMP/CCMN, CSEL/CSINC/CSINV/CSNEG
+	case w&0xDF200000 == 0x1E200000: // scalar floating point and conversions
+		if k := w >> 10 & 3; k == 1 || k == 3 {
+			return "reads the flags" // FCCMP, FCSEL
+		}
+		return ""
+	case w&0x3B000000 == 0x18000000: // LDR (literal), also SIMD&FP, PRFM
+		return "reads its own pc (LDR literal, not relocated)"
+	case w&0x3B000000 == 0x39000000, // LDR/STR (unsigned immediate), also SIMD&FP
+		w&0x3B200C00 == 0x38000000, // LDUR/STUR (unscaled immediate)
+		w&0x3B800000 == 0x29000000: // LDP/STP (signed offset)
+		if rn != 31 {
+			return "may fault (its base is not SP)"
+		}
+		return ""
+	}
+	return "is not a form the slot runs"
+}

@@ -1,0 +1,110 @@
+package arm64
+
+import (
+	"encoding/binary"
+	"strings"
+	"testing"
+
+	"github.com/gosdt/gosdt/arch"
+)
+
+// TestLeafEntry holds the rule of which first words of a leaf may run out of line in a
+// slot (fprobe's DESIGN.md, "Leaves") against words whose answer is known.
+func TestLeafEntry(t *testing.T) {
+	for _, c := range []struct {
+		word uint32
+		name string
+		why  string // "" if the word is taken
+	}{
+		{0xAA0003E1, "MOVD R0, R1", ""},
+		{0x91002001, "ADD $8, R0, R1", ""},
+		{0xD28000A0, "MOVZ $5, R0", ""},
+		{0xF94007E1, "MOVD 8(RSP), R1", ""},
+		{0xA90087E0, "STP (R0, R1), 8(RSP)", ""},
+		{0x1E604001, "FMOVD F0, F1", ""},
+		{0xD503201F, "NOP", ""},
+		{0x9B027C20, "MUL R2, R1, R0", ""},
+		{0xD10043FF, "SUB $16, RSP, RSP", "writes SP"},
+		{0xF9400401, "MOVD 8(R0), R1", "may fault"},
+		{0xF81F0FFE, "MOVD.W R30, -16(RSP)", "not a form"},
+		{0x90000000, "ADRP", ""},
+		{0x10000040, "ADR", "reads its own pc"},
+		{0x58000040, "LDR literal", "its own pc"},
+		{0xB4000040, "CBZ R0", "passes control"},
+		{0x54000040, "BEQ", "passes control"},
+		{0x36000040, "TBZ", "passes control"},
+		{0x9A820020, "CSEL EQ, R1, R2, R0", "reads the flags"},
+		{0x9A020020, "ADC R2, R1, R0", "reads the flags"},
+		{0x1E620C20, "FCSELD", "reads the flags"},
+		{0xAA1003E0, "MOVD R16, R0", "R16 or R17"},
+		{0xD65F03C0, "RET", "passes control"},
+		{loadGuard, "MOVD 16(R28), R16", "a stack check"},
+	} {
+		b := binary.LittleEndian.AppendUint32(nil, c.word)
+		b = binary.LittleEndian.AppendUint32(b, retLR)
+		const pc = 0x10000
+		m := arch.Bytes{Base: pc, Code: b}
+		w, err := walk(m, pc, pc+uint64(len(b)))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		e, err := leafEntry(m, w)
+		switch {
+		case c.why == "" && err != nil:
+			t.Errorf("%s (%#08x): refused: %v", c.name, c.word, err)
+		case c.why == "" && (e.Addr != pc || e.Resume != pc+4 || binary.LittleEndian.Uint32(e.Orig) != c.word):
+			t.Errorf("%s: %+v", c.name, e)
+		case c.why != "" && (err == nil || !strings.Contains(err.Error(), c.why)):
+			t.Errorf("%s (%#08x): %v, want a refusal saying %q", c.name, c.word, err, c.why)
+		}
+	}
+	// The words of the argument area the code reads.
+	for _, c := range []struct {
+		words []uint32
+		want  uint64
+	}{
+		{[]uint32{0xAA0003E1, retLR}, 0},
+		{[]uint32{0xAA0003E1, 0xF9400BE0, retLR}, 0b10},       // MOVD 16(RSP), R0
+		{[]uint32{0xAA0003E1, 0xA94107E0, retLR}, 0b110},      // LDP 16(RSP), (R0, R1): words 1, 2
+		{[]uint32{0xAA0003E1, 0x910023E0, retLR}, ^uint64(0)}, // ADD $8, RSP, R0: an address taken
+	} {
+		var b []byte
+		for _, x := range c.words {
+			b = binary.LittleEndian.AppendUint32(b, x)
+		}
+		m := arch.Bytes{Base: 0x10000, Code: b}
+		w, err := walk(m, 0x10000, 0x10000+uint64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, err := leafEntry(m, w); err != nil || e.ArgReads != c.want {
+			t.Errorf("%#08x: ArgReads %#x, %v; want %#x", c.words, e.ArgReads, err, c.want)
+		}
+	}
+	// The registers read before written: MOVD R0, R1; ADD R1, R2, R3; CBZ R3; MOVD R5, R1; RET
+	code := []uint32{0xAA0003E1, 0x8B020023, 0xB4000043, 0xAA0503E1, retLR}
+	var b0 []byte
+	for _, x := range code {
+		b0 = binary.LittleEndian.AppendUint32(b0, x)
+	}
+	m0 := arch.Bytes{Base: 0x10000, Code: b0}
+	w0, err := walk(m0, 0x10000, 0x10000+uint64(len(b0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := leafEntry(m0, w0); err != nil || !e.LiveInKnown || e.LiveIn != 1<<0|1<<2|1<<5|1<<30 {
+		t.Errorf("LiveIn %#x (%v), %v; want R0, R2, R5 and R30 (RET)", e.LiveIn, e.LiveInKnown, err)
+	}
+	// A loop back to the entry: the probe would fire on each pass.
+	b := binary.LittleEndian.AppendUint32(nil, 0xAA0003E1)
+	b = binary.LittleEndian.AppendUint32(b, 0xB5FFFFE0) // CBNZ R0, entry
+	b = binary.LittleEndian.AppendUint32(b, retLR)
+	m := arch.Bytes{Base: 0x10000, Code: b}
+	w, err := walk(m, 0x10000, 0x10000+uint64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leafEntry(m, w); err == nil || !strings.Contains(err.Error(), "targets its entry") {
+		t.Errorf("a loop to the entry: %v", err)
+	}
+}

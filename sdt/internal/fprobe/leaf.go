@@ -1,0 +1,392 @@
+package fprobe
+
+import (
+	"encoding/binary"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gosdt/gosdt/arch"
+	"github.com/gosdt/gosdt/internal/functab"
+	"github.com/gosdt/gosdt/internal/rawptr"
+	"github.com/gosdt/gosdt/patch"
+	"github.com/gosdt/gosdt/sdt/internal/rt"
+)
+
+// Entry probes of leaves: functions without a stack check, whose entry is a jump to a
+// slot of leafSlots (leaf_$GOARCH.s) that runs their displaced first instruction out
+// of line. DESIGN.md, "Leaves", has the whole argument.
+
+// leafCtxtOff is where the leaf stub saves the closure context, after the argument
+// registers (leafSpills).
+const leafCtxtOff = 8 * (leafInts + leafFloats)
+
+// leafCheck is which words of a leaf's arguments leafHandler checks for a pointer into
+// the goroutine's stack: those that may be pointers the leaf reads. The integer
+// argument registers (no more than the arguments' scalar components: argComponents)
+// and the closure context that the leaf's code may read before it writes them
+// (arch.LeafEntry.LiveIn; where the decoder does not say, amd64, all those and the
+// context: a dead one that happens to hold a stack address then skips the hook for
+// nothing, counted), and the words of
+// its argument area (stack arguments, then the register arguments' spill slots) that
+// its arguments' stack map marks pointers and its code may read (a spill slot, which
+// a frameless leaf never reads, holds what the caller last left there).
+type leafCheck struct {
+	area uintptr // the argument area's size in bytes (for CheckLayout, not the handler)
+	// The displaced instruction's pc-relative operand (arch.LeafEntry.Rel, Target),
+	// which leafSlotCode re-encodes: not the handler's either.
+	rel    int
+	target uint64
+	regs   uint64  // bit r: the integer argument register saved at argp+8r
+	ctxt   uintptr // 1: the closure context register too
+	mask   uint64  // bit j: word j of the argument area
+}
+
+// leafCheckFor makes leaf i's leafCheck, from its argument area's size (args) and its
+// arguments' stack map 0; an area without a map is checked whole.
+func leafCheckFor(t *functab.Table, i int, args int32) leafCheck {
+	words := (int(args) + 7) / 8 // at most 64: leafRefused
+	// No more integer registers than the arguments have scalar components (the
+	// traceback's argument info lists them, strings and slices word by word), or,
+	// where it is cut short, than their spill slots have bytes.
+	n := int(args)
+	if k, ok := argComponents(t, i); ok {
+		n = k
+	}
+	c := leafCheck{area: uintptr(args), regs: uint64(1)<<min(n, leafInts) - 1, ctxt: 1}
+	all := uint64(1)<<words - 1
+	c.mask = all
+	if off, ok := t.FuncData(i, functab.FuncDataArgsPointerMaps); ok {
+		if g := t.Gofunc()[off:]; len(g) >= 8 {
+			n, nbit := int32(binary.LittleEndian.Uint32(g)), int32(binary.LittleEndian.Uint32(g[4:]))
+			if n >= 1 && nbit >= 0 && int(nbit) <= words && int(8+(nbit+7)/8) <= len(g) {
+				c.mask = 0
+				for w := int32(0); w < nbit; w++ {
+					if g[8+w/8]&(1<<(w%8)) != 0 {
+						c.mask |= 1 << w
+					}
+				}
+				c.mask |= all &^ (uint64(1)<<nbit - 1) // words the map does not cover
+			}
+		}
+	}
+	return c
+}
+
+// argComponents counts the scalar components of function i's arguments in its
+// FUNCDATA_ArgInfo (runtime/traceback.go printArgs: offset and size pairs, 0xfe and
+// 0xfd around aggregates, 0xfb a component whose offset does not fit, 0xfc the rest
+// left out, 0xff the end), and a generic function's dictionary, which the compiler
+// leaves out of it (cmd/compile/internal/ssagen EmitArgInfo); false when it has none,
+// or leaves some out.
+func argComponents(t *functab.Table, i int) (int, bool) {
+	off, ok := t.FuncData(i, functab.FuncDataArgInfo)
+	if !ok {
+		return 0, false
+	}
+	g := t.Gofunc()[off:]
+	n := 0
+	if strings.Contains(string(t.Name(i)), "[") {
+		n++
+	}
+	for j := 0; j < len(g); {
+		switch g[j] {
+		case 0xff:
+			return n, true
+		case 0xfe, 0xfd:
+			j++
+		case 0xfb:
+			n++
+			j++
+		case 0xfc:
+			return 0, false
+		default:
+			n++
+			j += 2
+		}
+	}
+	return 0, false
+}
+
+// leafSlotCount is how many leaves may have their entry probed at once (of MaxFuncs
+// functions): each slot is text every traced program carries.
+const leafSlotCount = 128
+
+var (
+	// leafCfgs[i] is the config of the leaf slot i jumps from; read by leafHandler.
+	// Set before the jump is written, cleared after it is gone.
+	leafCfgs [leafSlotCount]*config
+	// leafSkipped[i] counts the entries through slot i that were not delivered: no
+	// stack room for the handler (counted by the stub), or an argument pointing into
+	// the goroutine's stack (see leafHandler). Atomic: off the common path.
+	leafSkipped [leafSlotCount]uint64
+
+	// leafChecks[i] is the leafCheck of the leaf slot i jumps from, set with
+	// leafCfgs[i].
+	leafChecks [leafSlotCount]leafCheck
+
+	// Under mu.
+	leafUsed     [leafSlotCount]bool
+	leafSkipBase [leafSlotCount]uint64 // leafSkipped[i] when slot i was given its leaf
+	leafDone     []func(ok bool)       // what Set does once its patch is applied (ok) or not
+)
+
+// leafInfo is what a leaf's Func holds beyond a Func's.
+type leafInfo struct {
+	check leafCheck // immutable
+	// Under mu.
+	slot  int    // the slot its jump goes to; -1 while none is written
+	skips uint64 // the skips counted in its past slots
+}
+
+// isLeaf reports whether f's entry is a leaf's (a jump to a slot).
+func isLeaf(f *Func) bool { return f.leaf != nil }
+
+// Leaf reports whether f is a leaf, whose entry probe is a jump to a slot: its hook
+// must be pinned (Change.Pinned), it has no return probe, and its Args are the ABI's
+// argument registers whatever the function uses (Words), no word a live pointer.
+func (f *Func) Leaf() bool { return isLeaf(f) }
+
+// Skipped is how many of a leaf's entries were seen and not delivered nor counted in
+// Stats.Entries: no stack room for the handler, or an argument word pointing into the
+// goroutine's own stack, which a stack move during the hook would leave stale.
+func (f *Func) Skipped() int64 {
+	mu.Lock()
+	defer mu.Unlock()
+	if f.leaf == nil {
+		return 0
+	}
+	n := f.leaf.skips
+	if i := f.leaf.slot; i >= 0 {
+		n += atomic.LoadUint64(&leafSkipped[i]) - leafSkipBase[i]
+	}
+	return int64(n)
+}
+
+// readLeaf makes the Func of leaf i of t, walked in w, whose entry a slot can take, or
+// says why not (an error to append to the entry's refusal).
+func readLeaf(t *functab.Table, i int, w *arch.Walked, mem arch.Memory) (*Func, error) {
+	name := string(t.Name(i))
+	fn, ok := t.Func(i)
+	if !ok {
+		return nil, errors.New("no function record")
+	}
+	if err := leafRefused(name, fn); err != nil {
+		return nil, err
+	}
+	e, err := host.LeafEntry(mem, w)
+	if err != nil {
+		return nil, err
+	}
+	chk := leafCheckFor(t, i, fn.Args)
+	chk.mask &= e.ArgReads // a word the leaf never reads may go stale
+	if e.LiveInKnown {
+		chk.regs &= uint64(e.LiveIn) & (1<<leafInts - 1) // arm64: slot r is Rr
+		chk.ctxt = uintptr(e.LiveIn >> leafCtxtReg & 1)
+	}
+	chk.rel, chk.target = e.Rel, e.Target
+	f := &Func{Name: name, Entry: uintptr(t.Entry(i)), site: uintptr(e.Addr), orig: append([]byte(nil), e.Orig...)}
+	f.entry = &config{resume: uintptr(e.Resume), fn: f}
+	f.spills = leafSpills()
+	f.retErr = errors.New("fprobe: " + name + ": return: a leaf: its only exit is a RET after an arbitrary instruction, and its return address may not be replaced (DESIGN.md, \"Leaves\")")
+	f.leaf = &leafInfo{check: chk, slot: -1}
+	return f, nil
+}
+
+// leafRefused says why leaf fn (named name) takes no slot before its code is read, nil
+// if it may.
+func leafRefused(name string, fn functab.Func) error {
+	switch {
+	case leafSlotLen == 0:
+		return errors.New("no leaf slots on this architecture")
+	case fn.Flag&functab.FlagAsm != 0:
+		return errors.New("assembly: its registers at entry follow no ABI")
+	case strings.HasSuffix(name, ".abi0"):
+		return errors.New("an ABI0 wrapper: g is not in its register at entry")
+	case fn.Args < 0 || fn.Args > 512:
+		return errors.New("an argument area of " + itoa(int(fn.Args)) + " bytes, over the 512 the stub checks")
+	}
+	return nil
+}
+
+// checkLeafLayout holds a signature's spill block (CheckLayout) against leaf f, whose
+// code spills nothing: its Args are every argument register, so each word the
+// signature names must be one the stub saves, and the block must end where the
+// leaf's argument area does (its function record's size), or the signature is not of
+// this code.
+func (f *Func) checkLeafLayout(want []arch.Spill) error {
+	area := f.leaf.check.area
+	end := int32(0)
+	for i, s := range want {
+		if s.Size == 0 || s.Size > 8 || s.Off < 0 ||
+			s.Reg < floatReg && int(s.Reg) >= leafInts || s.Reg >= floatReg && int(s.Reg-floatReg) >= leafFloats {
+			return errors.New("fprobe: " + f.Name + ": word " + itoa(i) + " of the signature is " + spillString(s) + ", not an argument register the leaf stub saves: not this program's signature")
+		}
+		end = max(end, s.Off+int32(s.Size))
+	}
+	if len(want) > 0 && uintptr(end+7)&^7 != area {
+		return errors.New("fprobe: " + f.Name + ": the signature's spill block ends at " + itoa(int(end)) + ", the leaf's argument area is " + itoa(int(area)) + " bytes: not this program's signature")
+	}
+	return nil
+}
+
+// leafSpills is a leaf's Args layout: every argument register of the ABI, as saved by
+// the leaf stub at the offsets leafArgOff gives (integer registers, then
+// floating-point ones, a word each).
+func leafSpills() []arch.Spill {
+	var s []arch.Spill
+	for r := 0; r < leafInts; r++ {
+		s = append(s, arch.Spill{Reg: uint8(r), Size: 8, Off: int32(8 * r)})
+	}
+	for r := 0; r < leafFloats; r++ {
+		s = append(s, arch.Spill{Reg: floatReg + uint8(r), Size: 8, Off: int32(8 * (leafInts + r))})
+	}
+	return s
+}
+
+// leafWrites returns the writes that switch leaf f's entry on or off, with what Set
+// does after its patch (leafDone). mu held.
+func leafWrites(f *Func, on bool, pinned bool) ([]patch.Write, error) {
+	if !on {
+		i := f.leaf.slot
+		if i < 0 {
+			return nil, nil
+		}
+		jmp := leafJump(f.site, leafSlotAddr(i), len(f.orig))
+		leafDone = append(leafDone, func(ok bool) {
+			if ok {
+				atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&leafCfgs[i])), nil)
+				leafUsed[i] = false
+				f.leaf.slot = -1
+				// No thread is in the slot after the patch's rendezvous: the count is final.
+				f.leaf.skips += atomic.LoadUint64(&leafSkipped[i]) - leafSkipBase[i]
+			}
+		})
+		return []patch.Write{{Addr: f.site, Old: jmp, New: f.orig}}, nil
+	}
+	if !pinned {
+		return nil, errors.New("fprobe: " + f.Name + ": a leaf's entry hook must run pinned (Change.Pinned): its arguments are in no stack map")
+	}
+	i := -1
+	for j := range leafUsed {
+		if !leafUsed[j] {
+			i = j
+			break
+		}
+	}
+	if i < 0 {
+		return nil, errors.New("fprobe: at most " + itoa(leafSlotCount) + " leaves may have their entry probed at once")
+	}
+	slot := leafSlotAddr(i)
+	chk := f.leaf.check
+	code := leafSlotCode(i, slot, f, chk.rel, chk.target)
+	jmp := leafJump(f.site, slot, len(f.orig))
+	if code == nil || jmp == nil {
+		return nil, errors.New("fprobe: " + f.Name + ": the leaf slots are out of a jump's reach")
+	}
+	leafUsed[i] = true
+	leafSkipBase[i] = atomic.LoadUint64(&leafSkipped[i]) // no thread is in a free slot
+	leafChecks[i] = chk
+	atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&leafCfgs[i])), unsafe.Pointer(f.entry))
+	leafDone = append(leafDone, func(ok bool) {
+		if ok {
+			f.leaf.slot = i
+		} else {
+			leafUsed[i] = false
+			atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&leafCfgs[i])), nil)
+		}
+	})
+	// The slot's old bytes: what the text holds (no jump goes there: it is free).
+	old := make([]byte, leafSlotLen)
+	for j := range old {
+		old[j] = *(*byte)(rawptr.At(slot + uintptr(j)))
+	}
+	return []patch.Write{{Addr: slot, Old: old, New: code}, {Addr: f.site, Old: f.orig, New: jmp}}, nil
+}
+
+// leafFinish runs what leafWrites left for after Set's patch. mu held.
+func leafFinish(ok bool) {
+	for _, d := range leafDone {
+		d(ok)
+	}
+	leafDone = leafDone[:0]
+}
+
+// leafHandler is called by the leaf stub (leaf_$GOARCH.s) with the leaf's argument
+// registers saved at argp, untyped, in the stub's frame, and the leaf's argument area
+// (its stack arguments and spill slots, which no stack map of the frames on the stack
+// now describes) at args: nosplit, and it pins its P before anything that may reach a
+// safe point, so that until it returns no stack scan and no garbage collection cycle
+// can begin (they need this goroutine suspended, or this P stopped): a heap object the
+// arguments alone reach stays. A stack move may still happen in the hook (the stack
+// grows); it would adjust neither the saved words nor the argument area, so the hook
+// runs only when no word of either points into the goroutine's stack.
+//
+//go:nosplit
+//go:norace
+func leafHandler(i, argp, g, args uintptr) {
+	if i >= leafSlotCount {
+		return
+	}
+	c := (*config)(loadPtr((*unsafe.Pointer)(unsafe.Pointer(&leafCfgs[i]))))
+	if c == nil {
+		return // not reached: the jump is gone before the config
+	}
+	f := c.fn
+	pid := rt.ProcPin()
+	if load64(&f.hookOn) != 0 {
+		if leafStackArg(argp, g, args, &leafChecks[i]) {
+			add64(&leafSkipped[i], 1)
+		} else {
+			f.count(pid, cEntries)
+			if load64(&f.quiet) == 0 {
+				leafSlow(f, argp, g)
+			}
+		}
+	}
+	rt.ProcUnpin()
+}
+
+// leafStackArg reports whether a word that c says to check, of the registers saved at
+// argp or of the argument area at args, points into the stack of goroutine g.
+//
+//go:nosplit
+//go:norace
+func leafStackArg(argp, g, args uintptr, c *leafCheck) bool {
+	lo, hi := *(*uintptr)(rawptr.At(g)), stackHi(g)
+	for m, o := c.mask, uintptr(0); m != 0; m, o = m>>1, o+8 {
+		if w := *(*uintptr)(rawptr.At(args + o)); m&1 != 0 && w-lo < hi-lo {
+			return true
+		}
+	}
+	for m, o := c.regs, uintptr(0); m != 0; m, o = m>>1, o+8 {
+		if w := *(*uintptr)(rawptr.At(argp + o)); m&1 != 0 && w-lo < hi-lo {
+			return true
+		}
+	}
+	w := *(*uintptr)(rawptr.At(argp + leafCtxtOff))
+	return c.ctxt != 0 && w-lo < hi-lo
+}
+
+// leafSlow delivers a leaf's entry event to its hook, pinned (leafHandler pinned the
+// P; the hook is a pinned one, Set checks). Should the hook panic, the P is unpinned
+// for leafHandler, which the panic passes by.
+//
+//go:norace
+func leafSlow(f *Func, argp, g uintptr) {
+	h := f.onEntry.Load()
+	if h == nil {
+		return
+	}
+	var a Args
+	f.readArgs(&a, rawptr.At(argp))
+	done := false
+	defer func() {
+		if !done {
+			rt.ProcUnpin()
+		}
+	}()
+	callHook(f, *h, (*Args)(rt.Noescape(unsafe.Pointer(&a))), g)
+	done = true
+}

@@ -1,0 +1,122 @@
+#include "textflag.h"
+#include "funcdata.h"
+
+// Entry probes of leaves (leaf.go; DESIGN.md, "Leaves", the safety argument).
+
+#define B8 BYTE $0xCC; BYTE $0xCC; BYTE $0xCC; BYTE $0xCC; BYTE $0xCC; BYTE $0xCC; BYTE $0xCC; BYTE $0xCC
+#define B64 B8; B8; B8; B8; B8; B8; B8; B8
+#define B512 B64; B64; B64; B64; B64; B64; B64; B64
+#define B4K B512; B512; B512; B512; B512; B512; B512; B512
+
+// leafSlots is leafSlotCount slots of leafSlotLen bytes, INT3 until Set writes one
+// (leafSlotCode): assembly, so never preempted, and at SP delta 0, so a profiling
+// signal's traceback finds the leaf's caller at 0(SP).
+TEXT ·leafSlots(SB), NOSPLIT|NOFRAME, $0-0
+	B4K
+
+// The room the stub needs below the leaf's SP, above g.stack.lo: its frames and the
+// nosplit chain below them (leafHandler's; a few hundred bytes, which the linker
+// proves fit in StackLimit), with a margin. Past that, leafSlow is ordinary Go whose
+// own check grows the stack. Not stackguard0: a preemption request poisons it, and
+// the guard above stack.lo is there for nosplit code such as this.
+#define LEAF_NEED 1024
+
+// leafStub is jumped to by slot R12 with the leaf's SP: 0(SP) is the leaf's return
+// address. R12 and R13 are dead at a function's entry (scratch in ABIInternal),
+// R14 is g. Without the room the entry is counted in leafSkipped and not delivered.
+// Then back to the slot, which runs the displaced instruction with every register as
+// the leaf received it.
+TEXT ·leafStub(SB), NOSPLIT|NOFRAME, $0-0
+	LEAQ -LEAF_NEED(SP), R13
+	CMPQ R13, 0(R14)          // g.stack.lo
+	JLS  short
+	LEAQ 8(SP), R13           // the leaf's argument area, above its return address
+	CALL ·leafBody(SB)
+	JMP  back
+short:
+	LEAQ ·leafSkipped(SB), R13
+	LOCK
+	INCQ (R13)(R12*8)
+back:
+	SHLQ $5, R12              // leafSlotLen
+	LEAQ ·leafSlots(SB), R13
+	LEAQ 11(R13)(R12*1), R13  // leafSlotRun
+	JMP  R13
+
+// leafBody (R12 the slot, R13 the leaf's argument area) saves the argument registers, calls leafHandler(i, argp, g, args) and restores
+// them, and R12. Frame: 0..31 the handler's arguments | 32..103 AX BX CX DI SI R8 R9
+// R10 R11 | 104..223 X0..X14 | 224 DX | 232 the argument area | 240 R14 (g) | 248 R12. Its caller is leafStub at SP delta
+// 0, whose return address is the leaf's: the traceback goes to the leaf's caller.
+TEXT ·leafBody(SB), NOSPLIT, $256-0
+	NO_LOCAL_POINTERS
+	MOVQ AX, 32(SP)
+	MOVQ BX, 40(SP)
+	MOVQ CX, 48(SP)
+	MOVQ DI, 56(SP)
+	MOVQ SI, 64(SP)
+	MOVQ R8, 72(SP)
+	MOVQ R9, 80(SP)
+	MOVQ R10, 88(SP)
+	MOVQ R11, 96(SP)
+	MOVSD X0, 104(SP)
+	MOVSD X1, 112(SP)
+	MOVSD X2, 120(SP)
+	MOVSD X3, 128(SP)
+	MOVSD X4, 136(SP)
+	MOVSD X5, 144(SP)
+	MOVSD X6, 152(SP)
+	MOVSD X7, 160(SP)
+	MOVSD X8, 168(SP)
+	MOVSD X9, 176(SP)
+	MOVSD X10, 184(SP)
+	MOVSD X11, 192(SP)
+	MOVSD X12, 200(SP)
+	MOVSD X13, 208(SP)
+	MOVSD X14, 216(SP)
+	MOVQ DX, 224(SP)
+	MOVQ R13, 232(SP)
+	MOVQ R14, 240(SP)
+	MOVQ R12, 248(SP)
+	MOVQ R12, 0(SP)
+	LEAQ 32(SP), R13
+	MOVQ R13, 8(SP)
+	MOVQ R14, 16(SP)
+	MOVQ 232(SP), R13         // the leaf's argument area
+	MOVQ R13, 24(SP)
+	CALL ·leafHandler(SB)
+	MOVQ 32(SP), AX
+	MOVQ 40(SP), BX
+	MOVQ 48(SP), CX
+	MOVQ 56(SP), DI
+	MOVQ 64(SP), SI
+	MOVQ 72(SP), R8
+	MOVQ 80(SP), R9
+	MOVQ 88(SP), R10
+	MOVQ 96(SP), R11
+	MOVSD 104(SP), X0
+	MOVSD 112(SP), X1
+	MOVSD 120(SP), X2
+	MOVSD 128(SP), X3
+	MOVSD 136(SP), X4
+	MOVSD 144(SP), X5
+	MOVSD 152(SP), X6
+	MOVSD 160(SP), X7
+	MOVSD 168(SP), X8
+	MOVSD 176(SP), X9
+	MOVSD 184(SP), X10
+	MOVSD 192(SP), X11
+	MOVSD 200(SP), X12
+	MOVSD 208(SP), X13
+	MOVSD 216(SP), X14
+	MOVQ 224(SP), DX
+	MOVQ 248(SP), R12
+	MOVQ 240(SP), R14
+	RET
+
+// func leafAddrs() (slots, stub uintptr)
+TEXT ·leafAddrs(SB), NOSPLIT, $0-16
+	LEAQ ·leafSlots(SB), AX
+	MOVQ AX, slots+0(FP)
+	LEAQ ·leafStub(SB), AX
+	MOVQ AX, stub+8(FP)
+	RET

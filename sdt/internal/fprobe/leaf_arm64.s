@@ -1,0 +1,110 @@
+#include "textflag.h"
+#include "funcdata.h"
+
+// Entry probes of leaves on arm64 (leaf.go; DESIGN.md, "Leaves", the safety argument).
+#define W8 WORD $0; WORD $0; WORD $0; WORD $0; WORD $0; WORD $0; WORD $0; WORD $0
+#define W64 W8; W8; W8; W8; W8; W8; W8; W8
+#define W512 W64; W64; W64; W64; W64; W64; W64; W64
+
+// leafSlots is leafSlotCount slots of leafSlotLen bytes, UDF until Set writes one
+// (leafSlotCode): assembly, so never preempted, and at SP delta 0, so a profiling
+// signal's traceback takes the leaf's caller from R30.
+TEXT ·leafSlots(SB), NOSPLIT|NOFRAME, $0-0
+	W512
+
+// The room the stub needs below the leaf's RSP, above g.stack.lo: its frames and the
+// nosplit chain below them (leafHandler's; a few hundred bytes, which the linker
+// proves fit in StackLimit), with a margin. Past that, leafSlow is ordinary Go whose
+// own check grows the stack. Not stackguard0: a preemption request poisons it.
+#define LEAF_NEED 1024
+
+// leafStub is branched to by slot R16 with the leaf's RSP and R30 (its return
+// address). R16, R17, R19 and R20 are dead at a function's entry (abi-internal.md:
+// scratch, or no argument), R28 is g. Without the room the entry is counted in
+// leafSkipped and not delivered. Else leafBody, by B: its prologue saves R30, so the
+// unwinder sees the leaf's caller call it.
+TEXT ·leafStub(SB), NOSPLIT|NOFRAME, $0-0
+	MOVD RSP, R17
+	SUB  $LEAF_NEED, R17, R17
+	MOVD 0(g), R19            // g.stack.lo
+	CMP  R19, R17
+	BLS  short
+	MOVD RSP, R17
+	ADD  $8, R17, R17         // the leaf's argument area
+	JMP  ·leafBody(SB)
+short:
+	MOVD $·leafSkipped(SB), R17
+	ADD  R16<<3, R17, R17
+again:
+	LDAXR (R17), R19
+	ADD  $1, R19, R19
+	STLXR R19, (R17), R20
+	CBNZ R20, again
+	JMP  ·leafBack(SB)
+
+// leafBody (R16 the slot, R17 the leaf's argument area) saves the argument
+// registers, calls leafHandler(i, argp, g, args), restores them and R16, and leaves
+// through its epilogue (which restores R30, the leaf's return address) to leafBack.
+// Frame: 8..39 the handler's arguments | 48..175 R0..R15 | 176..303 F0..F15 | 304 R26
+// | 312 R16 | 320 the argument area.
+TEXT ·leafBody(SB), NOSPLIT, $328-0
+	NO_LOCAL_POINTERS
+	STP  (R0, R1), 48(RSP)
+	STP  (R2, R3), 64(RSP)
+	STP  (R4, R5), 80(RSP)
+	STP  (R6, R7), 96(RSP)
+	STP  (R8, R9), 112(RSP)
+	STP  (R10, R11), 128(RSP)
+	STP  (R12, R13), 144(RSP)
+	STP  (R14, R15), 160(RSP)
+	FSTPD (F0, F1), 176(RSP)
+	FSTPD (F2, F3), 192(RSP)
+	FSTPD (F4, F5), 208(RSP)
+	FSTPD (F6, F7), 224(RSP)
+	FSTPD (F8, F9), 240(RSP)
+	FSTPD (F10, F11), 256(RSP)
+	FSTPD (F12, F13), 272(RSP)
+	FSTPD (F14, F15), 288(RSP)
+	MOVD R26, 304(RSP)
+	MOVD R16, 312(RSP)
+	MOVD R17, 320(RSP)
+	MOVD R16, 8(RSP)
+	ADD  $48, RSP, R19
+	MOVD R19, 16(RSP)
+	MOVD g, 24(RSP)
+	MOVD R17, 32(RSP)
+	CALL ·leafHandler(SB)
+	LDP  48(RSP), (R0, R1)
+	LDP  64(RSP), (R2, R3)
+	LDP  80(RSP), (R4, R5)
+	LDP  96(RSP), (R6, R7)
+	LDP  112(RSP), (R8, R9)
+	LDP  128(RSP), (R10, R11)
+	LDP  144(RSP), (R12, R13)
+	LDP  160(RSP), (R14, R15)
+	FLDPD 176(RSP), (F0, F1)
+	FLDPD 192(RSP), (F2, F3)
+	FLDPD 208(RSP), (F4, F5)
+	FLDPD 224(RSP), (F6, F7)
+	FLDPD 240(RSP), (F8, F9)
+	FLDPD 256(RSP), (F10, F11)
+	FLDPD 272(RSP), (F12, F13)
+	FLDPD 288(RSP), (F14, F15)
+	MOVD 304(RSP), R26
+	MOVD 312(RSP), R16
+	RET  ·leafBack(SB)        // the epilogue, then a jump
+
+// leafBack branches to slot R16's displaced instruction, with RSP and R30 the leaf's.
+TEXT ·leafBack(SB), NOSPLIT|NOFRAME, $0-0
+	MOVD $·leafSlots(SB), R17
+	ADD  R16<<4, R17, R17     // leafSlotLen
+	ADD  $8, R17, R17
+	JMP  (R17)
+
+// func leafAddrs() (slots, stub uintptr)
+TEXT ·leafAddrs(SB), NOSPLIT, $0-16
+	MOVD $·leafSlots(SB), R0
+	MOVD R0, slots+0(FP)
+	MOVD $·leafStub(SB), R0
+	MOVD R0, stub+8(FP)
+	RET

@@ -1,0 +1,16 @@
+//go:build !amd64 && !arm64
+
+package fprobe
+
+// No leaf slots here: leaves are refused (readLeaf says so).
+const (
+	leafInts    = 0
+	leafFloats  = 0
+	leafSlotLen = 0
+)
+
+func leafSlotAddr(i int) uintptr                                               { return 0 }
+func leafSlotCode(i int, slot uintptr, f *Func, rel int, target uint64) []byte { return nil }
+func leafJump(site, slot uintptr, n int) []byte                                { return nil }
+
+const leafCtxtReg = 0
