@@ -3,8 +3,6 @@ package control
 import (
 	"os"
 	"time"
-
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
 )
 
 // When the socket is bound. sdt's init hands over the registry; binding waits
@@ -17,13 +15,12 @@ const startDelay = 20 * time.Millisecond
 
 // Package sdt imports this package, so this runs before sdt's own initialisation;
 // sdt calls start once that is complete. This is the package's only init.
-func init() { bridge.Start = start }
-
-// start takes the registry and, unless SDT_CONTROL=off, arms the automatic Serve.
-func start(r bridge.Registry) {
+// Start is called once by package sdt at the end of its init, the registry
+// complete: unless SDT_CONTROL=off, it arms the automatic Serve.
+func Start() {
 	startClock()
 	plane.Lock()
-	plane.reg = r
+	plane.started = true
 	plane.Unlock()
 	if startFollow() {
 		// sdtctl started this command and waits for its socket (follow.go)

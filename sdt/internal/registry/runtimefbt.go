@@ -1,4 +1,4 @@
-package sdt
+package registry
 
 import (
 	"errors"
@@ -16,7 +16,6 @@ import (
 	"github.com/gosdt/gosdt/internal/rawptr"
 	"github.com/gosdt/gosdt/internal/spec"
 	"github.com/gosdt/gosdt/internal/tracedcopy"
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
 	"github.com/gosdt/gosdt/sdt/internal/fprobe"
 	"github.com/gosdt/gosdt/sdt/internal/rt"
 )
@@ -57,7 +56,7 @@ type wordArg struct {
 	name  string // from the signature; "" for a word (arg0...)
 	typ   string
 	word  int
-	kind  bridge.Kind
+	kind  Kind
 	size  uint8 // bytes of an integer or float word: 4 is a float32
 	str   bool  // a string: words word (pointer) and word+1 (length)
 	iface bool  // an interface: not nil when word (its type word) is not 0
@@ -192,14 +191,14 @@ func wordsOf(f *fprobe.Func) (params, results []wordArg) {
 		if i == MaxArgs {
 			break
 		}
-		k := bridge.Uint
+		k := Uint
 		if s.Float {
-			k = bridge.Float
+			k = Float
 		}
 		params = append(params, wordArg{word: i, kind: k, size: s.Size})
 	}
 	for i := 0; i < min(fprobe.ReturnWords, MaxArgs-1); i++ {
-		results = append(results, wordArg{word: i, kind: bridge.Uint, size: 8})
+		results = append(results, wordArg{word: i, kind: Uint, size: 8})
 	}
 	return params, results
 }
@@ -209,7 +208,7 @@ func wordsOf(f *fprobe.Func) (params, results []wordArg) {
 func (r *registry) runtimeProbe(rf *runtimeFunc, name string, args []wordArg) *probe {
 	p := &probe{provider: "fbt", name: name, module: rf.module, dyn: rf}
 	if name == "return" {
-		p.kinds = append(p.kinds, bridge.Int)
+		p.kinds = append(p.kinds, Int)
 	}
 	for _, a := range argInfos(name, args) {
 		p.args = append(p.args, a.Name)
@@ -219,7 +218,7 @@ func (r *registry) runtimeProbe(rf *runtimeFunc, name string, args []wordArg) *p
 		p.kinds = append(p.kinds, a.kind)
 	}
 	if r.byName == nil { // a program with no definition of its own
-		r.byName, r.defined, r.copies = map[string][]*probe{}, map[*probe]bool{}, map[string]*fbtFunc{}
+		r.byName, r.defined, r.copies = map[string][]*probe{}, map[*probe]bool{}, map[string]*FbtFunc{}
 	}
 	r.probes = append(r.probes, p)
 	r.defined[p] = true
@@ -242,7 +241,7 @@ func argInfos(name string, args []wordArg) []ArgInfo {
 			continue
 		}
 		t := "uint64"
-		if a.kind == bridge.Float {
+		if a.kind == Float {
 			t = "float64"
 		}
 		out = append(out, ArgInfo{fmt.Sprintf("%s%d", prefix, i), t})
@@ -308,7 +307,7 @@ func (rf *runtimeFunc) onEntry(_ *fprobe.Func, a *fprobe.Args) {
 		return
 	}
 	pid := rt.ProcPin()
-	v := pFiring(pid)
+	v := PFiring(pid)
 	if v == nil {
 		v = new(firing)
 	}
@@ -339,7 +338,7 @@ func (p *probe) hitsNow() uint64 {
 // setWord stores argument i of a run-time probe from its words w (and w2, a string's
 // length). live says the words are a call's arguments still held by the call: only
 // then is a string's text read.
-func setWord(v *bridge.Args, i int, x wordArg, w, w2 uint64, live bool) {
+func setWord(v *Args, i int, x wordArg, w, w2 uint64, live bool) {
 	switch {
 	case x.str:
 		if live && w != 0 && w2 <= math.MaxInt32 {
@@ -353,9 +352,9 @@ func setWord(v *bridge.Args, i int, x wordArg, w, w2 uint64, live bool) {
 		if w != 0 {
 			v.Strs[i] = "non-nil"
 		}
-	case x.kind == bridge.Float && x.size == 4:
+	case x.kind == Float && x.size == 4:
 		v.Slots[i] = math.Float64bits(float64(math.Float32frombits(uint32(w))))
-	case x.kind == bridge.Int && x.size < 8:
+	case x.kind == Int && x.size < 8:
 		sh := 64 - 8*uint(x.size)
 		v.Slots[i] = uint64(int64(w<<sh) >> sh)
 	default:
@@ -460,17 +459,17 @@ func (rf *runtimeFunc) deliverBatch(buf []fprobe.Return) int {
 
 // emitReturns delivers return events to c, pinned to one P (sinks run pinned and
 // never block), in that P's firing.
-func (rf *runtimeFunc) emitReturns(c *consumers, evs []fprobe.Return) {
+func (rf *runtimeFunc) emitReturns(c *Consumers, evs []fprobe.Return) {
 	l := rf.args.Load()
 	pid := rt.ProcPin()
-	v := pFiring(pid)
+	v := PFiring(pid)
 	if v == nil {
 		v = new(firing)
 	}
 	for i := range evs {
 		e := &evs[i]
 		v.N = 1 + len(l.results)
-		v.Kinds[0] = bridge.Int
+		v.Kinds[0] = Int
 		v.Slots[0] = uint64(e.Latency)
 		for i, x := range l.results {
 			v.Kinds[1+i] = x.kind
@@ -482,7 +481,7 @@ func (rf *runtimeFunc) emitReturns(c *consumers, evs []fprobe.Return) {
 		}
 		// The goroutine that returned, and when: the return path read both.
 		v.Goid, v.Ticks = e.Goid, e.Ticks
-		c.emitAt(pid, nil, rf.f.Entry, bridge.NoStack, v)
+		c.emitAt(pid, nil, rf.f.Entry, NoStack, v)
 	}
 	for i := range l.results {
 		v.Strs[1+i] = "" // a P's firing keeps no string alive
@@ -710,7 +709,7 @@ func (rf *runtimeFunc) idle() bool {
 func (p *probe) setArgs(name string, args []wordArg) {
 	p.args, p.types, p.kinds = nil, nil, nil
 	if name == "return" {
-		p.kinds = append(p.kinds, bridge.Int)
+		p.kinds = append(p.kinds, Int)
 	}
 	for _, a := range argInfos(name, args) {
 		p.args = append(p.args, a.Name)
@@ -761,7 +760,7 @@ func paramArg(f *fprobe.Func, v ctlproto.SigValue) (wordArg, bool) {
 	if ok && a.str && !f.LivePointer(a.word) {
 		// Its bytes are not kept alive by the call (the function does not use the
 		// string): its length only.
-		a = wordArg{name: "len(" + v.Name + ")", typ: "int", word: idx[1], kind: bridge.Int, size: 8}
+		a = wordArg{name: "len(" + v.Name + ")", typ: "int", word: idx[1], kind: Int, size: 8}
 	}
 	return a, ok
 }
@@ -781,7 +780,7 @@ func resultArg(v ctlproto.SigValue) (wordArg, bool) {
 		return wordArg{}, false
 	}
 	if v.Kind == "string" && len(idx) == 2 {
-		return wordArg{name: "len(" + v.Name + ")", typ: "int", word: idx[1], kind: bridge.Int, size: 8}, true
+		return wordArg{name: "len(" + v.Name + ")", typ: "int", word: idx[1], kind: Int, size: 8}, true
 	}
 	return valueArg(v, idx)
 }
@@ -791,25 +790,25 @@ func valueArg(v ctlproto.SigValue, idx []int) (wordArg, bool) {
 	a := wordArg{name: v.Name, typ: v.Type, word: idx[0], size: v.Words[0].Size}
 	switch v.Kind {
 	case "int":
-		a.kind = bridge.Int
+		a.kind = Int
 	case "uint", "pointer":
-		a.kind = bridge.Uint
+		a.kind = Uint
 	case "bool":
-		a.kind = bridge.Bool
+		a.kind = Bool
 	case "float":
-		a.kind = bridge.Float
+		a.kind = Float
 	case "string":
 		if len(idx) != 2 || idx[1] != idx[0]+1 {
 			return wordArg{}, false
 		}
-		a.kind, a.str = bridge.String, true
+		a.kind, a.str = String, true
 	case "error", "interface":
-		a.kind, a.iface = bridge.String, true
+		a.kind, a.iface = String, true
 	case "slice":
 		if len(idx) != 3 {
 			return wordArg{}, false
 		}
-		a = wordArg{name: "len(" + v.Name + ")", typ: "int", word: idx[1], kind: bridge.Int, size: 8}
+		a = wordArg{name: "len(" + v.Name + ")", typ: "int", word: idx[1], kind: Int, size: 8}
 	default:
 		return wordArg{}, false // a struct, an array, a complex number: not carried
 	}

@@ -1,4 +1,4 @@
-package sdt
+package registry
 
 import (
 	"bytes"
@@ -58,8 +58,8 @@ func (r *registry) checkOn() error {
 			on = on || s.on.Load()
 		}
 		for _, h := range p.heads {
-			if (h.on != 0) != on {
-				return fmt.Errorf("%s:%s: flag byte %d, but on=%v (wide=%v or a site on)", p.provider, p.name, h.on, on, wide)
+			if (h.On != 0) != on {
+				return fmt.Errorf("%s:%s: flag byte %d, but on=%v (wide=%v or a site on)", p.provider, p.name, h.On, on, wide)
 			}
 		}
 	}
