@@ -237,7 +237,7 @@ func serve(c io.ReadWriteCloser, name string) {
 		}
 		var err error
 		if len(q.Sigs) > 0 {
-			registry.Signatures(q.Sigs)
+			signatures(q.Sigs)
 		}
 		switch q.Op {
 		case ctlproto.OpList:

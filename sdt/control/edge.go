@@ -1,6 +1,7 @@
 package control
 
 import (
+	"github.com/gosdt/gosdt/arch"
 	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
@@ -25,4 +26,30 @@ func listWire(spec string, each func([]ctlproto.Probe) error) error {
 		}
 		return each(out)
 	})
+}
+
+// signatures hands the registry what sdtctl read of functions' signatures, in the
+// registry's types.
+func signatures(sigs []ctlproto.FuncSig) {
+	out := make([]registry.FuncSig, len(sigs))
+	for i, s := range sigs {
+		o := registry.FuncSig{Func: s.Func, Spills: make([]arch.Spill, len(s.Spills)),
+			Params: sigValues(s.Params), Results: sigValues(s.Results)}
+		for j, sp := range s.Spills {
+			o.Spills[j] = arch.Spill{Reg: sp.Reg, Size: sp.Size, Off: sp.Off}
+		}
+		out[i] = o
+	}
+	registry.Signatures(out)
+}
+
+func sigValues(vs []ctlproto.SigValue) []registry.SigValue {
+	out := make([]registry.SigValue, len(vs))
+	for i, v := range vs {
+		out[i] = registry.SigValue{Name: v.Name, Type: v.Type, Kind: v.Kind, Words: make([]registry.SigWord, len(v.Words))}
+		for j, w := range v.Words {
+			out[i].Words[j] = registry.SigWord{Float: w.Float, Reg: w.Reg, Size: w.Size}
+		}
+	}
+	return out
 }

@@ -89,7 +89,7 @@ func startFollow() (opened bool) {
 		// probes the spec names are placed now (Follow), before sdtctl connects, and
 		// take the arguments' names and types from them, as sdtctl's requests give
 		// them to probes placed later.
-		registry.Signatures(q.Sigs)
+		signatures(q.Sigs)
 	}
 	const who = "sdtctl (from the start)"
 	var tr *Trace

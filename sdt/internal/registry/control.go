@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-
-	"github.com/gosdt/gosdt/internal/ctlproto"
 )
 
 // What the consumers and the control server reach of the registry: holds for their
@@ -113,7 +111,7 @@ func Release(o *Owner) {
 
 // Signatures gives the run-time function probes of the functions sigs describe
 // their arguments' names and types (checked against their code when used).
-func Signatures(sigs []ctlproto.FuncSig) { reg.signatures(sigs) }
+func Signatures(sigs []FuncSig) { reg.signatures(sigs) }
 
 // Flush delivers to their consumers every fire made before it that waits to be
 // delivered (run-time functions' return events, which a goroutine delivers now and

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/internal/hooks"
 	"github.com/gosdt/gosdt/internal/spec"
 	"github.com/gosdt/gosdt/patch"
@@ -91,9 +90,9 @@ type registry struct {
 	layout    sled.Layout
 	table     *sled.Table
 
-	runtime  map[string]*runtimeFunc      // run-time function probes by function (runtimefbt.go)
-	sigs     map[string]*ctlproto.FuncSig // their signatures, as sdtctl sent them
-	draining bool                         // a goroutine delivers their return events
+	runtime  map[string]*runtimeFunc // run-time function probes by function (runtimefbt.go)
+	sigs     map[string]*FuncSig     // their signatures, as sdtctl read them
+	draining bool                    // a goroutine delivers their return events
 
 	subs []*subscription   // package control's traces and aggregations (consume.go)
 	ids  map[*probe]uint32 // the probe ids they are told

@@ -11,8 +11,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gosdt/gosdt/arch"
-	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/internal/rawptr"
 	"github.com/gosdt/gosdt/internal/spec"
 	"github.com/gosdt/gosdt/internal/tracedcopy"
@@ -586,7 +584,7 @@ func pointsAt(entry uintptr, kind string, addrs []uintptr, state SiteState, refu
 // runtimeToList is the functions sp names for run-time probes that have none made yet
 // (those made are the registry's definitions), and the signatures sdtctl sent: what
 // describeRuntime describes without the registry's lock. Call with r.mu held.
-func (r *registry) runtimeToList(sp spec.Spec) ([]fprobe.Candidate, map[string]*ctlproto.FuncSig) {
+func (r *registry) runtimeToList(sp spec.Spec) ([]fprobe.Candidate, map[string]*FuncSig) {
 	if !isRuntimeSpec(sp) {
 		return nil, nil
 	}
@@ -595,7 +593,7 @@ func (r *registry) runtimeToList(sp spec.Spec) ([]fprobe.Candidate, map[string]*
 		return nil, nil
 	}
 	out := cands[:0]
-	sigs := map[string]*ctlproto.FuncSig{}
+	sigs := map[string]*FuncSig{}
 	for _, c := range cands {
 		if r.runtime[c.Name] == nil {
 			out = append(out, c)
@@ -609,7 +607,7 @@ func (r *registry) runtimeToList(sp spec.Spec) ([]fprobe.Candidate, map[string]*
 
 // describeRuntime describes the run-time probes of cands that sp names: what each
 // would carry, or why it may take none. Nothing is kept of them.
-func describeRuntime(sp spec.Spec, cands []fprobe.Candidate, sigs map[string]*ctlproto.FuncSig) []ProbeInfo {
+func describeRuntime(sp spec.Spec, cands []fprobe.Candidate, sigs map[string]*FuncSig) []ProbeInfo {
 	var out []ProbeInfo
 	for _, c := range cands {
 		module, function := spec.SplitFunc(c.Name)
@@ -667,14 +665,13 @@ func inlinedOnly(sp spec.Spec, text string) error {
 		text, ErrNoMatch, spec.JoinFunc(sp.Module, sp.Function), strings.Join(into, ", "), more)
 }
 
-// signatures keeps what sdtctl read of functions' signatures for their run-time probes
-// (ctlproto.FuncSig): the probes made from then on carry named, typed arguments, and
+// signatures keeps what sdtctl read of functions' signatures for their run-time probes: the probes made from then on carry named, typed arguments, and
 // those made before without one take it while nobody holds or consumes them.
-func (r *registry) signatures(sigs []ctlproto.FuncSig) {
+func (r *registry) signatures(sigs []FuncSig) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sigs == nil {
-		r.sigs = map[string]*ctlproto.FuncSig{}
+		r.sigs = map[string]*FuncSig{}
 	}
 	for i := range sigs {
 		s := &sigs[i]
@@ -722,12 +719,8 @@ func (p *probe) setArgs(name string, args []wordArg) {
 
 // typeFrom is how f's probes read the arguments sig names, after holding sig's spill
 // block against the code's: a signature of another build is refused.
-func typeFrom(f *fprobe.Func, sig *ctlproto.FuncSig) (*argLayout, error) {
-	spills := make([]arch.Spill, len(sig.Spills))
-	for i, s := range sig.Spills {
-		spills[i] = arch.Spill{Reg: s.Reg, Size: s.Size, Off: s.Off}
-	}
-	if err := f.CheckLayout(spills); err != nil && !errors.Is(err, fprobe.ErrNoSpills) {
+func typeFrom(f *fprobe.Func, sig *FuncSig) (*argLayout, error) {
+	if err := f.CheckLayout(sig.Spills); err != nil && !errors.Is(err, fprobe.ErrNoSpills) {
 		return nil, err
 	}
 	var params, results []wordArg
@@ -746,7 +739,7 @@ func typeFrom(f *fprobe.Func, sig *ctlproto.FuncSig) (*argLayout, error) {
 
 // paramArg is how an entry probe carries parameter v: from the register words the
 // code spills (a parameter the function never uses is not spilled: it is left out).
-func paramArg(f *fprobe.Func, v ctlproto.SigValue) (wordArg, bool) {
+func paramArg(f *fprobe.Func, v SigValue) (wordArg, bool) {
 	if len(v.Words) == 0 {
 		return wordArg{}, false // on the stack, or of no size
 	}
@@ -768,7 +761,7 @@ func paramArg(f *fprobe.Func, v ctlproto.SigValue) (wordArg, bool) {
 // resultArg is how a return probe carries result v: from the integer result registers
 // a return event holds; a string by its length (its bytes may be gone when the event
 // is read), an error or interface as nil or not.
-func resultArg(v ctlproto.SigValue) (wordArg, bool) {
+func resultArg(v SigValue) (wordArg, bool) {
 	idx := make([]int, len(v.Words))
 	for i, w := range v.Words {
 		if w.Float || int(w.Reg) >= fprobe.ReturnWords {
@@ -786,7 +779,7 @@ func resultArg(v ctlproto.SigValue) (wordArg, bool) {
 }
 
 // valueArg is value v, whose words are Args's (or a return's) words idx.
-func valueArg(v ctlproto.SigValue, idx []int) (wordArg, bool) {
+func valueArg(v SigValue, idx []int) (wordArg, bool) {
 	a := wordArg{name: v.Name, typ: v.Type, word: idx[0], size: v.Words[0].Size}
 	switch v.Kind {
 	case "int":
