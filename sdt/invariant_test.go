@@ -1,6 +1,7 @@
 package sdt
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 
@@ -44,6 +45,34 @@ func TestCheckOnCatches(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("%s: checkOn says %v; want %q", b.name, err, b.want)
+		}
+	}
+	if err := CheckOn(); err != nil {
+		t.Fatalf("restored: %v", err)
+	}
+}
+
+// TestCheckOnCatchesRuntime: the checker compares the registry's record of a run-time
+// function probe with package fprobe's state of the function, entry and return.
+func TestCheckOnCatchesRuntime(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
+	}
+	const spec, fn = "fbt:strconv:FormatInt:entry", "strconv.FormatInt"
+	if _, err := Enable(spec); err != nil {
+		t.Fatal(err)
+	}
+	defer Disable(spec)
+	for _, b := range []struct {
+		ret  bool
+		want string
+	}{{false, "entry probe on=false, but fprobe has its entry on=true"}, {true, "return probe on=true, but fprobe has its returns on=false"}} {
+		err, ok := registry.CheckBrokenRuntime(fn, b.ret)
+		if !ok {
+			t.Fatalf("%s has no run-time probes after Enable(%q)", fn, spec)
+		}
+		if err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("return=%v: checkOn says %v; want %q", b.ret, err, b.want)
 		}
 	}
 	if err := CheckOn(); err != nil {

@@ -3,6 +3,7 @@
 package fprobe
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"os"
@@ -513,6 +514,58 @@ func (f *Func) On() (entry, returns bool) {
 	mu.Lock()
 	defer mu.Unlock()
 	return f.entryOn, f.retOn
+}
+
+// State is what f's probes are, entry (with a hook) and returns, as Set left them,
+// and whether the rest of f's state agrees: err names the first disagreement of the
+// flags the stubs read (a hook, the wish for return events) or of the text (the
+// entry's and each return's bytes: the call to a stub while it is to be, else the
+// code's own). Checkers call it; fires never do.
+func (f *Func) State() (entry, returns bool, err error) {
+	mu.Lock()
+	defer mu.Unlock()
+	entry, returns = f.entryOn, f.retOn
+	switch {
+	case f.patched != (entry || returns):
+		return entry, returns, errors.New("fprobe: " + f.Name + ": entry call written=" + fmtBool(f.patched) + " with entry,returns on=" + fmtBool(entry) + "," + fmtBool(returns))
+	case f.retPatched != returns:
+		return entry, returns, errors.New("fprobe: " + f.Name + ": return calls written=" + fmtBool(f.retPatched) + " with returns on=" + fmtBool(returns))
+	case (load64(&f.hookOn) != 0) != entry || (f.onEntry.Load() != nil) != entry:
+		return entry, returns, errors.New("fprobe: " + f.Name + ": entry hook set=" + fmtBool(load64(&f.hookOn) != 0) + " with entry on=" + fmtBool(entry))
+	case (load64(&f.wantRet) != 0) != returns:
+		return entry, returns, errors.New("fprobe: " + f.Name + ": return events wanted=" + fmtBool(load64(&f.wantRet) != 0) + " with returns on=" + fmtBool(returns))
+	}
+	estub, rstub := stubAddrs()
+	want := f.orig
+	if f.patched {
+		if want = host.CallTo(uint64(f.site), uint64(estub), len(f.orig)); want == nil {
+			return entry, returns, errors.New("fprobe: " + f.Name + ": the entry stub is out of a call's reach")
+		}
+	}
+	if !bytes.Equal(mem(f.site, len(want)), want) {
+		return entry, returns, errors.New("fprobe: " + f.Name + ": entry at " + hex(uint64(f.site)) + " does not hold what entry,returns on=" + fmtBool(entry) + "," + fmtBool(returns) + " write")
+	}
+	for _, r := range f.retSites {
+		want := r.Orig
+		if f.retPatched {
+			call, err := returnCall(r, rstub)
+			if err != nil {
+				return entry, returns, err
+			}
+			want = call
+		}
+		if !bytes.Equal(mem(uintptr(r.Addr), len(want)), want) {
+			return entry, returns, errors.New("fprobe: " + f.Name + ": return at " + hex(r.Addr) + " does not hold what returns on=" + fmtBool(returns) + " writes")
+		}
+	}
+	return entry, returns, nil
+}
+
+func fmtBool(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
 }
 
 // ReturnErr says why the function's returns take no probe; nil when they do.

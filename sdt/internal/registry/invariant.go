@@ -15,15 +15,27 @@ import (
 //     with its branch check fires when some other site of the probe is on.
 //
 // and a definition's wideOwners likewise say probe.wide. A run-time function probe has
-// no site and no flag byte: its text (the call package fprobe writes) is on exactly
-// while it is on as a whole. Only switchLocked changes the
-// last three, in one order that keeps every fire safe while it does: enabling sets
-// on and the flags, then writes the text; disabling writes the text, then clears
-// them. Owners change only in holdLocked, which switches exactly the keys whose first
-// holder came or last holder went, and undoes its bookkeeping when the patch fails.
+// no site and no flag byte: package fprobe keeps its function's state (entry and
+// return on, their calls written, the flags its stubs read, under fprobe's lock),
+// which the registry drives and never writes: its entry probe's wide is fprobe's entry
+// on, its return probe's wide fprobe's returns on, and while one return probe is on
+// a goroutine delivers return events (draining). checkOn compares all of it, the text
+// of every entry and return included (fprobe.Func.State).
+//
+// Who writes them: after the registry's initialisation only switchLocked changes the
+// last three, in one order that keeps every fire safe while it does: enabling sets on
+// and the flags, then writes the text; disabling writes the text, then clears them.
+// Owners change only in holdLocked, which switches exactly the keys whose first holder
+// came or last holder went, and undoes its bookkeeping when the patch fails. Two
+// writers come before any of it, with the start owner of SDT_MODE=on or sdtctl's
+// follow mode (startOwner): the initialisation (init.go), which seals every site in
+// its enabled form, sets on and gives it that owner before any site can run; and
+// DefineIn (probe.go), which makes a definition on as a whole for that owner, its
+// flag byte 1, before the definition is returned to anyone.
 //
 // Locks: reg.mu is the registry's one lock, for definitions, sites, owners and the
-// consumers' subscriptions alike; fires take none.
+// consumers' subscriptions alike; fires take none. fprobe.Set, called under reg.mu,
+// takes fprobe's own, inside it: never the other way round.
 
 // checkSwitches makes every switch verify the invariant afterwards (the package's
 // tests set it); a violation panics, naming it.
@@ -63,11 +75,22 @@ func (r *registry) checkOn() error {
 			}
 		}
 	}
+	anyRet := false
 	for name, rf := range r.runtime {
-		entry, ret := rf.f.On()
-		if entry != rf.entry.wide.Load() || ret != rf.ret.wide.Load() {
-			return fmt.Errorf("%s: entry and return probes on=%v,%v, but their text says %v,%v", name, rf.entry.wide.Load(), rf.ret.wide.Load(), entry, ret)
+		entry, ret, err := rf.f.State()
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
+		if entry != rf.entry.wide.Load() {
+			return fmt.Errorf("%s: entry probe on=%v, but fprobe has its entry on=%v", name, rf.entry.wide.Load(), entry)
+		}
+		if ret != rf.ret.wide.Load() {
+			return fmt.Errorf("%s: return probe on=%v, but fprobe has its returns on=%v", name, rf.ret.wide.Load(), ret)
+		}
+		anyRet = anyRet || ret
+	}
+	if anyRet && !r.draining {
+		return fmt.Errorf("a return probe is on, but no goroutine delivers return events")
 	}
 	return nil
 }

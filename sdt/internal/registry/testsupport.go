@@ -71,6 +71,33 @@ func CheckBroken(provider, name string, b Breakage) (err error, ok bool) {
 	return err, true
 }
 
+// CheckBrokenRuntime flips the registry's record of the entry probe (or, ret, the
+// return probe) of the run-time probed function fn, runs the checker, and restores
+// it; ok is false when fn has no run-time probes.
+func CheckBrokenRuntime(fn string, ret bool) (err error, ok bool) {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	rf := reg.runtime[fn]
+	if rf == nil {
+		return nil, false
+	}
+	p := rf.entry
+	if ret {
+		p = rf.ret
+	}
+	p.wide.Store(!p.wide.Load())
+	saved := p.wideOwners
+	if p.wide.Load() {
+		p.wideOwners = []*owner{programOwner} // the owners agree: only fprobe's state does not
+	} else {
+		p.wideOwners = nil
+	}
+	err = reg.checkOn()
+	p.wide.Store(!p.wide.Load())
+	p.wideOwners = saved
+	return err, true
+}
+
 // ToggleLayout is where a patchable site's run-time switch writes.
 type ToggleLayout struct {
 	Func   string  // the function holding it
