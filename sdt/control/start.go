@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// When the socket is bound. sdt's init hands over the registry; binding waits
+// When the socket is bound. sdt's init calls Start; binding waits
 // startDelay more, on a timer. So a process that ends sooner (a short command, a tool
 // run under go build -toolexec) touches no file and binds nothing, and a main that
 // calls Stop first thing is never reachable; sdtctl waits for a process younger than
@@ -13,13 +13,16 @@ import (
 // the timer fires nothing runs: it is one runtime timer.
 const startDelay = 20 * time.Millisecond
 
-// Package sdt imports this package, so this runs before sdt's own initialisation;
-// sdt calls start once that is complete. This is the package's only init.
-// Start is called once by package sdt at the end of its init, the registry
-// complete: unless SDT_CONTROL=off, it arms the automatic Serve.
+// Start starts the control plane: package sdt's init calls it, the registry complete,
+// and a program need not. Unless SDT_CONTROL=off, it arms the automatic Serve. Calls
+// after the first do nothing.
 func Start() {
-	startClock()
 	plane.Lock()
+	if plane.started {
+		plane.Unlock()
+		return
+	}
+	startClock()
 	plane.started = true
 	plane.Unlock()
 	if startFollow() {

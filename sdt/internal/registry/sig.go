@@ -15,13 +15,13 @@ type FuncSig struct {
 // SigValue is a parameter or a result: its name, Go type, kind (funcsig.Kind) and the
 // registers it comes in (none: on the stack, which a probe does not read).
 type SigValue struct {
-	Name, Type, Kind string
 	Words            []SigWord
+	Name, Type, Kind string
 }
 
 // SigWord is one register of a value: an integer or floating-point one, by its index
 // in the ABI's sequence, and the value's bytes in it.
 type SigWord struct {
-	Float     bool
 	Reg, Size uint8
+	Float     bool // a floating-point register; else an integer one
 }
