@@ -3,31 +3,28 @@
 package hooks
 
 import (
-	"sync"
+	"sync/atomic"
 
 	"github.com/gosdt/gosdt/patch"
 )
 
 // options is how switches rewrite sites: the registry sets it from the environment
-// at its initialisation, and reads it at each switch.
-var options struct {
-	sync.Mutex
-	o patch.Options
-}
+// at its initialisation, and reads it at each switch; nil: the zero Options.
+var options atomic.Pointer[patch.Options]
 
 // SetPatchOptions chooses how Enable and Disable rewrite sites (atomic single-store
 // toggles, a stop-the-world rendezvous, or auto) and returns the previous options.
 func SetPatchOptions(o patch.Options) patch.Options {
-	options.Lock()
-	defer options.Unlock()
-	old := options.o
-	options.o = o
-	return old
+	if old := options.Swap(&o); old != nil {
+		return *old
+	}
+	return patch.Options{}
 }
 
 // PatchOptions is how Enable and Disable rewrite sites now.
 func PatchOptions() patch.Options {
-	options.Lock()
-	defer options.Unlock()
-	return options.o
+	if o := options.Load(); o != nil {
+		return *o
+	}
+	return patch.Options{}
 }

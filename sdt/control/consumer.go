@@ -11,15 +11,10 @@ import (
 
 // plane is whether package sdt has started the control plane (Start), at the end of
 // its init: until then the consumers and the server do not touch the registry.
-var plane struct {
-	sync.Mutex
-	started bool
-}
+var plane struct{ started atomic.Bool }
 
 func started() error {
-	plane.Lock()
-	defer plane.Unlock()
-	if !plane.started {
+	if !plane.started.Load() {
 		return errNoRegistry
 	}
 	return nil

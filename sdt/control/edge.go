@@ -9,7 +9,10 @@ import (
 // The registry's answers in the protocol's types: the conversion happens here, at the
 // server's edge, and the registry keeps its own.
 
-// listWire is registry.ListEach in the protocol's types, a chunk at a time.
+// listWire is registry.ListEach in the protocol's types, a chunk at a time. Not
+// inlined: its two callers would each carry a copy of the conversion.
+//
+//go:noinline
 func listWire(spec string, each func([]ctlproto.Probe) error) error {
 	return registry.ListEach(spec, func(list []registry.ProbeInfo) error {
 		out := make([]ctlproto.Probe, 0, len(list))

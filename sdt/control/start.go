@@ -17,14 +17,11 @@ const startDelay = 20 * time.Millisecond
 // and a program need not. Unless SDT_CONTROL=off, it arms the automatic Serve. Calls
 // after the first do nothing.
 func Start() {
-	plane.Lock()
-	if plane.started {
-		plane.Unlock()
+	if plane.started.Load() {
 		return
 	}
 	startClock()
-	plane.started = true
-	plane.Unlock()
+	plane.started.Store(true)
 	if startFollow() {
 		// sdtctl started this command and waits for its socket (follow.go)
 		if err := Serve(); err != nil {

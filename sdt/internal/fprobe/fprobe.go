@@ -517,55 +517,42 @@ func (f *Func) On() (entry, returns bool) {
 }
 
 // State is what f's probes are, entry (with a hook) and returns, as Set left them,
-// and whether the rest of f's state agrees: err names the first disagreement of the
-// flags the stubs read (a hook, the wish for return events) or of the text (the
-// entry's and each return's bytes: the call to a stub while it is to be, else the
-// code's own). Checkers call it; fires never do.
-func (f *Func) State() (entry, returns bool, err error) {
+// and bad, the first part of f's state that disagrees with them ("" when none): the
+// calls it has written, the flags the stubs read (a hook, the wish for return
+// events), or the text (the entry's and each return's bytes: the call to a stub while
+// it is to be, else the code's own). Checkers call it; fires never do.
+func (f *Func) State() (entry, returns bool, bad string) {
 	mu.Lock()
 	defer mu.Unlock()
 	entry, returns = f.entryOn, f.retOn
 	switch {
 	case f.patched != (entry || returns):
-		return entry, returns, errors.New("fprobe: " + f.Name + ": entry call written=" + fmtBool(f.patched) + " with entry,returns on=" + fmtBool(entry) + "," + fmtBool(returns))
+		return entry, returns, "the entry's call written or not"
 	case f.retPatched != returns:
-		return entry, returns, errors.New("fprobe: " + f.Name + ": return calls written=" + fmtBool(f.retPatched) + " with returns on=" + fmtBool(returns))
+		return entry, returns, "the returns' calls written or not"
 	case (load64(&f.hookOn) != 0) != entry || (f.onEntry.Load() != nil) != entry:
-		return entry, returns, errors.New("fprobe: " + f.Name + ": entry hook set=" + fmtBool(load64(&f.hookOn) != 0) + " with entry on=" + fmtBool(entry))
+		return entry, returns, "the entry hook"
 	case (load64(&f.wantRet) != 0) != returns:
-		return entry, returns, errors.New("fprobe: " + f.Name + ": return events wanted=" + fmtBool(load64(&f.wantRet) != 0) + " with returns on=" + fmtBool(returns))
+		return entry, returns, "the wish for return events"
 	}
 	estub, rstub := stubAddrs()
 	want := f.orig
 	if f.patched {
-		if want = host.CallTo(uint64(f.site), uint64(estub), len(f.orig)); want == nil {
-			return entry, returns, errors.New("fprobe: " + f.Name + ": the entry stub is out of a call's reach")
-		}
+		want = host.CallTo(uint64(f.site), uint64(estub), len(f.orig))
 	}
-	if !bytes.Equal(mem(f.site, len(want)), want) {
-		return entry, returns, errors.New("fprobe: " + f.Name + ": entry at " + hex(uint64(f.site)) + " does not hold what entry,returns on=" + fmtBool(entry) + "," + fmtBool(returns) + " write")
+	if want == nil || !bytes.Equal(mem(f.site, len(want)), want) {
+		return entry, returns, "the entry's text"
 	}
 	for _, r := range f.retSites {
 		want := r.Orig
 		if f.retPatched {
-			call, err := returnCall(r, rstub)
-			if err != nil {
-				return entry, returns, err
-			}
-			want = call
+			want, _ = returnCall(r, rstub)
 		}
-		if !bytes.Equal(mem(uintptr(r.Addr), len(want)), want) {
-			return entry, returns, errors.New("fprobe: " + f.Name + ": return at " + hex(r.Addr) + " does not hold what returns on=" + fmtBool(returns) + " writes")
+		if want == nil || !bytes.Equal(mem(uintptr(r.Addr), len(want)), want) {
+			return entry, returns, "a return's text"
 		}
 	}
-	return entry, returns, nil
-}
-
-func fmtBool(b bool) string {
-	if b {
-		return "true"
-	}
-	return "false"
+	return entry, returns, ""
 }
 
 // ReturnErr says why the function's returns take no probe; nil when they do.

@@ -77,9 +77,9 @@ func (r *registry) checkOn() error {
 	}
 	anyRet := false
 	for name, rf := range r.runtime {
-		entry, ret, err := rf.f.State()
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+		entry, ret, bad := rf.f.State()
+		if bad != "" {
+			return fmt.Errorf("%s: fprobe's state disagrees with its entry,returns on=%v,%v: %s", name, entry, ret, bad)
 		}
 		if entry != rf.entry.wide.Load() {
 			return fmt.Errorf("%s: entry probe on=%v, but fprobe has its entry on=%v", name, rf.entry.wide.Load(), entry)
