@@ -7,9 +7,9 @@
 //	...
 //	sdt.Probe1(&procExit, reason)
 //
-// At its init the package finds every site (package sled), seals it into a jump over
-// the fire call (package patch), and hands the probe registry to package
-// sdt/control, which serves sdtctl on a unix socket (linux) from 20 ms later: a
+// At start, before any package that uses it initialises, the probe registry finds
+// every site (package sled) and seals it into a jump over the fire call (package
+// patch); this package's init then starts package sdt/control, which serves sdtctl on a unix socket (linux) from 20 ms later: a
 // program needs no code for sdtctl to reach it. Enable and Disable take DTrace probe
 // descriptions, provider:module:function:name. Typed handlers (Attach) consume fires
 // in the process; so do sdt/control's traces and aggregations (what sdtctl trace and

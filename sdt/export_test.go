@@ -4,39 +4,20 @@ import (
 	"errors"
 	"runtime"
 	"testing"
+
+	"github.com/gosdt/gosdt/internal/hooks"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
 // ToggleLayout is where a patchable site's run-time switch writes.
-type ToggleLayout struct {
-	Func   string  // the function holding it
-	Addr   uintptr // the site
-	At     int     // offset of the toggle in the sled
-	Toggle int     // its length
-	Off    []byte  // the disabled sled
-}
+type ToggleLayout = registry.ToggleLayout
 
 // ToggleLayouts returns the layout of every patchable site of the probes provider
 // defines, for tests that check what one switch writes.
-func ToggleLayouts(provider string) []ToggleLayout {
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	reg.resolve()
-	var out []ToggleLayout
-	for _, p := range reg.probes {
-		if p.provider != provider {
-			continue
-		}
-		for _, s := range p.sites {
-			if s.Patchable() {
-				out = append(out, ToggleLayout{s.Func, s.Addr, s.ToggleAt, s.Toggle, s.Off})
-			}
-		}
-	}
-	return out
-}
+func ToggleLayouts(provider string) []ToggleLayout { return registry.ToggleLayouts(provider) }
 
 // For the external tests: what gosdt's own tools reach through internal/hooks.
-var SetPatchOptions = setPatchOptions
+var SetPatchOptions = hooks.SetPatchOptions
 
 // NeedSwitchable skips a test whose probes nothing can switch on this platform
 // (js/wasm: no site is verified and no definition can be located).
@@ -53,23 +34,10 @@ func NeedSwitchable(t testing.TB, spec string) {
 
 // Every switch in this package's tests, torture included, checks that the four
 // representations of "on" agree afterwards.
-func init() { checkSwitches = true }
+func init() { registry.CheckSwitches() }
 
 // CheckOn verifies the invariant of "on" now.
-func CheckOn() error {
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	return reg.checkOn()
-}
+func CheckOn() error { return registry.CheckOn() }
 
 // Consumed reports whether a sink is fed the fires of the definition provider:name.
-func Consumed(provider, name string) bool {
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	for _, p := range reg.byName[provider+":"+name] {
-		if p.cons.Load() != nil {
-			return true
-		}
-	}
-	return false
-}
+func Consumed(provider, name string) bool { return registry.Consumed(provider, name) }

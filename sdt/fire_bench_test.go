@@ -3,7 +3,7 @@ package sdt
 import (
 	"testing"
 
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
 var (
@@ -19,7 +19,7 @@ func fireNull1Site(i int) { Probe1(&fireNull1, i) }
 
 type nullSink struct{ n int }
 
-func (s *nullSink) Fire(f *bridge.Firing) { s.n += f.N }
+func (s *nullSink) Fire(f *registry.Firing) { s.n += f.N }
 
 // BenchmarkFireDispatch is an enabled fire into a sink that does nothing: what the
 // fire path costs a consumer before the consumer's own work.
@@ -31,7 +31,7 @@ func BenchmarkFireDispatch(b *testing.B) {
 		b.Run(c.spec, func(b *testing.B) {
 			NeedSwitchable(b, c.spec)
 			s := &nullSink{}
-			_, cancel, err := subscribe(c.spec, s)
+			_, cancel, err := registry.Subscribe(c.spec, s)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -25,7 +25,7 @@ func foldSiteB(i int) {
 var foldIndirect = foldProbe.Fire
 
 // TestFoldAggregation: a sum or histogram by probe or by site, with no predicate, is
-// fed each fire's value without a firing (bridge.Folder); for every kind of argument
+// fed each fire's value without a firing (registry.Folder); for every kind of argument
 // its rows are those of the same aggregation fed every fire's firing (a predicate
 // that every fire matches), by site, unattributed fires included, and a spec naming
 // one site's function folds only that site.

@@ -1,8 +1,11 @@
 package sdt
 
 import (
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
 var invariantTick = Define1[int]("invarianttest", "tick", "i")
@@ -21,43 +24,58 @@ func TestCheckOnCatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer Disable(spec)
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	if err := reg.checkOn(); err != nil {
+	if err := CheckOn(); err != nil {
 		t.Fatalf("after Enable: %v", err)
-	}
-	p := invariantTick.core
-	var s *site
-	for _, x := range p.sites {
-		if x.Patchable() {
-			s = x
-		}
 	}
 	breakages := []struct {
 		name, want string
-		do, undo   func()
+		b          registry.Breakage
 	}{
-		{"a site off while held", "owners, but on=false",
-			func() { s.on.Store(false) }, func() { s.on.Store(true) }},
-		{"a site on held by nobody", "0 owners, but on=true",
-			func() { s.owners, p.wideOwners = nil, nil }, func() { s.owners = []*owner{programOwner} }},
-		{"the flag byte clear while a site is on", "flag byte 0",
-			func() { setFlag(&invariantTick.head, false) }, func() { setFlag(&invariantTick.head, true) }},
+		{"a site off while held", "owners, but on=false", registry.SiteOff},
+		{"a site on held by nobody", "0 owners, but on=true", registry.SiteNobody},
+		{"the flag byte clear while a site is on", "flag byte 0", registry.FlagClear},
 	}
 	for _, b := range breakages {
-		if s == nil && strings.HasPrefix(b.name, "a site") {
+		err, ok := registry.CheckBroken("invarianttest", "tick", b.b)
+		if !ok {
+			if err != nil {
+				t.Fatal(err)
+			}
 			continue // no patchable site here (the branch check only): nothing to break
 		}
-		saved := append([]*owner(nil), p.wideOwners...)
-		b.do()
-		err := reg.checkOn()
-		b.undo()
-		p.wideOwners = saved
 		if err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("%s: checkOn says %v; want %q", b.name, err, b.want)
 		}
 	}
-	if err := reg.checkOn(); err != nil {
+	if err := CheckOn(); err != nil {
+		t.Fatalf("restored: %v", err)
+	}
+}
+
+// TestCheckOnCatchesRuntime: the checker compares the registry's record of a run-time
+// function probe with package fprobe's state of the function, entry and return.
+func TestCheckOnCatchesRuntime(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
+	}
+	const spec, fn = "fbt:strconv:FormatInt:entry", "strconv.FormatInt"
+	if _, err := Enable(spec); err != nil {
+		t.Fatal(err)
+	}
+	defer Disable(spec)
+	for _, b := range []struct {
+		ret  bool
+		want string
+	}{{false, "entry probe on=false, but fprobe has its entry on=true"}, {true, "return probe on=true, but fprobe has its returns on=false"}} {
+		err, ok := registry.CheckBrokenRuntime(fn, b.ret)
+		if !ok {
+			t.Fatalf("%s has no run-time probes after Enable(%q)", fn, spec)
+		}
+		if err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("return=%v: checkOn says %v; want %q", b.ret, err, b.want)
+		}
+	}
+	if err := CheckOn(); err != nil {
 		t.Fatalf("restored: %v", err)
 	}
 }

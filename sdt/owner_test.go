@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
 var ownerTick = Define1[int]("ownertest", "tick", "i")
@@ -18,8 +20,8 @@ func ownerSite(i int) { Probe1(&ownerTick, i) }
 func TestDisableReleasesOnlyItsOwn(t *testing.T) {
 	const spec = "ownertest:::tick"
 	NeedSwitchable(t, spec)
-	trace := newOwner("sdtctl pid 1 trace")
-	if _, _, err := (controlPlane{}).Hold(trace, []string{spec}); err != nil {
+	trace := &registry.Owner{Name: "sdtctl pid 1 trace"}
+	if _, _, err := registry.Hold(trace, []string{spec}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Enable(spec); err != nil {
@@ -34,7 +36,7 @@ func TestDisableReleasesOnlyItsOwn(t *testing.T) {
 	if !errors.As(err, &sh) || n != 0 || !slices.Equal(sh.Holders, []string{"sdtctl pid 1 trace"}) || !ownerTick.Enabled() {
 		t.Fatalf("Disable: %d, %v (enabled %v); want the trace's hold kept and named", n, err, ownerTick.Enabled())
 	}
-	release(trace)
+	registry.Release(trace)
 	if ownerTick.Enabled() {
 		t.Fatal("on after its last owner released it")
 	}

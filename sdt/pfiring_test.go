@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
 var (
@@ -25,7 +25,7 @@ type seenSink struct {
 	strs  []string
 }
 
-func (s *seenSink) Fire(f *bridge.Firing) {
+func (s *seenSink) Fire(f *registry.Firing) {
 	s.slots = append(s.slots, [2]uint64{f.Slots[0], f.Slots[1]})
 	s.strs = append(s.strs, strings.Clone(f.Strs[1]))
 }
@@ -34,7 +34,7 @@ func (s *seenSink) Fire(f *bridge.Firing) {
 // own arguments: a narrow argument after a wide one has no stale high bytes, and no
 // string outlives its fire there.
 func TestPFiringReuse(t *testing.T) {
-	if raceBuild {
+	if registry.PFiring(0) == nil {
 		t.Skip("under the race detector fires build their firing on the stack")
 	}
 	for _, spec := range []string{"pfiring:::wide", "pfiring:::narrow"} {
@@ -45,7 +45,7 @@ func TestPFiringReuse(t *testing.T) {
 		defer Disable(spec)
 	}
 	s := &seenSink{}
-	_, cancel, err := subscribe("pfiring:::", s)
+	_, cancel, err := registry.Subscribe("pfiring:::", s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +64,8 @@ func TestPFiringReuse(t *testing.T) {
 			t.Fatalf("wide fire %d: string %q", i/2, s.strs[i-1])
 		}
 	}
-	for p := range pFirings {
-		for i, str := range pFirings[p].f.Strs {
+	for p := 0; registry.PFiring(p) != nil; p++ {
+		for i, str := range registry.PFiring(p).Strs {
 			if str != "" {
 				t.Fatalf("P %d's firing keeps string %d %q after its fire", p, i, str)
 			}

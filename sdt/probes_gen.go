@@ -3,7 +3,10 @@
 
 package sdt
 
-import "github.com/gosdt/gosdt/sdt/internal/rt"
+import (
+	"github.com/gosdt/gosdt/sdt/internal/registry"
+	"github.com/gosdt/gosdt/sdt/internal/rt"
+)
 
 // P0 is a probe with 0 arguments. Define it once, as a package-level variable,
 // with Define0; copying it is a vet error.
@@ -19,20 +22,20 @@ type P0 struct {
 //
 //go:noinline
 func Define0(provider, name string) P0 {
-	return P0{head: define(provider, name, []string{}, []argT{}), handlers: new(handlers[func()])}
+	return P0{head: define(provider, name, []string{}, []registry.ArgT{}), handlers: new(handlers[func()])}
 }
 
 // Probe0 fires p. It inlines into the caller as a probe site that costs one jump
 // while p is disabled, once the site is sealed.
 func Probe0(p *P0) {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		p.fire()
 	}
 }
 
 // Fire fires p, like Probe0.
 func (p *P0) Fire() {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		p.fire()
 	}
 }
@@ -40,7 +43,7 @@ func (p *P0) Fire() {
 // Enabled reports whether p is on, for code that computes arguments only when
 // someone is tracing: if p.Enabled() { p.Fire(expensive()) }. The check is itself a
 // site: sealed, it costs one jump while p is disabled.
-func (p *P0) Enabled() bool { return p.on != 0 }
+func (p *P0) Enabled() bool { return p.h.On != 0 }
 
 // Attach adds a typed in-process handler, called for every fire while p is enabled,
 // until detach is called. Attaching does not enable p.
@@ -52,18 +55,18 @@ func (p *P0) Attach(h func()) (detach func()) { return p.handlers.add(h) }
 //go:noinline
 func (p *P0) fire() {
 	ret := rt.CallerPC()
-	pid, s, ok := p.admit(ret)
+	pid, s, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.consumers(); cs != nil {
-		if cs.sinks != nil {
-			v := pFiring(pid)
+	if cs := p.h.Consumers(); cs != nil {
+		if cs.Sinks != nil {
+			v := registry.PFiring(pid)
 			if v == nil {
 				v = new(firing)
 			}
-			v.N, v.Kinds = cs.n, cs.kinds
-			cs.emit(pid, s, ret, v)
+			v.N, v.Kinds = cs.N, cs.Kinds
+			cs.Emit(pid, s, ret, v)
 		}
 	}
 	rt.ProcUnpin()
@@ -86,20 +89,20 @@ type P1[A Arg] struct {
 //
 //go:noinline
 func Define1[A Arg](provider, name, aName string) P1[A] {
-	return P1[A]{head: define(provider, name, []string{aName}, []argT{argType[A]()}), handlers: new(handlers[func(A)])}
+	return P1[A]{head: define(provider, name, []string{aName}, []registry.ArgT{argType[A]()}), handlers: new(handlers[func(A)])}
 }
 
 // Probe1 fires p. It inlines into the caller as a probe site that costs one jump
 // while p is disabled, once the site is sealed.
 func Probe1[A Arg](p *P1[A], a A) {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		p.fire(a)
 	}
 }
 
 // Fire fires p, like Probe1.
 func (p *P1[A]) Fire(a A) {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		p.fire(a)
 	}
 }
@@ -107,7 +110,7 @@ func (p *P1[A]) Fire(a A) {
 // Enabled reports whether p is on, for code that computes arguments only when
 // someone is tracing: if p.Enabled() { p.Fire(expensive()) }. The check is itself a
 // site: sealed, it costs one jump while p is disabled.
-func (p *P1[A]) Enabled() bool { return p.on != 0 }
+func (p *P1[A]) Enabled() bool { return p.h.On != 0 }
 
 // Attach adds a typed in-process handler, called for every fire while p is enabled,
 // until detach is called. Attaching does not enable p.
@@ -119,29 +122,29 @@ func (p *P1[A]) Attach(h func(A)) (detach func()) { return p.handlers.add(h) }
 //go:noinline
 func (p *P1[A]) fire(a A) {
 	ret := rt.CallerPC()
-	pid, s, ok := p.admit(ret)
+	pid, s, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.consumers(); cs != nil {
-		for fi := range cs.folds {
-			fo := &cs.folds[fi]
+	if cs := p.h.Consumers(); cs != nil {
+		for fi := range cs.Folds {
+			fo := &cs.Folds[fi]
 			var fv int64
-			switch fo.arg {
+			switch fo.Arg {
 			case 0:
-				fv = argInt(&a, fo.kind)
+				fv = registry.ArgInt(&a, fo.Kind)
 			}
-			fo.fold(pid, s, fv)
+			fo.Fold(pid, s, fv)
 		}
-		if cs.sinks != nil {
-			v := pFiring(pid)
+		if cs.Sinks != nil {
+			v := registry.PFiring(pid)
 			if v == nil {
 				v = new(firing)
 			}
-			v.N, v.Kinds = cs.n, cs.kinds
-			setArg(&v.Args, 0, &a)
-			cs.emit(pid, s, ret, v)
-			dropArg(&v.Args, 0, &a)
+			v.N, v.Kinds = cs.N, cs.Kinds
+			registry.SetArg(&v.Args, 0, &a)
+			cs.Emit(pid, s, ret, v)
+			registry.DropArg(&v.Args, 0, &a)
 		}
 	}
 	rt.ProcUnpin()
@@ -164,20 +167,20 @@ type P2[A, B Arg] struct {
 //
 //go:noinline
 func Define2[A, B Arg](provider, name, aName, bName string) P2[A, B] {
-	return P2[A, B]{head: define(provider, name, []string{aName, bName}, []argT{argType[A](), argType[B]()}), handlers: new(handlers[func(A, B)])}
+	return P2[A, B]{head: define(provider, name, []string{aName, bName}, []registry.ArgT{argType[A](), argType[B]()}), handlers: new(handlers[func(A, B)])}
 }
 
 // Probe2 fires p. It inlines into the caller as a probe site that costs one jump
 // while p is disabled, once the site is sealed.
 func Probe2[A, B Arg](p *P2[A, B], a A, b B) {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		p.fire(a, b)
 	}
 }
 
 // Fire fires p, like Probe2.
 func (p *P2[A, B]) Fire(a A, b B) {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		p.fire(a, b)
 	}
 }
@@ -185,7 +188,7 @@ func (p *P2[A, B]) Fire(a A, b B) {
 // Enabled reports whether p is on, for code that computes arguments only when
 // someone is tracing: if p.Enabled() { p.Fire(expensive()) }. The check is itself a
 // site: sealed, it costs one jump while p is disabled.
-func (p *P2[A, B]) Enabled() bool { return p.on != 0 }
+func (p *P2[A, B]) Enabled() bool { return p.h.On != 0 }
 
 // Attach adds a typed in-process handler, called for every fire while p is enabled,
 // until detach is called. Attaching does not enable p.
@@ -197,33 +200,33 @@ func (p *P2[A, B]) Attach(h func(A, B)) (detach func()) { return p.handlers.add(
 //go:noinline
 func (p *P2[A, B]) fire(a A, b B) {
 	ret := rt.CallerPC()
-	pid, s, ok := p.admit(ret)
+	pid, s, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.consumers(); cs != nil {
-		for fi := range cs.folds {
-			fo := &cs.folds[fi]
+	if cs := p.h.Consumers(); cs != nil {
+		for fi := range cs.Folds {
+			fo := &cs.Folds[fi]
 			var fv int64
-			switch fo.arg {
+			switch fo.Arg {
 			case 0:
-				fv = argInt(&a, fo.kind)
+				fv = registry.ArgInt(&a, fo.Kind)
 			case 1:
-				fv = argInt(&b, fo.kind)
+				fv = registry.ArgInt(&b, fo.Kind)
 			}
-			fo.fold(pid, s, fv)
+			fo.Fold(pid, s, fv)
 		}
-		if cs.sinks != nil {
-			v := pFiring(pid)
+		if cs.Sinks != nil {
+			v := registry.PFiring(pid)
 			if v == nil {
 				v = new(firing)
 			}
-			v.N, v.Kinds = cs.n, cs.kinds
-			setArg(&v.Args, 0, &a)
-			setArg(&v.Args, 1, &b)
-			cs.emit(pid, s, ret, v)
-			dropArg(&v.Args, 0, &a)
-			dropArg(&v.Args, 1, &b)
+			v.N, v.Kinds = cs.N, cs.Kinds
+			registry.SetArg(&v.Args, 0, &a)
+			registry.SetArg(&v.Args, 1, &b)
+			cs.Emit(pid, s, ret, v)
+			registry.DropArg(&v.Args, 0, &a)
+			registry.DropArg(&v.Args, 1, &b)
 		}
 	}
 	rt.ProcUnpin()
@@ -246,20 +249,20 @@ type P3[A, B, C Arg] struct {
 //
 //go:noinline
 func Define3[A, B, C Arg](provider, name, aName, bName, cName string) P3[A, B, C] {
-	return P3[A, B, C]{head: define(provider, name, []string{aName, bName, cName}, []argT{argType[A](), argType[B](), argType[C]()}), handlers: new(handlers[func(A, B, C)])}
+	return P3[A, B, C]{head: define(provider, name, []string{aName, bName, cName}, []registry.ArgT{argType[A](), argType[B](), argType[C]()}), handlers: new(handlers[func(A, B, C)])}
 }
 
 // Probe3 fires p. It inlines into the caller as a probe site that costs one jump
 // while p is disabled, once the site is sealed.
 func Probe3[A, B, C Arg](p *P3[A, B, C], a A, b B, c C) {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		p.fire(a, b, c)
 	}
 }
 
 // Fire fires p, like Probe3.
 func (p *P3[A, B, C]) Fire(a A, b B, c C) {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		p.fire(a, b, c)
 	}
 }
@@ -267,7 +270,7 @@ func (p *P3[A, B, C]) Fire(a A, b B, c C) {
 // Enabled reports whether p is on, for code that computes arguments only when
 // someone is tracing: if p.Enabled() { p.Fire(expensive()) }. The check is itself a
 // site: sealed, it costs one jump while p is disabled.
-func (p *P3[A, B, C]) Enabled() bool { return p.on != 0 }
+func (p *P3[A, B, C]) Enabled() bool { return p.h.On != 0 }
 
 // Attach adds a typed in-process handler, called for every fire while p is enabled,
 // until detach is called. Attaching does not enable p.
@@ -279,37 +282,37 @@ func (p *P3[A, B, C]) Attach(h func(A, B, C)) (detach func()) { return p.handler
 //go:noinline
 func (p *P3[A, B, C]) fire(a A, b B, c C) {
 	ret := rt.CallerPC()
-	pid, s, ok := p.admit(ret)
+	pid, s, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.consumers(); cs != nil {
-		for fi := range cs.folds {
-			fo := &cs.folds[fi]
+	if cs := p.h.Consumers(); cs != nil {
+		for fi := range cs.Folds {
+			fo := &cs.Folds[fi]
 			var fv int64
-			switch fo.arg {
+			switch fo.Arg {
 			case 0:
-				fv = argInt(&a, fo.kind)
+				fv = registry.ArgInt(&a, fo.Kind)
 			case 1:
-				fv = argInt(&b, fo.kind)
+				fv = registry.ArgInt(&b, fo.Kind)
 			case 2:
-				fv = argInt(&c, fo.kind)
+				fv = registry.ArgInt(&c, fo.Kind)
 			}
-			fo.fold(pid, s, fv)
+			fo.Fold(pid, s, fv)
 		}
-		if cs.sinks != nil {
-			v := pFiring(pid)
+		if cs.Sinks != nil {
+			v := registry.PFiring(pid)
 			if v == nil {
 				v = new(firing)
 			}
-			v.N, v.Kinds = cs.n, cs.kinds
-			setArg(&v.Args, 0, &a)
-			setArg(&v.Args, 1, &b)
-			setArg(&v.Args, 2, &c)
-			cs.emit(pid, s, ret, v)
-			dropArg(&v.Args, 0, &a)
-			dropArg(&v.Args, 1, &b)
-			dropArg(&v.Args, 2, &c)
+			v.N, v.Kinds = cs.N, cs.Kinds
+			registry.SetArg(&v.Args, 0, &a)
+			registry.SetArg(&v.Args, 1, &b)
+			registry.SetArg(&v.Args, 2, &c)
+			cs.Emit(pid, s, ret, v)
+			registry.DropArg(&v.Args, 0, &a)
+			registry.DropArg(&v.Args, 1, &b)
+			registry.DropArg(&v.Args, 2, &c)
 		}
 	}
 	rt.ProcUnpin()
@@ -332,20 +335,20 @@ type P4[A, B, C, D Arg] struct {
 //
 //go:noinline
 func Define4[A, B, C, D Arg](provider, name, aName, bName, cName, dName string) P4[A, B, C, D] {
-	return P4[A, B, C, D]{head: define(provider, name, []string{aName, bName, cName, dName}, []argT{argType[A](), argType[B](), argType[C](), argType[D]()}), handlers: new(handlers[func(A, B, C, D)])}
+	return P4[A, B, C, D]{head: define(provider, name, []string{aName, bName, cName, dName}, []registry.ArgT{argType[A](), argType[B](), argType[C](), argType[D]()}), handlers: new(handlers[func(A, B, C, D)])}
 }
 
 // Probe4 fires p. It inlines into the caller as a probe site that costs one jump
 // while p is disabled, once the site is sealed.
 func Probe4[A, B, C, D Arg](p *P4[A, B, C, D], a A, b B, c C, d D) {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		p.fire(a, b, c, d)
 	}
 }
 
 // Fire fires p, like Probe4.
 func (p *P4[A, B, C, D]) Fire(a A, b B, c C, d D) {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		p.fire(a, b, c, d)
 	}
 }
@@ -353,7 +356,7 @@ func (p *P4[A, B, C, D]) Fire(a A, b B, c C, d D) {
 // Enabled reports whether p is on, for code that computes arguments only when
 // someone is tracing: if p.Enabled() { p.Fire(expensive()) }. The check is itself a
 // site: sealed, it costs one jump while p is disabled.
-func (p *P4[A, B, C, D]) Enabled() bool { return p.on != 0 }
+func (p *P4[A, B, C, D]) Enabled() bool { return p.h.On != 0 }
 
 // Attach adds a typed in-process handler, called for every fire while p is enabled,
 // until detach is called. Attaching does not enable p.
@@ -365,41 +368,41 @@ func (p *P4[A, B, C, D]) Attach(h func(A, B, C, D)) (detach func()) { return p.h
 //go:noinline
 func (p *P4[A, B, C, D]) fire(a A, b B, c C, d D) {
 	ret := rt.CallerPC()
-	pid, s, ok := p.admit(ret)
+	pid, s, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.consumers(); cs != nil {
-		for fi := range cs.folds {
-			fo := &cs.folds[fi]
+	if cs := p.h.Consumers(); cs != nil {
+		for fi := range cs.Folds {
+			fo := &cs.Folds[fi]
 			var fv int64
-			switch fo.arg {
+			switch fo.Arg {
 			case 0:
-				fv = argInt(&a, fo.kind)
+				fv = registry.ArgInt(&a, fo.Kind)
 			case 1:
-				fv = argInt(&b, fo.kind)
+				fv = registry.ArgInt(&b, fo.Kind)
 			case 2:
-				fv = argInt(&c, fo.kind)
+				fv = registry.ArgInt(&c, fo.Kind)
 			case 3:
-				fv = argInt(&d, fo.kind)
+				fv = registry.ArgInt(&d, fo.Kind)
 			}
-			fo.fold(pid, s, fv)
+			fo.Fold(pid, s, fv)
 		}
-		if cs.sinks != nil {
-			v := pFiring(pid)
+		if cs.Sinks != nil {
+			v := registry.PFiring(pid)
 			if v == nil {
 				v = new(firing)
 			}
-			v.N, v.Kinds = cs.n, cs.kinds
-			setArg(&v.Args, 0, &a)
-			setArg(&v.Args, 1, &b)
-			setArg(&v.Args, 2, &c)
-			setArg(&v.Args, 3, &d)
-			cs.emit(pid, s, ret, v)
-			dropArg(&v.Args, 0, &a)
-			dropArg(&v.Args, 1, &b)
-			dropArg(&v.Args, 2, &c)
-			dropArg(&v.Args, 3, &d)
+			v.N, v.Kinds = cs.N, cs.Kinds
+			registry.SetArg(&v.Args, 0, &a)
+			registry.SetArg(&v.Args, 1, &b)
+			registry.SetArg(&v.Args, 2, &c)
+			registry.SetArg(&v.Args, 3, &d)
+			cs.Emit(pid, s, ret, v)
+			registry.DropArg(&v.Args, 0, &a)
+			registry.DropArg(&v.Args, 1, &b)
+			registry.DropArg(&v.Args, 2, &c)
+			registry.DropArg(&v.Args, 3, &d)
 		}
 	}
 	rt.ProcUnpin()
@@ -422,20 +425,20 @@ type P5[A, B, C, D, E Arg] struct {
 //
 //go:noinline
 func Define5[A, B, C, D, E Arg](provider, name, aName, bName, cName, dName, eName string) P5[A, B, C, D, E] {
-	return P5[A, B, C, D, E]{head: define(provider, name, []string{aName, bName, cName, dName, eName}, []argT{argType[A](), argType[B](), argType[C](), argType[D](), argType[E]()}), handlers: new(handlers[func(A, B, C, D, E)])}
+	return P5[A, B, C, D, E]{head: define(provider, name, []string{aName, bName, cName, dName, eName}, []registry.ArgT{argType[A](), argType[B](), argType[C](), argType[D](), argType[E]()}), handlers: new(handlers[func(A, B, C, D, E)])}
 }
 
 // Probe5 fires p. It inlines into the caller as a probe site that costs one jump
 // while p is disabled, once the site is sealed.
 func Probe5[A, B, C, D, E Arg](p *P5[A, B, C, D, E], a A, b B, c C, d D, e E) {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		p.fire(a, b, c, d, e)
 	}
 }
 
 // Fire fires p, like Probe5.
 func (p *P5[A, B, C, D, E]) Fire(a A, b B, c C, d D, e E) {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		p.fire(a, b, c, d, e)
 	}
 }
@@ -443,7 +446,7 @@ func (p *P5[A, B, C, D, E]) Fire(a A, b B, c C, d D, e E) {
 // Enabled reports whether p is on, for code that computes arguments only when
 // someone is tracing: if p.Enabled() { p.Fire(expensive()) }. The check is itself a
 // site: sealed, it costs one jump while p is disabled.
-func (p *P5[A, B, C, D, E]) Enabled() bool { return p.on != 0 }
+func (p *P5[A, B, C, D, E]) Enabled() bool { return p.h.On != 0 }
 
 // Attach adds a typed in-process handler, called for every fire while p is enabled,
 // until detach is called. Attaching does not enable p.
@@ -455,45 +458,45 @@ func (p *P5[A, B, C, D, E]) Attach(h func(A, B, C, D, E)) (detach func()) { retu
 //go:noinline
 func (p *P5[A, B, C, D, E]) fire(a A, b B, c C, d D, e E) {
 	ret := rt.CallerPC()
-	pid, s, ok := p.admit(ret)
+	pid, s, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.consumers(); cs != nil {
-		for fi := range cs.folds {
-			fo := &cs.folds[fi]
+	if cs := p.h.Consumers(); cs != nil {
+		for fi := range cs.Folds {
+			fo := &cs.Folds[fi]
 			var fv int64
-			switch fo.arg {
+			switch fo.Arg {
 			case 0:
-				fv = argInt(&a, fo.kind)
+				fv = registry.ArgInt(&a, fo.Kind)
 			case 1:
-				fv = argInt(&b, fo.kind)
+				fv = registry.ArgInt(&b, fo.Kind)
 			case 2:
-				fv = argInt(&c, fo.kind)
+				fv = registry.ArgInt(&c, fo.Kind)
 			case 3:
-				fv = argInt(&d, fo.kind)
+				fv = registry.ArgInt(&d, fo.Kind)
 			case 4:
-				fv = argInt(&e, fo.kind)
+				fv = registry.ArgInt(&e, fo.Kind)
 			}
-			fo.fold(pid, s, fv)
+			fo.Fold(pid, s, fv)
 		}
-		if cs.sinks != nil {
-			v := pFiring(pid)
+		if cs.Sinks != nil {
+			v := registry.PFiring(pid)
 			if v == nil {
 				v = new(firing)
 			}
-			v.N, v.Kinds = cs.n, cs.kinds
-			setArg(&v.Args, 0, &a)
-			setArg(&v.Args, 1, &b)
-			setArg(&v.Args, 2, &c)
-			setArg(&v.Args, 3, &d)
-			setArg(&v.Args, 4, &e)
-			cs.emit(pid, s, ret, v)
-			dropArg(&v.Args, 0, &a)
-			dropArg(&v.Args, 1, &b)
-			dropArg(&v.Args, 2, &c)
-			dropArg(&v.Args, 3, &d)
-			dropArg(&v.Args, 4, &e)
+			v.N, v.Kinds = cs.N, cs.Kinds
+			registry.SetArg(&v.Args, 0, &a)
+			registry.SetArg(&v.Args, 1, &b)
+			registry.SetArg(&v.Args, 2, &c)
+			registry.SetArg(&v.Args, 3, &d)
+			registry.SetArg(&v.Args, 4, &e)
+			cs.Emit(pid, s, ret, v)
+			registry.DropArg(&v.Args, 0, &a)
+			registry.DropArg(&v.Args, 1, &b)
+			registry.DropArg(&v.Args, 2, &c)
+			registry.DropArg(&v.Args, 3, &d)
+			registry.DropArg(&v.Args, 4, &e)
 		}
 	}
 	rt.ProcUnpin()
@@ -516,20 +519,20 @@ type P6[A, B, C, D, E, F Arg] struct {
 //
 //go:noinline
 func Define6[A, B, C, D, E, F Arg](provider, name, aName, bName, cName, dName, eName, fName string) P6[A, B, C, D, E, F] {
-	return P6[A, B, C, D, E, F]{head: define(provider, name, []string{aName, bName, cName, dName, eName, fName}, []argT{argType[A](), argType[B](), argType[C](), argType[D](), argType[E](), argType[F]()}), handlers: new(handlers[func(A, B, C, D, E, F)])}
+	return P6[A, B, C, D, E, F]{head: define(provider, name, []string{aName, bName, cName, dName, eName, fName}, []registry.ArgT{argType[A](), argType[B](), argType[C](), argType[D](), argType[E](), argType[F]()}), handlers: new(handlers[func(A, B, C, D, E, F)])}
 }
 
 // Probe6 fires p. It inlines into the caller as a probe site that costs one jump
 // while p is disabled, once the site is sealed.
 func Probe6[A, B, C, D, E, F Arg](p *P6[A, B, C, D, E, F], a A, b B, c C, d D, e E, f F) {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		p.fire(a, b, c, d, e, f)
 	}
 }
 
 // Fire fires p, like Probe6.
 func (p *P6[A, B, C, D, E, F]) Fire(a A, b B, c C, d D, e E, f F) {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		p.fire(a, b, c, d, e, f)
 	}
 }
@@ -537,7 +540,7 @@ func (p *P6[A, B, C, D, E, F]) Fire(a A, b B, c C, d D, e E, f F) {
 // Enabled reports whether p is on, for code that computes arguments only when
 // someone is tracing: if p.Enabled() { p.Fire(expensive()) }. The check is itself a
 // site: sealed, it costs one jump while p is disabled.
-func (p *P6[A, B, C, D, E, F]) Enabled() bool { return p.on != 0 }
+func (p *P6[A, B, C, D, E, F]) Enabled() bool { return p.h.On != 0 }
 
 // Attach adds a typed in-process handler, called for every fire while p is enabled,
 // until detach is called. Attaching does not enable p.
@@ -551,49 +554,49 @@ func (p *P6[A, B, C, D, E, F]) Attach(h func(A, B, C, D, E, F)) (detach func()) 
 //go:noinline
 func (p *P6[A, B, C, D, E, F]) fire(a A, b B, c C, d D, e E, f F) {
 	ret := rt.CallerPC()
-	pid, s, ok := p.admit(ret)
+	pid, s, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.consumers(); cs != nil {
-		for fi := range cs.folds {
-			fo := &cs.folds[fi]
+	if cs := p.h.Consumers(); cs != nil {
+		for fi := range cs.Folds {
+			fo := &cs.Folds[fi]
 			var fv int64
-			switch fo.arg {
+			switch fo.Arg {
 			case 0:
-				fv = argInt(&a, fo.kind)
+				fv = registry.ArgInt(&a, fo.Kind)
 			case 1:
-				fv = argInt(&b, fo.kind)
+				fv = registry.ArgInt(&b, fo.Kind)
 			case 2:
-				fv = argInt(&c, fo.kind)
+				fv = registry.ArgInt(&c, fo.Kind)
 			case 3:
-				fv = argInt(&d, fo.kind)
+				fv = registry.ArgInt(&d, fo.Kind)
 			case 4:
-				fv = argInt(&e, fo.kind)
+				fv = registry.ArgInt(&e, fo.Kind)
 			case 5:
-				fv = argInt(&f, fo.kind)
+				fv = registry.ArgInt(&f, fo.Kind)
 			}
-			fo.fold(pid, s, fv)
+			fo.Fold(pid, s, fv)
 		}
-		if cs.sinks != nil {
-			v := pFiring(pid)
+		if cs.Sinks != nil {
+			v := registry.PFiring(pid)
 			if v == nil {
 				v = new(firing)
 			}
-			v.N, v.Kinds = cs.n, cs.kinds
-			setArg(&v.Args, 0, &a)
-			setArg(&v.Args, 1, &b)
-			setArg(&v.Args, 2, &c)
-			setArg(&v.Args, 3, &d)
-			setArg(&v.Args, 4, &e)
-			setArg(&v.Args, 5, &f)
-			cs.emit(pid, s, ret, v)
-			dropArg(&v.Args, 0, &a)
-			dropArg(&v.Args, 1, &b)
-			dropArg(&v.Args, 2, &c)
-			dropArg(&v.Args, 3, &d)
-			dropArg(&v.Args, 4, &e)
-			dropArg(&v.Args, 5, &f)
+			v.N, v.Kinds = cs.N, cs.Kinds
+			registry.SetArg(&v.Args, 0, &a)
+			registry.SetArg(&v.Args, 1, &b)
+			registry.SetArg(&v.Args, 2, &c)
+			registry.SetArg(&v.Args, 3, &d)
+			registry.SetArg(&v.Args, 4, &e)
+			registry.SetArg(&v.Args, 5, &f)
+			cs.Emit(pid, s, ret, v)
+			registry.DropArg(&v.Args, 0, &a)
+			registry.DropArg(&v.Args, 1, &b)
+			registry.DropArg(&v.Args, 2, &c)
+			registry.DropArg(&v.Args, 3, &d)
+			registry.DropArg(&v.Args, 4, &e)
+			registry.DropArg(&v.Args, 5, &f)
 		}
 	}
 	rt.ProcUnpin()
@@ -614,13 +617,13 @@ type Latency struct {
 //
 //go:noinline
 func DefineLatency(provider, name string) Latency {
-	return Latency{head: define(provider, name, []string{"latency_ns"}, []argT{argType[int64]()}),
+	return Latency{head: define(provider, name, []string{"latency_ns"}, []registry.ArgT{argType[int64]()}),
 		handlers: new(handlers[func(int64)])}
 }
 
 // Start returns the time, if p is enabled; else 0, without reading the clock.
 func (p *Latency) Start() Stamp {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		return Stamp(rt.Nanotime())
 	}
 	return 0
@@ -629,13 +632,13 @@ func (p *Latency) Start() Stamp {
 // End fires p with the nanoseconds since t, if p is enabled and t was taken
 // while it was.
 func (p *Latency) End(t Stamp) {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		p.fire(t)
 	}
 }
 
 // Enabled reports whether p is on.
-func (p *Latency) Enabled() bool { return p.on != 0 }
+func (p *Latency) Enabled() bool { return p.h.On != 0 }
 
 // Attach adds an in-process handler of the latencies, called while p is enabled.
 func (p *Latency) Attach(h func(latencyNS int64)) (detach func()) { return p.handlers.add(h) }
@@ -648,30 +651,30 @@ func (p *Latency) fire(t Stamp) {
 	if t == 0 {
 		return
 	}
-	pid, s, ok := p.admit(ret)
+	pid, s, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
 	d := rt.Nanotime() - int64(t)
-	if cs := p.consumers(); cs != nil {
-		for fi := range cs.folds {
-			fo := &cs.folds[fi]
+	if cs := p.h.Consumers(); cs != nil {
+		for fi := range cs.Folds {
+			fo := &cs.Folds[fi]
 			var fv int64
-			switch fo.arg {
+			switch fo.Arg {
 			case 0:
-				fv = argInt(&d, fo.kind)
+				fv = registry.ArgInt(&d, fo.Kind)
 			}
-			fo.fold(pid, s, fv)
+			fo.Fold(pid, s, fv)
 		}
-		if cs.sinks != nil {
-			v := pFiring(pid)
+		if cs.Sinks != nil {
+			v := registry.PFiring(pid)
 			if v == nil {
 				v = new(firing)
 			}
-			v.N, v.Kinds = cs.n, cs.kinds
-			setArg(&v.Args, 0, &d)
-			cs.emit(pid, s, ret, v)
-			dropArg(&v.Args, 0, &d)
+			v.N, v.Kinds = cs.N, cs.Kinds
+			registry.SetArg(&v.Args, 0, &d)
+			cs.Emit(pid, s, ret, v)
+			registry.DropArg(&v.Args, 0, &d)
 		}
 	}
 	rt.ProcUnpin()
@@ -692,13 +695,13 @@ type Latency1[A Arg] struct {
 //
 //go:noinline
 func DefineLatency1[A Arg](provider, name, aName string) Latency1[A] {
-	return Latency1[A]{head: define(provider, name, []string{"latency_ns", aName}, []argT{argType[int64](), argType[A]()}),
+	return Latency1[A]{head: define(provider, name, []string{"latency_ns", aName}, []registry.ArgT{argType[int64](), argType[A]()}),
 		handlers: new(handlers[func(int64, A)])}
 }
 
 // Start returns the time, if p is enabled; else 0, without reading the clock.
 func (p *Latency1[A]) Start() Stamp {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		return Stamp(rt.Nanotime())
 	}
 	return 0
@@ -707,13 +710,13 @@ func (p *Latency1[A]) Start() Stamp {
 // End fires p with the nanoseconds since t, a, if p is enabled and t was taken
 // while it was.
 func (p *Latency1[A]) End(t Stamp, a A) {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		p.fire(t, a)
 	}
 }
 
 // Enabled reports whether p is on.
-func (p *Latency1[A]) Enabled() bool { return p.on != 0 }
+func (p *Latency1[A]) Enabled() bool { return p.h.On != 0 }
 
 // Attach adds an in-process handler of the latencies, called while p is enabled.
 func (p *Latency1[A]) Attach(h func(latencyNS int64, a A)) (detach func()) { return p.handlers.add(h) }
@@ -726,34 +729,34 @@ func (p *Latency1[A]) fire(t Stamp, a A) {
 	if t == 0 {
 		return
 	}
-	pid, s, ok := p.admit(ret)
+	pid, s, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
 	d := rt.Nanotime() - int64(t)
-	if cs := p.consumers(); cs != nil {
-		for fi := range cs.folds {
-			fo := &cs.folds[fi]
+	if cs := p.h.Consumers(); cs != nil {
+		for fi := range cs.Folds {
+			fo := &cs.Folds[fi]
 			var fv int64
-			switch fo.arg {
+			switch fo.Arg {
 			case 0:
-				fv = argInt(&d, fo.kind)
+				fv = registry.ArgInt(&d, fo.Kind)
 			case 1:
-				fv = argInt(&a, fo.kind)
+				fv = registry.ArgInt(&a, fo.Kind)
 			}
-			fo.fold(pid, s, fv)
+			fo.Fold(pid, s, fv)
 		}
-		if cs.sinks != nil {
-			v := pFiring(pid)
+		if cs.Sinks != nil {
+			v := registry.PFiring(pid)
 			if v == nil {
 				v = new(firing)
 			}
-			v.N, v.Kinds = cs.n, cs.kinds
-			setArg(&v.Args, 0, &d)
-			setArg(&v.Args, 1, &a)
-			cs.emit(pid, s, ret, v)
-			dropArg(&v.Args, 0, &d)
-			dropArg(&v.Args, 1, &a)
+			v.N, v.Kinds = cs.N, cs.Kinds
+			registry.SetArg(&v.Args, 0, &d)
+			registry.SetArg(&v.Args, 1, &a)
+			cs.Emit(pid, s, ret, v)
+			registry.DropArg(&v.Args, 0, &d)
+			registry.DropArg(&v.Args, 1, &a)
 		}
 	}
 	rt.ProcUnpin()

@@ -304,7 +304,7 @@ func TestListDescribes(t *testing.T) {
 	if pi.String() != "shape:github.com/gosdt/gosdt/sdt_test:sdt_test.fireArities:a4" {
 		t.Errorf("name %q", pi.String())
 	}
-	wantArgs := []sdt.ArgInfo{{"a", "int32"}, {"b", "uint32"}, {"c", "float32"}, {"d", "string"}}
+	wantArgs := []sdt.ArgInfo{{Name: "a", Type: "int32"}, {Name: "b", Type: "uint32"}, {Name: "c", Type: "float32"}, {Name: "d", Type: "string"}}
 	if !slices.Equal(pi.Args, wantArgs) {
 		t.Errorf("args %v, want %v", pi.Args, wantArgs)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/gosdt/gosdt/sled/offline"
 )
 
-// offlineNames names a binary's sites as the live process does (sdt's registry): an
+// offlineNames names a binary's sites as the live process does (the registry, sdt/internal/registry): an
 // fbt probe after its instrumented function and boundary, a site in a traced copy
 // after the function copied, a generic function's type arguments as "[...]" (the
 // runtime's way), so that a spec and a listing mean the same offline and live.

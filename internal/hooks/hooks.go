@@ -1,12 +1,30 @@
-// Package hooks lets gosdt's own benchmarks, tools and tests reach what package sdt
-// keeps out of its API: they are set by sdt's package initialisation, so they may be
-// called by any package that imports sdt, once its own initialisation runs.
+// Package hooks holds what gosdt's own benchmarks, tools and tests choose beyond
+// package sdt's API: how Enable and Disable rewrite sites, which the registry reads.
 package hooks
 
-import "github.com/gosdt/gosdt/patch"
+import (
+	"sync/atomic"
 
-var (
-	// SetPatchOptions chooses how Enable and Disable rewrite sites and returns the
-	// previous options.
-	SetPatchOptions func(patch.Options) patch.Options
+	"github.com/gosdt/gosdt/patch"
 )
+
+// options is how switches rewrite sites: the registry sets it from the environment
+// at its initialisation, and reads it at each switch; nil: the zero Options.
+var options atomic.Pointer[patch.Options]
+
+// SetPatchOptions chooses how Enable and Disable rewrite sites (atomic single-store
+// toggles, a stop-the-world rendezvous, or auto) and returns the previous options.
+func SetPatchOptions(o patch.Options) patch.Options {
+	if old := options.Swap(&o); old != nil {
+		return *old
+	}
+	return patch.Options{}
+}
+
+// PatchOptions is how Enable and Disable rewrite sites now.
+func PatchOptions() patch.Options {
+	if o := options.Load(); o != nil {
+		return *o
+	}
+	return patch.Options{}
+}

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/gosdt/gosdt/internal/quantize"
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
 	"github.com/gosdt/gosdt/sdt/internal/pred"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 	"github.com/gosdt/gosdt/sdt/internal/rt"
 )
 
@@ -134,7 +134,7 @@ const (
 	byStack // the fire's Go call stack (aggstack.go)
 )
 
-// aggregation folds the fires it is fed (a bridge.Sink) into per-P shards.
+// aggregation folds the fires it is fed (a registry.Sink) into per-P shards.
 type aggregation struct {
 	o       AggOptions
 	by      int
@@ -152,14 +152,14 @@ type aggregation struct {
 	c      *consumer     // names probes and sites
 	// counts reads the fires sdt counts for the aggregation instead of feeding it
 	// them (a count by probe or site with no predicate: counting); nil otherwise
-	counts func([]bridge.Count) []bridge.Count
+	counts func([]registry.Count) []registry.Count
 
 	mu sync.Mutex // readers
 	// stackNames: the row names of stack keys (byStack), made once (aggstack.go)
 	stackNames map[aggKey]string
 	prev       map[*aggCell]*cellRead
 	prevCounts map[aggKey]uint64 // what the previous Interval read of counts (counting)
-	countBuf   []bridge.Count
+	countBuf   []registry.Count
 	grown      int64 // nanotime when grow last looked at GOMAXPROCS
 }
 
@@ -330,9 +330,9 @@ func validArg(s string) bool {
 
 // argIndex is the index of the argument name names in p: argN, or its name; -1 if p
 // has none.
-func argIndex(p *bridge.Probe, name string) int {
+func argIndex(p *registry.Probe, name string) int {
 	if len(name) >= 4 && strings.HasPrefix(name, "arg") {
-		if n, err := strconv.Atoi(name[3:]); err == nil && n >= 0 && n < bridge.MaxArgs && strconv.Itoa(n) == name[3:] {
+		if n, err := strconv.Atoi(name[3:]); err == nil && n >= 0 && n < registry.MaxArgs && strconv.Itoa(n) == name[3:] {
 			if n < len(p.Args) {
 				return n
 			}
@@ -349,7 +349,7 @@ func argIndex(p *bridge.Probe, name string) int {
 
 // resolve finds, in each probe subscribed, the key and value arguments; an argument
 // that none of them has is an error.
-func (a *aggregation) resolve(probes []*bridge.Probe) error {
+func (a *aggregation) resolve(probes []*registry.Probe) error {
 	top := uint32(0)
 	for _, p := range probes {
 		top = max(top, p.ID+1)
@@ -402,7 +402,7 @@ func plural(n int) string {
 }
 
 // describeArgs lists probes' arguments, for errors: "p:m:f:n: a, b; ...".
-func describeArgs(probes []*bridge.Probe) string {
+func describeArgs(probes []*registry.Probe) string {
 	var out []string
 	for i, p := range probes {
 		if i == 3 {
@@ -419,8 +419,8 @@ func describeArgs(probes []*bridge.Probe) string {
 }
 
 // Fire folds one fire into the shard of the P it runs on: the aggregation is a
-// bridge.Sink.
-func (a *aggregation) Fire(f *bridge.Firing) {
+// registry.Sink.
+func (a *aggregation) Fire(f *registry.Firing) {
 	probes := a.probes.Load()
 	if probes == nil || int(f.Probe) >= len(*probes) {
 		return // not yet told its probes: fired before the aggregation began
@@ -445,7 +445,7 @@ func (a *aggregation) Fire(f *bridge.Firing) {
 }
 
 // Fold folds value x of a fire of probe from site into the shard of P p, to which
-// the caller is pinned: the aggregation is a bridge.Folder when keyed by probe or by
+// the caller is pinned: the aggregation is a registry.Folder when keyed by probe or by
 // site with no predicate and a value (feedFolds). The site's cell is kept at hand in
 // the shard, by the site's slot, from its first fire on: no key to compare or hash.
 func (a *aggregation) Fold(p, slot int, probe uint32, site uintptr, x int64) {
@@ -498,7 +498,7 @@ const maxSlots = 1 << 16
 
 // fire is Fire for the other fires: keyed by an argument, filtered, or to a cell
 // other than the last.
-func (a *aggregation) fire(ap *aggProbe, shards []*aggShard, f *bridge.Firing) {
+func (a *aggregation) fire(ap *aggProbe, shards []*aggShard, f *registry.Firing) {
 	if !ap.ok || ap.val >= f.N || a.by == byArg && ap.byArg >= f.N || ap.where != nil && !ap.where.Match(&f.Args) {
 		return
 	}
@@ -522,11 +522,11 @@ func (a *aggregation) fire(ap *aggProbe, shards []*aggShard, f *bridge.Firing) {
 	} else {
 		var k aggKey
 		i := ap.byArg
-		if f.Kinds[i] == bridge.String {
+		if f.Kinds[i] == registry.String {
 			s := f.Strs[i]
 			k.s, k.str = s[:min(len(s), StringMax)], true
 		} else {
-			k.x = uint64(bridge.SlotInt(f.Kinds[i], f.Slots[i], 0))
+			k.x = uint64(registry.SlotInt(f.Kinds[i], f.Slots[i], 0))
 		}
 		if c = sh.recent(k.x); c == nil || !c.key.is(&k) {
 			if c = sh.lookup(a, &k, a.hash(&k)); c == nil {
@@ -538,15 +538,15 @@ func (a *aggregation) fire(ap *aggProbe, shards []*aggShard, f *bridge.Firing) {
 }
 
 // fold folds f into its cell c: counts it, and folds its value if ap has one.
-func (a *aggregation) fold(c *aggCell, ap *aggProbe, f *bridge.Firing) {
+func (a *aggregation) fold(c *aggCell, ap *aggProbe, f *registry.Firing) {
 	if ap.val < 0 {
 		c.inc()
 		return
 	}
 	i := ap.val
 	x := int64(f.Slots[i])
-	if k := f.Kinds[i]; k != bridge.Int {
-		x = bridge.SlotInt(k, f.Slots[i], len(f.Strs[i]))
+	if k := f.Kinds[i]; k != registry.Int {
+		x = registry.SlotInt(k, f.Slots[i], len(f.Strs[i]))
 	}
 	c.fold(x)
 	if a.buckets > 0 {

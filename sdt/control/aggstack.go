@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
 // An aggregation keyed by stack (sdtctl stat --by stack, DTrace's @[ustack()]) folds
@@ -20,7 +20,7 @@ import (
 const AggStackDepth = MaxStack
 
 // stackCell is the cell of f's probe and stack in sh; nil when there is no room (counted).
-func (a *aggregation) stackCell(sh *aggShard, f *bridge.Firing) *aggCell {
+func (a *aggregation) stackCell(sh *aggShard, f *registry.Firing) *aggCell {
 	var pcs [AggStackDepth + stackSkip]uintptr
 	stack := callStack(pcs[:], f.Ret, AggStackDepth)
 	var buf [AggStackDepth * 8]byte

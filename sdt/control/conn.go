@@ -14,7 +14,7 @@ import (
 	"github.com/gosdt/gosdt/internal/alarm"
 	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/internal/goversion"
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
 // One client connection: a goroutine that reads requests (frames, internal/ctlproto),
@@ -42,16 +42,15 @@ func timeout(i int, d time.Duration) time.Duration {
 
 // persistOwner holds what sdtctl enable switched on: it outlives the connection,
 // until an sdtctl disable releases it.
-var persistOwner = &bridge.Owner{Name: "sdtctl enable"}
+var persistOwner = &registry.Owner{Name: "sdtctl enable"}
 
 // conn is one client.
 type conn struct {
 	c    io.ReadWriteCloser
-	reg  bridge.Registry
 	wmu  sync.Mutex
-	wbuf []byte        // frames are made here (wmu): a stream sends many
-	o    *bridge.Owner // what the connection enables, released when it ends
-	name string        // "sdtctl pid N", for the owners it creates
+	wbuf []byte          // frames are made here (wmu): a stream sends many
+	o    *registry.Owner // what the connection enables, released when it ends
+	name string          // "sdtctl pid N", for the owners it creates
 }
 
 // writeTimer is a connection whose writes can be given up after a while (the
@@ -164,12 +163,11 @@ func (cc *conn) fail(err error) error { return cc.send(ctlproto.ErrorResponse(er
 // logged, and ends the connection; the connection's holds are released in any case.
 func serve(c io.ReadWriteCloser, name string) {
 	defer c.Close()
-	reg, err := registry()
-	if err != nil {
+	if started() != nil {
 		return
 	}
-	cc := &conn{c: c, reg: reg, o: &bridge.Owner{Name: name}, name: name}
-	defer reg.Release(cc.o)
+	cc := &conn{c: c, o: &registry.Owner{Name: name}, name: name}
+	defer registry.Release(cc.o)
 	defer func() {
 		if r := recover(); r != nil {
 			warnf("recovered from panic serving a client: %v\n%s", r, debug.Stack())
@@ -239,7 +237,7 @@ func serve(c io.ReadWriteCloser, name string) {
 		}
 		var err error
 		if len(q.Sigs) > 0 {
-			reg.Signatures(q.Sigs)
+			signatures(q.Sigs)
 		}
 		switch q.Op {
 		case ctlproto.OpList:
@@ -254,7 +252,7 @@ func serve(c io.ReadWriteCloser, name string) {
 				last = ps
 				return err
 			}
-			if err = reg.List(q.Spec, chunk); err == nil {
+			if err = listWire(q.Spec, chunk); err == nil {
 				err = cc.sendList(last, false)
 			}
 		case ctlproto.OpEnable:
@@ -263,7 +261,7 @@ func serve(c io.ReadWriteCloser, name string) {
 				o = persistOwner
 			}
 			var n, already int
-			if n, already, err = reg.Hold(o, q.Specs); err == nil {
+			if n, already, err = registry.Hold(o, q.Specs); err == nil {
 				err = cc.send(&ctlproto.Response{Kind: ctlproto.KindOK, N: n, AlreadyOn: already})
 			}
 		case ctlproto.OpDisable:
@@ -271,7 +269,7 @@ func serve(c io.ReadWriteCloser, name string) {
 			// switched on, an operator switches off.
 			var n, kept int
 			var keptBy []string
-			if n, kept, keptBy, err = reg.Unhold(q.Specs, cc.o, persistOwner); err == nil {
+			if n, kept, keptBy, err = registry.Unhold(q.Specs, cc.o, persistOwner); err == nil {
 				err = cc.send(&ctlproto.Response{Kind: ctlproto.KindOK, N: n, Kept: kept, KeptBy: keptBy})
 			}
 		case ctlproto.OpTrace, ctlproto.OpStat:
@@ -296,7 +294,7 @@ func serve(c io.ReadWriteCloser, name string) {
 func (cc *conn) hello() *ctlproto.Response {
 	r := &ctlproto.Response{Kind: ctlproto.KindHello, Version: ctlproto.Version, Pid: os.Getpid(), Command: command(),
 		GoVersion: goversion.Running(), Layouts: goversion.Refusal(goversion.Running())}
-	cc.reg.List("", func(list []ctlproto.Probe) error {
+	listWire("", func(list []ctlproto.Probe) error {
 		r.NProbes += len(list)
 		for _, p := range list {
 			for _, s := range p.Sites {
@@ -329,11 +327,11 @@ func errCode(err error) error {
 		return ctlproto.Errorf(ctlproto.CodeBadRequest, "%s", whereMessage(we))
 	case errors.As(err, &oe):
 		return ctlproto.Errorf(ctlproto.CodeBadRequest, "%v", err)
-	case errors.Is(err, bridge.ErrMalformedSpec):
+	case errors.Is(err, registry.ErrMalformedSpec):
 		return ctlproto.Errorf(ctlproto.CodeBadSpec, "%v", err)
-	case errors.Is(err, bridge.ErrNoMatch):
+	case errors.Is(err, registry.ErrNoMatch):
 		return ctlproto.Errorf(ctlproto.CodeNoMatch, "%v", err)
-	case errors.Is(err, bridge.ErrNotSupported):
+	case errors.Is(err, registry.ErrNotSupported):
 		return ctlproto.Errorf(ctlproto.CodeNotSupported, "%v", err)
 	case errors.Is(err, ErrBudget):
 		return ctlproto.Errorf(ctlproto.CodeBudget, "%v", err)

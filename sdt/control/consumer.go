@@ -6,22 +6,18 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
-// plane is sdt's registry, handed over at the end of sdt's init (bridge.Start).
-var plane struct {
-	sync.Mutex
-	reg bridge.Registry
-}
+// plane is whether package sdt has started the control plane (Start), at the end of
+// its init: until then the consumers and the server do not touch the registry.
+var plane struct{ started atomic.Bool }
 
-func registry() (bridge.Registry, error) {
-	plane.Lock()
-	defer plane.Unlock()
-	if plane.reg == nil {
-		return nil, errNoRegistry
+func started() error {
+	if !plane.started.Load() {
+		return errNoRegistry
 	}
-	return plane.reg, nil
+	return nil
 }
 
 // errNoRegistry: package sdt has not finished its init, or is not in the program.
@@ -43,9 +39,8 @@ var ErrClosed = errors.New("control: trace closed")
 // consumer is a sink subscribed to what a spec matches and holding it on, as its own
 // owner, until close. Traces, aggregations and the server's streams are consumers.
 type consumer struct {
-	reg    bridge.Registry
-	o      *bridge.Owner
-	probes map[uint32]*bridge.Probe // what it covers, by id
+	o      *registry.Owner
+	probes map[uint32]*registry.Probe // what it covers, by id
 	cancel func()
 	once   sync.Once
 
@@ -60,42 +55,42 @@ var consumers atomic.Int64
 // open subscribes sink to spec, tells ready what it covers, and then holds what spec
 // matches on behalf of who: in this order, so that no fire of a probe it switches on
 // is missed.
-func open(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) error) (*consumer, error) {
+func open(who, spec string, sink registry.Sink, ready func([]*registry.Probe) error) (*consumer, error) {
 	c, _, err := openAs(who, spec, sink, ready, feedFires, "")
 	return c, err
 }
 
 // How a sink subscribes (openAs).
 const (
-	feedFires  = iota // every fire to Fire (bridge.Registry.Subscribe)
+	feedFires  = iota // every fire to Fire (registry.Subscribe)
 	feedCounts        // counts by probe and site, read from sdt's counters (SubscribeCounts)
 	feedFolds         // one argument's value to Fold (SubscribeFolds; the sink is a Folder)
 )
 
 // openAs is open, the sink subscribed as feed says (value: the argument a folder
 // folds). It returns how to read the counts of a counting sink.
-func openAs(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) error, feed int, value string) (*consumer, func([]bridge.Count) []bridge.Count, error) {
-	reg, err := registry()
-	if err != nil {
+func openAs(who, spec string, sink registry.Sink, ready func([]*registry.Probe) error, feed int, value string) (*consumer, func([]registry.Count) []registry.Count, error) {
+	if err := started(); err != nil {
 		return nil, nil, err
 	}
 	var (
-		probes []*bridge.Probe
-		counts func([]bridge.Count) []bridge.Count
+		err    error
+		probes []*registry.Probe
+		counts func([]registry.Count) []registry.Count
 		cancel func()
 	)
 	switch feed {
 	case feedCounts:
-		probes, counts, cancel, err = reg.SubscribeCounts(spec, sink)
+		probes, counts, cancel, err = registry.SubscribeCounts(spec, sink)
 	case feedFolds:
-		probes, cancel, err = reg.SubscribeFolds(spec, value, sink.(bridge.Folder))
+		probes, cancel, err = registry.SubscribeFolds(spec, value, sink.(registry.Folder))
 	default:
-		probes, cancel, err = reg.Subscribe(spec, sink)
+		probes, cancel, err = registry.Subscribe(spec, sink)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &consumer{reg: reg, o: &bridge.Owner{Name: who}, probes: map[uint32]*bridge.Probe{}, cancel: cancel}
+	c := &consumer{o: &registry.Owner{Name: who}, probes: map[uint32]*registry.Probe{}, cancel: cancel}
 	for _, p := range probes {
 		c.probes[p.ID] = p
 	}
@@ -105,7 +100,7 @@ func openAs(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) erro
 			return nil, nil, err
 		}
 	}
-	if _, _, err := reg.Hold(c.o, []string{spec}); err != nil {
+	if _, _, err := registry.Hold(c.o, []string{spec}); err != nil {
 		cancel()
 		return nil, nil, err
 	}
@@ -115,17 +110,17 @@ func openAs(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) erro
 
 // release releases the consumer's holds, switching off what nobody else holds; its
 // sink still takes what is fired meanwhile.
-func (c *consumer) release() { c.reg.Release(c.o) }
+func (c *consumer) release() { registry.Release(c.o) }
 
 // flush delivers to the sinks every fire made before it that waits to be delivered
-// (bridge.Registry.Flush): what a consumer reports after it counts them all.
-func (c *consumer) flush() { c.reg.Flush() }
+// (registry.Flush): what a consumer reports after it counts them all.
+func (c *consumer) flush() { registry.Flush() }
 
 // close releases the consumer's holds, switching off what nobody else holds, and
 // then detaches its sink. A fire admitted just before may still reach the sink.
 func (c *consumer) close() {
 	c.once.Do(func() {
-		c.reg.Release(c.o)
+		registry.Release(c.o)
 		c.cancel()
 		consumers.Add(-1)
 	})

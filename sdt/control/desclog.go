@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
 // descLog is a shared trace's log of descriptions (ctlproto's DescLog): every site of
@@ -37,7 +37,7 @@ func newDescLog() *descLog {
 
 // describe writes the descriptions of probes' sites not written before; states
 // (by probe id) are the trace's, to be published after.
-func (l *descLog) describe(probes []*bridge.Probe, states []probeState) {
+func (l *descLog) describe(probes []*registry.Probe, states []probeState) {
 	if l == nil {
 		return
 	}

@@ -2,7 +2,7 @@
 // aggregations, in the process) and serves sdtctl on a unix socket (linux).
 //
 // A program that uses probes links it through package sdt and needs no code for it:
-// sdt hands it the probe registry at the end of its initialisation, and it serves
+// sdt starts it at the end of its initialisation (Start), and it serves
 // sdtctl unless SDT_CONTROL=off (Serve, Stop and Socket change that at run time). The
 // socket is $XDG_RUNTIME_DIR/gosdt/<pid>.sock, or /tmp/gosdt-<uid>/<pid>.sock, in a
 // directory of mode 0700 that must belong to the process's user; clients must be that

@@ -9,7 +9,7 @@ import (
 	"github.com/gosdt/gosdt/internal/alarm"
 	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/internal/spec"
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
 // A command sdtctl starts (sdtctl trace|stat SPEC -- CMD) finds the request sdtctl
@@ -71,7 +71,7 @@ func startFollow() (opened bool) {
 	os.Unsetenv(followEnv)
 	defer func() {
 		if follow.tr == nil && follow.ag == nil {
-			plane.reg.Follow("", nil, nil) // nothing opened: sdt's init held every site on for it
+			registry.Follow("", nil, nil) // nothing opened: sdt's init held every site on for it
 		}
 	}()
 	b, ok := unhex(v)
@@ -89,7 +89,7 @@ func startFollow() (opened bool) {
 		// probes the spec names are placed now (Follow), before sdtctl connects, and
 		// take the arguments' names and types from them, as sdtctl's requests give
 		// them to probes placed later.
-		plane.reg.Signatures(q.Sigs)
+		signatures(q.Sigs)
 	}
 	const who = "sdtctl (from the start)"
 	var tr *Trace
@@ -105,7 +105,7 @@ func startFollow() (opened bool) {
 		if err != nil {
 			return true
 		}
-		c, st, err := openFollow(who+" trace", q.Spec, s, func(ps []*bridge.Probe) error { return s.arm(o.Where, ps) })
+		c, st, err := openFollow(who+" trace", q.Spec, s, func(ps []*registry.Probe) error { return s.arm(o.Where, ps) })
 		if err != nil {
 			s.free()
 			return true
@@ -168,7 +168,7 @@ func adopt(q *ctlproto.Request) (*Trace, *Aggregation, error) {
 	if q != nil {
 		// Taken during sdt's init (waitAdopted), nothing is defined yet: it goes on
 		// taking definitions as they come (sdt's follow.go).
-		if err := follow.settle(); err != nil && !(errors.Is(err, bridge.ErrNoMatch) && follow.early) {
+		if err := follow.settle(); err != nil && !(errors.Is(err, registry.ErrNoMatch) && follow.early) {
 			closeFollowed(tr, ag)
 			close(follow.adopted)
 			follow.adopted = nil
@@ -251,18 +251,17 @@ func aggOptions(q *ctlproto.Request) AggOptions {
 }
 
 // openFollow is open for a consumer that takes the command's probes as they are
-// defined (bridge.Registry.Follow); settle holds what its spec matches, as open does.
-func openFollow(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) error) (*consumer, func() error, error) {
-	reg, err := registry()
-	if err != nil {
+// defined (registry.Follow); settle holds what its spec matches, as open does.
+func openFollow(who, spec string, sink registry.Sink, ready func([]*registry.Probe) error) (*consumer, func() error, error) {
+	if err := started(); err != nil {
 		return nil, nil, err
 	}
-	c := &consumer{reg: reg, o: &bridge.Owner{Name: who}, probes: map[uint32]*bridge.Probe{}}
-	grew := func(ps []*bridge.Probe) error {
+	c := &consumer{o: &registry.Owner{Name: who}, probes: map[uint32]*registry.Probe{}}
+	grew := func(ps []*registry.Probe) error {
 		if err := ready(ps); err != nil {
 			return err
 		}
-		m := make(map[uint32]*bridge.Probe, len(ps))
+		m := make(map[uint32]*registry.Probe, len(ps))
 		for _, p := range ps {
 			m[p.ID] = p
 		}
@@ -271,7 +270,7 @@ func openFollow(who, spec string, sink bridge.Sink, ready func([]*bridge.Probe) 
 		c.mu.Unlock()
 		return nil
 	}
-	settle, cancel, err := reg.Follow(spec, sink, grew)
+	settle, cancel, err := registry.Follow(spec, sink, grew)
 	if err != nil {
 		return nil, nil, err
 	}

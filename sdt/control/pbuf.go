@@ -10,7 +10,7 @@ import (
 // pbuf is one P's buffer of a trace: a byte ring of packed records (the layout of
 // internal/ctlproto's records, which a stream sends as they are), with one writer
 // and one reader. The writer is whichever goroutine fires on the P: sinks run with
-// the goroutine pinned to its P (bridge.Sink), so two writers never overlap, and no
+// the goroutine pinned to its P (registry.Sink), so two writers never overlap, and no
 // atomic read-modify-write is needed; a record is published by a release store of
 // the ring's end (tail). The reader (the stream, or Trace.Read) copies records out
 // and then advances head. A record that does not fit is dropped and counted: the

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
 // testSink is a trace sink of one probe (id 0) with two arguments, an int and a
@@ -20,16 +20,16 @@ func testSink(t testing.TB, size int) *traceSink {
 	}
 	t.Cleanup(s.free)
 	states := make([]probeState, 1)
-	states[0].p = &bridge.Probe{Args: []string{"n", "s"}, Types: []string{"int", "string"}, Kinds: []bridge.Kind{bridge.Int, bridge.String}}
+	states[0].p = &registry.Probe{Args: []string{"n", "s"}, Types: []string{"int", "string"}, Kinds: []registry.Kind{registry.Int, registry.String}}
 	s.probes.Store(&states)
 	return s
 }
 
-func firing(p int, n int, str string) *bridge.Firing {
-	f := &bridge.Firing{P: p, Site: 0x1234}
+func firing(p int, n int, str string) *registry.Firing {
+	f := &registry.Firing{P: p, Site: 0x1234}
 	f.N = 2
-	f.Kinds[0], f.Slots[0] = bridge.Int, uint64(n)
-	f.Kinds[1], f.Strs[1] = bridge.String, str
+	f.Kinds[0], f.Slots[0] = registry.Int, uint64(n)
+	f.Kinds[1], f.Strs[1] = registry.String, str
 	return f
 }
 
@@ -105,7 +105,7 @@ func TestPbufConcurrent(t *testing.T) {
 	s.bufs.Store(&bufs)
 	defer s.free()
 	states := make([]probeState, 1)
-	states[0].p = &bridge.Probe{Kinds: []bridge.Kind{bridge.Int, bridge.String}}
+	states[0].p = &registry.Probe{Kinds: []registry.Kind{registry.Int, registry.String}}
 	s.probes.Store(&states)
 	var done atomic.Int32
 	var wg sync.WaitGroup
@@ -202,7 +202,7 @@ var benchBufSize = 4194304
 // its buffer into a batch, and the batch into a frame.
 func BenchmarkBatch(b *testing.B) {
 	s := testSink(b, DefaultBufSize)
-	tr := &Trace{s: s, c: &consumer{probes: map[uint32]*bridge.Probe{0: (*s.probes.Load())[0].p}}}
+	tr := &Trace{s: s, c: &consumer{probes: map[uint32]*registry.Probe{0: (*s.probes.Load())[0].p}}}
 	w := newBatcher(tr)
 	f := firing(0, 1, "/api/users")
 	var frame []byte

@@ -5,7 +5,7 @@ import "runtime"
 // When may a closed trace's buffers be unmapped?
 //
 // A fire reaches a sink through a consumers snapshot that package sdt loaded
-// (bridge.Sink): a plain fire loads it after pinning itself to its P, an fbt fire
+// (registry.Sink): a plain fire loads it after pinning itself to its P, an fbt fire
 // loads it unpinned and may deliver it much later (after the function's exit
 // hooks, which may block). So unsubscribing does not bound when a sink is last
 // called: Fire itself must refuse once the trace is closed. It does: its first step
@@ -18,7 +18,7 @@ import "runtime"
 // stop-the-world returns only once every P has stopped, so when one has run after
 // the table was cleared, every fire that could still see the old table has
 // returned, and no later one can see it. Sinks never block and make no system call
-// (bridge.Sink), so the stop waits for them no longer than it waits for any running
+// (registry.Sink), so the stop waits for them no longer than it waits for any running
 // goroutine to reach a preemption point: what a collection's stops wait too.
 //
 // The stop is runtime.Stack's for all goroutines, given no buffer: it stops the

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
 // Record is one event as Trace.Each hands it over: a view of the trace's buffer,
@@ -64,8 +64,8 @@ func (r *Record) Kind(i int) string {
 
 // Int is argument i as an integer: as aggregations see it (a string's length).
 func (r *Record) Int(i int) int64 {
-	k := bridge.Kind(r.kinds[i])
-	return bridge.SlotInt(k, r.rec.Slot(i), int(r.rec.Slot(i)))
+	k := registry.Kind(r.kinds[i])
+	return registry.SlotInt(k, r.rec.Slot(i), int(r.rec.Slot(i)))
 }
 
 // Bytes is string argument i's bytes (cut to StringMax), valid during the call; nil
@@ -80,14 +80,14 @@ func (r *Record) Bytes(i int) []byte {
 // Value is argument i as a Go value: int64, uint64, bool, float64 or string.
 func (r *Record) Value(i int) any {
 	s := r.rec.Slot(i)
-	switch bridge.Kind(r.kinds[i]) {
-	case bridge.Int:
+	switch registry.Kind(r.kinds[i]) {
+	case registry.Int:
 		return int64(s)
-	case bridge.Uint:
+	case registry.Uint:
 		return s
-	case bridge.Bool:
+	case registry.Bool:
 		return s != 0
-	case bridge.Float:
+	case registry.Float:
 		return math.Float64frombits(s)
 	}
 	return string(r.l.Str(r.rec, i))

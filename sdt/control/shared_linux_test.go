@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,8 +20,8 @@ func TestSharedBuffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.free)
-	p := &bridge.Probe{ID: 0, Provider: "t", Name: "n", Args: []string{"n", "s"}, Types: []string{"int", "string"}, Kinds: []bridge.Kind{bridge.Int, bridge.String}}
-	if err := s.arm("", []*bridge.Probe{p}); err != nil {
+	p := &registry.Probe{ID: 0, Provider: "t", Name: "n", Args: []string{"n", "s"}, Types: []string{"int", "string"}, Kinds: []registry.Kind{registry.Int, registry.String}}
+	if err := s.arm("", []*registry.Probe{p}); err != nil {
 		t.Fatal(err)
 	}
 	if s.log == nil {

@@ -94,7 +94,7 @@ func serveLocked() error {
 	if server.ln != nil {
 		return nil
 	}
-	if _, err := registry(); err != nil {
+	if err := started(); err != nil {
 		return err
 	}
 	dir, err := controlDir()

@@ -3,11 +3,9 @@ package control
 import (
 	"os"
 	"time"
-
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
 )
 
-// When the socket is bound. sdt's init hands over the registry; binding waits
+// When the socket is bound. sdt's init calls Start; binding waits
 // startDelay more, on a timer. So a process that ends sooner (a short command, a tool
 // run under go build -toolexec) touches no file and binds nothing, and a main that
 // calls Stop first thing is never reachable; sdtctl waits for a process younger than
@@ -15,16 +13,15 @@ import (
 // the timer fires nothing runs: it is one runtime timer.
 const startDelay = 20 * time.Millisecond
 
-// Package sdt imports this package, so this runs before sdt's own initialisation;
-// sdt calls start once that is complete. This is the package's only init.
-func init() { bridge.Start = start }
-
-// start takes the registry and, unless SDT_CONTROL=off, arms the automatic Serve.
-func start(r bridge.Registry) {
+// Start starts the control plane: package sdt's init calls it, the registry complete,
+// and a program need not. Unless SDT_CONTROL=off, it arms the automatic Serve. Calls
+// after the first do nothing.
+func Start() {
+	if plane.started.Load() {
+		return
+	}
 	startClock()
-	plane.Lock()
-	plane.reg = r
-	plane.Unlock()
+	plane.started.Store(true)
 	if startFollow() {
 		// sdtctl started this command and waits for its socket (follow.go)
 		if err := Serve(); err != nil {

@@ -19,7 +19,7 @@ func BenchmarkArm(b *testing.B) {
 // the directory checked, the socket bound and listened on, the accept goroutine
 // parked in the poller (and, here, the socket closed and removed).
 func BenchmarkServe(b *testing.B) {
-	if _, err := registry(); err != nil {
+	if err := started(); err != nil {
 		b.Skip(err)
 	}
 	b.Setenv("XDG_RUNTIME_DIR", b.TempDir())
@@ -45,7 +45,7 @@ func TestStopBeforeStart(t *testing.T) {
 	if pending != nil {
 		t.Fatal("armed after Stop")
 	}
-	if _, err := registry(); err == nil {
+	if err := started(); err == nil {
 		if err := Serve(); err != nil || Socket() == "" {
 			t.Fatalf("Serve after Stop: %v, socket %q", err, Socket())
 		}

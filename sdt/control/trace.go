@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
 	"github.com/gosdt/gosdt/sdt/internal/goid"
 	"github.com/gosdt/gosdt/sdt/internal/pred"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 	"github.com/gosdt/gosdt/sdt/internal/rt"
 )
 
@@ -86,8 +86,8 @@ type Arg struct {
 }
 
 // Argument kinds are the same on both sides of the wire.
-const _ = uint(bridge.String-ctlproto.ValString) + uint(ctlproto.ValString-bridge.String) +
-	uint(bridge.Int-ctlproto.ValInt) + uint(bridge.Float-ctlproto.ValFloat)
+const _ = uint(registry.String-ctlproto.ValString) + uint(ctlproto.ValString-registry.String) +
+	uint(registry.Int-ctlproto.ValInt) + uint(registry.Float-ctlproto.ValFloat)
 
 // traceSink writes fires into per-P buffers: what a trace subscribes.
 type traceSink struct {
@@ -111,15 +111,15 @@ type traceSink struct {
 
 // probeState is what a trace knows of one of its probes.
 type probeState struct {
-	p     *bridge.Probe // nil: not one of the trace's probes
-	plain uint64        // the size of its records when they are words only, no predicate, no stack (Fire's fast path); 0: not
-	where *pred.Program // nil: every fire
-	kinds atomic.Uint64 // as its fires tell (packKinds); 0 until one has
+	p     *registry.Probe // nil: not one of the trace's probes
+	plain uint64          // the size of its records when they are words only, no predicate, no stack (Fire's fast path); 0: not
+	where *pred.Program   // nil: every fire
+	kinds atomic.Uint64   // as its fires tell (packKinds); 0 until one has
 }
 
 // packKinds packs a fire's argument kinds: byte i kind i, byte 6 the count, bit 63
 // set (known).
-func packKinds(a *bridge.Args) uint64 {
+func packKinds(a *registry.Args) uint64 {
 	v := uint64(1)<<63 | uint64(a.N)<<48
 	for i := 0; i < a.N; i++ {
 		v |= uint64(a.Kinds[i]) << (8 * i)
@@ -134,7 +134,7 @@ func (st *probeState) kindsOf() []byte {
 	if v == 0 {
 		ks := make([]byte, len(st.p.Kinds))
 		for i, k := range st.p.Kinds {
-			if k != bridge.Unknown {
+			if k != registry.Unknown {
 				ks[i] = byte(k)
 			}
 		}
@@ -229,12 +229,12 @@ func (s *traceSink) free() {
 
 // plainSize is the size of p's records if they are words only: no string argument,
 // every kind known (an fbt argument's may not be), a little-endian machine.
-func plainSize(p *bridge.Probe) uint64 {
+func plainSize(p *registry.Probe) uint64 {
 	if !littleEndian {
 		return 0
 	}
 	for _, k := range p.Kinds {
-		if k == bridge.String || k == bridge.Unknown {
+		if k == registry.String || k == registry.Unknown {
 			return 0
 		}
 	}
@@ -244,10 +244,10 @@ func plainSize(p *bridge.Probe) uint64 {
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // recordSize is the bytes of a fire's record, its strings cut to StringMax.
-func recordSize(a *bridge.Args) uint64 {
+func recordSize(a *registry.Args) uint64 {
 	strs := 0
 	for i := 0; i < a.N; i++ {
-		if a.Kinds[i] == bridge.String {
+		if a.Kinds[i] == registry.String {
 			strs += min(len(a.Strs[i]), StringMax)
 		}
 	}
@@ -255,10 +255,10 @@ func recordSize(a *bridge.Args) uint64 {
 }
 
 // Fire writes one record into the buffer of the P it runs on: the trace is a
-// bridge.Sink.
-func (s *traceSink) Fire(f *bridge.Firing) {
+// registry.Sink.
+func (s *traceSink) Fire(f *registry.Firing) {
 	ticks, g := stamp()
-	if f.Ret == bridge.NoStack && f.Ticks != 0 {
+	if f.Ret == registry.NoStack && f.Ticks != 0 {
 		ticks = f.Ticks // a run-time return, delivered later: the time it returned
 	}
 	probes := s.probes.Load()
@@ -288,7 +288,7 @@ func (s *traceSink) Fire(f *bridge.Firing) {
 
 // fire is Fire for the other records: with strings, a predicate, a stack; or fired
 // before its P had a buffer.
-func (s *traceSink) fire(st *probeState, bufs []*pbuf, f *bridge.Firing, ticks uint64, g uintptr) {
+func (s *traceSink) fire(st *probeState, bufs []*pbuf, f *registry.Firing, ticks uint64, g uintptr) {
 	if st.p == nil {
 		return
 	}
@@ -312,7 +312,7 @@ func (s *traceSink) fire(st *probeState, bufs []*pbuf, f *bridge.Firing, ticks u
 }
 
 // write writes f's record, with stack, into b, or counts it dropped.
-func (s *traceSink) write(b *pbuf, f *bridge.Firing, ticks uint64, g uintptr, stack []uintptr) {
+func (s *traceSink) write(b *pbuf, f *registry.Firing, ticks uint64, g uintptr, stack []uintptr) {
 	need := recordSize(&f.Args) + 8*uint64(len(stack))
 	off, end, ok := b.reserve(need)
 	if !ok {
@@ -323,11 +323,11 @@ func (s *traceSink) write(b *pbuf, f *bridge.Firing, ticks uint64, g uintptr, st
 }
 
 // goidOf is the id of the goroutine that fired f, g the running one: g's, or for an
-// event another goroutine delivers (bridge.NoStack) the one the event carries; 0
+// event another goroutine delivers (registry.NoStack) the one the event carries; 0
 // where it cannot be told.
-func (s *traceSink) goidOf(f *bridge.Firing, g uintptr) uint64 {
+func (s *traceSink) goidOf(f *registry.Firing, g uintptr) uint64 {
 	switch {
-	case f.Ret == bridge.NoStack:
+	case f.Ret == registry.NoStack:
 		return f.Goid
 	case g == 0 || s.goidAt == 0:
 		return 0
@@ -339,7 +339,7 @@ func (s *traceSink) goidOf(f *bridge.Firing, g uintptr) uint64 {
 // without stacks does not clear the room for one on every fire.
 //
 //go:noinline
-func (s *traceSink) writeStack(b *pbuf, f *bridge.Firing, ticks uint64, g uintptr) {
+func (s *traceSink) writeStack(b *pbuf, f *registry.Firing, ticks uint64, g uintptr) {
 	var pcs [MaxStack + stackSkip]uintptr
 	s.write(b, f, ticks, g, callStack(pcs[:s.stack+stackSkip], f.Ret, s.stack))
 }
@@ -353,7 +353,7 @@ const stackSkip = 16
 // holds depth + stackSkip), from the function that fired: the one ret (the fire
 // call's return address) is in, without sdt's frames inlined there (Probe1...).
 func callStack(buf []uintptr, ret uintptr, depth int) []uintptr {
-	if ret == bridge.NoStack {
+	if ret == registry.NoStack {
 		return nil
 	}
 	n := runtime.Callers(2, buf)
@@ -393,17 +393,19 @@ func funcName(pc uintptr) string {
 	return ""
 }
 
-// ownFrame reports whether fn (a function's name) is package sdt's, control's or fprobe's: the
+// ownFrame reports whether fn (a function's name) is package sdt's, the registry's, control's or fprobe's: the
 // fire's machinery, not the program's, above the function that fired (all of it where
 // ret is not told: js/wasm).
 func ownFrame(fn string) bool {
-	return strings.HasPrefix(fn, sdtPrefix) || strings.HasPrefix(fn, controlPrefix) || strings.HasPrefix(fn, fprobePrefix)
+	return strings.HasPrefix(fn, sdtPrefix) || strings.HasPrefix(fn, registryPrefix) || strings.HasPrefix(fn, controlPrefix) ||
+		strings.HasPrefix(fn, fprobePrefix)
 }
 
-// The names of package sdt's and package control's functions begin so.
+// The names of package sdt's, the registry's and package control's functions begin so.
 var (
-	sdtPrefix     = strings.TrimSuffix(reflect.TypeFor[bridge.Probe]().PkgPath(), "/internal/bridge") + "."
-	controlPrefix = reflect.TypeFor[traceSink]().PkgPath() + "."
+	registryPrefix = reflect.TypeFor[registry.Probe]().PkgPath() + "."
+	sdtPrefix      = strings.TrimSuffix(registryPrefix, "/internal/registry.") + "."
+	controlPrefix  = reflect.TypeFor[traceSink]().PkgPath() + "."
 	// fprobe calls a run-time probe's hook from the probed function's entry: its
 	// frames (callHook, entryHandler, entryBody) are between the fire and the function.
 	fprobePrefix = strings.TrimSuffix(sdtPrefix, ".") + "/internal/fprobe."
@@ -413,7 +415,7 @@ var (
 // P's buffer that no reader reads until published.
 //
 //go:norace
-func writeRecord(r []byte, f *bridge.Firing, ticks, goid uint64, stack []uintptr) {
+func writeRecord(r []byte, f *registry.Firing, ticks, goid uint64, stack []uintptr) {
 	a := &f.Args
 	n := a.N
 	le := binary.LittleEndian
@@ -424,7 +426,7 @@ func writeRecord(r []byte, f *bridge.Firing, ticks, goid uint64, stack []uintptr
 	off := ctlproto.RecordHead + 8*n
 	for i := 0; i < n; i++ {
 		v := a.Slots[i]
-		if a.Kinds[i] == bridge.String {
+		if a.Kinds[i] == registry.String {
 			s := a.Strs[i]
 			if len(s) > StringMax {
 				s = s[:StringMax]
@@ -528,7 +530,7 @@ func openTrace(who, spec string, o TraceOptions) (*Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := open(who, spec, s, func(probes []*bridge.Probe) error { return s.arm(o.Where, probes) })
+	c, err := open(who, spec, s, func(probes []*registry.Probe) error { return s.arm(o.Where, probes) })
 	if err != nil {
 		s.free()
 		return nil, err
@@ -538,7 +540,7 @@ func openTrace(who, spec string, o TraceOptions) (*Trace, error) {
 
 // arm tells the sink its probes (again, with more, as a followed command defines
 // them: follow.go), their predicates compiled.
-func (s *traceSink) arm(where string, probes []*bridge.Probe) error {
+func (s *traceSink) arm(where string, probes []*registry.Probe) error {
 	top := uint32(0)
 	for _, p := range probes {
 		top = max(top, p.ID+1)
@@ -560,7 +562,7 @@ func (s *traceSink) arm(where string, probes []*bridge.Probe) error {
 		if st.where == nil && s.stack == 0 {
 			// Its kinds are known (plainSize): told now, not by a first fire.
 			if st.plain = plainSize(p); st.plain != 0 {
-				var a bridge.Args
+				var a registry.Args
 				a.N = len(p.Kinds)
 				copy(a.Kinds[:], p.Kinds)
 				st.kinds.Store(packKinds(&a))

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
 // unaligned: the CPU loads and stores words at any address (putString).
@@ -63,7 +63,7 @@ const cellPad = 192 - unsafe.Sizeof(cellFields{})
 // into r, on a little-endian machine: writeRecord without its per-argument cases.
 //
 //go:norace
-func writeWords(r []byte, f *bridge.Firing, ticks, goid uint64) {
+func writeWords(r []byte, f *registry.Firing, ticks, goid uint64) {
 	p := unsafe.Pointer(unsafe.SliceData(r))
 	*(*[4]uint64)(p) = [4]uint64{uint64(len(r)) | uint64(f.N)<<16 | uint64(f.Probe)<<32, uint64(f.Site), ticks, goid}
 	for i, v := range f.Slots[:f.N] {

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
 	"github.com/gosdt/gosdt/sdt/internal/pred"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
 // PredicateError is a predicate (TraceOptions.Where, AggOptions.Where) that does not
@@ -31,7 +31,7 @@ func (e *PredicateError) Caret() string {
 // argument names and kinds. A probe that lacks an argument src names is left out
 // (left[id]), as --by leaves out the probes without its argument; when every probe
 // lacks one, or src is wrong in another way, the error names the probe.
-func compileWhere(src string, probes []*bridge.Probe, top uint32) (progs []*pred.Program, left []bool, err error) {
+func compileWhere(src string, probes []*registry.Probe, top uint32) (progs []*pred.Program, left []bool, err error) {
 	if src == "" {
 		return nil, nil, nil
 	}

@@ -6,31 +6,17 @@ package fbtrt
 
 import (
 	"reflect"
-	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
-	"unsafe" // and go:linkname
+	"unsafe"
 
 	"github.com/gosdt/gosdt/internal/sealfmt"
-	"github.com/gosdt/gosdt/sdt"
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	// Generated code's programs have the control plane, which package sdt starts.
+	_ "github.com/gosdt/gosdt/sdt"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 	"github.com/gosdt/gosdt/sdt/internal/rt"
 )
-
-// registry is package sdt's side of the definitions and fires: pulled from it so
-// that a program without instrumented functions links none of it.
-var registry = sdtRuntime()
-
-//go:linkname sdtRuntime github.com/gosdt/gosdt/sdt.fbtRuntime
-func sdtRuntime() bridge.FuncRuntime
-
-// usdtSlot is the USDT semaphore slot of the probe provider:name in a sealed binary, 0
-// if it has none.
-//
-//go:linkname usdtSlot github.com/gosdt/gosdt/sdt.usdtSlot
-func usdtSlot(provider, name string) int
 
 // Function-boundary probes (fbt) are written by `sdtctl toolexec -rules FILE`, not by
 // hand: every function a rule matches gets, in its own body,
@@ -57,33 +43,24 @@ func usdtSlot(provider, name string) int
 // counted but not delivered to a consumer or hook attached while it ran.
 
 // MaxArgs is the most arguments a probe carries (sdt.MaxArgs).
-const MaxArgs = bridge.MaxArgs
+const MaxArgs = registry.MaxArgs
 
 // Func is the entry or the return probe of an instrumented function, defined by
-// DefineFunc in the generated code. Its first fields are laid out as package sdt's
-// probe definitions are (the flag byte, then the descriptor), so that discovery binds
-// its sites as any others' (TestLayout in package sdt checks it).
+// DefineFunc in the generated code. It starts with the registry's head, as package
+// sdt's probe definitions do (the flag byte, then the descriptor), so that discovery
+// binds its sites as any others' (TestLayout checks it).
 type Func struct {
-	on   uint8          // read by sites; written only by sdt, under its registry's lock
-	_    noCopy         //
-	core unsafe.Pointer // sdt's descriptor of the probe
-	fn   *funcDesc
+	h  registry.Head // its flag byte, read by sites, written only by the registry
+	fn *funcDesc
 }
 
-// noCopy makes go vet's copylocks check reject copies of a definition.
-type noCopy struct{}
-
-func (*noCopy) Lock()   {}
-func (*noCopy) Unlock() {}
-
 // funcDesc is what the entry and return probes of one function share: its name and
-// its hooks.
+// its hooks (the registry's record of the function).
 type funcDesc struct {
 	module, function string // as sites name them: "example.com/app/store", "store.(*DB).Query"
 	recv             bool   // the entry's first argument is the receiver
-	hooks            atomic.Pointer[[]*funcHook]
-	ret              unsafe.Pointer // the return probe's descriptor: whether a call must read the clock
-	usdt             int            // the return probe's USDT semaphore slot in a sealed binary, 0 if none
+	reg              *registry.FbtFunc
+	usdt             int // the return probe's USDT semaphore slot in a sealed binary, 0 if none
 }
 
 // funcs is every instrumented function, by module + "." + function.
@@ -106,11 +83,11 @@ func DefineFunc(provider, usdt, module, function, which, args, types string) Fun
 	if len(names) > MaxArgs {
 		names, ts = names[:MaxArgs], ts[:MaxArgs]
 	}
-	kinds := make([]bridge.Kind, len(ts))
+	kinds := make([]registry.Kind, len(ts))
 	for i, t := range ts {
 		kinds[i] = kindOfName(t)
 	}
-	on, core := registry.Define(provider, usdt, module, function, which, names, ts, kinds)
+	rf := registry.FuncNamed(module, function)
 
 	funcs.Lock()
 	defer funcs.Unlock()
@@ -119,7 +96,7 @@ func DefineFunc(provider, usdt, module, function, which, args, types string) Fun
 	}
 	d := funcs.byName[module+"."+function]
 	if d == nil {
-		d = &funcDesc{module: module, function: function}
+		d = &funcDesc{module: module, function: function, reg: rf}
 		funcs.byName[module+"."+function] = d
 	}
 	if which == "entry" {
@@ -127,13 +104,13 @@ func DefineFunc(provider, usdt, module, function, which, args, types string) Fun
 		// store.Fib, store.Map[...]: functions.
 		d.recv = strings.Count(strings.ReplaceAll(function, "[...]", ""), ".") > 1
 	} else {
-		d.ret, d.usdt = core, usdtSlot(provider, usdt)
+		d.usdt = registry.USDTSlot(provider, usdt)
 	}
-	return Func{on: on, core: core, fn: d}
+	return Func{h: registry.DefineFunc(provider, usdt, which, rf, names, ts, kinds), fn: d}
 }
 
 // Enabled reports whether p is on. Generated code guards every use of p with it.
-func (p *Func) Enabled() bool { return p.on != 0 }
+func (p *Func) Enabled() bool { return p.h.On != 0 }
 
 // NewCall starts a call whose entry probe did not fire, for the return probe p, in a
 // recycled Call (Release).
@@ -144,7 +121,7 @@ func (p *Func) NewCall() *Call { return newCall(p.fn) }
 // attached it returns a recycled Call instead, whose argument and result slices the
 // hooks' calls reuse: the caller must Release what Begin returns.
 func (p *Func) Begin(c *Call) *Call {
-	if p.fn.hooks.Load() != nil {
+	if p.fn.reg.Hooks() != nil {
 		return newCall(p.fn)
 	}
 	c.begin(p.fn)
@@ -191,7 +168,7 @@ func (c *Call) Elapsed() int64 {
 //go:noinline
 func (p *Func) fire(c *Call, at uint8, v0, v1, v2, v3 int64) *Call {
 	ret := rt.CallerPC()
-	s, ok := registry.Admit(p.core, ret) // hooks and the consumers run later, in Entered and Returned
+	s, ok := p.h.AdmitUnpinned(ret) // hooks and the consumers run later, in Entered and Returned
 	if !ok {
 		return nil
 	}
@@ -201,8 +178,8 @@ func (p *Func) fire(c *Call, at uint8, v0, v1, v2, v3 int64) *Call {
 			c = newCall(p.fn)
 		}
 		c.entered = true
-		c.entry, c.entrySite, c.entryCons = ret, s, registry.Consumers(p.core)
-		if hs := p.fn.hooks.Load(); hs != nil && c.pooled {
+		c.entry, c.entrySite, c.entryCons = ret, s, p.h.Consumers()
+		if hs := p.fn.reg.Hooks(); hs != nil && c.pooled {
 			// A call in the traced copy's frame began with no hook: hooks attached
 			// since see the calls that begin after them.
 			c.hooks = *hs
@@ -211,9 +188,9 @@ func (p *Func) fire(c *Call, at uint8, v0, v1, v2, v3 int64) *Call {
 		if c == nil || !c.begun {
 			return nil
 		}
-		c.ret, c.retSite, c.retCons = ret, s, registry.Consumers(p.core)
+		c.ret, c.retSite, c.retCons = ret, s, p.h.Consumers()
 		if c.hooks == nil && c.pooled {
-			if hs := p.fn.hooks.Load(); hs != nil {
+			if hs := p.fn.reg.Hooks(); hs != nil {
 				c.hooks = *hs
 				c.ran = len(c.hooks)
 			}
@@ -231,29 +208,29 @@ func (p *Func) fire(c *Call, at uint8, v0, v1, v2, v3 int64) *Call {
 			panicking = 1
 		}
 		c.res.N = 2
-		c.res.Kinds[0], c.res.Slots[0] = bridge.Int, uint64(v0)
-		c.res.Kinds[1], c.res.Slots[1] = bridge.Bool, panicking // a bool, as its type says: every fire of the probe the same kind
+		c.res.Kinds[0], c.res.Slots[0] = registry.Int, uint64(v0)
+		c.res.Kinds[1], c.res.Slots[1] = registry.Bool, panicking // a bool, as its type says: every fire of the probe the same kind
 		c.resVals, c.resSet = c.resVals[:0], c.resSet[:0]
 	}
 	return c
 }
 
 // Call is one call of an instrumented function: its state, in the traced copy's frame
-// or recycled; hooks see it through an *sdt.Call (view).
+// or recycled; hooks see it through an *sdt.Call (view, made by sdt: View).
 type Call struct {
 	fn          *funcDesc
-	view        *sdt.Call      // what hooks see: made once for a recycled Call
-	start       int64          // when timed
-	entry, ret  uintptr        // the return addresses of the entry and return fires
-	entrySite   unsafe.Pointer // their sites; nil when not attributed
-	retSite     unsafe.Pointer
-	entryCons   unsafe.Pointer // their consumers (sdt's); nil: none
-	retCons     unsafe.Pointer
-	args, res   bridge.Args
+	view        any             // what hooks see: made once for a recycled Call
+	start       int64           // when timed
+	entry, ret  uintptr         // the return addresses of the entry and return fires
+	entrySite   *registry.Point // their sites; nil when not attributed
+	retSite     *registry.Point
+	entryCons   *registry.Consumers // their consumers; nil: none
+	retCons     *registry.Consumers
+	args, res   registry.Args
 	vals        []any // arguments, when hooks are attached
 	resVals     []any // results, when hooks are attached
 	resSet      []bool
-	hooks       []*funcHook
+	hooks       []*registry.Hook
 	ran         int // entry hooks that ran: their exit hooks run, innermost first
 	skipped     bool
 	entered     bool // the entry probe fired
@@ -273,9 +250,6 @@ func newCall(d *funcDesc) *Call {
 	c := calls.Get().(*Call)
 	c.begin(d)
 	c.pooled = true
-	if c.view == nil {
-		c.view = registry.NewCall(c).(*sdt.Call)
-	}
 	return c
 }
 
@@ -284,10 +258,10 @@ func newCall(d *funcDesc) *Call {
 // return probe fired into its hit count alone reads no clock at all).
 func (c *Call) begin(d *funcDesc) {
 	c.fn, c.begun = d, true
-	c.hooksWanted = d.hooks.Load() != nil
+	c.hooksWanted = d.reg.Hooks() != nil
 	// A tracer attached to the return probe's USDT note reads the latency from the
 	// note's argument: it is one more reader of the clock.
-	if c.hooksWanted || d.ret != nil && registry.Consumers(d.ret) != nil || d.usdt > 0 && sealfmt.Semaphore(d.usdt) != 0 {
+	if c.hooksWanted || d.reg.RetConsumed() || d.usdt > 0 && sealfmt.Semaphore(d.usdt) != 0 {
 		c.start, c.timed = rt.Nanotime(), true
 	}
 }
@@ -367,7 +341,7 @@ func Result[T any](c *Call, i int, v T) T {
 			var zero T
 			return zero
 		}
-		registry.Warn("fbt hook on %s set result %d to a %T, not a %s: ignored", c.Func(), i, c.resVals[i], reflect.TypeFor[T]())
+		registry.Warnf("fbt hook on %s set result %d to a %T, not a %s: ignored", c.Func(), i, c.resVals[i], reflect.TypeFor[T]())
 	}
 	return v
 }
@@ -377,16 +351,16 @@ func Result[T any](c *Call, i int, v T) T {
 // interface's text may).
 //
 //go:noinline
-func setSlow[T any](v *bridge.Args, i int, x T) {
+func setSlow[T any](v *registry.Args, i int, x T) {
 	setAny(v, i, reflect.TypeFor[T](), unsafe.Pointer(&x))
 }
 
 // setAny stores an fbt argument: Arg kinds by value, pointer-like kinds by address,
 // an error by its text, anything else by its type's name (values.go).
-func setAny(v *bridge.Args, i int, t reflect.Type, p unsafe.Pointer) {
+func setAny(v *registry.Args, i int, t reflect.Type, p unsafe.Pointer) {
 	switch t.Kind() {
 	case reflect.Pointer, reflect.UnsafePointer, reflect.Map, reflect.Chan, reflect.Func:
-		v.Kinds[i], v.Slots[i] = bridge.Uint, uint64(*(*uintptr)(p))
+		v.Kinds[i], v.Slots[i] = registry.Uint, uint64(*(*uintptr)(p))
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
 		reflect.Bool, reflect.Float32, reflect.Float64, reflect.String:
@@ -396,7 +370,7 @@ func setAny(v *bridge.Args, i int, t reflect.Type, p unsafe.Pointer) {
 		if !ok {
 			s = t.String()
 		}
-		v.Kinds[i], v.Strs[i] = bridge.String, s
+		v.Kinds[i], v.Strs[i] = registry.String, s
 	}
 }
 
@@ -404,12 +378,12 @@ func setAny(v *bridge.Args, i int, t reflect.Type, p unsafe.Pointer) {
 // reports whether a hook skipped the call (SkipCall): then the results are its.
 func (c *Call) Entered() (skip bool) {
 	if c.entryCons != nil {
-		registry.Emit(c.entryCons, c.entrySite, c.entry, noescapeArgs(&c.args))
+		c.entryCons.EmitPin(c.entrySite, c.entry, noescapeArgs(&c.args))
 	}
-	for _, h := range c.hooks { // only a recycled Call has hooks: it has its view
+	for _, h := range c.hooks { // only a recycled Call has hooks: it is on the heap
 		c.ran++
 		if h.Enter != nil {
-			h.Enter(c.view)
+			h.Enter(recycled(c))
 		}
 		if c.skipped {
 			return true
@@ -423,20 +397,27 @@ func (c *Call) Entered() (skip bool) {
 func (c *Call) Returned() {
 	for i := min(c.ran, len(c.hooks)) - 1; i >= 0; i-- {
 		if h := c.hooks[i]; h.Exit != nil {
-			h.Exit(c.view)
+			h.Exit(recycled(c))
 		}
 	}
 	if c.retCons != nil {
-		registry.Emit(c.retCons, c.retSite, c.ret, noescapeArgs(&c.res))
+		c.retCons.EmitPin(c.retSite, c.ret, noescapeArgs(&c.res))
 	}
 }
 
 // noescapeArgs hides a Call's arguments from escape analysis, which cannot see
-// through the function value Emit that it does not keep them (sdt copies them into
-// the fire it delivers): otherwise every Call, in the traced copy's frame, would be
+// through the sinks EmitPin calls (interfaces) that they do not keep them (the
+// registry copies them into the fire it delivers): otherwise every Call, in the traced copy's frame, would be
 // moved to the heap, an allocation per call.
-func noescapeArgs(a *bridge.Args) *bridge.Args {
-	return (*bridge.Args)(rt.Noescape(unsafe.Pointer(a)))
+func noescapeArgs(a *registry.Args) *registry.Args {
+	return (*registry.Args)(rt.Noescape(unsafe.Pointer(a)))
+}
+
+// recycled is c, a recycled Call (the only kind hooks see: newCall's, from the pool,
+// on the heap already), hidden from escape analysis: given to a hook as an interface,
+// it would otherwise move every Call in a traced copy's frame to the heap.
+func recycled(c *Call) *Call {
+	return (*Call)(rt.Noescape(unsafe.Pointer(c)))
 }
 
 // Func is the instrumented function's full name, pkg/path.(*T).M.
@@ -495,87 +476,37 @@ func (c *Call) Panicking() bool { return c.panicking }
 // Skipped reports whether an entry hook skipped the call.
 func (c *Call) Skipped() bool { return c.skipped }
 
-type funcHook struct {
-	sdt.FuncHook
-	order int
-	seq   uint64
-}
-
-var hookSeq atomic.Uint64
-
-// hook attaches h to the functions match takes (sdt.HookFuncs: bridge.Hooks).
-func hook(match func(module, function string) bool, order int, h any) (detach func(), n int) {
-	e := &funcHook{FuncHook: h.(sdt.FuncHook), order: order, seq: hookSeq.Add(1)}
-	var ds []*funcDesc
-	funcs.Lock()
-	for _, d := range funcs.byName {
-		if match(d.module, d.function) {
-			ds = append(ds, d)
-		}
-	}
-	for _, d := range ds {
-		var next []*funcHook
-		if old := d.hooks.Load(); old != nil {
-			next = append(next, *old...)
-		}
-		next = append(next, e)
-		sort.SliceStable(next, func(i, j int) bool { return next[i].order < next[j].order })
-		d.hooks.Store(&next)
-	}
-	funcs.Unlock()
-	return func() {
-		funcs.Lock()
-		defer funcs.Unlock()
-		for _, d := range ds {
-			old := d.hooks.Load()
-			if old == nil {
-				continue
-			}
-			var next []*funcHook
-			for _, x := range *old {
-				if x != e {
-					next = append(next, x)
-				}
-			}
-			if len(next) == 0 {
-				d.hooks.Store(nil)
-			} else {
-				d.hooks.Store(&next)
-			}
-		}
-	}, len(ds)
-}
-
-func init() { bridge.Hooks = hook }
+// View is where package sdt keeps the *sdt.Call through which hooks see c.
+func (c *Call) View() *any { return &c.view }
 
 // setFast stores argument i of the common types without reflect (In and Out run at
 // every enabled fire); false for any other type, which setAny stores.
-func setFast[T any](v *bridge.Args, i int, x T) bool {
+func setFast[T any](v *registry.Args, i int, x T) bool {
 	var zero T
 	if any(zero) == nil {
 		return false // an interface type: stored by its name, not by its dynamic value
 	}
 	switch y := any(x).(type) {
 	case int:
-		v.Kinds[i], v.Slots[i] = bridge.Int, uint64(y)
+		v.Kinds[i], v.Slots[i] = registry.Int, uint64(y)
 	case int64:
-		v.Kinds[i], v.Slots[i] = bridge.Int, uint64(y)
+		v.Kinds[i], v.Slots[i] = registry.Int, uint64(y)
 	case int32:
-		v.Kinds[i], v.Slots[i] = bridge.Int, uint64(y)
+		v.Kinds[i], v.Slots[i] = registry.Int, uint64(y)
 	case uint:
-		v.Kinds[i], v.Slots[i] = bridge.Uint, uint64(y)
+		v.Kinds[i], v.Slots[i] = registry.Uint, uint64(y)
 	case uint64:
-		v.Kinds[i], v.Slots[i] = bridge.Uint, y
+		v.Kinds[i], v.Slots[i] = registry.Uint, y
 	case uint32:
-		v.Kinds[i], v.Slots[i] = bridge.Uint, uint64(y)
+		v.Kinds[i], v.Slots[i] = registry.Uint, uint64(y)
 	case bool:
 		var s uint64
 		if y {
 			s = 1
 		}
-		v.Kinds[i], v.Slots[i] = bridge.Bool, s
+		v.Kinds[i], v.Slots[i] = registry.Bool, s
 	case string:
-		v.Kinds[i], v.Slots[i], v.Strs[i] = bridge.String, 0, y
+		v.Kinds[i], v.Slots[i], v.Strs[i] = registry.String, 0, y
 	default:
 		return false
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 	"github.com/gosdt/gosdt/sdt/internal/spanctx"
 )
 
@@ -57,29 +57,29 @@ func errorText(err error) (s string) {
 
 // kindOfName is the slot kind of an argument known only by its type's name (fbt):
 // Unknown for a named type, whose fires tell.
-func kindOfName(t string) bridge.Kind {
+func kindOfName(t string) registry.Kind {
 	switch t {
 	case "int", "int8", "int16", "int32", "int64", "time.Duration":
-		return bridge.Int
+		return registry.Int
 	case "uint", "uint8", "uint16", "uint32", "uint64", "uintptr", "byte":
-		return bridge.Uint
+		return registry.Uint
 	case "bool":
-		return bridge.Bool
+		return registry.Bool
 	case "float32", "float64":
-		return bridge.Float
+		return registry.Float
 	case "string":
-		return bridge.String
+		return registry.String
 	}
 	if strings.HasPrefix(t, "*") || strings.HasPrefix(t, "map[") || strings.HasPrefix(t, "chan ") ||
 		strings.HasPrefix(t, "func(") || t == "unsafe.Pointer" {
-		return bridge.Uint // carried by address
+		return registry.Uint // carried by address
 	}
-	return bridge.Unknown
+	return registry.Unknown
 }
 
 // setSlot stores argument i, of a type with an Arg kind, reading through p by the
 // type's underlying kind (so that named types work).
-func setSlot(v *bridge.Args, i int, t reflect.Type, p unsafe.Pointer) {
+func setSlot(v *registry.Args, i int, t reflect.Type, p unsafe.Pointer) {
 	var s uint64
 	switch t.Kind() {
 	case reflect.Int:
@@ -115,5 +115,5 @@ func setSlot(v *bridge.Args, i int, t reflect.Type, p unsafe.Pointer) {
 	case reflect.String:
 		v.Strs[i] = *(*string)(p)
 	}
-	v.Kinds[i], v.Slots[i] = bridge.KindOf(t), s
+	v.Kinds[i], v.Slots[i] = registry.KindOf(t), s
 }

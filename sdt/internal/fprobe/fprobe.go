@@ -3,6 +3,7 @@
 package fprobe
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"os"
@@ -519,6 +520,45 @@ func (f *Func) On() (entry, returns bool) {
 	mu.Lock()
 	defer mu.Unlock()
 	return f.entryOn, f.retOn
+}
+
+// State is what f's probes are, entry (with a hook) and returns, as Set left them,
+// and bad, the first part of f's state that disagrees with them ("" when none): the
+// calls it has written, the flags the stubs read (a hook, the wish for return
+// events), or the text (the entry's and each return's bytes: the call to a stub while
+// it is to be, else the code's own). Checkers call it; fires never do.
+func (f *Func) State() (entry, returns bool, bad string) {
+	mu.Lock()
+	defer mu.Unlock()
+	entry, returns = f.entryOn, f.retOn
+	switch {
+	case f.patched != (entry || returns):
+		return entry, returns, "the entry's call written or not"
+	case f.retPatched != returns:
+		return entry, returns, "the returns' calls written or not"
+	case (load64(&f.hookOn) != 0) != entry || (f.onEntry.Load() != nil) != entry:
+		return entry, returns, "the entry hook"
+	case (load64(&f.wantRet) != 0) != returns:
+		return entry, returns, "the wish for return events"
+	}
+	estub, rstub := stubAddrs()
+	want := f.orig
+	if f.patched {
+		want = host.CallTo(uint64(f.site), uint64(estub), len(f.orig))
+	}
+	if want == nil || !bytes.Equal(mem(f.site, len(want)), want) {
+		return entry, returns, "the entry's text"
+	}
+	for _, r := range f.retSites {
+		want := r.Orig
+		if f.retPatched {
+			want, _ = returnCall(r, rstub)
+		}
+		if want == nil || !bytes.Equal(mem(uintptr(r.Addr), len(want)), want) {
+			return entry, returns, "a return's text"
+		}
+	}
+	return entry, returns, ""
 }
 
 // ReturnErr says why the function's returns take no probe; nil when they do.

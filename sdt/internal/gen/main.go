@@ -26,7 +26,7 @@ func main() {
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "package sdt")
 	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, `import "github.com/gosdt/gosdt/sdt/internal/rt"`)
+	fmt.Fprintln(&b, "import (\n\t\"github.com/gosdt/gosdt/sdt/internal/registry\"\n\t\"github.com/gosdt/gosdt/sdt/internal/rt\"\n)")
 	for n := 0; n <= maxArity; n++ {
 		arity(&b, n)
 	}
@@ -81,20 +81,20 @@ type P%[1]d%[3]s struct {
 //
 //go:noinline
 func Define%[1]d%[3]s(provider, name%[6]s) P%[1]d%[7]s {
-	return P%[1]d%[7]s{head: define(provider, name, []string{%[8]s}, []argT{%[9]s}), handlers: new(handlers[%[4]s])}
+	return P%[1]d%[7]s{head: define(provider, name, []string{%[8]s}, []registry.ArgT{%[9]s}), handlers: new(handlers[%[4]s])}
 }
 
 // Probe%[1]d fires p. It inlines into the caller as a probe site that costs one jump
 // while p is disabled, once the site is sealed.
 func Probe%[1]d%[3]s(p *%[10]s%[11]s) {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		p.fire(%[12]s)
 	}
 }
 
 // Fire fires p, like Probe%[1]d.
 func (p *%[10]s) Fire(%[13]s) {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		p.fire(%[12]s)
 	}
 }
@@ -102,7 +102,7 @@ func (p *%[10]s) Fire(%[13]s) {
 // Enabled reports whether p is on, for code that computes arguments only when
 // someone is tracing: if p.Enabled() { p.Fire(expensive()) }. The check is itself a
 // site: sealed, it costs one jump while p is disabled.
-func (p *%[10]s) Enabled() bool { return p.on != 0 }
+func (p *%[10]s) Enabled() bool { return p.h.On != 0 }
 
 // Attach adds a typed in-process handler, called for every fire while p is enabled,
 // until detach is called. Attaching does not enable p.
@@ -123,18 +123,18 @@ func (p *%[10]s) fire(%[13]s) {
 // admission, the consumers (pinned), then the handlers. before runs once the fire is
 // admitted (a latency probe computes its first argument there).
 func fireRest(b *bytes.Buffer, before string, args []string) {
-	fmt.Fprintf(b, `	pid, s, ok := p.admit(ret)
+	fmt.Fprintf(b, `	pid, s, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}%[1]s
-	if cs := p.consumers(); cs != nil {%[5]s
-		if cs.sinks != nil {
-			v := pFiring(pid)
+	if cs := p.h.Consumers(); cs != nil {%[5]s
+		if cs.Sinks != nil {
+			v := registry.PFiring(pid)
 			if v == nil {
 				v = new(firing)
 			}
-			v.N, v.Kinds = cs.n, cs.kinds%[2]s
-			cs.emit(pid, s, ret, v)%[4]s
+			v.N, v.Kinds = cs.N, cs.Kinds%[2]s
+			cs.Emit(pid, s, ret, v)%[4]s
 		}
 	}
 	rt.ProcUnpin()
@@ -153,16 +153,16 @@ func folds(ns []string) string {
 	}
 	var b strings.Builder
 	b.WriteString(`
-		for fi := range cs.folds {
-			fo := &cs.folds[fi]
+		for fi := range cs.Folds {
+			fo := &cs.Folds[fi]
 			var fv int64
-			switch fo.arg {`)
+			switch fo.Arg {`)
 	for i, n := range ns {
-		fmt.Fprintf(&b, "\n\t\t\tcase %d:\n\t\t\t\tfv = argInt(&%s, fo.kind)", i, n)
+		fmt.Fprintf(&b, "\n\t\t\tcase %d:\n\t\t\t\tfv = registry.ArgInt(&%s, fo.Kind)", i, n)
 	}
 	b.WriteString(`
 			}
-			fo.fold(pid, s, fv)
+			fo.Fold(pid, s, fv)
 		}`)
 	return b.String()
 }
@@ -205,13 +205,13 @@ type Latency%[1]s%[3]s struct {
 //
 //go:noinline
 func DefineLatency%[1]s%[3]s(provider, name%[6]s) %[7]s {
-	return %[7]s{head: define(provider, name, []string{"latency_ns"%[8]s}, []argT{%[9]s}),
+	return %[7]s{head: define(provider, name, []string{"latency_ns"%[8]s}, []registry.ArgT{%[9]s}),
 		handlers: new(handlers[%[4]s])}
 }
 
 // Start returns the time, if p is enabled; else 0, without reading the clock.
 func (p *%[7]s) Start() Stamp {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		return Stamp(rt.Nanotime())
 	}
 	return 0
@@ -220,13 +220,13 @@ func (p *%[7]s) Start() Stamp {
 // End fires p with the nanoseconds since t%[10]s, if p is enabled and t was taken
 // while it was.
 func (p *%[7]s) End(t Stamp%[11]s) {
-	if p.on != 0 {
+	if p.h.On != 0 {
 		p.fire(t%[12]s)
 	}
 }
 
 // Enabled reports whether p is on.
-func (p *%[7]s) Enabled() bool { return p.on != 0 }
+func (p *%[7]s) Enabled() bool { return p.h.On != 0 }
 
 // Attach adds an in-process handler of the latencies, called while p is enabled.
 func (p *%[7]s) Attach(h func(%[13]s)) (detach func()) { return p.handlers.add(h) }
@@ -264,7 +264,7 @@ func prefixComma(params []string) string {
 func dropArgs(ns []string) string {
 	var b strings.Builder
 	for i, n := range ns {
-		fmt.Fprintf(&b, "\n\t\t\tdropArg(&v.Args, %d, &%s)", i, n)
+		fmt.Fprintf(&b, "\n\t\t\tregistry.DropArg(&v.Args, %d, &%s)", i, n)
 	}
 	return b.String()
 }
@@ -272,7 +272,7 @@ func dropArgs(ns []string) string {
 func setArgs(ns []string) string {
 	var b strings.Builder
 	for i, n := range ns {
-		fmt.Fprintf(&b, "\n\t\t\tsetArg(&v.Args, %d, &%s)", i, n)
+		fmt.Fprintf(&b, "\n\t\t\tregistry.SetArg(&v.Args, %d, &%s)", i, n)
 	}
 	return b.String()
 }

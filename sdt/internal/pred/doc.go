@@ -7,6 +7,6 @@
 // (compared as mathematics does, whatever the signedness) or strings (byte order),
 // == != between bools; && || ! and parentheses. A bool argument alone is a condition.
 //
-// A fbt argument whose kind only its fires tell (bridge.Unknown) is checked per fire:
+// A fbt argument whose kind only its fires tell (registry.Unknown) is checked per fire:
 // a fire whose argument cannot be compared as the predicate asks does not match.
 package pred

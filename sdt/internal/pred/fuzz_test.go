@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
 // FuzzCompile: Compile never panics, its errors point inside the expression, and a
@@ -18,7 +18,7 @@ func FuzzCompile(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	fires := []*bridge.Args{
+	fires := []*registry.Args{
 		base(nil),
 		base(map[int]val{0: I(101), 1: S("/api"), 2: U(math.MaxUint64), 3: B(true), 4: F(math.NaN()), 5: S("a")}),
 		fire(S("a"), I(1)),
@@ -60,23 +60,23 @@ func FuzzMatch(f *testing.F) {
 	f.Add(uint8(2), uint8(0), uint64(1<<63), uint8(1), uint64(5), "", "")
 	f.Add(uint8(0), uint8(2), math.Float64bits(3.5), uint8(0), uint64(3), "", "")
 	f.Add(uint8(3), uint8(3), uint64(0), uint8(3), uint64(0), "/api", strings.Repeat("x", 100))
-	kinds := []bridge.Kind{bridge.Int, bridge.Uint, bridge.Float, bridge.String}
+	kinds := []registry.Kind{registry.Int, registry.Uint, registry.Float, registry.String}
 	f.Fuzz(func(t *testing.T, op, kx uint8, bx uint64, ky uint8, by uint64, sx, sy string) {
 		x := val{kinds[int(kx)%len(kinds)], bx, sx}
 		y := val{kinds[int(ky)%len(kinds)], by, sy}
-		if x.k == bridge.String {
+		if x.k == registry.String {
 			x.b = 0
 		} else {
 			x.s = ""
 		}
-		if y.k == bridge.String {
+		if y.k == registry.String {
 			y.b = 0
 		} else {
 			y.s = ""
 		}
 		o := cmpOps[int(op)%len(cmpOps)]
 		var want bool
-		switch xs, ys := x.k == bridge.String, y.k == bridge.String; {
+		switch xs, ys := x.k == registry.String, y.k == registry.String; {
 		case xs && ys:
 			want = o.mask&(lt<<(strings.Compare(x.s, y.s)+1)) != 0
 		case xs || ys:
@@ -90,19 +90,19 @@ func FuzzMatch(f *testing.F) {
 		}
 		for _, unknown := range []bool{false, true} {
 			args := []Arg{{"x", x.k}, {"y", y.k}}
-			if unknown || (x.k == bridge.String) != (y.k == bridge.String) {
-				args = []Arg{{"x", bridge.Unknown}, {"y", bridge.Unknown}}
+			if unknown || (x.k == registry.String) != (y.k == registry.String) {
+				args = []Arg{{"x", registry.Unknown}, {"y", registry.Unknown}}
 			}
 			p := mustCompile(t, "x "+o.text+" y", args)
 			if got := p.Match(fire(x, y)); got != want {
 				t.Fatalf("%s with x=%+v y=%+v: %v, want %v", p, x, y, got, want)
 			}
 			lit := quote(y.s)
-			if y.k != bridge.String {
+			if y.k != registry.String {
 				lit = show(y)
 			}
 			src := "x " + o.text + " " + lit
-			if y.k == bridge.Float || len(src) > MaxLen { // there are no float literals, and source has a cap
+			if y.k == registry.Float || len(src) > MaxLen { // there are no float literals, and source has a cap
 				continue
 			}
 			p = mustCompile(t, src, args[:1])

@@ -4,7 +4,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
 // The outcomes of a comparison; an operator holds for a set of them.
@@ -17,7 +17,7 @@ const (
 
 // value is a literal, or an argument as a fire stores it.
 type value struct {
-	kind bridge.Kind
+	kind registry.Kind
 	bits uint64
 	s    string
 }
@@ -45,7 +45,7 @@ type ins struct {
 	op   opcode
 	mask uint8 // the outcomes for which the test holds
 	x, y uint8 // argument indexes
-	lk   bridge.Kind
+	lk   registry.Kind
 	t, f int32
 	k    uint64
 	s    string
@@ -55,7 +55,7 @@ type ins struct {
 // allocates nor locks. a holds the fires of the probe the program was compiled for; a
 // fire that lacks an argument the predicate compares, or has it of another kind (an
 // fbt argument of kind Unknown, a fire of another probe), does not match.
-func (p *Program) Match(a *bridge.Args) bool {
+func (p *Program) Match(a *registry.Args) bool {
 	if p == nil {
 		return true
 	}
@@ -71,22 +71,22 @@ func (p *Program) Match(a *bridge.Args) bool {
 		case opConst:
 			c = in.mask
 		case opBool:
-			if a.Kinds[in.x] != bridge.Bool {
+			if a.Kinds[in.x] != registry.Bool {
 				return false
 			}
 			c = in.mask & -uint8(a.Slots[in.x]&1) // mask when true, 0 when false
 		case opInt:
-			if a.Kinds[in.x] != bridge.Int {
+			if a.Kinds[in.x] != registry.Int {
 				return false
 			}
 			c = in.mask & cmp3(int64(a.Slots[in.x]), int64(in.k))
 		case opUint:
-			if a.Kinds[in.x] != bridge.Uint {
+			if a.Kinds[in.x] != registry.Uint {
 				return false
 			}
 			c = in.mask & cmp3(a.Slots[in.x], in.k)
 		case opStrEq:
-			if a.Kinds[in.x] != bridge.String {
+			if a.Kinds[in.x] != registry.String {
 				return false
 			}
 			if equal(a.Strs[in.x], in.s) {
@@ -95,7 +95,7 @@ func (p *Program) Match(a *bridge.Args) bool {
 				c = in.mask &^ eq
 			}
 		case opStr:
-			if a.Kinds[in.x] != bridge.String {
+			if a.Kinds[in.x] != registry.String {
 				return false
 			}
 			c = in.mask & (lt << (strings.Compare(a.Strs[in.x], in.s) + 1))
@@ -163,18 +163,18 @@ func compare(x, y value) (uint8, bool) {
 	case cBool:
 		return cmp3(x.bits&1, y.bits&1), true
 	}
-	if x.kind == bridge.Float || y.kind == bridge.Float {
-		if y.kind == bridge.Float && x.kind != bridge.Float {
+	if x.kind == registry.Float || y.kind == registry.Float {
+		if y.kind == registry.Float && x.kind != registry.Float {
 			return flip(cmpFloat(math.Float64frombits(y.bits), x)), true
 		}
 		return cmpFloat(math.Float64frombits(x.bits), y), true
 	}
 	switch {
-	case x.kind == y.kind && x.kind == bridge.Int:
+	case x.kind == y.kind && x.kind == registry.Int:
 		return cmp3(int64(x.bits), int64(y.bits)), true
-	case x.kind == bridge.Int && int64(x.bits) < 0:
+	case x.kind == registry.Int && int64(x.bits) < 0:
 		return lt, true // y is a Uint
-	case y.kind == bridge.Int && int64(y.bits) < 0:
+	case y.kind == registry.Int && int64(y.bits) < 0:
 		return gt, true // x is a Uint
 	}
 	return cmp3(x.bits, y.bits), true
@@ -197,13 +197,13 @@ func cmpFloat(f float64, y value) uint8 {
 	switch {
 	case f != f:
 		return unordered
-	case y.kind == bridge.Float:
+	case y.kind == registry.Float:
 		g := math.Float64frombits(y.bits)
 		if g != g {
 			return unordered
 		}
 		return cmp3(f, g)
-	case y.kind == bridge.Int || y.bits <= math.MaxInt64:
+	case y.kind == registry.Int || y.bits <= math.MaxInt64:
 		switch {
 		case f < -(1 << 63):
 			return lt
@@ -320,14 +320,14 @@ func (g *generator) test(n *node) ins {
 	l := y.lit
 	in := ins{op: opAny, mask: mask, x: x.arg, lk: l.kind, k: l.bits, s: l.s}
 	switch k := g.args[x.arg].Kind; {
-	case k == bridge.Int && l.kind == bridge.Int:
+	case k == registry.Int && l.kind == registry.Int:
 		in.op = opInt
-	case k == bridge.Uint && (l.kind == bridge.Uint || int64(l.bits) >= 0):
+	case k == registry.Uint && (l.kind == registry.Uint || int64(l.bits) >= 0):
 		in.op = opUint
-	case k == bridge.String && (mask == eq || mask == lt|gt|unordered):
+	case k == registry.String && (mask == eq || mask == lt|gt|unordered):
 		in.op = opStrEq
 		in.mask = mask &^ unordered
-	case k == bridge.String:
+	case k == registry.String:
 		in.op = opStr
 	}
 	return in

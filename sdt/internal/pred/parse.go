@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
 type nodeKind uint8
@@ -207,7 +207,7 @@ func (p *parser) ident() (*node, error) {
 	n := &node{kind: nArg, pos: pos, start: pos}
 	switch i, ok := lookup(name, p.args); {
 	case name == "true" || name == "false":
-		n.kind, n.lit = nLit, value{kind: bridge.Bool}
+		n.kind, n.lit = nLit, value{kind: registry.Bool}
 		if name == "true" {
 			n.lit.bits = 1
 		}
@@ -362,11 +362,11 @@ func (p *parser) number() error {
 	case s[start] == '-' && u > 1<<63:
 		return p.errAt(start, "integer "+p.text+" out of range")
 	case s[start] == '-':
-		p.lit = value{kind: bridge.Int, bits: -u}
+		p.lit = value{kind: registry.Int, bits: -u}
 	case u > 1<<63-1:
-		p.lit = value{kind: bridge.Uint, bits: u}
+		p.lit = value{kind: registry.Uint, bits: u}
 	default:
-		p.lit = value{kind: bridge.Int, bits: u}
+		p.lit = value{kind: registry.Int, bits: u}
 	}
 	return nil
 }
@@ -378,7 +378,7 @@ func (p *parser) string() error {
 		switch c := s[i]; c {
 		case '"':
 			p.tok, p.text, p.off = tStr, s[start:i+1], i+1
-			p.lit = value{kind: bridge.String, s: string(b)}
+			p.lit = value{kind: registry.String, s: string(b)}
 			return nil
 		case '\\':
 			if i+1 == len(s) {
@@ -435,13 +435,13 @@ const (
 	cAny // a kind only fires tell
 )
 
-func classOf(k bridge.Kind) class {
+func classOf(k registry.Kind) class {
 	switch k {
-	case bridge.Int, bridge.Uint, bridge.Float:
+	case registry.Int, registry.Uint, registry.Float:
 		return cNum
-	case bridge.String:
+	case registry.String:
 		return cStr
-	case bridge.Bool:
+	case registry.Bool:
 		return cBool
 	}
 	return cAny
@@ -520,13 +520,13 @@ func formatTo(b *strings.Builder, n *node, args []Arg) {
 		b.WriteString(name)
 	case nLit:
 		switch n.lit.kind {
-		case bridge.Int:
+		case registry.Int:
 			b.WriteString(strconv.FormatInt(int64(n.lit.bits), 10))
-		case bridge.Uint:
+		case registry.Uint:
 			b.WriteString(strconv.FormatUint(n.lit.bits, 10))
-		case bridge.String:
+		case registry.String:
 			b.WriteString(quote(n.lit.s))
-		case bridge.Bool:
+		case registry.Bool:
 			b.WriteString(strconv.FormatBool(n.lit.bits != 0))
 		}
 	}

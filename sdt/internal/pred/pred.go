@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
 // Limits on a predicate: it runs in the traced process on every fire.
@@ -17,7 +17,7 @@ const (
 // Arg is one argument of the probe a predicate is compiled for.
 type Arg struct {
 	Name string // "" when it has none: only argN names it
-	Kind bridge.Kind
+	Kind registry.Kind
 }
 
 // Error is a predicate that does not compile, and where.
@@ -56,8 +56,8 @@ type Program struct {
 
 // Compile compiles src for a probe whose arguments are args. Its errors are *Error.
 func Compile(src string, args []Arg) (*Program, error) {
-	if len(args) > bridge.MaxArgs {
-		return nil, &Error{Expr: src, Msg: "a probe has at most " + strconv.Itoa(bridge.MaxArgs) + " arguments, not " + strconv.Itoa(len(args))}
+	if len(args) > registry.MaxArgs {
+		return nil, &Error{Expr: src, Msg: "a probe has at most " + strconv.Itoa(registry.MaxArgs) + " arguments, not " + strconv.Itoa(len(args))}
 	}
 	n, err := parse(src, args)
 	if err != nil {

@@ -7,35 +7,35 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
 // A probe with one argument of every kind: n int, path string, u uint, ok bool,
 // f float64, x of a named type (fbt: its fires tell its kind).
 var probe = []Arg{
-	{"n", bridge.Int}, {"path", bridge.String}, {"u", bridge.Uint},
-	{"ok", bridge.Bool}, {"f", bridge.Float}, {"x", bridge.Unknown},
+	{"n", registry.Int}, {"path", registry.String}, {"u", registry.Uint},
+	{"ok", registry.Bool}, {"f", registry.Float}, {"x", registry.Unknown},
 }
 
 type val struct {
-	k bridge.Kind
+	k registry.Kind
 	b uint64
 	s string
 }
 
-func I(v int64) val   { return val{bridge.Int, uint64(v), ""} }
-func U(v uint64) val  { return val{bridge.Uint, v, ""} }
-func F(v float64) val { return val{bridge.Float, math.Float64bits(v), ""} }
-func S(v string) val  { return val{bridge.String, 0, v} }
+func I(v int64) val   { return val{registry.Int, uint64(v), ""} }
+func U(v uint64) val  { return val{registry.Uint, v, ""} }
+func F(v float64) val { return val{registry.Float, math.Float64bits(v), ""} }
+func S(v string) val  { return val{registry.String, 0, v} }
 func B(v bool) val {
 	if v {
-		return val{bridge.Bool, 1, ""}
+		return val{registry.Bool, 1, ""}
 	}
-	return val{bridge.Bool, 0, ""}
+	return val{registry.Bool, 0, ""}
 }
 
-func fire(vs ...val) *bridge.Args {
-	a := &bridge.Args{N: len(vs)}
+func fire(vs ...val) *registry.Args {
+	a := &registry.Args{N: len(vs)}
 	for i, v := range vs {
 		a.Kinds[i], a.Slots[i], a.Strs[i] = v.k, v.b, v.s
 	}
@@ -43,7 +43,7 @@ func fire(vs ...val) *bridge.Args {
 }
 
 // base is a fire of probe; with replaces some of its arguments.
-func base(with map[int]val) *bridge.Args {
+func base(with map[int]val) *registry.Args {
 	vs := []val{I(0), S(""), U(0), B(false), F(0), I(0)}
 	for i, v := range with {
 		vs[i] = v
@@ -225,7 +225,7 @@ func TestMatchOtherProbe(t *testing.T) {
 		if p.Match(a) {
 			t.Errorf("%q matched a fire of other kinds", expr)
 		}
-		if p.Match(&bridge.Args{}) {
+		if p.Match(&registry.Args{}) {
 			t.Errorf("%q matched a fire with no arguments", expr)
 		}
 	}
@@ -331,7 +331,7 @@ func TestErrors(t *testing.T) {
 	if _, err := Compile("arg0 == 1", nil); err == nil || !strings.Contains(err.Error(), "this probe has no arguments") {
 		t.Errorf("no arguments: %v", err)
 	}
-	if _, err := Compile("arg0 == 1", make([]Arg, bridge.MaxArgs+1)); err == nil {
+	if _, err := Compile("arg0 == 1", make([]Arg, registry.MaxArgs+1)); err == nil {
 		t.Error("7 arguments compiled")
 	}
 }
@@ -356,7 +356,7 @@ func TestErrorText(t *testing.T) {
 }
 
 func TestString(t *testing.T) {
-	named := []Arg{{"n", bridge.Int}, {"arg0", bridge.Int}, {"true", bridge.Bool}, {"a-b", bridge.Int}, {"n", bridge.Int}, {"", bridge.String}}
+	named := []Arg{{"n", registry.Int}, {"arg0", registry.Int}, {"true", registry.Bool}, {"a-b", registry.Int}, {"n", registry.Int}, {"", registry.String}}
 	for _, c := range []struct{ in, want string }{
 		{"n>100&&(path==\"/api\")", `n > 100 && path == "/api"`},
 		{"arg0 == 0x10", "n == 16"},
@@ -385,12 +385,12 @@ func TestString(t *testing.T) {
 }
 
 func Example() {
-	args := []Arg{{"n", bridge.Int}, {"path", bridge.String}}
+	args := []Arg{{"n", registry.Int}, {"path", registry.String}}
 	p, err := Compile(`arg0 > 100 && path == "/api"`, args)
 	if err != nil {
 		panic(err)
 	}
-	fire := &bridge.Args{N: 2, Kinds: bridge.Kinds{bridge.Int, bridge.String}, Slots: [bridge.MaxArgs]uint64{150}, Strs: [bridge.MaxArgs]string{1: "/api"}}
+	fire := &registry.Args{N: 2, Kinds: registry.Kinds{registry.Int, registry.String}, Slots: [registry.MaxArgs]uint64{150}, Strs: [registry.MaxArgs]string{1: "/api"}}
 	fmt.Println(p, p.Match(fire))
 
 	_, err = Compile(`n > 100 && path == 100`, args)
@@ -453,9 +453,9 @@ func checkNumbers(t testing.TB, x, y val) {
 				t.Fatalf("%s with x=%v y=%v: %v", expr, show(x), show(y), got)
 			}
 		}
-		if y.k != bridge.Float {
+		if y.k != registry.Float {
 			expr := "x " + op.text + " " + show(y)
-			for _, ak := range []bridge.Kind{x.k, bridge.Unknown} {
+			for _, ak := range []registry.Kind{x.k, registry.Unknown} {
 				p := mustCompile(t, expr, []Arg{{"x", ak}})
 				if got := p.Match(fire(x)); got != (op.mask&wantO != 0) {
 					t.Fatalf("%s with x=%v (compiled as kind %v): %v", expr, show(x), ak, got)
@@ -471,9 +471,9 @@ func flipText(i int) string {
 
 func show(v val) string {
 	switch v.k {
-	case bridge.Int:
+	case registry.Int:
 		return big.NewInt(int64(v.b)).String()
-	case bridge.Uint:
+	case registry.Uint:
 		return new(big.Int).SetUint64(v.b).String()
 	}
 	return big.NewFloat(math.Float64frombits(v.b)).String()
@@ -481,9 +481,9 @@ func show(v val) string {
 
 func rat(v val) (*big.Rat, int, bool) {
 	switch v.k {
-	case bridge.Int:
+	case registry.Int:
 		return new(big.Rat).SetInt64(int64(v.b)), 0, true
-	case bridge.Uint:
+	case registry.Uint:
 		return new(big.Rat).SetInt(new(big.Int).SetUint64(v.b)), 0, true
 	}
 	f := math.Float64frombits(v.b)
@@ -518,10 +518,10 @@ func ratCompare(x, y val) (int, bool) {
 }
 
 func BenchmarkMatch(b *testing.B) {
-	args := []Arg{{"n", bridge.Int}, {"path", bridge.String}}
+	args := []Arg{{"n", registry.Int}, {"path", registry.String}}
 	for _, c := range []struct {
 		name, expr string
-		a          *bridge.Args
+		a          *registry.Args
 	}{
 		{"int&&str/true", `arg0 > 100 && arg1 == "/api"`, fire(I(150), S("/api"))},
 		{"int&&str/false", `arg0 > 100 && arg1 == "/api"`, fire(I(50), S("/api"))},
@@ -534,7 +534,7 @@ func BenchmarkMatch(b *testing.B) {
 			}
 		})
 	}
-	unknown := []Arg{{"n", bridge.Unknown}, {"path", bridge.Unknown}}
+	unknown := []Arg{{"n", registry.Unknown}, {"path", registry.Unknown}}
 	p := mustCompile(b, `arg0 > 100 && arg1 == "/api"`, unknown)
 	b.Run("int&&str/unknown-kinds", func(b *testing.B) {
 		a := fire(I(150), S("/api"))

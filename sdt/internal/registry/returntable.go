@@ -1,4 +1,4 @@
-package sdt
+package registry
 
 // returnTable maps the return address of a fire call to its site: an open-addressing
 // hash table, built once and then only read, so fire looks a site up without a lock

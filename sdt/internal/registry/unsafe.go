@@ -1,4 +1,4 @@
-package sdt
+package registry
 
 import (
 	"unsafe"
@@ -7,11 +7,11 @@ import (
 )
 
 // coreOffset is where a definition keeps its descriptor pointer, from its start.
-const coreOffset = unsafe.Offsetof(head{}.core)
+const coreOffset = unsafe.Offsetof(Head{}.core)
 
 // headAt views the probe definition at addr, a package-level variable in data or bss
 // that discovery proved to be a definition (its sites pass addr as fire's receiver).
-func headAt(addr uintptr) *head { return (*head)(rawptr.At(addr)) }
+func headAt(addr uintptr) *Head { return (*Head)(rawptr.At(addr)) }
 
 // self is p's address, the value a definition's core field holds.
 func (p *probe) self() uintptr { return uintptr(unsafe.Pointer(p)) }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package sdt
+package registry
 
 import (
 	"strconv"

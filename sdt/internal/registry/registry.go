@@ -1,4 +1,4 @@
-package sdt
+package registry
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/gosdt/gosdt/internal/ctlproto"
+	"github.com/gosdt/gosdt/internal/hooks"
 	"github.com/gosdt/gosdt/internal/spec"
 	"github.com/gosdt/gosdt/patch"
 	"github.com/gosdt/gosdt/sdt/internal/fprobe"
@@ -79,20 +79,20 @@ func (s *site) note() string {
 type registry struct {
 	mu        sync.Mutex
 	mode      mode
-	opts      patch.Options
 	probes    []*probe
 	sites     []*site
 	unbound   []*site             // sites whose definition's package has not run its init yet
 	described bool                // every site has been named (sled.Site.Describe)
 	byName    map[string][]*probe // definitions by "provider:name" (and fbt probes by their USDT name)
-	copies    map[string]*fbtFunc // fbt's traced copies (package + "." + tracedcopy id), by the function copied
+	copies    map[string]*FbtFunc // fbt's traced copies (package + "." + tracedcopy id), by the function copied
+	fbtFuncs  map[string]*FbtFunc // instrumented functions, by package + "." + function
 	defined   map[*probe]bool     // every definition, to check a pointer read from a variable
 	layout    sled.Layout
 	table     *sled.Table
 
-	runtime  map[string]*runtimeFunc      // run-time function probes by function (runtimefbt.go)
-	sigs     map[string]*ctlproto.FuncSig // their signatures, as sdtctl sent them
-	draining bool                         // a goroutine delivers their return events
+	runtime  map[string]*runtimeFunc // run-time function probes by function (runtimefbt.go)
+	sigs     map[string]*FuncSig     // their signatures, as sdtctl read them
+	draining bool                    // a goroutine delivers their return events
 
 	subs []*subscription   // package control's traces and aggregations (consume.go)
 	ids  map[*probe]uint32 // the probe ids they are told
@@ -117,7 +117,7 @@ func (r *registry) add(p *probe, alias string) {
 	if r.byName == nil {
 		r.byName = map[string][]*probe{}
 		r.defined = map[*probe]bool{}
-		r.copies = map[string]*fbtFunc{}
+		r.copies = map[string]*FbtFunc{}
 	}
 	r.defined[p] = true
 	for _, k := range []string{p.provider + ":" + p.name, alias} {
@@ -186,7 +186,7 @@ func (r *registry) resolve() {
 	}
 }
 
-func (p *probe) addHead(h *head) {
+func (p *probe) addHead(h *Head) {
 	for _, x := range p.heads {
 		if x == h {
 			return
@@ -353,7 +353,7 @@ func (r *registry) switchLocked(sites []*site, wholes []*probe, enable bool, wha
 		}
 	}
 	if len(writes) > 0 {
-		if _, err := patch.Apply(writes, r.opts); err != nil {
+		if _, err := patch.Apply(writes, hooks.PatchOptions()); err != nil {
 			if len(unplaced) > 0 {
 				if err := fprobe.Set(unplaced); err != nil {
 					warnf("taking back the run-time function probes for %q: %v", what, err)
@@ -400,14 +400,8 @@ func (p *probe) points() int {
 	return 1
 }
 
-// Enable switches on every probe site that spec matches (a DTrace probe description,
-// provider:module:function:name, globs allowed, filled from the right) and returns how
-// many sites changed state. All sealed sites switch in one patch batch. The program
-// then holds them on, beside any other owner (sdtctl, a USDT tracer, the signal mode).
+// Enable is sdt.Enable: the program's hold on what spec matches.
 func Enable(spec string) (int, error) { return reg.setBy(programOwner, spec, true) }
 
-// Disable releases the program's hold on what spec matches and switches off what no
-// other owner holds; it returns how many sites changed state. When sdtctl, a USDT
-// tracer or the signal mode still holds some of them on, those stay on, and the error
-// is a *StillHeldError (errors.Is(err, ErrStillHeld)) that names them.
+// Disable is sdt.Disable: the program's hold released.
 func Disable(spec string) (int, error) { return reg.setBy(programOwner, spec, false) }

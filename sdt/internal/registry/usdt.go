@@ -1,9 +1,8 @@
-package sdt
+package registry
 
 import (
 	"os"
 	"time"
-	_ "unsafe" // for go:linkname
 
 	"github.com/gosdt/gosdt/internal/sealfmt"
 )
@@ -86,7 +85,7 @@ func (p *usdtProbe) sync() {
 			p.o = o
 		}
 	case !attached && p.o != nil:
-		release(p.o)
+		Release(p.o)
 		p.o = nil
 	}
 }
@@ -104,13 +103,10 @@ func namedKeys(provider, name string) []holdKey {
 	return keys
 }
 
-// usdtSlot is the USDT semaphore slot of the probe provider:name in this sealed binary,
-// 0 if it has none: the runtime of generated fbt code (sdt/internal/fbtrt) pulls it by
-// linkname, to read the clock for a return probe's latency while a tracer is attached
-// to its note.
-//
-//go:linkname usdtSlot
-func usdtSlot(provider, name string) int {
+// USDTSlot is the USDT semaphore slot of the probe provider:name in this sealed binary,
+// 0 if it has none: the runtime of generated fbt code (sdt/internal/fbtrt) reads the
+// clock for a return probe's latency while a tracer is attached to its note.
+func USDTSlot(provider, name string) int {
 	if reg.table == nil {
 		return 0
 	}

@@ -1,4 +1,4 @@
-package sdt
+package registry
 
 import (
 	"errors"
@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
 )
 
 // Who holds a probe on. Like a Linux jump-label key's reference count, every enabler
@@ -18,7 +16,7 @@ import (
 
 // owner is one enabler. Owners are compared by pointer; Name is what List shows.
 // Package control makes the owners of its connections, traces and aggregations.
-type owner = bridge.Owner
+type owner = Owner
 
 // newOwner returns a new owner; name says who it is in List and in errors.
 func newOwner(name string) *owner { return &owner{Name: name} }

@@ -1,10 +1,11 @@
-package sdt
+package registry
 
 import (
 	"fmt"
 	"os"
 	"time"
 
+	"github.com/gosdt/gosdt/internal/hooks"
 	"github.com/gosdt/gosdt/patch"
 	"github.com/gosdt/gosdt/sled"
 )
@@ -19,7 +20,7 @@ const prepareDelay = 100 * time.Millisecond
 // the canonical sled). From then on only the first instruction is ever toggled.
 func init() {
 	reg.mode = modeFromEnv()
-	reg.opts = optionsFromEnv()
+	hooks.SetPatchOptions(optionsFromEnv())
 	reg.layout = sled.Self()
 	reg.table = sled.Discover()
 	if reg.table.Warning != "" {
@@ -50,7 +51,7 @@ func init() {
 		startSignalToggle()
 	}
 	startUSDTWatch(reg.table.Probes)
-	startControl()
+
 	if os.Getenv("SDT_PATCH") != "off" && patch.Supported() {
 		// Every switch after this init asks the kernel to serialize every core, which
 		// first costs an RCU grace period to register for. Get it ready in the
@@ -129,7 +130,7 @@ func (r *registry) seal(patchEnv string) {
 	// a package's functions. So the sites are written as they are, without stopping
 	// the world (which would only cost two stop-the-worlds at every start), and every
 	// core is serialized after.
-	rep, err := patch.Apply(writes, patch.Options{Protocol: patch.Quiescent, NoProcMem: r.opts.NoProcMem})
+	rep, err := patch.Apply(writes, patch.Options{Protocol: patch.Quiescent, NoProcMem: hooks.PatchOptions().NoProcMem})
 	if err == nil && rep.ProcMem {
 		for _, s := range r.sites {
 			if s.Patchable() {

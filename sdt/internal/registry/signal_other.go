@@ -1,6 +1,6 @@
 //go:build !unix
 
-package sdt
+package registry
 
 func startSignalToggle() {
 	warnf("SDT_MODE=signal: no signals on this platform; probes stay off")

@@ -1,4 +1,4 @@
-package sdt
+package registry
 
 import (
 	"runtime"
@@ -9,7 +9,7 @@ import (
 // is 200 bytes. Declared on the fire's stack it would be cleared whole on every fire,
 // most of it (six strings) for nothing; instead each P has one, and a fire, pinned
 // to its P from admission to the end of its consumers, writes only the fields its
-// probe's arguments use (setArg, emit), and clears its strings after (dropArg). One
+// probe's arguments use (SetArg, emit), and clears its strings after (DropArg). One
 // per P is enough: sinks run pinned, never keep the firing and never fire, so no
 // two fires use a P's at once. A P beyond those counted at init, and every fire
 // under the race detector (which cannot see that the P pin orders its writers),
@@ -23,9 +23,9 @@ type pFiringSlot struct {
 
 var pFirings = make([]pFiringSlot, max(runtime.GOMAXPROCS(0), runtime.NumCPU()))
 
-// pFiring is P pid's firing; nil where the fire must build its own. The caller is
+// PFiring is P pid's firing; nil where the fire must build its own. The caller is
 // pinned to pid.
-func pFiring(pid int) *firing {
+func PFiring(pid int) *firing {
 	if raceBuild || uint(pid) >= uint(len(pFirings)) {
 		return nil
 	}

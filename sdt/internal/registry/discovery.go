@@ -1,4 +1,4 @@
-package sdt
+package registry
 
 import "time"
 

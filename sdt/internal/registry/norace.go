@@ -1,6 +1,6 @@
 //go:build !race
 
-package sdt
+package registry
 
 // raceBuild: built with -race.
 const raceBuild = false

@@ -1,4 +1,4 @@
-package sdt
+package registry
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/gosdt/gosdt/internal/spec"
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
 )
 
 // A command that sdtctl starts to trace it from its first instruction (sdtctl
@@ -50,22 +49,25 @@ var followSub struct {
 	sync.Mutex
 	sp   spec.Spec
 	sub  *subscription
-	grew func([]*bridge.Probe) error // told of the probes covered before a fire of them can come
-	all  []*bridge.Probe
+	grew func([]*Probe) error // told of the probes covered before a fire of them can come
+	all  []*Probe
 	open bool
 }
 
-// follow attaches sink to every definition spec matches from now on (see above);
-// settle matches spec precisely, holds it for o, and drops followOwner's holds.
-func follow(specText string, sink bridge.Sink, grew func([]*bridge.Probe) error) (settle func(o *owner) ([]*bridge.Probe, error), cancel func(), err error) {
+// Follow attaches sink to every definition spec matches from now on (see above), for
+// a command sdtctl started (SDT_FOLLOW); grew is told of each probe before a fire of
+// it can come. settle matches spec precisely, as Subscribe and Hold do, holds it for
+// o once sdtctl has connected, and drops followOwner's holds. With sink nil it gives
+// up: what init switched on for sdtctl is switched off.
+func Follow(specText string, sink Sink, grew func([]*Probe) error) (settle func(o *owner) ([]*Probe, error), cancel func(), err error) {
 	if sink == nil {
 		// given up (no request, or one that cannot be opened): nothing is held for it
-		(controlPlane{}).Release(followOwner)
+		Release(followOwner)
 		return nil, nil, nil
 	}
 	sp, err := parseSpec(specText)
 	if err != nil {
-		(controlPlane{}).Release(followOwner)
+		Release(followOwner)
 		return nil, nil, err
 	}
 	sub := &subscription{sink: sink, filters: map[*probe]*filter{}}
@@ -76,7 +78,7 @@ func follow(specText string, sink bridge.Sink, grew func([]*bridge.Probe) error)
 	reg.subs = append(reg.subs, sub)
 	reg.mu.Unlock()
 	followRuntime(sp, specText)
-	settle = func(o *owner) ([]*bridge.Probe, error) {
+	settle = func(o *owner) ([]*Probe, error) {
 		reg.mu.Lock()
 		reg.resolve()
 		refused, err := reg.matchRuntime(sp, specText) // run-time function probes: from here on
@@ -85,7 +87,7 @@ func follow(specText string, sink bridge.Sink, grew func([]*bridge.Probe) error)
 			return nil, err
 		}
 		fs, order := matchFilters(sp)
-		descs := make([]*bridge.Probe, len(order))
+		descs := make([]*Probe, len(order))
 		for i, p := range order {
 			descs[i] = p.describe(reg.probeID(p))
 		}
@@ -102,7 +104,7 @@ func follow(specText string, sink bridge.Sink, grew func([]*bridge.Probe) error)
 		if err := grew(descs); err != nil {
 			return nil, err
 		}
-		if _, _, err := (controlPlane{}).Hold(o, []string{specText}); err != nil {
+		if _, _, err := Hold(o, []string{specText}); err != nil {
 			return nil, err
 		}
 		// From the filters taken as definitions came to the spec's own, per probe at
@@ -115,7 +117,7 @@ func follow(specText string, sink bridge.Sink, grew func([]*bridge.Probe) error)
 		}
 		reg.rebuild(old)
 		reg.mu.Unlock()
-		(controlPlane{}).Release(followOwner)
+		Release(followOwner)
 		return descs, nil
 	}
 	var once sync.Once
@@ -125,7 +127,7 @@ func follow(specText string, sink bridge.Sink, grew func([]*bridge.Probe) error)
 			followSub.open = false
 			followSub.Unlock()
 			sub.close()
-			(controlPlane{}).Release(followOwner)
+			Release(followOwner)
 		})
 	}
 	return settle, cancel, nil
@@ -169,7 +171,7 @@ func followRuntime(sp spec.Spec, specText string) {
 	}
 	reg.mu.Lock()
 	var ps []*probe
-	var descs []*bridge.Probe
+	var descs []*Probe
 	if _, err := reg.matchRuntime(sp, specText); err == nil {
 		for _, p := range reg.probes {
 			if p.dyn != nil && p.placeable(sp) && sp.Match(p.provider, p.module, p.wideFunc(), p.name) {

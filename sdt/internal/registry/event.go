@@ -1,35 +1,27 @@
-package sdt
+package registry
 
 import (
 	"encoding/binary"
 	"math"
 	"unsafe"
-
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
 )
-
-// MaxArgs is the most arguments a probe has (Define0..Define6).
-const MaxArgs = 6
-
-// The control plane's records have as many slots: a compile error if they differ.
-const _ = uint(MaxArgs-bridge.MaxArgs) + uint(bridge.MaxArgs-MaxArgs)
 
 // argv is a fire's arguments as slots, built only when a consumer is attached
 // (package control's traces and aggregations), in the P's firing (pfiring.go).
-type argv = bridge.Args
+type argv = Args
 
 // firing is a fire as consumers see it (argv, and where it came from).
-type firing = bridge.Firing
+type firing = Firing
 
-// setArg stores argument i: a string in Strs, anything else as its raw bits in the
+// SetArg stores argument i: a string in Strs, anything else as its raw bits in the
 // low bytes of its slot, the rest of the slot cleared (the probe's consumers widen
 // small signed integers and float32s to what the slot holds, once per fire: fix).
 // The argument's kind (set before, from the definition's type) says which; the size,
 // a constant per instantiation, spares the load where T cannot be a string and the
 // clearing where T fills the slot. v is a P's firing, which earlier fires wrote
-// (pFiring): every field a consumer reads is written.
-func setArg[T Arg](v *argv, i int, x *T) {
-	if unsafe.Sizeof(*x) == unsafe.Sizeof("") && v.Kinds[i] == bridge.String {
+// (PFiring): every field a consumer reads is written.
+func SetArg[T any](v *argv, i int, x *T) {
+	if unsafe.Sizeof(*x) == unsafe.Sizeof("") && v.Kinds[i] == String {
 		v.Strs[i] = *(*string)(unsafe.Pointer(x))
 	} else {
 		if unsafe.Sizeof(*x) < unsafe.Sizeof(v.Slots[i]) {
@@ -39,9 +31,9 @@ func setArg[T Arg](v *argv, i int, x *T) {
 	}
 }
 
-// dropArg clears argument i's string, if T can be one, once the consumers have
+// DropArg clears argument i's string, if T can be one, once the consumers have
 // seen it: a P's firing keeps no string alive between fires.
-func dropArg[T Arg](v *argv, i int, x *T) {
+func DropArg[T any](v *argv, i int, x *T) {
 	if unsafe.Sizeof(*x) == unsafe.Sizeof("") {
 		v.Strs[i] = ""
 	}
@@ -50,12 +42,12 @@ func dropArg[T Arg](v *argv, i int, x *T) {
 // rawFix says how a probe's raw slots become what Args documents: bit i set when
 // argument i, of the given kind and size, needs widening (signed integers and
 // float32s narrower than a slot, and on big-endian machines anything narrower).
-func rawFix(kinds []bridge.Kind, sizes []uint8) uint8 {
+func rawFix(kinds []Kind, sizes []uint8) uint8 {
 	var m uint8
 	for i, k := range kinds {
 		switch {
-		case k == bridge.String || sizes[i] == 8 || sizes[i] == 0: // 0: fbt, whose slots are set whole
-		case k == bridge.Int || k == bridge.Float || bigEndian:
+		case k == String || sizes[i] == 8 || sizes[i] == 0: // 0: fbt, whose slots are set whole
+		case k == Int || k == Float || bigEndian:
 			m |= 1 << i
 		}
 	}
@@ -76,15 +68,15 @@ func fixSlots(v *argv, mask uint8, sizes *[MaxArgs]uint8) {
 }
 
 // widen is the slot whose raw bits, of an argument of kind k and n bytes, are at p.
-func widen(p unsafe.Pointer, k bridge.Kind, n uint8) uint64 {
+func widen(p unsafe.Pointer, k Kind, n uint8) uint64 {
 	switch {
-	case k == bridge.Float && n == 4:
+	case k == Float && n == 4:
 		return math.Float64bits(float64(*(*float32)(p)))
-	case k == bridge.Int && n == 1:
+	case k == Int && n == 1:
 		return uint64(*(*int8)(p))
-	case k == bridge.Int && n == 2:
+	case k == Int && n == 2:
 		return uint64(*(*int16)(p))
-	case k == bridge.Int && n == 4:
+	case k == Int && n == 4:
 		return uint64(*(*int32)(p))
 	case n == 1:
 		return uint64(*(*uint8)(p))
@@ -96,17 +88,17 @@ func widen(p unsafe.Pointer, k bridge.Kind, n uint8) uint64 {
 	return *(*uint64)(p)
 }
 
-// argInt is argument x, of kind k (its definition's), as Args.Int reads it from a
+// ArgInt is argument x, of kind k (its definition's), as Args.Int reads it from a
 // firing: what a folder (foldEntry) is given, without a firing.
-func argInt[T Arg](x *T, k bridge.Kind) int64 {
-	if unsafe.Sizeof(*x) == 8 && k == bridge.Int { // int, int64: inlined
+func ArgInt[T any](x *T, k Kind) int64 {
+	if unsafe.Sizeof(*x) == 8 && k == Int { // int, int64: inlined
 		return *(*int64)(unsafe.Pointer(x))
 	}
 	return argIntOf(x, k)
 }
 
-func argIntOf[T Arg](x *T, k bridge.Kind) int64 {
-	if unsafe.Sizeof(*x) == unsafe.Sizeof("") && k == bridge.String {
+func argIntOf[T any](x *T, k Kind) int64 {
+	if unsafe.Sizeof(*x) == unsafe.Sizeof("") && k == String {
 		return int64(len(*(*string)(unsafe.Pointer(x))))
 	}
 	// Room for a string-sized T that is not a string (an 8-byte number on a 32-bit
@@ -117,8 +109,8 @@ func argIntOf[T Arg](x *T, k bridge.Kind) int64 {
 	if n := unsafe.Sizeof(*x); n < 8 {
 		s = widen(unsafe.Pointer(&w), k, uint8(n))
 	}
-	if k == bridge.Int {
+	if k == Int {
 		return int64(s)
 	}
-	return bridge.SlotInt(k, s, 0)
+	return SlotInt(k, s, 0)
 }

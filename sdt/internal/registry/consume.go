@@ -1,4 +1,4 @@
-package sdt
+package registry
 
 import (
 	"fmt"
@@ -8,44 +8,43 @@ import (
 	"unsafe"
 
 	"github.com/gosdt/gosdt/internal/spec"
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
 	"github.com/gosdt/gosdt/sdt/internal/rt"
 )
 
 // Consumers are what an enabled fire feeds besides typed handlers: package control's
-// traces and aggregations (bridge.Sink). A definition's descriptor holds an atomic
+// traces and aggregations (Sink). A definition's descriptor holds an atomic
 // pointer to an immutable consumers snapshot; the generated fire methods load it once
 // per fire and do nothing more when it is nil, so a probe nobody traces or aggregates
 // pays one atomic load. Subscribing and unsubscribing rebuild the snapshots of the
 // probes concerned (copy on write, under reg.mu).
-type consumers struct {
+type Consumers struct {
 	id    uint32 // the probe's id, as sinks are told
-	n     int    // the probe's arguments: every fire's, and their kinds
-	kinds bridge.Kinds
+	N     int    // the probe's arguments: every fire's, and their kinds
+	Kinds Kinds
 	fix   uint8 // the arguments whose raw slots need widening (rawFix)
 	sizes [MaxArgs]uint8
-	sinks []sinkEntry
-	one   bridge.Sink // the only sink, when it takes every fire of the probe
+	Sinks []sinkEntry
+	one   Sink // the only sink, when it takes every fire of the probe
 	// folders fed one argument's value instead of the firing (SubscribeFolds);
-	// nil when none, and then sinks is not empty
-	folds []foldEntry
+	// nil when none, and then Sinks is not empty
+	Folds []foldEntry
 }
 
 // foldEntry is a folder of one argument of a probe's fires, and which fires: all
 // of its sites, or those of sites[s.index], and unattributed ones if wide.
 type foldEntry struct {
-	f     bridge.Folder
-	arg   int
-	kind  bridge.Kind
+	f     Folder
+	Arg   int  // the argument folded
+	Kind  Kind // its kind
 	id    uint32
 	all   bool
 	wide  bool
 	sites []bool // by site index; nil with all
 }
 
-// fold gives e the value x of a fire from s (nil: not attributed) on P pid, to
+// Fold gives e the value x of a fire from s (nil: not attributed) on P pid, to
 // which the caller is pinned.
-func (e *foldEntry) fold(pid int, s *site, x int64) {
+func (e *foldEntry) Fold(pid int, s *site, x int64) {
 	if s != nil && e.all { // most fires: inlined
 		e.f.Fold(pid, s.index, e.id, s.Addr, x)
 		return
@@ -66,15 +65,15 @@ func (e *foldEntry) foldSome(pid int, s *site, x int64) {
 }
 
 // foldArgs folds the arguments of a fire (fbt's, set in a) into each of c's folders.
-func (c *consumers) foldArgs(pid int, s *site, a *bridge.Args) {
-	for i := range c.folds {
-		e := &c.folds[i]
-		e.fold(pid, s, bridge.SlotInt(e.kind, a.Slots[e.arg], len(a.Strs[e.arg])))
+func (c *Consumers) foldArgs(pid int, s *site, a *Args) {
+	for i := range c.Folds {
+		e := &c.Folds[i]
+		e.Fold(pid, s, SlotInt(e.Kind, a.Slots[e.Arg], len(a.Strs[e.Arg])))
 	}
 }
 
 type sinkEntry struct {
-	s bridge.Sink
+	s Sink
 	f *filter
 }
 
@@ -93,10 +92,10 @@ func (f *filter) wants(s *site) bool {
 	return f.all || f.sites[s]
 }
 
-// emit feeds one admitted fire to the consumers, on P pid, to which the caller is
+// Emit feeds one admitted fire to the consumers, on P pid, to which the caller is
 // pinned (admit). s is the fire's site, nil when not attributed; ret the fire call's
-// return address; v the fire's arguments, set by setArg.
-func (c *consumers) emit(pid int, s *site, ret uintptr, v *firing) {
+// return address; v the fire's arguments, set by SetArg.
+func (c *Consumers) Emit(pid int, s *site, ret uintptr, v *firing) {
 	var addr uintptr
 	if s != nil {
 		addr = s.Addr
@@ -106,49 +105,49 @@ func (c *consumers) emit(pid int, s *site, ret uintptr, v *firing) {
 
 // emitAt is emit with the address the fire is told to come from: its site's, or
 // (a run-time function probe, which has no site) its function's entry.
-func (c *consumers) emitAt(pid int, s *site, addr, ret uintptr, v *firing) {
+func (c *Consumers) emitAt(pid int, s *site, addr, ret uintptr, v *firing) {
 	if c.fix != 0 {
 		fixSlots(&v.Args, c.fix, &c.sizes)
 	}
 	v.P, v.Probe, v.Ret, v.Site = pid, c.id, ret, addr
-	// Sinks do not keep v (bridge.Sink): hidden from escape analysis, which cannot
+	// Sinks do not keep v (Sink): hidden from escape analysis, which cannot
 	// see through the interface call, a firing built on the stack stays there.
 	f := (*firing)(rt.Noescape(unsafe.Pointer(v)))
 	if c.one != nil {
 		c.one.Fire(f)
 		return
 	}
-	for i := range c.sinks {
-		if c.sinks[i].f.wants(s) {
-			c.sinks[i].s.Fire(f)
+	for i := range c.Sinks {
+		if c.Sinks[i].f.wants(s) {
+			c.Sinks[i].s.Fire(f)
 		}
 	}
 }
 
-// emitPin delivers an fbt fire, whose hooks run between admitting it and delivering
+// EmitPin delivers an fbt fire, whose hooks run between admitting it and delivering
 // it: its arguments are a Call's, and the caller is not pinned.
-func (c *consumers) emitPin(s *site, ret uintptr, a *argv) {
+func (c *Consumers) EmitPin(s *site, ret uintptr, a *argv) {
 	pid := rt.ProcPin()
-	if c.folds != nil {
+	if c.Folds != nil {
 		c.foldArgs(pid, s, a)
-		if len(c.sinks) == 0 {
+		if len(c.Sinks) == 0 {
 			rt.ProcUnpin()
 			return
 		}
 	}
-	v := pFiring(pid)
+	v := PFiring(pid)
 	if v == nil {
 		v = new(firing)
 	}
 	v.N, v.Kinds, v.Slots = a.N, a.Kinds, a.Slots
 	for i := range min(a.N, MaxArgs) {
-		if a.Kinds[i] == bridge.String {
+		if a.Kinds[i] == String {
 			v.Strs[i] = a.Strs[i]
 		}
 	}
-	c.emit(pid, s, ret, v)
+	c.Emit(pid, s, ret, v)
 	for i := range min(a.N, MaxArgs) {
-		if a.Kinds[i] == bridge.String {
+		if a.Kinds[i] == String {
 			v.Strs[i] = ""
 		}
 	}
@@ -157,12 +156,12 @@ func (c *consumers) emitPin(s *site, ret uintptr, a *argv) {
 
 // subscription is one sink attached to the probes a spec matched.
 type subscription struct {
-	sink    bridge.Sink
+	sink    Sink
 	filters map[*probe]*filter
 	counted *counted // a counting subscription: the probes not fed to sink are read so
 	// a folding subscription (SubscribeFolds): folder is fed value's value, where
 	// the probe has that argument
-	folder bridge.Folder
+	folder Folder
 	value  string
 }
 
@@ -170,12 +169,12 @@ type subscription struct {
 // sub folds none (not a folding subscription, or p has no such argument, or its kind
 // only its fires tell, or p is a run-time function probe, whose fires are delivered
 // elsewhere).
-func (sub *subscription) foldArg(p *probe) (i int, k bridge.Kind, ok bool) {
+func (sub *subscription) foldArg(p *probe) (i int, k Kind, ok bool) {
 	if sub.folder == nil || p.dyn != nil {
 		return 0, 0, false
 	}
 	i = argIndex(p.args, sub.value)
-	if i < 0 || i >= len(p.kinds) || p.kinds[i] == bridge.Unknown {
+	if i < 0 || i >= len(p.kinds) || p.kinds[i] == Unknown {
 		return 0, 0, false
 	}
 	return i, p.kinds[i], true
@@ -251,8 +250,8 @@ func matchFilters(sp spec.Spec) (map[*probe]*filter, []*probe) {
 	return out, order
 }
 
-// subscribe attaches sink to the fires of what specText matches, and describes them.
-func subscribe(specText string, sink bridge.Sink) ([]*bridge.Probe, func(), error) {
+// Subscribe attaches sink to the fires of what specText matches, and describes them.
+func Subscribe(specText string, sink Sink) ([]*Probe, func(), error) {
 	descs, sub, err := subscribeAs(specText, &subscription{sink: sink})
 	if err != nil {
 		return nil, nil, err
@@ -261,13 +260,13 @@ func subscribe(specText string, sink bridge.Sink) ([]*bridge.Probe, func(), erro
 	return descs, func() { once.Do(sub.close) }, nil
 }
 
-// subscribeCounts subscribes a sink that only counts fires by probe and site
-// (bridge.Registry.SubscribeCounts): a count of a probe with sites, or of its
+// SubscribeCounts subscribes a sink that only counts fires by probe and site
+// (its sink fed only the fires counted no such way): a count of a probe with sites, or of its
 // unattributed fires, is read from the counters every admitted fire bumps anyway
 // (hits.go), so its fires need no consumer at all and cost what an enabled fire
 // with nobody consuming costs. Run-time function probes, counted otherwise, still
 // feed sink.
-func subscribeCounts(specText string, sink bridge.Sink) ([]*bridge.Probe, func([]bridge.Count) []bridge.Count, func(), error) {
+func SubscribeCounts(specText string, sink Sink) ([]*Probe, func([]Count) []Count, func(), error) {
 	sub := &subscription{sink: sink, counted: &counted{base: map[*site]uint64{}, wideBase: map[*probe]uint64{}}}
 	descs, sub, err := subscribeAs(specText, sub)
 	if err != nil {
@@ -278,7 +277,7 @@ func subscribeCounts(specText string, sink bridge.Sink) ([]*bridge.Probe, func([
 }
 
 // subscribeAs attaches sub, its sink set, to what specText matches.
-func subscribeAs(specText string, sub *subscription) ([]*bridge.Probe, *subscription, error) {
+func subscribeAs(specText string, sub *subscription) ([]*Probe, *subscription, error) {
 	sp, err := parseSpec(specText)
 	if err != nil {
 		return nil, nil, err
@@ -297,7 +296,7 @@ func subscribeAs(specText string, sub *subscription) ([]*bridge.Probe, *subscrip
 		}
 		return nil, nil, fmt.Errorf("%q: %w", specText, ErrNoMatch)
 	}
-	descs := make([]*bridge.Probe, len(order))
+	descs := make([]*Probe, len(order))
 	for i, p := range order {
 		descs[i] = p.describe(reg.probeID(p))
 	}
@@ -325,7 +324,7 @@ type counted struct {
 	filters  map[*probe]*filter
 	base     map[*site]uint64  // a site's fires before the subscription
 	wideBase map[*probe]uint64 // a definition's unattributed fires before it
-	final    []bridge.Count    // what read gives once closed
+	final    []Count           // what read gives once closed
 	closed   bool
 }
 
@@ -355,7 +354,7 @@ func (c *counted) each(f func(p *probe, s *site, n uint64)) {
 
 // read appends the fires of each site counted since the subscription began (until
 // it was closed), leaving out sites that had none.
-func (c *counted) read(dst []bridge.Count) []bridge.Count {
+func (c *counted) read(dst []Count) []Count {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
 	if c.closed {
@@ -364,7 +363,7 @@ func (c *counted) read(dst []bridge.Count) []bridge.Count {
 	return c.readLocked(dst)
 }
 
-func (c *counted) readLocked(dst []bridge.Count) []bridge.Count {
+func (c *counted) readLocked(dst []Count) []Count {
 	c.each(func(p *probe, s *site, n uint64) {
 		var addr uintptr
 		if s != nil {
@@ -374,21 +373,21 @@ func (c *counted) readLocked(dst []bridge.Count) []bridge.Count {
 			n -= c.wideBase[p]
 		}
 		if n > 0 {
-			dst = append(dst, bridge.Count{Probe: reg.probeID(p), Site: addr, N: n})
+			dst = append(dst, Count{Probe: reg.probeID(p), Site: addr, N: n})
 		}
 	})
 	return dst
 }
 
 // describe is what a consumer is told of p. Call with reg.mu held, after resolve.
-func (p *probe) describe(id uint32) *bridge.Probe {
-	d := &bridge.Probe{ID: id, Provider: p.provider, Name: p.name, Module: p.module, Args: p.args, Types: p.types, Kinds: p.kinds}
+func (p *probe) describe(id uint32) *Probe {
+	d := &Probe{ID: id, Provider: p.provider, Name: p.name, Module: p.module, Args: p.args, Types: p.types, Kinds: p.kinds}
 	if rf := p.dyn; rf != nil {
 		// Its fires carry the function's entry as their site.
-		d.Sites = append(d.Sites, bridge.Site{Addr: rf.f.Entry, Module: rf.module, Func: rf.function})
+		d.Sites = append(d.Sites, Site{Addr: rf.f.Entry, Module: rf.module, Func: rf.function})
 	}
 	for _, s := range p.sites {
-		d.Sites = append(d.Sites, bridge.Site{Addr: s.Addr, Module: s.Module, Func: s.Func, File: s.File, Line: s.Line})
+		d.Sites = append(d.Sites, Site{Addr: s.Addr, Module: s.Module, Func: s.Func, File: s.File, Line: s.Line})
 	}
 	return d
 }
@@ -409,8 +408,8 @@ func (sub *subscription) close() {
 // rebuild publishes new consumer snapshots for the probes in fs. Call with r.mu held.
 func (r *registry) rebuild(fs map[*probe]*filter) {
 	for p := range fs {
-		c := &consumers{id: r.probeID(p), n: len(p.kinds)}
-		copy(c.kinds[:], p.kinds)
+		c := &Consumers{id: r.probeID(p), N: len(p.kinds)}
+		copy(c.Kinds[:], p.kinds)
 		copy(c.sizes[:], p.sizes)
 		if len(p.sizes) == len(p.kinds) {
 			c.fix = rawFix(p.kinds, p.sizes)
@@ -421,23 +420,23 @@ func (r *registry) rebuild(fs map[*probe]*filter) {
 				continue
 			}
 			if i, k, ok := sub.foldArg(p); ok {
-				e := foldEntry{f: sub.folder, arg: i, kind: k, id: c.id, all: f.all, wide: f.wide}
+				e := foldEntry{f: sub.folder, Arg: i, Kind: k, id: c.id, all: f.all, wide: f.wide}
 				if !f.all {
 					e.sites = make([]bool, len(r.sites))
 					for s := range f.sites {
 						e.sites[s.index] = true
 					}
 				}
-				c.folds = append(c.folds, e)
+				c.Folds = append(c.Folds, e)
 				continue
 			}
-			c.sinks = append(c.sinks, sinkEntry{s: sub.sink, f: f})
+			c.Sinks = append(c.Sinks, sinkEntry{s: sub.sink, f: f})
 		}
 		switch {
-		case len(c.sinks) == 0 && len(c.folds) == 0:
+		case len(c.Sinks) == 0 && len(c.Folds) == 0:
 			c = nil
-		case len(c.sinks) == 1 && c.sinks[0].f.all && c.sinks[0].f.wide:
-			c.one = c.sinks[0].s
+		case len(c.Sinks) == 1 && c.Sinks[0].f.all && c.Sinks[0].f.wide:
+			c.one = c.Sinks[0].s
 		}
 		p.cons.Store(c)
 		if p.dyn != nil && p == p.dyn.entry {

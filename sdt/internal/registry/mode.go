@@ -1,4 +1,4 @@
-package sdt
+package registry
 
 import (
 	"os"
@@ -43,14 +43,4 @@ func optionsFromEnv() patch.Options {
 	// /proc/self/mem unless told not to.
 	o.NoProcMem = os.Getenv("SDT_PATCH_PROCMEM") == "off"
 	return o
-}
-
-// setPatchOptions chooses how Enable and Disable rewrite sites (atomic single-store
-// toggles, a stop-the-world rendezvous, or auto) and returns the previous options.
-func setPatchOptions(o patch.Options) patch.Options {
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	old := reg.opts
-	reg.opts = o
-	return old
 }

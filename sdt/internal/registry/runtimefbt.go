@@ -1,4 +1,4 @@
-package sdt
+package registry
 
 import (
 	"errors"
@@ -11,12 +11,9 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gosdt/gosdt/arch"
-	"github.com/gosdt/gosdt/internal/ctlproto"
 	"github.com/gosdt/gosdt/internal/rawptr"
 	"github.com/gosdt/gosdt/internal/spec"
 	"github.com/gosdt/gosdt/internal/tracedcopy"
-	"github.com/gosdt/gosdt/sdt/internal/bridge"
 	"github.com/gosdt/gosdt/sdt/internal/fprobe"
 	"github.com/gosdt/gosdt/sdt/internal/rt"
 )
@@ -57,7 +54,7 @@ type wordArg struct {
 	name  string // from the signature; "" for a word (arg0...)
 	typ   string
 	word  int
-	kind  bridge.Kind
+	kind  Kind
 	size  uint8 // bytes of an integer or float word: 4 is a float32
 	str   bool  // a string: words word (pointer) and word+1 (length)
 	iface bool  // an interface: not nil when word (its type word) is not 0
@@ -192,14 +189,14 @@ func wordsOf(f *fprobe.Func) (params, results []wordArg) {
 		if i == MaxArgs {
 			break
 		}
-		k := bridge.Uint
+		k := Uint
 		if s.Float {
-			k = bridge.Float
+			k = Float
 		}
 		params = append(params, wordArg{word: i, kind: k, size: s.Size})
 	}
 	for i := 0; i < min(fprobe.ReturnWords, MaxArgs-1); i++ {
-		results = append(results, wordArg{word: i, kind: bridge.Uint, size: 8})
+		results = append(results, wordArg{word: i, kind: Uint, size: 8})
 	}
 	return params, results
 }
@@ -209,7 +206,7 @@ func wordsOf(f *fprobe.Func) (params, results []wordArg) {
 func (r *registry) runtimeProbe(rf *runtimeFunc, name string, args []wordArg) *probe {
 	p := &probe{provider: "fbt", name: name, module: rf.module, dyn: rf}
 	if name == "return" {
-		p.kinds = append(p.kinds, bridge.Int)
+		p.kinds = append(p.kinds, Int)
 	}
 	for _, a := range argInfos(name, args) {
 		p.args = append(p.args, a.Name)
@@ -219,7 +216,7 @@ func (r *registry) runtimeProbe(rf *runtimeFunc, name string, args []wordArg) *p
 		p.kinds = append(p.kinds, a.kind)
 	}
 	if r.byName == nil { // a program with no definition of its own
-		r.byName, r.defined, r.copies = map[string][]*probe{}, map[*probe]bool{}, map[string]*fbtFunc{}
+		r.byName, r.defined, r.copies = map[string][]*probe{}, map[*probe]bool{}, map[string]*FbtFunc{}
 	}
 	r.probes = append(r.probes, p)
 	r.defined[p] = true
@@ -242,7 +239,7 @@ func argInfos(name string, args []wordArg) []ArgInfo {
 			continue
 		}
 		t := "uint64"
-		if a.kind == bridge.Float {
+		if a.kind == Float {
 			t = "float64"
 		}
 		out = append(out, ArgInfo{fmt.Sprintf("%s%d", prefix, i), t})
@@ -308,7 +305,7 @@ func (rf *runtimeFunc) onEntry(_ *fprobe.Func, a *fprobe.Args) {
 		return
 	}
 	pid := rt.ProcPin()
-	v := pFiring(pid)
+	v := PFiring(pid)
 	if v == nil {
 		v = new(firing)
 	}
@@ -339,7 +336,7 @@ func (p *probe) hitsNow() uint64 {
 // setWord stores argument i of a run-time probe from its words w (and w2, a string's
 // length). live says the words are a call's arguments still held by the call: only
 // then is a string's text read.
-func setWord(v *bridge.Args, i int, x wordArg, w, w2 uint64, live bool) {
+func setWord(v *Args, i int, x wordArg, w, w2 uint64, live bool) {
 	switch {
 	case x.str:
 		if live && w != 0 && w2 <= math.MaxInt32 {
@@ -353,9 +350,9 @@ func setWord(v *bridge.Args, i int, x wordArg, w, w2 uint64, live bool) {
 		if w != 0 {
 			v.Strs[i] = "non-nil"
 		}
-	case x.kind == bridge.Float && x.size == 4:
+	case x.kind == Float && x.size == 4:
 		v.Slots[i] = math.Float64bits(float64(math.Float32frombits(uint32(w))))
-	case x.kind == bridge.Int && x.size < 8:
+	case x.kind == Int && x.size < 8:
 		sh := 64 - 8*uint(x.size)
 		v.Slots[i] = uint64(int64(w<<sh) >> sh)
 	default:
@@ -460,17 +457,17 @@ func (rf *runtimeFunc) deliverBatch(buf []fprobe.Return) int {
 
 // emitReturns delivers return events to c, pinned to one P (sinks run pinned and
 // never block), in that P's firing.
-func (rf *runtimeFunc) emitReturns(c *consumers, evs []fprobe.Return) {
+func (rf *runtimeFunc) emitReturns(c *Consumers, evs []fprobe.Return) {
 	l := rf.args.Load()
 	pid := rt.ProcPin()
-	v := pFiring(pid)
+	v := PFiring(pid)
 	if v == nil {
 		v = new(firing)
 	}
 	for i := range evs {
 		e := &evs[i]
 		v.N = 1 + len(l.results)
-		v.Kinds[0] = bridge.Int
+		v.Kinds[0] = Int
 		v.Slots[0] = uint64(e.Latency)
 		for i, x := range l.results {
 			v.Kinds[1+i] = x.kind
@@ -482,7 +479,7 @@ func (rf *runtimeFunc) emitReturns(c *consumers, evs []fprobe.Return) {
 		}
 		// The goroutine that returned, and when: the return path read both.
 		v.Goid, v.Ticks = e.Goid, e.Ticks
-		c.emitAt(pid, nil, rf.f.Entry, bridge.NoStack, v)
+		c.emitAt(pid, nil, rf.f.Entry, NoStack, v)
 	}
 	for i := range l.results {
 		v.Strs[1+i] = "" // a P's firing keeps no string alive
@@ -587,7 +584,7 @@ func pointsAt(entry uintptr, kind string, addrs []uintptr, state SiteState, refu
 // runtimeToList is the functions sp names for run-time probes that have none made yet
 // (those made are the registry's definitions), and the signatures sdtctl sent: what
 // describeRuntime describes without the registry's lock. Call with r.mu held.
-func (r *registry) runtimeToList(sp spec.Spec) ([]fprobe.Candidate, map[string]*ctlproto.FuncSig) {
+func (r *registry) runtimeToList(sp spec.Spec) ([]fprobe.Candidate, map[string]*FuncSig) {
 	if !isRuntimeSpec(sp) {
 		return nil, nil
 	}
@@ -596,7 +593,7 @@ func (r *registry) runtimeToList(sp spec.Spec) ([]fprobe.Candidate, map[string]*
 		return nil, nil
 	}
 	out := cands[:0]
-	sigs := map[string]*ctlproto.FuncSig{}
+	sigs := map[string]*FuncSig{}
 	for _, c := range cands {
 		if r.runtime[c.Name] == nil {
 			out = append(out, c)
@@ -610,7 +607,7 @@ func (r *registry) runtimeToList(sp spec.Spec) ([]fprobe.Candidate, map[string]*
 
 // describeRuntime describes the run-time probes of cands that sp names: what each
 // would carry, or why it may take none. Nothing is kept of them.
-func describeRuntime(sp spec.Spec, cands []fprobe.Candidate, sigs map[string]*ctlproto.FuncSig) []ProbeInfo {
+func describeRuntime(sp spec.Spec, cands []fprobe.Candidate, sigs map[string]*FuncSig) []ProbeInfo {
 	var out []ProbeInfo
 	for _, c := range cands {
 		module, function := spec.SplitFunc(c.Name)
@@ -668,14 +665,13 @@ func inlinedOnly(sp spec.Spec, text string) error {
 		text, ErrNoMatch, spec.JoinFunc(sp.Module, sp.Function), strings.Join(into, ", "), more)
 }
 
-// signatures keeps what sdtctl read of functions' signatures for their run-time probes
-// (ctlproto.FuncSig): the probes made from then on carry named, typed arguments, and
+// signatures keeps what sdtctl read of functions' signatures for their run-time probes: the probes made from then on carry named, typed arguments, and
 // those made before without one take it while nobody holds or consumes them.
-func (r *registry) signatures(sigs []ctlproto.FuncSig) {
+func (r *registry) signatures(sigs []FuncSig) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sigs == nil {
-		r.sigs = map[string]*ctlproto.FuncSig{}
+		r.sigs = map[string]*FuncSig{}
 	}
 	for i := range sigs {
 		s := &sigs[i]
@@ -710,7 +706,7 @@ func (rf *runtimeFunc) idle() bool {
 func (p *probe) setArgs(name string, args []wordArg) {
 	p.args, p.types, p.kinds = nil, nil, nil
 	if name == "return" {
-		p.kinds = append(p.kinds, bridge.Int)
+		p.kinds = append(p.kinds, Int)
 	}
 	for _, a := range argInfos(name, args) {
 		p.args = append(p.args, a.Name)
@@ -723,12 +719,8 @@ func (p *probe) setArgs(name string, args []wordArg) {
 
 // typeFrom is how f's probes read the arguments sig names, after holding sig's spill
 // block against the code's: a signature of another build is refused.
-func typeFrom(f *fprobe.Func, sig *ctlproto.FuncSig) (*argLayout, error) {
-	spills := make([]arch.Spill, len(sig.Spills))
-	for i, s := range sig.Spills {
-		spills[i] = arch.Spill{Reg: s.Reg, Size: s.Size, Off: s.Off}
-	}
-	if err := f.CheckLayout(spills); err != nil && !errors.Is(err, fprobe.ErrNoSpills) {
+func typeFrom(f *fprobe.Func, sig *FuncSig) (*argLayout, error) {
+	if err := f.CheckLayout(sig.Spills); err != nil && !errors.Is(err, fprobe.ErrNoSpills) {
 		return nil, err
 	}
 	var params, results []wordArg
@@ -747,7 +739,7 @@ func typeFrom(f *fprobe.Func, sig *ctlproto.FuncSig) (*argLayout, error) {
 
 // paramArg is how an entry probe carries parameter v: from the register words the
 // code spills (a parameter the function never uses is not spilled: it is left out).
-func paramArg(f *fprobe.Func, v ctlproto.SigValue) (wordArg, bool) {
+func paramArg(f *fprobe.Func, v SigValue) (wordArg, bool) {
 	if len(v.Words) == 0 {
 		return wordArg{}, false // on the stack, or of no size
 	}
@@ -761,7 +753,7 @@ func paramArg(f *fprobe.Func, v ctlproto.SigValue) (wordArg, bool) {
 	if ok && a.str && !f.LivePointer(a.word) {
 		// Its bytes are not kept alive by the call (the function does not use the
 		// string): its length only.
-		a = wordArg{name: "len(" + v.Name + ")", typ: "int", word: idx[1], kind: bridge.Int, size: 8}
+		a = wordArg{name: "len(" + v.Name + ")", typ: "int", word: idx[1], kind: Int, size: 8}
 	}
 	return a, ok
 }
@@ -769,7 +761,7 @@ func paramArg(f *fprobe.Func, v ctlproto.SigValue) (wordArg, bool) {
 // resultArg is how a return probe carries result v: from the integer result registers
 // a return event holds; a string by its length (its bytes may be gone when the event
 // is read), an error or interface as nil or not.
-func resultArg(v ctlproto.SigValue) (wordArg, bool) {
+func resultArg(v SigValue) (wordArg, bool) {
 	idx := make([]int, len(v.Words))
 	for i, w := range v.Words {
 		if w.Float || int(w.Reg) >= fprobe.ReturnWords {
@@ -781,35 +773,35 @@ func resultArg(v ctlproto.SigValue) (wordArg, bool) {
 		return wordArg{}, false
 	}
 	if v.Kind == "string" && len(idx) == 2 {
-		return wordArg{name: "len(" + v.Name + ")", typ: "int", word: idx[1], kind: bridge.Int, size: 8}, true
+		return wordArg{name: "len(" + v.Name + ")", typ: "int", word: idx[1], kind: Int, size: 8}, true
 	}
 	return valueArg(v, idx)
 }
 
 // valueArg is value v, whose words are Args's (or a return's) words idx.
-func valueArg(v ctlproto.SigValue, idx []int) (wordArg, bool) {
+func valueArg(v SigValue, idx []int) (wordArg, bool) {
 	a := wordArg{name: v.Name, typ: v.Type, word: idx[0], size: v.Words[0].Size}
 	switch v.Kind {
 	case "int":
-		a.kind = bridge.Int
+		a.kind = Int
 	case "uint", "pointer":
-		a.kind = bridge.Uint
+		a.kind = Uint
 	case "bool":
-		a.kind = bridge.Bool
+		a.kind = Bool
 	case "float":
-		a.kind = bridge.Float
+		a.kind = Float
 	case "string":
 		if len(idx) != 2 || idx[1] != idx[0]+1 {
 			return wordArg{}, false
 		}
-		a.kind, a.str = bridge.String, true
+		a.kind, a.str = String, true
 	case "error", "interface":
-		a.kind, a.iface = bridge.String, true
+		a.kind, a.iface = String, true
 	case "slice":
 		if len(idx) != 3 {
 			return wordArg{}, false
 		}
-		a = wordArg{name: "len(" + v.Name + ")", typ: "int", word: idx[1], kind: bridge.Int, size: 8}
+		a = wordArg{name: "len(" + v.Name + ")", typ: "int", word: idx[1], kind: Int, size: 8}
 	default:
 		return wordArg{}, false // a struct, an array, a complex number: not carried
 	}

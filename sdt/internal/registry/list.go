@@ -1,11 +1,12 @@
-package sdt
+package registry
 
 import (
 	"cmp"
 
-	"github.com/gosdt/gosdt/internal/spec"
 	"slices"
 	"sort"
+
+	"github.com/gosdt/gosdt/internal/spec"
 )
 
 // ProbeInfo describes one logical probe: a definition as it appears in one function.
@@ -77,22 +78,22 @@ func (pi ProbeInfo) String() string {
 // return events included).
 func List(spec string) ([]ProbeInfo, error) {
 	var out []ProbeInfo
-	err := listEach(spec, func(ps []ProbeInfo) error {
+	err := ListEach(spec, func(ps []ProbeInfo) error {
 		out = append(out, ps...)
 		return nil
 	})
 	return out, err
 }
 
-// listChunk is how many functions' run-time probes listEach describes at a time: a
+// listChunk is how many functions' run-time probes ListEach describes at a time: a
 // list of every function of a large program is tens of thousands, made and sent a
 // chunk at a time so that the process never holds all of them.
 const listChunk = 512
 
-// listEach calls each with the probes List describes, a chunk at a time: the
+// ListEach calls each with the probes List describes, a chunk at a time: the
 // registry's definitions first, then the functions that may take run-time probes.
 // The registry's lock is not held while each runs.
-func listEach(spec string, each func([]ProbeInfo) error) error {
+func ListEach(spec string, each func([]ProbeInfo) error) error {
 	sp, err := parseListSpec(spec)
 	if err != nil {
 		return err

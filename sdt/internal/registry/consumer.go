@@ -1,16 +1,9 @@
-// Package bridge is the contract between package sdt, which owns the probe registry
-// and the fire path, and package sdt/control, which consumes fires and serves sdtctl.
-// sdt links control and hands it the registry (Start) at the end of its init;
-// control never imports sdt, so the two meet here.
-package bridge
+package registry
 
 import (
 	"errors"
 	"math"
 	"reflect"
-	"unsafe"
-
-	"github.com/gosdt/gosdt/internal/ctlproto"
 )
 
 // MaxArgs is the most arguments a probe has (sdt.Define0..Define6).
@@ -170,53 +163,8 @@ func (p *Probe) Site(addr uintptr) *Site {
 	return nil
 }
 
-// Registry is what control needs of sdt's registry. Every method is safe to call from
-// any goroutine. Errors match ErrNoMatch, ErrMalformedSpec and ErrNotSupported.
-type Registry interface {
-	// Hold takes o's hold on what every spec matches, all or nothing; n counts the
-	// sites it switched on, already those that were on before.
-	Hold(o *Owner, specs []string) (n, already int, err error)
-	// Unhold releases the holds of owners on what specs match; n counts the sites it
-	// switched off, kept those other owners keep on, and keptBy names them.
-	Unhold(specs []string, owners ...*Owner) (n, kept int, keptBy []string, err error)
-	// Release drops every hold of o.
-	Release(o *Owner)
-	// List describes the probes spec matches ("" matches all), as sdtctl list shows
-	// them, a chunk at a time (a list of every function of a program is long).
-	List(spec string, each func([]ctlproto.Probe) error) error
-	// Signatures gives the run-time function probes of the functions sigs describe
-	// their arguments' names and types (checked against their code when used).
-	Signatures(sigs []ctlproto.FuncSig)
-	// Subscribe attaches s to the fires of what spec matches, until cancel; it does
-	// not switch anything on (Hold does). probes describes what it covers.
-	Subscribe(spec string, s Sink) (probes []*Probe, cancel func(), err error)
-	// SubscribeCounts is Subscribe for a sink that only counts fires by probe and
-	// site, with no predicate: the fires the registry counts anyway (a site's per-P
-	// hit counters, a definition's unattributed fires) are not fed to s but read by
-	// counts, which appends each matched site's fires since the subscription (its
-	// last figures once cancelled); s is fed only the fires of probes counted no
-	// such way (run-time function probes).
-	SubscribeCounts(spec string, s Sink) (probes []*Probe, counts func([]Count) []Count, cancel func(), err error)
-	// SubscribeFolds is Subscribe for a sink that folds one argument, value (argN or
-	// its name), of every fire of each probe and site, with no predicate: a probe
-	// that has that argument is not fed to s's Fire but to its Fold, given the
-	// argument's value and the fire's site index; one that has not (and a run-time
-	// function probe) is fed to Fire as Subscribe's sinks are.
-	SubscribeFolds(spec, value string, s Folder) (probes []*Probe, cancel func(), err error)
-	// Follow attaches s to what spec matches from sdt's init on, definitions as they
-	// come, for a command sdtctl started (SDT_FOLLOW); grew is told of each probe
-	// before a fire of it can come. settle matches spec as Subscribe and Hold do, for
-	// o, once sdtctl has connected. With s nil it gives up: what sdt's init switched
-	// on for sdtctl is switched off.
-	Follow(spec string, s Sink, grew func([]*Probe) error) (settle func(o *Owner) ([]*Probe, error), cancel func(), err error)
-	// Flush delivers to their consumers every fire made before it that waits to be
-	// delivered (run-time functions' return events, which a goroutine delivers now
-	// and then): a consumer calls it before it reports what it has.
-	Flush()
-}
-
 // Folder is a Sink that folds one integer argument of each fire into a row per probe
-// and site (Registry.SubscribeFolds): a fire of a probe that has the argument comes to
+// and site (SubscribeFolds): a fire of a probe that has the argument comes to
 // Fold, without a Firing; the others to Fire.
 type Folder interface {
 	Sink
@@ -229,43 +177,9 @@ type Folder interface {
 }
 
 // Count is how many fires of a probe came from one of its sites (Site 0: fires not
-// attributed to a site), as Registry.SubscribeCounts reads them.
+// attributed to a site), as SubscribeCounts reads them.
 type Count struct {
 	Probe uint32
 	Site  uintptr
 	N     uint64
 }
-
-// Start is set by package control at its initialisation, and called once by sdt at
-// the end of its own, with the complete registry.
-var Start func(Registry)
-
-// FuncRuntime is what the runtime of the code `sdtctl toolexec -rules` generates
-// (package sdt/internal/fbtrt) needs of sdt's registry. A probe's descriptor, a site
-// and a consumers snapshot are sdt's own types, opaque here.
-type FuncRuntime struct {
-	// Define registers one function-boundary probe (which is "entry" or "return") of
-	// function (as sites name it) in module, also under its USDT name, and returns
-	// its flag byte's first value and its descriptor.
-	Define func(provider, usdt, module, function, which string, args, types []string, kinds []Kind) (on uint8, core unsafe.Pointer)
-	// Admit decides whether a fire of the probe core whose fire call returns to ret
-	// is delivered, and counts it; site is its site, nil when not attributed.
-	Admit func(core unsafe.Pointer, ret uintptr) (site unsafe.Pointer, ok bool)
-	// Consumers is what the probe's fires feed now, nil when nothing.
-	Consumers func(core unsafe.Pointer) unsafe.Pointer
-	// Emit delivers a fire's arguments to consumers, pinned to the P while it does.
-	Emit func(cons, site unsafe.Pointer, ret uintptr, a *Args)
-	// NewCall returns the *sdt.Call through which hooks see the call whose state is
-	// call (an fbtrt call).
-	NewCall func(call any) any
-	// Warn says something to the program's operator on stderr.
-	Warn func(format string, args ...any)
-	// CoreOffset is where a definition holds its descriptor, from its flag byte at
-	// offset 0: discovery reads a site's definition so.
-	CoreOffset uintptr
-}
-
-// Hooks attaches hook (an sdt.FuncHook) at order to the instrumented functions match
-// takes, and returns how many; set by package sdt/internal/fbtrt where generated code
-// is linked (nil elsewhere: then no function is instrumented).
-var Hooks func(match func(module, function string) bool, order int, hook any) (detach func(), n int)
