@@ -543,7 +543,13 @@ func (f *Func) State() (entry, returns bool, bad string) {
 	}
 	estub, rstub := stubAddrs()
 	want := f.orig
-	if f.patched {
+	switch {
+	case f.patched && isLeaf(f):
+		if f.leaf.slot < 0 {
+			return entry, returns, "the leaf's slot"
+		}
+		want = leafJump(f.site, leafSlotAddr(f.leaf.slot), len(f.orig))
+	case f.patched:
 		want = host.CallTo(uint64(f.site), uint64(estub), len(f.orig))
 	}
 	if want == nil || !bytes.Equal(mem(f.site, len(want)), want) {
