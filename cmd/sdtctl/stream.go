@@ -56,6 +56,9 @@ func stream(cl *client, q *ctlproto.Request, stop <-chan struct{}, each func(*ct
 		return nil, fail(exitError, "pid %d: unexpected %s reply", cl.pid, r.Kind)
 	}
 	cl.started = r
+	if cl.onStarted != nil {
+		cl.onStarted(r)
+	}
 	ended := make(chan struct{})
 	defer close(ended)
 	go func() {

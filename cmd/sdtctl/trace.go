@@ -50,6 +50,11 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	q := &ctlproto.Request{Op: ctlproto.OpTrace, Spec: pos[0], Count: *count, DurationMS: dur.Milliseconds(), BufSize: size, Where: *where}
 	if *stack {
 		q.Stack = ctlproto.StackDepth
+	} else {
+		// sdtctl reads the process's buffers itself, where it can (linux): the
+		// process copies nothing. A stack's frames are named by the process as it
+		// sends them, so a trace with stacks is sent.
+		q.Live = true
 	}
 	cls, cmd, err := o.streams("trace", follow, command, q, stdout, stderr) // cmd: the command started, with -- CMD
 	if cls == nil {
@@ -77,6 +82,18 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 		t := &traceRun{cl: cl}
 		t.p = &printer{w: out, pid: cl.pid, json: o.json, er: &t.er}
 		runs[i] = t
+		more := func() bool { return *count == 0 || total < *count }
+		took := func() {
+			total++
+			if *count > 0 && total == *count {
+				st.stop() // a live trace's count is sdtctl's: the processes do not stop at it
+			}
+		}
+		cl.onStarted = func(r *ctlproto.Response) {
+			if r.Live {
+				t.startLive(&mu, out, more, took)
+			}
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -112,11 +129,15 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 				// lines per write, and an interactive trace still shows each event promptly
 				out.Flush()
 			})
+			if t.live != nil {
+				t.endLive(&mu, out, more, took, *count > 0 && total >= *count)
+				return
+			}
 			if t.end == nil && exitCode(t.err) == exitExited {
 				mu.Lock()
 				defer mu.Unlock()
 				t.share(nil)
-				t.leftover(func() bool { return *count == 0 || total < *count }, func() { total++ })
+				t.leftover(more, took)
 				out.Flush()
 			}
 		}()
@@ -159,6 +180,7 @@ type traceRun struct {
 	err   error // the stream's
 	bad   error // the events'
 	rs    rings // the process's buffers, shared
+	live  *liveRead
 }
 
 // share takes the buffers the stream's start and r (an events frame) passed.

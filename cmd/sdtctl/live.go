@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"sync"
+	"time"
+
+	"github.com/gosdt/gosdt/internal/ctlproto"
+)
+
+// A live trace (ctlproto's live.go): sdtctl reads the process's rings while it
+// writes them and moves their heads; the process copies no record and sends only
+// new buffers, its clock and its end. sdtctl counts -c itself.
+
+// liveRead is the reading of one process's rings.
+type liveRead struct {
+	done    chan struct{} // closed: the stream has ended
+	stopped chan struct{} // closed by the reader as it returns
+	bad     uint64        // records that could not be decoded: counted dropped
+}
+
+// liveChunk is the most bytes of one ring read in one pass, so that the processes
+// of a trace take turns at the output.
+const liveChunk = 1 << 20
+
+// startLive starts reading the rings the start passed.
+func (t *traceRun) startLive(mu *sync.Mutex, out *bufio.Writer, more func() bool, took func()) {
+	lr := &liveRead{done: make(chan struct{}), stopped: make(chan struct{})}
+	t.live = lr
+	mu.Lock()
+	t.share(nil)
+	t.er.Take(t.cl.started) // its clock
+	mu.Unlock()
+	go func() {
+		defer close(lr.stopped)
+		for idle := 0; ; idle++ {
+			mu.Lock()
+			n := t.readLive(false, more, took)
+			if n > 0 {
+				out.Flush()
+			}
+			mu.Unlock()
+			if n > 0 {
+				idle = 0
+			}
+			select {
+			case <-lr.done:
+				return
+			default:
+			}
+			if n == 0 {
+				time.Sleep(liveBackoff(idle))
+			}
+		}
+	}()
+}
+
+// liveBackoff is how long the reader sleeps after a pass that found nothing: short
+// at first, so that a burst is read promptly, then up to a millisecond (a 4 MiB
+// ring holds some 50,000 records: 5 ms at 10M/s).
+func liveBackoff(idle int) time.Duration {
+	if idle < 100 {
+		return 50 * time.Microsecond
+	}
+	return time.Millisecond
+}
+
+// endLive reads what is left once the stream has ended: everything the process
+// wrote (its end comes once no fire can write; an exit leaves what it left), and
+// sets the drops: at the count, those its records said came before; else all the
+// rings counted, the fires on Ps without a buffer, the records an exit cut short
+// and those that could not be decoded.
+func (t *traceRun) endLive(mu *sync.Mutex, out *bufio.Writer, more func() bool, took func(), atCount bool) {
+	lr := t.live
+	close(lr.done)
+	<-lr.stopped
+	mu.Lock()
+	defer mu.Unlock()
+	t.share(nil)
+	if t.bad == nil {
+		for t.readLive(true, more, took) > 0 {
+		}
+	}
+	out.Flush()
+	atCount = atCount || !more()
+	rs := &t.rs
+	var per []uint64
+	var all uint64
+	if atCount {
+		for _, m := range rs.met {
+			per = append(per, m)
+			all += m
+		}
+		per = append(per, 0)
+	} else {
+		per, all = rs.drops()
+		lost := rs.lostWord()
+		per = append(per, lost)
+		all += lost + lr.bad
+		if t.end == nil {
+			all += rs.cut()
+		}
+	}
+	t.drops = all
+	if t.end != nil {
+		t.end.Drops, t.end.BufferDrops, t.end.Delivered = all, per, uint64(t.n)
+	}
+}
+
+// readLive prints the records written since the last pass, while more says; final:
+// the process writes no more (a record whose kinds are still pending is counted, not
+// waited for). It returns how many it printed.
+func (t *traceRun) readLive(final bool, more func() bool, took func()) int {
+	if t.bad != nil {
+		return 0
+	}
+	rs := &t.rs
+	rs.describeMore(&t.er)
+	printed := 0
+	_, _, bad := rs.readLive(liveChunk, func(i int, rec ctlproto.Record) bool {
+		if !more() {
+			return false
+		}
+		if !t.er.Described(rec) {
+			rs.describeMore(&t.er)
+			if !t.er.Described(rec) {
+				// a site bound after its probe was logged: named as the probe
+				ds, ok := rs.probes[rec.Probe()]
+				if !ok {
+					t.live.bad++
+					return true
+				}
+				ds.Site = rec.Site()
+				t.er.Take(&ctlproto.Response{Descs: []ctlproto.Desc{ds}})
+			}
+		}
+		wait := false
+		err := t.er.Each(rec, func(rec ctlproto.Record, ds *ctlproto.Desc, l *ctlproto.Layout) bool {
+			if ds.Pending {
+				if !final {
+					rs.describeMore(&t.er)
+					wait = true
+					return false
+				}
+				t.live.bad++ // its kinds never came: it cannot be read
+				return true
+			}
+			t.p.print(rec, ds, l, t.er.Clock())
+			t.n++
+			printed++
+			took()
+			return true
+		})
+		if err != nil {
+			t.live.bad++
+		}
+		return !wait
+	})
+	t.live.bad += bad
+	return printed
+}
