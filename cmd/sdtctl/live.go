@@ -17,6 +17,41 @@ type liveRead struct {
 	done    chan struct{} // closed: the stream has ended
 	stopped chan struct{} // closed by the reader as it returns
 	bad     uint64        // records that could not be decoded: counted dropped
+	raw     *rawOut       // --raw: the rings' bytes are written as they are
+}
+
+// rawOut writes a raw trace (ctlproto's raw.go): the rings' bytes as they are, and
+// the frames that say how to read them. The caller holds the trace's lock.
+type rawOut struct {
+	w   *bufio.Writer
+	buf []byte
+}
+
+func newRawOut(w *bufio.Writer) *rawOut {
+	w.WriteString(ctlproto.RawMagic)
+	return &rawOut{w: w}
+}
+
+// frame writes r, said of pid.
+func (o *rawOut) frame(pid int, r *ctlproto.Response) {
+	b, err := ctlproto.AppendFrame(o.buf[:0], r)
+	if err != nil {
+		return // cannot be: frames of descriptions the process sent in frames
+	}
+	o.buf = b
+	o.w.Write(ctlproto.AppendRawHead(nil, ctlproto.RawFrame, uint32(pid), len(b)))
+	o.w.Write(b)
+	o.w.Write(ctlproto.RawPad(len(b)))
+}
+
+// records writes a ring's bytes (a, then b where they wrap), as it holds them.
+func (o *rawOut) records(pid int, a, b []byte) {
+	for _, p := range [][]byte{a, b} {
+		if len(p) > 0 {
+			o.w.Write(ctlproto.AppendRawHead(nil, ctlproto.RawRecords, uint32(pid), len(p)))
+			o.w.Write(p) // records are 8-byte multiples: no pad
+		}
+	}
 }
 
 // liveChunk is the most bytes of one ring read in one pass, so that the processes
@@ -24,10 +59,18 @@ type liveRead struct {
 const liveChunk = 1 << 20
 
 // startLive starts reading the rings the start passed.
-func (t *traceRun) startLive(mu *sync.Mutex, out *bufio.Writer, more func() bool, took func()) {
-	lr := &liveRead{done: make(chan struct{}), stopped: make(chan struct{})}
+func (t *traceRun) startLive(mu *sync.Mutex, out *bufio.Writer, raw *rawOut, more func() bool, took func()) {
+	lr := &liveRead{done: make(chan struct{}), stopped: make(chan struct{}), raw: raw}
 	t.live = lr
 	mu.Lock()
+	if raw != nil {
+		pid := t.cl.pid
+		raw.frame(pid, &ctlproto.Response{Kind: ctlproto.KindStarted, Pid: pid, Clock: t.cl.started.Clock})
+		t.rs.onDescs = func(ds []ctlproto.Desc) {
+			raw.frame(pid, &ctlproto.Response{Kind: ctlproto.KindEvents, Pid: pid, Descs: ds})
+		}
+		t.rs.onBytes = func(_ int, a, b []byte) { raw.records(pid, a, b) }
+	}
 	t.share(nil)
 	t.er.Take(t.cl.started) // its clock
 	mu.Unlock()
@@ -105,6 +148,16 @@ func (t *traceRun) endLive(mu *sync.Mutex, out *bufio.Writer, more func() bool, 
 	if t.end != nil {
 		t.end.Drops, t.end.BufferDrops, t.end.Delivered = all, per, uint64(t.n)
 	}
+	if lr.raw != nil {
+		end := &ctlproto.Response{Kind: ctlproto.KindEnd, Pid: t.cl.pid, Drops: all, BufferDrops: per, Delivered: uint64(t.n)}
+		if t.end != nil {
+			end.Filtered = t.end.Filtered
+		} else {
+			end.Code = "exited"
+		}
+		lr.raw.frame(t.cl.pid, end)
+		out.Flush()
+	}
 }
 
 // readLive prints the records written since the last pass, while more says; final:
@@ -132,7 +185,25 @@ func (t *traceRun) readLive(final bool, more func() bool, took func()) int {
 				}
 				ds.Site = rec.Site()
 				t.er.Take(&ctlproto.Response{Descs: []ctlproto.Desc{ds}})
+				if rs.onDescs != nil {
+					rs.onDescs([]ctlproto.Desc{ds})
+				}
 			}
+		}
+		if t.live.raw != nil {
+			// written as the ring holds it (onBytes): only its kinds are waited for
+			if ds := t.er.Desc(rec); ds.Pending {
+				if !final {
+					rs.describeMore(&t.er)
+					return false
+				}
+				t.live.bad++
+				return true
+			}
+			t.n++
+			printed++
+			took()
+			return true
 		}
 		wait := false
 		err := t.er.Each(rec, func(rec ctlproto.Record, ds *ctlproto.Desc, l *ctlproto.Layout) bool {

@@ -23,6 +23,9 @@ type rings struct {
 	met     []uint64         // by buffer: drops its records counted (LostRecord) so far
 	logRead int              // bytes of the description log read
 	probes  map[uint32]ctlproto.Desc
+	onDescs func([]ctlproto.Desc) // where set, told the descriptions describeMore takes
+	// where set, told each ring's bytes readLive read (a raw trace's output)
+	onBytes func(i int, a, b []byte)
 }
 
 // take maps the descriptors r (the start, then each events frame) passed, and
@@ -137,6 +140,9 @@ func (rs *rings) describeMore(er *ctlproto.EventReader) {
 			}
 		}
 		er.Take(&ctlproto.Response{Descs: r.Descs})
+		if rs.onDescs != nil && len(r.Descs) > 0 {
+			rs.onDescs(r.Descs)
+		}
 	}
 	rs.logRead = int(n) - b.Len()
 }
@@ -169,6 +175,10 @@ func (rs *rings) readLive(max uint64, f func(i int, rec ctlproto.Record) bool) (
 			return true
 		})
 		rs.met[i] += marked
+		if rs.onBytes != nil && next > rs.heads[i] {
+			a, b := v.Bytes(rs.heads[i], next)
+			rs.onBytes(i, a, b)
+		}
 		if err != nil {
 			rs.views[i] = nil // a ring that lies is read no more
 			bad++

@@ -22,6 +22,7 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	bufsize := o.fs.String("bufsize", "", "`BYTES` of each per-P buffer in the process (k, m, g suffixes; default 4m)")
 	where := o.fs.String("where", "", "record only fires whose arguments match `EXPR` (arg0 > 100 && path == \"/api\"), evaluated in the process")
 	stack := o.fs.Bool("stack", false, fmt.Sprintf("with each event the Go call stack of the fire (%d frames), as DTrace's ustack()", ctlproto.StackDepth))
+	raw := o.fs.Bool("raw", false, "write the records as the process's buffers hold them, a raw trace for sdtctl decode (redirect stdout to a file): nothing is formatted while tracing (linux; not with --stack or --json)")
 	many := o.manyFlag()
 	o.detachFlag()
 	pos, err := o.parse(args)
@@ -33,6 +34,9 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	}
 	if err := checkSpecs(pos); err != nil {
 		return err
+	}
+	if *raw && (*stack || o.json) {
+		return fail(exitUsage, "trace: --raw is not with --stack or --json (sdtctl decode --json prints a raw trace as JSON)")
 	}
 	if *count < 0 {
 		return fail(exitUsage, "trace: -c %d: want a count of events", *count)
@@ -72,6 +76,10 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	// Each process streams on its own connection; their events are merged into one
 	// output, a batch at a time, each line with its pid. The count is of all of them.
 	out := bufio.NewWriterSize(stdout, 256<<10)
+	var rawo *rawOut
+	if *raw {
+		rawo = newRawOut(out)
+	}
 	st := newStopperFor(stop, cmd != nil)
 	var mu sync.Mutex // out, total
 	total := 0
@@ -91,7 +99,12 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 		}
 		cl.onStarted = func(r *ctlproto.Response) {
 			if r.Live {
-				t.startLive(&mu, out, more, took)
+				t.startLive(&mu, out, rawo, more, took)
+			} else if rawo != nil {
+				mu.Lock()
+				t.bad = fail(exitError, "pid %d: --raw: the process does not share its buffers (linux only)", cl.pid)
+				mu.Unlock()
+				st.stop()
 			}
 		}
 		wg.Add(1)
@@ -105,6 +118,9 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 				mu.Lock()
 				defer mu.Unlock()
 				t.share(r)
+				if rawo != nil && t.live != nil && r.Clock != nil {
+					rawo.frame(cl.pid, &ctlproto.Response{Kind: ctlproto.KindEvents, Pid: cl.pid, Clock: r.Clock})
+				}
 				t.drops = r.Drops
 				if t.bad != nil {
 					return
