@@ -174,9 +174,9 @@ func (t *traceRun) readLive(final bool, more func() bool, took func()) int {
 		if !more() {
 			return false
 		}
-		if !t.er.Described(rec) {
+		if t.er.Desc(rec) == nil { // (Desc: the last one, most often, no lookup)
 			rs.describeMore(&t.er)
-			if !t.er.Described(rec) {
+			if t.er.Desc(rec) == nil {
 				// a site bound after its probe was logged: named as the probe
 				ds, ok := rs.probes[rec.Probe()]
 				if !ok {
