@@ -217,3 +217,54 @@ func TestDescLogFull(t *testing.T) {
 		t.Fatal("armed though refused")
 	}
 }
+
+// TestDescPendingKinds: a probe whose kinds only its fires tell (an fbt argument
+// of a named type) is logged pending; once a fire has told them, the stream's update
+// logs it again with them, and a reader of the log takes the later one.
+func TestDescPendingKinds(t *testing.T) {
+	s, err := newTraceSink(TraceOptions{BufSize: MinBufSize, shared: true, live: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.free()
+	p := &bridge.Probe{ID: 0, Provider: "fbt", Name: "entry", Args: []string{"n", "s"}, Types: []string{"int", "pkg.Name"}, Kinds: []bridge.Kind{bridge.Int, bridge.Unknown}}
+	if err := s.arm("", []*bridge.Probe{p}); err != nil {
+		t.Fatal(err)
+	}
+	last := func() ctlproto.Desc {
+		t.Helper()
+		lm := s.log.mem
+		n := binary.LittleEndian.Uint64(lm[ctlproto.DescLogLen:])
+		r := bytes.NewReader(lm[ctlproto.DescLogStart : ctlproto.DescLogStart+n])
+		var ds ctlproto.Desc
+		for r.Len() > 0 {
+			f, err := ctlproto.ReadFrame(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := ctlproto.DecodeResponse(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds = resp.Descs[len(resp.Descs)-1]
+		}
+		return ds
+	}
+	if ds := last(); !ds.Pending {
+		t.Fatalf("logged %+v: want pending", ds)
+	}
+	s.log.update(*s.probes.Load())
+	if ds := last(); !ds.Pending {
+		t.Fatal("no fire yet, yet logged again as known")
+	}
+	s.Fire(firing(0, 7, "named"))
+	s.log.update(*s.probes.Load())
+	if ds := last(); ds.Pending || len(ds.Kinds) != 2 || ds.Kinds[1] != ctlproto.ValString {
+		t.Fatalf("after a fire: %+v, want kinds int, string, not pending", ds)
+	}
+	n := binary.LittleEndian.Uint64(s.log.mem[ctlproto.DescLogLen:])
+	s.log.update(*s.probes.Load())
+	if binary.LittleEndian.Uint64(s.log.mem[ctlproto.DescLogLen:]) != n {
+		t.Fatal("logged again with nothing new")
+	}
+}
