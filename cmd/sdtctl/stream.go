@@ -48,6 +48,13 @@ func (s *stopper) release() { s.cancel() }
 // stream runs a trace or stat request: it sends stop when stop closes and calls each
 // for every reply until the end.
 func stream(cl *client, q *ctlproto.Request, stop <-chan struct{}, each func(*ctlproto.Response)) (*ctlproto.Response, error) {
+	if q.Live && (cl.hello == nil || !cl.hello.Live) {
+		// a process of an earlier gosdt, which refuses the field: its records come
+		// in frames
+		old := *q
+		old.Live = false
+		q = &old
+	}
 	r, err := cl.call(q)
 	if err != nil {
 		return nil, err

@@ -102,7 +102,7 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 				t.startLive(&mu, out, rawo, more, took)
 			} else if rawo != nil {
 				mu.Lock()
-				t.bad = fail(exitError, "pid %d: --raw: the process does not share its buffers (linux only)", cl.pid)
+				t.bad = fail(exitError, "pid %d: --raw: the process does not share its buffers live (not linux, or an earlier gosdt)", cl.pid)
 				mu.Unlock()
 				st.stop()
 			}

@@ -189,7 +189,8 @@ type Response struct {
 	Shared int
 	Heads  []uint64
 	// Live (started): the trace is read live (Request.Live): Shared's descriptors
-	// are the log, the heads (HeadsMagic), then the buffers
+	// are the log, the heads (HeadsMagic), then the buffers. (hello): the process
+	// takes Request.Live (a process of an earlier gosdt refuses the field)
 	Live bool
 }
 

@@ -300,7 +300,7 @@ func serve(c io.ReadWriteCloser, name string) {
 }
 
 func (cc *conn) hello() *ctlproto.Response {
-	r := &ctlproto.Response{Kind: ctlproto.KindHello, Version: ctlproto.Version, Pid: os.Getpid(), Command: command(),
+	r := &ctlproto.Response{Kind: ctlproto.KindHello, Version: ctlproto.Version, Pid: os.Getpid(), Command: command(), Live: true,
 		GoVersion: goversion.Running(), Layouts: goversion.Refusal(goversion.Running())}
 	cc.reg.List("", func(list []ctlproto.Probe) error {
 		r.NProbes += len(list)
