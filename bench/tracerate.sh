@@ -3,7 +3,8 @@
 # sdtctl and cmd/sdtctl/testdata/source (which fires src:::fire(int, int, string) once
 # a trace switches it on), then RUNS times each:
 #   steady  a source of 1,000,000 fires/s for 3.5 s, traced for 5 s to a file
-#   10M     a source of 10,000,000 fires/s for 2 s, traced for 3 s to a file (issue 24)
+#   10M     a source of 10,000,000 fires/s for 2 s, traced for 4 s to a file (issue 24)
+#   10M raw the same, trace --raw (records unformatted; sdtctl decode prints them)
 #   fast    a source firing as fast as it goes, traced for 1 s to a file
 # and prints what the source fired, sdtctl's summary (events, dropped), and the event
 # lines in the file.
@@ -18,8 +19,8 @@ trap 'rm -rf "$tmp"' EXIT
 export XDG_RUNTIME_DIR="$tmp/run"
 mkdir -m 700 "$XDG_RUNTIME_DIR"
 
-# one N RATE DUR: a source of N fires at RATE per second (0: as fast as it goes),
-# traced for DUR.
+# one N RATE DUR [FLAGS]: a source of N fires at RATE per second (0: as fast as it
+# goes), traced for DUR with FLAGS.
 one() {
 	# the source waits for its stdin to close once done: sleep holds it open
 	sleep 60 | "$tmp/source" -g 1 -n "$1" -rate "$2" >"$tmp/src.out" &
@@ -28,11 +29,17 @@ one() {
 		pid=$(pgrep -n -P "$$" -x source) && [ -S "$XDG_RUNTIME_DIR/gosdt/$pid.sock" ] && break
 		sleep 0.05
 	done
-	"$tmp/sdtctl" trace -p "$pid" 'src:::fire' -d "$3" >"$tmp/trace.out" 2>"$tmp/trace.err"
+	/usr/bin/time -f "%U s user, %S s sys" -o "$tmp/time" "$tmp/sdtctl" trace -p "$pid" 'src:::fire' -d "$3" "${@:4}" >"$tmp/trace.out" 2>"$tmp/trace.err"
 	sleep 0.2
 	echo "source: $(grep done "$tmp/src.out")"
 	echo "trace:  $(cat "$tmp/trace.err")"
-	echo "lines:  $(grep -c ' src:' "$tmp/trace.out")"
+	echo "sdtctl: $(cat "$tmp/time")"
+	if [ "${4:-}" = --raw ]; then
+		echo "lines:  $("$tmp/sdtctl" decode "$tmp/trace.out" 2>/dev/null | grep -c ' src:')"
+	else
+		echo "lines:  $(grep -c ' src:' "$tmp/trace.out")"
+	fi
+	rm -f "$tmp/trace.out"
 	kill "$pid" 2>/dev/null
 	wait 2>/dev/null
 }
@@ -43,8 +50,10 @@ for _ in $(seq "$runs"); do
 	one 3500000 1000000 5s
 done
 for _ in $(seq "$runs"); do
-	echo "## steady 10M/s, 20M fires, trace -d 3s; $(uptime | sed 's/.*load/load/')"
-	one 20000000 10000000 3s
+	echo "## steady 10M/s, 20M fires, trace -d 4s; $(uptime | sed 's/.*load/load/')"
+	one 20000000 10000000 4s
+	echo "## steady 10M/s, 20M fires, trace -d 4s --raw; $(uptime | sed 's/.*load/load/')"
+	one 20000000 10000000 4s --raw
 done
 for _ in $(seq "$runs"); do
 	echo "## as fast as it goes, trace -d 1s; $(uptime | sed 's/.*load/load/')"

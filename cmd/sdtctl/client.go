@@ -30,6 +30,9 @@ type client struct {
 	// fds the process passed (SCM_RIGHTS), in order, until taken (rings)
 	fds     []int
 	started *ctlproto.Response // the stream's start (stream)
+	// onStarted, where set, is called with the start as it comes (a live trace's
+	// reader begins then)
+	onStarted func(*ctlproto.Response)
 }
 
 // dial connects to pid (in our PID namespace) and does the handshake, mapping

@@ -77,14 +77,25 @@ whose command is NAME, each said by its pid):
                                        yours. They stay on after sdtctl exits, until disable.
   disable [-p PID | -n NAME] SPEC...   switch probes off (sites a running trace or stat holds stay on)
   trace [-p PID | -n NAME] SPEC [-c N] [-d DURATION] [--bufsize BYTES] [--where EXPR] [--stack] [--many]
-       [--detach] [-- CMD ARGS]
+       [--raw] [--detach] [-- CMD ARGS]
                                        enable, print one line per event (time, pid/goroutine, probe,
                                        arg=value), disable on exit, Ctrl-C, after N events or DURATION.
                                        With -n, every process of that name: their events merged, each
                                        with its pid, N events of them all, a summary per process.
                                        Each P of the process records into a buffer of its own (default
                                        4m): what does not fit is dropped, counted, and reported at the
-                                       end (every fire is delivered or counted dropped, once)
+                                       end (every fire is delivered or counted dropped, once). On
+                                       linux sdtctl reads those buffers itself as they are written
+                                       (shared memory; the process copies nothing; with --stack the
+                                       process sends them). --raw writes the records as the buffers
+                                       hold them, unformatted (the fastest output: redirect stdout
+                                       to a file), for decode to print
+  decode [--json] [FILE]               print a raw trace (trace --raw; FILE or stdin) as trace would
+                                       have, then per process its events and drops (stderr; --json:
+                                       an object per process on stdout). The format: "gosdtrw1",
+                                       then chunks (u32 kind, u32 pid, u64 bytes, little-endian):
+                                       kind 1 one control frame (clock, descriptions, the end), kind
+                                       2 records as a buffer holds them (internal/ctlproto raw.go)
   trace|stat SPEC [flags] -- CMD ARGS  start CMD (a program that uses gosdt) with SPEC enabled from
                                        its first instruction (a probe fired in a package's init is
                                        seen), follow it until it exits, and say its exit status (--json:
@@ -229,6 +240,8 @@ func runCommand(args []string, stdout, stderr io.Writer) error {
 		return cmdTrace(rest, stdout, stderr, nil)
 	case "stat":
 		return cmdStat(rest, stdout, stderr, nil)
+	case "decode":
+		return cmdDecode(rest, stdout, stderr)
 	case "export":
 		return cmdExport(rest, stdout, stderr, nil)
 	case "demo":
@@ -248,5 +261,5 @@ func runCommand(args []string, stdout, stderr io.Writer) error {
 // shortUsage follows a missing or unknown command: the error first, then this, not
 // the whole usage.
 const shortUsage = `usage: sdtctl COMMAND [flags] [args]
-commands: ps list enable disable trace stat export seal toolexec agent demo version
+commands: ps list enable disable trace decode stat export seal toolexec agent demo version
 sdtctl --help describes them all; sdtctl COMMAND --help lists a command's flags`

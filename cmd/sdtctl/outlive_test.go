@@ -4,6 +4,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -84,4 +86,75 @@ func TestTraceOutlivesCommandFull(t *testing.T) {
 		t.Fatalf("%d printed, %d events said + %d dropped: want %d in all", len(is), events, dropped, n)
 	}
 	t.Logf("%d events, %d dropped", events, dropped)
+}
+
+// TestTraceRaw: trace --raw writes what the buffers held, unformatted, and decode
+// prints from it what trace prints: every event of a command that ends, in order,
+// the summary's counts; a million fires that overflow the buffers: printed +
+// dropped = fired, none twice.
+func TestTraceRaw(t *testing.T) {
+	bin := buildLast(t)
+	cases := []struct {
+		n   int
+		end string
+	}{{1000, "exit"}, {1000, "kill"}, {1000000, "exit"}}
+	if testing.Short() {
+		cases = cases[:2]
+	}
+	for _, c := range cases {
+		t.Run(strconv.Itoa(c.n)+"-"+c.end, func(t *testing.T) {
+			t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+			var raw, errb bytes.Buffer
+			run([]string{"trace", "last:::word", "--raw", "--", bin, strconv.Itoa(c.n), c.end}, &raw, &errb)
+			if !bytes.HasPrefix(raw.Bytes(), []byte("gosdtrw1")) {
+				t.Fatalf("not a raw trace: %.40q\n%s", raw.String(), errb.String())
+			}
+			m := lastSummary.FindStringSubmatch(errb.String())
+			if m == nil {
+				t.Fatalf("no summary:\n%s", errb.String())
+			}
+			file := filepath.Join(t.TempDir(), "raw")
+			if err := os.WriteFile(file, raw.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var out, derr bytes.Buffer
+			if err := run([]string{"decode", file}, &out, &derr); err != nil {
+				t.Fatalf("decode: %v\n%s", err, derr.String())
+			}
+			var is []int
+			seen := map[int]bool{}
+			for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+				_, after, ok := strings.Cut(line, " i=")
+				if !ok {
+					continue
+				}
+				v, _, _ := strings.Cut(after, " ")
+				i, err := strconv.Atoi(v)
+				if err != nil || seen[i] {
+					t.Fatalf("%q: %v (or twice)", line, err)
+				}
+				seen[i] = true
+				is = append(is, i)
+			}
+			events, _ := strconv.Atoi(m[1])
+			dropped, _ := strconv.Atoi(m[2])
+			if len(is) != events || events+dropped != c.n {
+				t.Fatalf("decoded %d, trace said %d events + %d dropped: want %d in all", len(is), events, dropped, c.n)
+			}
+			if c.n == 1000 && (dropped != 0 || is[0] != 0 || is[999] != 999) {
+				t.Fatalf("%d dropped, first %d, last %d", dropped, is[0], is[len(is)-1])
+			}
+			want := regexp.MustCompile(`pid \d+: ` + m[1] + ` events, ` + m[2] + ` dropped`)
+			if !want.MatchString(derr.String()) {
+				t.Fatalf("decode's summary %q, trace's %q", derr.String(), m[0])
+			}
+		})
+	}
+	// a file that is not one: a clear error
+	file := filepath.Join(t.TempDir(), "text")
+	os.WriteFile(file, []byte("12:00:00.000000 1/1 last:::word i=1\n"), 0o644)
+	var out, derr bytes.Buffer
+	if err := run([]string{"decode", file}, &out, &derr); err == nil || !strings.Contains(err.Error(), "not a raw trace") {
+		t.Fatalf("decode of text: %v", err)
+	}
 }

@@ -14,7 +14,18 @@ type rings struct {
 	started bool
 	log     []byte   // the description log; nil: nothing shared
 	bufs    [][]byte // by buffer; nil where one was not passed
-	heads   []uint64 // by buffer: where what the frames carried ends
+	heads   []uint64 // by buffer: where what the frames carried ends; live: where sdtctl has read to
+
+	// live (ctlproto's live.go): sdtctl reads the rings as they are written
+	live    bool
+	headMem []byte           // the heads the process reads, sdtctl's to write
+	views   []*ctlproto.Ring // by buffer; nil where one cannot be read
+	met     []uint64         // by buffer: drops its records counted (LostRecord) so far
+	logRead int              // bytes of the description log read
+	probes  map[uint32]ctlproto.Desc
+	onDescs func([]ctlproto.Desc) // where set, told the descriptions describeMore takes
+	// where set, told each ring's bytes readLive read (a raw trace's output)
+	onBytes func(i int, a, b []byte)
 }
 
 // take maps the descriptors r (the start, then each events frame) passed, and
@@ -22,13 +33,32 @@ type rings struct {
 func (rs *rings) take(cl *client, r *ctlproto.Response) {
 	fds := cl.takeFds(r.Shared)
 	for i, fd := range fds {
-		m := mapShared(fd)
-		closeFd(fd)
 		if !rs.started && i == 0 {
-			rs.log = m
+			rs.log = mapShared(fd)
+			closeFd(fd)
 			continue
 		}
+		if !rs.started && i == 1 && r.Live {
+			rs.headMem, rs.live = mapHeads(fd), true
+			closeFd(fd)
+			continue
+		}
+		m := mapShared(fd)
+		closeFd(fd)
 		rs.bufs = append(rs.bufs, m)
+		if rs.live {
+			n := len(rs.bufs) - 1
+			v, err := ctlproto.OpenRing(m)
+			if err != nil {
+				v = nil
+			}
+			rs.views = append(rs.views, v)
+			rs.met = append(rs.met, 0)
+			rs.heads = append(rs.heads, 0)
+			if ctlproto.HeadsStart+8*n+8 <= len(rs.headMem) {
+				rs.heads[n] = ctlproto.Word(rs.headMem, ctlproto.HeadsStart+8*n)
+			}
+		}
 	}
 	rs.started = true
 	for i, h := range r.Heads {
@@ -76,6 +106,115 @@ func (rs *rings) describe(er *ctlproto.EventReader, probes map[uint32]ctlproto.D
 		}
 	}
 	return le.Uint64(m[ctlproto.DescLogFull:]) != 0
+}
+
+// describeMore teaches er what the description log says since it last looked (a
+// live trace's: the process sends no descriptions); later entries replace earlier
+// ones (kinds a first fire told).
+func (rs *rings) describeMore(er *ctlproto.EventReader) {
+	le := binary.LittleEndian
+	m := rs.log
+	if len(m) < ctlproto.DescLogStart || le.Uint64(m) != ctlproto.DescLogMagic {
+		return
+	}
+	n := ctlproto.Word(m, ctlproto.DescLogLen)
+	if n > uint64(len(m)-ctlproto.DescLogStart) || int(n) <= rs.logRead {
+		return
+	}
+	if rs.probes == nil {
+		rs.probes = map[uint32]ctlproto.Desc{}
+	}
+	b := bytes.NewReader(m[ctlproto.DescLogStart+rs.logRead : ctlproto.DescLogStart+int(n)])
+	for b.Len() > 0 {
+		f, err := ctlproto.ReadFrame(b)
+		if err != nil {
+			break
+		}
+		r, err := ctlproto.DecodeResponse(f)
+		if err != nil {
+			break
+		}
+		for _, ds := range r.Descs {
+			if ds.Site == 0 {
+				rs.probes[ds.ID] = ds
+			}
+		}
+		er.Take(&ctlproto.Response{Descs: r.Descs})
+		if rs.onDescs != nil && len(r.Descs) > 0 {
+			rs.onDescs(r.Descs)
+		}
+	}
+	rs.logRead = int(n) - b.Len()
+}
+
+// lostWord is the fires the process counted on Ps without a buffer
+// (ctlproto.DescLogLost).
+func (rs *rings) lostWord() uint64 {
+	if len(rs.log) < ctlproto.DescLogStart || binary.LittleEndian.Uint64(rs.log) != ctlproto.DescLogMagic {
+		return 0
+	}
+	return ctlproto.Word(rs.log, ctlproto.DescLogLost)
+}
+
+// readLive calls f with the records written since the last read, ring by ring, at
+// most max bytes of each, until f returns false (that record stays unread: it
+// waits for its kinds, or the count is reached); then gives the room read back to
+// the process (the heads). It returns how many records f took and whether f
+// refused one; a ring that cannot be read is counted in bad and read no more.
+func (rs *rings) readLive(max uint64, f func(i int, rec ctlproto.Record) bool) (n int, refused bool, bad uint64) {
+	for i, v := range rs.views {
+		if v == nil {
+			continue
+		}
+		next, marked, err := v.Walk(rs.heads[i], v.Tail(), max, func(rec ctlproto.Record) bool {
+			if !f(i, rec) {
+				refused = true
+				return false
+			}
+			n++
+			return true
+		})
+		rs.met[i] += marked
+		if rs.onBytes != nil && next > rs.heads[i] {
+			a, b := v.Bytes(rs.heads[i], next)
+			rs.onBytes(i, a, b)
+		}
+		if err != nil {
+			rs.views[i] = nil // a ring that lies is read no more
+			bad++
+		}
+		rs.heads[i] = next
+		if ctlproto.HeadsStart+8*i+8 <= len(rs.headMem) {
+			ctlproto.SetWord(rs.headMem, ctlproto.HeadsStart+8*i, next)
+		}
+		if refused {
+			break
+		}
+	}
+	return n, refused, bad
+}
+
+// drops is what the rings dropped (full), all told.
+func (rs *rings) drops() (per []uint64, all uint64) {
+	for _, v := range rs.views {
+		d := uint64(0)
+		if v != nil {
+			d = v.Drops()
+		}
+		per = append(per, d)
+		all += d
+	}
+	return per, all
+}
+
+// cut is the records the process's end cut short (1 per ring that was writing one).
+func (rs *rings) cut() (n uint64) {
+	for _, v := range rs.views {
+		if v != nil && v.Writing() > v.Tail() {
+			n++
+		}
+	}
+	return n
 }
 
 // descProbe is the head of a record of ds's probe and site, for a lookup.

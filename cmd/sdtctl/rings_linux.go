@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/binary"
 	"io"
 	"net"
 
+	"github.com/gosdt/gosdt/internal/ctlproto"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,6 +24,20 @@ func mapShared(fd int) []byte {
 }
 
 func closeFd(fd int) { unix.Close(fd) }
+
+// mapHeads maps a live trace's heads, read-write: the one memory of the process's
+// that sdtctl writes (ctlproto's live.go); nil where it cannot be.
+func mapHeads(fd int) []byte {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Size < ctlproto.HeadsStart || st.Size > 1<<20 {
+		return nil
+	}
+	m, err := unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil || binary.LittleEndian.Uint64(m) != ctlproto.HeadsMagic {
+		return nil
+	}
+	return m
+}
 
 // reader reads the connection keeping the descriptors the process passes
 // (SCM_RIGHTS) in cl.fds.

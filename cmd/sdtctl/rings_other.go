@@ -10,4 +10,6 @@ func mapShared(fd int) []byte { return nil }
 
 func closeFd(fd int) {}
 
+func mapHeads(fd int) []byte { return nil }
+
 func (cl *client) reader() io.Reader { return cl.c }

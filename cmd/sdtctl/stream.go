@@ -48,6 +48,13 @@ func (s *stopper) release() { s.cancel() }
 // stream runs a trace or stat request: it sends stop when stop closes and calls each
 // for every reply until the end.
 func stream(cl *client, q *ctlproto.Request, stop <-chan struct{}, each func(*ctlproto.Response)) (*ctlproto.Response, error) {
+	if q.Live && (cl.hello == nil || !cl.hello.Live) {
+		// a process of an earlier gosdt, which refuses the field: its records come
+		// in frames
+		old := *q
+		old.Live = false
+		q = &old
+	}
 	r, err := cl.call(q)
 	if err != nil {
 		return nil, err
@@ -56,6 +63,9 @@ func stream(cl *client, q *ctlproto.Request, stop <-chan struct{}, each func(*ct
 		return nil, fail(exitError, "pid %d: unexpected %s reply", cl.pid, r.Kind)
 	}
 	cl.started = r
+	if cl.onStarted != nil {
+		cl.onStarted(r)
+	}
 	ended := make(chan struct{})
 	defer close(ended)
 	go func() {

@@ -22,6 +22,7 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	bufsize := o.fs.String("bufsize", "", "`BYTES` of each per-P buffer in the process (k, m, g suffixes; default 4m)")
 	where := o.fs.String("where", "", "record only fires whose arguments match `EXPR` (arg0 > 100 && path == \"/api\"), evaluated in the process")
 	stack := o.fs.Bool("stack", false, fmt.Sprintf("with each event the Go call stack of the fire (%d frames), as DTrace's ustack()", ctlproto.StackDepth))
+	raw := o.fs.Bool("raw", false, "write the records as the process's buffers hold them, a raw trace for sdtctl decode (redirect stdout to a file): nothing is formatted while tracing (linux; not with --stack or --json)")
 	many := o.manyFlag()
 	o.detachFlag()
 	pos, err := o.parse(args)
@@ -33,6 +34,9 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	}
 	if err := checkSpecs(pos); err != nil {
 		return err
+	}
+	if *raw && (*stack || o.json) {
+		return fail(exitUsage, "trace: --raw is not with --stack or --json (sdtctl decode --json prints a raw trace as JSON)")
 	}
 	if *count < 0 {
 		return fail(exitUsage, "trace: -c %d: want a count of events", *count)
@@ -50,6 +54,11 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	q := &ctlproto.Request{Op: ctlproto.OpTrace, Spec: pos[0], Count: *count, DurationMS: dur.Milliseconds(), BufSize: size, Where: *where}
 	if *stack {
 		q.Stack = ctlproto.StackDepth
+	} else {
+		// sdtctl reads the process's buffers itself, where it can (linux): the
+		// process copies nothing. A stack's frames are named by the process as it
+		// sends them, so a trace with stacks is sent.
+		q.Live = true
 	}
 	cls, cmd, err := o.streams("trace", follow, command, q, stdout, stderr) // cmd: the command started, with -- CMD
 	if cls == nil {
@@ -67,6 +76,10 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	// Each process streams on its own connection; their events are merged into one
 	// output, a batch at a time, each line with its pid. The count is of all of them.
 	out := bufio.NewWriterSize(stdout, 256<<10)
+	var rawo *rawOut
+	if *raw {
+		rawo = newRawOut(out)
+	}
 	st := newStopperFor(stop, cmd != nil)
 	var mu sync.Mutex // out, total
 	total := 0
@@ -77,6 +90,23 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 		t := &traceRun{cl: cl}
 		t.p = &printer{w: out, pid: cl.pid, json: o.json, er: &t.er}
 		runs[i] = t
+		more := func() bool { return *count == 0 || total < *count }
+		took := func() {
+			total++
+			if *count > 0 && total == *count {
+				st.stop() // a live trace's count is sdtctl's: the processes do not stop at it
+			}
+		}
+		cl.onStarted = func(r *ctlproto.Response) {
+			if r.Live {
+				t.startLive(&mu, out, rawo, more, took)
+			} else if rawo != nil {
+				mu.Lock()
+				t.bad = fail(exitError, "pid %d: --raw: the process does not share its buffers live (not linux, or an earlier gosdt)", cl.pid)
+				mu.Unlock()
+				st.stop()
+			}
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -88,6 +118,9 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 				mu.Lock()
 				defer mu.Unlock()
 				t.share(r)
+				if rawo != nil && t.live != nil && r.Clock != nil {
+					rawo.frame(cl.pid, &ctlproto.Response{Kind: ctlproto.KindEvents, Pid: cl.pid, Clock: r.Clock})
+				}
 				t.drops = r.Drops
 				if t.bad != nil {
 					return
@@ -112,11 +145,15 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 				// lines per write, and an interactive trace still shows each event promptly
 				out.Flush()
 			})
+			if t.live != nil {
+				t.endLive(&mu, out, more, took, *count > 0 && total >= *count)
+				return
+			}
 			if t.end == nil && exitCode(t.err) == exitExited {
 				mu.Lock()
 				defer mu.Unlock()
 				t.share(nil)
-				t.leftover(func() bool { return *count == 0 || total < *count }, func() { total++ })
+				t.leftover(more, took)
 				out.Flush()
 			}
 		}()
@@ -159,6 +196,7 @@ type traceRun struct {
 	err   error // the stream's
 	bad   error // the events'
 	rs    rings // the process's buffers, shared
+	live  *liveRead
 }
 
 // share takes the buffers the stream's start and r (an events frame) passed.

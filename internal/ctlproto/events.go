@@ -55,6 +55,10 @@ type Desc struct {
 	Site  uint64 // 0: fires not attributed to a site
 	Args  []Arg  // names and types
 	Kinds []byte // ValInt .. ValString, one per argument
+	// Pending (the description log): some kind is not known until the probe fires
+	// (an fbt argument's); a later entry of the log tells them. A reader waits for
+	// it before it decodes a record of the probe.
+	Pending bool
 }
 
 func (ds *Desc) append(e *enc) {
@@ -65,6 +69,7 @@ func (ds *Desc) append(e *enc) {
 		e.msg(4, ds.Args[i].append)
 	}
 	e.bytes(5, ds.Kinds)
+	e.bool(6, ds.Pending)
 }
 
 func (ds *Desc) decode(d *dec) {
@@ -85,6 +90,8 @@ func (ds *Desc) decode(d *dec) {
 			d.msg(ds.Args[len(ds.Args)-1].decode)
 		case 5:
 			ds.Kinds = append([]byte(nil), d.bytes()...)
+		case 6:
+			ds.Pending = d.bool()
 		default:
 			return false
 		}
@@ -314,13 +321,18 @@ const (
 //	0    "gosdtdl1"
 //	8    bytes of frames written after DescLogStart: Responses of kind events with
 //	     Descs only (AppendFrame's framing)
-//	16   1 when some descriptions did not fit
+//	16   1 when some descriptions did not fit (a trace refuses probes that do not)
+//	24   fires on a P that had no buffer (DescLogLost)
+//
+// A description may come again, later in the log, with the kinds its probe's first
+// fire told (Desc.Pending): the last one of a probe and site is the one to use. The
+// log's pages are committed as they are written: its size is address space only.
 const (
 	DescLogMagic = 0x316c647464736f67 // "gosdtdl1"
 	DescLogLen   = 8
 	DescLogFull  = 16
 	DescLogStart = 64
-	DescLogSize  = 1 << 20
+	DescLogSize  = 64 << 20
 )
 
 // Leftover is the records of a ring (header and ring, as mapped) written after from

@@ -96,6 +96,9 @@ type Request struct {
 	// enable, trace, stat: signatures of the functions the specs place run-time probes
 	// on, read from the executable's DWARF (sig.go)
 	Sigs []FuncSig
+	// trace (linux): the client reads the shared rings while the process writes them
+	// and counts Count itself (live.go); the process sends no records
+	Live bool
 }
 
 // Request field tags.
@@ -118,6 +121,7 @@ const (
 	tqStack
 	tqWhere
 	tqSig
+	tqLive
 )
 
 // Histograms of a stat.
@@ -184,6 +188,10 @@ type Response struct {
 	// and those before it carried end, in the buffer's byte count.
 	Shared int
 	Heads  []uint64
+	// Live (started): the trace is read live (Request.Live): Shared's descriptors
+	// are the log, the heads (HeadsMagic), then the buffers. (hello): the process
+	// takes Request.Live (a process of an earlier gosdt refuses the field)
+	Live bool
 }
 
 // Response field tags.
@@ -216,6 +224,7 @@ const (
 	trLayouts
 	trShared
 	trHeads
+	trLive
 )
 
 // Probe is one logical probe, as sdt.List describes it.
@@ -423,6 +432,7 @@ func (q *Request) appendTo(b []byte) ([]byte, error) {
 	for i := range q.Sigs {
 		e.msg(tqSig, q.Sigs[i].append)
 	}
+	e.bool(tqLive, q.Live)
 	return e.b, nil
 }
 
@@ -480,6 +490,8 @@ func DecodeRequest(b []byte) (*Request, error) {
 			}
 			q.Sigs = append(q.Sigs, FuncSig{})
 			d.msg(q.Sigs[len(q.Sigs)-1].decode)
+		case tqLive:
+			q.Live = d.bool()
 		default:
 			d.fail(fmt.Sprintf("unknown field %d in %s", tag, q.Op))
 		}
@@ -594,6 +606,7 @@ func (r *Response) appendTo(b []byte) ([]byte, error) {
 		}
 		e.bytes(trHeads, b)
 	}
+	e.bool(trLive, r.Live)
 	return e.b, nil
 }
 
@@ -673,6 +686,8 @@ func DecodeResponse(b []byte) (*Response, error) {
 					r.Heads = append(r.Heads, h.uvarint())
 				}
 			})
+		case trLive:
+			r.Live = d.bool()
 		case trFrame:
 			r.Frames = append(r.Frames, Frame{})
 			d.msg(r.Frames[len(r.Frames)-1].decode)

@@ -31,6 +31,9 @@ func (er *EventReader) Take(r *Response) {
 		ds := r.Descs[i]
 		er.descs[DescKey{ds.ID, ds.Site}] = &ds
 	}
+	if len(r.Descs) > 0 {
+		er.last = nil // may be replaced
+	}
 	if r.Clock != nil {
 		er.clock, er.timed = *r.Clock, true
 	}
@@ -55,6 +58,18 @@ func (er *EventReader) Frame(pc uint64) *Frame {
 	}
 	er.frames[pc] = f
 	return f
+}
+
+// Desc is the Desc of rec's probe and site; nil if none has been told.
+func (er *EventReader) Desc(rec Record) *Desc {
+	if ds := er.last; ds != nil && ds.ID == rec.Probe() && ds.Site == rec.Site() {
+		return ds
+	}
+	ds := er.descs[DescKey{rec.Probe(), rec.Site()}]
+	if ds != nil {
+		er.last = ds
+	}
+	return ds
 }
 
 // Described reports whether a Desc describes rec.

@@ -76,13 +76,18 @@ type fdSender interface {
 }
 
 // sendShared sends r with read-only descriptors of fds attached (r.Shared says how
-// many): a trace's shared buffers. Where they cannot be passed, r goes without.
-func (cc *conn) sendShared(r *ctlproto.Response, fds []int) error {
+// many): a trace's shared buffers; fds[writable] (-1: none) goes as it is, read-write
+// (a live trace's heads). Where they cannot be passed, r goes without.
+func (cc *conn) sendShared(r *ctlproto.Response, fds []int, writable int) error {
 	fs, ok := cc.c.(fdSender)
-	var ro []int
-	for _, fd := range fds {
+	var ro, send []int
+	for i, fd := range fds {
 		if !ok {
 			break
+		}
+		if i == writable {
+			send = append(send, fd)
+			continue
 		}
 		r := readOnlyFd(fd)
 		if r < 0 {
@@ -90,17 +95,18 @@ func (cc *conn) sendShared(r *ctlproto.Response, fds []int) error {
 			break
 		}
 		ro = append(ro, r)
+		send = append(send, r)
 	}
 	defer func() {
 		for _, fd := range ro {
 			closeFd(fd)
 		}
 	}()
-	if !ok || len(ro) == 0 {
-		r.Shared = 0
+	if !ok || len(send) == 0 {
+		r.Shared, r.Live = 0, false
 		return cc.send(r)
 	}
-	r.Shared = len(ro)
+	r.Shared = len(send)
 	cc.wmu.Lock()
 	defer cc.wmu.Unlock()
 	b, err := ctlproto.AppendFrame(cc.wbuf[:0], r)
@@ -111,7 +117,7 @@ func (cc *conn) sendShared(r *ctlproto.Response, fds []int) error {
 	if d, ok := cc.c.(writeTimer); ok {
 		d.setWriteTimeout(10 * time.Second)
 	}
-	return fs.sendFds(b, ro)
+	return fs.sendFds(b, send)
 }
 
 // writeLocked writes a frame; wmu held.
@@ -292,7 +298,7 @@ func serve(c io.ReadWriteCloser, name string) {
 }
 
 func (cc *conn) hello() *ctlproto.Response {
-	r := &ctlproto.Response{Kind: ctlproto.KindHello, Version: ctlproto.Version, Pid: os.Getpid(), Command: command(),
+	r := &ctlproto.Response{Kind: ctlproto.KindHello, Version: ctlproto.Version, Pid: os.Getpid(), Command: command(), Live: true,
 		GoVersion: goversion.Running(), Layouts: goversion.Refusal(goversion.Running())}
 	listWire("", func(list []ctlproto.Probe) error {
 		r.NProbes += len(list)

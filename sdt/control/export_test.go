@@ -36,7 +36,7 @@ func BudgetInUse() uint64 { return budget.used.Load() }
 
 // TryBuffer makes a trace buffer of size bytes and frees it.
 func TryBuffer(size int) error {
-	b, err := newPbuf(size, true)
+	b, err := newPbuf(size, true, nil)
 	if err == nil {
 		b.free()
 	}

@@ -143,3 +143,6 @@ func firstNumber(path string) (uint64, bool) {
 }
 
 func closeFd(fd int) { unix.Close(fd) }
+
+// protectRead makes b (a mapping of allocBuf's) read-only.
+func protectRead(b []byte) { unix.Mprotect(b, unix.PROT_READ) }

@@ -55,8 +55,9 @@ type pbuf struct {
 const lostSize = 16
 
 // newPbuf makes a ring of size bytes, a power of two of at least MinBufSize; shared:
-// memory another process may map (allocBuf).
-func newPbuf(size int, shared bool) (*pbuf, error) {
+// memory another process may map (allocBuf); head: where its reader keeps its head
+// (a live trace's heads, headsMem), nil: in its header.
+func newPbuf(size int, shared bool, head *atomic.Uint64) (*pbuf, error) {
 	mem, fd, err := allocBuf(ctlproto.RingHeader+size, shared)
 	if err != nil {
 		return nil, err
@@ -69,7 +70,56 @@ func newPbuf(size int, shared bool) (*pbuf, error) {
 	b.writing = wordAt(mem, ctlproto.RingWriting)
 	b.hdrDrops = wordAt(mem, ctlproto.RingDrops)
 	b.head = atomicAt(mem, ctlproto.RingHead)
+	if head != nil {
+		b.head = head
+	}
 	return b, nil
+}
+
+// headsMem is a live trace's heads (ctlproto's Heads): sdtctl reads the rings and
+// writes where it has read to; the process reads them only, to know what room is
+// free (reserveSlow), and maps them read-only once sdtctl has them (seal). Nothing
+// is copied out of the rings in the process then.
+type headsMem struct {
+	mem []byte
+	fd  int
+	n   int // heads it has room for
+}
+
+// newHeads maps room for n heads in shared memory; nil where none can be made.
+func newHeads(n int) *headsMem {
+	size := (ctlproto.HeadsStart + 8*n + 4095) &^ 4095
+	mem, fd, err := allocBuf(size, true)
+	if err != nil {
+		return nil
+	}
+	if fd < 0 {
+		freeBuf(mem, fd)
+		return nil
+	}
+	n = (size - ctlproto.HeadsStart) / 8
+	binary.LittleEndian.PutUint64(mem, ctlproto.HeadsMagic)
+	binary.LittleEndian.PutUint64(mem[ctlproto.HeadsCount:], uint64(n))
+	return &headsMem{mem: mem, fd: fd, n: n}
+}
+
+// word is buffer i's head; nil past the room.
+func (h *headsMem) word(i int) *atomic.Uint64 {
+	if h == nil || i >= h.n {
+		return nil
+	}
+	return atomicAt(h.mem, ctlproto.HeadsStart+8*i)
+}
+
+// seal makes the heads read-only in the process: sdtctl has them, and it alone
+// moves them.
+func (h *headsMem) seal() { protectRead(h.mem) }
+
+func (h *headsMem) free() {
+	if h != nil && h.mem != nil {
+		freeBuf(h.mem, h.fd)
+		h.mem, h.fd = nil, -1
+	}
 }
 
 // free gives the ring's memory back. Nothing may write or read it after: no fire

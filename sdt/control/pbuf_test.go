@@ -98,7 +98,7 @@ func TestPbufConcurrent(t *testing.T) {
 	}
 	bufs := make([]*pbuf, procs)
 	for i := range bufs {
-		if bufs[i], err = newPbuf(MinBufSize, false); err != nil {
+		if bufs[i], err = newPbuf(MinBufSize, false, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

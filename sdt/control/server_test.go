@@ -225,3 +225,21 @@ func TestServerErrors(t *testing.T) {
 		t.Fatal("a refused request switched a probe on")
 	}
 }
+
+// TestLiveOverPipe: a connection that cannot pass descriptors (a pipe, another
+// platform) asks for a live trace in vain: the start says it is not, and the
+// records come in frames as before, exact.
+func TestLiveOverPipe(t *testing.T) {
+	const spec = "ownertest:::tick"
+	needSwitchable(t, spec)
+	firing(t, ownerSite)
+	cl := newClient(t)
+	cl.send(&ctlproto.Request{Op: ctlproto.OpTrace, Spec: spec, Live: true})
+	if r := cl.expect(ctlproto.KindStarted); r.Live || r.Shared != 0 {
+		t.Fatalf("started live (%v) with %d descriptors over a pipe", r.Live, r.Shared)
+	}
+	cl.events(3)
+	cl.send(&ctlproto.Request{Op: ctlproto.OpStop})
+	for cl.read().Kind != ctlproto.KindEnd {
+	}
+}

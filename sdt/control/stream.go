@@ -86,13 +86,23 @@ func (cc *conn) traceStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) 
 	clock := nowClock()
 	started := &ctlproto.Response{Kind: ctlproto.KindStarted, Buffers: len(tr.s.buffers()), BufSize: tr.s.size, Clock: &clock}
 	w := newBatcher(tr)
-	if err := cc.sendShared(started, w.share()); err != nil {
+	fds, writable := w.share()
+	started.Live = q.Live && writable >= 0
+	if err := cc.sendShared(started, fds, writable); err != nil {
 		return nil, true, nil
 	}
 	// sdtctl has the buffers: a command that waits for it (waitAdopted) may run, and
 	// end, at once
 	if w.shared = started.Shared > 0; w.shared {
 		w.passed = started.Shared - 1
+		if started.Live {
+			w.passed--
+		}
+	}
+	if started.Live {
+		tr.s.heads.seal() // sdtctl's alone to move
+		releaseAdopted()
+		return cc.liveStream(q, tr, w, reqs)
 	}
 	releaseAdopted()
 	ends := newStreamEnd(q)
@@ -111,7 +121,7 @@ func (cc *conn) traceStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) 
 			r.BufferDrops = append(r.BufferDrops, 0)
 		} else {
 			r.BufferDrops, r.Drops = tr.s.drops()
-			r.BufferDrops = append(r.BufferDrops, tr.s.lost.Load())
+			r.BufferDrops = append(r.BufferDrops, tr.s.lost.Load().Load())
 		}
 		return r
 	}
@@ -168,6 +178,61 @@ func (cc *conn) traceStream(q *ctlproto.Request, reqs <-chan *ctlproto.Request) 
 		}
 		select {
 		case <-poll.C:
+		case <-ends.deadline:
+			return finish()
+		case r, ok := <-reqs:
+			if stop, closed := cc.request(q, r, ok); closed {
+				return nil, true, nil
+			} else if stop {
+				return finish()
+			}
+		}
+	}
+}
+
+// livePoll is how often a live trace's stream looks for new Ps (their buffers
+// are passed), probes whose first fire told their kinds (the description log), and
+// the clock (sent each second).
+const livePoll = 10 * time.Millisecond
+
+// liveStream runs a trace that sdtctl reads live (Request.Live): the process
+// copies nothing; it passes the buffers of Ps added since, the kinds fires told,
+// the clock, and at the end (a stop, the duration; sdtctl stops at its count) the
+// drops, once no fire can write any more.
+func (cc *conn) liveStream(q *ctlproto.Request, tr *Trace, w *batcher, reqs <-chan *ctlproto.Request) (end *ctlproto.Response, closed bool, err error) {
+	ends := newStreamEnd(q)
+	defer ends.stop()
+	tick := alarm.Every(livePoll)
+	defer tick.Stop()
+	s := tr.s
+	update := func() {
+		if st := s.probes.Load(); st != nil {
+			s.log.update(*st)
+		}
+	}
+	clocked := time.Now()
+	finish := func() (*ctlproto.Response, bool, error) {
+		tr.c.release()
+		tr.c.flush() // the returns of calls made before the stop, which wait in rings
+		update()
+		s.stopFires() // every fire is in the buffers, or counted: sdtctl reads to their tails
+		r := &ctlproto.Response{Kind: ctlproto.KindEnd, Filtered: s.filtered()}
+		r.BufferDrops, r.Drops = s.drops()
+		r.BufferDrops = append(r.BufferDrops, s.lost.Load().Load())
+		return r, false, nil
+	}
+	for {
+		select {
+		case <-tick.C:
+			s.grow()
+			update()
+			if len(s.buffers()) > w.passed || time.Since(clocked) > time.Second {
+				clocked = time.Now()
+				clock := nowClock()
+				if err := w.send(cc, &ctlproto.Response{Kind: ctlproto.KindEvents, Clock: &clock}); err != nil {
+					return nil, true, nil
+				}
+			}
 		case <-ends.deadline:
 			return finish()
 		case r, ok := <-reqs:

@@ -52,6 +52,9 @@ type TraceOptions struct {
 	// shared: buffers another process may map (a stream's, for sdtctl: memfds on
 	// linux), with a log of the probes' descriptions beside them (descLog).
 	shared bool
+	// live: shared, and read by the other process as they are written, with heads
+	// it keeps (headsMem): nothing read here.
+	live bool
 }
 
 // Buffer sizes of a trace, per P. The default is DTrace's: on a 2-core VM it carries
@@ -96,12 +99,15 @@ type traceSink struct {
 	probes atomic.Pointer[[]probeState]
 	bufs   atomic.Pointer[[]*pbuf] // by P; grown by the reader (grow)
 	size   int
-	stack  int           // return addresses per record
-	lost   atomic.Uint64 // fires on a P that had no buffer yet
-	goidAt uintptr       // offset of the goroutine id in the runtime's g; 0: unknown
-	grown  int64         // nanotime when grow last looked at GOMAXPROCS (the reader's)
+	stack  int // return addresses per record
+	// fires on a P that had no buffer yet: in the description log where there is
+	// one (ctlproto.DescLogLost), so that they are counted after the process ends
+	lost   atomic.Pointer[atomic.Uint64]
+	goidAt uintptr // offset of the goroutine id in the runtime's g; 0: unknown
+	grown  int64   // nanotime when grow last looked at GOMAXPROCS (the reader's)
 	shared bool
-	log    *descLog // shared: the descriptions of what the buffers may hold
+	log    *descLog  // shared: the descriptions of what the buffers may hold
+	heads  *headsMem // live: the reader's heads
 
 	// The reader's (or, once closed, the one that frees the buffers):
 	reserved uint64 // bytes of the budget the buffers hold
@@ -185,21 +191,31 @@ func newTraceSink(o TraceOptions) (*traceSink, error) {
 	if !takeBudget(need) { // another consumer took it meanwhile
 		return nil, currentAllowance(0).refuse(what, need)
 	}
+	s := &traceSink{size: size, stack: o.Stack, goidAt: goid.Offset(), reserved: need, grown: rt.Nanotime(), shared: o.shared}
+	s.lost.Store(new(atomic.Uint64))
+	if o.shared {
+		s.log = newDescLog() // nil where it cannot be made: the buffers are not shared then
+		if s.log != nil {
+			s.lost.Store(atomicAt(s.log.mem, ctlproto.DescLogLost))
+		}
+	}
+	if o.live && s.log != nil {
+		// room for GOMAXPROCS raised a good way while the trace runs (grow)
+		s.heads = newHeads(max(4*procs, 256))
+	}
 	bufs := make([]*pbuf, procs)
 	for i := range bufs {
-		b, err := newPbuf(size, o.shared)
+		b, err := newPbuf(size, o.shared, s.heads.word(i))
 		if err != nil {
 			for _, b := range bufs[:i] {
 				b.free()
 			}
+			s.log.free()
+			s.heads.free()
 			giveBudget(need)
 			return nil, &budgetError{"control: " + what + ": " + err.Error()}
 		}
 		bufs[i] = b
-	}
-	s := &traceSink{size: size, stack: o.Stack, goidAt: goid.Offset(), reserved: need, grown: rt.Nanotime(), shared: o.shared}
-	if o.shared {
-		s.log = newDescLog() // nil where it cannot be made: the buffers are not shared then
 	}
 	s.bufs.Store(&bufs)
 	return s, nil
@@ -222,9 +238,24 @@ func (s *traceSink) free() {
 	for _, b := range s.buffers() {
 		b.free()
 	}
+	n := new(atomic.Uint64) // the count outlives the log
+	n.Store(s.lost.Load().Load())
+	s.lost.Store(n)
 	s.log.free()
+	s.heads.free()
 	giveBudget(s.reserved)
 	s.reserved = 0
+}
+
+// stopFires makes every later fire do nothing, and returns once none that began
+// before is still writing (quiesce): what the buffers hold is all they will. The
+// reader's; probes stay off until freed.
+func (s *traceSink) stopFires() {
+	if s.armed && !s.freed {
+		s.probes.Store(nil)
+		quiesce()
+		s.armed = false // nothing left to wait for (free)
+	}
 }
 
 // plainSize is the size of p's records if they are words only: no string argument,
@@ -297,7 +328,7 @@ func (s *traceSink) fire(st *probeState, bufs []*pbuf, f *registry.Firing, ticks
 		st.kinds.Store(packKinds(a))
 	}
 	if f.P >= len(bufs) {
-		s.lost.Add(1)
+		s.lost.Load().Add(1)
 		return
 	}
 	if st.where != nil && !st.where.Match(a) {
@@ -472,7 +503,11 @@ func (s *traceSink) grow() {
 	}
 	bufs := append(make([]*pbuf, 0, procs), old...)
 	for ; n > 0; n -= uint64(s.size) {
-		b, err := newPbuf(s.size, s.shared)
+		head := s.heads.word(len(bufs))
+		if s.heads != nil && head == nil {
+			break // no head for it: its fires stay counted lost
+		}
+		b, err := newPbuf(s.size, s.shared, head)
 		if err != nil {
 			break
 		}
@@ -507,7 +542,7 @@ func (s *traceSink) filtered() (n uint64) {
 // drops is what the trace has lost: per buffer, and in all (with the fires that
 // came before their P had one).
 func (s *traceSink) drops() (per []uint64, all uint64) {
-	all = s.lost.Load()
+	all = s.lost.Load().Load()
 	for _, b := range s.buffers() {
 		d := b.dropped()
 		per = append(per, d)
@@ -577,7 +612,9 @@ func (s *traceSink) arm(where string, probes []*registry.Probe) error {
 			}
 		}
 	}
-	s.log.describe(probes, states) // before any of them fires: published first
+	if err := s.log.describe(probes, states); err != nil { // before any of them fires: published first
+		return err
+	}
 	s.probes.Store(&states)
 	s.armed = true
 	return nil

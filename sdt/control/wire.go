@@ -29,25 +29,30 @@ type batcher struct {
 	passed int  // buffers passed so far
 }
 
-// share is the descriptors of the buffers (after the description log) not passed
-// yet; none unless every buffer so far and the log are shared memory.
-func (w *batcher) share() []int {
+// share is the descriptors of the buffers (after the description log and, live,
+// the heads) not passed yet, and which of them goes read-write (the heads; -1:
+// none); none unless every buffer so far and the log are shared memory.
+func (w *batcher) share() (fds []int, writable int) {
 	s := w.t.s
 	bufs := s.buffers()
-	var fds []int
+	writable = -1
 	if w.passed == 0 {
 		if s.log == nil {
-			return nil
+			return nil, -1
 		}
 		fds = append(fds, s.log.fd)
+		if s.heads != nil {
+			writable = len(fds)
+			fds = append(fds, s.heads.fd)
+		}
 	}
 	for _, b := range bufs[w.passed:] {
 		if b.fd < 0 {
-			return nil
+			return nil, -1
 		}
 		fds = append(fds, b.fd)
 	}
-	return fds
+	return fds, writable
 }
 
 // send sends a batch, with the buffers added since the last passed along.
@@ -56,7 +61,8 @@ func (w *batcher) send(cc *conn, r *ctlproto.Response) error {
 	if !w.shared || n == w.passed {
 		return cc.send(r)
 	}
-	err := cc.sendShared(r, w.share())
+	fds, writable := w.share()
+	err := cc.sendShared(r, fds, writable)
 	// passed, or not passable: either way not tried again (a buffer not passed, the
 	// ones after it are not either, so that sdtctl's count of them stays true)
 	w.passed = n
