@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"slices"
@@ -148,46 +149,121 @@ func treeCheck(spans []otelcoltest.Span, requests int) *treeFigures {
 
 // TestExportRuntimeTrees exports plainapp's tree called by goroutines of its own
 // (tree) and by the handler of an HTTP server of its own (http), at GOMAXPROCS 1, 2
-// and 8, with -p.
+// and 8: with -p, of calls made once the export has placed its probes, and with
+// -- CMD, of every call the command makes.
 func TestExportRuntimeTrees(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a collector and programs")
 	}
 	needDWARF(t)
-	for _, c := range []struct {
-		mode  string
-		procs int
-	}{{"tree", 1}, {"tree", 2}, {"tree", 8}, {"http", 1}, {"http", 2}, {"http", 8}} {
-		mode, procs := c.mode, c.procs
-		t.Run(mode+"/GOMAXPROCS="+strconv.Itoa(procs), func(t *testing.T) {
-			goroutines, each := 8, 100
-			if v := os.Getenv("TREE_EACH"); v != "" {
-				each, _ = strconv.Atoi(v)
+	for _, via := range []string{"p", "cmd"} {
+		for _, mode := range []string{"tree", "http"} {
+			for _, procs := range []int{1, 2, 8} {
+				t.Run(fmt.Sprintf("%s/%s/GOMAXPROCS=%d", via, mode, procs), func(t *testing.T) { testExportTrees(t, via, mode, procs) })
 			}
-			col := otelcoltest.Start(t)
-			exportEnv(t, col, "grpc")
-			// The calls come in a burst, faster than one collector takes their spans.
-			t.Setenv("OTEL_BSP_MAX_QUEUE_SIZE", strconv.Itoa(10*goroutines*each))
-			a := startPlainApp(t, "GOMAXPROCS="+strconv.Itoa(procs))
-			exp := runCmd(cmdExport, "-p", strconv.Itoa(a.pid), treeSpec, "--flush-timeout", "20s")
-			waitHeld(t, a.pid, treeSpec+"entry", 1, 1)
-			waitHeld(t, a.pid, treeSpec+"return", 1, 2)
-			a.do(t, fmt.Sprintf("%s %d %d", mode, goroutines, each))
-			if err := exp.end(t, time.Minute); err != nil {
-				t.Fatalf("export: %v\n%s", err, exp.stderr.String())
+		}
+	}
+}
+
+func testExportTrees(t *testing.T, via, mode string, procs int) {
+	goroutines, each := 8, 100
+	if v := os.Getenv("TREE_EACH"); v != "" {
+		each, _ = strconv.Atoi(v)
+	}
+	requests := goroutines * each
+	col := otelcoltest.Start(t)
+	exportEnv(t, col, "grpc")
+	// The calls come in a burst, faster than one collector takes their spans.
+	t.Setenv("OTEL_BSP_MAX_QUEUE_SIZE", strconv.Itoa(10*requests))
+	var stderr string
+	pid := 0
+	switch via {
+	case "p":
+		a := startPlainApp(t, "GOMAXPROCS="+strconv.Itoa(procs))
+		pid = a.pid
+		exp := runCmd(cmdExport, "-p", strconv.Itoa(a.pid), treeSpec, "--flush-timeout", "20s")
+		waitHeld(t, a.pid, treeSpec+"entry", 1, 1)
+		waitHeld(t, a.pid, treeSpec+"return", 1, 2)
+		a.do(t, fmt.Sprintf("%s %d %d", mode, goroutines, each))
+		if err := exp.end(t, time.Minute); err != nil {
+			t.Fatalf("export: %v\n%s", err, exp.stderr.String())
+		}
+		stderr = exp.stderr.String()
+	case "cmd":
+		// plainapp serve, started by export with sdtctl's stdin and stdout, here
+		// pipes: the calls are made once the export runs, and the export ends before
+		// the command, which takes every return delivered (a trace's stop flushes
+		// the return rings; a command's exit does not).
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer inW.Close()
+		defer outR.Close()
+		oldIn, oldOut := os.Stdin, os.Stdout
+		os.Stdin, os.Stdout = inR, outW
+		t.Setenv("GOMAXPROCS", strconv.Itoa(procs)) // the command's
+		exp := runCmd(cmdExport, treeSpec, "--flush-timeout", "20s", "--", plainAppBin(t), "serve")
+		out := bufio.NewScanner(outR)
+		ready := out.Scan() && out.Text() == "ready"
+		os.Stdin, os.Stdout = oldIn, oldOut
+		inR.Close()
+		outW.Close()
+		if !ready {
+			close(exp.stop)
+			t.Fatalf("export -- plainapp serve: the command did not start:\n%s", exp.stderr.String())
+		}
+		pid = commandPid(t, "plainapp")
+		waitHeld(t, pid, treeSpec+"entry", 1, 1)
+		waitHeld(t, pid, treeSpec+"return", 1, 2)
+		fmt.Fprintf(inW, "%s %d %d\n", mode, goroutines, each)
+		if !out.Scan() || out.Text() != "done" {
+			t.Fatalf("plainapp: no answer to %s", mode)
+		}
+		if err := exp.end(t, time.Minute); err != nil {
+			t.Fatalf("export -- plainapp serve: %v\n%s", err, exp.stderr.String())
+		}
+		stderr = exp.stderr.String()
+		if !strings.Contains(stderr, "terminating it") {
+			t.Errorf("export -- plainapp serve ended, and did not end its command:\n%s", stderr)
+		}
+	}
+	sum := summaries(t, stderr)[pid]
+	t.Log(sum.line)
+	spans, _ := col.WaitSpans(30*time.Second, func(s []otelcoltest.Span) bool { return len(s) >= int(sum.spans) })
+	f := treeCheck(spans, requests)
+	t.Log(f)
+	if sum.spans != uint64(5*requests) || sum.processDrops+sum.queueDrops+sum.failed != 0 {
+		t.Errorf("summary %s: want %d spans and nothing dropped", sum.line, 5*requests)
+	}
+	for _, w := range f.wrong {
+		t.Error(w)
+	}
+}
+
+// commandPid is the pid of the only gosdt process named name (a command export
+// started), waiting for its socket.
+func commandPid(t *testing.T, name string) int {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var pids []int
+		for _, pid := range candidates() {
+			if cl, err := dial(pid); err == nil {
+				if cl.hello.Command == name {
+					pids = append(pids, pid)
+				}
+				cl.close()
 			}
-			sum := summaries(t, exp.stderr.String())[a.pid]
-			t.Log(sum.line)
-			requests := goroutines * each
-			spans, _ := col.WaitSpans(30*time.Second, func(s []otelcoltest.Span) bool { return len(s) >= int(sum.spans) })
-			f := treeCheck(spans, requests)
-			t.Log(f)
-			if sum.spans != uint64(5*requests) || sum.processDrops+sum.queueDrops+sum.failed != 0 {
-				t.Errorf("summary %s: want %d spans and nothing dropped", sum.line, 5*requests)
-			}
-			for _, w := range f.wrong {
-				t.Error(w)
-			}
-		})
+		}
+		if len(pids) == 1 {
+			return pids[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d gosdt processes named %s after 30 s: %v", len(pids), name, pids)
+		}
 	}
 }
