@@ -592,7 +592,7 @@ func (ex *exporter) summary(cl *client, s *otelexport.Summary, exited bool) {
 	for _, n := range []struct {
 		v    uint64
 		what string
-	}{{s.Unfinished, "unfinished"}, {s.Unpaired, "without their entry"}, {s.Late, "events late"}, {s.OpenLimit, "entries past the open-call limit"}, {s.Outside, "events outside any call"}} {
+	}{{s.Unfinished, "unfinished"}, {s.Unpaired, "without their entry"}, {s.Late, "events late"}, {s.Early, "events released before their window (too many held)"}, {s.OpenLimit, "entries past the open-call limit"}, {s.Outside, "events outside any call"}} {
 		if n.v > 0 {
 			notes = append(notes, fmt.Sprintf("%d %s", n.v, n.what))
 		}
