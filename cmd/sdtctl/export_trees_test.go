@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -159,16 +160,20 @@ func TestExportRuntimeTrees(t *testing.T) {
 	for _, via := range []string{"p", "cmd"} {
 		for _, mode := range []string{"tree", "http"} {
 			for _, procs := range []int{1, 2, 8} {
-				t.Run(fmt.Sprintf("%s/%s/GOMAXPROCS=%d", via, mode, procs), func(t *testing.T) { testExportTrees(t, via, mode, procs) })
+				t.Run(fmt.Sprintf("%s/%s/GOMAXPROCS=%d", via, mode, procs), func(t *testing.T) { testExportTrees(t, via, mode, procs, false) })
 			}
 		}
 	}
+	// A process that does not run for a while (a loaded machine; here SIGSTOP, 300 ms
+	// in every 350) sends the entries it makes after before the returns it made
+	// before, which wait in its rings: its silence does not release them.
+	t.Run("p/http/stopped", func(t *testing.T) { testExportTrees(t, "p", "http", 2, true) })
 }
 
-func testExportTrees(t *testing.T, via, mode string, procs int) {
+func testExportTrees(t *testing.T, via, mode string, procs int, stopped bool) {
 	goroutines, each := 8, 100
-	if v := os.Getenv("TREE_EACH"); v != "" {
-		each, _ = strconv.Atoi(v)
+	if stopped {
+		each = 1000
 	}
 	requests := goroutines * each
 	col := otelcoltest.Start(t)
@@ -184,7 +189,33 @@ func testExportTrees(t *testing.T, via, mode string, procs int) {
 		exp := runCmd(cmdExport, "-p", strconv.Itoa(a.pid), treeSpec, "--flush-timeout", "20s")
 		waitHeld(t, a.pid, treeSpec+"entry", 1, 1)
 		waitHeld(t, a.pid, treeSpec+"return", 1, 2)
+		done := make(chan struct{})
+		stops := 0
+		if stopped {
+			go func() {
+				defer close(done)
+				for {
+					select {
+					case <-time.After(50 * time.Millisecond):
+					case <-done:
+						return
+					}
+					syscall.Kill(a.pid, syscall.SIGSTOP)
+					time.Sleep(300 * time.Millisecond)
+					syscall.Kill(a.pid, syscall.SIGCONT)
+					stops++
+				}
+			}()
+		}
 		a.do(t, fmt.Sprintf("%s %d %d", mode, goroutines, each))
+		if stopped {
+			done <- struct{}{}
+			<-done
+			t.Logf("plainapp stopped %d times for 300 ms", stops)
+			if stops == 0 {
+				t.Skip("the calls ended before plainapp was stopped once")
+			}
+		}
 		if err := exp.end(t, time.Minute); err != nil {
 			t.Fatalf("export: %v\n%s", err, exp.stderr.String())
 		}
