@@ -161,12 +161,10 @@ func (a *Assembler) release(now time.Time) {
 		}
 	}
 	for len(a.pending) > 0 && (a.pending[0].Ticks <= mark || len(a.pending) > a.o.MaxPending) {
-		e := a.pending.pop()
-		if e.Ticks > mark {
+		if a.pending[0].Ticks > mark {
 			a.Early++
 		}
-		a.done = max(a.done, e.Ticks)
-		a.handle(e)
+		a.next()
 	}
 }
 
@@ -174,13 +172,54 @@ func (a *Assembler) release(now time.Time) {
 // at the newest time seen.
 func (a *Assembler) Close() {
 	for len(a.pending) > 0 {
-		e := a.pending.pop()
-		a.done = max(a.done, e.Ticks)
-		a.handle(e)
+		a.next()
 	}
 	for g, stack := range a.gs {
 		a.unwind(stack, 0, a.last)
 		delete(a.gs, g)
+	}
+}
+
+// next handles the oldest pending event, and those of the same ticks with it.
+//
+// Records of the same ticks (a counter that ticks every 16-40 ns, arm64's, is read
+// by two fires in one tick) keep the order they came in, in which a return, sent
+// from its ring, follows the entries that came after it on its goroutine. So before
+// an entry, a return of the same ticks on its goroutine goes first when it closes
+// the call open there, and comes before any return of the entry's own function:
+// the open call returned, then the entry's function was called (had it been called
+// inside, its return would come first).
+func (a *Assembler) next() {
+	e := a.pending.pop()
+	a.done = max(a.done, e.Ticks)
+	if e.Probe.Kind != Entry || len(a.pending) == 0 || a.pending[0].Ticks != e.Ticks {
+		a.handle(e)
+		return
+	}
+	same := []*Event{e}
+	for len(a.pending) > 0 && a.pending[0].Ticks == e.Ticks {
+		same = append(same, a.pending.pop())
+	}
+	for len(same) > 0 {
+		i := 0
+		if x := same[0]; x.Probe.Kind == Entry {
+			if stack := a.gs[x.Goroutine]; len(stack) > 0 {
+				top, own := stack[len(stack)-1].probe.Func(), x.Probe.Func()
+				for j, y := range same[1:] {
+					if y.Goroutine != x.Goroutine || y.Probe.Kind != Return {
+						continue
+					}
+					if f := y.Probe.Func(); f == top && f != own {
+						i = j + 1
+					}
+					if y.Probe.Func() == top || y.Probe.Func() == own {
+						break
+					}
+				}
+			}
+		}
+		a.handle(same[i])
+		same = append(same[:i], same[i+1:]...)
 	}
 }
 

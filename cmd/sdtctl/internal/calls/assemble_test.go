@@ -260,3 +260,36 @@ func TestOpenLimit(t *testing.T) {
 		t.Errorf("stats %+v:\n%s", a.Stats, l.String())
 	}
 }
+
+// TestSameTicks: a counter that ticks every few tens of ns stamps a return and the
+// next entry on its goroutine alike, and the return, sent from its ring, comes after
+// the entry: F calls G, then H in the tick G returned; and, in another tick, H is
+// called inside G and both return in it.
+func TestSameTicks(t *testing.T) {
+	entryH := NewProbe(&ctlproto.Desc{Probe: "fbt:ex:ex.H:entry"})
+	returnH := NewProbe(&ctlproto.Desc{Probe: "fbt:ex:ex.H:return", Args: []ctlproto.Arg{{Name: "latency_ns"}}, Kinds: []byte{ctlproto.ValInt}})
+	for _, c := range []struct {
+		entries, returns []*Event
+		want             []string
+	}{
+		{
+			[]*Event{ev(entryF, 10, 1, 1), ev(entryG, 20, 1), ev(entryH, 30, 1)},
+			[]*Event{ev(returnG, 30, 1, 10, false), ev(returnH, 40, 1, 10), ev(returnF, 50, 1, 40, false, "<nil>")},
+			[]string{"begin F@10 g1 in -", "begin G@20 g1 in F", "end G@30", "begin H@30 g1 in F", "end H@40", "end F@50"},
+		},
+		{
+			[]*Event{ev(entryF, 10, 1, 1), ev(entryG, 20, 1), ev(entryH, 30, 1)},
+			[]*Event{ev(returnH, 30, 1, 0), ev(returnG, 30, 1, 10, false), ev(returnF, 50, 1, 40, false, "<nil>")},
+			[]string{"begin F@10 g1 in -", "begin G@20 g1 in F", "begin H@30 g1 in G", "end H@30", "end G@30", "end F@50"},
+		},
+	} {
+		var l log
+		a := NewAssembler(&l, Options{})
+		a.Add(0, c.entries, clock, time.Unix(0, 0))
+		a.Add(1, c.returns, clock, time.Unix(0, 0))
+		a.Close()
+		if want := strings.Join(c.want, "\n"); l.String() != want || a.Unfinished+a.Unpaired != 0 {
+			t.Errorf("got (%+v)\n%s\nwant\n%s", a.Stats, l.String(), want)
+		}
+	}
+}
