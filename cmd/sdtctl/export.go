@@ -20,6 +20,7 @@ import (
 )
 
 const exportUsage = `usage: sdtctl export [-p PID | -n NAME] SPEC... [flags]
+       sdtctl export SPEC... [flags] -- CMD [ARGS...]
 
 Sends the calls the probes SPEC matches see to OpenTelemetry: every call an entry/return
 pair (fbt:PKG:FUNC:entry and :return) or a latency probe (latency_ns first) sees is a
@@ -31,7 +32,10 @@ joins that trace when the program imports github.com/gosdt/gosdt/sdt/otelsdt. Me
 every INTERVAL: gosdt.probe.fires (every fire, keyed as stat --by KEY),
 gosdt.probe.latency (histograms of latency_ns, ns), gosdt.export.spans and
 gosdt.export.dropped (gosdt.where: process_buffer, exporter_queue, export_failed).
-Until Ctrl-C or -d; then, per process, what was exported and dropped where.
+Until Ctrl-C or -d; then, per process, what was exported and dropped where. With
+-- CMD, sdtctl starts the command with the first SPEC's trace open from its start (its
+run-time function probes placed before main runs), exports until it exits, and exits
+as trace -- CMD does.
 
 Environment (the OpenTelemetry SDK's):
   OTEL_EXPORTER_OTLP_ENDPOINT, _TRACES_ENDPOINT, _METRICS_ENDPOINT   default http://localhost:4318 (grpc: 4317)
@@ -70,6 +74,7 @@ type exportOpts struct {
 }
 
 func cmdExport(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
+	args, command, follow := splitCommand(args)
 	o := newFlags("export", stderr, true)
 	dur := o.fs.Duration("d", 0, "stop after `DURATION`")
 	iv := o.fs.Duration("i", 0, "export metrics every `INTERVAL` (default: OTEL_METRIC_EXPORT_INTERVAL, else 10s)")
@@ -77,6 +82,7 @@ func cmdExport(args []string, stdout, stderr io.Writer, stop <-chan struct{}) er
 	bufsize := o.fs.String("bufsize", "", "`BYTES` of each per-P trace buffer in the process (k, m, g suffixes; default 4m)")
 	flush := o.fs.Duration("flush-timeout", 5*time.Second, "at the end, how long to wait for the collector to take what is left")
 	many := o.manyFlag()
+	o.detachFlag()
 	o.fs.Usage = func() {
 		fmt.Fprint(o.fs.Output(), exportUsage)
 		o.fs.PrintDefaults()
@@ -121,27 +127,43 @@ func cmdExport(args []string, stdout, stderr io.Writer, stop <-chan struct{}) er
 	// What the SDK's exporters and readers report: said on stderr, at most once in a
 	// while (a collector that is down would say it every export).
 	otel.SetErrorHandler(&errorReport{w: stderr})
-	cls, err := o.exportTargets()
-	if err != nil {
-		return err
+	if follow && !cfg.Traces {
+		return fail(exitUsage, "export -- CMD: the command starts with its first spec's trace open, and OTEL_TRACES_EXPORTER=none exports none: use -p or -n")
 	}
 	exps, err := otelexport.NewExporters(context.Background(), cfg, jsonOut)
 	if err != nil {
+		return fail(exitUsage, "export: %v", err)
+	}
+	// With -- CMD: the first spec's trace stream, as exportProcess asks for it, is
+	// what the command opens at its start, and that stream takes it over.
+	q := &ctlproto.Request{Op: ctlproto.OpTrace, Spec: specs[0], BufSize: size}
+	var cls []*client
+	var cmd *followed
+	switch {
+	case o.name != "" && !follow && o.detach:
+		err = fail(exitUsage, "export: --detach is for a command started with -- CMD")
+	case o.name != "" && !follow:
+		cls, err = o.exportTargets()
+	default:
+		cls, cmd, err = o.streams("export", follow, command, q, stdout, stderr)
+	}
+	if err != nil || (follow && cls == nil) {
 		for _, cl := range cls {
 			cl.close()
 		}
-		return fail(exitUsage, "export: %v", err)
+		exps.Shutdown(context.Background())
+		return err
 	}
 	eo.exps = exps
 	// Building spans allocates much that lives briefly: a lazier collector costs
 	// memory sdtctl has, and spares CPU, which the traced process may want.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	st := newStopper(stop)
+	st := newStopperFor(stop, cmd != nil)
 	if *dur > 0 {
 		t := time.AfterFunc(*dur, st.stop)
 		defer t.Stop()
 	}
-	ex := &exporter{exportOpts: eo, fails: failures{stderr: stderr}, seen: map[int]bool{}, following: o.name != ""}
+	ex := &exporter{exportOpts: eo, fails: failures{stderr: stderr}, seen: map[int]bool{}, following: o.name != "" || cmd != nil}
 	for _, cl := range cls {
 		ex.start(cl, st.C)
 	}
@@ -153,11 +175,20 @@ func cmdExport(args []string, stdout, stderr io.Writer, stop <-chan struct{}) er
 	ctx, cancel := context.WithTimeout(context.Background(), *flush)
 	exps.Shutdown(ctx)
 	cancel()
+	err = ex.result(o.name, specs)
+	if cmd != nil {
+		return cmd.finish(err, stdout, stderr, o.json)
+	}
+	return err
+}
+
+// result is the export's error: what failed, else what was dropped.
+func (ex *exporter) result(name string, specs []string) error {
 	switch {
 	case ex.fails.err() != nil:
 		return ex.fails.err()
-	case o.name != "" && ex.started == 0:
-		return fail(exitNoProcess, "no gosdt process named %q came during the export", o.name)
+	case name != "" && ex.started == 0:
+		return fail(exitNoProcess, "no gosdt process named %q came during the export", name)
 	case ex.started > 0 && ex.matched == 0:
 		return fail(exitNoMatch, "%s: no spec matches a probe of the processes exported", strings.Join(specs, " "))
 	case ex.lost > 0:
@@ -191,7 +222,7 @@ type exporter struct {
 	*exportOpts
 	wg        sync.WaitGroup
 	fails     failures
-	following bool // -n: processes come and go
+	following bool // -n: processes come and go; -- CMD: the command's exit ends the export
 
 	mu      sync.Mutex
 	seen    map[int]bool
@@ -230,7 +261,7 @@ func (ex *exporter) start(cl *client, stop <-chan struct{}) {
 		case exitCode(err) == exitNoMatch && !matched:
 			err = nil // said already; the end says if no process matched
 		case exitCode(err) == exitExited && ex.following:
-			err = nil // -n follows processes that come and go: its summary said so
+			err = nil // -n follows processes that come and go, -- CMD its command: its summary said so
 		}
 		ex.fails.add(err)
 	}()
@@ -561,7 +592,7 @@ func (ex *exporter) summary(cl *client, s *otelexport.Summary, exited bool) {
 	for _, n := range []struct {
 		v    uint64
 		what string
-	}{{s.Unfinished, "unfinished"}, {s.Unpaired, "without their entry"}, {s.Late, "events late"}, {s.OpenLimit, "entries past the open-call limit"}, {s.Outside, "events outside any call"}} {
+	}{{s.Unfinished, "unfinished"}, {s.Unpaired, "without their entry"}, {s.Late, "events late"}, {s.Early, "events released before their window (too many held)"}, {s.OpenLimit, "entries past the open-call limit"}, {s.Outside, "events outside any call"}} {
 		if n.v > 0 {
 			notes = append(notes, fmt.Sprintf("%d %s", n.v, n.what))
 		}

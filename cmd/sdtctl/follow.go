@@ -61,9 +61,9 @@ func (o *opts) detachFlag() {
 // startFollowed starts command with q in its environment and connects to it once it
 // has bound its socket. A command that ends first, or is no gosdt program, is waited
 // for and said.
-func startFollowed(command []string, q *ctlproto.Request, detach bool, stderr io.Writer) (*followed, *client, error) {
+func startFollowed(verb string, command []string, q *ctlproto.Request, detach bool, stderr io.Writer) (*followed, *client, error) {
 	if len(command) == 0 {
-		return nil, nil, fail(exitUsage, "%s: want a command after --", q.Op)
+		return nil, nil, fail(exitUsage, "%s: want a command after --", verb)
 	}
 	if path, err := exec.LookPath(command[0]); err == nil {
 		fq := *q
@@ -83,7 +83,7 @@ func startFollowed(command []string, q *ctlproto.Request, detach bool, stderr io
 	signal.Notify(sigs, forwarded...)
 	if err := c.Start(); err != nil {
 		signal.Stop(sigs)
-		return nil, nil, fail(exitStart, "%s: cannot start %s: %v", q.Op, command[0], errors.Unwrap(err))
+		return nil, nil, fail(exitStart, "%s: cannot start %s: %v", verb, command[0], errors.Unwrap(err))
 	}
 	f := &followed{cmd: c, name: command[0], detach: detach, done: make(chan struct{})}
 	go func() {
@@ -101,7 +101,7 @@ func startFollowed(command []string, q *ctlproto.Request, detach bool, stderr io
 		select {
 		case <-f.done:
 			f.report(stderr)
-			return nil, nil, fail(exitNotGosdt, "%s: %s (pid %d) exited without a control socket: not a program that uses gosdt", q.Op, f.name, pid)
+			return nil, nil, fail(exitNotGosdt, "%s: %s (pid %d) exited without a control socket: not a program that uses gosdt", verb, f.name, pid)
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
@@ -221,7 +221,7 @@ func (o *opts) streams(verb string, follow bool, command []string, q *ctlproto.R
 	if o.pid != 0 || o.name != "" {
 		return nil, nil, fail(exitUsage, "%s: -p or -n, or -- CMD: one of them", verb)
 	}
-	f, cl, err := startFollowed(command, q, o.detach, stderr)
+	f, cl, err := startFollowed(verb, command, q, o.detach, stderr)
 	if cl == nil {
 		if f != nil {
 			return nil, nil, f.finish(err, stdout, stderr, o.json)

@@ -137,6 +137,11 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"seal", "-o", filepath.Join(t.TempDir(), "out"), notELF}, exitError, notELF + ": not an ELF executable"},
 		{[]string{"trace", "x:::", "--bufsize", "100g"}, exitUsage, `--bufsize: "100g": want a size of 1 byte to 1g`},
 		{[]string{"export", "x:::", "--bufsize", "3x"}, exitUsage, `"3x": want a size`},
+		{[]string{"export", "-p", "1", "x:::", "--", "/bin/true"}, exitUsage, "export: -p or -n, or -- CMD: one of them"},
+		{[]string{"export", "-n", "app", "x:::", "--", "/bin/true"}, exitUsage, "export: -p or -n, or -- CMD: one of them"},
+		{[]string{"export", "-n", "app", "x:::", "--detach"}, exitUsage, "export: --detach is for a command started with -- CMD"},
+		{[]string{"export", "x:::", "--"}, exitUsage, "export: want a command after --"},
+		{[]string{"export", "x:::", "--", "/nonexistent-sdtctl-cmd"}, exitStart, "export: cannot start /nonexistent-sdtctl-cmd"},
 		{[]string{"stat", "x:::", "--hist", "arg0", "--linear", "0,100,1,extra"}, exitUsage, `--linear "0,100,1,extra": want LOW,HIGH,STEP`},
 		{[]string{"stat", "x:::", "--hist", "arg0", "--linear", "0,100"}, exitUsage, `--linear "0,100"`},
 	} {

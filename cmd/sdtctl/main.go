@@ -121,7 +121,7 @@ whose command is NAME, each said by its pid):
                                        as folded stacks (flamegraph.pl, speedscope). Disable on exit
                                        or Ctrl-C
   export [-p PID | -n NAME] SPEC... [-d DURATION] [-i INTERVAL] [--by KEY] [--bufsize BYTES]
-       [--flush-timeout DURATION] [--many]
+       [--flush-timeout DURATION] [--many] [--detach] [-- CMD ARGS]
                                        OpenTelemetry: every call an entry/return pair (fbt) or a
                                        latency probe sees is a span, named after its function, nested
                                        per goroutine, with its arguments and results, an error status
@@ -133,7 +133,9 @@ whose command is NAME, each said by its pid):
                                        OTEL_TRACES_SAMPLER(_ARG) say; the resource is the process's
                                        (its OTEL_SERVICE_NAME, else its executable's name). --json prints
                                        spans and metrics as JSON lines instead. With -n, every process
-                                       of that name, and those that start during the export. Until
+                                       of that name, and those that start during the export; with
+                                       -- CMD, the command it starts, its first SPEC's probes placed
+                                       before its main runs, until it exits. Until
                                        Ctrl-C or DURATION; then, per process, what was exported and what
                                        was dropped where (its buffers, the exporter's queue, failed
                                        exports), also exported as metrics. Never slows the process: what

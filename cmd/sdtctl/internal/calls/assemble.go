@@ -19,9 +19,17 @@ type Sink interface {
 
 // Options of an Assembler.
 type Options struct {
-	Window  time.Duration // how long, in the process's time, a record may come late; default 250ms
-	Idle    time.Duration // how long a stream that has sent nothing is taken to hold nothing back; default 100ms
-	MaxOpen int           // calls open at once, of all goroutines; default 65536
+	// Window is how long, in the process's time, a record may come after records
+	// newer than it; default 1s: a return waits in its ring while the process is
+	// not running, and a stream that lags sends one P's records well after
+	// another's.
+	Window time.Duration
+	Idle   time.Duration // how long a stream that has sent nothing is taken to hold the others back no more; default 100ms
+	// Settle is how long every stream must have sent nothing before the last
+	// Window's records are released too; default 2s.
+	Settle     time.Duration
+	MaxOpen    int // calls open at once, of all goroutines; default 65536
+	MaxPending int // records held at once; past it the oldest are released early; default 262144
 }
 
 // Stats counts what an Assembler did.
@@ -32,6 +40,7 @@ type Stats struct {
 	Unfinished uint64 // of them, calls whose return never came
 	Late       uint64 // records that came after their window had passed
 	OpenLimit  uint64 // entries not opened: MaxOpen calls were open
+	Early      uint64 // records released before their window passed: MaxPending were held
 }
 
 // Assembler orders the events of one process and pairs them into calls. It is not
@@ -47,7 +56,8 @@ type Assembler struct {
 	done    uint64 // ticks up to which events were released
 	gs      map[uint64][]*Call
 	open    int
-	last    uint64 // the newest ticks seen
+	last    uint64    // the newest ticks seen
+	ran     time.Time // when it last released
 	Stats
 }
 
@@ -59,13 +69,19 @@ type stream struct {
 // NewAssembler returns an Assembler that hands sink what it orders.
 func NewAssembler(sink Sink, o Options) *Assembler {
 	if o.Window <= 0 {
-		o.Window = 250 * time.Millisecond
+		o.Window = time.Second
 	}
 	if o.Idle <= 0 {
 		o.Idle = 100 * time.Millisecond
 	}
+	if o.Settle <= 0 {
+		o.Settle = 2 * time.Second
+	}
 	if o.MaxOpen <= 0 {
 		o.MaxOpen = 1 << 16
+	}
+	if o.MaxPending <= 0 {
+		o.MaxPending = 1 << 18
 	}
 	return &Assembler{sink: sink, o: o, gs: map[uint64][]*Call{}}
 }
@@ -111,31 +127,44 @@ func (a *Assembler) Add(streamID int, evs []*Event, clock *ctlproto.Clock, now t
 func (a *Assembler) Flush(now time.Time) { a.release(now) }
 
 // release hands on every pending event older than the watermark: the window behind
-// the newest record of the stream that lags most among those still sending.
+// the newest record of the stream that lags most among those still sending. When
+// none has sent for Idle, the window behind the newest record of all is still held:
+// a process that was not running (a loaded machine), or whose returns wait in its
+// rings, sends entries before the returns that came earlier, and silence does not
+// say they were all sent. Only Settle of silence releases everything.
 func (a *Assembler) release(now time.Time) {
 	if !a.timed {
 		return
 	}
+	// Run long after its last run, sdtctl itself was not running: its readers may
+	// hold batches not yet given, and the silence is its own.
+	woke := !a.ran.IsZero() && now.Sub(a.ran) > a.o.Idle
+	a.ran = now
 	window := uint64(float64(a.o.Window) / a.clock.NsPerTick)
+	behind := func(t uint64) uint64 { return t - min(t, window) }
 	mark := uint64(math.MaxUint64)
+	var heard time.Time // when any stream last sent
 	for i := range a.streams {
 		s := &a.streams[i]
+		if s.heard.After(heard) {
+			heard = s.heard
+		}
 		if s.heard.IsZero() || now.Sub(s.heard) > a.o.Idle {
-			continue // sent everything it had
+			continue // holds the others back no more
 		}
-		if s.newest > window {
-			mark = min(mark, s.newest-window)
-		} else {
-			mark = 0
-		}
+		mark = min(mark, behind(s.newest))
 	}
 	if mark == math.MaxUint64 {
-		mark = a.last
+		mark = behind(a.last)
+		if !woke && now.Sub(heard) >= a.o.Settle {
+			mark = a.last
+		}
 	}
-	for len(a.pending) > 0 && a.pending[0].Ticks <= mark {
-		e := a.pending.pop()
-		a.done = max(a.done, e.Ticks)
-		a.handle(e)
+	for len(a.pending) > 0 && (a.pending[0].Ticks <= mark || len(a.pending) > a.o.MaxPending) {
+		if a.pending[0].Ticks > mark {
+			a.Early++
+		}
+		a.next()
 	}
 }
 
@@ -143,13 +172,54 @@ func (a *Assembler) release(now time.Time) {
 // at the newest time seen.
 func (a *Assembler) Close() {
 	for len(a.pending) > 0 {
-		e := a.pending.pop()
-		a.done = max(a.done, e.Ticks)
-		a.handle(e)
+		a.next()
 	}
 	for g, stack := range a.gs {
 		a.unwind(stack, 0, a.last)
 		delete(a.gs, g)
+	}
+}
+
+// next handles the oldest pending event, and those of the same ticks with it.
+//
+// Records of the same ticks (a counter that ticks every 16-40 ns, arm64's, is read
+// by two fires in one tick) keep the order they came in, in which a return, sent
+// from its ring, follows the entries that came after it on its goroutine. So before
+// an entry, a return of the same ticks on its goroutine goes first when it closes
+// the call open there, and comes before any return of the entry's own function:
+// the open call returned, then the entry's function was called (had it been called
+// inside, its return would come first).
+func (a *Assembler) next() {
+	e := a.pending.pop()
+	a.done = max(a.done, e.Ticks)
+	if e.Probe.Kind != Entry || len(a.pending) == 0 || a.pending[0].Ticks != e.Ticks {
+		a.handle(e)
+		return
+	}
+	same := []*Event{e}
+	for len(a.pending) > 0 && a.pending[0].Ticks == e.Ticks {
+		same = append(same, a.pending.pop())
+	}
+	for len(same) > 0 {
+		i := 0
+		if x := same[0]; x.Probe.Kind == Entry {
+			if stack := a.gs[x.Goroutine]; len(stack) > 0 {
+				top, own := stack[len(stack)-1].probe.Func(), x.Probe.Func()
+				for j, y := range same[1:] {
+					if y.Goroutine != x.Goroutine || y.Probe.Kind != Return {
+						continue
+					}
+					if f := y.Probe.Func(); f == top && f != own {
+						i = j + 1
+					}
+					if y.Probe.Func() == top || y.Probe.Func() == own {
+						break
+					}
+				}
+			}
+		}
+		a.handle(same[i])
+		same = append(same[:i], same[i+1:]...)
 	}
 }
 

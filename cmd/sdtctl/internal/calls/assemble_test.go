@@ -178,13 +178,74 @@ func TestWindow(t *testing.T) {
 	if l.String() != "event hit=a in -" {
 		t.Fatalf("after stream 0 moved on: %v", l.lines)
 	}
-	a.Flush(t0.Add(2 * time.Second)) // both silent: everything goes
+	// Both silent, but sdtctl itself did not run for 2 s: its readers may hold
+	// batches, and only what is a window older than the newest goes.
+	a.Flush(t0.Add(2 * time.Second))
+	if len(l.lines) != 2 {
+		t.Fatalf("after sdtctl ran again: %v", l.lines)
+	}
+	a.Flush(t0.Add(2*time.Second + 25*time.Millisecond)) // both silent: everything goes
 	if len(l.lines) != 3 {
 		t.Fatalf("after both fell silent: %v", l.lines)
 	}
 	a.Add(1, []*Event{ev(hit, 200, 1, "late")}, clock, t0.Add(2*time.Second))
 	if a.Late != 1 || len(l.lines) != 4 {
 		t.Errorf("a record older than what was released: late %d, %v", a.Late, l.lines)
+	}
+}
+
+// TestSilenceHoldsWindow: a process that sends nothing for a while (it was not
+// running, or its returns wait in its rings) has not necessarily sent everything:
+// the entries it sent are held a window behind the newest until every stream has
+// been silent for Settle, so that returns that fired before them, sent after the
+// silence, still come first. F calls G twice; the first G's return comes after
+// the second G's entry.
+func TestSilenceHoldsWindow(t *testing.T) {
+	var l log
+	a := NewAssembler(&l, Options{Window: 100 * time.Nanosecond, Idle: 100 * time.Millisecond, Settle: time.Second})
+	t0 := time.Unix(0, 0)
+	a.Add(0, []*Event{ev(entryF, 10, 1, 1), ev(entryG, 20, 1), ev(entryG, 40, 1)}, clock, t0)
+	for d := 25 * time.Millisecond; d < 500*time.Millisecond; d += 25 * time.Millisecond {
+		a.Flush(t0.Add(d))
+	}
+	if len(l.lines) != 0 {
+		t.Fatalf("released within the window of a stream silent for less than Settle: %v", l.lines)
+	}
+	a.Add(0, []*Event{ev(returnG, 30, 1, 10, false), ev(returnG, 50, 1, 10, false), ev(returnF, 60, 1, 50, false, "<nil>")}, clock, t0.Add(500*time.Millisecond))
+	a.Close()
+	want := strings.Join([]string{"begin F@10 g1 in -", "begin G@20 g1 in F", "end G@30", "begin G@40 g1 in F", "end G@50", "end F@60"}, "\n")
+	if l.String() != want || a.Late+a.Unfinished+a.Unpaired != 0 {
+		t.Fatalf("got (%+v)\n%s\nwant\n%s", a.Stats, l.String(), want)
+	}
+
+	// Settle of silence releases everything.
+	l = log{}
+	a = NewAssembler(&l, Options{Window: 100 * time.Nanosecond, Idle: 100 * time.Millisecond, Settle: time.Second})
+	a.Add(0, []*Event{ev(entryF, 10, 1, 1), ev(returnF, 20, 1, 10, false, "<nil>")}, clock, t0)
+	for d := 25 * time.Millisecond; d < time.Second; d += 25 * time.Millisecond {
+		a.Flush(t0.Add(d))
+	}
+	if len(l.lines) != 0 {
+		t.Fatalf("released before Settle: %v", l.lines)
+	}
+	a.Flush(t0.Add(time.Second))
+	if l.String() != "begin F@10 g1 in -\nend F@20" {
+		t.Fatalf("after Settle: %v", l.lines)
+	}
+}
+
+// TestMaxPending: past MaxPending records held, the oldest are released before their
+// window has passed, counted.
+func TestMaxPending(t *testing.T) {
+	var l log
+	a := NewAssembler(&l, Options{Window: time.Second, MaxPending: 2})
+	a.Add(0, []*Event{ev(hit, 10, 1, "a"), ev(hit, 20, 1, "b"), ev(hit, 30, 1, "c")}, clock, time.Unix(0, 0))
+	if l.String() != "event hit=a in -" || a.Early != 1 {
+		t.Fatalf("early %d: %v", a.Early, l.lines)
+	}
+	a.Close()
+	if len(l.lines) != 3 || a.Early != 1 || a.Late != 0 {
+		t.Fatalf("%+v: %v", a.Stats, l.lines)
 	}
 }
 
@@ -197,5 +258,38 @@ func TestOpenLimit(t *testing.T) {
 	a.Close()
 	if a.OpenLimit != 1 || a.Unpaired != 1 || l.lines[1] != "begin G@25 g1 in F" {
 		t.Errorf("stats %+v:\n%s", a.Stats, l.String())
+	}
+}
+
+// TestSameTicks: a counter that ticks every few tens of ns stamps a return and the
+// next entry on its goroutine alike, and the return, sent from its ring, comes after
+// the entry: F calls G, then H in the tick G returned; and, in another tick, H is
+// called inside G and both return in it.
+func TestSameTicks(t *testing.T) {
+	entryH := NewProbe(&ctlproto.Desc{Probe: "fbt:ex:ex.H:entry"})
+	returnH := NewProbe(&ctlproto.Desc{Probe: "fbt:ex:ex.H:return", Args: []ctlproto.Arg{{Name: "latency_ns"}}, Kinds: []byte{ctlproto.ValInt}})
+	for _, c := range []struct {
+		entries, returns []*Event
+		want             []string
+	}{
+		{
+			[]*Event{ev(entryF, 10, 1, 1), ev(entryG, 20, 1), ev(entryH, 30, 1)},
+			[]*Event{ev(returnG, 30, 1, 10, false), ev(returnH, 40, 1, 10), ev(returnF, 50, 1, 40, false, "<nil>")},
+			[]string{"begin F@10 g1 in -", "begin G@20 g1 in F", "end G@30", "begin H@30 g1 in F", "end H@40", "end F@50"},
+		},
+		{
+			[]*Event{ev(entryF, 10, 1, 1), ev(entryG, 20, 1), ev(entryH, 30, 1)},
+			[]*Event{ev(returnH, 30, 1, 0), ev(returnG, 30, 1, 10, false), ev(returnF, 50, 1, 40, false, "<nil>")},
+			[]string{"begin F@10 g1 in -", "begin G@20 g1 in F", "begin H@30 g1 in G", "end H@30", "end G@30", "end F@50"},
+		},
+	} {
+		var l log
+		a := NewAssembler(&l, Options{})
+		a.Add(0, c.entries, clock, time.Unix(0, 0))
+		a.Add(1, c.returns, clock, time.Unix(0, 0))
+		a.Close()
+		if want := strings.Join(c.want, "\n"); l.String() != want || a.Unfinished+a.Unpaired != 0 {
+			t.Errorf("got (%+v)\n%s\nwant\n%s", a.Stats, l.String(), want)
+		}
 	}
 }

@@ -27,7 +27,11 @@
 // the process's time (in the ticks its records carry, which all of a process's
 // streams share) behind the newest record of every stream still sending, and releases
 // what is older in the order the records fired. A stream that has sent nothing for
-// a while (Idle) has sent everything it had, and holds nothing back. A record that
-// comes after its window has passed is still used, in the order it came, and counted
-// Late.
+// a while (Idle) no longer holds the others back; but silence does not say that a
+// process has sent everything (it may not have been running, and the returns of
+// run-time probes wait in rings drained after their calls' entries were sent), so
+// the last window is held until every stream has been silent for Settle. A record
+// that comes after its window has passed is still used, in the order it came, and
+// counted Late; past MaxPending records held, the oldest go before their window has
+// passed, counted Early.
 package calls

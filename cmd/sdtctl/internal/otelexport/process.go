@@ -232,6 +232,7 @@ type Summary struct {
 	Unpaired       uint64 `json:"entry_unseen"`    // returns whose entry was not seen
 	Unfinished     uint64 `json:"unfinished"`      // calls whose return never came
 	Late           uint64 `json:"late"`            // events that came after their window
+	Early          uint64 `json:"early"`           // events released before their window passed: too many held
 	OpenLimit      uint64 `json:"open_limit"`      // entries not opened: too many calls open
 	ProcessBuffers uint64 `json:"dropped_process"` // events the process's buffers dropped
 	ExporterQueue  uint64 `json:"dropped_queue"`   // spans the exporter's queue dropped
@@ -269,7 +270,7 @@ func (p *Process) Close(flush time.Duration) Summary {
 	a := p.asm.Stats
 	s := Summary{Pid: p.Pid, Events: p.received.Load(), Calls: a.Calls, SampledOut: p.sink.sampledOut,
 		SpanEvents: p.sink.events, Outside: p.sink.outside, Unpaired: a.Unpaired, Unfinished: a.Unfinished,
-		Late: a.Late, OpenLimit: a.OpenLimit, ProcessBuffers: p.processDrops()}
+		Late: a.Late, Early: a.Early, OpenLimit: a.OpenLimit, ProcessBuffers: p.processDrops()}
 	if p.q != nil {
 		s.Spans, s.ExporterQueue, s.ExportFailed = p.q.exported.Load(), p.q.dropped.Load(), p.q.failed.Load()
 		if err := p.q.lastErr.Load(); err != nil {

@@ -37,6 +37,10 @@ type callSpan struct {
 	span   trace.Span
 	joined trace.SpanID
 	skip   int // the entry's argument that joined it: not an attribute
+	// start, and the latest end of its children: a call's span holds its
+	// children's, which the clock (recalibrated between batches) or the counters of
+	// two CPUs may put a few nanoseconds outside it
+	start, kidsEnd time.Time
 }
 
 // probeInfo is what a probe's spans and events are given, made once.
@@ -67,10 +71,13 @@ func (s *spans) Begin(c *calls.Call) {
 	p := c.Probe()
 	in := s.info(p)
 	ctx := context.Background()
-	cs := &callSpan{}
+	cs := &callSpan{start: s.time(c.Start)}
 	if c.Parent != nil {
 		if parent, _ := c.Parent.Data.(*callSpan); parent != nil {
 			ctx = trace.ContextWithSpan(ctx, parent.span)
+			if cs.start.Before(parent.start) {
+				cs.start = parent.start
+			}
 		}
 	}
 	skip := -1
@@ -83,7 +90,7 @@ func (s *spans) Begin(c *calls.Call) {
 			cs.joined = sc.SpanID()
 		}
 	}
-	_, cs.span = s.tracer.Start(ctx, in.name, trace.WithTimestamp(s.time(c.Start)), trace.WithSpanKind(trace.SpanKindInternal))
+	_, cs.span = s.tracer.Start(ctx, in.name, trace.WithTimestamp(cs.start), trace.WithSpanKind(trace.SpanKindInternal))
 	c.Data = cs
 	if !cs.span.IsRecording() {
 		s.sampledOut++
@@ -98,6 +105,18 @@ func (s *spans) End(c *calls.Call) {
 	cs, _ := c.Data.(*callSpan)
 	if cs == nil {
 		return
+	}
+	end := s.time(c.End)
+	if end.Before(cs.start) {
+		end = cs.start
+	}
+	if end.Before(cs.kidsEnd) {
+		end = cs.kidsEnd
+	}
+	if c.Parent != nil {
+		if parent, _ := c.Parent.Data.(*callSpan); parent != nil && end.After(parent.kidsEnd) {
+			parent.kidsEnd = end
+		}
 	}
 	if cs.span.IsRecording() {
 		in := s.info(c.Probe())
@@ -122,12 +141,12 @@ func (s *spans) End(c *calls.Call) {
 			switch {
 			case e.Panicking():
 				cs.span.SetStatus(codes.Error, "panic")
-				cs.span.AddEvent("exception", trace.WithTimestamp(s.time(c.End)),
+				cs.span.AddEvent("exception", trace.WithTimestamp(end),
 					trace.WithAttributes(attribute.String("exception.type", "panic"), attribute.Bool("exception.escaped", true)))
 			default:
 				if msg, ok := returnedError(e); ok {
 					cs.span.SetStatus(codes.Error, msg)
-					cs.span.AddEvent("exception", trace.WithTimestamp(s.time(c.End)),
+					cs.span.AddEvent("exception", trace.WithTimestamp(end),
 						trace.WithAttributes(attribute.String("exception.message", msg)))
 				}
 			}
@@ -137,7 +156,7 @@ func (s *spans) End(c *calls.Call) {
 		}
 		cs.span.SetAttributes(attrs...)
 	}
-	cs.span.End(trace.WithTimestamp(s.time(c.End)))
+	cs.span.End(trace.WithTimestamp(end))
 	c.Data = nil
 }
 

@@ -49,7 +49,7 @@ func BenchmarkSpans(b *testing.B) {
 	for i := 0; i < b.N; i += per {
 		evs = make([]*calls.Event, 0, 2*per)
 		for j := range per {
-			t := uint64(i+j) * 1_000_000 // a call a millisecond: the window holds 250
+			t := uint64(i+j) * 1_000_000 // a call a millisecond: the window holds 1000
 			evs = append(evs, calls.NewEvent(entry, rec(t, 7, 0xc000010000, uint64(j)), 0), calls.NewEvent(ret, rec(t+500, 7, 500, 0, 42), 0))
 		}
 		p.in <- batch{stream: 0, evs: evs, clock: clock}

@@ -4,18 +4,27 @@
 //	plainapp serve   one command a line on stdin, "done" on stdout after each:
 //	                 calls N (Get N times, half of the keys missing, and MayPanic N times),
 //	                 sleep MS (store.Sleep(MS)), mix (store.Mix(-5, -3, 2.5, true, "héllo")),
-//	                 count (prints store.Count(db), inlined), run (store.Run(f), N times)
+//	                 count (prints store.Count(db), inlined), run (store.Run(f), N times),
+//	                 tree G N (G goroutines call tree.Handle N times each),
+//	                 http G N (G clients make N requests each to a server of plainapp's
+//	                 whose handler calls tree.Handle)
+//	plainapp tree G N   tree G N, then exits
 //	plainapp loop    calls Get for ever
 package main
 
 import (
 	"bufio"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"example.com/plainapp/store"
+	"example.com/plainapp/tree"
 	_ "github.com/gosdt/gosdt/sdt"
 )
 
@@ -29,7 +38,58 @@ func main() {
 		}
 	case "serve":
 		serve()
+	case "tree":
+		g, _ := strconv.Atoi(os.Args[2])
+		n, _ := strconv.Atoi(os.Args[3])
+		requests(g, n)
 	}
+}
+
+// requests has g goroutines call tree.Handle n times each.
+func requests(g, n int) {
+	var wg sync.WaitGroup
+	for k := range g {
+		wg.Go(func() {
+			for i := range n {
+				tree.Handle(k*n + i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// serveRequests starts an HTTP server on 127.0.0.1 whose handler calls tree.Handle
+// with the request's i, has g clients make n requests each, and stops it.
+func serveRequests(g, n int) error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i, _ := strconv.Atoi(r.URL.Query().Get("i"))
+		fmt.Fprintln(w, tree.Handle(i))
+	})}
+	go srv.Serve(l)
+	defer srv.Close()
+	url := "http://" + l.Addr().String() + "/?i="
+	var wg sync.WaitGroup
+	errs := make(chan error, g)
+	for k := range g {
+		wg.Go(func() {
+			for i := range n {
+				resp, err := http.Get(url + strconv.Itoa(k*n+i))
+				if err != nil {
+					errs <- err
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
 
 func serve() {
@@ -59,6 +119,21 @@ func serve() {
 			fmt.Println(store.Count(db))
 		case "mix":
 			store.Mix(-5, -3, 2.5, true, "héllo")
+		case "tree":
+			each := 0 // n goroutines, each calls each times
+			if len(f) > 2 {
+				each, _ = strconv.Atoi(f[2])
+			}
+			requests(n, each)
+		case "http":
+			each := 0
+			if len(f) > 2 {
+				each, _ = strconv.Atoi(f[2])
+			}
+			if err := serveRequests(n, each); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
 		case "run":
 			k := 0
 			for i := 0; i < n; i++ {
