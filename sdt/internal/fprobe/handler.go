@@ -43,7 +43,10 @@ func entryFast(c *config, argp, g uintptr) uintptr {
 		}
 	}
 	if load64(&f.wantRet) != 0 {
-		if r := f.ringOf(pid); r == nil || f.crowded(r) {
+		if load64(&f.retQuiet) != 0 {
+			// Folded at the return: no ring to make or to wait for.
+			stamp(pid, g, stackHi(g)-argp, c)
+		} else if r := f.ringOf(pid); r == nil || f.crowded(r) {
 			slow |= slowRet
 		} else {
 			// The depth from the stack's top is what a moved stack keeps.
@@ -270,6 +273,15 @@ func retHandler(c *config, argp uintptr, g uintptr, regs uintptr) {
 		f.count(pid, cNoEntry)
 	}
 	f.count(pid, cReturns)
+	if load64(&f.retQuiet) != 0 {
+		// Nobody reads the events: the count and the latency's fold are all.
+		f.count(pid, cFolded)
+		if ok {
+			f.fold(pid, uint64(max(lat, 0)))
+		}
+		rt.ProcUnpin()
+		return
+	}
 	var id uint64
 	if off := goidAt; off != 0 { // set before wantRet
 		id = goid.At(g, off)

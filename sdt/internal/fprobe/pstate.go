@@ -31,15 +31,25 @@ func procs() int {
 	return nprocs
 }
 
-// pstate is one P's share of a function's state, a cache line of its own.
+// pstate is one P's share of a function's state, two cache lines of its own.
 type pstate struct {
 	c    counters
 	ring unsafe.Pointer // *ring: this P's return ring, made by the first entry that needs it
-	_    [64 - unsafe.Sizeof(counters{}) - 8]byte
+	_    [128 - unsafe.Sizeof(counters{}) - 8]byte
 }
 
 // counters are a function's counts; per P, or shared (atomics) for Ps beyond nprocs.
-type counters struct{ entries, returns, noEntry, dropped, nested, waited uint64 }
+// folded counts the returns folded (SetReturnQuiet) and lat the latencies of those
+// whose entry time was known, in ticks.
+type counters struct {
+	entries, returns, noEntry, dropped, nested, waited uint64
+	folded                                             uint64
+	lat                                                latFold
+}
+
+// latFold is a sum of latencies in ticks: how many, their sum, the least and the
+// greatest (min holds the least plus one: 0 before the first).
+type latFold struct{ n, sum, min, max uint64 }
 
 // stateOf is P pid's state of f; nil for a P beyond those counted, or before f's state
 // is made (Set makes it before writing any call).
@@ -74,7 +84,42 @@ const (
 	cDropped = unsafe.Offsetof(counters{}.dropped)
 	cNested  = unsafe.Offsetof(counters{}.nested)
 	cWaited  = unsafe.Offsetof(counters{}.waited)
+	cFolded  = unsafe.Offsetof(counters{}.folded)
 )
+
+// fold adds latency d (ticks) of a return on P pid to f's fold: plain on the P's own
+// state, pinned by the caller; else on the shared one, whose min and max are a CAS
+// loop (a P beyond those counted: rare).
+//
+//go:nosplit
+//go:norace
+func (f *Func) fold(pid int, d uint64) {
+	if s := f.stateOf(pid); s != nil {
+		l := &s.c.lat // one writer, the P's: plain stores of whole words
+		if l.min == 0 || d+1 < l.min {
+			l.min = d + 1
+		}
+		if d > l.max {
+			l.max = d
+		}
+		l.sum += d
+		l.n++
+		return
+	}
+	l := &f.over.lat
+	for m := load64(&l.min); m == 0 || d+1 < m; m = load64(&l.min) {
+		if cas64(&l.min, m, d+1) {
+			break
+		}
+	}
+	for m := load64(&l.max); d > m; m = load64(&l.max) {
+		if cas64(&l.max, m, d) {
+			break
+		}
+	}
+	add64(&l.sum, d)
+	add64(&l.n, 1)
+}
 
 // sum is f's counts over every P.
 //
@@ -88,6 +133,15 @@ func (f *Func) sum() counters {
 		t.dropped += load64(&c.dropped)
 		t.nested += load64(&c.nested)
 		t.waited += load64(&c.waited)
+		t.folded += load64(&c.folded)
+		if n := load64(&c.lat.n); n > 0 {
+			t.lat.n += n
+			t.lat.sum += load64(&c.lat.sum)
+			if m := load64(&c.lat.min); m != 0 && (t.lat.min == 0 || m < t.lat.min) {
+				t.lat.min = m
+			}
+			t.lat.max = max(t.lat.max, load64(&c.lat.max))
+		}
 	}
 	for i := range f.pp {
 		add(&f.pp[i].c)
@@ -281,3 +335,31 @@ func (r *ring) evAt(i uint64) *Return {
 func (r *ring) seqAt(i uint64) *uint64 {
 	return (*uint64)(unsafe.Add(unsafe.Pointer(&r.seq), uintptr(i%ringSize)*8))
 }
+
+// Folded is what f's returns folded since Lookup (SetReturnQuiet): how many, and the
+// latencies of those whose entry was seen (Stats.NoEntry counts the others).
+type Folded struct {
+	Returns  int64 // returns folded: counted in Stats.Returns, never put into a ring
+	Count    int64 // of them, those with a latency
+	Sum      int64 // ns, their latencies' sum
+	Min, Max int64 // ns; 0 when Count is 0
+}
+
+// Folded returns f's folded returns, the latencies in ns at the counter's rate as of now.
+func (f *Func) Folded() Folded {
+	c := f.sum()
+	out := Folded{Returns: int64(c.folded), Count: int64(c.lat.n)}
+	if c.lat.n > 0 {
+		rate := nsPerTick()
+		out.Sum = int64(float64(c.lat.sum) * rate)
+		out.Min = int64(float64(c.lat.min-1) * rate)
+		out.Max = int64(float64(c.lat.max) * rate)
+	}
+	return out
+}
+
+// SetReturnQuiet says whether f's return events are put into its rings for a reader
+// (false, the default) or only counted and their latencies folded on their P (true:
+// Folded), which costs a return no ring, no result registers kept and no reader. It
+// takes effect at once, without a patch: a return is either put or folded, never both.
+func (f *Func) SetReturnQuiet(quiet bool) { store64(&f.retQuiet, b2u(quiet)) }
