@@ -265,8 +265,8 @@ func subscribe(specText string, sink bridge.Sink) ([]*bridge.Probe, func(), erro
 // (bridge.Registry.SubscribeCounts): a count of a probe with sites, or of its
 // unattributed fires, is read from the counters every admitted fire bumps anyway
 // (hits.go), so its fires need no consumer at all and cost what an enabled fire
-// with nobody consuming costs. Run-time function probes, counted otherwise, still
-// feed sink.
+// with nobody consuming costs; a run-time function probe's from fprobe's per-P
+// counts (hitsNow), its returns folded where they happen.
 func subscribeCounts(specText string, sink bridge.Sink) ([]*bridge.Probe, func([]bridge.Count) []bridge.Count, func(), error) {
 	sub := &subscription{sink: sink, counted: &counted{base: map[*site]uint64{}, wideBase: map[*probe]uint64{}}}
 	descs, sub, err := subscribeAs(specText, sub)
@@ -329,9 +329,8 @@ type counted struct {
 	closed   bool
 }
 
-// countedBy reports whether c reads p's fires from the counters: all but run-time
-// function probes', which have no site and are counted otherwise.
-func (c *counted) countedBy(p *probe) bool { return c != nil && p.dyn == nil }
+// countedBy reports whether c reads p's fires from the counters.
+func (c *counted) countedBy(p *probe) bool { return c != nil }
 
 // each calls f with the fires counted so far of each site the subscription matched
 // (s nil: a definition's unattributed fires, when it matched them). Call with
@@ -348,7 +347,7 @@ func (c *counted) each(f func(p *probe, s *site, n uint64)) {
 			}
 		}
 		if fl.wide {
-			f(p, nil, p.hits.Load())
+			f(p, nil, p.hitsNow())
 		}
 	}
 }
@@ -372,6 +371,7 @@ func (c *counted) readLocked(dst []bridge.Count) []bridge.Count {
 			addr = s.Addr
 		} else {
 			n -= c.wideBase[p]
+			addr = p.wideAddr()
 		}
 		if n > 0 {
 			dst = append(dst, bridge.Count{Probe: reg.probeID(p), Site: addr, N: n})
@@ -440,9 +440,6 @@ func (r *registry) rebuild(fs map[*probe]*filter) {
 			c.one = c.sinks[0].s
 		}
 		p.cons.Store(c)
-		if p.dyn != nil && p == p.dyn.entry {
-			// Nobody consumes its events: its calls only count them.
-			p.dyn.f.SetQuiet(c == nil)
-		}
+		p.consumed(c)
 	}
 }
