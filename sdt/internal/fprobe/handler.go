@@ -44,8 +44,13 @@ func entryFast(c *config, argp, g uintptr) uintptr {
 	}
 	if load64(&f.wantRet) != 0 {
 		if load64(&f.retQuiet) != 0 {
-			// Folded at the return: no ring to make or to wait for.
-			stamp(pid, g, stackHi(g)-argp, c)
+			// Folded at the return: no ring to make or to wait for. The P's slot
+			// first, as stamp, without its call.
+			t := ticks()
+			depth := stackHi(g) - argp
+			if s := f.stateOf(pid); s == nil || !s.enterIn(g, depth, t) {
+				stampTable(pid, g, depth, c, t)
+			}
 		} else if r := f.ringOf(pid); r == nil || f.crowded(r) {
 			slow |= slowRet
 		} else {
@@ -63,6 +68,17 @@ func entryFast(c *config, argp, g uintptr) uintptr {
 //go:norace
 func stamp(pid int, g, depth uintptr, c *config) {
 	t := ticks()
+	if s := c.fn.stateOf(pid); s != nil && s.enterIn(g, depth, t) {
+		return
+	}
+	stampTable(pid, g, depth, c, t)
+}
+
+// stampTable records entry time t in the latency tables: the P's slot is taken.
+//
+//go:nosplit
+//go:norace
+func stampTable(pid int, g, depth uintptr, c *config, t uint64) {
 	if !enterP(pid, g, depth, c, t) {
 		enter(g, depth, c, int64(t))
 	}
@@ -93,15 +109,6 @@ func entrySlow(c *config, argp unsafe.Pointer, ctxt unsafe.Pointer, g uintptr, s
 			// The hook does not keep a (EntryHook): on this stack, not the heap.
 			callHook(f, *h, (*Args)(rt.Noescape(unsafe.Pointer(&a))), g)
 		}
-	}
-	return ctxt
-}
-
-// entryHandler is both parts of an entry probe, for a stub that spills the arguments
-// before it calls Go code (arm64's).
-func entryHandler(c *config, argp unsafe.Pointer, ctxt unsafe.Pointer, g uintptr) unsafe.Pointer {
-	if slow := entryFast(c, uintptr(argp), g); slow != 0 {
-		return entrySlow(c, argp, ctxt, g, slow)
 	}
 	return ctxt
 }
@@ -261,11 +268,35 @@ func retHandler(c *config, argp uintptr, g uintptr, regs uintptr) {
 	pid := rt.ProcPin()
 	lat := int64(-1)
 	depth := stackHi(g) - argp
-	t, found, ok := leaveP(pid, g, depth, c.fn.entry)
-	if !found {
-		var t0 int64
-		t0, ok = leave(g, depth, c.fn.entry)
-		t = uint64(t0)
+	if s := f.stateOf(pid); s != nil && load64(&f.retQuiet) != 0 &&
+		uintptr(load64(&s.inG)) == g && s.inDepth == uint64(depth) {
+		// Most returns: folded, their entry's time in their P's slot. As below, in
+		// one place (no search, no call but the slot's release).
+		d := now - s.inT
+		publish(&s.inG, 0) // after reading inT
+		if int64(d) < 0 {
+			d = 0 // counters of two cores a few ticks apart
+		}
+		s.c.returns++
+		s.c.folded++
+		s.c.lat.add(d)
+		rt.ProcUnpin()
+		return
+	}
+	// The P's own slot first (the entry's P, most often), then the tables (the slot
+	// was taken), then the other Ps' slots (the goroutine moved since its entry).
+	t, ok := f.takeIn(pid, g, depth)
+	if !ok {
+		var found bool
+		t, found, ok = leaveP(pid, g, depth, c.fn.entry)
+		if !found {
+			var t0 int64
+			t0, ok = leave(g, depth, c.fn.entry)
+			t = uint64(t0)
+		}
+		if !ok {
+			t, ok = f.takeInAny(pid, g, depth)
+		}
 	}
 	if ok {
 		lat = int64(now - t)
@@ -278,7 +309,7 @@ func retHandler(c *config, argp uintptr, g uintptr, regs uintptr) {
 		f.count(pid, cFolded)
 		if ok {
 			f.fold(pid, uint64(max(lat, 0)))
-		}
+		} // else counted by NoEntry above
 		rt.ProcUnpin()
 		return
 	}

@@ -35,7 +35,63 @@ func procs() int {
 type pstate struct {
 	c    counters
 	ring unsafe.Pointer // *ring: this P's return ring, made by the first entry that needs it
-	_    [128 - unsafe.Sizeof(counters{}) - 8]byte
+	// The entry time of one call of the function in flight, taken on this P: a slot
+	// of the latency tables below that needs no hash and no search (most returns
+	// come on the P of their entry, with no other call of the function between).
+	// Claimed and freed as a table's slot is; inG 0 when free.
+	inG, inDepth, inT uint64
+	_                 [128 - unsafe.Sizeof(counters{}) - 8 - 24]byte
+}
+
+// enterIn records the entry time t of g's call at depth in P's slot s: true when the
+// slot was free or held g's call at that depth (one that never returned, or this one
+// again after morestack), false when another call holds it.
+//
+//go:nosplit
+//go:norace
+func (s *pstate) enterIn(g, depth uintptr, t uint64) bool {
+	switch uintptr(load64(&s.inG)) {
+	case 0:
+		s.inDepth, s.inT = uint64(depth), t
+		publish(&s.inG, uint64(g)) // the key last: a reader that sees it sees the rest
+		return true
+	case g:
+		if s.inDepth == uint64(depth) {
+			s.inT = t
+			return true
+		}
+	}
+	return false
+}
+
+// takeIn takes the entry time of g's call at depth from P p's slot of f, if it holds
+// it. Only g itself writes a slot that holds g.
+//
+//go:nosplit
+//go:norace
+func (f *Func) takeIn(p int, g, depth uintptr) (uint64, bool) {
+	s := f.stateOf(p)
+	if s == nil || uintptr(load64(&s.inG)) != g || s.inDepth != uint64(depth) {
+		return 0, false
+	}
+	t := s.inT
+	publish(&s.inG, 0) // after reading t
+	return t, true
+}
+
+// takeInAny is takeIn from any P's slot but pid's (g moved since its entry).
+//
+//go:nosplit
+//go:norace
+func (f *Func) takeInAny(pid int, g, depth uintptr) (uint64, bool) {
+	for p := 0; p < len(f.pp); p++ {
+		if p != pid {
+			if t, ok := f.takeIn(p, g, depth); ok {
+				return t, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // counters are a function's counts; per P, or shared (atomics) for Ps beyond nprocs.
@@ -50,6 +106,21 @@ type counters struct {
 // latFold is a sum of latencies in ticks: how many, their sum, the least and the
 // greatest (min holds the least plus one: 0 before the first).
 type latFold struct{ n, sum, min, max uint64 }
+
+// add folds d into a P's own l: one writer, the P's, plain stores of whole words.
+//
+//go:nosplit
+//go:norace
+func (l *latFold) add(d uint64) {
+	if l.min == 0 || d+1 < l.min {
+		l.min = d + 1
+	}
+	if d > l.max {
+		l.max = d
+	}
+	l.sum += d
+	l.n++
+}
 
 // stateOf is P pid's state of f; nil for a P beyond those counted, or before f's state
 // is made (Set makes it before writing any call).
@@ -95,15 +166,7 @@ const (
 //go:norace
 func (f *Func) fold(pid int, d uint64) {
 	if s := f.stateOf(pid); s != nil {
-		l := &s.c.lat // one writer, the P's: plain stores of whole words
-		if l.min == 0 || d+1 < l.min {
-			l.min = d + 1
-		}
-		if d > l.max {
-			l.max = d
-		}
-		l.sum += d
-		l.n++
+		s.c.lat.add(d)
 		return
 	}
 	l := &f.over.lat
@@ -243,9 +306,9 @@ func enterP(pid int, g, depth uintptr, c *config, t uint64) bool {
 
 // leaveP takes the entry time of the call of c's function at depth of goroutine g,
 // running on P pid: from pid's table, else from another P's (its goroutine moved
-// since its entry). found is false when no table has its key (the caller then looks
-// in the shared one); ok, whether the key was this function's. One function, not
-// one per table: the nosplit chain from the return stub stays short.
+// since its entry). found is false when no table has its key with c (the caller then
+// looks in the shared one); ok is found. One function, not one per table: the nosplit
+// chain from the return stub stays short.
 //
 //go:nosplit
 //go:norace
@@ -265,7 +328,10 @@ func leaveP(pid int, g, depth uintptr, c *config) (t uint64, found, ok bool) {
 			s := slotAt(tab, h+i, latPerP)
 			if uintptr(load64(&s.g)) == g && s.depth == depth {
 				if s.cfg != uintptr(unsafe.Pointer(c)) {
-					return 0, true, false
+					// Another function's call at this depth that never returned
+					// (its probe taken away, or it panicked): this call's entry
+					// is elsewhere, another P's table or the shared one.
+					break
 				}
 				t := uint64(s.t)
 				publish(&s.g, 0) // after reading t: a load is not moved after a later store
