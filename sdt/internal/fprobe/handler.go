@@ -43,19 +43,19 @@ func entryFast(c *config, argp, g uintptr) uintptr {
 		}
 	}
 	if load64(&f.wantRet) != 0 {
-		if load64(&f.retQuiet) != 0 {
-			// Folded at the return: no ring to make or to wait for. The P's slot
-			// first, as stamp, without its call.
-			t := ticks()
-			depth := stackHi(g) - argp
-			if s := f.stateOf(pid); s == nil || !s.enterIn(g, depth, t) {
-				stampTable(pid, g, depth, c, t)
-			}
-		} else if r := f.ringOf(pid); r == nil || f.crowded(r) {
+		// Folded at the return (retQuiet): no ring to make or to wait for.
+		if r := f.ringOf(pid); load64(&f.retQuiet) == 0 && (r == nil || f.crowded(r)) {
 			slow |= slowRet
 		} else {
+			// stamp's body, not a call: from the stub down, the nosplit chain stays
+			// within its limit with -N -l (arm64's body frame is the larger).
 			// The depth from the stack's top is what a moved stack keeps.
-			stamp(pid, g, stackHi(g)-argp, c)
+			t, depth := ticks(), stackHi(g)-argp
+			if s := f.stateOf(pid); s == nil || !s.enterIn(g, depth, t) {
+				if !enterP(pid, g, depth, c, t) {
+					enter(g, depth, c, int64(t))
+				}
+			}
 		}
 	}
 	rt.ProcUnpin()
@@ -71,14 +71,6 @@ func stamp(pid int, g, depth uintptr, c *config) {
 	if s := c.fn.stateOf(pid); s != nil && s.enterIn(g, depth, t) {
 		return
 	}
-	stampTable(pid, g, depth, c, t)
-}
-
-// stampTable records entry time t in the latency tables: the P's slot is taken.
-//
-//go:nosplit
-//go:norace
-func stampTable(pid int, g, depth uintptr, c *config, t uint64) {
 	if !enterP(pid, g, depth, c, t) {
 		enter(g, depth, c, int64(t))
 	}
@@ -266,41 +258,25 @@ func retHandler(c *config, argp uintptr, g uintptr, regs uintptr) {
 	}
 	now := ticks()
 	pid := rt.ProcPin()
-	lat := int64(-1)
 	depth := stackHi(g) - argp
-	if s := f.stateOf(pid); s != nil && load64(&f.retQuiet) != 0 &&
-		uintptr(load64(&s.inG)) == g && s.inDepth == uint64(depth) {
-		// Most returns: folded, their entry's time in their P's slot. As below, in
-		// one place (no search, no call but the slot's release).
-		d := now - s.inT
-		publish(&s.inG, 0) // after reading inT
-		if int64(d) < 0 {
-			d = 0 // counters of two cores a few ticks apart
-		}
-		s.c.returns++
-		s.c.folded++
-		s.c.lat.add(d)
+	if load64(&f.retQuiet) != 0 && f.foldIn(pid, g, depth, now) {
 		rt.ProcUnpin()
 		return
 	}
 	// The P's own slot first (the entry's P, most often), then the tables (the slot
-	// was taken), then the other Ps' slots (the goroutine moved since its entry).
+	// was taken), then the other Ps' slots (the goroutine moved since its entry). As
+	// few locals as may be: this frame is on the nosplit chain to the tables' search.
 	t, ok := f.takeIn(pid, g, depth)
 	if !ok {
 		var found bool
-		t, found, ok = leaveP(pid, g, depth, c.fn.entry)
-		if !found {
-			var t0 int64
-			t0, ok = leave(g, depth, c.fn.entry)
-			t = uint64(t0)
+		if t, found, ok = leaveP(pid, g, depth, c.fn.entry); !found {
+			t, ok = leave(g, depth, c.fn.entry)
 		}
 		if !ok {
 			t, ok = f.takeInAny(pid, g, depth)
 		}
 	}
-	if ok {
-		lat = int64(now - t)
-	} else {
+	if !ok {
 		f.count(pid, cNoEntry)
 	}
 	f.count(pid, cReturns)
@@ -308,23 +284,41 @@ func retHandler(c *config, argp uintptr, g uintptr, regs uintptr) {
 		// Nobody reads the events: the count and the latency's fold are all.
 		f.count(pid, cFolded)
 		if ok {
-			f.fold(pid, uint64(max(lat, 0)))
-		} // else counted by NoEntry above
-		rt.ProcUnpin()
-		return
-	}
-	var id uint64
-	if off := goidAt; off != 0 { // set before wantRet
-		id = goid.At(g, off)
-	}
-	r := f.ringOf(pid)
-	if r == nil {
-		r = f.shared // a P whose calls have not entered since the probe was placed
-	}
-	if !r.put(now, lat, id, regs) {
-		f.count(pid, cDropped)
+			f.fold(pid, now-t)
+		}
+	} else {
+		lat := int64(-1)
+		if ok {
+			lat = int64(now - t)
+		}
+		if !f.ringFor(pid).put(now, lat, goidOf(g), regs) {
+			f.count(pid, cDropped)
+		}
 	}
 	rt.ProcUnpin()
+}
+
+// ringFor is the ring a return on P pid puts into: the P's, or the function's shared
+// ring for a P whose calls have not entered since the probe was placed.
+//
+//go:nosplit
+//go:norace
+func (f *Func) ringFor(pid int) *ring {
+	if r := f.ringOf(pid); r != nil {
+		return r
+	}
+	return f.shared
+}
+
+// goidOf is goroutine g's id, 0 if unknown.
+//
+//go:nosplit
+//go:norace
+func goidOf(g uintptr) uint64 {
+	if off := goidAt; off != 0 { // set before wantRet
+		return goid.At(g, off)
+	}
+	return 0
 }
 
 // The latency side table: the entry time of each call in flight whose function has
@@ -389,7 +383,7 @@ func enter(g, depth uintptr, c *config, t int64) {
 //
 //go:nosplit
 //go:norace
-func leave(g, depth uintptr, c *config) (int64, bool) {
+func leave(g, depth uintptr, c *config) (uint64, bool) {
 	h := latHash(g, depth)
 	for i := 0; i < latProbe; i++ {
 		s := slotAt(unsafe.Pointer(&lat), h+i, latSize)
@@ -399,7 +393,7 @@ func leave(g, depth uintptr, c *config) (int64, bool) {
 			}
 			t := s.t
 			store64(&s.g, 0)
-			return t, true
+			return uint64(t), true
 		}
 	}
 	return 0, false
