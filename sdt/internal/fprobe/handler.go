@@ -44,7 +44,7 @@ func entryFast(c *config, argp, g uintptr) uintptr {
 	}
 	if load64(&f.wantRet) != 0 {
 		// Folded at the return (retQuiet): no ring to make or to wait for.
-		if r := f.ringOf(pid); load64(&f.retQuiet) == 0 && (r == nil || f.crowded(r)) {
+		if load64(&f.retQuiet) == 0 && f.needsRing(pid) {
 			slow |= slowRet
 		} else {
 			// stamp's body, not a call: from the stub down, the nosplit chain stays
@@ -60,6 +60,15 @@ func entryFast(c *config, argp, g uintptr) uintptr {
 	}
 	rt.ProcUnpin()
 	return slow
+}
+
+// needsRing reports whether P pid has no return ring of f yet, or a crowded one.
+//
+//go:nosplit
+//go:norace
+func (f *Func) needsRing(pid int) bool {
+	r := f.ringOf(pid)
+	return r == nil || f.crowded(r)
 }
 
 // stamp records the entry time of a call on P pid (pinned).
