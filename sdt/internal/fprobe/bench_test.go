@@ -8,8 +8,9 @@ import (
 
 // BenchmarkProbedCall is the cost of one call of a small function: never probed, with
 // its probes taken away again (the original bytes), with an entry probe whose hook
-// counts, with an entry probe counted only (SetQuiet), and with entry and return probes (the return's latency and results into the
-// ring, drained as the benchmark goes).
+// counts, with an entry probe counted only (SetQuiet), with entry and return probes (the
+// return's latency and results into the ring, drained as the benchmark goes), and with
+// both counted only, the return's latency folded on its P (SetReturnQuiet).
 func BenchmarkProbedCall(b *testing.B) {
 	f, err := Lookup(pkg + "Sum")
 	if err != nil {
@@ -54,6 +55,19 @@ func BenchmarkProbedCall(b *testing.B) {
 			b.Fatal(err)
 		}
 		run(b)
+		if err := Set([]Change{{Func: f}}); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.Run("entry-quiet+return-folded", func(b *testing.B) {
+		if err := Set([]Change{{Func: f, Entry: count, Return: true}}); err != nil {
+			b.Fatal(err)
+		}
+		f.SetQuiet(true)
+		f.SetReturnQuiet(true)
+		run(b)
+		f.SetQuiet(false)
+		f.SetReturnQuiet(false)
 		if err := Set([]Change{{Func: f}}); err != nil {
 			b.Fatal(err)
 		}

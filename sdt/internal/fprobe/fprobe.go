@@ -72,6 +72,9 @@ type Func struct {
 	hookOn  uint64 // 1: the entry probe is on
 	quiet   uint64 // 1: entry events are counted, not delivered (SetQuiet)
 	pinned  uint64 // 1: the hook runs pinned to its P (Change.Pinned)
+	// 1: returns are counted and their latencies folded per P, not put into a ring
+	// (SetReturnQuiet)
+	retQuiet uint64
 
 	pp      []pstate // per P: counts, return ring; made by Set before any call is written
 	over    counters // Ps beyond pp's, atomically

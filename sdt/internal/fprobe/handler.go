@@ -43,15 +43,32 @@ func entryFast(c *config, argp, g uintptr) uintptr {
 		}
 	}
 	if load64(&f.wantRet) != 0 {
-		if r := f.ringOf(pid); r == nil || f.crowded(r) {
+		// Folded at the return (retQuiet): no ring to make or to wait for.
+		if load64(&f.retQuiet) == 0 && f.needsRing(pid) {
 			slow |= slowRet
 		} else {
+			// stamp's body, not a call: from the stub down, the nosplit chain stays
+			// within its limit with -N -l (arm64's body frame is the larger).
 			// The depth from the stack's top is what a moved stack keeps.
-			stamp(pid, g, stackHi(g)-argp, c)
+			t, depth := ticks(), stackHi(g)-argp
+			if s := f.stateOf(pid); s == nil || !s.enterIn(g, depth, t) {
+				if !enterP(pid, g, depth, c, t) {
+					enter(g, depth, c, int64(t))
+				}
+			}
 		}
 	}
 	rt.ProcUnpin()
 	return slow
+}
+
+// needsRing reports whether P pid has no return ring of f yet, or a crowded one.
+//
+//go:nosplit
+//go:norace
+func (f *Func) needsRing(pid int) bool {
+	r := f.ringOf(pid)
+	return r == nil || f.crowded(r)
 }
 
 // stamp records the entry time of a call on P pid (pinned).
@@ -60,6 +77,9 @@ func entryFast(c *config, argp, g uintptr) uintptr {
 //go:norace
 func stamp(pid int, g, depth uintptr, c *config) {
 	t := ticks()
+	if s := c.fn.stateOf(pid); s != nil && s.enterIn(g, depth, t) {
+		return
+	}
 	if !enterP(pid, g, depth, c, t) {
 		enter(g, depth, c, int64(t))
 	}
@@ -90,15 +110,6 @@ func entrySlow(c *config, argp unsafe.Pointer, ctxt unsafe.Pointer, g uintptr, s
 			// The hook does not keep a (EntryHook): on this stack, not the heap.
 			callHook(f, *h, (*Args)(rt.Noescape(unsafe.Pointer(&a))), g)
 		}
-	}
-	return ctxt
-}
-
-// entryHandler is both parts of an entry probe, for a stub that spills the arguments
-// before it calls Go code (arm64's).
-func entryHandler(c *config, argp unsafe.Pointer, ctxt unsafe.Pointer, g uintptr) unsafe.Pointer {
-	if slow := entryFast(c, uintptr(argp), g); slow != 0 {
-		return entrySlow(c, argp, ctxt, g, slow)
 	}
 	return ctxt
 }
@@ -256,32 +267,67 @@ func retHandler(c *config, argp uintptr, g uintptr, regs uintptr) {
 	}
 	now := ticks()
 	pid := rt.ProcPin()
-	lat := int64(-1)
 	depth := stackHi(g) - argp
-	t, found, ok := leaveP(pid, g, depth, c.fn.entry)
-	if !found {
-		var t0 int64
-		t0, ok = leave(g, depth, c.fn.entry)
-		t = uint64(t0)
+	if load64(&f.retQuiet) != 0 && f.foldIn(pid, g, depth, now) {
+		rt.ProcUnpin()
+		return
 	}
-	if ok {
-		lat = int64(now - t)
-	} else {
+	// The P's own slot first (the entry's P, most often), then the tables (the slot
+	// was taken), then the other Ps' slots (the goroutine moved since its entry). As
+	// few locals as may be: this frame is on the nosplit chain to the tables' search.
+	t, ok := f.takeIn(pid, g, depth)
+	if !ok {
+		var found bool
+		if t, found, ok = leaveP(pid, g, depth, c.fn.entry); !found {
+			t, ok = leave(g, depth, c.fn.entry)
+		}
+		if !ok {
+			t, ok = f.takeInAny(pid, g, depth)
+		}
+	}
+	if !ok {
 		f.count(pid, cNoEntry)
 	}
 	f.count(pid, cReturns)
-	var id uint64
-	if off := goidAt; off != 0 { // set before wantRet
-		id = goid.At(g, off)
-	}
-	r := f.ringOf(pid)
-	if r == nil {
-		r = f.shared // a P whose calls have not entered since the probe was placed
-	}
-	if !r.put(now, lat, id, regs) {
-		f.count(pid, cDropped)
+	if load64(&f.retQuiet) != 0 {
+		// Nobody reads the events: the count and the latency's fold are all.
+		f.count(pid, cFolded)
+		if ok {
+			f.fold(pid, now-t)
+		}
+	} else {
+		lat := int64(-1)
+		if ok {
+			lat = int64(now - t)
+		}
+		if !f.ringFor(pid).put(now, lat, goidOf(g), regs) {
+			f.count(pid, cDropped)
+		}
 	}
 	rt.ProcUnpin()
+}
+
+// ringFor is the ring a return on P pid puts into: the P's, or the function's shared
+// ring for a P whose calls have not entered since the probe was placed.
+//
+//go:nosplit
+//go:norace
+func (f *Func) ringFor(pid int) *ring {
+	if r := f.ringOf(pid); r != nil {
+		return r
+	}
+	return f.shared
+}
+
+// goidOf is goroutine g's id, 0 if unknown.
+//
+//go:nosplit
+//go:norace
+func goidOf(g uintptr) uint64 {
+	if off := goidAt; off != 0 { // set before wantRet
+		return goid.At(g, off)
+	}
+	return 0
 }
 
 // The latency side table: the entry time of each call in flight whose function has
@@ -346,7 +392,7 @@ func enter(g, depth uintptr, c *config, t int64) {
 //
 //go:nosplit
 //go:norace
-func leave(g, depth uintptr, c *config) (int64, bool) {
+func leave(g, depth uintptr, c *config) (uint64, bool) {
 	h := latHash(g, depth)
 	for i := 0; i < latProbe; i++ {
 		s := slotAt(unsafe.Pointer(&lat), h+i, latSize)
@@ -356,7 +402,7 @@ func leave(g, depth uintptr, c *config) (int64, bool) {
 			}
 			t := s.t
 			store64(&s.g, 0)
-			return t, true
+			return uint64(t), true
 		}
 	}
 	return 0, false

@@ -31,15 +31,121 @@ func procs() int {
 	return nprocs
 }
 
-// pstate is one P's share of a function's state, a cache line of its own.
+// pstate is one P's share of a function's state, two cache lines of its own.
 type pstate struct {
 	c    counters
 	ring unsafe.Pointer // *ring: this P's return ring, made by the first entry that needs it
-	_    [64 - unsafe.Sizeof(counters{}) - 8]byte
+	// The entry time of one call of the function in flight, taken on this P: a slot
+	// of the latency tables below that needs no hash and no search (most returns
+	// come on the P of their entry, with no other call of the function between).
+	// Claimed and freed as a table's slot is; inG 0 when free.
+	inG, inDepth, inT uint64
+	_                 [128 - unsafe.Sizeof(counters{}) - 8 - 24]byte
+}
+
+// enterIn records the entry time t of g's call at depth in P's slot s: true when the
+// slot was free or held g's call at that depth (one that never returned, or this one
+// again after morestack), false when another call holds it.
+//
+//go:nosplit
+//go:norace
+func (s *pstate) enterIn(g, depth uintptr, t uint64) bool {
+	switch uintptr(load64(&s.inG)) {
+	case 0:
+		s.inDepth, s.inT = uint64(depth), t
+		publish(&s.inG, uint64(g)) // the key last: a reader that sees it sees the rest
+		return true
+	case g:
+		if s.inDepth == uint64(depth) {
+			s.inT = t
+			return true
+		}
+	}
+	return false
+}
+
+// takeIn takes the entry time of g's call at depth from P p's slot of f, if it holds
+// it. Only g itself writes a slot that holds g.
+//
+//go:nosplit
+//go:norace
+func (f *Func) takeIn(p int, g, depth uintptr) (uint64, bool) {
+	s := f.stateOf(p)
+	if s == nil || uintptr(load64(&s.inG)) != g || s.inDepth != uint64(depth) {
+		return 0, false
+	}
+	t := s.inT
+	publish(&s.inG, 0) // after reading t
+	return t, true
+}
+
+// foldIn folds a return of g's call at depth at time now on P pid, when P's slot
+// holds its entry (most returns whose events nobody reads): what retHandler does for
+// it, in one place with no search (its own function: a smaller frame for the return
+// path's longer chains).
+//
+//go:nosplit
+//go:norace
+func (f *Func) foldIn(pid int, g, depth uintptr, now uint64) bool {
+	s := f.stateOf(pid)
+	if s == nil || uintptr(load64(&s.inG)) != g || s.inDepth != uint64(depth) {
+		return false
+	}
+	d := now - s.inT
+	publish(&s.inG, 0) // after reading inT
+	if int64(d) < 0 {
+		d = 0 // counters of two cores a few ticks apart
+	}
+	s.c.returns++
+	s.c.folded++
+	s.c.lat.add(d)
+	return true
+}
+
+// takeInAny is takeIn from any P's slot but pid's (g moved since its entry); takeIn's
+// body, not a call, so that the nosplit chain stays within its limit with -N -l.
+//
+//go:nosplit
+//go:norace
+func (f *Func) takeInAny(pid int, g, depth uintptr) (uint64, bool) {
+	for p := 0; p < len(f.pp); p++ {
+		s := (*pstate)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(f.pp)), uintptr(p)*unsafe.Sizeof(pstate{})))
+		if p != pid && uintptr(load64(&s.inG)) == g && s.inDepth == uint64(depth) {
+			t := s.inT
+			publish(&s.inG, 0) // after reading t
+			return t, true
+		}
+	}
+	return 0, false
 }
 
 // counters are a function's counts; per P, or shared (atomics) for Ps beyond nprocs.
-type counters struct{ entries, returns, noEntry, dropped, nested, waited uint64 }
+// folded counts the returns folded (SetReturnQuiet) and lat the latencies of those
+// whose entry time was known, in ticks.
+type counters struct {
+	entries, returns, noEntry, dropped, nested, waited uint64
+	folded                                             uint64
+	lat                                                latFold
+}
+
+// latFold is a sum of latencies in ticks: how many, their sum, the least and the
+// greatest (min holds the least plus one: 0 before the first).
+type latFold struct{ n, sum, min, max uint64 }
+
+// add folds d into a P's own l: one writer, the P's, plain stores of whole words.
+//
+//go:nosplit
+//go:norace
+func (l *latFold) add(d uint64) {
+	if l.min == 0 || d+1 < l.min {
+		l.min = d + 1
+	}
+	if d > l.max {
+		l.max = d
+	}
+	l.sum += d
+	l.n++
+}
 
 // stateOf is P pid's state of f; nil for a P beyond those counted, or before f's state
 // is made (Set makes it before writing any call).
@@ -74,7 +180,37 @@ const (
 	cDropped = unsafe.Offsetof(counters{}.dropped)
 	cNested  = unsafe.Offsetof(counters{}.nested)
 	cWaited  = unsafe.Offsetof(counters{}.waited)
+	cFolded  = unsafe.Offsetof(counters{}.folded)
 )
+
+// fold adds latency d (ticks, the difference of two counter reads) of a return on P pid to f's fold: plain on the P's own
+// state, pinned by the caller; else on the shared one, whose min and max are a CAS
+// loop (a P beyond those counted: rare).
+//
+//go:nosplit
+//go:norace
+func (f *Func) fold(pid int, d uint64) {
+	if int64(d) < 0 {
+		d = 0 // counters of two cores a few ticks apart
+	}
+	if s := f.stateOf(pid); s != nil {
+		s.c.lat.add(d)
+		return
+	}
+	l := &f.over.lat
+	for m := load64(&l.min); m == 0 || d+1 < m; m = load64(&l.min) {
+		if cas64(&l.min, m, d+1) {
+			break
+		}
+	}
+	for m := load64(&l.max); d > m; m = load64(&l.max) {
+		if cas64(&l.max, m, d) {
+			break
+		}
+	}
+	add64(&l.sum, d)
+	add64(&l.n, 1)
+}
 
 // sum is f's counts over every P.
 //
@@ -88,6 +224,15 @@ func (f *Func) sum() counters {
 		t.dropped += load64(&c.dropped)
 		t.nested += load64(&c.nested)
 		t.waited += load64(&c.waited)
+		t.folded += load64(&c.folded)
+		if n := load64(&c.lat.n); n > 0 {
+			t.lat.n += n
+			t.lat.sum += load64(&c.lat.sum)
+			if m := load64(&c.lat.min); m != 0 && (t.lat.min == 0 || m < t.lat.min) {
+				t.lat.min = m
+			}
+			t.lat.max = max(t.lat.max, load64(&c.lat.max))
+		}
 	}
 	for i := range f.pp {
 		add(&f.pp[i].c)
@@ -189,9 +334,9 @@ func enterP(pid int, g, depth uintptr, c *config, t uint64) bool {
 
 // leaveP takes the entry time of the call of c's function at depth of goroutine g,
 // running on P pid: from pid's table, else from another P's (its goroutine moved
-// since its entry). found is false when no table has its key (the caller then looks
-// in the shared one); ok, whether the key was this function's. One function, not
-// one per table: the nosplit chain from the return stub stays short.
+// since its entry). found is false when no table has its key with c (the caller then
+// looks in the shared one); ok is found. One function, not one per table: the nosplit
+// chain from the return stub stays short.
 //
 //go:nosplit
 //go:norace
@@ -211,7 +356,10 @@ func leaveP(pid int, g, depth uintptr, c *config) (t uint64, found, ok bool) {
 			s := slotAt(tab, h+i, latPerP)
 			if uintptr(load64(&s.g)) == g && s.depth == depth {
 				if s.cfg != uintptr(unsafe.Pointer(c)) {
-					return 0, true, false
+					// Another function's call at this depth that never returned
+					// (its probe taken away, or it panicked): this call's entry
+					// is elsewhere, another P's table or the shared one.
+					break
 				}
 				t := uint64(s.t)
 				publish(&s.g, 0) // after reading t: a load is not moved after a later store
@@ -281,3 +429,31 @@ func (r *ring) evAt(i uint64) *Return {
 func (r *ring) seqAt(i uint64) *uint64 {
 	return (*uint64)(unsafe.Add(unsafe.Pointer(&r.seq), uintptr(i%ringSize)*8))
 }
+
+// Folded is what f's returns folded since Lookup (SetReturnQuiet): how many, and the
+// latencies of those whose entry was seen (Stats.NoEntry counts the others).
+type Folded struct {
+	Returns  int64 // returns folded: counted in Stats.Returns, never put into a ring
+	Count    int64 // of them, those with a latency
+	Sum      int64 // ns, their latencies' sum
+	Min, Max int64 // ns; 0 when Count is 0
+}
+
+// Folded returns f's folded returns, the latencies in ns at the counter's rate as of now.
+func (f *Func) Folded() Folded {
+	c := f.sum()
+	out := Folded{Returns: int64(c.folded), Count: int64(c.lat.n)}
+	if c.lat.n > 0 {
+		rate := nsPerTick()
+		out.Sum = int64(float64(c.lat.sum) * rate)
+		out.Min = int64(float64(c.lat.min-1) * rate)
+		out.Max = int64(float64(c.lat.max) * rate)
+	}
+	return out
+}
+
+// SetReturnQuiet says whether f's return events are put into its rings for a reader
+// (false, the default) or only counted and their latencies folded on their P (true:
+// Folded), which costs a return no ring, no result registers kept and no reader. It
+// takes effect at once, without a patch: a return is either put or folded, never both.
+func (f *Func) SetReturnQuiet(quiet bool) { store64(&f.retQuiet, b2u(quiet)) }

@@ -1,6 +1,16 @@
 package fprobe
 
-import "github.com/gosdt/gosdt/arch/arm64"
+import (
+	"unsafe"
+
+	"github.com/gosdt/gosdt/arch/arm64"
+)
+
+// stub_arm64.s reads a config's nint and nflt at CFG_NINT and CFG_NFLT.
+var (
+	_ = [1]struct{}{}[unsafe.Offsetof(config{}.nint)-320]
+	_ = [1]struct{}{}[unsafe.Offsetof(config{}.nflt)-328]
+)
 
 // The stubs (stub_arm64.s). They are assembly linked into the program, within a BL's
 // reach of its text (checked when a call is encoded), and the runtime knows their

@@ -12,6 +12,8 @@
 #define CFG_FRAME     32
 #define CFG_NSPILL    48
 #define CFG_SPILLS    56
+#define CFG_NINT      320
+#define CFG_NFLT      328
 
 #define TABBITS 12
 #define TABSIZE 4096
@@ -57,27 +59,82 @@ TEXT ·entryStub(SB), NOSPLIT|NOFRAME, $0-0
 	ADD  $8, R17, R17
 	JMP  ·entryBody(SB)
 
+// SAVE and RESTORE keep the argument registers the function's layout uses (CFG_NINT
+// integer, CFG_NFLT floating-point ones, counted from R0 and F0) in the frame, in
+// steps: at a function's entry the others hold nothing live (all are caller-saved in
+// ABIInternal, and an argument the function never uses is never read). R16 the config.
+#define SAVE \
+	MOVD CFG_NINT(R16), R19 \
+	CBZ  R19, sflt \
+	STP  (R0, R1), 56(RSP) \
+	STP  (R2, R3), 72(RSP) \
+	CMP  $4, R19 \
+	BLE  sflt \
+	STP  (R4, R5), 88(RSP) \
+	STP  (R6, R7), 104(RSP) \
+	CMP  $8, R19 \
+	BLE  sflt \
+	STP  (R8, R9), 120(RSP) \
+	STP  (R10, R11), 136(RSP) \
+	STP  (R12, R13), 152(RSP) \
+	STP  (R14, R15), 168(RSP) \
+sflt: \
+	MOVD CFG_NFLT(R16), R19 \
+	CBZ  R19, ssaved \
+	FSTPD (F0, F1), 184(RSP) \
+	FSTPD (F2, F3), 200(RSP) \
+	CMP  $4, R19 \
+	BLE  ssaved \
+	FSTPD (F4, F5), 216(RSP) \
+	FSTPD (F6, F7), 232(RSP) \
+	FSTPD (F8, F9), 248(RSP) \
+	FSTPD (F10, F11), 264(RSP) \
+	FSTPD (F12, F13), 280(RSP) \
+	FSTPD (F14, F15), 296(RSP) \
+ssaved:
+
+#define RESTORE \
+	MOVD CFG_NINT(R16), R19 \
+	CBZ  R19, rflt \
+	LDP  56(RSP), (R0, R1) \
+	LDP  72(RSP), (R2, R3) \
+	CMP  $4, R19 \
+	BLE  rflt \
+	LDP  88(RSP), (R4, R5) \
+	LDP  104(RSP), (R6, R7) \
+	CMP  $8, R19 \
+	BLE  rflt \
+	LDP  120(RSP), (R8, R9) \
+	LDP  136(RSP), (R10, R11) \
+	LDP  152(RSP), (R12, R13) \
+	LDP  168(RSP), (R14, R15) \
+rflt: \
+	MOVD CFG_NFLT(R16), R19 \
+	CBZ  R19, rrestored \
+	FLDPD 184(RSP), (F0, F1) \
+	FLDPD 200(RSP), (F2, F3) \
+	CMP  $4, R19 \
+	BLE  rrestored \
+	FLDPD 216(RSP), (F4, F5) \
+	FLDPD 232(RSP), (F6, F7) \
+	FLDPD 248(RSP), (F8, F9) \
+	FLDPD 264(RSP), (F10, F11) \
+	FLDPD 280(RSP), (F12, F13) \
+	FLDPD 296(RSP), (F14, F15) \
+rrestored:
+
 // entryBody: R16 the config, R17 argp (its prologue uses R20 at most). Frame:
-// 8 cfg | 16 argp | 24 ctxt | 32 g | 40 result (the handler's arguments, which it owns)
-// | 48..175 R0..R15 | 176..303 F0..F15 | 304 cfg | 312 g.stack.hi - argp.
-TEXT ·entryBody(SB), NOSPLIT, $320-0
+// 8..48 the handlers' arguments and results, which they own (entryFast: cfg, argp, g,
+// slow; entrySlow: cfg, argp, ctxt, g, slow, ctxt) | 56..183 R0..R15 | 184..311
+// F0..F15 | 312 cfg | 320 g.stack.hi - argp | 328 R26.
+//
+// entryFast, nosplit Go with no safe point, counts the event and takes the entry
+// time with the arguments only in this frame; the spill into the function's slots
+// and entrySlow, which may reach a safe point, only when it says so (as on amd64).
+TEXT ·entryBody(SB), NOSPLIT, $336-0
 	NO_LOCAL_POINTERS
-	STP (R0, R1), 48(RSP)
-	STP (R2, R3), 64(RSP)
-	STP (R4, R5), 80(RSP)
-	STP (R6, R7), 96(RSP)
-	STP (R8, R9), 112(RSP)
-	STP (R10, R11), 128(RSP)
-	STP (R12, R13), 144(RSP)
-	STP (R14, R15), 160(RSP)
-	FSTPD (F0, F1), 176(RSP)
-	FSTPD (F2, F3), 192(RSP)
-	FSTPD (F4, F5), 208(RSP)
-	FSTPD (F6, F7), 224(RSP)
-	FSTPD (F8, F9), 240(RSP)
-	FSTPD (F10, F11), 256(RSP)
-	FSTPD (F12, F13), 272(RSP)
-	FSTPD (F14, F15), 288(RSP)
+	SAVE
+	MOVD R26, 328(RSP)        // the closure context, live or not: Go code clobbers it
 	// The replaced SUB $8, RSP, R29: the function's frame pointer is its SP less a
 	// word, argp less its frame and two words. It goes into the slot where this
 	// body's prologue saved R29 (the caller's, the SUB not done): the frame pointer
@@ -86,22 +143,34 @@ TEXT ·entryBody(SB), NOSPLIT, $320-0
 	SUB  R19, R17, R19
 	SUB  $16, R19, R19
 	MOVD R19, -8(RSP)
-	MOVD R16, 304(RSP)
+	MOVD R16, 312(RSP)
 	MOVD 8(g), R19            // g.stack.hi
 	SUB  R17, R19, R19
-	MOVD R19, 312(RSP)        // argp's depth, which a stack move keeps
+	MOVD R19, 320(RSP)        // argp's depth, which a stack move keeps
+	MOVD R16, 8(RSP)
+	MOVD R17, 16(RSP)
+	MOVD g, 24(RSP)
+	CALL ·entryFast(SB)
+	MOVD 312(RSP), R16
+	MOVD 32(RSP), R0          // slow
+	CBZ  R0, erestore
+	MOVD R0, 40(RSP)
+	MOVD 8(g), R17
+	MOVD 320(RSP), R19
+	SUB  R19, R17, R17        // argp
 	MOVD R16, 8(RSP)
 	MOVD R17, 16(RSP)
 	MOVD ZR, 24(RSP)
 	MOVD CFG_CTXT(R16), R19
-	CBZ  R19, 2(PC)
-	MOVD R26, 24(RSP)         // the closure context goes through the handler typed
+	CBZ  R19, 3(PC)
+	MOVD 328(RSP), R19
+	MOVD R19, 24(RSP)         // the closure context goes through the handler typed
 	MOVD g, 32(RSP)
 	// Spill the register arguments into the function's own spill slots, with the
 	// widths its morestack block uses: its stack map 0 covers them.
 	MOVD CFG_NSPILL(R16), R0
 	ADD  $CFG_SPILLS, R16, R1
-	ADD  $48, RSP, R5
+	ADD  $56, RSP, R5
 espill:
 	CBZ  R0, espilled
 	MOVD.P 8(R1), R2
@@ -130,18 +199,22 @@ enext:
 	SUB  $1, R0, R0
 	JMP  espill
 espilled:
-	CALL ·entryHandler(SB)
-	MOVD 304(RSP), R16
+	CALL ·entrySlow(SB)
+	MOVD 312(RSP), R16
+	MOVD CFG_CTXT(R16), R19
+	CBZ  R19, 3(PC)
+	MOVD 48(RSP), R19         // the context as the handler returned it: adjusted
+	MOVD R19, 328(RSP)
 	MOVD 8(g), R17
-	MOVD 312(RSP), R19
+	MOVD 320(RSP), R19
 	SUB  R19, R17, R17        // argp again: the stack may have moved
 	// Reload what the slots hold now (a pointer into the stack was adjusted if the
 	// stack moved), into the low bytes of each saved register.
 	MOVD CFG_NSPILL(R16), R0
 	ADD  $CFG_SPILLS, R16, R1
-	ADD  $48, RSP, R5
+	ADD  $56, RSP, R5
 ereload:
-	CBZ  R0, ereloaded
+	CBZ  R0, erestore
 	MOVD.P 8(R1), R2
 	MOVW R2, R3
 	LSR  $40, R2, R4
@@ -171,26 +244,9 @@ er1:
 rnext:
 	SUB  $1, R0, R0
 	JMP  ereload
-ereloaded:
-	LDP 48(RSP), (R0, R1)
-	LDP 64(RSP), (R2, R3)
-	LDP 80(RSP), (R4, R5)
-	LDP 96(RSP), (R6, R7)
-	LDP 112(RSP), (R8, R9)
-	LDP 128(RSP), (R10, R11)
-	LDP 144(RSP), (R12, R13)
-	LDP 160(RSP), (R14, R15)
-	FLDPD 176(RSP), (F0, F1)
-	FLDPD 192(RSP), (F2, F3)
-	FLDPD 208(RSP), (F4, F5)
-	FLDPD 224(RSP), (F6, F7)
-	FLDPD 240(RSP), (F8, F9)
-	FLDPD 256(RSP), (F10, F11)
-	FLDPD 272(RSP), (F12, F13)
-	FLDPD 288(RSP), (F14, F15)
-	MOVD CFG_CTXT(R16), R19
-	CBZ  R19, 2(PC)
-	MOVD 40(RSP), R26         // the context as the handler returned it: adjusted
+erestore:
+	RESTORE
+	MOVD 328(RSP), R26
 	// The epilogue reloads R29 (the function's frame pointer, as the SUB sets it) and
 	// R30 (the function's next instruction) and returns there: an instruction of the
 	// function whether or not the probe is still written.

@@ -264,8 +264,8 @@ func Subscribe(specText string, sink Sink) ([]*Probe, func(), error) {
 // (its sink fed only the fires counted no such way): a count of a probe with sites, or of its
 // unattributed fires, is read from the counters every admitted fire bumps anyway
 // (hits.go), so its fires need no consumer at all and cost what an enabled fire
-// with nobody consuming costs. Run-time function probes, counted otherwise, still
-// feed sink.
+// with nobody consuming costs; a run-time function probe's from fprobe's per-P
+// counts (hitsNow), its returns folded where they happen.
 func SubscribeCounts(specText string, sink Sink) ([]*Probe, func([]Count) []Count, func(), error) {
 	sub := &subscription{sink: sink, counted: &counted{base: map[*site]uint64{}, wideBase: map[*probe]uint64{}}}
 	descs, sub, err := subscribeAs(specText, sub)
@@ -328,9 +328,8 @@ type counted struct {
 	closed   bool
 }
 
-// countedBy reports whether c reads p's fires from the counters: all but run-time
-// function probes', which have no site and are counted otherwise.
-func (c *counted) countedBy(p *probe) bool { return c != nil && p.dyn == nil }
+// countedBy reports whether c reads p's fires from the counters.
+func (c *counted) countedBy(p *probe) bool { return c != nil }
 
 // each calls f with the fires counted so far of each site the subscription matched
 // (s nil: a definition's unattributed fires, when it matched them). Call with
@@ -347,7 +346,7 @@ func (c *counted) each(f func(p *probe, s *site, n uint64)) {
 			}
 		}
 		if fl.wide {
-			f(p, nil, p.hits.Load())
+			f(p, nil, p.hitsNow())
 		}
 	}
 }
@@ -371,6 +370,7 @@ func (c *counted) readLocked(dst []Count) []Count {
 			addr = s.Addr
 		} else {
 			n -= c.wideBase[p]
+			addr = p.wideAddr()
 		}
 		if n > 0 {
 			dst = append(dst, Count{Probe: reg.probeID(p), Site: addr, N: n})
@@ -439,9 +439,6 @@ func (r *registry) rebuild(fs map[*probe]*filter) {
 			c.one = c.Sinks[0].s
 		}
 		p.cons.Store(c)
-		if p.dyn != nil && p == p.dyn.entry {
-			// Nobody consumes its events: its calls only count them.
-			p.dyn.f.SetQuiet(c == nil)
-		}
+		p.consumed(c)
 	}
 }

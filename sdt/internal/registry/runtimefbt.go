@@ -173,6 +173,7 @@ func (r *registry) runtimeFunc(c fprobe.Candidate) (*runtimeFunc, error) {
 	}
 	rf.args.Store(l)
 	f.SetQuiet(true) // nobody consumes its events yet (rebuild says when one does)
+	f.SetReturnQuiet(true)
 	rf.entry = r.runtimeProbe(rf, "entry", l.params)
 	rf.ret = r.runtimeProbe(rf, "return", l.results)
 	if r.runtime == nil {
@@ -324,13 +325,40 @@ func (rf *runtimeFunc) onEntry(_ *fprobe.Func, a *fprobe.Args) {
 }
 
 // hitsNow is p's fires: a run-time entry probe's are counted by fprobe, per P, the
-// calls that nobody consumes included.
+// calls that nobody consumes included; a return probe's are those delivered and
+// those fprobe folded (nobody consumed them: fprobe.Func.SetReturnQuiet).
 func (p *probe) hitsNow() uint64 {
 	n := p.hits.Load()
 	if p.dyn != nil && p == p.dyn.entry {
 		n += uint64(p.dyn.f.Stats().Entries)
 	}
+	if p.dyn != nil && p == p.dyn.ret {
+		n += uint64(p.dyn.f.Folded().Returns)
+	}
 	return n
+}
+
+// consumed tells fprobe whether anybody consumes p's events (c, its new consumers,
+// not nil): a run-time probe's calls nobody consumes only count them, and their
+// returns are folded on their P, with their latency, not put into a ring for drain.
+// Call with reg.mu held (rebuild).
+func (p *probe) consumed(c *Consumers) {
+	switch {
+	case p.dyn == nil:
+	case p == p.dyn.entry:
+		p.dyn.f.SetQuiet(c == nil)
+	case p == p.dyn.ret:
+		p.dyn.f.SetReturnQuiet(c == nil)
+	}
+}
+
+// wideAddr is the site address p's unattributed fires are told to come from: a
+// run-time function probe's, its function's entry (as onEntry and emitReturns say).
+func (p *probe) wideAddr() uintptr {
+	if p.dyn != nil {
+		return p.dyn.f.Entry
+	}
+	return 0
 }
 
 // setWord stores argument i of a run-time probe from its words w (and w2, a string's

@@ -1,0 +1,80 @@
+package fprobe
+
+import (
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/gosdt/gosdt/sdt/internal/fprobe/internal/target"
+)
+
+// TestCallInstructions is a measurement, not a check: bench/fprobe_insns.sh runs it
+// under callgrind (amd64) or qemu (arm64) and counts the instructions each loop
+// retires per call of target.Sum: off, an entry probe nobody consumes (SetQuiet), that
+// and its returns folded (SetReturnQuiet: what sdt does for a count), and an entry
+// hook with the returns put into the rings. Each mode has a loop function of its own,
+// whose name the counting tools key on.
+func TestCallInstructions(t *testing.T) {
+	if os.Getenv("FPROBE_INSNS") == "" {
+		t.Skip("a measurement: bench/fprobe_insns.sh runs it under callgrind or qemu")
+	}
+	n, err := strconv.Atoi(os.Getenv("FPROBE_INSNS"))
+	if err != nil || n <= 0 {
+		t.Fatalf("FPROBE_INSNS=%q: want a number of calls", os.Getenv("FPROBE_INSNS"))
+	}
+	f := lookup(t, "Sum")
+	s := []int{1, 2, 3}
+	count := func(*Func, *Args) {}
+	set := func(c Change) {
+		t.Helper()
+		if err := Set([]Change{c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insnsOff(s, n)
+	set(Change{Func: f, Entry: count})
+	f.SetQuiet(true)
+	insnsEntryQuiet(s, n)
+	set(Change{Func: f, Entry: count, Return: true})
+	f.SetReturnQuiet(true)
+	insnsFolded(s, n)
+	f.SetQuiet(false)
+	f.SetReturnQuiet(false)
+	insnsHookRing(s, n, f)
+	set(Change{Func: f})
+}
+
+//go:noinline
+func insnsOff(s []int, n int) {
+	for i := 0; i < n; i++ {
+		target.Sum(s, i)
+	}
+}
+
+//go:noinline
+func insnsEntryQuiet(s []int, n int) {
+	for i := 0; i < n; i++ {
+		target.Sum(s, i)
+	}
+}
+
+//go:noinline
+func insnsFolded(s []int, n int) {
+	for i := 0; i < n; i++ {
+		target.Sum(s, i)
+	}
+}
+
+// insnsHookRing reads the rings every 64 calls, as BenchmarkProbedCall does: the
+// reading is counted too.
+//
+//go:noinline
+func insnsHookRing(s []int, n int, f *Func) {
+	buf := make([]Return, 64)
+	for i := 0; i < n; i++ {
+		target.Sum(s, i)
+		if i%64 == 63 {
+			f.ReadReturns(buf)
+		}
+	}
+}
