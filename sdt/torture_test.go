@@ -49,7 +49,11 @@ func TestTorture(t *testing.T) {
 	}
 	for _, protocol := range []patch.Protocol{patch.Atomic, patch.Rendezvous} {
 		for _, procs := range []int{1, 2, 8} {
-			n, budget := toggles, time.Duration(0)
+			// Every eighth toggle dwells up to 20 ms for calls to judge: on a machine
+			// whose cores other work holds, the workers make few calls and each of
+			// those dwells runs out, so a subtest stops at its budget rather than
+			// running for minutes (the toggles done are logged; at least 100 must be).
+			n, budget := toggles, time.Minute
 			if protocol == patch.Rendezvous && procs > 1 {
 				// Every rendezvous waits for each P to pass through the scheduler
 				// (tens of microseconds to tens of milliseconds with every P busy and

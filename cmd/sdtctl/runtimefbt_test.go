@@ -140,8 +140,8 @@ func TestRuntimeProbeList(t *testing.T) {
 	if fmt.Sprint(get.Args) != "[{db *store.DB  false} {key string  false}]" && !testutil.Emulated() {
 		t.Errorf("Get's entry arguments, named from DWARF: %v", get.Args)
 	}
-	if mix := ps[storeSpec+"store.Mix:entry"]; len(mix.Sites) != 1 || mix.Sites[0].State != "refused" || !strings.Contains(mix.Sites[0].Reason, "no stack check") {
-		t.Errorf("Mix, a frameless leaf, is not refused with its reason: %+v", mix)
+	if peek := ps[storeSpec+"store.Peek:entry"]; len(peek.Sites) != 1 || peek.Sites[0].State != "refused" || !strings.Contains(peek.Sites[0].Reason, "no stack check") || !strings.Contains(peek.Sites[0].Reason, "as a leaf") {
+		t.Errorf("Peek, a frameless leaf that begins with a load, is not refused with its reasons: %+v", peek)
 	}
 	ret := listed(t, a.pid, storeSpec+"Get:return")[storeSpec+"store.(*DB).Get:return"]
 	if ret.Kind != "runtime" || len(ret.Args) == 0 || ret.Args[0].Name != "latency_ns" || len(ret.Sites) == 0 {
@@ -223,7 +223,7 @@ func TestRuntimeProbeRefusals(t *testing.T) {
 		says string
 	}{
 		{[]string{"enable", "-p", p, "fbt:runtime:mallocgc:entry"}, exitNoMatch, "in runtime"},
-		{[]string{"enable", "-p", p, storeSpec + "Mix:entry"}, exitNoMatch, "no stack check"},
+		{[]string{"enable", "-p", p, storeSpec + "Peek:entry"}, exitNoMatch, "no stack check"},
 		{[]string{"enable", "-p", p, storeSpec + "store.Count:entry"}, exitNoMatch, "inlined into every caller (main.serve)"},
 		{[]string{"trace", "-p", p, "fbt:fmt::entry", "-d", "1s"}, exitUsage, "--many"},
 		{[]string{"enable", "-p", p, "fbt::*.*:entry"}, exitUsage, "--many"}, // the 256 limit: TestRuntimeFuncProbeRefused in sdt
@@ -506,5 +506,41 @@ func TestRuntimeProbeStacks(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^\s+50\s+100%\s+100%\s+50\s+100%\s+example.com/plainapp/store\.\(\*DB\)\.Get$`).Match(top) || strings.Contains(string(top), "fprobe") {
 		t.Errorf("pprof -top: want all 50 flat in Get:\n%s", top)
+	}
+}
+
+// A command that calls a probed function 1,000 times and exits at once, traced from
+// its start: the run-time probes placed before its main fire from its first call on,
+// and every entry is delivered, however late sdtctl connects (the command waits for it
+// as for a spec that names no function).
+func TestRuntimeProbeFollowShortCommand(t *testing.T) {
+	if testutil.Emulated() {
+		t.Skip("under an emulator: sdtctl would exec the emulated command itself, and this machine need not run arm64 binaries")
+	}
+	bin := plainAppBin(t)
+	in := filepath.Join(t.TempDir(), "in")
+	if err := os.WriteFile(in, []byte("calls 1000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Open(in)
+	defer f.Close()
+	old := os.Stdin
+	os.Stdin = f
+	defer func() { os.Stdin = old }()
+	var out, errb syncBuffer
+	if err := run([]string{"trace", storeSpec + "Get:entry", "--json", "--", bin, "serve"}, &out, &errb); err != nil {
+		t.Fatalf("trace -- plainapp: %v\n%s", err, errb.String())
+	}
+	n, summary := 0, ""
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		switch {
+		case strings.Contains(line, `"event"`):
+			n++
+		case strings.Contains(line, `"drops"`):
+			summary = line
+		}
+	}
+	if n != 1000 || !strings.Contains(summary, `"drops":0`) {
+		t.Fatalf("%d entries of (*DB).Get, want 1000 and no drop; summary %s\n%s", n, summary, errb.String())
 	}
 }

@@ -42,6 +42,7 @@ var follow struct {
 	tr     *Trace
 	ag     *Aggregation
 	early  bool          // its spec names no function: definitions are taken as they come
+	placed bool          // run-time probes were placed for it at start (sdtctl sent their signatures)
 	taken  chan struct{} // closed when sdtctl has taken it (or it was closed)
 	settle func() error  // the spec matched as any trace's, once the command's packages have defined its probes
 	timer  *time.Timer
@@ -134,6 +135,10 @@ func startFollow() (opened bool) {
 	if sp, err := spec.Parse(q.Spec); err == nil && (sp.Function == "" || sp.Function == "*") {
 		follow.early = true
 	}
+	// Run-time probes the spec names were placed above and fire from the command's
+	// first instruction on: the command is held as for a spec that names no function,
+	// or one that ends at once would take its events with it before sdtctl connects.
+	follow.placed = len(q.Sigs) > 0
 	follow.timer = time.AfterFunc(followWait, func() {
 		if tr, ag, _ := adopt(nil); tr != nil || ag != nil {
 			warnf("sdtctl did not connect within %v: the trace opened at start is closed", followWait)
@@ -168,7 +173,7 @@ func adopt(q *ctlproto.Request) (*Trace, *Aggregation, error) {
 	if q != nil {
 		// Taken during sdt's init (waitAdopted), nothing is defined yet: it goes on
 		// taking definitions as they come (sdt's follow.go).
-		if err := follow.settle(); err != nil && !(errors.Is(err, registry.ErrNoMatch) && follow.early) {
+		if err := follow.settle(); err != nil && !(errors.Is(err, registry.ErrNoMatch) && (follow.early || follow.placed)) {
 			closeFollowed(tr, ag)
 			close(follow.adopted)
 			follow.adopted = nil
@@ -181,11 +186,12 @@ func adopt(q *ctlproto.Request) (*Trace, *Aggregation, error) {
 // waitAdopted waits until sdtctl has taken what startFollow opened, or attachWait.
 func waitAdopted() {
 	follow.Lock()
-	taken, early := follow.taken, follow.early
+	taken, early, placed := follow.taken, follow.early, follow.placed
 	follow.Unlock()
-	if taken == nil || !early {
-		// A spec that names a function is matched once sites are bound: sdtctl
-		// connects after the packages' init, and their fires are counted (hits) only.
+	if taken == nil || !(early || placed) {
+		// A spec that names a function of static probes is matched once sites are
+		// bound: sdtctl connects after the packages' init, and their fires are
+		// counted (hits) only.
 		return
 	}
 	t := alarm.After(attachWait) // not a time.Timer: its channel of time.Time links time's formatting

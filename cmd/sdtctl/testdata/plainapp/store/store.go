@@ -54,6 +54,13 @@ func Mix(a int64, b int8, f float64, ok bool, s string) int64 {
 	return a
 }
 
+// Peek reads through p: a frameless leaf whose first instruction is a load, which no
+// run-time probe takes (too short for a jump on amd64; on arm64 it may fault, and
+// would then fault out of line).
+//
+//go:noinline
+func Peek(p *int) int { return *p + 1 }
+
 // MayPanic panics when i is a multiple of 3.
 //
 //go:noinline

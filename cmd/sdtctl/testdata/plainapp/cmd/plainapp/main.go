@@ -119,6 +119,8 @@ func serve() {
 			fmt.Println(store.Count(db))
 		case "mix":
 			store.Mix(-5, -3, 2.5, true, "héllo")
+		case "peek":
+			fmt.Println(store.Peek(&n))
 		case "tree":
 			each := 0 // n goroutines, each calls each times
 			if len(f) > 2 {
