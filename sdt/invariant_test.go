@@ -52,30 +52,47 @@ func TestCheckOnCatches(t *testing.T) {
 	}
 }
 
-// TestCheckOnCatchesRuntime: the checker compares the registry's record of a run-time
-// function probe with package fprobe's state of the function, entry and return.
+// TestCheckOnCatchesRuntime: the checker holds package fprobe's record of a run-time
+// function probe (the one there is) against who holds it, against the registry's own
+// facts that follow it (consumers and fprobe's quiet flags, the drain), and against a
+// copy the registry must not keep; entry and return. (fprobe's TestStateCatches breaks
+// the record against the text and the flags.)
 func TestCheckOnCatchesRuntime(t *testing.T) {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
 		t.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
 	}
-	const spec, fn = "fbt:strconv:FormatInt:entry", "strconv.FormatInt"
-	if _, err := Enable(spec); err != nil {
-		t.Fatal(err)
-	}
-	defer Disable(spec)
-	for _, b := range []struct {
-		ret  bool
-		want string
-	}{{false, "entry probe on=false, but fprobe has its entry on=true"}, {true, "return probe on=true, but fprobe has its returns on=false"}} {
-		err, ok := registry.CheckBrokenRuntime(fn, b.ret)
-		if !ok {
-			t.Fatalf("%s has no run-time probes after Enable(%q)", fn, spec)
+	const fn = "strconv.FormatInt"
+	for _, spec := range []string{"fbt:strconv:FormatInt:entry", "fbt:strconv:FormatInt:return"} {
+		if _, err := Enable(spec); err != nil {
+			t.Fatal(err)
 		}
-		if err == nil || !strings.Contains(err.Error(), b.want) {
-			t.Errorf("return=%v: checkOn says %v; want %q", b.ret, err, b.want)
-		}
+		defer Disable(spec)
 	}
 	if err := CheckOn(); err != nil {
-		t.Fatalf("restored: %v", err)
+		t.Fatalf("after Enable: %v", err)
+	}
+	for _, b := range []struct {
+		ret  bool
+		b    registry.RuntimeBreakage
+		want string
+	}{
+		{false, registry.RuntimeNobody, "FormatInt:entry: 0 owners as a whole, but wide=true"},
+		{true, registry.RuntimeNobody, "FormatInt:return: 0 owners as a whole, but wide=true"},
+		{false, registry.RuntimeCopy, "FormatInt:entry: wide=true in the registry"},
+		{true, registry.RuntimeCopy, "FormatInt:return: wide=true in the registry"},
+		{false, registry.RuntimeQuiet, fn + ": entry events quiet=false, but consumed=false"},
+		{true, registry.RuntimeQuiet, fn + ": returns quiet=false, but consumed=false"},
+		{true, registry.RuntimeNoDrain, "a return probe is on, but no goroutine delivers"},
+	} {
+		err, ok := registry.CheckBrokenRuntime(fn, b.ret, b.b)
+		if !ok {
+			t.Fatalf("%s has no run-time probes after Enable", fn)
+		}
+		if err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("return=%v, breakage %d: checkOn says %v; want %q", b.ret, b.b, err, b.want)
+		}
+		if err := CheckOn(); err != nil {
+			t.Fatalf("restored after breakage %d: %v", b.b, err)
+		}
 	}
 }

@@ -60,7 +60,9 @@ type Func struct {
 	ptrs     uint32 // bit i: spill i holds a pointer the GC keeps alive at entry (args stack map 0)
 	retErr   error  // why the returns take no probe; nil when they do
 
-	// Under mu.
+	// Under mu. entryOn and retOn are the one record of whether f's probes are on
+	// (the registry reads them through On and keeps no copy); Set alone writes them,
+	// and State holds the rest of f's state against them.
 	entryOn, retOn bool
 	patched        bool // the entry's call is written
 	retPatched     bool
@@ -518,7 +520,8 @@ const ReturnWords = returnRegs
 // in a call stack taken by an entry hook.
 func (f *Func) EntryRet() uintptr { return f.site + callLen }
 
-// On reports which of f's probes are on: its entry (with a hook) and its returns.
+// On reports which of f's probes are on: its entry (with a hook) and its returns, as
+// Set last made them. It is the record of it there is: the registry keeps none.
 func (f *Func) On() (entry, returns bool) {
 	mu.Lock()
 	defer mu.Unlock()

@@ -457,3 +457,9 @@ func (f *Func) Folded() Folded {
 // Folded), which costs a return no ring, no result registers kept and no reader. It
 // takes effect at once, without a patch: a return is either put or folded, never both.
 func (f *Func) SetReturnQuiet(quiet bool) { store64(&f.retQuiet, b2u(quiet)) }
+
+// Quiet reports what SetQuiet and SetReturnQuiet last said: whether f's entry events
+// are only counted, and whether its returns are only folded. Checkers call it.
+func (f *Func) Quiet() (entry, returns bool) {
+	return load64(&f.quiet) != 0, load64(&f.retQuiet) != 0
+}

@@ -51,7 +51,7 @@ func Hold(o *Owner, specs []string) (n, already int, err error) {
 		case seen[k]:
 		case k.s != nil && k.s.on.Load():
 			already++
-		case k.s == nil && k.p != nil && k.p.wide.Load():
+		case k.s == nil && k.p != nil && k.p.wholeOn():
 			already += k.p.points()
 		}
 		seen[k] = true

@@ -7,7 +7,7 @@ import (
 
 // "On" is kept in four places, and they agree whenever reg.mu is free:
 //
-//   - a site's owners: who holds it on (holdLocked);
+//   - a site's owners: who holds it on;
 //   - site.on: whether its fires are delivered (admit reads it without a lock);
 //   - the site's text: a Patchable site's toggle holds its enabled form;
 //   - the flag byte of each of the definition's variables: 1 when the definition is on
@@ -15,27 +15,36 @@ import (
 //     with its branch check fires when some other site of the probe is on.
 //
 // and a definition's wideOwners likewise say probe.wide. A run-time function probe has
-// no site and no flag byte: package fprobe keeps its function's state (entry and
-// return on, their calls written, the flags its stubs read, under fprobe's lock),
-// which the registry drives and never writes: its entry probe's wide is fprobe's entry
-// on, its return probe's wide fprobe's returns on, and while one return probe is on
-// a goroutine delivers return events (draining). checkOn compares all of it, the text
-// of every entry and return included (fprobe.Func.State).
+// no site, no flag byte and no wide of the registry's: whether its entry and its
+// returns are on has one record, package fprobe's (Func.On, under fprobe's lock),
+// which fprobe.Set alone writes, with the text and the flags its stubs read; the
+// registry reads it (probe.wholeOn) and keeps its owners (wideOwners), who hold it
+// on exactly when fprobe says it is. Beside it the registry keeps, under reg.mu, two
+// facts of its own that follow it: whether anybody consumes the probe's events
+// (probe.cons, which fprobe's quiet flags mirror: the registry alone writes them, quiet
+// when it makes the probes, then in rebuild with cons) and whether a goroutine
+// delivers return events (draining: while any return probe is on). checkOn
+// compares all of it, the text of every entry and return included (fprobe.Func.State).
 //
-// Who writes them: after the registry's initialisation only switchLocked changes the
-// last three, in one order that keeps every fire safe while it does: enabling sets on
-// and the flags, then writes the text; disabling writes the text, then clears them.
-// Owners change only in holdLocked, which switches exactly the keys whose first holder
-// came or last holder went, and undoes its bookkeeping when the patch fails. Two
-// writers come before any of it, with the start owner of SDT_MODE=on or sdtctl's
-// follow mode (startOwner): the initialisation (init.go), which seals every site in
-// its enabled form, sets on and gives it that owner before any site can run; and
-// DefineIn (probe.go), which makes a definition on as a whole for that owner, its
-// flag byte 1, before the definition is returned to anyone.
+// Who writes them: after the registry's initialisation only switchLocked changes
+// site.on, the text and the flag bytes, and, through fprobe.Set, a run-time probe's
+// state; in one order that keeps every fire safe while it does: enabling sets on and
+// the flags, then writes the text; disabling writes the text, then clears them
+// (fprobe.Set keeps the same order for its hooks and flags). Owners change only in
+// holdLocked, which switches exactly the keys whose first holder came or last holder
+// went, and undoes its bookkeeping when the patch fails. Two writers come before any
+// of it, with the start owner of SDT_MODE=on or sdtctl's follow mode (startOwner):
+// the initialisation (init.go), which seals every site in its enabled form, sets on
+// and gives it that owner before any site can run; and DefineIn (probe.go), which
+// makes a definition on as a whole for that owner, its flag byte 1, before the
+// definition is returned to anyone. The checker's own tests (testsupport.go) break
+// one representation under reg.mu and restore it before they unlock.
 //
 // Locks: reg.mu is the registry's one lock, for definitions, sites, owners and the
-// consumers' subscriptions alike; fires take none. fprobe.Set, called under reg.mu,
-// takes fprobe's own, inside it: never the other way round.
+// consumers' subscriptions alike; fires take none. fprobe's lock guards its record
+// of every function; the registry calls fprobe.Set and Func.On only under reg.mu,
+// so the order is reg.mu, then fprobe's: never the other way round (fprobe calls
+// the registry's hooks and drain only from probed calls, holding no lock).
 
 // checkSwitches makes every switch verify the invariant afterwards (the package's
 // tests set it); a violation panics, naming it.
@@ -61,9 +70,12 @@ func (r *registry) checkOn() error {
 		}
 	}
 	for _, p := range r.probes {
-		wide := p.wide.Load()
+		if p.dyn != nil && p.wide.Load() {
+			return fmt.Errorf("%s: wide=true in the registry, whose run-time probes' state is fprobe's alone", p.label())
+		}
+		wide := p.wholeOn()
 		if held := len(p.wideOwners) > 0; held != wide {
-			return fmt.Errorf("%s:%s: %d owners as a whole, but wide=%v", p.provider, p.name, len(p.wideOwners), wide)
+			return fmt.Errorf("%s: %d owners as a whole, but wide=%v", p.label(), len(p.wideOwners), wide)
 		}
 		on := wide
 		for _, s := range p.sites {
@@ -71,7 +83,7 @@ func (r *registry) checkOn() error {
 		}
 		for _, h := range p.heads {
 			if (h.On != 0) != on {
-				return fmt.Errorf("%s:%s: flag byte %d, but on=%v (wide=%v or a site on)", p.provider, p.name, h.On, on, wide)
+				return fmt.Errorf("%s: flag byte %d, but on=%v (wide=%v or a site on)", p.label(), h.On, on, wide)
 			}
 		}
 	}
@@ -79,13 +91,14 @@ func (r *registry) checkOn() error {
 	for name, rf := range r.runtime {
 		entry, ret, bad := rf.f.State()
 		if bad != "" {
-			return fmt.Errorf("%s: fprobe's state disagrees with its entry,returns on=%v,%v: %s", name, entry, ret, bad)
+			return fmt.Errorf("%s: fprobe's record says entry,returns on=%v,%v, but %s disagrees", name, entry, ret, bad)
 		}
-		if entry != rf.entry.wide.Load() {
-			return fmt.Errorf("%s: entry probe on=%v, but fprobe has its entry on=%v", name, rf.entry.wide.Load(), entry)
+		eq, rq := rf.f.Quiet()
+		if ec := rf.entry.cons.Load() != nil; eq == ec {
+			return fmt.Errorf("%s: entry events quiet=%v, but consumed=%v", name, eq, ec)
 		}
-		if ret != rf.ret.wide.Load() {
-			return fmt.Errorf("%s: return probe on=%v, but fprobe has its returns on=%v", name, rf.ret.wide.Load(), ret)
+		if rc := rf.ret.cons.Load() != nil; rq == rc {
+			return fmt.Errorf("%s: returns quiet=%v, but consumed=%v", name, rq, rc)
 		}
 		anyRet = anyRet || ret
 	}
@@ -100,4 +113,12 @@ func (r *registry) mustAgree(what string) {
 	if err := r.checkOn(); err != nil {
 		panic(fmt.Sprintf("sdt: after switching for %q: %v", what, err))
 	}
+}
+
+// label names p in the checker's errors: a run-time probe by its function.
+func (p *probe) label() string {
+	if rf := p.dyn; rf != nil {
+		return p.provider + ":" + rf.module + ":" + rf.function + ":" + p.name
+	}
+	return p.provider + ":" + p.name
 }

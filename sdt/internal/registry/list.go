@@ -150,7 +150,7 @@ func (r *registry) listDefined(sp spec.Spec) []ProbeInfo {
 		}
 		if (len(p.sites) == 0 || p.hitsNow() > 0) && sp.Match(p.provider, p.module, p.wideFunc(), p.name) {
 			pi := p.info(p.module, p.wideFunc())
-			pi.Hits, pi.Enabled = p.hitsNow(), p.wide.Load()
+			pi.Hits, pi.Enabled = p.hitsNow(), p.wholeOn()
 			pi.HeldBy = holderNames(holdKey{p: p})
 			if p.dyn != nil {
 				pi.Sites = p.dyn.points(p, nil)

@@ -32,8 +32,10 @@ type probe struct {
 	fn             *FbtFunc     // an fbt probe's function; nil for any other
 	dyn            *runtimeFunc // a run-time function probe's function; nil for any other
 
-	hits atomic.Uint64             // fires not attributed to a site (through non-inlined code)
-	wide atomic.Bool               // enabled as a whole: unattributed fires are delivered
+	hits atomic.Uint64 // fires not attributed to a site (through non-inlined code)
+	// enabled as a whole: unattributed fires are delivered. Never set for a run-time
+	// function probe, whose state is fprobe's (wholeOn).
+	wide atomic.Bool
 	cons atomic.Pointer[Consumers] // ring and aggregations fed by its fires; nil: none
 
 	heads    []*Head // where the definition lives, once resolved

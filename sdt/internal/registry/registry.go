@@ -311,7 +311,7 @@ func (r *registry) switchLocked(sites []*site, wholes []*probe, enable bool, wha
 	}
 	for _, p := range wholes {
 		touch(p)
-		if p.wide.Load() != enable {
+		if p.wholeOn() != enable {
 			wides = append(wides, p)
 		}
 	}
@@ -329,7 +329,9 @@ func (r *registry) switchLocked(sites []*site, wholes []*probe, enable bool, wha
 	}
 	mark := func(on bool) {
 		for _, p := range wides {
-			p.wide.Store(on)
+			if p.dyn == nil { // a run-time probe's state is fprobe's, which Set writes
+				p.wide.Store(on)
+			}
 		}
 		for _, s := range changed {
 			s.on.Store(on)

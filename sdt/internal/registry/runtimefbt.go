@@ -22,8 +22,9 @@ import (
 // no rule instrumented, placed by package fprobe (a call written over its code) when
 // a spec names the function. Each such function gets two definitions, made when a
 // spec first matches it: entry and return. They have no site and no variable: they
-// are held on as a whole (wide), and switchLocked writes the function's text through
-// fprobe.Set in the same batch as the sites. Return events wait in the function's
+// are held on as a whole, their state fprobe's record of the function (wholeOn), and
+// switchLocked writes it, and the text, through fprobe.Set in the same batch as the
+// sites. Return events wait in the function's
 // ring (its return stub may not call Go code) until a goroutine of ours drains them
 // into the consumers.
 
@@ -248,6 +249,22 @@ func argInfos(name string, args []wordArg) []ArgInfo {
 	return out
 }
 
+// wholeOn reports whether p is on as a whole (enabled wide). A run-time function
+// probe's is package fprobe's record of its function, the one there is (invariant.go):
+// the registry keeps no copy, and reads it under fprobe's lock. Not for fires: they
+// read p.wide, which only a probe with no run-time function has.
+func (p *probe) wholeOn() bool {
+	rf := p.dyn
+	if rf == nil {
+		return p.wide.Load()
+	}
+	entry, ret := rf.f.On()
+	if p == rf.ret {
+		return ret
+	}
+	return entry
+}
+
 // wideFunc is the function field a definition held on as a whole matches with: its
 // function for a run-time probe, else none.
 func (p *probe) wideFunc() string {
@@ -267,7 +284,7 @@ func runtimeChanges(wides []*probe, on bool) (to, back []fprobe.Change) {
 			continue
 		}
 		seen[rf] = true
-		entry, ret := rf.entry.wide.Load(), rf.ret.wide.Load()
+		entry, ret := rf.f.On()
 		back = append(back, rf.change(entry, ret))
 		for _, q := range wides {
 			if q == rf.entry {
@@ -297,11 +314,8 @@ func (rf *runtimeFunc) change(entry, ret bool) fprobe.Change {
 // to its P (fprobe.Change.Pinned), which fprobe counted (hitsNow). A call nobody
 // consumes does not come here (fprobe.Func.SetQuiet).
 func (rf *runtimeFunc) onEntry(_ *fprobe.Func, a *fprobe.Args) {
-	p := rf.entry
-	if !p.wide.Load() {
-		return
-	}
-	c := p.cons.Load()
+	// fprobe calls it only while the entry probe is on (its hook is set).
+	c := rf.entry.cons.Load()
 	if c == nil {
 		return
 	}
@@ -413,7 +427,8 @@ func (r *registry) drain() {
 		anyOn := false
 		for _, rf := range r.runtime {
 			fs = append(fs, rf)
-			anyOn = anyOn || rf.ret.wide.Load()
+			_, ret := rf.f.On()
+			anyOn = anyOn || ret
 		}
 		r.mu.Unlock()
 		n, busiest := 0, 0
@@ -426,7 +441,8 @@ func (r *registry) drain() {
 			r.mu.Lock()
 			stop := true
 			for _, rf := range r.runtime {
-				stop = stop && !rf.ret.wide.Load()
+				_, ret := rf.f.On()
+				stop = stop && !ret
 			}
 			if stop {
 				r.draining = false
@@ -561,7 +577,7 @@ func (rf *runtimeFunc) sayDrops() {
 // refused (err not nil) says why it may take none.
 func (rf *runtimeFunc) points(p *probe, refused error) []SiteInfo {
 	state := Unpatched
-	if p.wide.Load() {
+	if p.wholeOn() {
 		state = Patched
 	}
 	addrs := []uintptr{rf.f.Entry}

@@ -71,30 +71,52 @@ func CheckBroken(provider, name string, b Breakage) (err error, ok bool) {
 	return err, true
 }
 
-// CheckBrokenRuntime flips the registry's record of the entry probe (or, ret, the
-// return probe) of the run-time probed function fn, runs the checker, and restores
-// it; ok is false when fn has no run-time probes.
-func CheckBrokenRuntime(fn string, ret bool) (err error, ok bool) {
+// RuntimeBreakage is one record of a run-time function probe a test breaks
+// (CheckBrokenRuntime).
+type RuntimeBreakage int
+
+const (
+	RuntimeNobody  RuntimeBreakage = iota // fprobe has the probe on, but nobody holds it
+	RuntimeCopy                           // the registry keeps wide of its own for it
+	RuntimeQuiet                          // fprobe's quiet flag says the opposite of its consumers
+	RuntimeNoDrain                        // a return probe on, and no drain running
+)
+
+// CheckBrokenRuntime breaks b for the entry probe (or, ret, the return probe) of the
+// run-time probed function fn, which is on, runs the checker, and restores what it
+// broke; ok is false when fn has no run-time probes.
+func CheckBrokenRuntime(fn string, ret bool, b RuntimeBreakage) (err error, ok bool) {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
 	rf := reg.runtime[fn]
 	if rf == nil {
 		return nil, false
 	}
-	p := rf.entry
+	p, setQuiet := rf.entry, rf.f.SetQuiet
 	if ret {
-		p = rf.ret
+		p, setQuiet = rf.ret, rf.f.SetReturnQuiet
 	}
-	p.wide.Store(!p.wide.Load())
-	saved := p.wideOwners
-	if p.wide.Load() {
-		p.wideOwners = []*owner{programOwner} // the owners agree: only fprobe's state does not
-	} else {
+	switch b {
+	case RuntimeNobody:
+		saved := p.wideOwners
 		p.wideOwners = nil
+		err = reg.checkOn()
+		p.wideOwners = saved
+	case RuntimeCopy:
+		p.wide.Store(true)
+		err = reg.checkOn()
+		p.wide.Store(false)
+	case RuntimeQuiet:
+		quiet := p.cons.Load() == nil
+		setQuiet(!quiet)
+		err = reg.checkOn()
+		setQuiet(quiet)
+	case RuntimeNoDrain:
+		saved := reg.draining
+		reg.draining = false
+		err = reg.checkOn()
+		reg.draining = saved
 	}
-	err = reg.checkOn()
-	p.wide.Store(!p.wide.Load())
-	p.wideOwners = saved
 	return err, true
 }
 
