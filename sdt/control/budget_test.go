@@ -53,8 +53,8 @@ func TestTraceBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if b.BufSize() != 128<<10 {
-		t.Errorf("default buffers within a budget of 128 KiB a P: %d bytes", b.BufSize())
+	if control.BufSize(b) != 128<<10 {
+		t.Errorf("default buffers within a budget of 128 KiB a P: %d bytes", control.BufSize(b))
 	}
 	_, err = control.OpenTrace(spec, control.TraceOptions{BufSize: control.MinBufSize})
 	refused(err, "left of the", "SDT_MEMORY")

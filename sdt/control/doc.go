@@ -1,5 +1,8 @@
-// Package control is gosdt's control plane: it consumes probe fires (traces and
-// aggregations, in the process) and serves sdtctl on a unix socket (linux).
+// Package control is gosdt's control plane as programs import it: traces and
+// aggregations in the process, and the server sdtctl talks to (linux).
+//
+// The consumers are sdt/internal/consume, the server sdt/internal/ctlserver; this
+// package names their API.
 //
 // A program that uses probes links it through package sdt and needs no code for it:
 // sdt starts it at the end of its initialisation (Start), and it serves

@@ -410,7 +410,7 @@ func leave(g, depth uintptr, c *config) (uint64, bool) {
 
 // Return is one return event.
 type Return struct {
-	Ticks   uint64             // when the function returned, in the CPU counter's ticks (package control's clock)
+	Ticks   uint64             // when the function returned, in the CPU counter's ticks (package consume's clock)
 	Latency int64              // ns since the entry, -1 when the entry was not seen
 	Goid    uint64             // the id of the goroutine that returned, 0 if unknown
 	Results [returnRegs]uint64 // the first result registers, as words

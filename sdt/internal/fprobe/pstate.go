@@ -373,7 +373,7 @@ func leaveP(pid int, g, depth uintptr, c *config) (t uint64, found, ok bool) {
 // The ticks of return events become nanoseconds at the rate measured between a pair
 // of the counter and the runtime's clock read when the first return probe was
 // switched on and one read when they are converted: the longer a process runs, the
-// closer (package control converts a trace's ticks the same way).
+// closer (package consume converts a trace's ticks the same way).
 var clk0 struct {
 	once  sync.Once
 	ticks uint64

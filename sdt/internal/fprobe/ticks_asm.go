@@ -2,7 +2,7 @@
 
 package fprobe
 
-// ticks is the CPU's counter, the clock package control stamps trace records with:
+// ticks is the CPU's counter, the clock package consume stamps trace records with:
 // nosplit assembly, callable from the return handler.
 //
 //go:noescape

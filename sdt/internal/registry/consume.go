@@ -11,7 +11,7 @@ import (
 	"github.com/gosdt/gosdt/sdt/internal/rt"
 )
 
-// Consumers are what an enabled fire feeds besides typed handlers: package control's
+// Consumers are what an enabled fire feeds besides typed handlers: package consume's
 // traces and aggregations (Sink). A definition's descriptor holds an atomic
 // pointer to an immutable consumers snapshot; the generated fire methods load it once
 // per fire and do nothing more when it is nil, so a probe nobody traces or aggregates
@@ -181,7 +181,7 @@ func (sub *subscription) foldArg(p *probe) (i int, k Kind, ok bool) {
 }
 
 // argIndex is the index of the argument name names among args: argN, or its name;
-// -1 if none (as package control names them).
+// -1 if none (as package consume names them).
 func argIndex(args []string, name string) int {
 	if n, ok := strings.CutPrefix(name, "arg"); ok && n != "" && (n == "0" || n[0] != '0') {
 		i := 0

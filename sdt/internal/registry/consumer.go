@@ -115,7 +115,7 @@ func SlotInt(k Kind, s uint64, strLen int) int64 {
 // Name is what sdt.List and sdtctl list show.
 type Owner struct{ Name string }
 
-// Sink consumes fires: package control's traces and aggregations. Fire is called on
+// Sink consumes fires: package consume's traces and aggregations. Fire is called on
 // the firing goroutine, pinned to its P: it must not block (no locks, no channel
 // operations, no system calls), and must not keep f.
 type Sink interface {

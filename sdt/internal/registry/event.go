@@ -7,7 +7,7 @@ import (
 )
 
 // argv is a fire's arguments as slots, built only when a consumer is attached
-// (package control's traces and aggregations), in the P's firing (pfiring.go).
+// (package consume's traces and aggregations), in the P's firing (pfiring.go).
 type argv = Args
 
 // firing is a fire as consumers see it (argv, and where it came from).

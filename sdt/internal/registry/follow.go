@@ -9,7 +9,7 @@ import (
 )
 
 // A command that sdtctl starts to trace it from its first instruction (sdtctl
-// trace|stat SPEC -- CMD) has SDT_FOLLOW set (package control reads the request in
+// trace|stat SPEC -- CMD) has SDT_FOLLOW set (package consume reads the request in
 // it). Its probes are defined by the package-level variables of the packages that use
 // them, which are initialised after sdt: at sdt's init nothing can be matched by name
 // yet, and a site is bound to its definition only once the variable holding it is

@@ -73,7 +73,7 @@ func DefineIn(provider, name string, args []string, types []ArgT, module string,
 // of the fire call, which names the site (s); a fire from code that was not inlined
 // (or a site that could not be verified) is not attributed (s is nil) and counts on
 // the definition. When it admits, the goroutine is left pinned to its P, pid, for the
-// consumers (package control's buffers are per P): the caller must procUnpin.
+// consumers (package consume's buffers are per P): the caller must procUnpin.
 func (h *Head) Admit(ret uintptr) (pid int, s *site, ok bool) {
 	if s = reg.byReturn.lookup(ret); s != nil {
 		if !s.on.Load() {

@@ -94,7 +94,7 @@ type registry struct {
 	sigs     map[string]*FuncSig     // their signatures, as sdtctl read them
 	draining bool                    // a goroutine delivers their return events
 
-	subs []*subscription   // package control's traces and aggregations (consume.go)
+	subs []*subscription   // package consume's traces and aggregations (consume.go)
 	ids  map[*probe]uint32 // the probe ids they are told
 
 	// byReturn names the site of a fire call by its return address. Built once at
