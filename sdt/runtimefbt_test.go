@@ -25,14 +25,7 @@ func TestRuntimeFuncProbe(t *testing.T) {
 		t.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
 	}
 	const spec = "fbt:fmt:Sprint:"
-	probe := func(name string) sdt.ProbeInfo {
-		t.Helper()
-		ps, err := sdt.List(spec + name)
-		if err != nil || len(ps) != 1 {
-			t.Fatalf("List(%q): %v %+v", spec+name, err, ps)
-		}
-		return ps[0]
-	}
+	probe := func(name string) sdt.ProbeInfo { t.Helper(); return listedOne(t, spec+name) }
 	if p := probe("entry"); p.Kind != "runtime" || p.Enabled || len(p.Sites) != 1 || p.Sites[0].State != sdt.Unpatched {
 		t.Fatalf("before: %+v", p)
 	}
@@ -85,14 +78,7 @@ func TestRuntimeLeafProbe(t *testing.T) {
 		t.Skip("under -race utf8.Valid calls the race runtime: not a leaf")
 	}
 	const spec = "fbt:unicode/utf8:Valid:"
-	probe := func(name string) sdt.ProbeInfo {
-		t.Helper()
-		ps, err := sdt.List(spec + name)
-		if err != nil || len(ps) != 1 {
-			t.Fatalf("List(%q): %v %+v", spec+name, err, ps)
-		}
-		return ps[0]
-	}
+	probe := func(name string) sdt.ProbeInfo { t.Helper(); return listedOne(t, spec+name) }
 	if ret := probe("return"); ret.Sites[0].State != sdt.Refused || !strings.Contains(ret.Sites[0].Reason, "a leaf") {
 		t.Errorf("a leaf's return probe: %+v", ret.Sites[0])
 	}
@@ -539,4 +525,14 @@ func TestRuntimeReturnTime(t *testing.T) {
 			t.Fatalf("event %d in time order is %s, want %s", i, got, want)
 		}
 	}
+}
+
+// listedOne is what sdt.List says of spec, which must match exactly one probe.
+func listedOne(t *testing.T, spec string) sdt.ProbeInfo {
+	t.Helper()
+	ps, err := sdt.List(spec)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("List(%q): %v %+v", spec, err, ps)
+	}
+	return ps[0]
 }

@@ -3,8 +3,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -66,15 +64,7 @@ func TestRuntimeProbeReturnRefusedSaid(t *testing.T) {
 	if testutil.Emulated() {
 		return // sdtctl would exec the emulated command itself (TestRuntimeProbeFollow)
 	}
-	in := filepath.Join(t.TempDir(), "in")
-	if err := os.WriteFile(in, []byte("sleep 500\nrun 10\nsleep 100\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, _ := os.Open(in)
-	defer f.Close()
-	old := os.Stdin
-	os.Stdin = f // the command keeps sdtctl's stdin
-	defer func() { os.Stdin = old }()
+	stdinFrom(t, "sleep 500\nrun 10\nsleep 100\n") // the command keeps sdtctl's stdin
 	var out, errb syncBuffer
 	if err := run([]string{"trace", spec, "--", plainAppBin(t), "serve"}, &out, &errb); err != nil {
 		t.Fatalf("trace -- plainapp: %v\n%s", err, errb.String())

@@ -286,15 +286,7 @@ func TestRuntimeProbeFollow(t *testing.T) {
 		t.Skip("under an emulator: sdtctl would exec the emulated command itself, and this machine need not run arm64 binaries")
 	}
 	bin := plainAppBin(t)
-	in := filepath.Join(t.TempDir(), "in")
-	if err := os.WriteFile(in, []byte("sleep 3\nmix\nsleep 4\nsleep 5\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, _ := os.Open(in)
-	defer f.Close()
-	old := os.Stdin
-	os.Stdin = f // the command keeps sdtctl's stdin
-	defer func() { os.Stdin = old }()
+	stdinFrom(t, "sleep 3\nmix\nsleep 4\nsleep 5\n") // the command keeps sdtctl's stdin
 	var out, errb syncBuffer
 	err := run([]string{"trace", storeSpec + "Sleep:entry", "--json", "--", bin, "serve"}, &out, &errb)
 	if err != nil {
@@ -518,15 +510,7 @@ func TestRuntimeProbeFollowShortCommand(t *testing.T) {
 		t.Skip("under an emulator: sdtctl would exec the emulated command itself, and this machine need not run arm64 binaries")
 	}
 	bin := plainAppBin(t)
-	in := filepath.Join(t.TempDir(), "in")
-	if err := os.WriteFile(in, []byte("calls 1000\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, _ := os.Open(in)
-	defer f.Close()
-	old := os.Stdin
-	os.Stdin = f
-	defer func() { os.Stdin = old }()
+	stdinFrom(t, "calls 1000\n")
 	var out, errb syncBuffer
 	if err := run([]string{"trace", storeSpec + "Get:entry", "--json", "--", bin, "serve"}, &out, &errb); err != nil {
 		t.Fatalf("trace -- plainapp: %v\n%s", err, errb.String())
@@ -543,4 +527,20 @@ func TestRuntimeProbeFollowShortCommand(t *testing.T) {
 	if n != 1000 || !strings.Contains(summary, `"drops":0`) {
 		t.Fatalf("%d entries of (*DB).Get, want 1000 and no drop; summary %s\n%s", n, summary, errb.String())
 	}
+}
+
+// stdinFrom makes text sdtctl's stdin, which a command it starts keeps, until t ends.
+func stdinFrom(t *testing.T, text string) {
+	t.Helper()
+	in := filepath.Join(t.TempDir(), "in")
+	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdin
+	os.Stdin = f
+	t.Cleanup(func() { os.Stdin = old; f.Close() })
 }

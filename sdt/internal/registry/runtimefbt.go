@@ -207,16 +207,7 @@ func wordsOf(f *fprobe.Func) (params, results []wordArg) {
 // registers it. Call with r.mu held.
 func (r *registry) runtimeProbe(rf *runtimeFunc, name string, args []wordArg) *probe {
 	p := &probe{provider: "fbt", name: name, module: rf.module, dyn: rf}
-	if name == "return" {
-		p.kinds = append(p.kinds, Int)
-	}
-	for _, a := range argInfos(name, args) {
-		p.args = append(p.args, a.Name)
-		p.types = append(p.types, a.Type)
-	}
-	for _, a := range args {
-		p.kinds = append(p.kinds, a.kind)
-	}
+	p.setArgs(name, args)
 	if r.byName == nil { // a program with no definition of its own
 		r.byName, r.defined, r.copies = map[string][]*probe{}, map[*probe]bool{}, map[string]*FbtFunc{}
 	}
