@@ -532,7 +532,7 @@ func TestLinksNoRuntime(t *testing.T) {
 	for _, pkg := range strings.Fields(string(out)) {
 		switch pkg {
 		case "github.com/gosdt/gosdt/sdt", "github.com/gosdt/gosdt/sdt/control", "github.com/gosdt/gosdt/sdt/internal/consume",
-			"github.com/gosdt/gosdt/sdt/internal/ctlserver", "github.com/gosdt/gosdt/patch":
+			"github.com/gosdt/gosdt/sdt/internal/ctlserver", "github.com/gosdt/gosdt/sdt/internal/registry", "github.com/gosdt/gosdt/patch":
 			t.Errorf("sdtctl links %s", pkg)
 		}
 	}
