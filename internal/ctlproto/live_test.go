@@ -13,14 +13,7 @@ import (
 // where it wraps, and a raw chunk of them reads back the same records.
 func TestRingWalk(t *testing.T) {
 	const size = MinRing
-	m := ring(size)
-	start := uint64(10*size - 80)
-	put(m, start, rec(1)...)
-	put(m, start+40, 40|PadRecord<<16)
-	put(m, start+80, 16|LostRecord<<16, 3)
-	put(m, start+96, rec(2)...)
-	tail := start + 136
-	setWord(m, RingTail, tail)
+	m, start, tail := wrappedRing()
 	r, err := OpenRing(m)
 	if err != nil {
 		t.Fatal(err)

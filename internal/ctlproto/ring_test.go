@@ -28,16 +28,7 @@ func rec(v uint64) []uint64 { return []uint64{40 | 1<<16 | 7<<32, 0x1000, 5, 1, 
 // TestLeftover: what lies between the larger of from and head and tail is read, the
 // fillers skipped, the drop counts summed; a record being written is cut.
 func TestLeftover(t *testing.T) {
-	const size = MinRing
-	m := ring(size)
-	// a record at the ring's end, a filler, a drop count, a record wrapped to 0
-	start := uint64(10*size - 80)
-	put(m, start, rec(1)...)
-	put(m, start+40, 40|PadRecord<<16)
-	put(m, start+80, 16|LostRecord<<16, 3)
-	put(m, start+96, rec(2)...)
-	tail := start + 136
-	setWord(m, RingTail, tail)
+	m, start, tail := wrappedRing()
 	setWord(m, RingWriting, tail+40) // a third, cut short
 	setWord(m, RingHead, start-40)
 	recs, marked, cut, err := Leftover(m, start)
@@ -89,4 +80,19 @@ func TestLeftoverUntrusted(t *testing.T) {
 	if _, _, _, err := Leftover(make([]byte, 100), 0); err == nil {
 		t.Error("a short mapping: no error")
 	}
+}
+
+// wrappedRing is a ring of MinRing bytes holding, from start to tail, a record at
+// the ring's end, a filler, a drop count of 3 and a record wrapped to 0 (slot 0 of
+// the records: 1 and 2).
+func wrappedRing() (m []byte, start, tail uint64) {
+	m = ring(MinRing)
+	start = uint64(10*MinRing - 80)
+	put(m, start, rec(1)...)
+	put(m, start+40, 40|PadRecord<<16)
+	put(m, start+80, 16|LostRecord<<16, 3)
+	put(m, start+96, rec(2)...)
+	tail = start + 136
+	setWord(m, RingTail, tail)
+	return m, start, tail
 }
