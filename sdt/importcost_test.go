@@ -44,8 +44,12 @@ import (
 // sdt/internal/ctlserver), whose ~260 functions and types carry a path 9 to 11 bytes
 // longer in the function table, the symbol table and DWARF (about 10 KB of the 13.5 KB
 // measured), the rest the API's wrappers and copies of its errors and the interface a
-// stream is sent through: measured 1,987,573 bytes (1,974,120 before).
-const importBudget = 1_988_000
+// stream is sent through: measured 1,987,573 bytes (1,974,120 before); 1.992 MB with
+// one owner of run-time probes' state (fprobe's record read back by the registry's
+// checker: State, Quiet) and a command sdtctl starts held for its run-time probes,
+// measured 1,988,018 bytes in a clean clone: the budget keeps about 4 KB of room, as the
+// checkout's path alone moves the figure by tens of bytes.
+const importBudget = 1_992_000
 
 // TestImportCost builds hello world with and without one probe and checks what the
 // probe's import costs: at most importBudget on linux/amd64, and no disassembler
