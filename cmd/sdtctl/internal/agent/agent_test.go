@@ -65,11 +65,12 @@ func (s *fakeSession) Stop() string {
 func TestKeepEndResume(t *testing.T) {
 	var mu sync.Mutex
 	var conn types.Connection
+	var all []types.Connection
 	srv := server.New(nil)
 	settings := server.Settings{Callbacks: types.Callbacks{
 		OnConnecting: func(*http.Request) types.ConnectionResponse {
 			return types.ConnectionResponse{Accept: true, ConnectionCallbacks: types.ConnectionCallbacks{
-				OnConnected: func(_ context.Context, c types.Connection) { mu.Lock(); conn = c; mu.Unlock() },
+				OnConnected: func(_ context.Context, c types.Connection) { mu.Lock(); conn = c; all = append(all, c); mu.Unlock() },
 			}}
 		},
 	}}
@@ -128,12 +129,17 @@ func TestKeepEndResume(t *testing.T) {
 	}
 	// The server goes: after the long set's server_timeout (1s) it ends; the server
 	// back, on the same address, it runs again.
+	// opamp-go's server.Stop closes its listener but not the connections it accepted,
+	// and the agent redials at once: stop listening first, then close every
+	// connection, or one made in between outlives the server.
 	addr := srv.Addr().String()
-	mu.Lock()
-	conn.Connection().Close()
-	conn = nil
-	mu.Unlock()
 	srv.Stop(context.Background())
+	mu.Lock()
+	for _, c := range all {
+		c.Connection().Close()
+	}
+	all, conn = nil, nil
+	mu.Unlock()
 	wait("ended with the server gone", func() bool { _, r := f.counts(1); return r == 0 })
 	srv = server.New(nil)
 	if err := srv.Start(server.StartSettings{ListenEndpoint: addr, Settings: settings}); err != nil {
