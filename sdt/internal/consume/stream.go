@@ -61,6 +61,36 @@ func (e *streamEnd) stop() {
 	}
 }
 
+// A wake is what ended a stream's wait (streamEnd.wait).
+type wake int
+
+const (
+	wakeTick     wake = iota // the stream's own tick
+	wakeRequest              // a request that changes nothing (refused)
+	wakeDeadline             // the stream's duration ran out
+	wakeStop                 // a stop request
+	wakeClosed               // the connection ended
+)
+
+// wait waits for tick, the stream's duration or a request of the connection, and
+// answers a request: every stream's loop waits on the same three.
+func (e *streamEnd) wait(cc Client, q *ctlproto.Request, tick <-chan struct{}, reqs <-chan *ctlproto.Request) wake {
+	select {
+	case <-tick:
+		return wakeTick
+	case <-e.deadline:
+		return wakeDeadline
+	case r, ok := <-reqs:
+		switch stop, closed := request(cc, q, r, ok); {
+		case closed:
+			return wakeClosed
+		case stop:
+			return wakeStop
+		}
+		return wakeRequest
+	}
+}
+
 // request handles a request that came during a stream: true when it ends the stream
 // (stop), closed when the connection has ended.
 func request(cc Client, q *ctlproto.Request, r *ctlproto.Request, ok bool) (stop, closed bool) {
@@ -187,16 +217,11 @@ func traceStream(cc Client, q *ctlproto.Request, reqs <-chan *ctlproto.Request) 
 		default:
 			poll.Reset(backoff(idle))
 		}
-		select {
-		case <-poll.C:
-		case <-ends.deadline:
+		switch ends.wait(cc, q, poll.C, reqs) {
+		case wakeDeadline, wakeStop:
 			return finish()
-		case r, ok := <-reqs:
-			if stop, closed := request(cc, q, r, ok); closed {
-				return nil, true, nil
-			} else if stop {
-				return finish()
-			}
+		case wakeClosed:
+			return nil, true, nil
 		}
 	}
 }
@@ -233,8 +258,8 @@ func liveStream(cc Client, q *ctlproto.Request, tr *Trace, w *batcher, reqs <-ch
 		return r, false, nil
 	}
 	for {
-		select {
-		case <-tick.C:
+		switch ends.wait(cc, q, tick.C, reqs) {
+		case wakeTick:
 			s.grow()
 			update()
 			if len(s.buffers()) > w.passed || time.Since(clocked) > time.Second {
@@ -244,14 +269,10 @@ func liveStream(cc Client, q *ctlproto.Request, tr *Trace, w *batcher, reqs <-ch
 					return nil, true, nil
 				}
 			}
-		case <-ends.deadline:
+		case wakeDeadline, wakeStop:
 			return finish()
-		case r, ok := <-reqs:
-			if stop, closed := request(cc, q, r, ok); closed {
-				return nil, true, nil
-			} else if stop {
-				return finish()
-			}
+		case wakeClosed:
+			return nil, true, nil
 		}
 	}
 }
@@ -294,23 +315,21 @@ func statStream(cc Client, q *ctlproto.Request, reqs <-chan *ctlproto.Request) (
 	}
 	end = &ctlproto.Response{Kind: ctlproto.KindEnd}
 	for {
-		select {
-		case <-tick.C:
+		switch ends.wait(cc, q, tick.C, reqs) {
+		case wakeTick:
 			if err := statNow(); err != nil {
 				return nil, true, nil
 			}
-		case <-ends.deadline:
+		case wakeDeadline:
 			if time.Since(lastStat) > 100*time.Millisecond {
 				statNow()
 			}
 			return end, false, nil
-		case r, ok := <-reqs:
-			if stop, closed := request(cc, q, r, ok); closed {
-				return nil, true, nil
-			} else if stop {
-				statNow()
-				return end, false, nil
-			}
+		case wakeStop:
+			statNow()
+			return end, false, nil
+		case wakeClosed:
+			return nil, true, nil
 		}
 	}
 }
