@@ -31,6 +31,14 @@ type (
 	// Each P has a buffer of its own (TraceOptions.BufSize bytes), which a fire writes
 	// without waiting; a fire that finds its buffer full is dropped and counted (Drops).
 	// Events of one P arrive in the order they fired; those of different Ps may not.
+	//
+	// Its methods (an alias: go doc lists them under sdt/internal/consume):
+	//
+	//	Read(evs []Event, wait time.Duration) (int, error)          // the events arrived, oldest first per P
+	//	Each(wait time.Duration, f func(*Record) bool) (int, error) // the same, without a copy
+	//	Drops() uint64                                              // events lost to a full buffer
+	//	Filtered() uint64                                           // fires TraceOptions.Where rejected
+	//	Close() error                                               // releases the trace's probes
 	Trace = consume.Trace
 
 	// TraceOptions says how a trace records.
@@ -54,10 +62,15 @@ type Arg = consume.Arg
 
 // Record is one event as Trace.Each hands it over: a view of the trace's buffer,
 // valid only during the call.
+//
+// Its methods (an alias: go doc lists them under sdt/internal/consume): Probe,
+// Site, Time, Goroutine, NumArgs, Kind(i), Int(i), Value(i), Bytes(i), Cut(i),
+// Stack(pcs) and Event (a copy).
 type Record = consume.Record
 
 // PredicateError is a predicate (TraceOptions.Where, AggOptions.Where) that does not
-// compile for one of the probes a spec matched: nothing was switched on.
+// compile for one of the probes a spec matched: nothing was switched on. Its Caret
+// method gives two lines: the expression, then a '^' under the error's position.
 type PredicateError = consume.PredicateError
 
 // ErrClosed is what a closed Trace's Read returns.
@@ -87,6 +100,12 @@ const MaxStack = consume.MaxStack
 //
 // Each P folds into cells of its own (no cache line is written by two Ps); reading
 // merges them, as DTrace merges its per-CPU aggregation buffers.
+//
+// Its methods (an alias: go doc lists them under sdt/internal/consume):
+//
+//	Snapshot() Snapshot // everything folded since it opened
+//	Interval() Snapshot // what was folded since the previous Interval
+//	Close() error       // releases the aggregation's probes
 type Aggregation = consume.Aggregation
 
 // AggOptions says what an aggregation's rows are keyed by and what they fold. An
