@@ -88,6 +88,12 @@ type FuncProbes struct {
 	// instruction out of line (fprobe's DESIGN.md, "Leaves"), or why not. The caller
 	// refuses assembly functions first (their registers at entry follow no ABI).
 	LeafEntry func(m Memory, w *Walked) (LeafEntry, error)
+	// RetJump says whether the walked function's returns can each be replaced by a
+	// jump to a per-site slot, taken where the function's frame is gone (a leaf's, or
+	// one whose epilogue FuncReturns refuses), or why not; code is where the
+	// function's pc tables end (its code before the linker's padding). Addr and Ret
+	// are the return, Orig the bytes the jump replaces. nil where there is no such way.
+	RetJump func(m Memory, w *Walked, code uint64) ([]FuncReturn, error)
 	// CallTo encodes a call at pc to target padded to n bytes; nil when target is out
 	// of the call's reach or n cannot hold it.
 	CallTo func(pc, target uint64, n int) []byte

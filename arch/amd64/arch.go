@@ -14,7 +14,7 @@ var Arch = arch.Arch{
 }
 
 // FuncProbes is x86-64 as function probes read its functions (funcprobe.go).
-var FuncProbes = arch.FuncProbes{Arch: &Arch, FuncEntry: funcEntry, FuncReturns: funcReturns, LeafEntry: leafEntry, CallTo: CallTo}
+var FuncProbes = arch.FuncProbes{Arch: &Arch, FuncEntry: funcEntry, FuncReturns: funcReturns, LeafEntry: leafEntry, RetJump: retJump, CallTo: CallTo}
 
 // Offline is x86-64 as reading its binaries uses it.
 var Offline = arch.Offline{

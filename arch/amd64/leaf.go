@@ -217,3 +217,59 @@ func displaceable(in *inst, raw []byte) string {
 	}
 	return ""
 }
+
+// retJump reads the return of a function whose frame is gone at its RET (every Go
+// function's is) for a 5-byte JMP to a per-site slot written over the RET and the 4
+// bytes after it (fprobe's DESIGN.md, "Returns by a jump"). A goroutine may be parked
+// on any instruction, so the JMP may cover the RET alone and bytes where no
+// instruction of the function starts: the linker's INT3 padding after the function's
+// code (code: where its pc tables end), never executed and never a pc a goroutine
+// has. So the function must have one RET, its last instruction, followed by at least
+// 4 bytes of 0xCC before the next function; no jump may leave it (a return the probe
+// would not see) nor land in the padding.
+func retJump(m arch.Memory, w *arch.Walked, code uint64) ([]arch.FuncReturn, error) {
+	if code <= w.Entry || code > w.End {
+		return nil, shapeErr(w.Entry, "the function's code ends at %#x, outside its range", code)
+	}
+	var rets []uint64
+	for pc := w.Entry; pc < code; {
+		if !w.IsStart(pc) {
+			pc++
+			continue
+		}
+		in, err := decodeAt(m, pc)
+		if err != nil {
+			return nil, err
+		}
+		switch in.flow {
+		case flowRet:
+			if b := m.Read(pc, 1); in.n != 1 || len(b) != 1 || b[0] != 0xC3 {
+				return nil, shapeErr(pc, "a return that is not a 1-byte RET")
+			}
+			rets = append(rets, pc)
+		case flowJmp, flowJcc:
+			if t := in.target(pc); t < w.Entry || t >= code {
+				return nil, shapeErr(pc, "a jump out of the function's code (to %#x): a return the probe would not see", t)
+			}
+		}
+		pc += uint64(in.n)
+	}
+	switch {
+	case len(rets) == 0:
+		return nil, shapeErr(w.Entry, "no return: the function never returns")
+	case len(rets) > 1:
+		return nil, shapeErr(rets[0], "%d RETs: only the last instruction can take a jump (the bytes after any other RET are the function's code)", len(rets))
+	}
+	ret := rets[0]
+	if ret+1 != code {
+		return nil, shapeErr(ret, "the RET is not the function's last instruction (its code ends at %#x)", code)
+	}
+	pad := m.Read(ret+1, 4)
+	if ret+5 > w.End || len(pad) != 4 || !bytes.Equal(pad, []byte{0xCC, 0xCC, 0xCC, 0xCC}) {
+		return nil, shapeErr(ret, "fewer than 4 bytes of the linker's INT3 padding after the RET: the jump would cover the next function")
+	}
+	if t, ok := w.Target(ret+1, ret+5); ok {
+		return nil, shapeErr(t, "a branch lands in the padding after the RET")
+	}
+	return []arch.FuncReturn{{Addr: ret, Ret: ret, Orig: []byte{0xC3, 0xCC, 0xCC, 0xCC, 0xCC}}}, nil
+}

@@ -87,6 +87,7 @@ type Func struct {
 	stuck   uint64  // nread+1 when a call stopped waiting for the reader (waitForRoom), 0 before
 
 	leaf *leafInfo // a leaf, whose entry is a jump to a slot (leaf.go); nil otherwise
+	jret *jretInfo // returns that are jumps to a return slot (jret.go); nil otherwise
 }
 
 // EntryHook is called at each entry of a function whose entry probe is on, on the
@@ -430,7 +431,13 @@ func read(t *functab.Table, m *functab.Module, i int) (*Func, error) {
 		}
 	}
 	if err != nil {
-		f.retErr = errors.New("fprobe: " + name + ": return: " + err.Error())
+		// Where no epilogue takes a call, the RET itself may take a jump: the frame is
+		// gone there whatever the epilogue's shape.
+		if jr, jerr := readJumpRets(t, i, w, mem); jerr == nil {
+			f.setJumpRets(jr)
+		} else {
+			f.retErr = errors.New("fprobe: " + name + ": return: " + err.Error() + "; by a jump: " + jerr.Error())
+		}
 	} else {
 		f.retSites = rets
 		for i, r := range rets {
@@ -563,7 +570,10 @@ func (f *Func) State() (entry, returns bool, bad string) {
 	}
 	for _, r := range f.retSites {
 		want := r.Orig
-		if f.retPatched {
+		switch {
+		case f.retPatched && f.jret != nil:
+			want = jretText(f, r)
+		case f.retPatched:
 			want, _ = returnCall(r, rstub)
 		}
 		if want == nil || !bytes.Equal(mem(uintptr(r.Addr), len(want)), want) {
@@ -630,7 +640,7 @@ func Set(cs []Change) error {
 			newFuncs++
 		}
 		if needEntry != f.patched && isLeaf(f) {
-			lw, err := leafWrites(f, needEntry, c.Pinned)
+			lw, err := leafWrites(f, needEntry, c.Pinned || c.Entry == nil)
 			if err != nil {
 				return err
 			}
@@ -648,7 +658,13 @@ func Set(cs []Change) error {
 				del = append(del, f.site+callLen)
 			}
 		}
-		if c.Return != f.retPatched {
+		if c.Return != f.retPatched && f.jret != nil {
+			jw, err := jretWrites(f, c.Return)
+			if err != nil {
+				return err
+			}
+			ws = append(ws, jw...)
+		} else if c.Return != f.retPatched {
 			for i, r := range f.retSites {
 				call, err := returnCall(r, rstub)
 				if err != nil {
@@ -685,6 +701,13 @@ func Set(cs []Change) error {
 			startClock()
 			f.shared = new(ring)
 			goidAt = goid.Offset()
+		}
+		if c.Return && isLeaf(f) {
+			// A leaf's entry handler is nosplit and pinned: it cannot make a ring
+			// (entrySlow's), so every P has its own from the start.
+			for pid := range f.pp {
+				f.makeRing(pid)
+			}
 		}
 		if c.Entry != nil {
 			h := c.Entry

@@ -144,22 +144,31 @@ type leafInfo struct {
 func isLeaf(f *Func) bool { return f.leaf != nil }
 
 // Leaf reports whether f is a leaf, whose entry probe is a jump to a slot: its hook
-// must be pinned (Change.Pinned), it has no return probe, and its Args are the ABI's
-// argument registers whatever the function uses (Words), no word a live pointer.
+// must be pinned (Change.Pinned), its return probe is a jump too where its code
+// allows (ReturnErr says why not), and its Args are the ABI's argument registers
+// whatever the function uses (Words), no word a live pointer.
 func (f *Func) Leaf() bool { return isLeaf(f) }
 
 // Skipped is how many of a leaf's entries were seen and not delivered nor counted in
-// Stats.Entries: no stack room for the handler, or an argument word pointing into the
-// goroutine's own stack, which a stack move during the hook would leave stale.
+// Stats.Entries (no stack room for the handler, or an argument word pointing into the
+// goroutine's own stack, which a stack move during the hook would leave stale), and
+// how many returns by a jump were seen and not counted in Stats.Returns (no stack
+// room for the handler).
 func (f *Func) Skipped() int64 {
 	mu.Lock()
 	defer mu.Unlock()
-	if f.leaf == nil {
-		return 0
+	var n uint64
+	if f.leaf != nil {
+		n += f.leaf.skips
+		if i := f.leaf.slot; i >= 0 {
+			n += atomic.LoadUint64(&leafSkipped[i]) - leafSkipBase[i]
+		}
 	}
-	n := f.leaf.skips
-	if i := f.leaf.slot; i >= 0 {
-		n += atomic.LoadUint64(&leafSkipped[i]) - leafSkipBase[i]
+	if f.jret != nil {
+		n += f.jret.skips
+		if i := f.jret.slot; i >= 0 {
+			n += atomic.LoadUint64(&jretSkipped[i]) - jretSkipBase[i]
+		}
 	}
 	return int64(n)
 }
@@ -189,8 +198,12 @@ func readLeaf(t *functab.Table, i int, w *arch.Walked, mem arch.Memory) (*Func, 
 	f := &Func{Name: name, Entry: uintptr(t.Entry(i)), site: uintptr(e.Addr), orig: append([]byte(nil), e.Orig...)}
 	f.entry = &config{resume: uintptr(e.Resume), fn: f}
 	f.spills = leafSpills()
-	f.retErr = errors.New("fprobe: " + name + ": return: a leaf: its only exit is a RET after an arbitrary instruction, and its return address may not be replaced (DESIGN.md, \"Leaves\")")
 	f.leaf = &leafInfo{check: chk, slot: -1}
+	if rets, err := readJumpRets(t, i, w, mem); err == nil {
+		f.setJumpRets(rets)
+	} else {
+		f.retErr = errors.New("fprobe: " + name + ": return: a leaf, whose return takes only a jump (DESIGN.md, \"Returns by a jump\"): " + err.Error())
+	}
 	return f, nil
 }
 
@@ -335,6 +348,12 @@ func leafHandler(i, argp, g, args uintptr) {
 	}
 	f := c.fn
 	pid := rt.ProcPin()
+	if load64(&f.wantRet) != 0 {
+		// The entry time of a return by a jump (jret.go), keyed by the depth of the
+		// leaf's argument area, as the return finds it; whether or not the hook runs.
+		// No ring to make (Set made every P's) nor to wait for (no safe point here).
+		stamp(pid, g, stackHi(g)-args, c)
+	}
 	if load64(&f.hookOn) != 0 {
 		if leafStackArg(argp, g, args, &leafChecks[i]) {
 			add64(&leafSkipped[i], 1)

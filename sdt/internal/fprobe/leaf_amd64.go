@@ -83,3 +83,44 @@ func leafJump(site, slot uintptr, n int) []byte {
 // leafCtxtReg is the closure context register (DX) in arch.LeafEntry.LiveIn's
 // numbering; unused: amd64's decoder gives no LiveIn.
 const leafCtxtReg = 2
+
+// Returns by a jump (jret.go): a slot is MOVL $i, R12 (6 bytes); JMP jretStub (5);
+// INT3 to the end.
+const jretSlotLen = 16
+
+// Defined in leaf_amd64.s.
+func jretSlots()
+func jretStub()
+func jretBody()
+func jretAddrs() (slots, stub uintptr)
+
+// jretSlotAddr is return slot i's address.
+func jretSlotAddr(i int) uintptr {
+	slots, _ := jretAddrs()
+	return slots + uintptr(i)*jretSlotLen
+}
+
+// jretSlotCode is return slot i's code, written at slot; nil out of reach.
+func jretSlotCode(i int, slot uintptr) []byte {
+	_, stub := jretAddrs()
+	code := binary.LittleEndian.AppendUint32([]byte{0x41, 0xBC}, uint32(i))
+	j, ok := rel32(slot+6, stub)
+	if !ok {
+		return nil
+	}
+	code = append(code, j...)
+	for len(code) < jretSlotLen {
+		code = append(code, 0xCC)
+	}
+	return code
+}
+
+// jretJump is the n bytes written at a return: JMP slot (n is 5: the RET and 4 bytes of
+// the linker's padding). nil out of reach.
+func jretJump(site, slot uintptr, n int) []byte {
+	j, ok := rel32(site, slot)
+	if !ok || n != 5 {
+		return nil
+	}
+	return j
+}

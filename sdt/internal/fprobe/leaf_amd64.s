@@ -120,3 +120,113 @@ TEXT ·leafAddrs(SB), NOSPLIT, $0-16
 	LEAQ ·leafStub(SB), AX
 	MOVQ AX, stub+8(FP)
 	RET
+
+// Returns by a jump (jret.go; DESIGN.md, "Returns by a jump").
+
+#define B2K B512; B512; B512; B512
+
+// jretSlots is jretSlotCount slots of jretSlotLen bytes, INT3 until Set writes one
+// (jretSlotCode: MOVL $i, R12; JMP jretStub): NOSPLIT|NOFRAME at SP delta 0, as
+// leafSlots, so a profiling signal's traceback finds the returning function's caller
+// at 0(SP).
+TEXT ·jretSlots(SB), NOSPLIT|NOFRAME, $0-0
+	B2K
+
+// jretStub is jumped to by return slot R12 from a function's RET: its frame is gone,
+// 0(SP) is its caller's return address and the result registers are live; R12 and R13
+// are scratch after a return (not results in ABIInternal), R14 is g. Without the room
+// for jretBody and the handler's nosplit chain, the return is counted in jretSkipped and
+// not delivered; never morestack. The unwinder sees the function returned: this
+// frame's return address is its caller's.
+TEXT ·jretStub(SB), NOSPLIT|NOFRAME, $0-0
+	LEAQ -LEAF_NEED(SP), R13
+	CMPQ R13, 0(R14)          // g.stack.lo
+	JLS  rshort
+	CALL ·jretBody(SB)
+	RET
+rshort:
+	LEAQ ·jretSkipped(SB), R13
+	LOCK
+	INCQ (R13)(R12*8)
+	RET
+
+// jretBody (R12 the slot) saves the result registers, calls retHandler(cfg, argp,
+// g, regs) with slot R12's config and argp the returning function's SP+8 (its entry's
+// too: the key of its entry time), restores them and returns to jretStub. Frame: 0 cfg
+// | 8 argp | 16 g | 24 regs | 32..96 AX..R11 | 104..216 X0..X14 | 224 g, as retBody's.
+// No safe point between the RET and the caller: results that hold pointers need no
+// stack map (retHandler is nosplit and calls only nosplit code).
+TEXT ·jretBody(SB), NOSPLIT, $232-0
+	NO_LOCAL_POINTERS
+	LEAQ ·jretCfgs(SB), R13
+	MOVQ (R13)(R12*8), R13
+	TESTQ R13, R13
+	JEQ  rnone                // not reached: the jump is gone before the config
+	MOVQ AX, 32(SP)
+	MOVQ BX, 40(SP)
+	MOVQ CX, 48(SP)
+	MOVQ DI, 56(SP)
+	MOVQ SI, 64(SP)
+	MOVQ R8, 72(SP)
+	MOVQ R9, 80(SP)
+	MOVQ R10, 88(SP)
+	MOVQ R11, 96(SP)
+	MOVSD X0, 104(SP)
+	MOVSD X1, 112(SP)
+	MOVSD X2, 120(SP)
+	MOVSD X3, 128(SP)
+	MOVSD X4, 136(SP)
+	MOVSD X5, 144(SP)
+	MOVSD X6, 152(SP)
+	MOVSD X7, 160(SP)
+	MOVSD X8, 168(SP)
+	MOVSD X9, 176(SP)
+	MOVSD X10, 184(SP)
+	MOVSD X11, 192(SP)
+	MOVSD X12, 200(SP)
+	MOVSD X13, 208(SP)
+	MOVSD X14, 216(SP)
+	MOVQ R13, 0(SP)
+	LEAQ 24(BP), R13          // above jretStub's return address and the caller's
+	MOVQ R13, 8(SP)
+	MOVQ R14, 16(SP)
+	MOVQ R14, 224(SP)         // the handler owns its argument slots: g kept apart
+	LEAQ 32(SP), R13
+	MOVQ R13, 24(SP)
+	CALL ·retHandler(SB)
+	MOVQ 32(SP), AX
+	MOVQ 40(SP), BX
+	MOVQ 48(SP), CX
+	MOVQ 56(SP), DI
+	MOVQ 64(SP), SI
+	MOVQ 72(SP), R8
+	MOVQ 80(SP), R9
+	MOVQ 88(SP), R10
+	MOVQ 96(SP), R11
+	MOVSD 104(SP), X0
+	MOVSD 112(SP), X1
+	MOVSD 120(SP), X2
+	MOVSD 128(SP), X3
+	MOVSD 136(SP), X4
+	MOVSD 144(SP), X5
+	MOVSD 152(SP), X6
+	MOVSD 160(SP), X7
+	MOVSD 168(SP), X8
+	MOVSD 176(SP), X9
+	MOVSD 184(SP), X10
+	MOVSD 192(SP), X11
+	MOVSD 200(SP), X12
+	MOVSD 208(SP), X13
+	MOVSD 216(SP), X14
+	MOVQ 224(SP), R14
+	XORPS X15, X15
+rnone:
+	RET
+
+// func jretAddrs() (slots, stub uintptr)
+TEXT ·jretAddrs(SB), NOSPLIT, $0-16
+	LEAQ ·jretSlots(SB), AX
+	MOVQ AX, slots+0(FP)
+	LEAQ ·jretStub(SB), AX
+	MOVQ AX, stub+8(FP)
+	RET

@@ -69,3 +69,10 @@ func leafJump(site, slot uintptr, n int) []byte {
 
 // leafCtxtReg is the closure context register, R26, in arch.LeafEntry.LiveIn.
 const leafCtxtReg = 26
+
+// No return slots on arm64 yet: returns by a jump are refused (readJumpRets says so).
+const jretSlotLen = 0
+
+func jretSlotAddr(i int) uintptr                { return 0 }
+func jretSlotCode(i int, slot uintptr) []byte   { return nil }
+func jretJump(site, slot uintptr, n int) []byte { return nil }

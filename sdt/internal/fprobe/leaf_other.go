@@ -14,3 +14,10 @@ func leafSlotCode(i int, slot uintptr, f *Func, rel int, target uint64) []byte {
 func leafJump(site, slot uintptr, n int) []byte                                { return nil }
 
 const leafCtxtReg = 0
+
+// No return slots here: returns by a jump are refused (readJumpRets says so).
+const jretSlotLen = 0
+
+func jretSlotAddr(i int) uintptr                { return 0 }
+func jretSlotCode(i int, slot uintptr) []byte   { return nil }
+func jretJump(site, slot uintptr, n int) []byte { return nil }

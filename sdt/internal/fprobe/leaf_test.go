@@ -143,11 +143,12 @@ func TestLeafEntryArgs(t *testing.T) {
 
 var leafSink atomic.Pointer[int]
 
-// TestLeafTorture switches leaf entry probes on and off while goroutines run the leaves
-// in tight loops (one never yields: only asynchronous preemption stops it), the GC
-// runs, and the hook grows the stack; at GOMAXPROCS 1, 2 and 8. Every call returns
-// what the unprobed leaf returns; while the probe stays on, every call is an entry or
-// a skip.
+// TestLeafTorture switches leaf entry probes (and LeafLoop's return probe, where it is
+// a jump) on and off while goroutines run the leaves in tight loops (one never yields:
+// only asynchronous preemption stops it), the GC and the CPU profiler run, and the hook
+// grows the stack; at GOMAXPROCS 1, 2 and 8. Every call returns what the unprobed leaf
+// returns; while the probes stay on, every call is an entry or a skip, and a return
+// with its entry's time.
 func TestLeafTorture(t *testing.T) {
 	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
 		testutil.Skip(t, "", "leaf slots are built for amd64 and arm64 only (DESIGN.md, \"Leaves\")")
@@ -200,9 +201,13 @@ func TestLeafTorture(t *testing.T) {
 			deadline := time.Now().Add(300 * time.Millisecond)
 			for n := 0; time.Now().Before(deadline); n++ {
 				for _, f := range []*Func{ptr, loop} {
-					if err := Set([]Change{{Func: f, Entry: hook, Pinned: true}}); err != nil {
+					// LeafLoop's return too where it is a jump (jret.go), into a ring
+					// nobody reads or folded.
+					ret := f == loop && f.ReturnErr() == nil
+					if err := Set([]Change{{Func: f, Entry: hook, Pinned: true, Return: ret}}); err != nil {
 						t.Fatal(err)
 					}
+					f.SetReturnQuiet(n%2 == 0)
 				}
 				if n%4 == 0 {
 					runtime.GC()
@@ -239,6 +244,29 @@ func TestLeafTorture(t *testing.T) {
 			}
 			if err := Set([]Change{{Func: ptr}}); err != nil {
 				t.Fatal(err)
+			}
+			if loop.ReturnErr() != nil {
+				return
+			}
+			// The same with LeafLoop's return probe: N calls, N returns, each with its
+			// entry's time (taken whether or not the hook runs).
+			if err := Set([]Change{{Func: loop, Entry: hook, Pinned: true, Return: true}}); err != nil {
+				t.Fatal(err)
+			}
+			loop.SetReturnQuiet(true)
+			st0, fo0, s0 := loop.Stats(), loop.Folded(), loop.Skipped()
+			for i := 0; i < n; i++ {
+				if target.LeafLoop(3) != target.LeafLoop(3) {
+					t.Fatal("LeafLoop returned a wrong result")
+				}
+			}
+			st, fo, sk := loop.Stats(), loop.Folded(), loop.Skipped()-s0
+			loop.SetReturnQuiet(false)
+			if err := Set([]Change{{Func: loop}}); err != nil {
+				t.Fatal(err)
+			}
+			if e, r := st.Entries-st0.Entries, st.Returns-st0.Returns; e+sk != 2*n || r != 2*n || st.NoEntry != st0.NoEntry || fo.Count-fo0.Count != 2*n {
+				t.Errorf("%d calls: %d entries, %d skipped, %d returns, %d without their entry's time, %d folded with a latency", 2*n, e, sk, r, st.NoEntry-st0.NoEntry, fo.Count-fo0.Count)
 			}
 		})
 	}
