@@ -258,15 +258,15 @@ func retJump(m arch.Memory, w *arch.Walked, code uint64) ([]arch.FuncReturn, err
 	case len(rets) == 0:
 		return nil, shapeErr(w.Entry, "no return: the function never returns")
 	case len(rets) > 1:
-		return nil, shapeErr(rets[0], "%d RETs: only the last instruction can take a jump (the bytes after any other RET are the function's code)", len(rets))
+		return nil, shapeErr(rets[0], "several RETs (%d): only the last instruction can take a jump (the bytes after any other RET are the function's code)", len(rets))
 	}
 	ret := rets[0]
 	if ret+1 != code {
-		return nil, shapeErr(ret, "the RET is not the function's last instruction (its code ends at %#x)", code)
+		return nil, shapeErr(ret, "the RET is not the function's last instruction: code follows it (with a stack check, the morestack block, which the prologue's branch targets), ending at %#x", code)
 	}
 	pad := m.Read(ret+1, 4)
 	if ret+5 > w.End || len(pad) != 4 || !bytes.Equal(pad, []byte{0xCC, 0xCC, 0xCC, 0xCC}) {
-		return nil, shapeErr(ret, "fewer than 4 bytes of the linker's INT3 padding after the RET: the jump would cover the next function")
+		return nil, shapeErr(ret, "not four bytes of the linker's padding after the RET: the jump would cover the next function")
 	}
 	if t, ok := w.Target(ret+1, ret+5); ok {
 		return nil, shapeErr(t, "a branch lands in the padding after the RET")
