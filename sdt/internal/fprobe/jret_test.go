@@ -130,6 +130,27 @@ func TestJumpReturn(t *testing.T) {
 			t.Errorf("the return after removal: % x, want % x", mem(rets[0], 5), orig)
 		}
 	}
+	// A burst beyond the rings with nobody reading: a leaf's entry cannot wait for the
+	// reader (no safe point), so the rest are dropped, each counted; none waits.
+	if err := Set([]Change{{Func: loop, Return: true}}); err != nil {
+		t.Fatal(err)
+	}
+	st0 := loop.Stats()
+	const burst = 4 * ringSize
+	for i := 0; i < burst; i++ {
+		target.LeafLoop(i & 7)
+	}
+	if err := Set([]Change{{Func: loop}}); err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	for n := loop.ReadReturns(make([]Return, ringSize)); n > 0; n = loop.ReadReturns(make([]Return, ringSize)) {
+		read += n
+	}
+	st := loop.Stats()
+	if r, d := st.Returns-st0.Returns, st.Dropped-st0.Dropped; r != burst || int64(read)+d != r || d == 0 || st.Waited != st0.Waited {
+		t.Errorf("a burst of %d: %d returns, %d read, %d dropped, %d waited", burst, r, read, d, st.Waited-st0.Waited)
+	}
 	// Goroutines on several Ps: every return finds its entry's time.
 	if err := Set([]Change{{Func: loop, Return: true}}); err != nil {
 		t.Fatal(err)
