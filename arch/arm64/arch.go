@@ -27,7 +27,7 @@ var Arch = arch.Arch{
 }
 
 // FuncProbes is AArch64 as function probes read its functions (funcprobe.go).
-var FuncProbes = arch.FuncProbes{Arch: &Arch, FuncEntry: funcEntry, FuncReturns: funcReturns, LeafEntry: leafEntry, CallTo: callTo}
+var FuncProbes = arch.FuncProbes{Arch: &Arch, FuncEntry: funcEntry, FuncReturns: funcReturns, LeafEntry: leafEntry, RetJump: retJump, CallTo: callTo}
 
 // callTo is CallTo as arch.Arch's: a BL is one instruction, n must be 4.
 func callTo(pc, target uint64, n int) []byte {

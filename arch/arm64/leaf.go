@@ -1,6 +1,8 @@
 package arm64
 
 import (
+	"encoding/binary"
+
 	"github.com/gosdt/gosdt/arch"
 )
 
@@ -196,4 +198,42 @@ func displaceable(in inst) string {
 		return ""
 	}
 	return "is not a form the slot runs"
+}
+
+// retJump reads the returns of the walked function for a B to a per-site slot written
+// over each RET (fprobe's DESIGN.md, "Returns by a jump"): one word, so a goroutine
+// parked on it resumes on the whole B, and at a RET the function's SP and R30 are as
+// at its entry (the caller checks, by the pcsp table, that its frame is gone there).
+// code is where its pc tables end. No jump may leave the function (a return the probe
+// would not see), and every return must be a plain RET through R30.
+func retJump(m arch.Memory, w *arch.Walked, code uint64) ([]arch.FuncReturn, error) {
+	if code <= w.Entry || code > w.End || (code-w.Entry)%instLen != 0 {
+		return nil, shapeErr(w.Entry, "the function's code ends at %#x, outside its range", code)
+	}
+	b := m.Read(w.Entry, int(code-w.Entry))
+	if len(b) != int(code-w.Entry) {
+		return nil, shapeErr(w.Entry, "the function's code is not all mapped")
+	}
+	var rets []arch.FuncReturn
+	for i := 0; i+instLen <= len(b); i += instLen {
+		x, pc := binary.LittleEndian.Uint32(b[i:]), w.Entry+uint64(i)
+		switch {
+		case x == retLR:
+			rets = append(rets, arch.FuncReturn{Addr: pc, Ret: pc, Orig: append([]byte(nil), b[i:i+instLen]...)})
+		case x&0xFFFFFC1F == 0xD65F0000:
+			return nil, shapeErr(pc, "a return through another register than R30 (%#08x)", x)
+		case x&0xFE9FF000 == 0xD61F0800, x&0xFFFFFBFF == 0xD65F0BFF: // BRA*, RETA*: authenticated forms Go does not emit
+			return nil, shapeErr(pc, "an authenticated branch or return (%#08x)", x)
+		case x>>26 == 0x05: // B
+			if t := pc + uint64(int64(int32(x<<6)>>6)*4); t < w.Entry || t >= code {
+				return nil, shapeErr(pc, "a jump out of the function's code (to %#x): a return the probe would not see", t)
+			}
+		}
+		// BR Xn stays: the compiler jumps through registers only for jump tables, whose
+		// targets are the function's own blocks (tail calls are direct B).
+	}
+	if len(rets) == 0 {
+		return nil, shapeErr(w.Entry, "no return: the function never returns")
+	}
+	return rets, nil
 }

@@ -12,9 +12,11 @@ import (
 	"github.com/gosdt/gosdt/patch"
 )
 
-// Returns by a jump: a function whose frame is gone at its RET (a leaf, or one whose
-// epilogue takes no call: `POPQ BP; RET`) takes its return probe as a jump written
-// over that RET and the linker's padding after it, to a return slot of jretSlots
+// Returns by a jump: a function whose frame is gone at its RET (a leaf; or one whose
+// epilogue the return stub refuses, which with gc's layout never qualifies on amd64,
+// where the morestack block follows every RET of a function with a stack check) takes
+// its return probe as a jump written over its only RET and the linker's padding
+// after it (amd64) or over each RET (arm64), to a return slot of jretSlots
 // (leaf_$GOARCH.s) that loads the slot's index and jumps to jretStub, which calls
 // retHandler as the return stub does. DESIGN.md, "Returns by a jump", has the argument.
 

@@ -70,9 +70,31 @@ func leafJump(site, slot uintptr, n int) []byte {
 // leafCtxtReg is the closure context register, R26, in arch.LeafEntry.LiveIn.
 const leafCtxtReg = 26
 
-// No return slots on arm64 yet: returns by a jump are refused (readJumpRets says so).
-const jretSlotLen = 0
+// Returns by a jump (jret.go): a slot is MOVZ $i, R16; B jretStub.
+const jretSlotLen = 8
 
-func jretSlotAddr(i int) uintptr                { return 0 }
-func jretSlotCode(i int, slot uintptr) []byte   { return nil }
-func jretJump(site, slot uintptr, n int) []byte { return nil }
+// Defined in leaf_arm64.s.
+func jretSlots()
+func jretStub()
+func jretBody()
+func jretAddrs() (slots, stub uintptr)
+
+// jretSlotAddr is return slot i's address.
+func jretSlotAddr(i int) uintptr {
+	slots, _ := jretAddrs()
+	return slots + uintptr(i)*jretSlotLen
+}
+
+// jretSlotCode is return slot i's code, written at slot; nil out of reach.
+func jretSlotCode(i int, slot uintptr) []byte {
+	_, stub := jretAddrs()
+	to, ok := branch(slot+4, stub)
+	if !ok || i >= 1<<16 {
+		return nil
+	}
+	code := binary.LittleEndian.AppendUint32(nil, 0xD2800010|uint32(i)<<5)
+	return binary.LittleEndian.AppendUint32(code, to)
+}
+
+// jretJump is the word written at a RET: B slot. nil out of reach.
+func jretJump(site, slot uintptr, n int) []byte { return leafJump(site, slot, n) }

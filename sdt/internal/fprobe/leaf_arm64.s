@@ -108,3 +108,99 @@ TEXT ·leafAddrs(SB), NOSPLIT, $0-16
 	MOVD $·leafStub(SB), R0
 	MOVD R0, stub+8(FP)
 	RET
+
+// Returns by a jump (jret.go; DESIGN.md, "Returns by a jump").
+
+#define W256 W64; W64; W64; W64
+
+// jretSlots is jretSlotCount slots of jretSlotLen bytes, UDF until Set writes one
+// (jretSlotCode: MOVZ $i, R16; B jretStub): NOSPLIT|NOFRAME at SP delta 0, as
+// leafSlots, so a profiling signal's traceback takes the function's caller from R30.
+TEXT ·jretSlots(SB), NOSPLIT|NOFRAME, $0-0
+	W256
+
+// jretStub is branched to by return slot R16 from a function's RET: its frame is
+// gone, RSP and R30 (its caller's return address) as at its entry, the result
+// registers live; R16, R17, R19 and R20 are scratch after a return (not results in
+// ABIInternal), R28 is g. Without the room for jretBody and the handler's nosplit
+// chain, the return is counted in jretSkipped and not delivered: RET to the caller,
+// never morestack. Else jretBody, by B: its prologue saves R30, so the unwinder sees
+// the function's caller call it, the function gone.
+TEXT ·jretStub(SB), NOSPLIT|NOFRAME, $0-0
+	MOVD RSP, R17
+	SUB  $LEAF_NEED, R17, R17
+	MOVD 0(g), R19            // g.stack.lo
+	CMP  R19, R17
+	BLS  rshort
+	MOVD RSP, R17
+	ADD  $8, R17, R17         // argp: the entry SP plus a word, the entry's key
+	JMP  ·jretBody(SB)
+rshort:
+	MOVD $·jretSkipped(SB), R17
+	ADD  R16<<3, R17, R17
+ragain:
+	LDAXR (R17), R19
+	ADD  $1, R19, R19
+	STLXR R19, (R17), R20
+	CBNZ R20, ragain
+	RET
+
+// jretBody (R16 the slot, R17 argp) saves the result registers, calls
+// retHandler(cfg, argp, g, regs) with slot R16's config, restores them and returns
+// through its epilogue (R30 as the function received it) to the function's caller.
+// Frame: 8..39 the handler's arguments | 48..175 R0..R15 | 176..303 F0..F15. No safe
+// point between the RET and the caller: results that hold pointers need no stack map.
+TEXT ·jretBody(SB), NOSPLIT, $312-0
+	NO_LOCAL_POINTERS
+	MOVD $·jretCfgs(SB), R19
+	ADD  R16<<3, R19, R19
+	MOVD (R19), R19
+	CBZ  R19, rnone           // not reached: the jump is gone before the config
+	STP  (R0, R1), 48(RSP)
+	STP  (R2, R3), 64(RSP)
+	STP  (R4, R5), 80(RSP)
+	STP  (R6, R7), 96(RSP)
+	STP  (R8, R9), 112(RSP)
+	STP  (R10, R11), 128(RSP)
+	STP  (R12, R13), 144(RSP)
+	STP  (R14, R15), 160(RSP)
+	FSTPD (F0, F1), 176(RSP)
+	FSTPD (F2, F3), 192(RSP)
+	FSTPD (F4, F5), 208(RSP)
+	FSTPD (F6, F7), 224(RSP)
+	FSTPD (F8, F9), 240(RSP)
+	FSTPD (F10, F11), 256(RSP)
+	FSTPD (F12, F13), 272(RSP)
+	FSTPD (F14, F15), 288(RSP)
+	MOVD R19, 8(RSP)
+	MOVD R17, 16(RSP)
+	MOVD g, 24(RSP)
+	ADD  $48, RSP, R19
+	MOVD R19, 32(RSP)
+	CALL ·retHandler(SB)
+	LDP  48(RSP), (R0, R1)
+	LDP  64(RSP), (R2, R3)
+	LDP  80(RSP), (R4, R5)
+	LDP  96(RSP), (R6, R7)
+	LDP  112(RSP), (R8, R9)
+	LDP  128(RSP), (R10, R11)
+	LDP  144(RSP), (R12, R13)
+	LDP  160(RSP), (R14, R15)
+	FLDPD 176(RSP), (F0, F1)
+	FLDPD 192(RSP), (F2, F3)
+	FLDPD 208(RSP), (F4, F5)
+	FLDPD 224(RSP), (F6, F7)
+	FLDPD 240(RSP), (F8, F9)
+	FLDPD 256(RSP), (F10, F11)
+	FLDPD 272(RSP), (F12, F13)
+	FLDPD 288(RSP), (F14, F15)
+rnone:
+	RET
+
+// func jretAddrs() (slots, stub uintptr)
+TEXT ·jretAddrs(SB), NOSPLIT, $0-16
+	MOVD $·jretSlots(SB), R0
+	MOVD R0, slots+0(FP)
+	MOVD $·jretStub(SB), R0
+	MOVD R0, stub+8(FP)
+	RET
