@@ -273,7 +273,8 @@ func TestLeafTorture(t *testing.T) {
 }
 
 // BenchmarkLeafCall is the cost of one call of a leaf: never probed, with an entry
-// probe whose pinned hook counts, and counted only (SetQuiet).
+// probe whose pinned hook counts, counted only (SetQuiet), and counted with its return
+// by a jump folded with its latency (SetReturnQuiet).
 func BenchmarkLeafCall(b *testing.B) {
 	f, err := Lookup(pkg + "LeafLoop")
 	if err != nil || !f.Leaf() {
@@ -287,20 +288,22 @@ func BenchmarkLeafCall(b *testing.B) {
 	b.Run("unprobed", run)
 	var n int64
 	count := func(*Func, *Args) { n++ }
-	for _, quiet := range []bool{false, true} {
-		name := "entry"
-		if quiet {
-			name = "entry-quiet"
+	for _, mode := range []string{"entry", "entry-quiet", "entry+return-folded"} {
+		ret := mode == "entry+return-folded"
+		if ret && f.ReturnErr() != nil {
+			continue
 		}
-		b.Run(name, func(b *testing.B) {
-			if err := Set([]Change{{Func: f, Entry: count, Pinned: true}}); err != nil {
+		b.Run(mode, func(b *testing.B) {
+			if err := Set([]Change{{Func: f, Entry: count, Pinned: true, Return: ret}}); err != nil {
 				b.Fatal(err)
 			}
-			f.SetQuiet(quiet)
+			f.SetQuiet(mode != "entry")
+			f.SetReturnQuiet(ret)
 			b.ResetTimer()
 			run(b)
 			b.StopTimer()
 			f.SetQuiet(false)
+			f.SetReturnQuiet(false)
 			if err := Set([]Change{{Func: f}}); err != nil {
 				b.Fatal(err)
 			}
