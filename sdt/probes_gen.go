@@ -127,24 +127,33 @@ func (p *P1[A]) fire(a A) {
 		return
 	}
 	if cs := p.h.Consumers(); cs != nil {
-		for fi := range cs.Folds {
-			fo := &cs.Folds[fi]
+		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {
 			case 0:
 				fv = registry.ArgInt(&a, fo.Kind)
 			}
 			fo.Fold(pid, s, fv)
-		}
-		if cs.Sinks != nil {
-			v := registry.PFiring(pid)
-			if v == nil {
-				v = new(firing)
+		} else {
+			for fi := range cs.Folds {
+				fo := &cs.Folds[fi]
+				var fv int64
+				switch fo.Arg {
+				case 0:
+					fv = registry.ArgInt(&a, fo.Kind)
+				}
+				fo.Fold(pid, s, fv)
 			}
-			v.N, v.Kinds = cs.N, cs.Kinds
-			registry.SetArg(&v.Args, 0, &a)
-			cs.Emit(pid, s, ret, v)
-			registry.DropArg(&v.Args, 0, &a)
+			if cs.Sinks != nil {
+				v := registry.PFiring(pid)
+				if v == nil {
+					v = new(firing)
+				}
+				v.N, v.Kinds = cs.N, cs.Kinds
+				registry.SetArg(&v.Args, 0, &a)
+				cs.Emit(pid, s, ret, v)
+				registry.DropArg(&v.Args, 0, &a)
+			}
 		}
 	}
 	rt.ProcUnpin()
@@ -205,8 +214,7 @@ func (p *P2[A, B]) fire(a A, b B) {
 		return
 	}
 	if cs := p.h.Consumers(); cs != nil {
-		for fi := range cs.Folds {
-			fo := &cs.Folds[fi]
+		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {
 			case 0:
@@ -215,18 +223,30 @@ func (p *P2[A, B]) fire(a A, b B) {
 				fv = registry.ArgInt(&b, fo.Kind)
 			}
 			fo.Fold(pid, s, fv)
-		}
-		if cs.Sinks != nil {
-			v := registry.PFiring(pid)
-			if v == nil {
-				v = new(firing)
+		} else {
+			for fi := range cs.Folds {
+				fo := &cs.Folds[fi]
+				var fv int64
+				switch fo.Arg {
+				case 0:
+					fv = registry.ArgInt(&a, fo.Kind)
+				case 1:
+					fv = registry.ArgInt(&b, fo.Kind)
+				}
+				fo.Fold(pid, s, fv)
 			}
-			v.N, v.Kinds = cs.N, cs.Kinds
-			registry.SetArg(&v.Args, 0, &a)
-			registry.SetArg(&v.Args, 1, &b)
-			cs.Emit(pid, s, ret, v)
-			registry.DropArg(&v.Args, 0, &a)
-			registry.DropArg(&v.Args, 1, &b)
+			if cs.Sinks != nil {
+				v := registry.PFiring(pid)
+				if v == nil {
+					v = new(firing)
+				}
+				v.N, v.Kinds = cs.N, cs.Kinds
+				registry.SetArg(&v.Args, 0, &a)
+				registry.SetArg(&v.Args, 1, &b)
+				cs.Emit(pid, s, ret, v)
+				registry.DropArg(&v.Args, 0, &a)
+				registry.DropArg(&v.Args, 1, &b)
+			}
 		}
 	}
 	rt.ProcUnpin()
@@ -287,8 +307,7 @@ func (p *P3[A, B, C]) fire(a A, b B, c C) {
 		return
 	}
 	if cs := p.h.Consumers(); cs != nil {
-		for fi := range cs.Folds {
-			fo := &cs.Folds[fi]
+		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {
 			case 0:
@@ -299,20 +318,34 @@ func (p *P3[A, B, C]) fire(a A, b B, c C) {
 				fv = registry.ArgInt(&c, fo.Kind)
 			}
 			fo.Fold(pid, s, fv)
-		}
-		if cs.Sinks != nil {
-			v := registry.PFiring(pid)
-			if v == nil {
-				v = new(firing)
+		} else {
+			for fi := range cs.Folds {
+				fo := &cs.Folds[fi]
+				var fv int64
+				switch fo.Arg {
+				case 0:
+					fv = registry.ArgInt(&a, fo.Kind)
+				case 1:
+					fv = registry.ArgInt(&b, fo.Kind)
+				case 2:
+					fv = registry.ArgInt(&c, fo.Kind)
+				}
+				fo.Fold(pid, s, fv)
 			}
-			v.N, v.Kinds = cs.N, cs.Kinds
-			registry.SetArg(&v.Args, 0, &a)
-			registry.SetArg(&v.Args, 1, &b)
-			registry.SetArg(&v.Args, 2, &c)
-			cs.Emit(pid, s, ret, v)
-			registry.DropArg(&v.Args, 0, &a)
-			registry.DropArg(&v.Args, 1, &b)
-			registry.DropArg(&v.Args, 2, &c)
+			if cs.Sinks != nil {
+				v := registry.PFiring(pid)
+				if v == nil {
+					v = new(firing)
+				}
+				v.N, v.Kinds = cs.N, cs.Kinds
+				registry.SetArg(&v.Args, 0, &a)
+				registry.SetArg(&v.Args, 1, &b)
+				registry.SetArg(&v.Args, 2, &c)
+				cs.Emit(pid, s, ret, v)
+				registry.DropArg(&v.Args, 0, &a)
+				registry.DropArg(&v.Args, 1, &b)
+				registry.DropArg(&v.Args, 2, &c)
+			}
 		}
 	}
 	rt.ProcUnpin()
@@ -373,8 +406,7 @@ func (p *P4[A, B, C, D]) fire(a A, b B, c C, d D) {
 		return
 	}
 	if cs := p.h.Consumers(); cs != nil {
-		for fi := range cs.Folds {
-			fo := &cs.Folds[fi]
+		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {
 			case 0:
@@ -387,22 +419,38 @@ func (p *P4[A, B, C, D]) fire(a A, b B, c C, d D) {
 				fv = registry.ArgInt(&d, fo.Kind)
 			}
 			fo.Fold(pid, s, fv)
-		}
-		if cs.Sinks != nil {
-			v := registry.PFiring(pid)
-			if v == nil {
-				v = new(firing)
+		} else {
+			for fi := range cs.Folds {
+				fo := &cs.Folds[fi]
+				var fv int64
+				switch fo.Arg {
+				case 0:
+					fv = registry.ArgInt(&a, fo.Kind)
+				case 1:
+					fv = registry.ArgInt(&b, fo.Kind)
+				case 2:
+					fv = registry.ArgInt(&c, fo.Kind)
+				case 3:
+					fv = registry.ArgInt(&d, fo.Kind)
+				}
+				fo.Fold(pid, s, fv)
 			}
-			v.N, v.Kinds = cs.N, cs.Kinds
-			registry.SetArg(&v.Args, 0, &a)
-			registry.SetArg(&v.Args, 1, &b)
-			registry.SetArg(&v.Args, 2, &c)
-			registry.SetArg(&v.Args, 3, &d)
-			cs.Emit(pid, s, ret, v)
-			registry.DropArg(&v.Args, 0, &a)
-			registry.DropArg(&v.Args, 1, &b)
-			registry.DropArg(&v.Args, 2, &c)
-			registry.DropArg(&v.Args, 3, &d)
+			if cs.Sinks != nil {
+				v := registry.PFiring(pid)
+				if v == nil {
+					v = new(firing)
+				}
+				v.N, v.Kinds = cs.N, cs.Kinds
+				registry.SetArg(&v.Args, 0, &a)
+				registry.SetArg(&v.Args, 1, &b)
+				registry.SetArg(&v.Args, 2, &c)
+				registry.SetArg(&v.Args, 3, &d)
+				cs.Emit(pid, s, ret, v)
+				registry.DropArg(&v.Args, 0, &a)
+				registry.DropArg(&v.Args, 1, &b)
+				registry.DropArg(&v.Args, 2, &c)
+				registry.DropArg(&v.Args, 3, &d)
+			}
 		}
 	}
 	rt.ProcUnpin()
@@ -463,8 +511,7 @@ func (p *P5[A, B, C, D, E]) fire(a A, b B, c C, d D, e E) {
 		return
 	}
 	if cs := p.h.Consumers(); cs != nil {
-		for fi := range cs.Folds {
-			fo := &cs.Folds[fi]
+		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {
 			case 0:
@@ -479,24 +526,42 @@ func (p *P5[A, B, C, D, E]) fire(a A, b B, c C, d D, e E) {
 				fv = registry.ArgInt(&e, fo.Kind)
 			}
 			fo.Fold(pid, s, fv)
-		}
-		if cs.Sinks != nil {
-			v := registry.PFiring(pid)
-			if v == nil {
-				v = new(firing)
+		} else {
+			for fi := range cs.Folds {
+				fo := &cs.Folds[fi]
+				var fv int64
+				switch fo.Arg {
+				case 0:
+					fv = registry.ArgInt(&a, fo.Kind)
+				case 1:
+					fv = registry.ArgInt(&b, fo.Kind)
+				case 2:
+					fv = registry.ArgInt(&c, fo.Kind)
+				case 3:
+					fv = registry.ArgInt(&d, fo.Kind)
+				case 4:
+					fv = registry.ArgInt(&e, fo.Kind)
+				}
+				fo.Fold(pid, s, fv)
 			}
-			v.N, v.Kinds = cs.N, cs.Kinds
-			registry.SetArg(&v.Args, 0, &a)
-			registry.SetArg(&v.Args, 1, &b)
-			registry.SetArg(&v.Args, 2, &c)
-			registry.SetArg(&v.Args, 3, &d)
-			registry.SetArg(&v.Args, 4, &e)
-			cs.Emit(pid, s, ret, v)
-			registry.DropArg(&v.Args, 0, &a)
-			registry.DropArg(&v.Args, 1, &b)
-			registry.DropArg(&v.Args, 2, &c)
-			registry.DropArg(&v.Args, 3, &d)
-			registry.DropArg(&v.Args, 4, &e)
+			if cs.Sinks != nil {
+				v := registry.PFiring(pid)
+				if v == nil {
+					v = new(firing)
+				}
+				v.N, v.Kinds = cs.N, cs.Kinds
+				registry.SetArg(&v.Args, 0, &a)
+				registry.SetArg(&v.Args, 1, &b)
+				registry.SetArg(&v.Args, 2, &c)
+				registry.SetArg(&v.Args, 3, &d)
+				registry.SetArg(&v.Args, 4, &e)
+				cs.Emit(pid, s, ret, v)
+				registry.DropArg(&v.Args, 0, &a)
+				registry.DropArg(&v.Args, 1, &b)
+				registry.DropArg(&v.Args, 2, &c)
+				registry.DropArg(&v.Args, 3, &d)
+				registry.DropArg(&v.Args, 4, &e)
+			}
 		}
 	}
 	rt.ProcUnpin()
@@ -559,8 +624,7 @@ func (p *P6[A, B, C, D, E, F]) fire(a A, b B, c C, d D, e E, f F) {
 		return
 	}
 	if cs := p.h.Consumers(); cs != nil {
-		for fi := range cs.Folds {
-			fo := &cs.Folds[fi]
+		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {
 			case 0:
@@ -577,26 +641,46 @@ func (p *P6[A, B, C, D, E, F]) fire(a A, b B, c C, d D, e E, f F) {
 				fv = registry.ArgInt(&f, fo.Kind)
 			}
 			fo.Fold(pid, s, fv)
-		}
-		if cs.Sinks != nil {
-			v := registry.PFiring(pid)
-			if v == nil {
-				v = new(firing)
+		} else {
+			for fi := range cs.Folds {
+				fo := &cs.Folds[fi]
+				var fv int64
+				switch fo.Arg {
+				case 0:
+					fv = registry.ArgInt(&a, fo.Kind)
+				case 1:
+					fv = registry.ArgInt(&b, fo.Kind)
+				case 2:
+					fv = registry.ArgInt(&c, fo.Kind)
+				case 3:
+					fv = registry.ArgInt(&d, fo.Kind)
+				case 4:
+					fv = registry.ArgInt(&e, fo.Kind)
+				case 5:
+					fv = registry.ArgInt(&f, fo.Kind)
+				}
+				fo.Fold(pid, s, fv)
 			}
-			v.N, v.Kinds = cs.N, cs.Kinds
-			registry.SetArg(&v.Args, 0, &a)
-			registry.SetArg(&v.Args, 1, &b)
-			registry.SetArg(&v.Args, 2, &c)
-			registry.SetArg(&v.Args, 3, &d)
-			registry.SetArg(&v.Args, 4, &e)
-			registry.SetArg(&v.Args, 5, &f)
-			cs.Emit(pid, s, ret, v)
-			registry.DropArg(&v.Args, 0, &a)
-			registry.DropArg(&v.Args, 1, &b)
-			registry.DropArg(&v.Args, 2, &c)
-			registry.DropArg(&v.Args, 3, &d)
-			registry.DropArg(&v.Args, 4, &e)
-			registry.DropArg(&v.Args, 5, &f)
+			if cs.Sinks != nil {
+				v := registry.PFiring(pid)
+				if v == nil {
+					v = new(firing)
+				}
+				v.N, v.Kinds = cs.N, cs.Kinds
+				registry.SetArg(&v.Args, 0, &a)
+				registry.SetArg(&v.Args, 1, &b)
+				registry.SetArg(&v.Args, 2, &c)
+				registry.SetArg(&v.Args, 3, &d)
+				registry.SetArg(&v.Args, 4, &e)
+				registry.SetArg(&v.Args, 5, &f)
+				cs.Emit(pid, s, ret, v)
+				registry.DropArg(&v.Args, 0, &a)
+				registry.DropArg(&v.Args, 1, &b)
+				registry.DropArg(&v.Args, 2, &c)
+				registry.DropArg(&v.Args, 3, &d)
+				registry.DropArg(&v.Args, 4, &e)
+				registry.DropArg(&v.Args, 5, &f)
+			}
 		}
 	}
 	rt.ProcUnpin()
@@ -657,24 +741,33 @@ func (p *Latency) fire(t Stamp) {
 	}
 	d := rt.Nanotime() - int64(t)
 	if cs := p.h.Consumers(); cs != nil {
-		for fi := range cs.Folds {
-			fo := &cs.Folds[fi]
+		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {
 			case 0:
 				fv = registry.ArgInt(&d, fo.Kind)
 			}
 			fo.Fold(pid, s, fv)
-		}
-		if cs.Sinks != nil {
-			v := registry.PFiring(pid)
-			if v == nil {
-				v = new(firing)
+		} else {
+			for fi := range cs.Folds {
+				fo := &cs.Folds[fi]
+				var fv int64
+				switch fo.Arg {
+				case 0:
+					fv = registry.ArgInt(&d, fo.Kind)
+				}
+				fo.Fold(pid, s, fv)
 			}
-			v.N, v.Kinds = cs.N, cs.Kinds
-			registry.SetArg(&v.Args, 0, &d)
-			cs.Emit(pid, s, ret, v)
-			registry.DropArg(&v.Args, 0, &d)
+			if cs.Sinks != nil {
+				v := registry.PFiring(pid)
+				if v == nil {
+					v = new(firing)
+				}
+				v.N, v.Kinds = cs.N, cs.Kinds
+				registry.SetArg(&v.Args, 0, &d)
+				cs.Emit(pid, s, ret, v)
+				registry.DropArg(&v.Args, 0, &d)
+			}
 		}
 	}
 	rt.ProcUnpin()
@@ -735,8 +828,7 @@ func (p *Latency1[A]) fire(t Stamp, a A) {
 	}
 	d := rt.Nanotime() - int64(t)
 	if cs := p.h.Consumers(); cs != nil {
-		for fi := range cs.Folds {
-			fo := &cs.Folds[fi]
+		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {
 			case 0:
@@ -745,18 +837,30 @@ func (p *Latency1[A]) fire(t Stamp, a A) {
 				fv = registry.ArgInt(&a, fo.Kind)
 			}
 			fo.Fold(pid, s, fv)
-		}
-		if cs.Sinks != nil {
-			v := registry.PFiring(pid)
-			if v == nil {
-				v = new(firing)
+		} else {
+			for fi := range cs.Folds {
+				fo := &cs.Folds[fi]
+				var fv int64
+				switch fo.Arg {
+				case 0:
+					fv = registry.ArgInt(&d, fo.Kind)
+				case 1:
+					fv = registry.ArgInt(&a, fo.Kind)
+				}
+				fo.Fold(pid, s, fv)
 			}
-			v.N, v.Kinds = cs.N, cs.Kinds
-			registry.SetArg(&v.Args, 0, &d)
-			registry.SetArg(&v.Args, 1, &a)
-			cs.Emit(pid, s, ret, v)
-			registry.DropArg(&v.Args, 0, &d)
-			registry.DropArg(&v.Args, 1, &a)
+			if cs.Sinks != nil {
+				v := registry.PFiring(pid)
+				if v == nil {
+					v = new(firing)
+				}
+				v.N, v.Kinds = cs.N, cs.Kinds
+				registry.SetArg(&v.Args, 0, &d)
+				registry.SetArg(&v.Args, 1, &a)
+				cs.Emit(pid, s, ret, v)
+				registry.DropArg(&v.Args, 0, &d)
+				registry.DropArg(&v.Args, 1, &a)
+			}
 		}
 	}
 	rt.ProcUnpin()

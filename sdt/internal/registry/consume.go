@@ -28,14 +28,18 @@ type Consumers struct {
 	// folders fed one argument's value instead of the firing (SubscribeFolds);
 	// nil when none, and then Sinks is not empty
 	Folds []foldEntry
+	// Fold1 is Folds' only entry when the probe has no other consumer: the
+	// common folding fire's (sdt's fire calls it without a loop)
+	Fold1 *foldEntry
 }
 
 // foldEntry is a folder of one argument of a probe's fires, and which fires: all
 // of its sites, or those of sites[s.index], and unattributed ones if wide.
 type foldEntry struct {
 	f     Folder
-	Arg   int  // the argument folded
-	Kind  Kind // its kind
+	t     *FoldTable // f's cells at hand
+	Arg   int        // the argument folded
+	Kind  Kind       // its kind
 	id    uint32
 	all   bool
 	wide  bool
@@ -44,9 +48,24 @@ type foldEntry struct {
 
 // Fold gives e the value x of a fire from s (nil: not attributed) on P pid, to
 // which the caller is pinned.
+//
+//go:nosplit
+//go:norace
 func (e *foldEntry) Fold(pid int, s *site, x int64) {
-	if s != nil && e.all { // most fires: inlined
-		e.f.Fold(pid, s.index, e.id, s.Addr, x)
+	if s != nil && e.all { // most fires: their cell at hand, folded here (FoldCell.Fold)
+		t := e.t
+		c := t.cell(pid, s.index)
+		if c == nil {
+			e.f.Fold(pid, s.index, e.id, s.Addr, x)
+			return
+		}
+		c.fold(x)
+		if t.buckets > 0 {
+			c.count1(t.bucket(x))
+		}
+		if gen := t.Gen.Load(); gen != 0 {
+			c.foldInterval(x, gen)
+		}
 		return
 	}
 	e.foldSome(pid, s, x)
@@ -420,7 +439,7 @@ func (r *registry) rebuild(fs map[*probe]*filter) {
 				continue
 			}
 			if i, k, ok := sub.foldArg(p); ok {
-				e := foldEntry{f: sub.folder, Arg: i, Kind: k, id: c.id, all: f.all, wide: f.wide}
+				e := foldEntry{f: sub.folder, t: sub.folder.FoldTable(), Arg: i, Kind: k, id: c.id, all: f.all, wide: f.wide}
 				if !f.all {
 					e.sites = make([]bool, len(r.sites))
 					for s := range f.sites {
@@ -435,6 +454,8 @@ func (r *registry) rebuild(fs map[*probe]*filter) {
 		switch {
 		case len(c.Sinks) == 0 && len(c.Folds) == 0:
 			c = nil
+		case len(c.Sinks) == 0 && len(c.Folds) == 1:
+			c.Fold1 = &c.Folds[0]
 		case len(c.Sinks) == 1 && c.Sinks[0].f.all && c.Sinks[0].f.wide:
 			c.one = c.Sinks[0].s
 		}
