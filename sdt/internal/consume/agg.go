@@ -111,7 +111,9 @@ func (a *Aggregation) Snapshot() Snapshot {
 // Interval reads what was folded since the previous Interval (or since the
 // aggregation opened): counts, sums and histograms exactly; the minimum and maximum
 // of the fires of the interval, less one that raced with its end by nanoseconds.
-// Every fire made before the call is in this interval or an earlier one.
+// Every fire made before the call is in this interval or an earlier one; a fire
+// that raced with the previous read may have its count there and its value and
+// bucket here (a row may then have Count 0): the intervals add up to the whole.
 func (a *Aggregation) Interval() Snapshot {
 	a.c.flush()
 	return a.a.read(true)
@@ -690,12 +692,18 @@ func (a *aggregation) read(interval bool) Snapshot {
 				}
 				r.count, r.sum = cur.count-p.count, cur.sum-p.sum
 				r.hist = make([]uint64, len(cur.hist))
+				moved := r.count != 0 || r.sum != 0
 				for i := range cur.hist {
 					r.hist[i] = cur.hist[i] - p.hist[i]
+					moved = moved || r.hist[i] != 0
 				}
 				p.count, p.sum = cur.count, cur.sum
 				p.hist = append(p.hist[:0], cur.hist...)
-				if r.count == 0 {
+				// A fire's fields are stored one after another while this reads
+				// them: a fire whose count the previous interval read may have
+				// its value and bucket in this one. Its row is shown (count 0)
+				// rather than lost: the intervals add up to the whole.
+				if !moved {
 					return
 				}
 			}
@@ -760,9 +768,12 @@ func (a *aggregation) read(interval bool) Snapshot {
 	for _, name := range names {
 		ac := byName[name]
 		r := &ac.row
-		if a.o.Value == "" || r.Count == 0 {
+		switch {
+		case a.o.Value == "":
 			r.Sum, r.Min, r.Max = 0, 0, 0
-		} else {
+		case r.Count == 0: // the rest of fires counted in the previous interval
+			r.Min, r.Max = 0, 0
+		default:
 			r.Avg = float64(r.Sum) / float64(r.Count)
 			if r.Min > r.Max { // no minimum of the interval survived: none to show
 				r.Min, r.Max = 0, 0
