@@ -70,8 +70,10 @@ func (p *P0) fire() {
 		}
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)()
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)()
+		}
 	}
 }
 
@@ -157,8 +159,10 @@ func (p *P1[A]) fire(a A) {
 		}
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)(a)
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)(a)
+		}
 	}
 }
 
@@ -250,8 +254,10 @@ func (p *P2[A, B]) fire(a A, b B) {
 		}
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)(a, b)
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)(a, b)
+		}
 	}
 }
 
@@ -349,8 +355,10 @@ func (p *P3[A, B, C]) fire(a A, b B, c C) {
 		}
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)(a, b, c)
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)(a, b, c)
+		}
 	}
 }
 
@@ -454,8 +462,10 @@ func (p *P4[A, B, C, D]) fire(a A, b B, c C, d D) {
 		}
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)(a, b, c, d)
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)(a, b, c, d)
+		}
 	}
 }
 
@@ -565,8 +575,10 @@ func (p *P5[A, B, C, D, E]) fire(a A, b B, c C, d D, e E) {
 		}
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)(a, b, c, d, e)
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)(a, b, c, d, e)
+		}
 	}
 }
 
@@ -684,8 +696,10 @@ func (p *P6[A, B, C, D, E, F]) fire(a A, b B, c C, d D, e E, f F) {
 		}
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)(a, b, c, d, e, f)
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)(a, b, c, d, e, f)
+		}
 	}
 }
 
@@ -771,8 +785,10 @@ func (p *Latency) fire(t Stamp) {
 		}
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)(d)
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)(d)
+		}
 	}
 }
 
@@ -864,7 +880,9 @@ func (p *Latency1[A]) fire(t Stamp, a A) {
 		}
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)(d, a)
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)(d, a)
+		}
 	}
 }

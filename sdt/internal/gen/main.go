@@ -139,8 +139,10 @@ func fireRest(b *bytes.Buffer, before string, args []string) {
 	if cs := p.h.Consumers(); cs != nil {%[3]s
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)(%[2]s)
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)(%[2]s)
+		}
 	}
 }
 `, before, strings.Join(args, ", "), folds(args, sinks))
