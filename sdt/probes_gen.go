@@ -130,21 +130,11 @@ func (p *P1[A]) fire(a A) {
 	}
 	if cs := p.h.Consumers(); cs != nil {
 		if fo := cs.Fold1; fo != nil {
-			var fv int64
-			switch fo.Arg {
-			case 0:
-				fv = registry.ArgInt(&a, fo.Kind)
-			}
-			fo.Fold(pid, s, fv)
+			fo.Fold(pid, s, registry.ArgInt(&a, fo.Kind))
 		} else {
 			for fi := range cs.Folds {
 				fo := &cs.Folds[fi]
-				var fv int64
-				switch fo.Arg {
-				case 0:
-					fv = registry.ArgInt(&a, fo.Kind)
-				}
-				fo.Fold(pid, s, fv)
+				fo.Fold(pid, s, registry.ArgInt(&a, fo.Kind))
 			}
 			if cs.Sinks != nil {
 				v := registry.PFiring(pid)
@@ -756,21 +746,11 @@ func (p *Latency) fire(t Stamp) {
 	d := rt.Nanotime() - int64(t)
 	if cs := p.h.Consumers(); cs != nil {
 		if fo := cs.Fold1; fo != nil {
-			var fv int64
-			switch fo.Arg {
-			case 0:
-				fv = registry.ArgInt(&d, fo.Kind)
-			}
-			fo.Fold(pid, s, fv)
+			fo.Fold(pid, s, registry.ArgInt(&d, fo.Kind))
 		} else {
 			for fi := range cs.Folds {
 				fo := &cs.Folds[fi]
-				var fv int64
-				switch fo.Arg {
-				case 0:
-					fv = registry.ArgInt(&d, fo.Kind)
-				}
-				fo.Fold(pid, s, fv)
+				fo.Fold(pid, s, registry.ArgInt(&d, fo.Kind))
 			}
 			if cs.Sinks != nil {
 				v := registry.PFiring(pid)

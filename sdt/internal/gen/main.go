@@ -158,6 +158,10 @@ func folds(ns []string, sinks string) string {
 		return sinks
 	}
 	value := func(b *strings.Builder) {
+		if len(ns) == 1 { // the only argument a folder can fold
+			fmt.Fprintf(b, "\nfo.Fold(pid, s, registry.ArgInt(&%s, fo.Kind))", ns[0])
+			return
+		}
 		b.WriteString("\nvar fv int64\nswitch fo.Arg {")
 		for i, n := range ns {
 			fmt.Fprintf(b, "\ncase %d:\nfv = registry.ArgInt(&%s, fo.Kind)", i, n)
