@@ -55,11 +55,11 @@ func (p *P0) Attach(h func()) (detach func()) { return p.handlers.add(h) }
 //go:noinline
 func (p *P0) fire() {
 	ret := rt.CallerPC()
-	pid, s, ok := p.h.Admit(ret)
+	pid, s, cs, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.h.Consumers(); cs != nil {
+	if cs != nil {
 		if cs.Sinks != nil {
 			v := registry.PFiring(pid)
 			if v == nil {
@@ -124,11 +124,11 @@ func (p *P1[A]) Attach(h func(A)) (detach func()) { return p.handlers.add(h) }
 //go:noinline
 func (p *P1[A]) fire(a A) {
 	ret := rt.CallerPC()
-	pid, s, ok := p.h.Admit(ret)
+	pid, s, cs, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.h.Consumers(); cs != nil {
+	if cs != nil {
 		if fo := cs.Fold1; fo != nil {
 			fo.Fold(pid, s, registry.ArgInt(&a, fo.Kind))
 		} else {
@@ -203,11 +203,11 @@ func (p *P2[A, B]) Attach(h func(A, B)) (detach func()) { return p.handlers.add(
 //go:noinline
 func (p *P2[A, B]) fire(a A, b B) {
 	ret := rt.CallerPC()
-	pid, s, ok := p.h.Admit(ret)
+	pid, s, cs, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.h.Consumers(); cs != nil {
+	if cs != nil {
 		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {
@@ -298,11 +298,11 @@ func (p *P3[A, B, C]) Attach(h func(A, B, C)) (detach func()) { return p.handler
 //go:noinline
 func (p *P3[A, B, C]) fire(a A, b B, c C) {
 	ret := rt.CallerPC()
-	pid, s, ok := p.h.Admit(ret)
+	pid, s, cs, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.h.Consumers(); cs != nil {
+	if cs != nil {
 		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {
@@ -399,11 +399,11 @@ func (p *P4[A, B, C, D]) Attach(h func(A, B, C, D)) (detach func()) { return p.h
 //go:noinline
 func (p *P4[A, B, C, D]) fire(a A, b B, c C, d D) {
 	ret := rt.CallerPC()
-	pid, s, ok := p.h.Admit(ret)
+	pid, s, cs, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.h.Consumers(); cs != nil {
+	if cs != nil {
 		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {
@@ -506,11 +506,11 @@ func (p *P5[A, B, C, D, E]) Attach(h func(A, B, C, D, E)) (detach func()) { retu
 //go:noinline
 func (p *P5[A, B, C, D, E]) fire(a A, b B, c C, d D, e E) {
 	ret := rt.CallerPC()
-	pid, s, ok := p.h.Admit(ret)
+	pid, s, cs, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.h.Consumers(); cs != nil {
+	if cs != nil {
 		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {
@@ -621,11 +621,11 @@ func (p *P6[A, B, C, D, E, F]) Attach(h func(A, B, C, D, E, F)) (detach func()) 
 //go:noinline
 func (p *P6[A, B, C, D, E, F]) fire(a A, b B, c C, d D, e E, f F) {
 	ret := rt.CallerPC()
-	pid, s, ok := p.h.Admit(ret)
+	pid, s, cs, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.h.Consumers(); cs != nil {
+	if cs != nil {
 		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {
@@ -739,12 +739,12 @@ func (p *Latency) fire(t Stamp) {
 	if t == 0 {
 		return
 	}
-	pid, s, ok := p.h.Admit(ret)
+	pid, s, cs, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
 	d := rt.Nanotime() - int64(t)
-	if cs := p.h.Consumers(); cs != nil {
+	if cs != nil {
 		if fo := cs.Fold1; fo != nil {
 			fo.Fold(pid, s, registry.ArgInt(&d, fo.Kind))
 		} else {
@@ -818,12 +818,12 @@ func (p *Latency1[A]) fire(t Stamp, a A) {
 	if t == 0 {
 		return
 	}
-	pid, s, ok := p.h.Admit(ret)
+	pid, s, cs, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
 	d := rt.Nanotime() - int64(t)
-	if cs := p.h.Consumers(); cs != nil {
+	if cs != nil {
 		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {

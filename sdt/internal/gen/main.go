@@ -132,11 +132,11 @@ func fireRest(b *bytes.Buffer, before string, args []string) {
 			v.N, v.Kinds = cs.N, cs.Kinds%[1]s
 			cs.Emit(pid, s, ret, v)%[2]s
 		}`, setArgs(args), dropArgs(args))
-	fmt.Fprintf(b, `	pid, s, ok := p.h.Admit(ret)
+	fmt.Fprintf(b, `	pid, s, cs, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}%[1]s
-	if cs := p.h.Consumers(); cs != nil {%[3]s
+	if cs != nil {%[3]s
 	}
 	rt.ProcUnpin()
 	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up

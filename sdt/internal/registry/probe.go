@@ -79,8 +79,9 @@ func DefineIn(provider, name string, args []string, types []ArgT, module string,
 // of the fire call, which names the site (s); a fire from code that was not inlined
 // (or a site that could not be verified) is not attributed (s is nil) and counts on
 // the definition. When it admits, the goroutine is left pinned to its P, pid, for the
-// consumers (package consume's buffers are per P): the caller must procUnpin.
-func (h *Head) Admit(ret uintptr) (pid int, s *site, ok bool) {
+// consumers (package consume's buffers are per P), cs (Consumers; nil: none): the
+// caller must procUnpin.
+func (h *Head) Admit(ret uintptr) (pid int, s *site, cs *Consumers, ok bool) {
 	p := h.core
 	if p != nil && p.ret1.Load() == ret {
 		s = p.site1.Load()
@@ -89,17 +90,20 @@ func (h *Head) Admit(ret uintptr) (pid int, s *site, ok bool) {
 	}
 	if s != nil {
 		if !s.on.Load() {
-			return 0, nil, false
+			return 0, nil, nil, false
 		}
 		pid = rt.ProcPin()
 		s.hit(pid)
-		return pid, s, true
+		if p != nil { // nil only while the definition's package initialises
+			cs = p.cons.Load()
+		}
+		return pid, s, cs, true
 	}
 	if p == nil || !p.wide.Load() {
-		return 0, nil, false
+		return 0, nil, nil, false
 	}
 	p.hits.Add(1)
-	return rt.ProcPin(), nil, true
+	return rt.ProcPin(), nil, p.cons.Load(), true
 }
 
 // Consumers returns what the ring and aggregations want of this definition's fires;
