@@ -130,7 +130,17 @@ func (p *P1[A]) fire(a A) {
 	}
 	if cs != nil {
 		if fo := cs.Fold1; fo != nil {
-			fo.Fold(pid, s, registry.ArgInt(&a, fo.Kind))
+			if c, fv := fo.Cell(pid, s), registry.ArgInt(&a, fo.Kind); c != nil {
+				c.Add(fv)
+				if fo.Pow2() {
+					c.Quantize(fv)
+				}
+				if fo.More() {
+					fo.FoldMore(c, fv)
+				}
+			} else {
+				fo.Fold(pid, s, fv)
+			}
 		} else {
 			for fi := range cs.Folds {
 				fo := &cs.Folds[fi]
@@ -746,7 +756,17 @@ func (p *Latency) fire(t Stamp) {
 	d := rt.Nanotime() - int64(t)
 	if cs != nil {
 		if fo := cs.Fold1; fo != nil {
-			fo.Fold(pid, s, registry.ArgInt(&d, fo.Kind))
+			if c, fv := fo.Cell(pid, s), registry.ArgInt(&d, fo.Kind); c != nil {
+				c.Add(fv)
+				if fo.Pow2() {
+					c.Quantize(fv)
+				}
+				if fo.More() {
+					fo.FoldMore(c, fv)
+				}
+			} else {
+				fo.Fold(pid, s, fv)
+			}
 		} else {
 			for fi := range cs.Folds {
 				fo := &cs.Folds[fi]

@@ -170,7 +170,24 @@ func folds(ns []string, sinks string) string {
 	}
 	var b strings.Builder
 	b.WriteString("\nif fo := cs.Fold1; fo != nil {")
-	value(&b)
+	if len(ns) == 1 {
+		// Cell, Add, Pow2, Quantize and More inline: no call at all for a sum or a
+		// power-of-two histogram into a cell at hand.
+		fmt.Fprintf(&b, `
+if c, fv := fo.Cell(pid, s), registry.ArgInt(&%s, fo.Kind); c != nil {
+c.Add(fv)
+if fo.Pow2() {
+c.Quantize(fv)
+}
+if fo.More() {
+fo.FoldMore(c, fv)
+}
+} else {
+fo.Fold(pid, s, fv)
+}`, ns[0])
+	} else {
+		value(&b)
+	}
 	b.WriteString("\n} else {\nfor fi := range cs.Folds {\nfo := &cs.Folds[fi]")
 	value(&b)
 	b.WriteString("\n}" + sinks + "\n}")

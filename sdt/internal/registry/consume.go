@@ -47,25 +47,15 @@ type foldEntry struct {
 }
 
 // Fold gives e the value x of a fire from s (nil: not attributed) on P pid, to
-// which the caller is pinned.
-//
-//go:nosplit
-//go:norace
+// which the caller is pinned: into its cell at hand if it has one, else to the
+// folder, which makes it.
 func (e *foldEntry) Fold(pid int, s *site, x int64) {
-	if s != nil && e.all { // most fires: their cell at hand, folded here (FoldCell.Fold)
-		t := e.t
-		c := t.cell(pid, s.index)
-		if c == nil {
-			e.f.Fold(pid, s.index, e.id, s.Addr, x)
-			return
-		}
-		c.fold(x)
-		if t.buckets > 0 {
-			c.count1(t.bucket(x))
-		}
-		if gen := t.Gen.Load(); gen != 0 {
-			c.foldInterval(x, gen)
-		}
+	if c := e.Cell(pid, s); c != nil {
+		c.Fold(x, e.t)
+		return
+	}
+	if s != nil && e.all {
+		e.f.Fold(pid, s.index, e.id, s.Addr, x)
 		return
 	}
 	e.foldSome(pid, s, x)

@@ -80,14 +80,7 @@ func (t *FoldTable) cell(p, slot int) *FoldCell {
 	return nil
 }
 
-// bucket is x's histogram bucket; t has a histogram.
-func (t *FoldTable) bucket(x int64) int {
-	if !t.linear {
-		return quantize.Bucket(x)
-	}
-	return t.linearBucket(x)
-}
-
+// linearBucket is x's bucket in t's linear histogram.
 func (t *FoldTable) linearBucket(x int64) int {
 	switch {
 	case x < t.low:
@@ -115,19 +108,16 @@ const (
 //
 //go:norace
 func (c *FoldCell) Fold(x int64, t *FoldTable) {
-	c.fold(x)
-	if t.buckets > 0 {
-		c.count1(t.bucket(x))
-	}
-	if gen := t.Gen.Load(); gen != 0 {
-		c.foldInterval(x, gen)
-	}
+	c.Add(x)
+	c.foldMore(x, t)
 }
 
-// fold counts a fire of value x, sums it and bounds it (Fold).
+// Add counts a fire of value x, sums it and bounds it: all of Fold, for a table
+// with no histogram and no interval asked for (foldEntry.More false). The P's
+// writers; inlined into package sdt's fire.
 //
 //go:norace
-func (c *FoldCell) fold(x int64) {
+func (c *FoldCell) Add(x int64) {
 	store64(&c.Count, c.Count+1)
 	store64(&c.Sum, c.Sum+x)
 	if x < c.Min {
@@ -135,6 +125,65 @@ func (c *FoldCell) fold(x int64) {
 	}
 	if x > c.Max {
 		store64(&c.Max, x)
+	}
+}
+
+// foldMore is the rest of Fold after Add: x's histogram bucket, and the interval's
+// minimum and maximum once asked for. A leaf (no call, no frame).
+//
+//go:norace
+func (c *FoldCell) foldMore(x int64, t *FoldTable) {
+	switch {
+	case t.buckets == 0:
+	case t.linear:
+		c.count1(t.linearBucket(x))
+	default:
+		c.Quantize(x)
+	}
+	if gen := t.Gen.Load(); gen != 0 {
+		c.foldInterval(x, gen)
+	}
+}
+
+// The common folding fire (package sdt's, of a probe one folder alone consumes,
+// its cell made) folds with no call at all where it can: Cell, then Add, Quantize
+// if Pow2, and FoldMore only if More. Anything else takes Fold.
+
+// Cell is the cell at hand of e's folder for a fire from s on P pid, to which the
+// caller is pinned; nil if none (the fire is not one of every site's, or its
+// site's first on the P): then Fold. Inlined into package sdt's fire.
+//
+//go:norace
+func (e *foldEntry) Cell(pid int, s *site) *FoldCell {
+	if s == nil || !e.all {
+		return nil
+	}
+	return e.t.cell(pid, s.index)
+}
+
+// Pow2 reports whether a fire's value folds into a power-of-two histogram beside
+// Add (Quantize), and More whether into anything else: a linear histogram, or an
+// interval's minimum and maximum (FoldMore).
+func (e *foldEntry) Pow2() bool { return e.t.buckets > 0 && !e.t.linear }
+
+// More: see Pow2.
+func (e *foldEntry) More() bool { return e.t.linear || e.t.Gen.Load() != 0 }
+
+// Quantize counts value x in its power-of-two bucket (Pow2).
+//
+//go:norace
+func (c *FoldCell) Quantize(x int64) { c.count1(quantize.Bucket(x)) }
+
+// FoldMore folds value x into c beyond Add and Quantize (More).
+//
+//go:norace
+func (e *foldEntry) FoldMore(c *FoldCell, x int64) {
+	t := e.t
+	if t.linear {
+		c.count1(t.linearBucket(x))
+	}
+	if gen := t.Gen.Load(); gen != 0 {
+		c.foldInterval(x, gen)
 	}
 }
 
