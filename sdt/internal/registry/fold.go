@@ -44,6 +44,7 @@ type FoldTable struct {
 	Gen     atomic.Uint64
 	buckets int  // histogram buckets; 0 without
 	linear  bool // linear buckets (low, high, step), else powers of two (quantize)
+	pow2    bool // buckets and not linear: one test on the fire's path (Pow2)
 	low     int64
 	high    int64
 	step    int64
@@ -54,6 +55,7 @@ type FoldTable struct {
 // high on; n 0: none.
 func (t *FoldTable) SetHist(n int, linear bool, low, high, step int64) {
 	t.buckets, t.linear, t.low, t.high, t.step = n, linear, low, high, step
+	t.pow2 = n > 0 && !linear
 }
 
 // SetShards publishes the Ps' cells at hand; nil: fires find none (closed).
@@ -164,7 +166,7 @@ func (e *foldEntry) Cell(pid int, s *site) *FoldCell {
 // Pow2 reports whether a fire's value folds into a power-of-two histogram beside
 // Add (Quantize), and More whether into anything else: a linear histogram, or an
 // interval's minimum and maximum (FoldMore).
-func (e *foldEntry) Pow2() bool { return e.t.buckets > 0 && !e.t.linear }
+func (e *foldEntry) Pow2() bool { return e.t.pow2 }
 
 // More: see Pow2.
 func (e *foldEntry) More() bool { return e.t.linear || e.t.Gen.Load() != 0 }
