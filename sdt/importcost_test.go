@@ -50,8 +50,8 @@ import (
 // measured 1,988,018 bytes in a clean clone; 2.005 MB when a folding aggregation's
 // common fire folded in the registry and, for a one-argument probe, inline in the
 // fire (its cells' layout and fold, the Ps' cells at hand, FoldTable: about 2 KB of
-// code, 2.4 KB of types, the rest their pc tables and DWARF; 12,732 bytes measured
-// against the tree before at a path of the same length, so about 2,000,750): the
+// code, 2.4 KB of types, the rest their pc tables and DWARF; 12,588 bytes measured
+// against the tree before at a path of the same length, so about 2,000,610): the
 // budget keeps about 4 KB of room, as the checkout's path alone moves the figure by
 // tens of bytes.
 const importBudget = 2_005_000
