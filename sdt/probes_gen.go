@@ -55,11 +55,11 @@ func (p *P0) Attach(h func()) (detach func()) { return p.handlers.add(h) }
 //go:noinline
 func (p *P0) fire() {
 	ret := rt.CallerPC()
-	pid, s, ok := p.h.Admit(ret)
+	pid, s, cs, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.h.Consumers(); cs != nil {
+	if cs != nil {
 		if cs.Sinks != nil {
 			v := registry.PFiring(pid)
 			if v == nil {
@@ -70,8 +70,10 @@ func (p *P0) fire() {
 		}
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)()
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)()
+		}
 	}
 }
 
@@ -122,34 +124,45 @@ func (p *P1[A]) Attach(h func(A)) (detach func()) { return p.handlers.add(h) }
 //go:noinline
 func (p *P1[A]) fire(a A) {
 	ret := rt.CallerPC()
-	pid, s, ok := p.h.Admit(ret)
+	pid, s, cs, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.h.Consumers(); cs != nil {
-		for fi := range cs.Folds {
-			fo := &cs.Folds[fi]
-			var fv int64
-			switch fo.Arg {
-			case 0:
-				fv = registry.ArgInt(&a, fo.Kind)
+	if cs != nil {
+		if fo := cs.Fold1; fo != nil {
+			if c, fv := fo.Cell(pid, s), registry.ArgInt(&a, fo.Kind); c != nil {
+				c.Add(fv)
+				if fo.Pow2() {
+					c.Quantize(fv)
+				}
+				if fo.More() {
+					fo.FoldMore(c, fv)
+				}
+			} else {
+				fo.Fold(pid, s, fv)
 			}
-			fo.Fold(pid, s, fv)
-		}
-		if cs.Sinks != nil {
-			v := registry.PFiring(pid)
-			if v == nil {
-				v = new(firing)
+		} else {
+			for fi := range cs.Folds {
+				fo := &cs.Folds[fi]
+				fo.Fold(pid, s, registry.ArgInt(&a, fo.Kind))
 			}
-			v.N, v.Kinds = cs.N, cs.Kinds
-			registry.SetArg(&v.Args, 0, &a)
-			cs.Emit(pid, s, ret, v)
-			registry.DropArg(&v.Args, 0, &a)
+			if cs.Sinks != nil {
+				v := registry.PFiring(pid)
+				if v == nil {
+					v = new(firing)
+				}
+				v.N, v.Kinds = cs.N, cs.Kinds
+				registry.SetArg(&v.Args, 0, &a)
+				cs.Emit(pid, s, ret, v)
+				registry.DropArg(&v.Args, 0, &a)
+			}
 		}
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)(a)
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)(a)
+		}
 	}
 }
 
@@ -200,13 +213,12 @@ func (p *P2[A, B]) Attach(h func(A, B)) (detach func()) { return p.handlers.add(
 //go:noinline
 func (p *P2[A, B]) fire(a A, b B) {
 	ret := rt.CallerPC()
-	pid, s, ok := p.h.Admit(ret)
+	pid, s, cs, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.h.Consumers(); cs != nil {
-		for fi := range cs.Folds {
-			fo := &cs.Folds[fi]
+	if cs != nil {
+		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {
 			case 0:
@@ -215,23 +227,37 @@ func (p *P2[A, B]) fire(a A, b B) {
 				fv = registry.ArgInt(&b, fo.Kind)
 			}
 			fo.Fold(pid, s, fv)
-		}
-		if cs.Sinks != nil {
-			v := registry.PFiring(pid)
-			if v == nil {
-				v = new(firing)
+		} else {
+			for fi := range cs.Folds {
+				fo := &cs.Folds[fi]
+				var fv int64
+				switch fo.Arg {
+				case 0:
+					fv = registry.ArgInt(&a, fo.Kind)
+				case 1:
+					fv = registry.ArgInt(&b, fo.Kind)
+				}
+				fo.Fold(pid, s, fv)
 			}
-			v.N, v.Kinds = cs.N, cs.Kinds
-			registry.SetArg(&v.Args, 0, &a)
-			registry.SetArg(&v.Args, 1, &b)
-			cs.Emit(pid, s, ret, v)
-			registry.DropArg(&v.Args, 0, &a)
-			registry.DropArg(&v.Args, 1, &b)
+			if cs.Sinks != nil {
+				v := registry.PFiring(pid)
+				if v == nil {
+					v = new(firing)
+				}
+				v.N, v.Kinds = cs.N, cs.Kinds
+				registry.SetArg(&v.Args, 0, &a)
+				registry.SetArg(&v.Args, 1, &b)
+				cs.Emit(pid, s, ret, v)
+				registry.DropArg(&v.Args, 0, &a)
+				registry.DropArg(&v.Args, 1, &b)
+			}
 		}
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)(a, b)
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)(a, b)
+		}
 	}
 }
 
@@ -282,13 +308,12 @@ func (p *P3[A, B, C]) Attach(h func(A, B, C)) (detach func()) { return p.handler
 //go:noinline
 func (p *P3[A, B, C]) fire(a A, b B, c C) {
 	ret := rt.CallerPC()
-	pid, s, ok := p.h.Admit(ret)
+	pid, s, cs, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.h.Consumers(); cs != nil {
-		for fi := range cs.Folds {
-			fo := &cs.Folds[fi]
+	if cs != nil {
+		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {
 			case 0:
@@ -299,25 +324,41 @@ func (p *P3[A, B, C]) fire(a A, b B, c C) {
 				fv = registry.ArgInt(&c, fo.Kind)
 			}
 			fo.Fold(pid, s, fv)
-		}
-		if cs.Sinks != nil {
-			v := registry.PFiring(pid)
-			if v == nil {
-				v = new(firing)
+		} else {
+			for fi := range cs.Folds {
+				fo := &cs.Folds[fi]
+				var fv int64
+				switch fo.Arg {
+				case 0:
+					fv = registry.ArgInt(&a, fo.Kind)
+				case 1:
+					fv = registry.ArgInt(&b, fo.Kind)
+				case 2:
+					fv = registry.ArgInt(&c, fo.Kind)
+				}
+				fo.Fold(pid, s, fv)
 			}
-			v.N, v.Kinds = cs.N, cs.Kinds
-			registry.SetArg(&v.Args, 0, &a)
-			registry.SetArg(&v.Args, 1, &b)
-			registry.SetArg(&v.Args, 2, &c)
-			cs.Emit(pid, s, ret, v)
-			registry.DropArg(&v.Args, 0, &a)
-			registry.DropArg(&v.Args, 1, &b)
-			registry.DropArg(&v.Args, 2, &c)
+			if cs.Sinks != nil {
+				v := registry.PFiring(pid)
+				if v == nil {
+					v = new(firing)
+				}
+				v.N, v.Kinds = cs.N, cs.Kinds
+				registry.SetArg(&v.Args, 0, &a)
+				registry.SetArg(&v.Args, 1, &b)
+				registry.SetArg(&v.Args, 2, &c)
+				cs.Emit(pid, s, ret, v)
+				registry.DropArg(&v.Args, 0, &a)
+				registry.DropArg(&v.Args, 1, &b)
+				registry.DropArg(&v.Args, 2, &c)
+			}
 		}
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)(a, b, c)
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)(a, b, c)
+		}
 	}
 }
 
@@ -368,13 +409,12 @@ func (p *P4[A, B, C, D]) Attach(h func(A, B, C, D)) (detach func()) { return p.h
 //go:noinline
 func (p *P4[A, B, C, D]) fire(a A, b B, c C, d D) {
 	ret := rt.CallerPC()
-	pid, s, ok := p.h.Admit(ret)
+	pid, s, cs, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.h.Consumers(); cs != nil {
-		for fi := range cs.Folds {
-			fo := &cs.Folds[fi]
+	if cs != nil {
+		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {
 			case 0:
@@ -387,27 +427,45 @@ func (p *P4[A, B, C, D]) fire(a A, b B, c C, d D) {
 				fv = registry.ArgInt(&d, fo.Kind)
 			}
 			fo.Fold(pid, s, fv)
-		}
-		if cs.Sinks != nil {
-			v := registry.PFiring(pid)
-			if v == nil {
-				v = new(firing)
+		} else {
+			for fi := range cs.Folds {
+				fo := &cs.Folds[fi]
+				var fv int64
+				switch fo.Arg {
+				case 0:
+					fv = registry.ArgInt(&a, fo.Kind)
+				case 1:
+					fv = registry.ArgInt(&b, fo.Kind)
+				case 2:
+					fv = registry.ArgInt(&c, fo.Kind)
+				case 3:
+					fv = registry.ArgInt(&d, fo.Kind)
+				}
+				fo.Fold(pid, s, fv)
 			}
-			v.N, v.Kinds = cs.N, cs.Kinds
-			registry.SetArg(&v.Args, 0, &a)
-			registry.SetArg(&v.Args, 1, &b)
-			registry.SetArg(&v.Args, 2, &c)
-			registry.SetArg(&v.Args, 3, &d)
-			cs.Emit(pid, s, ret, v)
-			registry.DropArg(&v.Args, 0, &a)
-			registry.DropArg(&v.Args, 1, &b)
-			registry.DropArg(&v.Args, 2, &c)
-			registry.DropArg(&v.Args, 3, &d)
+			if cs.Sinks != nil {
+				v := registry.PFiring(pid)
+				if v == nil {
+					v = new(firing)
+				}
+				v.N, v.Kinds = cs.N, cs.Kinds
+				registry.SetArg(&v.Args, 0, &a)
+				registry.SetArg(&v.Args, 1, &b)
+				registry.SetArg(&v.Args, 2, &c)
+				registry.SetArg(&v.Args, 3, &d)
+				cs.Emit(pid, s, ret, v)
+				registry.DropArg(&v.Args, 0, &a)
+				registry.DropArg(&v.Args, 1, &b)
+				registry.DropArg(&v.Args, 2, &c)
+				registry.DropArg(&v.Args, 3, &d)
+			}
 		}
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)(a, b, c, d)
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)(a, b, c, d)
+		}
 	}
 }
 
@@ -458,13 +516,12 @@ func (p *P5[A, B, C, D, E]) Attach(h func(A, B, C, D, E)) (detach func()) { retu
 //go:noinline
 func (p *P5[A, B, C, D, E]) fire(a A, b B, c C, d D, e E) {
 	ret := rt.CallerPC()
-	pid, s, ok := p.h.Admit(ret)
+	pid, s, cs, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.h.Consumers(); cs != nil {
-		for fi := range cs.Folds {
-			fo := &cs.Folds[fi]
+	if cs != nil {
+		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {
 			case 0:
@@ -479,29 +536,49 @@ func (p *P5[A, B, C, D, E]) fire(a A, b B, c C, d D, e E) {
 				fv = registry.ArgInt(&e, fo.Kind)
 			}
 			fo.Fold(pid, s, fv)
-		}
-		if cs.Sinks != nil {
-			v := registry.PFiring(pid)
-			if v == nil {
-				v = new(firing)
+		} else {
+			for fi := range cs.Folds {
+				fo := &cs.Folds[fi]
+				var fv int64
+				switch fo.Arg {
+				case 0:
+					fv = registry.ArgInt(&a, fo.Kind)
+				case 1:
+					fv = registry.ArgInt(&b, fo.Kind)
+				case 2:
+					fv = registry.ArgInt(&c, fo.Kind)
+				case 3:
+					fv = registry.ArgInt(&d, fo.Kind)
+				case 4:
+					fv = registry.ArgInt(&e, fo.Kind)
+				}
+				fo.Fold(pid, s, fv)
 			}
-			v.N, v.Kinds = cs.N, cs.Kinds
-			registry.SetArg(&v.Args, 0, &a)
-			registry.SetArg(&v.Args, 1, &b)
-			registry.SetArg(&v.Args, 2, &c)
-			registry.SetArg(&v.Args, 3, &d)
-			registry.SetArg(&v.Args, 4, &e)
-			cs.Emit(pid, s, ret, v)
-			registry.DropArg(&v.Args, 0, &a)
-			registry.DropArg(&v.Args, 1, &b)
-			registry.DropArg(&v.Args, 2, &c)
-			registry.DropArg(&v.Args, 3, &d)
-			registry.DropArg(&v.Args, 4, &e)
+			if cs.Sinks != nil {
+				v := registry.PFiring(pid)
+				if v == nil {
+					v = new(firing)
+				}
+				v.N, v.Kinds = cs.N, cs.Kinds
+				registry.SetArg(&v.Args, 0, &a)
+				registry.SetArg(&v.Args, 1, &b)
+				registry.SetArg(&v.Args, 2, &c)
+				registry.SetArg(&v.Args, 3, &d)
+				registry.SetArg(&v.Args, 4, &e)
+				cs.Emit(pid, s, ret, v)
+				registry.DropArg(&v.Args, 0, &a)
+				registry.DropArg(&v.Args, 1, &b)
+				registry.DropArg(&v.Args, 2, &c)
+				registry.DropArg(&v.Args, 3, &d)
+				registry.DropArg(&v.Args, 4, &e)
+			}
 		}
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)(a, b, c, d, e)
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)(a, b, c, d, e)
+		}
 	}
 }
 
@@ -554,13 +631,12 @@ func (p *P6[A, B, C, D, E, F]) Attach(h func(A, B, C, D, E, F)) (detach func()) 
 //go:noinline
 func (p *P6[A, B, C, D, E, F]) fire(a A, b B, c C, d D, e E, f F) {
 	ret := rt.CallerPC()
-	pid, s, ok := p.h.Admit(ret)
+	pid, s, cs, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
-	if cs := p.h.Consumers(); cs != nil {
-		for fi := range cs.Folds {
-			fo := &cs.Folds[fi]
+	if cs != nil {
+		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {
 			case 0:
@@ -577,31 +653,53 @@ func (p *P6[A, B, C, D, E, F]) fire(a A, b B, c C, d D, e E, f F) {
 				fv = registry.ArgInt(&f, fo.Kind)
 			}
 			fo.Fold(pid, s, fv)
-		}
-		if cs.Sinks != nil {
-			v := registry.PFiring(pid)
-			if v == nil {
-				v = new(firing)
+		} else {
+			for fi := range cs.Folds {
+				fo := &cs.Folds[fi]
+				var fv int64
+				switch fo.Arg {
+				case 0:
+					fv = registry.ArgInt(&a, fo.Kind)
+				case 1:
+					fv = registry.ArgInt(&b, fo.Kind)
+				case 2:
+					fv = registry.ArgInt(&c, fo.Kind)
+				case 3:
+					fv = registry.ArgInt(&d, fo.Kind)
+				case 4:
+					fv = registry.ArgInt(&e, fo.Kind)
+				case 5:
+					fv = registry.ArgInt(&f, fo.Kind)
+				}
+				fo.Fold(pid, s, fv)
 			}
-			v.N, v.Kinds = cs.N, cs.Kinds
-			registry.SetArg(&v.Args, 0, &a)
-			registry.SetArg(&v.Args, 1, &b)
-			registry.SetArg(&v.Args, 2, &c)
-			registry.SetArg(&v.Args, 3, &d)
-			registry.SetArg(&v.Args, 4, &e)
-			registry.SetArg(&v.Args, 5, &f)
-			cs.Emit(pid, s, ret, v)
-			registry.DropArg(&v.Args, 0, &a)
-			registry.DropArg(&v.Args, 1, &b)
-			registry.DropArg(&v.Args, 2, &c)
-			registry.DropArg(&v.Args, 3, &d)
-			registry.DropArg(&v.Args, 4, &e)
-			registry.DropArg(&v.Args, 5, &f)
+			if cs.Sinks != nil {
+				v := registry.PFiring(pid)
+				if v == nil {
+					v = new(firing)
+				}
+				v.N, v.Kinds = cs.N, cs.Kinds
+				registry.SetArg(&v.Args, 0, &a)
+				registry.SetArg(&v.Args, 1, &b)
+				registry.SetArg(&v.Args, 2, &c)
+				registry.SetArg(&v.Args, 3, &d)
+				registry.SetArg(&v.Args, 4, &e)
+				registry.SetArg(&v.Args, 5, &f)
+				cs.Emit(pid, s, ret, v)
+				registry.DropArg(&v.Args, 0, &a)
+				registry.DropArg(&v.Args, 1, &b)
+				registry.DropArg(&v.Args, 2, &c)
+				registry.DropArg(&v.Args, 3, &d)
+				registry.DropArg(&v.Args, 4, &e)
+				registry.DropArg(&v.Args, 5, &f)
+			}
 		}
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)(a, b, c, d, e, f)
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)(a, b, c, d, e, f)
+		}
 	}
 }
 
@@ -651,35 +749,46 @@ func (p *Latency) fire(t Stamp) {
 	if t == 0 {
 		return
 	}
-	pid, s, ok := p.h.Admit(ret)
+	pid, s, cs, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
 	d := rt.Nanotime() - int64(t)
-	if cs := p.h.Consumers(); cs != nil {
-		for fi := range cs.Folds {
-			fo := &cs.Folds[fi]
-			var fv int64
-			switch fo.Arg {
-			case 0:
-				fv = registry.ArgInt(&d, fo.Kind)
+	if cs != nil {
+		if fo := cs.Fold1; fo != nil {
+			if c, fv := fo.Cell(pid, s), registry.ArgInt(&d, fo.Kind); c != nil {
+				c.Add(fv)
+				if fo.Pow2() {
+					c.Quantize(fv)
+				}
+				if fo.More() {
+					fo.FoldMore(c, fv)
+				}
+			} else {
+				fo.Fold(pid, s, fv)
 			}
-			fo.Fold(pid, s, fv)
-		}
-		if cs.Sinks != nil {
-			v := registry.PFiring(pid)
-			if v == nil {
-				v = new(firing)
+		} else {
+			for fi := range cs.Folds {
+				fo := &cs.Folds[fi]
+				fo.Fold(pid, s, registry.ArgInt(&d, fo.Kind))
 			}
-			v.N, v.Kinds = cs.N, cs.Kinds
-			registry.SetArg(&v.Args, 0, &d)
-			cs.Emit(pid, s, ret, v)
-			registry.DropArg(&v.Args, 0, &d)
+			if cs.Sinks != nil {
+				v := registry.PFiring(pid)
+				if v == nil {
+					v = new(firing)
+				}
+				v.N, v.Kinds = cs.N, cs.Kinds
+				registry.SetArg(&v.Args, 0, &d)
+				cs.Emit(pid, s, ret, v)
+				registry.DropArg(&v.Args, 0, &d)
+			}
 		}
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)(d)
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)(d)
+		}
 	}
 }
 
@@ -729,14 +838,13 @@ func (p *Latency1[A]) fire(t Stamp, a A) {
 	if t == 0 {
 		return
 	}
-	pid, s, ok := p.h.Admit(ret)
+	pid, s, cs, ok := p.h.Admit(ret)
 	if !ok {
 		return
 	}
 	d := rt.Nanotime() - int64(t)
-	if cs := p.h.Consumers(); cs != nil {
-		for fi := range cs.Folds {
-			fo := &cs.Folds[fi]
+	if cs != nil {
+		if fo := cs.Fold1; fo != nil {
 			var fv int64
 			switch fo.Arg {
 			case 0:
@@ -745,22 +853,36 @@ func (p *Latency1[A]) fire(t Stamp, a A) {
 				fv = registry.ArgInt(&a, fo.Kind)
 			}
 			fo.Fold(pid, s, fv)
-		}
-		if cs.Sinks != nil {
-			v := registry.PFiring(pid)
-			if v == nil {
-				v = new(firing)
+		} else {
+			for fi := range cs.Folds {
+				fo := &cs.Folds[fi]
+				var fv int64
+				switch fo.Arg {
+				case 0:
+					fv = registry.ArgInt(&d, fo.Kind)
+				case 1:
+					fv = registry.ArgInt(&a, fo.Kind)
+				}
+				fo.Fold(pid, s, fv)
 			}
-			v.N, v.Kinds = cs.N, cs.Kinds
-			registry.SetArg(&v.Args, 0, &d)
-			registry.SetArg(&v.Args, 1, &a)
-			cs.Emit(pid, s, ret, v)
-			registry.DropArg(&v.Args, 0, &d)
-			registry.DropArg(&v.Args, 1, &a)
+			if cs.Sinks != nil {
+				v := registry.PFiring(pid)
+				if v == nil {
+					v = new(firing)
+				}
+				v.N, v.Kinds = cs.N, cs.Kinds
+				registry.SetArg(&v.Args, 0, &d)
+				registry.SetArg(&v.Args, 1, &a)
+				cs.Emit(pid, s, ret, v)
+				registry.DropArg(&v.Args, 0, &d)
+				registry.DropArg(&v.Args, 1, &a)
+			}
 		}
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)(d, a)
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)(d, a)
+		}
 	}
 }

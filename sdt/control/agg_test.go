@@ -101,6 +101,103 @@ func TestAggregationPerP(t *testing.T) {
 	}
 }
 
+// TestFoldAggregationAlone: a sum or histogram by probe with no predicate, alone on
+// its probe, is folded by sdt's fire into the P's cell at hand (registry.FoldTable),
+// the folder called only for a cell's first fire: with 1, 2 and 8 goroutines at once
+// (and GOMAXPROCS 1, 2, 8), the rows are exact, every bucket included, also while
+// Interval reads race with the fires (the intervals add up to the whole); once
+// closed, fires fold no more.
+func TestFoldAggregationAlone(t *testing.T) {
+	const spec = "aggtest:::req"
+	needSwitchable(t, spec)
+	each := 30000
+	if testing.Short() {
+		each = 3000
+	}
+	for _, procs := range []int{1, 2, 8} {
+		for _, g := range []int{1, 2, 8} {
+			for _, o := range []control.AggOptions{{Value: "latency"}, {Value: "latency", Hist: true},
+				{By: "site", Value: "latency", Linear: &control.Linear{Low: 100, High: 20080, Step: 333}}} {
+				t.Run(fmt.Sprintf("procs=%d/goroutines=%d/hist=%v/linear=%v", procs, g, o.Hist, o.Linear != nil), func(t *testing.T) {
+					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+					agg, err := control.OpenAggregation(spec, o)
+					if err != nil {
+						t.Fatal(err)
+					}
+					done := make(chan struct{})
+					var parts []control.Snapshot
+					go func() { // intervals racing with the fires
+						defer close(done)
+						for range 20 {
+							parts = append(parts, agg.Interval())
+							runtime.Gosched()
+						}
+					}()
+					fireValues(g, each)
+					<-done
+					parts = append(parts, agg.Interval())
+					all := agg.Snapshot()
+					w := control.Row{Count: int64(g * each), Sum: int64(g * each * (each - 1) / 2), Min: 0, Max: int64(each - 1)}
+					if len(all.Rows) != 1 {
+						t.Fatalf("%d rows, want 1: %+v", len(all.Rows), all.Rows)
+					}
+					r := all.Rows[0]
+					if r.Count != w.Count || r.Sum != w.Sum || r.Min != w.Min || r.Max != w.Max {
+						t.Errorf("%+v, want %+v", r, w)
+					}
+					var count, sum int64
+					buckets := map[int64]uint64{}
+					for _, p := range parts {
+						for _, pr := range p.Rows {
+							count += pr.Count
+							sum += pr.Sum
+							for _, b := range pr.Hist {
+								buckets[b.Low] += b.Count
+							}
+						}
+					}
+					if count != w.Count || sum != w.Sum {
+						t.Errorf("the intervals add up to %d fires, sum %d; want %d, %d", count, sum, w.Count, w.Sum)
+					}
+					if o.Hist || o.Linear != nil {
+						var n uint64
+						for _, b := range r.Hist {
+							n += b.Count
+							if buckets[b.Low] != b.Count {
+								t.Errorf("bucket %d: %d in the whole, %d in the intervals", b.Low, b.Count, buckets[b.Low])
+							}
+						}
+						if n != uint64(w.Count) {
+							t.Errorf("the histogram holds %d fires, want %d", n, w.Count)
+						}
+					}
+					if o.Linear != nil {
+						// 100 values below Low, 100 to 20,079 in buckets of 333, the rest from High on
+						want := map[int64]uint64{math.MinInt64: uint64(g * 100)}
+						for v := 100; v < each; v++ {
+							low := int64(20080)
+							if v < 20080 {
+								low = int64(100 + (v-100)/333*333)
+							}
+							want[low] += uint64(g)
+						}
+						for _, b := range r.Hist {
+							if want[b.Low] != b.Count {
+								t.Errorf("linear bucket %d: %d, want %d", b.Low, b.Count, want[b.Low])
+							}
+						}
+					}
+					agg.Close()
+					aggSite(1, "/a")
+					if after := agg.Snapshot(); len(after.Rows) != 1 || after.Rows[0].Count != w.Count {
+						t.Errorf("a fire after Close was folded: %+v", after.Rows)
+					}
+				})
+			}
+		}
+	}
+}
+
 // TestAggregationLinear: a linear histogram's buckets, with those below and above.
 func TestAggregationLinear(t *testing.T) {
 	const spec = "aggtest:::req"

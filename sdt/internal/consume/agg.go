@@ -111,7 +111,9 @@ func (a *Aggregation) Snapshot() Snapshot {
 // Interval reads what was folded since the previous Interval (or since the
 // aggregation opened): counts, sums and histograms exactly; the minimum and maximum
 // of the fires of the interval, less one that raced with its end by nanoseconds.
-// Every fire made before the call is in this interval or an earlier one.
+// Every fire made before the call is in this interval or an earlier one; a fire
+// that raced with the previous read may have its count there and its value and
+// bucket here (a row may then have Count 0): the intervals add up to the whole.
 func (a *Aggregation) Interval() Snapshot {
 	a.c.flush()
 	return a.a.read(true)
@@ -144,10 +146,11 @@ type aggregation struct {
 	limit   uint64                     // the most bytes it may be charged (budget.go)
 	charged atomic.Uint64              // bytes charged to the budget; aggClosed once given back
 	shards  atomic.Pointer[[]*aggShard]
-	// the interval fires fold their minimum and maximum into; 0 until the first
-	// Interval read: till then nobody needs them (its interval is the whole life,
-	// whose minimum and maximum every fire folds), and fires skip them
-	gen    atomic.Uint64
+	// how fires fold a value, and a folding aggregation's cells at hand by P and
+	// site; its Gen is the interval fires fold their minimum and maximum into, 0
+	// until the first Interval read: till then nobody needs them (its interval is
+	// the whole life, whose minimum and maximum every fire folds), and fires skip them
+	ft     registry.FoldTable
 	missed atomic.Uint64 // fires on a P that had no shard yet
 	c      *consumer     // names probes and sites
 	// counts reads the fires sdt counts for the aggregation instead of feeding it
@@ -161,6 +164,7 @@ type aggregation struct {
 	prevCounts map[aggKey]uint64 // what the previous Interval read of counts (counting)
 	countBuf   []registry.Count
 	grown      int64 // nanotime when grow last looked at GOMAXPROCS
+	closed     bool  // retired: no cells at hand (setShards)
 }
 
 // feed is how the aggregation is fed. Keyed by probe or by site with no predicate,
@@ -204,17 +208,8 @@ type aggCell struct {
 }
 
 type cellFields struct {
-	count, sum int64
-	min, max   int64     // since the aggregation opened
-	mm         [2]mmSlot // the minimum and maximum of the current and the previous interval
-	hist       []uint64
-	key        aggKey
-}
-
-// mmSlot is an interval's minimum and maximum; gen says which interval.
-type mmSlot struct {
-	gen      uint64
-	min, max int64
+	registry.FoldCell // first: the cell sdt's fires fold into (registry.FoldTable)
+	key               aggKey
 }
 
 func newAggregation(o AggOptions) (*aggregation, error) {
@@ -250,6 +245,10 @@ func newAggregation(o AggOptions) (*aggregation, error) {
 		}
 		a.o.Linear = &l
 		a.buckets = int((l.High-l.Low+l.Step-1)/l.Step) + 2
+		a.ft.SetHist(a.buckets, true, l.Low, l.High, l.Step)
+	}
+	if a.buckets == quantize.Buckets && a.o.Linear == nil {
+		a.ft.SetHist(a.buckets, false, 0, 0, 0)
 	}
 	procs := max(runtime.GOMAXPROCS(0), 1)
 	allowed := currentAllowance(0)
@@ -263,7 +262,7 @@ func newAggregation(o AggOptions) (*aggregation, error) {
 	for i := range shards {
 		shards[i] = newAggShard()
 	}
-	a.shards.Store(&shards)
+	a.setShards(shards)
 	return a, nil
 }
 
@@ -310,6 +309,10 @@ func (a *aggregation) charge(n uint64) bool {
 // nothing reads them.
 func (a *aggregation) retire() {
 	a.probes.Store(nil)
+	a.mu.Lock()
+	a.closed = true
+	a.ft.SetShards(nil) // fires take Fold, which sees probes nil
+	a.mu.Unlock()
 	if c := a.charged.Or(aggClosed); c&aggClosed == 0 {
 		giveBudget(c)
 	}
@@ -433,7 +436,7 @@ func (a *aggregation) Fire(f *registry.Firing) {
 		if c := shards[f.P].recent(uint64(f.Probe)); c != nil && c.key.x == uint64(f.Probe) && c.key.y == uint64(f.Site) {
 			switch {
 			case ap.val < 0:
-				c.inc()
+				c.Inc()
 				return
 			case ap.val < f.N:
 				a.fold(c, ap, f)
@@ -448,6 +451,9 @@ func (a *aggregation) Fire(f *registry.Firing) {
 // the caller is pinned: the aggregation is a registry.Folder when keyed by probe or by
 // site with no predicate and a value (feedFolds). The site's cell is kept at hand in
 // the shard, by the site's slot, from its first fire on: no key to compare or hash.
+// The registry folds the later fires of the site on that P into it itself
+// (registry.FoldTable): Fold sees a site's first fire on each P, and fires of sites
+// not all of whose probe's fires the aggregation takes.
 func (a *aggregation) Fold(p, slot int, probe uint32, site uintptr, x int64) {
 	if a.probes.Load() == nil {
 		return // not yet told its probes, or closed
@@ -459,22 +465,19 @@ func (a *aggregation) Fold(p, slot int, probe uint32, site uintptr, x int64) {
 	}
 	sh := shards[p]
 	var c *aggCell
-	if uint(slot) < uint(len(sh.slots)) {
-		c = sh.slots[slot]
+	if uint(slot) < uint(len(sh.fold.Slots)) {
+		c = cellOf(sh.fold.Slots[slot])
 	}
 	if c == nil {
 		if c = a.slotCell(sh, slot, probe, site); c == nil {
 			return
 		}
 	}
-	c.fold(x)
-	if a.buckets > 0 {
-		c.count1(a.bucket(x))
-	}
-	if gen := a.gen.Load(); gen != 0 {
-		c.foldInterval(x, gen)
-	}
+	c.Fold(x, &a.ft)
 }
+
+// FoldTable is where the aggregation's fires find their cells (registry.Folder).
+func (a *aggregation) FoldTable() *registry.FoldTable { return &a.ft }
 
 // slotCell is the cell of probe's fires from site in sh (nil: past MaxRows or the
 // budget, counted), kept at hand by slot if it has one. The P's writers.
@@ -484,10 +487,11 @@ func (a *aggregation) slotCell(sh *aggShard, slot int, probe uint32, site uintpt
 	k := aggKey{x: uint64(probe), y: uint64(site)}
 	c := sh.lookup(a, &k, mix(k.x, k.y))
 	if c != nil && slot >= 0 && slot < maxSlots {
-		if slot >= len(sh.slots) {
-			sh.slots = append(sh.slots, make([]*aggCell, slot+1-len(sh.slots))...)
+		// A fire of another P may read its own Slots; this P's fires read these.
+		if s := &sh.fold.Slots; slot >= len(*s) {
+			*s = append(*s, make([]*registry.FoldCell, slot+1-len(*s))...)
 		}
-		sh.slots[slot] = c
+		sh.fold.Slots[slot] = &c.FoldCell
 	}
 	return c
 }
@@ -540,7 +544,7 @@ func (a *aggregation) fire(ap *aggProbe, shards []*aggShard, f *registry.Firing)
 // fold folds f into its cell c: counts it, and folds its value if ap has one.
 func (a *aggregation) fold(c *aggCell, ap *aggProbe, f *registry.Firing) {
 	if ap.val < 0 {
-		c.inc()
+		c.Inc()
 		return
 	}
 	i := ap.val
@@ -548,13 +552,7 @@ func (a *aggregation) fold(c *aggCell, ap *aggProbe, f *registry.Firing) {
 	if k := f.Kinds[i]; k != registry.Int {
 		x = registry.SlotInt(k, f.Slots[i], len(f.Strs[i]))
 	}
-	c.fold(x)
-	if a.buckets > 0 {
-		c.count1(a.bucket(x))
-	}
-	if gen := a.gen.Load(); gen != 0 {
-		c.foldInterval(x, gen)
-	}
+	c.Fold(x, &a.ft)
 }
 
 // is reports whether k and o are the same key (without the generic struct
@@ -580,24 +578,6 @@ func mix(x, y uint64) uint64 {
 	h ^= h >> 27
 	h *= 0x94d049bb133111eb
 	return h ^ h>>31
-}
-
-// bucket is x's histogram bucket; -1 without a histogram.
-func (a *aggregation) bucket(x int64) int {
-	switch {
-	case a.buckets == 0:
-		return -1
-	case a.o.Linear == nil:
-		return quantize.Bucket(x)
-	}
-	l := a.o.Linear
-	switch {
-	case x < l.Low:
-		return 0
-	case x >= l.High:
-		return a.buckets - 1
-	}
-	return 1 + int((x-l.Low)/l.Step)
 }
 
 // bucketLow is the Low of bucket i.
@@ -628,7 +608,21 @@ func (a *aggregation) grow() {
 	for len(shards) < procs && a.charge(shardCost) {
 		shards = append(shards, newAggShard())
 	}
+	a.setShards(shards)
+}
+
+// setShards publishes the Ps' shards, and their cells at hand to sdt's fires: the
+// same P's on both sides, unless closed. Call with a.mu held, or before a is shared.
+func (a *aggregation) setShards(shards []*aggShard) {
 	a.shards.Store(&shards)
+	if a.closed {
+		return // fires find no cell at hand (retire)
+	}
+	fs := make([]*registry.FoldShard, len(shards))
+	for i, sh := range shards {
+		fs[i] = &sh.fold
+	}
+	a.ft.SetShards(fs)
 }
 
 // cellRead is what a reader read of a cell.
@@ -641,20 +635,20 @@ type cellRead struct {
 // load reads c; the minimum and maximum are those since it was made (interval < 0)
 // or of that interval (ok false if no value of the interval was folded).
 func (c *aggCell) load(r *cellRead, interval int64) (ok bool) {
-	r.count, r.sum = atomic.LoadInt64(&c.count), atomic.LoadInt64(&c.sum)
+	r.count, r.sum = atomic.LoadInt64(&c.Count), atomic.LoadInt64(&c.Sum)
 	if interval <= 0 { // the whole life; the first interval is that too
-		r.min, r.max = atomic.LoadInt64(&c.min), atomic.LoadInt64(&c.max)
+		r.min, r.max = atomic.LoadInt64(&c.Min), atomic.LoadInt64(&c.Max)
 		ok = true
 	} else {
-		s := &c.mm[interval&1]
-		r.min, r.max = atomic.LoadInt64(&s.min), atomic.LoadInt64(&s.max)
-		ok = atomic.LoadUint64(&s.gen) == uint64(interval)
+		s := &c.MM[interval&1]
+		r.min, r.max = atomic.LoadInt64(&s.Min), atomic.LoadInt64(&s.Max)
+		ok = atomic.LoadUint64(&s.Gen) == uint64(interval)
 	}
-	if len(r.hist) != len(c.hist) {
-		r.hist = make([]uint64, len(c.hist))
+	if len(r.hist) != len(c.Hist) {
+		r.hist = make([]uint64, len(c.Hist))
 	}
-	for i := range c.hist {
-		r.hist[i] = atomic.LoadUint64(&c.hist[i])
+	for i := range c.Hist {
+		r.hist[i] = atomic.LoadUint64(&c.Hist[i])
 	}
 	return ok
 }
@@ -677,7 +671,7 @@ func (a *aggregation) read(interval bool) Snapshot {
 		// Fires from now on fold their minimum and maximum into the next interval's
 		// slot; those of the one ending stay in the other until it is read, below.
 		// The first interval is the aggregation's life so far (gen 0).
-		gen = int64(a.gen.Add(1) - 1)
+		gen = int64(a.ft.Gen.Add(1) - 1)
 	}
 	type acc struct {
 		row  Row
@@ -698,12 +692,18 @@ func (a *aggregation) read(interval bool) Snapshot {
 				}
 				r.count, r.sum = cur.count-p.count, cur.sum-p.sum
 				r.hist = make([]uint64, len(cur.hist))
+				moved := r.count != 0 || r.sum != 0
 				for i := range cur.hist {
 					r.hist[i] = cur.hist[i] - p.hist[i]
+					moved = moved || r.hist[i] != 0
 				}
 				p.count, p.sum = cur.count, cur.sum
 				p.hist = append(p.hist[:0], cur.hist...)
-				if r.count == 0 {
+				// A fire's fields are stored one after another while this reads
+				// them: a fire whose count the previous interval read may have
+				// its value and bucket in this one. Its row is shown (count 0)
+				// rather than lost: the intervals add up to the whole.
+				if !moved {
 					return
 				}
 			}
@@ -768,9 +768,12 @@ func (a *aggregation) read(interval bool) Snapshot {
 	for _, name := range names {
 		ac := byName[name]
 		r := &ac.row
-		if a.o.Value == "" || r.Count == 0 {
+		switch {
+		case a.o.Value == "":
 			r.Sum, r.Min, r.Max = 0, 0, 0
-		} else {
+		case r.Count == 0: // the rest of fires counted in the previous interval
+			r.Min, r.Max = 0, 0
+		default:
 			r.Avg = float64(r.Sum) / float64(r.Count)
 			if r.Min > r.Max { // no minimum of the interval survived: none to show
 				r.Min, r.Max = 0, 0

@@ -1,8 +1,9 @@
 package consume
 
 import (
-	"math"
 	"sync/atomic"
+
+	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
 // aggShard is one P's cells of an aggregation: an open-addressing table from key to
@@ -21,9 +22,10 @@ type aggShard struct {
 	// an argument's value) modulo lastCells: the entry and return probes of a
 	// function, fired in turn, each find their own
 	last [lastCells]*aggCell
-	// a folding aggregation's cells by site index (Fold), once the site has fired
-	slots []*aggCell
-	_     [16]byte
+	// a folding aggregation's cells by site index (Fold), once the site has fired:
+	// where its fires find them without calling it (registry.FoldTable)
+	fold registry.FoldShard
+	_    [16]byte
 }
 
 // lastCells is how many recent cells a shard keeps at hand.
@@ -103,11 +105,11 @@ func (sh *aggShard) insert(a *aggregation, k *aggKey, h uint64) *aggCell {
 	if k.str {
 		c.key.s = string([]byte(k.s))
 	}
-	c.min, c.max = math.MaxInt64, math.MinInt64
-	c.mm[0].gen, c.mm[1].gen = math.MaxUint64, math.MaxUint64
+	var hist []uint64
 	if buckets > 0 {
-		c.hist = make([]uint64, (buckets+7)&^7)[:buckets] // whole cache lines
+		hist = make([]uint64, (buckets+7)&^7)[:buckets] // whole cache lines
 	}
+	c.Init(hist)
 	if 2*(t.n+1) > len(t.slots) {
 		t = t.grown()
 		sh.tab.Store(t)
@@ -156,71 +158,3 @@ func (sh *aggShard) each(f func(c *aggCell)) {
 func (sh *aggShard) bumpOverflow() { sh.overflow++ }
 
 func (sh *aggShard) overflowed() uint64 { return atomic.LoadUint64(&sh.overflow) }
-
-// The P's writers fold into a cell with plain stores (it is theirs; readers load
-// atomically). On a 32-bit machine a plain 64-bit store is two, which a reader could
-// see half done: there, atomic stores.
-
-// inc counts a fire.
-//
-//go:norace
-func (c *aggCell) inc() { store64(&c.count, c.count+1) }
-
-// fold counts a fire of value x.
-//
-//go:norace
-func (c *aggCell) fold(x int64) {
-	store64(&c.count, c.count+1)
-	store64(&c.sum, c.sum+x)
-	if x < c.min {
-		store64(&c.min, x)
-	}
-	if x > c.max {
-		store64(&c.max, x)
-	}
-}
-
-// count1 counts a value in histogram bucket b.
-//
-//go:norace
-func (c *aggCell) count1(b int) { storeU64(&c.hist[b], c.hist[b]+1) }
-
-// foldInterval folds value x into the minimum and maximum of interval gen.
-//
-//go:norace
-func (c *aggCell) foldInterval(x int64, gen uint64) {
-	s := &c.mm[gen&1]
-	if s.gen != gen {
-		store64(&s.min, x)
-		store64(&s.max, x)
-		storeU64(&s.gen, gen)
-	} else {
-		if x < s.min {
-			store64(&s.min, x)
-		}
-		if x > s.max {
-			store64(&s.max, x)
-		}
-	}
-}
-
-// wide: 64-bit stores are single-copy atomic.
-const wide = ^uintptr(0)>>63 == 1
-
-//go:norace
-func store64(p *int64, v int64) {
-	if wide {
-		*p = v
-	} else {
-		atomic.StoreInt64(p, v)
-	}
-}
-
-//go:norace
-func storeU64(p *uint64, v uint64) {
-	if wide {
-		*p = v
-	} else {
-		atomic.StoreUint64(p, v)
-	}
-}

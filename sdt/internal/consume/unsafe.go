@@ -70,3 +70,6 @@ func writeWords(r []byte, f *registry.Firing, ticks, goid uint64) {
 		*(*uint64)(unsafe.Add(p, 32+8*i)) = v
 	}
 }
+
+// cellOf is the cell whose registry.FoldCell f is (its first field); nil if f is.
+func cellOf(f *registry.FoldCell) *aggCell { return (*aggCell)(unsafe.Pointer(f)) }

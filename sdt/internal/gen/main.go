@@ -123,47 +123,74 @@ func (p *%[10]s) fire(%[13]s) {
 // admission, the consumers (pinned), then the handlers. before runs once the fire is
 // admitted (a latency probe computes its first argument there).
 func fireRest(b *bytes.Buffer, before string, args []string) {
-	fmt.Fprintf(b, `	pid, s, ok := p.h.Admit(ret)
-	if !ok {
-		return
-	}%[1]s
-	if cs := p.h.Consumers(); cs != nil {%[5]s
+	sinks := fmt.Sprintf(`
 		if cs.Sinks != nil {
 			v := registry.PFiring(pid)
 			if v == nil {
 				v = new(firing)
 			}
-			v.N, v.Kinds = cs.N, cs.Kinds%[2]s
-			cs.Emit(pid, s, ret, v)%[4]s
-		}
+			v.N, v.Kinds = cs.N, cs.Kinds%[1]s
+			cs.Emit(pid, s, ret, v)%[2]s
+		}`, setArgs(args), dropArgs(args))
+	fmt.Fprintf(b, `	pid, s, cs, ok := p.h.Admit(ret)
+	if !ok {
+		return
+	}%[1]s
+	if cs != nil {%[3]s
 	}
 	rt.ProcUnpin()
-	for _, h := range p.handlers.list.load() {
-		(*h)(%[3]s)
+	if hs := p.handlers.list.p.Load(); hs != nil { // none attached: no loop to set up
+		for _, h := range *hs {
+			(*h)(%[2]s)
+		}
 	}
 }
-`, before, setArgs(args), strings.Join(args, ", "), dropArgs(args), folds(args))
+`, before, strings.Join(args, ", "), folds(args, sinks))
 }
 
-// folds writes the folders' part of a fire (SubscribeFolds): the value of the
-// argument each folds, read from the fire's own arguments, without a firing.
-func folds(ns []string) string {
+// folds writes the consumers' part of a fire: the folders' (SubscribeFolds), given
+// the value of the argument each folds, read from the fire's own arguments without
+// a firing, then the sinks'. The common fire, of a probe one folder alone consumes
+// (Fold1), goes straight to it: no loop, and nothing after it that would make the
+// fire keep its state on the stack across the call.
+func folds(ns []string, sinks string) string {
 	if len(ns) == 0 {
-		return ""
+		return sinks
+	}
+	value := func(b *strings.Builder) {
+		if len(ns) == 1 { // the only argument a folder can fold
+			fmt.Fprintf(b, "\nfo.Fold(pid, s, registry.ArgInt(&%s, fo.Kind))", ns[0])
+			return
+		}
+		b.WriteString("\nvar fv int64\nswitch fo.Arg {")
+		for i, n := range ns {
+			fmt.Fprintf(b, "\ncase %d:\nfv = registry.ArgInt(&%s, fo.Kind)", i, n)
+		}
+		b.WriteString("\n}\nfo.Fold(pid, s, fv)")
 	}
 	var b strings.Builder
-	b.WriteString(`
-		for fi := range cs.Folds {
-			fo := &cs.Folds[fi]
-			var fv int64
-			switch fo.Arg {`)
-	for i, n := range ns {
-		fmt.Fprintf(&b, "\n\t\t\tcase %d:\n\t\t\t\tfv = registry.ArgInt(&%s, fo.Kind)", i, n)
+	b.WriteString("\nif fo := cs.Fold1; fo != nil {")
+	if len(ns) == 1 {
+		// Cell, Add, Pow2, Quantize and More inline: no call at all for a sum or a
+		// power-of-two histogram into a cell at hand.
+		fmt.Fprintf(&b, `
+if c, fv := fo.Cell(pid, s), registry.ArgInt(&%s, fo.Kind); c != nil {
+c.Add(fv)
+if fo.Pow2() {
+c.Quantize(fv)
+}
+if fo.More() {
+fo.FoldMore(c, fv)
+}
+} else {
+fo.Fold(pid, s, fv)
+}`, ns[0])
+	} else {
+		value(&b)
 	}
-	b.WriteString(`
-			}
-			fo.Fold(pid, s, fv)
-		}`)
+	b.WriteString("\n} else {\nfor fi := range cs.Folds {\nfo := &cs.Folds[fi]")
+	value(&b)
+	b.WriteString("\n}" + sinks + "\n}")
 	return b.String()
 }
 

@@ -28,14 +28,18 @@ type Consumers struct {
 	// folders fed one argument's value instead of the firing (SubscribeFolds);
 	// nil when none, and then Sinks is not empty
 	Folds []foldEntry
+	// Fold1 is Folds' only entry when the probe has no other consumer: the
+	// common folding fire's (sdt's fire calls it without a loop)
+	Fold1 *foldEntry
 }
 
 // foldEntry is a folder of one argument of a probe's fires, and which fires: all
 // of its sites, or those of sites[s.index], and unattributed ones if wide.
 type foldEntry struct {
 	f     Folder
-	Arg   int  // the argument folded
-	Kind  Kind // its kind
+	t     *FoldTable // f's cells at hand
+	Arg   int        // the argument folded
+	Kind  Kind       // its kind
 	id    uint32
 	all   bool
 	wide  bool
@@ -43,9 +47,14 @@ type foldEntry struct {
 }
 
 // Fold gives e the value x of a fire from s (nil: not attributed) on P pid, to
-// which the caller is pinned.
+// which the caller is pinned: into its cell at hand if it has one, else to the
+// folder, which makes it.
 func (e *foldEntry) Fold(pid int, s *site, x int64) {
-	if s != nil && e.all { // most fires: inlined
+	if c := e.Cell(pid, s); c != nil {
+		c.Fold(x, e.t)
+		return
+	}
+	if s != nil && e.all {
 		e.f.Fold(pid, s.index, e.id, s.Addr, x)
 		return
 	}
@@ -420,7 +429,7 @@ func (r *registry) rebuild(fs map[*probe]*filter) {
 				continue
 			}
 			if i, k, ok := sub.foldArg(p); ok {
-				e := foldEntry{f: sub.folder, Arg: i, Kind: k, id: c.id, all: f.all, wide: f.wide}
+				e := foldEntry{f: sub.folder, t: sub.folder.FoldTable(), Arg: i, Kind: k, id: c.id, all: f.all, wide: f.wide}
 				if !f.all {
 					e.sites = make([]bool, len(r.sites))
 					for s := range f.sites {
@@ -435,6 +444,8 @@ func (r *registry) rebuild(fs map[*probe]*filter) {
 		switch {
 		case len(c.Sinks) == 0 && len(c.Folds) == 0:
 			c = nil
+		case len(c.Sinks) == 0 && len(c.Folds) == 1:
+			c.Fold1 = &c.Folds[0]
 		case len(c.Sinks) == 1 && c.Sinks[0].f.all && c.Sinks[0].f.wide:
 			c.one = c.Sinks[0].s
 		}

@@ -174,6 +174,10 @@ type Folder interface {
 	// is the same for every fire of the site and small: where the folder may keep
 	// the site's row at hand.
 	Fold(p, slot int, probe uint32, site uintptr, x int64)
+	// FoldTable is where the folder keeps, for a fire of a site on P p, the cell
+	// that fire folds into, once Fold has made it: a fire that finds its cell
+	// there folds into it (FoldCell.Fold) without calling Fold.
+	FoldTable() *FoldTable
 }
 
 // Count is how many fires of a probe came from one of its sites (Site 0: fires not

@@ -60,7 +60,7 @@ func DefineFunc(provider, usdt, which string, fn *FbtFunc, args, types []string,
 // delivering it (EmitPin): s is its site (nil when not attributed), and the caller is
 // left unpinned.
 func (h *Head) AdmitUnpinned(ret uintptr) (s *Point, ok bool) {
-	_, s, ok = h.Admit(ret)
+	_, s, _, ok = h.Admit(ret)
 	if !ok {
 		return nil, false
 	}

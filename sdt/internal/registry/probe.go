@@ -37,6 +37,12 @@ type probe struct {
 	// function probe, whose state is fprobe's (wholeOn).
 	wide atomic.Bool
 	cons atomic.Pointer[Consumers] // ring and aggregations fed by its fires; nil: none
+	// ret1 and site1: the return address of the fire call of one of its sites (the
+	// first bound) and that site, as byReturn maps them (a mapping that never
+	// changes): the one site of most probes is named without the table's hash and
+	// search. site1 is stored before ret1, read after it.
+	ret1  atomic.Uintptr
+	site1 atomic.Pointer[site]
 
 	heads    []*Head // where the definition lives, once resolved
 	searched bool    // data and bss were searched for it
@@ -73,22 +79,31 @@ func DefineIn(provider, name string, args []string, types []ArgT, module string,
 // of the fire call, which names the site (s); a fire from code that was not inlined
 // (or a site that could not be verified) is not attributed (s is nil) and counts on
 // the definition. When it admits, the goroutine is left pinned to its P, pid, for the
-// consumers (package consume's buffers are per P): the caller must procUnpin.
-func (h *Head) Admit(ret uintptr) (pid int, s *site, ok bool) {
-	if s = reg.byReturn.lookup(ret); s != nil {
+// consumers (package consume's buffers are per P), cs (Consumers; nil: none): the
+// caller must procUnpin.
+func (h *Head) Admit(ret uintptr) (pid int, s *site, cs *Consumers, ok bool) {
+	p := h.core
+	if p != nil && p.ret1.Load() == ret {
+		s = p.site1.Load()
+	} else {
+		s = reg.byReturn.lookup(ret)
+	}
+	if s != nil {
 		if !s.on.Load() {
-			return 0, nil, false
+			return 0, nil, nil, false
 		}
 		pid = rt.ProcPin()
 		s.hit(pid)
-		return pid, s, true
+		if p != nil { // nil only while the definition's package initialises
+			cs = p.cons.Load()
+		}
+		return pid, s, cs, true
 	}
-	p := h.core
 	if p == nil || !p.wide.Load() {
-		return 0, nil, false
+		return 0, nil, nil, false
 	}
 	p.hits.Add(1)
-	return rt.ProcPin(), nil, true
+	return rt.ProcPin(), nil, p.cons.Load(), true
 }
 
 // Consumers returns what the ring and aggregations want of this definition's fires;

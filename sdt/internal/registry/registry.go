@@ -165,6 +165,10 @@ func (r *registry) resolve() {
 		}
 		s.probe = p
 		p.sites = append(p.sites, s)
+		if s.Return != 0 && p.site1.Load() == nil {
+			p.site1.Store(s)
+			p.ret1.Store(s.Return)
+		}
 		p.addHead(h)
 		bound = append(bound, s)
 	}
