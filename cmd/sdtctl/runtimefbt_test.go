@@ -544,3 +544,48 @@ func stdinFrom(t *testing.T, text string) {
 	os.Stdin = f
 	t.Cleanup(func() { os.Stdin = old; f.Close() })
 }
+
+// TestRuntimeReturnsOutliveCommand: a command that calls a function with run-time
+// probes 1,000 times and ends at once (os.Exit, a panic, SIGKILL to itself), while
+// returns of its last calls would wait in the process for a drain: every entry and
+// every return reaches the trace, or is counted dropped; none is lost in silence.
+func TestRuntimeReturnsOutliveCommand(t *testing.T) {
+	if testutil.Emulated() {
+		t.Skip("under an emulator: sdtctl would exec the emulated command itself, and this machine need not run arm64 binaries")
+	}
+	bin := plainAppBin(t)
+	for _, how := range []string{"exit", "panic", "kill"} {
+		t.Run(how, func(t *testing.T) {
+			stdinFrom(t, "calls 1000\nexit "+how+"\n")
+			var out, errb syncBuffer
+			err := run([]string{"trace", storeSpec + "Get:", "--json", "--", bin, "serve"}, &out, &errb)
+			if err != nil && how == "exit" {
+				t.Fatalf("trace -- plainapp: %v\n%s", err, errb.String())
+			}
+			entries, returns, drops := 0, 0, -1
+			for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+				var ev struct {
+					Event *struct{ Probe string }
+					Drops *int
+				}
+				if json.Unmarshal([]byte(line), &ev) != nil {
+					continue
+				}
+				switch {
+				case ev.Event != nil && strings.HasSuffix(ev.Event.Probe, "Get:entry"):
+					entries++
+				case ev.Event != nil && strings.HasSuffix(ev.Event.Probe, "Get:return"):
+					returns++
+				case ev.Drops != nil:
+					drops = *ev.Drops
+				}
+			}
+			if entries != 1000 || returns+drops != 1000 || drops < 0 {
+				t.Fatalf("%d entries and %d returns of (*DB).Get, %d dropped: want 1000 entries, and 1000 returns delivered or counted dropped\n%s", entries, returns, drops, errb.String())
+			}
+			if drops > 0 {
+				t.Logf("%d returns dropped, and said", drops)
+			}
+		})
+	}
+}

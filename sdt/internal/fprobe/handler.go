@@ -44,7 +44,7 @@ func entryFast(c *config, argp, g uintptr) uintptr {
 	}
 	if load64(&f.wantRet) != 0 {
 		// Folded at the return (retQuiet): no ring to make or to wait for.
-		if load64(&f.retQuiet) == 0 && f.needsRing(pid) {
+		if load64(&f.retQuiet) == 0 && load64(&f.ringless) == 0 && f.needsRing(pid) {
 			slow |= slowRet
 		} else {
 			// stamp's body, not a call: from the stub down, the nosplit chain stays
@@ -300,7 +300,9 @@ func retHandler(c *config, argp uintptr, g uintptr, regs uintptr) {
 		if ok {
 			lat = int64(now - t)
 		}
-		if !f.ringFor(pid).put(now, lat, goidOf(g), regs) {
+		// Into the traces' shared buffers first (retDirect, once this returns):
+		// there it outlives the process. Into the ring for the other consumers.
+		if !f.pendDirect(pid, now, lat, g) && !f.ringFor(pid).put(now, lat, goidOf(g), regs) {
 			f.count(pid, cDropped)
 		}
 	}

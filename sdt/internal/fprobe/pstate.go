@@ -1,6 +1,7 @@
 package fprobe
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -124,7 +125,7 @@ func (f *Func) takeInAny(pid int, g, depth uintptr) (uint64, bool) {
 // whose entry time was known, in ticks.
 type counters struct {
 	entries, returns, noEntry, dropped, nested, waited uint64
-	folded                                             uint64
+	folded, direct                                     uint64
 	lat                                                latFold
 }
 
@@ -181,6 +182,7 @@ const (
 	cNested  = unsafe.Offsetof(counters{}.nested)
 	cWaited  = unsafe.Offsetof(counters{}.waited)
 	cFolded  = unsafe.Offsetof(counters{}.folded)
+	cDirect  = unsafe.Offsetof(counters{}.direct)
 )
 
 // fold adds latency d (ticks, the difference of two counter reads) of a return on P pid to f's fold: plain on the P's own
@@ -225,6 +227,7 @@ func (f *Func) sum() counters {
 		t.nested += load64(&c.nested)
 		t.waited += load64(&c.waited)
 		t.folded += load64(&c.folded)
+		t.direct += load64(&c.direct)
 		if n := load64(&c.lat.n); n > 0 {
 			t.lat.n += n
 			t.lat.sum += load64(&c.lat.sum)
@@ -396,7 +399,11 @@ func nsPerTick() float64 {
 	startClock()
 	t, m := clockPair()
 	if dt := t - clk0.ticks; int64(dt) > 0 && m > clk0.mono {
-		return float64(m-clk0.mono) / float64(dt)
+		r := float64(m-clk0.mono) / float64(dt)
+		if m-clk0.mono >= rateWait {
+			store64(&rateBits, math.Float64bits(r)) // the return path's, for direct records
+		}
+		return r
 	}
 	return 1
 }
