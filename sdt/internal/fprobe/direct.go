@@ -117,12 +117,20 @@ func (f *Func) SetDirect(s *DirectSet) {
 		}
 	}
 	was := loadPtr(&f.direct) != nil
+	if s != nil && !was {
+		if load64(&directOn) == 0 {
+			// A return that left its event while the last set was being taken
+			// away found directOn 0 and never wrote it: no later retDirect may
+			// read that set, which nothing keeps alive.
+			for i := range pending {
+				atomic.StoreUintptr(&pending[i].set, 0)
+			}
+		}
+		add64(&directOn, 1)
+	}
 	atomic.StorePointer(&f.direct, unsafe.Pointer(s))
 	store64(&f.ringless, b2u(s != nil && s.Ringless))
-	switch {
-	case s != nil && !was:
-		add64(&directOn, 1)
-	case s == nil && was:
+	if s == nil && was {
 		add64(&directOn, ^uint64(0))
 	}
 }
