@@ -44,7 +44,7 @@ func entryFast(c *config, argp, g uintptr) uintptr {
 	}
 	if load64(&f.wantRet) != 0 {
 		// Folded at the return (retQuiet): no ring to make or to wait for.
-		if load64(&f.retQuiet) == 0 && load64(&f.ringless) == 0 && f.needsRing(pid) {
+		if load64(&f.retQuiet) == 0 && f.needsRing(pid) {
 			slow |= slowRet
 		} else {
 			// stamp's body, not a call: from the stub down, the nosplit chain stays
@@ -62,11 +62,15 @@ func entryFast(c *config, argp, g uintptr) uintptr {
 	return slow
 }
 
-// needsRing reports whether P pid has no return ring of f yet, or a crowded one.
+// needsRing reports whether P pid has no return ring of f yet, or a crowded one;
+// never while the returns go into no ring (a Ringless direct set).
 //
 //go:nosplit
 //go:norace
 func (f *Func) needsRing(pid int) bool {
+	if load64(&f.ringless) != 0 {
+		return false
+	}
 	r := f.ringOf(pid)
 	return r == nil || f.crowded(r)
 }
