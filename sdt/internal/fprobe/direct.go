@@ -2,6 +2,7 @@ package fprobe
 
 import (
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -118,20 +119,18 @@ func (f *Func) SetDirect(s *DirectSet) {
 	}
 	was := loadPtr(&f.direct) != nil
 	if s != nil && !was {
-		if load64(&directOn) == 0 {
-			// A return that left its event while the last set was being taken
-			// away found directOn 0 and never wrote it: no later retDirect may
-			// read that set, which nothing keeps alive.
-			for i := range pending {
-				atomic.StoreUintptr(&pending[i].set, 0)
-			}
-		}
 		add64(&directOn, 1)
 	}
 	atomic.StorePointer(&f.direct, unsafe.Pointer(s))
 	store64(&f.ringless, b2u(s != nil && s.Ringless))
 	if s == nil && was {
-		add64(&directOn, ^uint64(0))
+		// Not before every return that took the set has written its event: one
+		// that left it pending has its P pinned until retDirect, so a stop of the
+		// world waits for it (runtime.Stack's, as package consume's quiesce).
+		go func() {
+			runtime.Stack(nil, true)
+			add64(&directOn, ^uint64(0))
+		}()
 	}
 }
 
@@ -140,10 +139,12 @@ func (f *Func) SetDirect(s *DirectSet) {
 // check, with -N -l too): retHandler leaves the event in its P's pendingRet
 // (pendDirect), and retBody, once it is back, calls retDirect, which writes it;
 // only while some function has a direct set (directOn), so that a return nobody
-// traces pays one load for it. Nothing between the two is a safe point: the same
-// P, and nothing else runs on it.
+// traces pays one load for it. pendDirect pins the P once more, and retDirect
+// unpins it: between the two the goroutine is neither preempted nor moved, no
+// other runs on the P, and no collection ends (the set is held by a word only).
 
-// directOn is how many functions have a direct set; retBody reads it.
+// directOn is how many functions have a direct set (or had one, until every
+// return that took it has written it); retBody reads it.
 var directOn uint64
 
 // maxProcs is the most Ps the runtime makes (its _MaxGomaxprocs): every P's id
@@ -153,9 +154,8 @@ const maxProcs = 1 << 10
 // pendingRet is one P's return event between retHandler and retDirect.
 type pendingRet struct {
 	// the *DirectSet, 0: none pending. Not a pointer: a store into the heap from
-	// here may have no write barrier (a call into the runtime). f.direct keeps it
-	// alive, and until retDirect has written it no collection can end: neither has
-	// a safe point.
+	// here may have no write barrier (a call into the runtime). Until retDirect
+	// has written it the P is pinned: no collection can end and free it.
 	set  uintptr
 	now  uint64
 	g    uintptr // the goroutine; its id once retDirect has read it
@@ -178,6 +178,7 @@ func (f *Func) pendDirect(pid int, now uint64, lat int64, g uintptr) bool {
 	}
 	p := (*pendingRet)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(pending)), uintptr(pid)*unsafe.Sizeof(pendingRet{})))
 	p.now, p.lat, p.g, p.set = now, lat, g, uintptr(unsafe.Pointer(s))
+	rt.ProcPin() // until retDirect has written it: directOn stays above 0 till then
 	if s.Ringless {
 		f.count(pid, cDirect)
 	}
@@ -198,6 +199,7 @@ func retDirect(regs uintptr) {
 		if p.set != 0 {
 			s := (*DirectSet)(rawptr.At(p.set))
 			p.set = 0
+			rt.ProcUnpin() // pendDirect's
 			p.g = uintptr(goidOf(p.g)) // the id, from here on
 			p.rate = load64(&rateBits)
 			res := rawptr.At(regs)
