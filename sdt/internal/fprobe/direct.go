@@ -199,7 +199,7 @@ func retDirect(regs uintptr) {
 		if p.set != 0 {
 			s := (*DirectSet)(rawptr.At(p.set))
 			p.set = 0
-			rt.ProcUnpin() // pendDirect's
+			rt.ProcUnpin()             // pendDirect's
 			p.g = uintptr(goidOf(p.g)) // the id, from here on
 			p.rate = load64(&rateBits)
 			res := rawptr.At(regs)

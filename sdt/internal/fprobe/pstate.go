@@ -34,14 +34,15 @@ func procs() int {
 
 // pstate is one P's share of a function's state, two cache lines of its own.
 type pstate struct {
-	c    counters
+	c counters
+	// not last: a last field of no size would pad the state past 128 bytes
+	_    [128 - unsafe.Sizeof(counters{}) - 8 - 24]byte
 	ring unsafe.Pointer // *ring: this P's return ring, made by the first entry that needs it
 	// The entry time of one call of the function in flight, taken on this P: a slot
 	// of the latency tables below that needs no hash and no search (most returns
 	// come on the P of their entry, with no other call of the function between).
 	// Claimed and freed as a table's slot is; inG 0 when free.
 	inG, inDepth, inT uint64
-	_                 [128 - unsafe.Sizeof(counters{}) - 8 - 24]byte
 }
 
 // enterIn records the entry time t of g's call at depth in P's slot s: true when the
