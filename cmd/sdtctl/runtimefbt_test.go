@@ -554,8 +554,13 @@ func TestRuntimeReturnsOutliveCommand(t *testing.T) {
 		t.Skip("under an emulator: sdtctl would exec the emulated command itself, and this machine need not run arm64 binaries")
 	}
 	bin := plainAppBin(t)
-	for _, how := range []string{"exit", "panic", "kill"} {
-		t.Run(how, func(t *testing.T) {
+	for _, c := range []struct {
+		how   string
+		procs int
+	}{{"exit", 1}, {"exit", 2}, {"exit", 8}, {"panic", 2}, {"kill", 1}, {"kill", 2}, {"kill", 8}} {
+		how := c.how
+		t.Run(fmt.Sprintf("%s/GOMAXPROCS=%d", how, c.procs), func(t *testing.T) {
+			t.Setenv("GOMAXPROCS", strconv.Itoa(c.procs)) // the command's
 			stdinFrom(t, "calls 1000\nexit "+how+"\n")
 			var out, errb syncBuffer
 			err := run([]string{"trace", storeSpec + "Get:", "--json", "--", bin, "serve"}, &out, &errb)
