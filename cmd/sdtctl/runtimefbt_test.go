@@ -599,3 +599,22 @@ func TestRuntimeReturnsOutliveCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestRuntimeReturnsWhereExitSaid: a trace with --where has its run-time returns
+// delivered through the process's rings (only the process applies the predicate);
+// when the command is killed, what waited there is lost, and the trace says so.
+func TestRuntimeReturnsWhereExitSaid(t *testing.T) {
+	if testutil.Emulated() {
+		t.Skip("under an emulator: sdtctl would exec the emulated command itself, and this machine need not run arm64 binaries")
+	}
+	bin := plainAppBin(t)
+	stdinFrom(t, "calls 1000\nexit kill\n")
+	var out, errb syncBuffer
+	run([]string{"trace", storeSpec + "Get:return", "--where", "latency_ns >= 0", "--json", "--", bin, "serve"}, &out, &errb)
+	if n := strings.Count(out.String(), `"event"`); n == 0 || n > 1000 {
+		t.Fatalf("%d returns of (*DB).Get, want 1 to 1000\n%s", n, errb.String())
+	}
+	if !strings.Contains(errb.String(), "with --where, run-time return events wait in the process's rings") {
+		t.Fatalf("a killed command's trace with --where does not say its returns may be lost:\n%s", errb.String())
+	}
+}
