@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gosdt/gosdt/internal/testbin"
 	"github.com/gosdt/gosdt/internal/testutil"
 )
 
@@ -100,4 +101,20 @@ func raceSupported() bool {
 		return true
 	}
 	return false
+}
+
+// TestLinksUnoptimized links a program that imports sdt with -gcflags=all=-N -l (as a
+// debugger's build does) for each architecture whose run-time probes have stubs: the
+// linker checks each chain of nosplit calls from those stubs against its limit, and
+// without optimization every helper on the chain is a frame of its own. A stub whose
+// frame grows by a word breaks every such build of every program.
+func TestLinksUnoptimized(t *testing.T) {
+	if testutil.Emulated() {
+		t.Skip("under an emulator: the native run links both architectures")
+	}
+	for _, goarch := range []string{"amd64", "arm64"} {
+		t.Run(goarch, func(t *testing.T) {
+			testbin.Build(t, "", goarch, "./testdata/selfcheck", "-gcflags=all=-N -l")
+		})
+	}
 }

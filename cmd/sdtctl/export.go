@@ -414,13 +414,17 @@ func (ex *exporter) exportProcess(cl *client, stop <-chan struct{}) (matched boo
 	var first error
 	// A stream that fails ends alone, said (a stat the process refuses), unless the
 	// process exited: then they all end.
-	run := func(q *ctlproto.Request, each func(*ctlproto.Response), last func(*ctlproto.Response)) {
+	// gone, where set, is told the stream's connection of a process that exited.
+	run := func(q *ctlproto.Request, each func(*client, *ctlproto.Response), last func(*ctlproto.Response), gone func(*client)) {
 		wg.Go(func() {
 			c, err := dial(cl.pid)
 			if err == nil {
 				c.sigs = cl.sigs
 				var r *ctlproto.Response
-				r, err = stream(c, q, end, each)
+				r, err = stream(c, q, end, func(r *ctlproto.Response) { each(c, r) })
+				if gone != nil && r == nil && exitCode(err) == exitExited {
+					gone(c)
+				}
 				c.close()
 				if err == nil && last != nil {
 					last(r)
@@ -446,9 +450,24 @@ func (ex *exporter) exportProcess(cl *client, stop <-chan struct{}) (matched boo
 			var er ctlproto.EventReader
 			descs := map[*ctlproto.Desc]*calls.Probe{}
 			var bad error
+			var rs rings // the process's buffers: what it wrote and did not send is read there once it has exited
+			var drops uint64
+			take := func(c *client, r *ctlproto.Response) {
+				if !rs.started && c.started != nil {
+					rs.take(c, c.started)
+				}
+				if r != nil {
+					rs.take(c, r)
+				}
+			}
 			run(&ctlproto.Request{Op: ctlproto.OpTrace, Spec: sp.spec, BufSize: ex.bufsize},
-				func(r *ctlproto.Response) {
-					if r.Kind != ctlproto.KindEvents || bad != nil {
+				func(c *client, r *ctlproto.Response) {
+					if r.Kind != ctlproto.KindEvents {
+						return
+					}
+					take(c, r)
+					drops = r.Drops
+					if bad != nil {
 						return
 					}
 					if err := proc.Trace(id, &er, descs, r); err != nil {
@@ -456,27 +475,44 @@ func (ex *exporter) exportProcess(cl *client, stop <-chan struct{}) (matched boo
 						fmt.Fprintf(ex.stderr, "sdtctl: pid %d: %s: %v\n", cl.pid, sp.spec, err)
 					}
 				},
-				func(r *ctlproto.Response) { proc.TraceEnd(id, r) })
+				func(r *ctlproto.Response) { proc.TraceEnd(id, r) },
+				func(c *client) {
+					take(c, nil)
+					if !rs.shared() || bad != nil {
+						return
+					}
+					if !er.Timed() && c.started != nil {
+						er.Take(c.started) // its clock
+					}
+					var recs []byte
+					lost := rs.leftover(&er, func(rec ctlproto.Record, _ *ctlproto.Desc, _ *ctlproto.Layout) bool {
+						recs = append(recs, rec...)
+						return true
+					})
+					if err := proc.Trace(id, &er, descs, &ctlproto.Response{Kind: ctlproto.KindEvents, Records: recs, Drops: drops + lost}); err != nil {
+						fmt.Fprintf(ex.stderr, "sdtctl: pid %d: %s: %v\n", cl.pid, sp.spec, err)
+					}
+				})
 		}
 		if ex.cfg.Metrics {
 			by, key, kind := ex.statKey(sp.probes, false)
 			ms := int64(ex.interval / time.Millisecond)
 			count := proc.AddStat(&otelexport.StatStream{Spec: sp.spec, SpecN: sp.n, By: by, ByKey: key, ByKind: kind})
 			run(&ctlproto.Request{Op: ctlproto.OpStat, Spec: sp.spec, By: by, IntervalMS: ms},
-				func(r *ctlproto.Response) {
+				func(_ *client, r *ctlproto.Response) {
 					if r.Stat != nil {
 						proc.Stat(count, r.Stat)
 					}
-				}, nil)
+				}, nil, nil)
 			if timed(sp.probes) {
 				by, key, kind := ex.statKey(sp.probes, true)
 				lat := proc.AddStat(&otelexport.StatStream{Spec: sp.spec, SpecN: sp.n, By: by, ByKey: key, ByKind: kind, Timed: true})
 				run(&ctlproto.Request{Op: ctlproto.OpStat, Spec: sp.spec, By: by, Value: "latency_ns", Hist: ctlproto.HistQuantize, IntervalMS: ms},
-					func(r *ctlproto.Response) {
+					func(_ *client, r *ctlproto.Response) {
 						if r.Stat != nil {
 							proc.Stat(lat, r.Stat)
 						}
-					}, nil)
+					}, nil, nil)
 			}
 		}
 	}

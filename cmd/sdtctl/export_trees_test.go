@@ -168,6 +168,11 @@ func TestExportRuntimeTrees(t *testing.T) {
 	// in every 350) sends the entries it makes after before the returns it made
 	// before, which wait in its rings: its silence does not release them.
 	t.Run("p/http/stopped", func(t *testing.T) { testExportTrees(t, "p", "http", 2, true) })
+	// A command that exits right after its calls (main returns): the returns of its
+	// last calls are in the trace's buffers, which outlive it, not in rings of its own.
+	for _, procs := range []int{1, 2, 8} {
+		t.Run(fmt.Sprintf("exit/tree/GOMAXPROCS=%d", procs), func(t *testing.T) { testExportTrees(t, "exit", "tree", procs, false) })
+	}
 }
 
 func testExportTrees(t *testing.T, via, mode string, procs int, stopped bool) {
@@ -261,6 +266,22 @@ func testExportTrees(t *testing.T, via, mode string, procs int, stopped bool) {
 		stderr = exp.stderr.String()
 		if !strings.Contains(stderr, "terminating it") {
 			t.Errorf("export -- plainapp serve ended, and did not end its command:\n%s", stderr)
+		}
+	case "exit":
+		t.Setenv("GOMAXPROCS", strconv.Itoa(procs)) // the command's
+		exp := runCmd(cmdExport, treeSpec, "--flush-timeout", "20s", "--", plainAppBin(t), mode, strconv.Itoa(goroutines), strconv.Itoa(each))
+		select {
+		case err := <-exp.done:
+			if err != nil {
+				t.Fatalf("export -- plainapp %s: %v\n%s", mode, err, exp.stderr.String())
+			}
+		case <-time.After(time.Minute):
+			close(exp.stop)
+			t.Fatalf("export -- plainapp %s: still running after a minute\n%s", mode, exp.stderr.String())
+		}
+		stderr = exp.stderr.String()
+		for p := range summaries(t, stderr) {
+			pid = p // the command's, the only one
 		}
 	}
 	sum := summaries(t, stderr)[pid]

@@ -544,3 +544,77 @@ func stdinFrom(t *testing.T, text string) {
 	os.Stdin = f
 	t.Cleanup(func() { os.Stdin = old; f.Close() })
 }
+
+// TestRuntimeReturnsOutliveCommand: a command that calls a function with run-time
+// probes 1,000 times and ends at once (os.Exit, a panic, SIGKILL to itself), while
+// returns of its last calls would wait in the process for a drain: every entry and
+// every return reaches the trace, or is counted dropped; none is lost in silence.
+func TestRuntimeReturnsOutliveCommand(t *testing.T) {
+	if testutil.Emulated() {
+		t.Skip("under an emulator: sdtctl would exec the emulated command itself, and this machine need not run arm64 binaries")
+	}
+	bin := plainAppBin(t)
+	for _, c := range []struct {
+		how     string
+		procs   int
+		bufsize string // the smallest buffers: what does not fit is counted dropped
+	}{{"exit", 1, ""}, {"exit", 2, ""}, {"exit", 8, ""}, {"panic", 2, ""}, {"kill", 1, ""}, {"kill", 2, ""}, {"kill", 8, ""}, {"kill", 1, "4k"}} {
+		how := c.how
+		t.Run(fmt.Sprintf("%s/GOMAXPROCS=%d/bufsize=%s", how, c.procs, c.bufsize), func(t *testing.T) {
+			t.Setenv("GOMAXPROCS", strconv.Itoa(c.procs)) // the command's
+			stdinFrom(t, "calls 1000\nexit "+how+"\n")
+			var out, errb syncBuffer
+			args := []string{"trace", storeSpec + "Get:", "--json"}
+			if c.bufsize != "" {
+				args = append(args, "--bufsize", c.bufsize)
+			}
+			err := run(append(args, "--", bin, "serve"), &out, &errb)
+			if err != nil && how == "exit" {
+				t.Fatalf("trace -- plainapp: %v\n%s", err, errb.String())
+			}
+			entries, returns, drops := 0, 0, -1
+			for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+				var ev struct {
+					Event *struct{ Probe string }
+					Drops *int
+				}
+				if json.Unmarshal([]byte(line), &ev) != nil {
+					continue
+				}
+				switch {
+				case ev.Event != nil && strings.HasSuffix(ev.Event.Probe, "Get:entry"):
+					entries++
+				case ev.Event != nil && strings.HasSuffix(ev.Event.Probe, "Get:return"):
+					returns++
+				case ev.Drops != nil:
+					drops = *ev.Drops
+				}
+			}
+			if drops < 0 || entries+returns+drops != 2000 || c.bufsize == "" && (entries != 1000 || drops != 0) {
+				t.Fatalf("%d entries and %d returns of (*DB).Get, %d dropped: want 1000 of each delivered or counted dropped\n%s", entries, returns, drops, errb.String())
+			}
+			if drops > 0 {
+				t.Logf("%d entries and %d returns delivered, %d events dropped, and said", entries, returns, drops)
+			}
+		})
+	}
+}
+
+// TestRuntimeReturnsWhereExitSaid: a trace with --where has its run-time returns
+// delivered through the process's rings (only the process applies the predicate);
+// when the command is killed, what waited there is lost, and the trace says so.
+func TestRuntimeReturnsWhereExitSaid(t *testing.T) {
+	if testutil.Emulated() {
+		t.Skip("under an emulator: sdtctl would exec the emulated command itself, and this machine need not run arm64 binaries")
+	}
+	bin := plainAppBin(t)
+	stdinFrom(t, "calls 1000\nexit kill\n")
+	var out, errb syncBuffer
+	run([]string{"trace", storeSpec + "Get:return", "--where", "latency_ns >= 0", "--json", "--", bin, "serve"}, &out, &errb)
+	if n := strings.Count(out.String(), `"event"`); n == 0 || n > 1000 {
+		t.Fatalf("%d returns of (*DB).Get, want 1 to 1000\n%s", n, errb.String())
+	}
+	if !strings.Contains(errb.String(), "with --where, run-time return events wait in the process's rings") {
+		t.Fatalf("a killed command's trace with --where does not say its returns may be lost:\n%s", errb.String())
+	}
+}

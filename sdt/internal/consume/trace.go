@@ -108,6 +108,9 @@ type traceSink struct {
 	shared bool
 	log    *descLog  // shared: the descriptions of what the buffers may hold
 	heads  *headsMem // live: the reader's heads
+	// the buffers as run-time return probes write them from their return path
+	// (registry.DirectSink); nil with a predicate, which only Fire applies
+	direct *registry.DirectBufs
 
 	// The reader's (or, once closed, the one that frees the buffers):
 	reserved uint64 // bytes of the budget the buffers hold
@@ -203,6 +206,9 @@ func newTraceSink(o TraceOptions) (*traceSink, error) {
 		// room for GOMAXPROCS raised a good way while the trace runs (grow)
 		s.heads = newHeads(max(4*procs, 256))
 	}
+	if o.Where == "" {
+		s.direct = registry.NewDirectBufs(lostWord(s.lost.Load()))
+	}
 	bufs := make([]*pbuf, procs)
 	for i := range bufs {
 		b, err := newPbuf(size, o.shared, s.heads.word(i))
@@ -218,7 +224,33 @@ func newTraceSink(o TraceOptions) (*traceSink, error) {
 		bufs[i] = b
 	}
 	s.bufs.Store(&bufs)
+	s.publishDirect(bufs)
 	return s, nil
+}
+
+// DirectBufs is the trace's buffers for run-time return probes to write from their
+// return path (registry.DirectSink): what they write there outlives the process.
+// nil with a predicate.
+func (s *traceSink) DirectBufs() *registry.DirectBufs { return s.direct }
+
+// publishDirect tells the return path the buffers, by P.
+func (s *traceSink) publishDirect(bufs []*pbuf) {
+	if s.direct == nil {
+		return
+	}
+	out := make([]registry.DirectBuf, len(bufs))
+	for i, b := range bufs {
+		out[i] = b.directBuf()
+	}
+	s.direct.SetBufs(out)
+}
+
+// stopDirect stops the return path writing the buffers; the caller then waits for
+// the writers (quiesce), as for fires.
+func (s *traceSink) stopDirect() {
+	if s.direct != nil {
+		s.direct.SetKnown(nil)
+	}
 }
 
 // free stops the sink writing and gives its buffers and their budget back, once
@@ -231,6 +263,7 @@ func (s *traceSink) free() {
 	s.freed = true
 	if s.armed {
 		s.probes.Store(nil)
+		s.stopDirect()
 		if buffersUnmapped {
 			quiesce()
 		}
@@ -253,6 +286,7 @@ func (s *traceSink) free() {
 func (s *traceSink) stopFires() {
 	if s.armed && !s.freed {
 		s.probes.Store(nil)
+		s.stopDirect()
 		quiesce()
 		s.armed = false // nothing left to wait for (free)
 	}
@@ -516,6 +550,7 @@ func (s *traceSink) grow() {
 	}
 	giveBudget(n) // what was taken and not made
 	s.bufs.Store(&bufs)
+	s.publishDirect(bufs)
 }
 
 // buffers is the trace's buffers, by P.
@@ -616,6 +651,15 @@ func (s *traceSink) arm(where string, probes []*registry.Probe) error {
 		return err
 	}
 	s.probes.Store(&states)
+	if s.direct != nil {
+		var ids []uint32
+		for i := range states {
+			if states[i].p != nil {
+				ids = append(ids, uint32(i))
+			}
+		}
+		s.direct.SetKnown(ids)
+	}
 	s.armed = true
 	return nil
 }

@@ -73,3 +73,14 @@ func writeWords(r []byte, f *registry.Firing, ticks, goid uint64) {
 
 // cellOf is the cell whose registry.FoldCell f is (its first field); nil if f is.
 func cellOf(f *registry.FoldCell) *aggCell { return (*aggCell)(unsafe.Pointer(f)) }
+
+// directBuf is b as the return path of a run-time return probe writes it
+// (registry.DirectBuf): the same words its fires use.
+func (b *pbuf) directBuf() registry.DirectBuf {
+	return registry.DirectBuf{Ring: unsafe.Pointer(unsafe.SliceData(b.b)), Mask: b.mask,
+		Tail: tailWord(b), Writing: b.writing, HdrDrops: b.hdrDrops, Head: (*uint64)(unsafe.Pointer(b.head)),
+		Seen: &b.seen, Drops: &b.drops, Marked: &b.marked}
+}
+
+// lostWord is n as a plain word, for the return path's atomic add.
+func lostWord(n *atomic.Uint64) *uint64 { return (*uint64)(unsafe.Pointer(n)) }

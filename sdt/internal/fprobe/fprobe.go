@@ -77,6 +77,10 @@ type Func struct {
 	// 1: returns are counted and their latencies folded per P, not put into a ring
 	// (SetReturnQuiet)
 	retQuiet uint64
+	// *DirectSet: the traces the return path writes into (SetDirect); nil: none
+	direct unsafe.Pointer
+	// 1: the direct set is Ringless: an entry makes no ring and waits for none
+	ringless uint64
 
 	pp      []pstate // per P: counts, return ring; made by Set before any call is written
 	over    counters // Ps beyond pp's, atomically
@@ -155,12 +159,13 @@ type Stats struct {
 	Dropped int64 // return events the ring had no room for (counted in Returns)
 	Nested  int64 // of the entry events, those not delivered: their goroutine was running a hook already
 	Waited  int64 // calls that waited at their entry for the return ring to be read
+	Direct  int64 // return events written by the return path only (SetDirect, Ringless): into no ring
 }
 
 // Stats returns the function's counts since Lookup.
 func (f *Func) Stats() Stats {
 	c := f.sum()
-	return Stats{int64(c.entries), int64(c.returns), int64(c.noEntry), int64(c.dropped), int64(c.nested), int64(c.waited)}
+	return Stats{int64(c.entries), int64(c.returns), int64(c.noEntry), int64(c.dropped), int64(c.nested), int64(c.waited), int64(c.direct)}
 }
 
 // SetQuiet says whether the entry hook is to be called (false, the default) or the

@@ -62,11 +62,15 @@ func entryFast(c *config, argp, g uintptr) uintptr {
 	return slow
 }
 
-// needsRing reports whether P pid has no return ring of f yet, or a crowded one.
+// needsRing reports whether P pid has no return ring of f yet, or a crowded one;
+// never while the returns go into no ring (a Ringless direct set).
 //
 //go:nosplit
 //go:norace
 func (f *Func) needsRing(pid int) bool {
+	if load64(&f.ringless) != 0 {
+		return false
+	}
 	r := f.ringOf(pid)
 	return r == nil || f.crowded(r)
 }
@@ -300,7 +304,13 @@ func retHandler(c *config, argp uintptr, g uintptr, regs uintptr) {
 		if ok {
 			lat = int64(now - t)
 		}
-		if !f.ringFor(pid).put(now, lat, goidOf(g), regs) {
+		// Into the traces' shared buffers first (retDirect, once this returns):
+		// there it outlives the process. Into the ring for the other consumers.
+		// The count here, not in pendDirect: with -N -l a call deeper would pass the
+		// nosplit limit on arm64.
+		if f.pendDirect(pid, now, lat, g) {
+			f.count(pid, cDirect)
+		} else if !f.ringFor(pid).put(now, lat, goidOf(g), regs) {
 			f.count(pid, cDropped)
 		}
 	}

@@ -41,7 +41,25 @@ func TestCallInstructions(t *testing.T) {
 	f.SetQuiet(false)
 	f.SetReturnQuiet(false)
 	insnsHookRing(s, n, f)
+	// The entry counted only, each return written by the return path into a trace's
+	// buffer (room for every record: none read, none dropped).
+	b := newTestBufs(procs(), 1<<20*max(1, n*48>>20+1))
+	b.d.SetKnown([]uint32{0})
+	f.SetQuiet(true)
+	f.SetDirect(&DirectSet{Ringless: true, Site: uint64(f.Entry), Bufs: []*DirectBufs{b.d}, Results: []DirectArg{{Kind: DirectInt, Size: 8}}})
+	insnsDirect(s, n)
+	f.SetDirect(nil)
 	set(Change{Func: f})
+	if recs, drops := b.records(t); len(recs) != n || drops != 0 {
+		t.Errorf("%d records written directly, %d dropped, for %d calls", len(recs), drops, n)
+	}
+}
+
+//go:noinline
+func insnsDirect(s []int, n int) {
+	for i := 0; i < n; i++ {
+		target.Sum(s, i)
+	}
 }
 
 //go:noinline

@@ -352,7 +352,14 @@ func leafHandler(i, argp, g, args uintptr) {
 		// The entry time of a return by a jump (jret.go), keyed by the depth of the
 		// leaf's argument area, as the return finds it; whether or not the hook runs.
 		// No ring to make (Set made every P's) nor to wait for (no safe point here).
-		stamp(pid, g, stackHi(g)-args, c)
+		// stamp's body, not a call: with -N -l its frame would take the nosplit
+		// chain from leafStub past its limit on arm64.
+		t, depth := ticks(), stackHi(g)-args
+		if s := f.stateOf(pid); s == nil || !s.enterIn(g, depth, t) {
+			if !enterP(pid, g, depth, c, t) {
+				enter(g, depth, c, int64(t))
+			}
+		}
 	}
 	if load64(&f.hookOn) != 0 {
 		if leafStackArg(argp, g, args, &leafChecks[i]) {

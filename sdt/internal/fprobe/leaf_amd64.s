@@ -151,7 +151,7 @@ rshort:
 	RET
 
 // jretBody (R12 the slot) saves the result registers, calls retHandler(cfg, argp,
-// g, regs) with slot R12's config and argp the returning function's SP+8 (its entry's
+// g, regs) with slot R12's config (then retDirect, as retBody) and argp the returning function's SP+8 (its entry's
 // too: the key of its entry time), restores them and returns to jretStub. Frame: 0 cfg
 // | 8 argp | 16 g | 24 regs | 32..96 AX..R11 | 104..216 X0..X14 | 224 g, as retBody's.
 // No safe point between the RET and the caller: results that hold pointers need no
@@ -194,6 +194,12 @@ TEXT ·jretBody(SB), NOSPLIT, $232-0
 	LEAQ 32(SP), R13
 	MOVQ R13, 24(SP)
 	CALL ·retHandler(SB)
+	CMPQ ·directOn(SB), $0    // a trace writes returns from here (direct.go), as retBody
+	JEQ  rnodirect
+	LEAQ 32(SP), R13
+	MOVQ R13, 0(SP)
+	CALL ·retDirect(SB)
+rnodirect:
 	MOVQ 32(SP), AX
 	MOVQ 40(SP), BX
 	MOVQ 48(SP), CX

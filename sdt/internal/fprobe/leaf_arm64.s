@@ -45,53 +45,54 @@ again:
 // leafBody (R16 the slot, R17 the leaf's argument area) saves the argument
 // registers, calls leafHandler(i, argp, g, args), restores them and R16, and leaves
 // through its epilogue (which restores R30, the leaf's return address) to leafBack.
-// Frame: 8..39 the handler's arguments | 48..175 R0..R15 | 176..303 F0..F15 | 304 R26
-// | 312 R16 | 320 the argument area.
-TEXT ·leafBody(SB), NOSPLIT, $328-0
+// Frame: 8..39 the handler's arguments | 40..167 R0..R15 | 168..295 F0..F15 | 296 R26
+// | 304 R16 | 312 the argument area (no gap: with -N -l the nosplit chain below has no
+// byte to spare).
+TEXT ·leafBody(SB), NOSPLIT, $320-0
 	NO_LOCAL_POINTERS
-	STP  (R0, R1), 48(RSP)
-	STP  (R2, R3), 64(RSP)
-	STP  (R4, R5), 80(RSP)
-	STP  (R6, R7), 96(RSP)
-	STP  (R8, R9), 112(RSP)
-	STP  (R10, R11), 128(RSP)
-	STP  (R12, R13), 144(RSP)
-	STP  (R14, R15), 160(RSP)
-	FSTPD (F0, F1), 176(RSP)
-	FSTPD (F2, F3), 192(RSP)
-	FSTPD (F4, F5), 208(RSP)
-	FSTPD (F6, F7), 224(RSP)
-	FSTPD (F8, F9), 240(RSP)
-	FSTPD (F10, F11), 256(RSP)
-	FSTPD (F12, F13), 272(RSP)
-	FSTPD (F14, F15), 288(RSP)
-	MOVD R26, 304(RSP)
-	MOVD R16, 312(RSP)
-	MOVD R17, 320(RSP)
+	STP  (R0, R1), 40(RSP)
+	STP  (R2, R3), 56(RSP)
+	STP  (R4, R5), 72(RSP)
+	STP  (R6, R7), 88(RSP)
+	STP  (R8, R9), 104(RSP)
+	STP  (R10, R11), 120(RSP)
+	STP  (R12, R13), 136(RSP)
+	STP  (R14, R15), 152(RSP)
+	FSTPD (F0, F1), 168(RSP)
+	FSTPD (F2, F3), 184(RSP)
+	FSTPD (F4, F5), 200(RSP)
+	FSTPD (F6, F7), 216(RSP)
+	FSTPD (F8, F9), 232(RSP)
+	FSTPD (F10, F11), 248(RSP)
+	FSTPD (F12, F13), 264(RSP)
+	FSTPD (F14, F15), 280(RSP)
+	MOVD R26, 296(RSP)
+	MOVD R16, 304(RSP)
+	MOVD R17, 312(RSP)
 	MOVD R16, 8(RSP)
-	ADD  $48, RSP, R19
+	ADD  $40, RSP, R19
 	MOVD R19, 16(RSP)
 	MOVD g, 24(RSP)
 	MOVD R17, 32(RSP)
 	CALL ·leafHandler(SB)
-	LDP  48(RSP), (R0, R1)
-	LDP  64(RSP), (R2, R3)
-	LDP  80(RSP), (R4, R5)
-	LDP  96(RSP), (R6, R7)
-	LDP  112(RSP), (R8, R9)
-	LDP  128(RSP), (R10, R11)
-	LDP  144(RSP), (R12, R13)
-	LDP  160(RSP), (R14, R15)
-	FLDPD 176(RSP), (F0, F1)
-	FLDPD 192(RSP), (F2, F3)
-	FLDPD 208(RSP), (F4, F5)
-	FLDPD 224(RSP), (F6, F7)
-	FLDPD 240(RSP), (F8, F9)
-	FLDPD 256(RSP), (F10, F11)
-	FLDPD 272(RSP), (F12, F13)
-	FLDPD 288(RSP), (F14, F15)
-	MOVD 304(RSP), R26
-	MOVD 312(RSP), R16
+	LDP  40(RSP), (R0, R1)
+	LDP  56(RSP), (R2, R3)
+	LDP  72(RSP), (R4, R5)
+	LDP  88(RSP), (R6, R7)
+	LDP  104(RSP), (R8, R9)
+	LDP  120(RSP), (R10, R11)
+	LDP  136(RSP), (R12, R13)
+	LDP  152(RSP), (R14, R15)
+	FLDPD 168(RSP), (F0, F1)
+	FLDPD 184(RSP), (F2, F3)
+	FLDPD 200(RSP), (F4, F5)
+	FLDPD 216(RSP), (F6, F7)
+	FLDPD 232(RSP), (F8, F9)
+	FLDPD 248(RSP), (F10, F11)
+	FLDPD 264(RSP), (F12, F13)
+	FLDPD 280(RSP), (F14, F15)
+	MOVD 296(RSP), R26
+	MOVD 304(RSP), R16
 	RET  ·leafBack(SB)        // the epilogue, then a jump
 
 // leafBack branches to slot R16's displaced instruction, with RSP and R30 the leaf's.
@@ -146,54 +147,62 @@ ragain:
 	RET
 
 // jretBody (R16 the slot, R17 argp) saves the result registers, calls
-// retHandler(cfg, argp, g, regs) with slot R16's config, restores them and returns
-// through its epilogue (R30 as the function received it) to the function's caller.
-// Frame: 8..39 the handler's arguments | 48..175 R0..R15 | 176..303 F0..F15. No safe
-// point between the RET and the caller: results that hold pointers need no stack map.
-TEXT ·jretBody(SB), NOSPLIT, $312-0
+// retHandler(cfg, argp, g, regs) with slot R16's config (then retDirect, as
+// retBody), restores them and returns through its epilogue (R30 as the function
+// received it) to the function's caller. Frame: 8..39 the handler's arguments |
+// 40..167 R0..R15 | 168..295 F0..F15 (no gap: with -N -l the nosplit chain below has
+// no byte to spare). No safe point between the RET and the caller: results that hold
+// pointers need no stack map.
+TEXT ·jretBody(SB), NOSPLIT, $296-0
 	NO_LOCAL_POINTERS
 	MOVD $·jretCfgs(SB), R19
 	ADD  R16<<3, R19, R19
 	MOVD (R19), R19
 	CBZ  R19, rnone           // not reached: the jump is gone before the config
-	STP  (R0, R1), 48(RSP)
-	STP  (R2, R3), 64(RSP)
-	STP  (R4, R5), 80(RSP)
-	STP  (R6, R7), 96(RSP)
-	STP  (R8, R9), 112(RSP)
-	STP  (R10, R11), 128(RSP)
-	STP  (R12, R13), 144(RSP)
-	STP  (R14, R15), 160(RSP)
-	FSTPD (F0, F1), 176(RSP)
-	FSTPD (F2, F3), 192(RSP)
-	FSTPD (F4, F5), 208(RSP)
-	FSTPD (F6, F7), 224(RSP)
-	FSTPD (F8, F9), 240(RSP)
-	FSTPD (F10, F11), 256(RSP)
-	FSTPD (F12, F13), 272(RSP)
-	FSTPD (F14, F15), 288(RSP)
+	STP  (R0, R1), 40(RSP)
+	STP  (R2, R3), 56(RSP)
+	STP  (R4, R5), 72(RSP)
+	STP  (R6, R7), 88(RSP)
+	STP  (R8, R9), 104(RSP)
+	STP  (R10, R11), 120(RSP)
+	STP  (R12, R13), 136(RSP)
+	STP  (R14, R15), 152(RSP)
+	FSTPD (F0, F1), 168(RSP)
+	FSTPD (F2, F3), 184(RSP)
+	FSTPD (F4, F5), 200(RSP)
+	FSTPD (F6, F7), 216(RSP)
+	FSTPD (F8, F9), 232(RSP)
+	FSTPD (F10, F11), 248(RSP)
+	FSTPD (F12, F13), 264(RSP)
+	FSTPD (F14, F15), 280(RSP)
 	MOVD R19, 8(RSP)
 	MOVD R17, 16(RSP)
 	MOVD g, 24(RSP)
-	ADD  $48, RSP, R19
+	ADD  $40, RSP, R19
 	MOVD R19, 32(RSP)
 	CALL ·retHandler(SB)
-	LDP  48(RSP), (R0, R1)
-	LDP  64(RSP), (R2, R3)
-	LDP  80(RSP), (R4, R5)
-	LDP  96(RSP), (R6, R7)
-	LDP  112(RSP), (R8, R9)
-	LDP  128(RSP), (R10, R11)
-	LDP  144(RSP), (R12, R13)
-	LDP  160(RSP), (R14, R15)
-	FLDPD 176(RSP), (F0, F1)
-	FLDPD 192(RSP), (F2, F3)
-	FLDPD 208(RSP), (F4, F5)
-	FLDPD 224(RSP), (F6, F7)
-	FLDPD 240(RSP), (F8, F9)
-	FLDPD 256(RSP), (F10, F11)
-	FLDPD 272(RSP), (F12, F13)
-	FLDPD 288(RSP), (F14, F15)
+	MOVD ·directOn(SB), R19   // a trace writes returns from here (direct.go), as retBody
+	CBZ  R19, rnodirect
+	ADD  $40, RSP, R19
+	MOVD R19, 8(RSP)
+	CALL ·retDirect(SB)
+rnodirect:
+	LDP  40(RSP), (R0, R1)
+	LDP  56(RSP), (R2, R3)
+	LDP  72(RSP), (R4, R5)
+	LDP  88(RSP), (R6, R7)
+	LDP  104(RSP), (R8, R9)
+	LDP  120(RSP), (R10, R11)
+	LDP  136(RSP), (R12, R13)
+	LDP  152(RSP), (R14, R15)
+	FLDPD 168(RSP), (F0, F1)
+	FLDPD 184(RSP), (F2, F3)
+	FLDPD 200(RSP), (F4, F5)
+	FLDPD 216(RSP), (F6, F7)
+	FLDPD 232(RSP), (F8, F9)
+	FLDPD 248(RSP), (F10, F11)
+	FLDPD 264(RSP), (F12, F13)
+	FLDPD 280(RSP), (F14, F15)
 rnone:
 	RET
 

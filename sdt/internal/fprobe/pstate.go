@@ -1,6 +1,7 @@
 package fprobe
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -33,14 +34,15 @@ func procs() int {
 
 // pstate is one P's share of a function's state, two cache lines of its own.
 type pstate struct {
-	c    counters
+	c counters
+	// not last: a last field of no size would pad the state past 128 bytes
+	_    [128 - unsafe.Sizeof(counters{}) - 8 - 24]byte
 	ring unsafe.Pointer // *ring: this P's return ring, made by the first entry that needs it
 	// The entry time of one call of the function in flight, taken on this P: a slot
 	// of the latency tables below that needs no hash and no search (most returns
 	// come on the P of their entry, with no other call of the function between).
 	// Claimed and freed as a table's slot is; inG 0 when free.
 	inG, inDepth, inT uint64
-	_                 [128 - unsafe.Sizeof(counters{}) - 8 - 24]byte
 }
 
 // enterIn records the entry time t of g's call at depth in P's slot s: true when the
@@ -124,7 +126,7 @@ func (f *Func) takeInAny(pid int, g, depth uintptr) (uint64, bool) {
 // whose entry time was known, in ticks.
 type counters struct {
 	entries, returns, noEntry, dropped, nested, waited uint64
-	folded                                             uint64
+	folded, direct                                     uint64
 	lat                                                latFold
 }
 
@@ -181,6 +183,7 @@ const (
 	cNested  = unsafe.Offsetof(counters{}.nested)
 	cWaited  = unsafe.Offsetof(counters{}.waited)
 	cFolded  = unsafe.Offsetof(counters{}.folded)
+	cDirect  = unsafe.Offsetof(counters{}.direct)
 )
 
 // fold adds latency d (ticks, the difference of two counter reads) of a return on P pid to f's fold: plain on the P's own
@@ -225,6 +228,7 @@ func (f *Func) sum() counters {
 		t.nested += load64(&c.nested)
 		t.waited += load64(&c.waited)
 		t.folded += load64(&c.folded)
+		t.direct += load64(&c.direct)
 		if n := load64(&c.lat.n); n > 0 {
 			t.lat.n += n
 			t.lat.sum += load64(&c.lat.sum)
@@ -396,7 +400,11 @@ func nsPerTick() float64 {
 	startClock()
 	t, m := clockPair()
 	if dt := t - clk0.ticks; int64(dt) > 0 && m > clk0.mono {
-		return float64(m-clk0.mono) / float64(dt)
+		r := float64(m-clk0.mono) / float64(dt)
+		if m-clk0.mono >= rateWait {
+			store64(&rateBits, math.Float64bits(r)) // the return path's, for direct records
+		}
+		return r
 	}
 	return 1
 }

@@ -344,6 +344,12 @@ TEXT ·retBody(SB), NOSPLIT, $232-0
 	LEAQ 32(SP), R13
 	MOVQ R13, 24(SP)
 	CALL ·retHandler(SB)
+	CMPQ ·directOn(SB), $0    // a trace writes returns from here (direct.go)
+	JEQ  nodirect
+	LEAQ 32(SP), R13
+	MOVQ R13, 0(SP)
+	CALL ·retDirect(SB)
+nodirect:
 	MOVQ 32(SP), AX
 	MOVQ 40(SP), BX
 	MOVQ 48(SP), CX

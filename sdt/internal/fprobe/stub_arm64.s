@@ -294,6 +294,12 @@ TEXT ·retBody(SB), NOSPLIT, $304-0
 	ADD  $40, RSP, R19
 	MOVD R19, 32(RSP)
 	CALL ·retHandler(SB)
+	MOVD ·directOn(SB), R19   // a trace writes returns from here (direct.go)
+	CBZ  R19, nodirect
+	ADD  $40, RSP, R19
+	MOVD R19, 8(RSP)
+	CALL ·retDirect(SB)
+nodirect:
 	LDP 40(RSP), (R0, R1)
 	LDP 56(RSP), (R2, R3)
 	LDP 72(RSP), (R4, R5)

@@ -39,6 +39,9 @@ type runtimeFunc struct {
 	args             atomic.Pointer[argLayout] // replaced whole (a signature came), read by the hook and the drain
 	dropsSaid        int64                     // return events dropped that a warning has said (drain's)
 	dropsAt          int64                     // rt.Nanotime of that warning (time.Now would link time's zones)
+	// what drain delivers the return events to: the return probe's consumers but
+	// those the return path writes (setDirect); nil: none
+	drainCons atomic.Pointer[Consumers]
 
 	// held while return events are between the ring and the consumers: a flush
 	// that takes it has every event read before it delivered (flushReturns)
@@ -338,7 +341,7 @@ func (p *probe) hitsNow() uint64 {
 		n += uint64(p.dyn.f.Stats().Entries)
 	}
 	if p.dyn != nil && p == p.dyn.ret {
-		n += uint64(p.dyn.f.Folded().Returns)
+		n += uint64(p.dyn.f.Folded().Returns) + uint64(p.dyn.f.Stats().Direct)
 	}
 	return n
 }
@@ -353,6 +356,7 @@ func (p *probe) consumed(c *Consumers) {
 	case p == p.dyn.entry:
 		p.dyn.f.SetQuiet(c == nil)
 	case p == p.dyn.ret:
+		p.dyn.setDirect(c)
 		p.dyn.f.SetReturnQuiet(c == nil)
 	}
 }
@@ -423,6 +427,7 @@ func (r *registry) drain() {
 		}
 		r.mu.Unlock()
 		n, busiest := 0, 0
+		fprobe.ReadRate() // for the latencies the return path writes itself
 		for _, rf := range fs {
 			m := rf.deliverReturns(buf, math.MaxInt)
 			rf.sayDrops()
@@ -484,7 +489,7 @@ func (rf *runtimeFunc) deliverBatch(buf []fprobe.Return) int {
 	p := rf.ret
 	n := rf.f.ReadReturns(buf)
 	p.hits.Add(uint64(n))
-	if c := p.cons.Load(); c != nil && n > 0 {
+	if c := rf.drainCons.Load(); c != nil && n > 0 {
 		rf.emitReturns(c, buf[:n])
 	}
 	return n

@@ -7,7 +7,9 @@
 //	                 count (prints store.Count(db), inlined), run (store.Run(f), N times),
 //	                 tree G N (G goroutines call tree.Handle N times each),
 //	                 http G N (G clients make N requests each to a server of plainapp's
-//	                 whose handler calls tree.Handle)
+//	                 whose handler calls tree.Handle),
+//	                 exit HOW (ends the process at once: os.Exit(0), a panic, or SIGKILL
+//	                 to itself; HOW is exit, panic or kill)
 //	plainapp tree G N   tree G N, then exits
 //	plainapp loop    calls Get for ever
 package main
@@ -135,6 +137,19 @@ func serve() {
 			if err := serveRequests(n, each); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
+			}
+		case "exit":
+			// At once, before the drain's next period: what the process fired
+			// must outlive it.
+			switch f[len(f)-1] {
+			case "exit":
+				os.Exit(0)
+			case "panic":
+				panic("plainapp: exit panic")
+			case "kill":
+				p, _ := os.FindProcess(os.Getpid())
+				p.Kill()
+				select {}
 			}
 		case "run":
 			k := 0
