@@ -165,6 +165,54 @@ func TestRuntimeLeafReturn(t *testing.T) {
 	}
 }
 
+// TestRuntimeLeafReturnTraced: a leaf's returns by a jump, traced with no predicate,
+// go straight into the trace's buffers as other returns do (its return body calls
+// the direct writer too, which unpins the P), more than a ring holds: every one
+// arrives, with its latency, and the calls go on after the trace closes.
+func TestRuntimeLeafReturnTraced(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
+	}
+	if raceEnabled {
+		t.Skip("under -race (*digest).Size calls the race runtime: not a leaf")
+	}
+	const spec = "fbt:crypto/md5:(*digest).Size:return"
+	if ret := listedOne(t, spec); ret.Sites[0].State == sdt.Refused {
+		t.Fatalf("a leaf's return probe refused: %s", ret.Sites[0].Reason)
+	}
+	tr, err := control.OpenTrace(spec, control.TraceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3 * 256 // three rings' worth
+	for range n {
+		if md5Hash.Size() != md5.Size {
+			t.Fatal("Size returned a wrong value")
+		}
+	}
+	evs := make([]control.Event, n+1)
+	got := 0
+	for deadline := time.Now().Add(10 * time.Second); got < n && time.Now().Before(deadline); {
+		k, err := tr.Read(evs[got:], 100*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs[got : got+k] {
+			if lat, ok := e.Args[0].Value.(int64); !ok || lat < 0 {
+				t.Fatalf("a return's latency: %+v", e.Args[0])
+			}
+		}
+		got += k
+	}
+	if got != n || tr.Drops() != 0 {
+		t.Errorf("traced %d returns of %d calls, %d dropped", got, n, tr.Drops())
+	}
+	tr.Close()
+	for range n {
+		md5Hash.Size()
+	}
+}
+
 func TestRuntimeFuncProbeRefused(t *testing.T) {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
 		t.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
