@@ -333,8 +333,7 @@ func (r *Response) Err() error {
 
 // ErrorResponse is the reply for err: its code when it is an *Error, else internal.
 func ErrorResponse(err error) *Response {
-	var e *Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*Error](err); ok {
 		return &Response{Kind: KindError, Code: e.Code, Message: e.Message}
 	}
 	return &Response{Kind: KindError, Code: CodeInternal, Message: err.Error()}

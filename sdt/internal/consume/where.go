@@ -48,8 +48,7 @@ func compileWhere(src string, probes []*registry.Probe, top uint32) (progs []*pr
 		prog, err := pred.Compile(src, args)
 		if err != nil {
 			pe := &PredicateError{Probe: p.Provider + ":" + p.Module + "::" + p.Name, Expr: src, Msg: err.Error()}
-			var e *pred.Error
-			if errors.As(err, &e) {
+			if e, ok := errors.AsType[*pred.Error](err); ok {
 				pe.Pos, pe.Msg = e.Pos, e.Msg
 			}
 			if !strings.HasPrefix(pe.Msg, "unknown argument ") {

@@ -241,8 +241,7 @@ func (r *registry) setBy(o *owner, specText string, enable bool) (int, error) {
 func parseSpec(text string) (spec.Spec, error) {
 	sp, err := spec.Parse(text)
 	if err != nil {
-		var se *spec.Error
-		if errors.As(err, &se) {
+		if se, ok := errors.AsType[*spec.Error](err); ok {
 			return sp, &SpecError{Spec: se.Spec, Pos: se.Pos, Reason: se.Reason}
 		}
 		return sp, err
