@@ -2,9 +2,9 @@ package sled
 
 import (
 	"bytes"
-	"runtime/debug"
 	"sort"
 	"strings"
+	_ "unsafe" // for go:linkname
 
 	"github.com/gosdt/gosdt/internal/functab"
 )
@@ -164,23 +164,42 @@ func (l Layout) packageFuncs(mods []string) [][2]int {
 // programModules returns the module paths of the program's build info (the main module
 // and every dependency), or nil when there is none to read.
 func programModules() []string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
+	// The build info as the linker wrote it, between 16 bytes of magic on each side
+	// (what debug.ReadBuildInfo reads): its parser, which unquotes every build setting,
+	// would cost every traced program more than this whole search.
+	info := modinfo()
+	if len(info) < 32 {
 		return nil
 	}
-	return modulesOf(bi)
+	return modulesOf(info[16 : len(info)-16])
 }
 
-// modulesOf returns the module paths of build info bi, nil if it names no main module.
-func modulesOf(bi *debug.BuildInfo) []string {
-	if bi.Main.Path == "" && bi.Path != "command-line-arguments" {
+// modinfo is runtime/debug's own source of the build info, which the runtime provides.
+//
+//go:linkname modinfo runtime/debug.modinfo
+func modinfo() string
+
+// modulesOf returns the module paths of build info in its text form (lines "path",
+// "mod" and "dep" of debug.BuildInfo.String), nil if it names no main module.
+func modulesOf(info string) []string {
+	var path, main string
+	var deps []string
+	for line := range strings.Lines(info) {
+		key, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
+		field, _, _ := strings.Cut(rest, "\t")
+		switch key {
+		case "path":
+			path = field
+		case "mod":
+			main = field
+		case "dep":
+			deps = append(deps, field)
+		}
+	}
+	if main == "" && path != "command-line-arguments" {
 		return nil
 	}
-	mods := []string{bi.Main.Path}
-	for _, d := range bi.Deps {
-		mods = append(mods, d.Path)
-	}
-	return mods
+	return append([]string{main}, deps...)
 }
 
 // mayHoldSites reports whether functions of package pkg can hold probe sites: package
