@@ -319,6 +319,11 @@ type Error struct {
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 // Errorf makes an *Error.
+//
+// Not inlined: every caller would carry its own copy of the call to fmt, and no
+// caller is on a hot path.
+//
+//go:noinline
 func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
