@@ -2,22 +2,29 @@ package ctlproto
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // Dir is the directory of the control sockets of this user's processes:
 // $XDG_RUNTIME_DIR/gosdt, or /tmp/gosdt-<uid> when XDG_RUNTIME_DIR is unset.
 func Dir() string {
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		return filepath.Join(d, "gosdt")
+		return InDir(d, "gosdt")
 	}
-	return filepath.Join(os.TempDir(), "gosdt-"+strconv.Itoa(os.Getuid()))
+	return InDir(os.TempDir(), "gosdt-"+strconv.Itoa(os.Getuid()))
+}
+
+// InDir is the path of the file name in directory dir. Not filepath.Join, whose
+// cleaning of the path (filepathlite.Clean) every traced program would link for
+// directories that name the same one with or without it.
+func InDir(dir, name string) string {
+	return strings.TrimRight(dir, string(os.PathSeparator)) + string(os.PathSeparator) + name
 }
 
 // SocketPath is the control socket of process pid.
 func SocketPath(pid int) string {
-	return filepath.Join(Dir(), strconv.Itoa(pid)+".sock")
+	return InDir(Dir(), strconv.Itoa(pid)+".sock")
 }
 
 // PidOf returns the pid a socket file name (<pid>.sock) names.

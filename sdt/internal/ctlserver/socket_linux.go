@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,7 +100,7 @@ func serveLocked() error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, strconv.Itoa(os.Getpid())+".sock")
+	path := ctlproto.InDir(dir, strconv.Itoa(os.Getpid())+".sock")
 	ln, err := listen(path)
 	if err != nil {
 		return err
