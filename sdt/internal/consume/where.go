@@ -73,5 +73,6 @@ func compileWhere(src string, probes []*registry.Probe, top uint32) (progs []*pr
 // whereMessage is a predicate error as the server tells a client: one line, then the
 // expression with a caret under the position.
 func whereMessage(e *PredicateError) string {
-	return strings.TrimPrefix(e.Error(), "control: ") + "\n  " + strings.ReplaceAll(e.Caret(), "\n", "\n  ")
+	expr, caret, _ := strings.Cut(e.Caret(), "\n") // two lines: Caret keeps no other newline
+	return strings.TrimPrefix(e.Error(), "control: ") + "\n  " + expr + "\n  " + caret
 }
