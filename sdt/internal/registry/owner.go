@@ -188,6 +188,10 @@ func holderNames(k holdKey) []string {
 }
 
 // keysOf turns matched sites and definitions into hold keys.
+//
+// Not inlined: its two callers each carried a copy of its loops.
+//
+//go:noinline
 func keysOf(sites []*site, wides []*probe) []holdKey {
 	keys := make([]holdKey, 0, len(sites)+len(wides))
 	for _, s := range sites {
