@@ -312,14 +312,35 @@ func (s socketConn) Close() error                { return s.f.Close() }
 
 func (s socketConn) setWriteTimeout(d time.Duration) { s.f.SetWriteDeadline(time.Now().Add(d)) }
 
+// asciiSpace is the white space of the kernel's /proc files.
+const asciiSpace = " \t\n"
+
+// asciiFields is strings.Fields for the kernel's /proc files, which are ASCII: not
+// strings.Fields and TrimSpace, whose Unicode white space links the tables' code into
+// every traced program for these two reads.
+func asciiFields(s string) []string {
+	var out []string
+	for {
+		s = strings.TrimLeft(s, asciiSpace)
+		if s == "" {
+			return out
+		}
+		i := strings.IndexAny(s, asciiSpace)
+		if i < 0 {
+			i = len(s)
+		}
+		out, s = append(out, s[:i]), s[i:]
+	}
+}
+
 // overflowUID is the uid the kernel reports for a uid without a mapping in our user
 // namespace; in the initial namespace, which maps every uid, no uid (-1).
 var overflowUID = sync.OnceValue(func() uint32 {
-	if m, err := consume.ReadProc("/proc/self/uid_map"); err != nil || strings.Join(strings.Fields(string(m)), " ") == "0 0 4294967295" {
+	if m, err := consume.ReadProc("/proc/self/uid_map"); err != nil || strings.Join(asciiFields(string(m)), " ") == "0 0 4294967295" {
 		return ^uint32(0)
 	}
 	b, err := consume.ReadProc("/proc/sys/kernel/overflowuid")
-	if n, err2 := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32); err == nil && err2 == nil {
+	if n, err2 := strconv.ParseUint(strings.Trim(string(b), asciiSpace), 10, 32); err == nil && err2 == nil {
 		return uint32(n)
 	}
 	return 65534
