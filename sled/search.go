@@ -101,10 +101,22 @@ func probeAPI(name []byte) bool {
 			return false
 		}
 		name = name[close+2:]
-	} else if dot := bytes.IndexAny(name, ".["); dot >= 0 && name[dot] == '.' && !isClosureSuffix(name[dot+1:]) {
+	} else if dot := dotOrBracket(name); dot >= 0 && name[dot] == '.' && !isClosureSuffix(name[dot+1:]) {
 		name = name[dot+1:]
 	}
 	return len(name) > 0 && name[0] >= 'A' && name[0] <= 'Z'
+}
+
+// dotOrBracket is the index of name's first '.' or '[', or -1: bytes.IndexAny(name,
+// ".["), whose general search (IndexRune, UTF-8) every traced program would link for
+// this one call.
+func dotOrBracket(name []byte) int {
+	for i, c := range name {
+		if c == '.' || c == '[' {
+			return i
+		}
+	}
+	return -1
 }
 
 // isClosureSuffix reports whether what follows a function's name and a dot names a
