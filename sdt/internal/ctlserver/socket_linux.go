@@ -325,9 +325,9 @@ func asciiFields(s string) []string {
 		if s == "" {
 			return out
 		}
-		i := strings.IndexAny(s, asciiSpace)
-		if i < 0 {
-			i = len(s)
+		i := 0
+		for i < len(s) && s[i] != ' ' && s[i] != '\t' && s[i] != '\n' {
+			i++
 		}
 		out, s = append(out, s[:i]), s[i:]
 	}

@@ -137,8 +137,17 @@ func (r *registry) candidates(sp spec.Spec) []*probe {
 	return r.probes
 }
 
+// isLiteral reports whether a spec's field is a name, no glob. A loop over bytes, not
+// strings.ContainsAny (and its UTF-8 search), which every traced program would link
+// for it: the glob's characters are ASCII, never inside a multi-byte character.
 func isLiteral(field string) bool {
-	return field != "" && !strings.ContainsAny(field, `*?[\`)
+	for i := 0; i < len(field); i++ {
+		switch field[i] {
+		case '*', '?', '[', '\\':
+			return false
+		}
+	}
+	return field != ""
 }
 
 // resolve binds sites to their definitions, and finds definitions that have no
