@@ -3,7 +3,6 @@ package ctlproto
 import (
 	"os"
 	"strconv"
-	"strings"
 )
 
 // Dir is the directory of the control sockets of this user's processes:
@@ -19,7 +18,10 @@ func Dir() string {
 // cleaning of the path (filepathlite.Clean) every traced program would link for
 // directories that name the same one with or without it.
 func InDir(dir, name string) string {
-	return strings.TrimRight(dir, string(os.PathSeparator)) + string(os.PathSeparator) + name
+	for len(dir) > 0 && dir[len(dir)-1] == os.PathSeparator {
+		dir = dir[:len(dir)-1]
+	}
+	return dir + string(os.PathSeparator) + name
 }
 
 // SocketPath is the control socket of process pid.

@@ -312,21 +312,21 @@ func (s socketConn) Close() error                { return s.f.Close() }
 
 func (s socketConn) setWriteTimeout(d time.Duration) { s.f.SetWriteDeadline(time.Now().Add(d)) }
 
-// asciiSpace is the white space of the kernel's /proc files.
-const asciiSpace = " \t\n"
-
 // asciiFields is strings.Fields for the kernel's /proc files, which are ASCII: not
-// strings.Fields and TrimSpace, whose Unicode white space links the tables' code into
-// every traced program for these two reads.
+// strings.Fields, TrimSpace or Trim, whose Unicode white space and UTF-8 search every
+// traced program would link for these two reads.
 func asciiFields(s string) []string {
+	space := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
 	var out []string
 	for {
-		s = strings.TrimLeft(s, asciiSpace)
+		for s != "" && space(s[0]) {
+			s = s[1:]
+		}
 		if s == "" {
 			return out
 		}
 		i := 0
-		for i < len(s) && s[i] != ' ' && s[i] != '\t' && s[i] != '\n' {
+		for i < len(s) && !space(s[i]) {
 			i++
 		}
 		out, s = append(out, s[:i]), s[i:]
@@ -340,8 +340,10 @@ var overflowUID = sync.OnceValue(func() uint32 {
 		return ^uint32(0)
 	}
 	b, err := consume.ReadProc("/proc/sys/kernel/overflowuid")
-	if n, err2 := strconv.ParseUint(strings.Trim(string(b), asciiSpace), 10, 32); err == nil && err2 == nil {
-		return uint32(n)
+	if f := asciiFields(string(b)); err == nil && len(f) == 1 {
+		if n, err := strconv.ParseUint(f[0], 10, 32); err == nil {
+			return uint32(n)
+		}
 	}
 	return 65534
 })

@@ -71,7 +71,7 @@ func isRuntimeSpec(sp spec.Spec) bool {
 		return false
 	}
 	fn := sp.Function
-	return strings.Trim(sp.Module, "*") != "" || (strings.Contains(fn, ".") && !strings.HasPrefix(fn, "(") && !strings.HasPrefix(fn, "*("))
+	return strings.Count(sp.Module, "*") != len(sp.Module) || (strings.Contains(fn, ".") && !strings.HasPrefix(fn, "(") && !strings.HasPrefix(fn, "*("))
 }
 
 // runtimeCandidates is the functions of the text that sp names, but for those rules
