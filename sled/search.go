@@ -31,7 +31,7 @@ import (
 // would still work, through its branch check.
 
 // fbtCopy marks the traced copies of functions instrumented by rules (internal/fbt).
-var fbtCopy = []byte(".__sdt_fbt")
+const fbtCopy = ".__sdt_fbt"
 
 // searchRanges returns the parts of the text, as offsets [lo, hi) sorted and merged,
 // that can hold probe sites, nil when it cannot tell (search everything), and how it
@@ -96,7 +96,7 @@ func probeAPI(name []byte) bool {
 		return false
 	}
 	if name[0] == '(' {
-		close := bytes.Index(name, []byte(")."))
+		close := index(name, ").")
 		if close < 0 {
 			return false
 		}
@@ -105,6 +105,22 @@ func probeAPI(name []byte) bool {
 		name = name[dot+1:]
 	}
 	return len(name) > 0 && name[0] >= 'A' && name[0] <= 'Z'
+}
+
+// index is bytes.Index(b, sep) for the short separators of symbol names: by
+// bytes.IndexByte, not bytes.Index, whose general search (Rabin-Karp, its own
+// dispatch) every traced program would link for these two calls.
+func index(b []byte, sep string) int {
+	for i := 0; i+len(sep) <= len(b); i++ {
+		j := bytes.IndexByte(b[i:], sep[0])
+		if j < 0 {
+			return -1
+		}
+		if i += j; i+len(sep) <= len(b) && string(b[i:i+len(sep)]) == sep {
+			return i
+		}
+	}
+	return -1
 }
 
 // dotOrBracket is the index of name's first '.' or '[', or -1: bytes.IndexAny(name,
@@ -154,7 +170,7 @@ func (l Layout) packageFuncs(mods []string) [][2]int {
 			}
 			curPkg = pkg
 		}
-		if !cur.holds && bytes.Contains(name, fbtCopy) {
+		if !cur.holds && index(name, fbtCopy) >= 0 {
 			cur.holds = true
 		}
 		cur.runs = functab.AppendRange(cur.runs, l.tab.EntryOffset(i), l.tab.EndOffset(i))

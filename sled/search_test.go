@@ -1,6 +1,7 @@
 package sled
 
 import (
+	"bytes"
 	"debug/gosym"
 	"reflect"
 	"runtime"
@@ -230,6 +231,17 @@ func TestProgramModules(t *testing.T) {
 	} {
 		if got := modulesOf(c.info.String()); !slices.Equal(got, c.want) {
 			t.Errorf("modulesOf(%q) = %q, want %q", c.info.String(), got, c.want)
+		}
+	}
+}
+
+// TestIndex: index finds a separator where bytes.Index does.
+func TestIndex(t *testing.T) {
+	for _, b := range []string{"", ".", ").", "(*T).M", "(*T)).M", "a.b.__sdt_fbt1_2t", "pkg.F.__sdt_fb", "..__sdt_fbt", "x).).", ")"} {
+		for _, sep := range []string{").", ".__sdt_fbt", ".", ")"} {
+			if got, want := index([]byte(b), sep), bytes.Index([]byte(b), []byte(sep)); got != want {
+				t.Errorf("index(%q, %q) = %d, want %d", b, sep, got, want)
+			}
 		}
 	}
 }
