@@ -335,19 +335,7 @@ func (r *registry) switchLocked(sites []*site, wholes []*probe, enable bool, wha
 			writes = append(writes, patch.Write{Addr: s.Addr + uintptr(s.ToggleAt), Old: from, New: to})
 		}
 	}
-	mark := func(on bool) {
-		for _, p := range wides {
-			if p.dyn == nil { // a run-time probe's state is fprobe's, which Set writes
-				p.wide.Store(on)
-			}
-		}
-		for _, s := range changed {
-			s.on.Store(on)
-		}
-		for _, p := range touched {
-			p.syncFlag()
-		}
-	}
+	mark := func(on bool) { markSwitched(wides, changed, touched, on) }
 	// Run-time function probes first: a request fails there more often (a limit, a
 	// function's bytes changed), and the sites' batch is then not written at all.
 	placed, unplaced := runtimeChanges(wides, enable)
@@ -393,6 +381,23 @@ func (r *registry) switchLocked(sites []*site, wholes []*probe, enable bool, wha
 		n += p.points()
 	}
 	return n, nil
+}
+
+// markSwitched sets on for switchLocked's definitions as a whole (wides) and sites
+// (changed), and the flag bytes of the definitions they touched. A function, not
+// switchLocked's closure: the compiler copied the closure into each of its four calls.
+func markSwitched(wides []*probe, changed []*site, touched []*probe, on bool) {
+	for _, p := range wides {
+		if p.dyn == nil { // a run-time probe's state is fprobe's, which Set writes
+			p.wide.Store(on)
+		}
+	}
+	for _, s := range changed {
+		s.on.Store(on)
+	}
+	for _, p := range touched {
+		p.syncFlag()
+	}
 }
 
 // points is how many points of code a run-time function probe has (its entry, or its
