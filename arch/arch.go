@@ -3,6 +3,11 @@
 // arch/amd64 and arch/arm64 each export one of both.
 package arch
 
+import (
+	"slices"
+	"sort"
+)
+
 // Arch is one instruction set as discovery (package sled) uses it. Every function is
 // pure over the bytes a Memory returns: no unsafe, no syscalls, so both descriptions
 // build and run on every host (sdtctl reads either architecture's binaries anywhere).
@@ -198,6 +203,15 @@ type Walked struct {
 	Starts     []uint64 // bit i set: an instruction starts at Entry+i; nil where Width says
 	Width      int      // the fixed instruction width (arm64: 4), 0 for variable-length code
 	Insts      int      // instructions walked, where counted
+}
+
+// SortTargets sorts a walk's branch targets and drops the duplicates, as
+// Walked.Targets keeps them. By sort.Slice, whose code every program that imports sdt
+// links already (the registry, sled and patch sort with it), where slices.Sort would
+// add a whole instantiation of pdqsort for uint64.
+func SortTargets(targets []uint64) []uint64 {
+	sort.Slice(targets, func(i, j int) bool { return targets[i] < targets[j] })
+	return slices.Compact(targets)
 }
 
 // IsStart reports whether an instruction of the walked function starts at pc.

@@ -91,8 +91,8 @@ func (b *batch) apply(proto Protocol, o Options) (Report, error) {
 		default:
 			rep.Attempts, err = b.applyRendezvous(o)
 		}
-		var me *mprotectError
-		if !errors.As(err, &me) {
+		me, ok := errors.AsType[*mprotectError](err)
+		if !ok {
 			break
 		}
 		if b.memFD >= 0 {

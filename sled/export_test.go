@@ -48,7 +48,7 @@ func FileSearch(path string) (text uint64, ranges [][2]int, how string, err erro
 	}
 	var mods []string
 	if bi, err := buildinfo.ReadFile(path); err == nil {
-		mods = modulesOf(bi)
+		mods = modulesOf(bi.String())
 	}
 	ranges, how = l.searchRangesOf(func() []string { return mods })
 	if l.noInline == "" {

@@ -2,9 +2,9 @@ package sled
 
 import (
 	"bytes"
-	"runtime/debug"
 	"sort"
 	"strings"
+	_ "unsafe" // for go:linkname
 
 	"github.com/gosdt/gosdt/internal/functab"
 )
@@ -31,7 +31,7 @@ import (
 // would still work, through its branch check.
 
 // fbtCopy marks the traced copies of functions instrumented by rules (internal/fbt).
-var fbtCopy = []byte(".__sdt_fbt")
+const fbtCopy = ".__sdt_fbt"
 
 // searchRanges returns the parts of the text, as offsets [lo, hi) sorted and merged,
 // that can hold probe sites, nil when it cannot tell (search everything), and how it
@@ -96,15 +96,43 @@ func probeAPI(name []byte) bool {
 		return false
 	}
 	if name[0] == '(' {
-		close := bytes.Index(name, []byte(")."))
+		close := index(name, ").")
 		if close < 0 {
 			return false
 		}
 		name = name[close+2:]
-	} else if dot := bytes.IndexAny(name, ".["); dot >= 0 && name[dot] == '.' && !isClosureSuffix(name[dot+1:]) {
+	} else if dot := dotOrBracket(name); dot >= 0 && name[dot] == '.' && !isClosureSuffix(name[dot+1:]) {
 		name = name[dot+1:]
 	}
 	return len(name) > 0 && name[0] >= 'A' && name[0] <= 'Z'
+}
+
+// index is bytes.Index(b, sep) for the short separators of symbol names: by
+// bytes.IndexByte, not bytes.Index, whose general search (Rabin-Karp, its own
+// dispatch) every traced program would link for these two calls.
+func index(b []byte, sep string) int {
+	for i := 0; i+len(sep) <= len(b); i++ {
+		j := bytes.IndexByte(b[i:], sep[0])
+		if j < 0 {
+			return -1
+		}
+		if i += j; i+len(sep) <= len(b) && string(b[i:i+len(sep)]) == sep {
+			return i
+		}
+	}
+	return -1
+}
+
+// dotOrBracket is the index of name's first '.' or '[', or -1: bytes.IndexAny(name,
+// ".["), whose general search (IndexRune, UTF-8) every traced program would link for
+// this one call.
+func dotOrBracket(name []byte) int {
+	for i, c := range name {
+		if c == '.' || c == '[' {
+			return i
+		}
+	}
+	return -1
 }
 
 // isClosureSuffix reports whether what follows a function's name and a dot names a
@@ -142,7 +170,7 @@ func (l Layout) packageFuncs(mods []string) [][2]int {
 			}
 			curPkg = pkg
 		}
-		if !cur.holds && bytes.Contains(name, fbtCopy) {
+		if !cur.holds && index(name, fbtCopy) >= 0 {
 			cur.holds = true
 		}
 		cur.runs = functab.AppendRange(cur.runs, l.tab.EntryOffset(i), l.tab.EndOffset(i))
@@ -164,23 +192,42 @@ func (l Layout) packageFuncs(mods []string) [][2]int {
 // programModules returns the module paths of the program's build info (the main module
 // and every dependency), or nil when there is none to read.
 func programModules() []string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
+	// The build info as the linker wrote it, between 16 bytes of magic on each side
+	// (what debug.ReadBuildInfo reads): its parser, which unquotes every build setting,
+	// would cost every traced program more than this whole search.
+	info := modinfo()
+	if len(info) < 32 {
 		return nil
 	}
-	return modulesOf(bi)
+	return modulesOf(info[16 : len(info)-16])
 }
 
-// modulesOf returns the module paths of build info bi, nil if it names no main module.
-func modulesOf(bi *debug.BuildInfo) []string {
-	if bi.Main.Path == "" && bi.Path != "command-line-arguments" {
+// modinfo is runtime/debug's own source of the build info, which the runtime provides.
+//
+//go:linkname modinfo runtime/debug.modinfo
+func modinfo() string
+
+// modulesOf returns the module paths of build info in its text form (lines "path",
+// "mod" and "dep" of debug.BuildInfo.String), nil if it names no main module.
+func modulesOf(info string) []string {
+	var path, main string
+	var deps []string
+	for line := range strings.Lines(info) {
+		key, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
+		field, _, _ := strings.Cut(rest, "\t")
+		switch key {
+		case "path":
+			path = field
+		case "mod":
+			main = field
+		case "dep":
+			deps = append(deps, field)
+		}
+	}
+	if main == "" && path != "command-line-arguments" {
 		return nil
 	}
-	mods := []string{bi.Main.Path}
-	for _, d := range bi.Deps {
-		mods = append(mods, d.Path)
-	}
-	return mods
+	return append([]string{main}, deps...)
 }
 
 // mayHoldSites reports whether functions of package pkg can hold probe sites: package

@@ -1,9 +1,12 @@
 package sled
 
 import (
+	"bytes"
 	"debug/gosym"
 	"reflect"
 	"runtime"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 
@@ -191,6 +194,54 @@ func TestProbeAPI(t *testing.T) {
 	} {
 		if got := probeAPI([]byte(name + "\x00rest")); got != want {
 			t.Errorf("probeAPI(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestProgramModules: the modules read from the build info's text are the main
+// module and the dependencies debug.ReadBuildInfo parses from it, in its order, and
+// the same from the text form of build infos with dependencies, replacements and
+// quoted settings, without a main module (go run of a file), and of none.
+func TestProgramModules(t *testing.T) {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		t.Skip("this test binary has no build info")
+	}
+	want := []string{bi.Main.Path}
+	for _, d := range bi.Deps {
+		want = append(want, d.Path)
+	}
+	if got := programModules(); !slices.Equal(got, want) {
+		t.Errorf("programModules() = %q, want %q", got, want)
+	}
+	for _, c := range []struct {
+		info *debug.BuildInfo
+		want []string
+	}{
+		{&debug.BuildInfo{Path: "command-line-arguments", Deps: []*debug.Module{{Path: "example.com/dep", Version: "v1.0.0", Replace: &debug.Module{Path: "../dep", Version: "(devel)"}}}},
+			[]string{"", "example.com/dep"}},
+		{&debug.BuildInfo{Path: "example.com/cmd", Main: debug.Module{Path: "example.com", Version: "(devel)"}},
+			[]string{"example.com"}},
+		{&debug.BuildInfo{Path: "example.com/cmd", Main: debug.Module{Path: "example.com", Version: "v1.2.0", Sum: "h1:x="},
+			Deps:     []*debug.Module{{Path: "golang.org/x/sys", Version: "v0.1.0", Sum: "h1:y="}, {Path: "example.org/b", Version: "v2.0.0"}},
+			Settings: []debug.BuildSetting{{Key: "-ldflags", Value: "-X \"main.v=a b\""}, {Key: "vcs", Value: "git"}}},
+			[]string{"example.com", "golang.org/x/sys", "example.org/b"}},
+		{&debug.BuildInfo{Path: "example.com/cmd"}, nil},
+		{&debug.BuildInfo{}, nil},
+	} {
+		if got := modulesOf(c.info.String()); !slices.Equal(got, c.want) {
+			t.Errorf("modulesOf(%q) = %q, want %q", c.info.String(), got, c.want)
+		}
+	}
+}
+
+// TestIndex: index finds a separator where bytes.Index does.
+func TestIndex(t *testing.T) {
+	for _, b := range []string{"", ".", ").", "(*T).M", "(*T)).M", "a.b.__sdt_fbt1_2t", "pkg.F.__sdt_fb", "..__sdt_fbt", "x).).", ")"} {
+		for _, sep := range []string{").", ".__sdt_fbt", ".", ")"} {
+			if got, want := index([]byte(b), sep), bytes.Index([]byte(b), []byte(sep)); got != want {
+				t.Errorf("index(%q, %q) = %d, want %d", b, sep, got, want)
+			}
 		}
 	}
 }

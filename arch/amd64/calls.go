@@ -415,7 +415,7 @@ func (r *regs) step0F(in *inst, sz, rm int, first func(n, size int)) {
 		r.known = 0
 	default:
 		// SSE and MMX instructions that write vector registers or memory.
-		if twoByte[op]&aOK == 0 {
+		if legacyMaps[map0F][op]&aOK == 0 {
 			r.known = 0
 		}
 	}

@@ -110,7 +110,7 @@ func quickLength(b []byte) (n int, flow flowKind, rel int32, ok bool) {
 	if op == 0x0F {
 		i++
 		op = b[i]
-		a = twoByte[op]
+		a = legacyMaps[map0F][op]
 		switch {
 		case a&aRel32 != 0: // Jcc rel32
 			if rex != 0 {
@@ -123,7 +123,7 @@ func quickLength(b []byte) (n int, flow flowKind, rel int32, ok bool) {
 			return 0, 0, 0, false
 		}
 	} else {
-		a = oneByte[op]
+		a = legacyMaps[mapOne][op]
 		switch {
 		case a == 0:
 			return 0, 0, 0, false

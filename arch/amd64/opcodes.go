@@ -35,10 +35,10 @@ const (
 	pNO  = pN | pO
 )
 
-// oneByte describes the one-byte opcode map in 64-bit mode. Unknown entries (0) are
+// oneByteMap describes the one-byte opcode map in 64-bit mode. Unknown entries (0) are
 // prefixes, opcodes invalid in 64-bit mode, x87, I/O, segment moves, far transfers and
 // ENTER/IRET.
-var oneByte = func() (t [256]uint32) {
+func oneByteMap() (t [256]uint32) {
 	for op := 0x00; op < 0x40; op += 8 { // ADD OR ADC SBB AND SUB XOR CMP
 		t[op+0], t[op+1], t[op+2], t[op+3] = mrm, mrm, mrm, mrm
 		t[op+4], t[op+5] = aOK|aImm8, aOK|aImmZ
@@ -92,12 +92,12 @@ var oneByte = func() (t [256]uint32) {
 	t[0xF6], t[0xF7] = mrm|aGroup|aLock, mrm|aGroup|aLock                           // TEST imm, NOT, NEG, MUL, DIV...
 	t[0xFE], t[0xFF] = mrm|aGroup|aLock, mrm|aGroup|aLock                           // INC, DEC; CALL, JMP, PUSH
 	return t
-}()
+}
 
-// twoByte describes the 0F map: the SSE, CMOVcc, SETcc, Jcc rel32, bit, exchange and
+// twoByteMap describes the 0F map: the SSE, CMOVcc, SETcc, Jcc rel32, bit, exchange and
 // system instructions Go emits, each with the mandatory prefixes under which x86asm
 // decodes it.
-var twoByte = func() (t [256]uint32) {
+func twoByteMap() (t [256]uint32) {
 	set := func(a uint32, ops ...int) {
 		for _, op := range ops {
 			t[op] = a
@@ -158,11 +158,11 @@ var twoByte = func() (t [256]uint32) {
 	set(mrm|aRegOnly|pNO, 0xF7) // MASKMOVQ MASKMOVDQU
 	span(mrm|pNO, 0xF8, 0xFE)
 	return t
-}()
+}
 
-// map38 and map3A describe the three-byte maps 0F 38 and 0F 3A: SSSE3, SSE4, AES,
+// map38Map and map3AMap describe the three-byte maps 0F 38 and 0F 3A: SSSE3, SSE4, AES,
 // SHA, CLMUL, CRC32, MOVBE and ADX. Every 0F 3A opcode takes an 8-bit immediate.
-var map38 = func() (t [256]uint32) {
+func map38Map() (t [256]uint32) {
 	for op := 0x00; op <= 0x0B; op++ { // PSHUFB PHADDW ... PMULHRSW
 		t[op] = mrm | pNO
 	}
@@ -179,9 +179,9 @@ var map38 = func() (t [256]uint32) {
 	t[0xF0], t[0xF1] = mrm|aGroup|pN|pO|pD, mrm|aGroup|pN|pO|pD // MOVBE (memory only), CRC32 (F2)
 	t[0xF6] = mrm | pO | pS                                     // ADCX ADOX
 	return t
-}()
+}
 
-var map3A = func() (t [256]uint32) {
+func map3AMap() (t [256]uint32) {
 	for _, op := range []int{0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x14, 0x15, 0x16, 0x17, 0x20, 0x21, 0x22,
 		0x40, 0x41, 0x42, 0x44, 0x60, 0x61, 0x62, 0x63, 0xDF} { // ROUNDxx BLENDxx PEXTRx PINSRx DPPx PCLMULQDQ PCMPxSTRx AESKEYGENASSIST
 		t[op] = mrm | aImm8 | pO
@@ -189,10 +189,19 @@ var map3A = func() (t [256]uint32) {
 	t[0x0F] = mrm | aImm8 | pNO // PALIGNR
 	t[0xCC] = mrm | aImm8 | pN  // SHA1RNDS4
 	return t
-}()
+}
 
-// legacyMaps are the tables by opcode map.
-var legacyMaps = [4]*[256]uint32{&oneByte, &twoByte, &map38, &map3A}
+//go:generate go test -run TestOpcodeMapsGenerated -update-opcodes .
+
+// legacyMaps, the tables by opcode map (mapOne, map0F, map0F38, map0F3A), is what the
+// functions above build, generated (opcodes_gen.go) so that no program builds it at
+// its start: that code was about 6 KB in every traced program.
+// TestOpcodeMapsGenerated checks it against buildLegacyMaps.
+
+// buildLegacyMaps is legacyMaps as the functions above build them.
+func buildLegacyMaps() [4][256]uint32 {
+	return [4][256]uint32{oneByteMap(), twoByteMap(), map38Map(), map3AMap()}
+}
 
 // group checks a grouped opcode's ModRM (its reg field the opcode extension) and sets
 // what depends on it: the immediate of TEST, an indirect transfer's flow, LOCK. after

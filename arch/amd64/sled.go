@@ -55,6 +55,10 @@ const minSiteLen = 9
 
 // nop returns n bytes of NOPs in the fewest instructions: the remainder (n mod 9)
 // first, then 9-byte NOPs. nop(n) for n <= 0 is empty.
+//
+// Not inlined: five callers each carried a copy of its loop.
+//
+//go:noinline
 func nop(n int) []byte {
 	if n <= 0 {
 		return nil

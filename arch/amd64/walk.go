@@ -1,10 +1,6 @@
 package amd64
 
-import (
-	"slices"
-
-	"github.com/gosdt/gosdt/arch"
-)
+import "github.com/gosdt/gosdt/arch"
 
 // walkChunk is how much code walk reads at a time.
 const walkChunk = 4096
@@ -91,8 +87,6 @@ func walk(m arch.Memory, entry, end uint64) (*arch.Walked, error) {
 			targets = append(targets, t)
 		}
 	}
-	slices.Sort(targets)
-	targets = slices.Compact(targets)
-	w.Targets = targets
+	w.Targets = arch.SortTargets(targets)
 	return w, nil
 }

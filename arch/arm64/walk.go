@@ -2,7 +2,6 @@ package arm64
 
 import (
 	"encoding/binary"
-	"slices"
 
 	"github.com/gosdt/gosdt/arch"
 )
@@ -100,7 +99,6 @@ func walk(m arch.Memory, entry, end uint64) (*arch.Walked, error) {
 			w.Targets = append(w.Targets, t)
 		}
 	}
-	slices.Sort(w.Targets)
-	w.Targets = slices.Compact(w.Targets)
+	w.Targets = arch.SortTargets(w.Targets)
 	return w, nil
 }

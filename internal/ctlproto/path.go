@@ -2,7 +2,6 @@ package ctlproto
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 )
 
@@ -10,14 +9,24 @@ import (
 // $XDG_RUNTIME_DIR/gosdt, or /tmp/gosdt-<uid> when XDG_RUNTIME_DIR is unset.
 func Dir() string {
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		return filepath.Join(d, "gosdt")
+		return InDir(d, "gosdt")
 	}
-	return filepath.Join(os.TempDir(), "gosdt-"+strconv.Itoa(os.Getuid()))
+	return InDir(os.TempDir(), "gosdt-"+strconv.Itoa(os.Getuid()))
+}
+
+// InDir is the path of the file name in directory dir. Not filepath.Join, whose
+// cleaning of the path (filepathlite.Clean) every traced program would link for
+// directories that name the same one with or without it.
+func InDir(dir, name string) string {
+	for len(dir) > 0 && dir[len(dir)-1] == os.PathSeparator {
+		dir = dir[:len(dir)-1]
+	}
+	return dir + string(os.PathSeparator) + name
 }
 
 // SocketPath is the control socket of process pid.
 func SocketPath(pid int) string {
-	return filepath.Join(Dir(), strconv.Itoa(pid)+".sock")
+	return InDir(Dir(), strconv.Itoa(pid)+".sock")
 }
 
 // PidOf returns the pid a socket file name (<pid>.sock) names.

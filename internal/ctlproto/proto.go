@@ -319,6 +319,11 @@ type Error struct {
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 // Errorf makes an *Error.
+//
+// Not inlined: every caller would carry its own copy of the call to fmt, and no
+// caller is on a hot path.
+//
+//go:noinline
 func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
@@ -333,8 +338,7 @@ func (r *Response) Err() error {
 
 // ErrorResponse is the reply for err: its code when it is an *Error, else internal.
 func ErrorResponse(err error) *Response {
-	var e *Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*Error](err); ok {
 		return &Response{Kind: KindError, Code: e.Code, Message: e.Message}
 	}
 	return &Response{Kind: KindError, Code: CodeInternal, Message: err.Error()}

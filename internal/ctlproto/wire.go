@@ -89,6 +89,10 @@ type dec struct {
 	typ int // of the field just read by next
 }
 
+// fail records the first error of a decode. Not inlined: it runs only on a bad
+// message, and each of the decoder's calls carried a copy of it.
+//
+//go:noinline
 func (d *dec) fail(what string) {
 	if d.err == nil {
 		d.err = Errorf(CodeBadRequest, "bad message: %s", what)

@@ -168,7 +168,7 @@ func MatchFunc(pattern, function string) bool {
 	}
 	// A generic function or method by its name alone: Sum for store.Sum[...], Map for
 	// store.(*Box).Map[go.shape.string] (go1.27's generic methods).
-	if j := strings.IndexByte(last, '['); j > 0 && strings.HasSuffix(last, "]") && !strings.ContainsAny(last[:j], "()") && Match(pattern, last[:j]) {
+	if j := strings.IndexByte(last, '['); j > 0 && strings.HasSuffix(last, "]") && strings.IndexByte(last[:j], '(') < 0 && strings.IndexByte(last[:j], ')') < 0 && Match(pattern, last[:j]) {
 		return true
 	}
 	// A name as the linker writes it (go tool nm: its shapes) is also the one the

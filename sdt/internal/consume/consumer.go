@@ -43,6 +43,10 @@ type optionError struct{ msg string }
 
 func (e *optionError) Error() string { return e.msg }
 
+// Not inlined: every caller would carry its own copy of the call to fmt, and no
+// caller is on a hot path.
+//
+//go:noinline
 func badOption(format string, args ...any) error {
 	return &optionError{fmt.Sprintf(format, args...)}
 }
@@ -177,6 +181,11 @@ func (c *consumer) name(id uint32, site uintptr) string {
 }
 
 // Warnf tells the process's stderr what the control plane could not do.
+//
+// Not inlined: every caller would carry its own copy of the call to fmt, and no
+// caller is on a hot path.
+//
+//go:noinline
 func Warnf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "sdt: control: "+format+"\n", args...)
 }

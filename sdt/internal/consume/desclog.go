@@ -115,20 +115,22 @@ func (l *descLog) write(probes []*registry.Probe, states []probeState, again boo
 		} else {
 			logged[p.ID] = 0
 		}
-		site := func(addr uintptr) {
+		// The probe as a whole (site 0), then each site: one loop, not a closure
+		// called twice, which the compiler copied into both calls.
+		for i := -1; i < len(p.Sites); i++ {
+			var addr uintptr
+			if i >= 0 {
+				addr = p.Sites[i].Addr
+			}
 			k := ctlproto.DescKey{Probe: p.ID, Site: uint64(addr)}
 			if l.done[k] && !again {
-				return
+				continue
 			}
 			keys = append(keys, k)
 			ds = append(ds, ctlproto.Desc{ID: p.ID, Probe: p.FullName(addr), Site: uint64(addr), Args: args, Kinds: kinds, Pending: pending})
 			if len(ds) == 256 {
 				flush()
 			}
-		}
-		site(0)
-		for i := range p.Sites {
-			site(p.Sites[i].Addr)
 		}
 	}
 	flush()

@@ -310,6 +310,10 @@ func Signatures(sigs []ctlproto.FuncSig) {
 	registry.Signatures(out)
 }
 
+// sigValues converts signatures' values at the server's edge. Not inlined: its two
+// callers each carried a copy of its loop.
+//
+//go:noinline
 func sigValues(vs []ctlproto.SigValue) []registry.SigValue {
 	out := make([]registry.SigValue, len(vs))
 	for i, v := range vs {

@@ -105,7 +105,8 @@ func headroom() (n uint64, what string, ok bool) {
 // memory.usage_in_bytes; found false without a limit.
 func cgroupMemory() (limit, used uint64, found bool) {
 	b, _ := ReadProc("/proc/self/cgroup")
-	for _, line := range strings.Split(string(b), "\n") {
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSuffix(line, "\n")
 		// "0::/path" (v2), "4:memory:/path" (v1)
 		_, rest, ok := strings.Cut(line, ":")
 		ctrl, path, _ := strings.Cut(rest, ":")

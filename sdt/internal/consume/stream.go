@@ -336,16 +336,16 @@ func statStream(cc Client, q *ctlproto.Request, reqs <-chan *ctlproto.Request) (
 
 // ErrCode maps an error to a protocol error.
 func ErrCode(err error) error {
-	var pe *ctlproto.Error
-	var oe *optionError
-	var we *PredicateError
-	switch {
-	case errors.As(err, &pe):
+	if _, ok := errors.AsType[*ctlproto.Error](err); ok {
 		return err
-	case errors.As(err, &we):
+	}
+	if we, ok := errors.AsType[*PredicateError](err); ok {
 		return ctlproto.Errorf(ctlproto.CodeBadRequest, "%s", whereMessage(we))
-	case errors.As(err, &oe):
+	}
+	if _, ok := errors.AsType[*optionError](err); ok {
 		return ctlproto.Errorf(ctlproto.CodeBadRequest, "%v", err)
+	}
+	switch {
 	case errors.Is(err, registry.ErrMalformedSpec):
 		return ctlproto.Errorf(ctlproto.CodeBadSpec, "%v", err)
 	case errors.Is(err, registry.ErrNoMatch):

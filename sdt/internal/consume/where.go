@@ -48,8 +48,7 @@ func compileWhere(src string, probes []*registry.Probe, top uint32) (progs []*pr
 		prog, err := pred.Compile(src, args)
 		if err != nil {
 			pe := &PredicateError{Probe: p.Provider + ":" + p.Module + "::" + p.Name, Expr: src, Msg: err.Error()}
-			var e *pred.Error
-			if errors.As(err, &e) {
+			if e, ok := errors.AsType[*pred.Error](err); ok {
 				pe.Pos, pe.Msg = e.Pos, e.Msg
 			}
 			if !strings.HasPrefix(pe.Msg, "unknown argument ") {
@@ -74,5 +73,6 @@ func compileWhere(src string, probes []*registry.Probe, top uint32) (progs []*pr
 // whereMessage is a predicate error as the server tells a client: one line, then the
 // expression with a caret under the position.
 func whereMessage(e *PredicateError) string {
-	return strings.TrimPrefix(e.Error(), "control: ") + "\n  " + strings.ReplaceAll(e.Caret(), "\n", "\n  ")
+	expr, caret, _ := strings.Cut(e.Caret(), "\n") // two lines: Caret keeps no other newline
+	return strings.TrimPrefix(e.Error(), "control: ") + "\n  " + expr + "\n  " + caret
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,7 +100,7 @@ func serveLocked() error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, strconv.Itoa(os.Getpid())+".sock")
+	path := ctlproto.InDir(dir, strconv.Itoa(os.Getpid())+".sock")
 	ln, err := listen(path)
 	if err != nil {
 		return err
@@ -194,6 +193,18 @@ func listen(path string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), path), nil
 }
 
+// accept4 accepts a connection on the listening socket fd, non-blocking and
+// close-on-exec, without its peer's address: unix.Accept4 decodes the address into a
+// Sockaddr, which links the decoding of every address family, their types and methods
+// (about 40 KB of every traced program) for a peer known only by its credentials.
+func accept4(fd uintptr) (int, error) {
+	nfd, _, errno := unix.Syscall6(unix.SYS_ACCEPT4, fd, 0, 0, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(nfd), nil
+}
+
 // accept serves each connection on its own goroutine, until ln is closed; dir is
 // the socket's directory, limit the most connections served at once.
 func accept(ln *os.File, dir string, limit int32) {
@@ -208,7 +219,7 @@ func accept(ln *os.File, dir string, limit int32) {
 		nfd := -1
 		var aerr error
 		if err := rc.Read(func(fd uintptr) bool {
-			nfd, _, aerr = unix.Accept4(int(fd), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+			nfd, aerr = accept4(fd)
 			return aerr != unix.EAGAIN
 		}); err != nil {
 			return // closed by Stop
@@ -301,15 +312,38 @@ func (s socketConn) Close() error                { return s.f.Close() }
 
 func (s socketConn) setWriteTimeout(d time.Duration) { s.f.SetWriteDeadline(time.Now().Add(d)) }
 
+// asciiFields is strings.Fields for the kernel's /proc files, which are ASCII: not
+// strings.Fields, TrimSpace or Trim, whose Unicode white space and UTF-8 search every
+// traced program would link for these two reads.
+func asciiFields(s string) []string {
+	space := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
+	var out []string
+	for {
+		for s != "" && space(s[0]) {
+			s = s[1:]
+		}
+		if s == "" {
+			return out
+		}
+		i := 0
+		for i < len(s) && !space(s[i]) {
+			i++
+		}
+		out, s = append(out, s[:i]), s[i:]
+	}
+}
+
 // overflowUID is the uid the kernel reports for a uid without a mapping in our user
 // namespace; in the initial namespace, which maps every uid, no uid (-1).
 var overflowUID = sync.OnceValue(func() uint32 {
-	if m, err := consume.ReadProc("/proc/self/uid_map"); err != nil || strings.Join(strings.Fields(string(m)), " ") == "0 0 4294967295" {
+	if m, err := consume.ReadProc("/proc/self/uid_map"); err != nil || strings.Join(asciiFields(string(m)), " ") == "0 0 4294967295" {
 		return ^uint32(0)
 	}
 	b, err := consume.ReadProc("/proc/sys/kernel/overflowuid")
-	if n, err2 := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32); err == nil && err2 == nil {
-		return uint32(n)
+	if f := asciiFields(string(b)); err == nil && len(f) == 1 {
+		if n, err := strconv.ParseUint(f[0], 10, 32); err == nil {
+			return uint32(n)
+		}
 	}
 	return 65534
 })

@@ -2,7 +2,6 @@ package pred
 
 import (
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/gosdt/gosdt/sdt/internal/registry"
@@ -43,7 +42,11 @@ func (e *Error) Caret() string {
 		}
 	}
 	pos := min(max(e.Pos, 0), len(e.Expr))
-	return string(line) + "\n" + strings.Repeat(" ", utf8.RuneCountInString(e.Expr[:pos])) + "^"
+	line = append(line, '\n')
+	for range utf8.RuneCountInString(e.Expr[:pos]) {
+		line = append(line, ' ')
+	}
+	return string(append(line, '^'))
 }
 
 // Program is a compiled predicate. It is immutable: Match may run on any number of

@@ -79,8 +79,7 @@ func Unhold(specs []string, owners ...*Owner) (n, kept int, keptBy []string, err
 		}
 		n += m
 	}
-	var sh *StillHeldError
-	if errors.As(stillHeld(what, keys), &sh) {
+	if sh, ok := errors.AsType[*StillHeldError](stillHeld(what, keys)); ok {
 		kept, keptBy = sh.Sites, sh.Holders
 		if kept == 0 {
 			kept = sh.Definitions // no site verified here: whole definitions

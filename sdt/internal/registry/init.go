@@ -152,6 +152,10 @@ func (r *registry) seal(patchEnv string) {
 // procMemNote is the note of sites written through /proc/self/mem.
 const procMemNote = "text written through /proc/self/mem: mprotect refused to make it writable (W^X policy); toggles go through the rendezvous"
 
+// Not inlined: every caller would carry its own copy of the call to fmt, and no
+// caller is on a hot path.
+//
+//go:noinline
 func warnf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "sdt: "+format+"\n", args...)
 }

@@ -46,9 +46,11 @@ import (
 // so the order is reg.mu, then fprobe's: never the other way round (fprobe calls
 // the registry's hooks and drain only from probed calls, holding no lock).
 
-// checkSwitches makes every switch verify the invariant afterwards (the package's
-// tests set it); a violation panics, naming it.
-var checkSwitches bool
+// afterSwitch, when set, runs after every switch (holdLocked) with reg.mu held:
+// CheckSwitches (tests) sets it to mustAgree, so that a violation panics, naming it.
+// A func variable, not a bool: nothing else calls the checker, so a program that does
+// not set it links none of it.
+var afterSwitch func(r *registry, what string)
 
 // checkOn returns the first disagreement between the four representations of "on",
 // or nil. Call with reg.mu held.

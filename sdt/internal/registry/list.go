@@ -168,6 +168,9 @@ func (r *registry) listDefined(sp spec.Spec) []ProbeInfo {
 	return out
 }
 
+// info is p as List describes it. Not inlined: its two callers each carried a copy.
+//
+//go:noinline
 func (p *probe) info(module, fn string) *ProbeInfo {
 	pi := &ProbeInfo{Provider: p.provider, Module: module, Function: fn, Name: p.name, Kind: "static"}
 	switch {

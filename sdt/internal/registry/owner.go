@@ -70,8 +70,8 @@ func (e *StillHeldError) Is(target error) bool { return target == ErrStillHeld }
 // It returns how many sites switched. On a patch error nothing changes. Call with
 // reg.mu held, after resolve.
 func (r *registry) holdLocked(o *owner, keys []holdKey, on bool, what string) (int, error) {
-	if checkSwitches {
-		defer r.mustAgree(what) // after the bookkeeping's undo on a failed patch too
+	if afterSwitch != nil {
+		defer afterSwitch(r, what) // after the bookkeeping's undo on a failed patch too
 	}
 	var flip []holdKey
 	seen := make(map[holdKey]bool, len(keys))
@@ -188,6 +188,10 @@ func holderNames(k holdKey) []string {
 }
 
 // keysOf turns matched sites and definitions into hold keys.
+//
+// Not inlined: its two callers each carried a copy of its loops.
+//
+//go:noinline
 func keysOf(sites []*site, wides []*probe) []holdKey {
 	keys := make([]holdKey, 0, len(sites)+len(wides))
 	for _, s := range sites {

@@ -137,8 +137,17 @@ func (r *registry) candidates(sp spec.Spec) []*probe {
 	return r.probes
 }
 
+// isLiteral reports whether a spec's field is a name, no glob. A loop over bytes, not
+// strings.ContainsAny (and its UTF-8 search), which every traced program would link
+// for it: the glob's characters are ASCII, never inside a multi-byte character.
 func isLiteral(field string) bool {
-	return field != "" && !strings.ContainsAny(field, `*?[\`)
+	for i := 0; i < len(field); i++ {
+		switch field[i] {
+		case '*', '?', '[', '\\':
+			return false
+		}
+	}
+	return field != ""
 }
 
 // resolve binds sites to their definitions, and finds definitions that have no
@@ -245,8 +254,7 @@ func (r *registry) setBy(o *owner, specText string, enable bool) (int, error) {
 func parseSpec(text string) (spec.Spec, error) {
 	sp, err := spec.Parse(text)
 	if err != nil {
-		var se *spec.Error
-		if errors.As(err, &se) {
+		if se, ok := errors.AsType[*spec.Error](err); ok {
 			return sp, &SpecError{Spec: se.Spec, Pos: se.Pos, Reason: se.Reason}
 		}
 		return sp, err
@@ -331,19 +339,7 @@ func (r *registry) switchLocked(sites []*site, wholes []*probe, enable bool, wha
 			writes = append(writes, patch.Write{Addr: s.Addr + uintptr(s.ToggleAt), Old: from, New: to})
 		}
 	}
-	mark := func(on bool) {
-		for _, p := range wides {
-			if p.dyn == nil { // a run-time probe's state is fprobe's, which Set writes
-				p.wide.Store(on)
-			}
-		}
-		for _, s := range changed {
-			s.on.Store(on)
-		}
-		for _, p := range touched {
-			p.syncFlag()
-		}
-	}
+	mark := func(on bool) { markSwitched(wides, changed, touched, on) }
 	// Run-time function probes first: a request fails there more often (a limit, a
 	// function's bytes changed), and the sites' batch is then not written at all.
 	placed, unplaced := runtimeChanges(wides, enable)
@@ -389,6 +385,23 @@ func (r *registry) switchLocked(sites []*site, wholes []*probe, enable bool, wha
 		n += p.points()
 	}
 	return n, nil
+}
+
+// markSwitched sets on for switchLocked's definitions as a whole (wides) and sites
+// (changed), and the flag bytes of the definitions they touched. A function, not
+// switchLocked's closure: the compiler copied the closure into each of its four calls.
+func markSwitched(wides []*probe, changed []*site, touched []*probe, on bool) {
+	for _, p := range wides {
+		if p.dyn == nil { // a run-time probe's state is fprobe's, which Set writes
+			p.wide.Store(on)
+		}
+	}
+	for _, s := range changed {
+		s.on.Store(on)
+	}
+	for _, p := range touched {
+		p.syncFlag()
+	}
 }
 
 // points is how many points of code a run-time function probe has (its entry, or its

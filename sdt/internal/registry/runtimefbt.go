@@ -64,6 +64,16 @@ type wordArg struct {
 	iface bool  // an interface: not nil when word (its type word) is not 0
 }
 
+// onlyStars reports whether s is empty or all '*': a module field that names no module.
+func onlyStars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '*' {
+			return false
+		}
+	}
+	return true
+}
+
 // isRuntimeSpec reports whether sp may name run-time function probes: provider fbt,
 // name entry or return, and a package given, or a function with its package
 // (store.(*DB).Get). fbt:::entry, and a bare name (fbt::Put:entry), name only what
@@ -74,7 +84,7 @@ func isRuntimeSpec(sp spec.Spec) bool {
 		return false
 	}
 	fn := sp.Function
-	return strings.Trim(sp.Module, "*") != "" || (strings.Contains(fn, ".") && !strings.HasPrefix(fn, "(") && !strings.HasPrefix(fn, "*("))
+	return !onlyStars(sp.Module) || (strings.Contains(fn, ".") && !strings.HasPrefix(fn, "(") && !strings.HasPrefix(fn, "*("))
 }
 
 // runtimeCandidates is the functions of the text that sp names, but for those rules

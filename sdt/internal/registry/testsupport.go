@@ -11,7 +11,7 @@ import (
 
 // CheckSwitches makes every switch verify the invariant of "on" afterwards, and
 // panic naming a violation (tests).
-func CheckSwitches() { checkSwitches = true }
+func CheckSwitches() { afterSwitch = (*registry).mustAgree }
 
 // CheckOn verifies the invariant of "on" now.
 func CheckOn() error {

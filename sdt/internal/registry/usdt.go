@@ -25,12 +25,108 @@ func usdtPollFromEnv() (d time.Duration, ok bool) {
 	case "off", "0":
 		return 0, false
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < time.Millisecond {
+	d, ok = parseDuration(v)
+	if !ok || d < time.Millisecond {
 		warnf("SDT_USDT_POLL=%q: want a duration of at least 1ms, or off; using %v", v, defaultUSDTPoll)
 		return defaultUSDTPoll, true
 	}
 	return d, true
+}
+
+// parseDuration is time.ParseDuration without its error: the same syntax (a sign,
+// then decimal numbers, each with an optional fraction and a unit: ns, us, µs, ms, s,
+// m, h) and the same arithmetic, which truncates what is below a nanosecond and
+// refuses what overflows. Not time.ParseDuration, whose error, quoting and table of
+// units every traced program would link for this one variable (about 10 KB);
+// TestParseDuration compares the two.
+func parseDuration(s string) (time.Duration, bool) {
+	neg := false
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	if s == "0" {
+		return 0, true
+	}
+	if s == "" {
+		return 0, false
+	}
+	var d uint64
+	for s != "" {
+		var v, f uint64     // the digits before and after the point
+		scale := float64(1) // the number is v + f/scale
+		i := 0
+		for ; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
+			if v > 1<<63/10 {
+				return 0, false
+			}
+			if v = v*10 + uint64(s[i]-'0'); v > 1<<63 {
+				return 0, false
+			}
+		}
+		digits := i > 0
+		if i < len(s) && s[i] == '.' {
+			i++
+			overflow := false
+			for ; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
+				digits = true
+				if overflow || f > (1<<63-1)/10 {
+					overflow = true
+					continue
+				}
+				if y := f*10 + uint64(s[i]-'0'); y <= 1<<63 {
+					f, scale = y, scale*10
+				} else {
+					overflow = true
+				}
+			}
+		}
+		if !digits {
+			return 0, false
+		}
+		s = s[i:]
+		i = 0
+		for i < len(s) && s[i] != '.' && (s[i] < '0' || s[i] > '9') {
+			i++
+		}
+		var unit uint64
+		switch s[:i] {
+		case "ns":
+			unit = uint64(time.Nanosecond)
+		case "us", "\u00b5s", "\u03bcs": // U+00B5 micro sign, U+03BC Greek mu
+			unit = uint64(time.Microsecond)
+		case "ms":
+			unit = uint64(time.Millisecond)
+		case "s":
+			unit = uint64(time.Second)
+		case "m":
+			unit = uint64(time.Minute)
+		case "h":
+			unit = uint64(time.Hour)
+		default:
+			return 0, false // no unit, or an unknown one
+		}
+		s = s[i:]
+		if v > 1<<63/unit {
+			return 0, false
+		}
+		v *= unit
+		if f > 0 {
+			// float64 keeps a fraction of an hour exact to the nanosecond.
+			if v += uint64(float64(f) * (float64(unit) / scale)); v > 1<<63 {
+				return 0, false
+			}
+		}
+		if d += v; d > 1<<63 {
+			return 0, false
+		}
+	}
+	if neg {
+		return -time.Duration(d), true
+	}
+	if d > 1<<63-1 {
+		return 0, false
+	}
+	return time.Duration(d), true
 }
 
 // usdtProbe is a probe name with a semaphore, and the owner that holds its sites on
