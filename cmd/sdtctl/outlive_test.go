@@ -93,6 +93,38 @@ func TestTraceOutlivesCommandFull(t *testing.T) {
 // the summary's counts; a million fires that overflow the buffers: printed +
 // dropped = fired, none twice.
 func TestTraceRaw(t *testing.T) {
+	testTraceRaw(t, false)
+}
+
+// TestTraceRawToFile: the same with the output a file, which the ring bytes are
+// written to straight from their mapping; and -c N takes exactly N.
+func TestTraceRawToFile(t *testing.T) {
+	testTraceRaw(t, true)
+	bin := buildLast(t)
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	file := filepath.Join(t.TempDir(), "raw")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	run([]string{"trace", "last:::word", "--raw", "-c", "300", "--", bin, "1000", "exit"}, f, &errb)
+	f.Close()
+	var out, derr bytes.Buffer
+	if err := run([]string{"decode", file}, &out, &derr); err != nil {
+		t.Fatalf("decode: %v\n%s", err, derr.String())
+	}
+	if n := strings.Count(out.String(), " i="); n != 300 || !strings.Contains(errb.String(), "300 events") {
+		t.Fatalf("-c 300: %d decoded; trace said %q", n, errb.String())
+	}
+	for k := range 300 {
+		if !strings.Contains(out.String(), " i="+strconv.Itoa(k)+" ") {
+			t.Fatalf("-c 300: i=%d missing", k)
+		}
+	}
+}
+
+func testTraceRaw(t *testing.T, toFile bool) {
 	bin := buildLast(t)
 	cases := []struct {
 		n   int
@@ -105,7 +137,20 @@ func TestTraceRaw(t *testing.T) {
 		t.Run(strconv.Itoa(c.n)+"-"+c.end, func(t *testing.T) {
 			t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 			var raw, errb bytes.Buffer
-			run([]string{"trace", "last:::word", "--raw", "--", bin, strconv.Itoa(c.n), c.end}, &raw, &errb)
+			file := filepath.Join(t.TempDir(), "raw")
+			args := []string{"trace", "last:::word", "--raw", "--", bin, strconv.Itoa(c.n), c.end}
+			if toFile {
+				f, err := os.Create(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				run(args, f, &errb)
+				f.Close()
+				b, _ := os.ReadFile(file)
+				raw.Write(b)
+			} else {
+				run(args, &raw, &errb)
+			}
 			if !bytes.HasPrefix(raw.Bytes(), []byte("gosdtrw1")) {
 				t.Fatalf("not a raw trace: %.40q\n%s", raw.String(), errb.String())
 			}
@@ -113,7 +158,6 @@ func TestTraceRaw(t *testing.T) {
 			if m == nil {
 				t.Fatalf("no summary:\n%s", errb.String())
 			}
-			file := filepath.Join(t.TempDir(), "raw")
 			if err := os.WriteFile(file, raw.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -149,6 +193,9 @@ func TestTraceRaw(t *testing.T) {
 				t.Fatalf("decode's summary %q, trace's %q", derr.String(), m[0])
 			}
 		})
+	}
+	if toFile {
+		return
 	}
 	// a file that is not one: a clear error
 	file := filepath.Join(t.TempDir(), "text")

@@ -78,7 +78,7 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	out := bufio.NewWriterSize(stdout, 256<<10)
 	var rawo *rawOut
 	if *raw {
-		rawo = newRawOut(out)
+		rawo = newRawOut(out, stdout)
 	}
 	st := newStopperFor(stop, cmd != nil)
 	var mu sync.Mutex // out, total
@@ -90,16 +90,22 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 		t := &traceRun{cl: cl}
 		t.p = &printer{w: out, pid: cl.pid, json: o.json, er: &t.er}
 		runs[i] = t
-		more := func() bool { return *count == 0 || total < *count }
-		took := func() {
-			total++
-			if *count > 0 && total == *count {
+		qu := &quota{more: func() bool { return *count == 0 || total < *count }}
+		qu.left = func() uint64 {
+			if *count == 0 {
+				return math.MaxUint64
+			}
+			return uint64(max(*count-total, 0))
+		}
+		qu.took = func(n int) {
+			total += n
+			if *count > 0 && total >= *count && total-n < *count {
 				st.stop() // a live trace's count is sdtctl's: the processes do not stop at it
 			}
 		}
 		cl.onStarted = func(r *ctlproto.Response) {
 			if r.Live {
-				t.startLive(&mu, out, rawo, more, took)
+				t.startLive(&mu, out, rawo, qu)
 			} else if rawo != nil {
 				mu.Lock()
 				t.bad = fail(exitError, "pid %d: --raw: the process does not share its buffers live (not linux, or an earlier gosdt)", cl.pid)
@@ -146,14 +152,14 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 				out.Flush()
 			})
 			if t.live != nil {
-				t.endLive(&mu, out, more, took, *count > 0 && total >= *count)
+				t.endLive(&mu, out, qu, *count > 0 && total >= *count)
 				return
 			}
 			if t.end == nil && exitCode(t.err) == exitExited {
 				mu.Lock()
 				defer mu.Unlock()
 				t.share(nil)
-				t.leftover(more, took)
+				t.leftover(qu)
 				out.Flush()
 			}
 		}()
@@ -179,10 +185,28 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 		}
 		fails.add(t.err)
 	}
+	if rawo != nil {
+		if err := out.Flush(); err != nil && rawo.err == nil {
+			rawo.err = err
+		}
+		if rawo.err != nil {
+			// the events counted were read, not all written: the file is short
+			fails.add(fail(exitError, "trace --raw: writing the output: %v", rawo.err))
+		}
+	}
 	if cmd != nil {
 		return cmd.finish(fails.err(), stdout, stderr, o.json)
 	}
 	return fails.err()
+}
+
+// quota is a trace's -c, counted by sdtctl across its processes (under the trace's
+// lock): more says whether another event may be taken, left how many (all:
+// math.MaxUint64), took that n were.
+type quota struct {
+	more func() bool
+	left func() uint64
+	took func(n int)
 }
 
 // traceRun is the trace of one process.
@@ -212,7 +236,7 @@ func (t *traceRun) share(r *ctlproto.Response) {
 // leftover prints what the exited process wrote into its buffers and did not send,
 // while more says, and takes the drops from the buffers: all they counted, the
 // records its end cut short, and the records that cannot be decoded.
-func (t *traceRun) leftover(more func() bool, took func()) {
+func (t *traceRun) leftover(q *quota) {
 	if !t.rs.shared() || t.bad != nil {
 		return
 	}
@@ -220,12 +244,12 @@ func (t *traceRun) leftover(more func() bool, took func()) {
 		t.er.Take(t.cl.started) // its clock
 	}
 	t.drops = t.rs.leftover(&t.er, func(rec ctlproto.Record, ds *ctlproto.Desc, l *ctlproto.Layout) bool {
-		if !more() {
+		if !q.more() {
 			return false
 		}
 		t.p.print(rec, ds, l, t.er.Clock())
 		t.n++
-		took()
+		q.took(1)
 		return true
 	})
 }
