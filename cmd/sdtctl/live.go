@@ -93,7 +93,8 @@ func (t *traceRun) startLive(mu *sync.Mutex, out *bufio.Writer, raw *rawOut, q *
 	mu.Lock()
 	if raw != nil {
 		pid := t.cl.pid
-		raw.frame(pid, &ctlproto.Response{Kind: ctlproto.KindStarted, Pid: pid, Clock: t.cl.started.Clock})
+		st := t.cl.started // its clock, and the buffers' count and size
+		raw.frame(pid, &ctlproto.Response{Kind: ctlproto.KindStarted, Pid: pid, Clock: st.Clock, Buffers: st.Buffers, BufSize: st.BufSize})
 		t.rs.onDescs = func(ds []ctlproto.Desc) {
 			raw.frame(pid, &ctlproto.Response{Kind: ctlproto.KindEvents, Pid: pid, Descs: ds})
 		}

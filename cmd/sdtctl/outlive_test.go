@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gosdt/gosdt/internal/ctlproto"
 )
 
 // buildLast builds testdata/last: N fires in microseconds, then an exit, a panic, a
@@ -122,6 +124,46 @@ func TestTraceRawToFile(t *testing.T) {
 			t.Fatalf("-c 300: i=%d missing", k)
 		}
 	}
+	// without --bufsize, a raw trace to a file asks for 32 MiB buffers (the process
+	// halves them to fit its budget: 8 Ps of them fit its default); to a pipe or
+	// with --bufsize, what the user would get
+	if got := rawBufSizeOf(t, file); got != rawBufSize {
+		t.Errorf("to a file: buffers of %d bytes, want %d", got, rawBufSize)
+	}
+	var raw bytes.Buffer
+	run([]string{"trace", "last:::word", "--raw", "--", bin, "10", "exit"}, &raw, &errb)
+	os.WriteFile(file, raw.Bytes(), 0o644)
+	if got := rawBufSizeOf(t, file); got != 4<<20 {
+		t.Errorf("not to a file: buffers of %d bytes, want 4 MiB", got)
+	}
+	f, _ = os.Create(file)
+	run([]string{"trace", "last:::word", "--raw", "--bufsize", "1m", "--", bin, "10", "exit"}, f, &errb)
+	f.Close()
+	if got := rawBufSizeOf(t, file); got != 1<<20 {
+		t.Errorf("--bufsize 1m: buffers of %d bytes", got)
+	}
+}
+
+// rawBufSizeOf is the per-P buffer size a raw trace's started frame says.
+func rawBufSizeOf(t *testing.T, file string) int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil || !bytes.HasPrefix(b, []byte(ctlproto.RawMagic)) {
+		t.Fatalf("%s: not a raw trace (%v)", file, err)
+	}
+	kind, _, p, err := ctlproto.ReadRawChunk(bytes.NewReader(b[len(ctlproto.RawMagic):]), nil)
+	if err != nil || kind != ctlproto.RawFrame {
+		t.Fatalf("first chunk: kind %d, %v", kind, err)
+	}
+	f, err := ctlproto.ReadFrame(bytes.NewReader(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ctlproto.DecodeResponse(f)
+	if err != nil || r.Kind != ctlproto.KindStarted {
+		t.Fatalf("first frame: %+v, %v", r, err)
+	}
+	return r.BufSize
 }
 
 func testTraceRaw(t *testing.T, toFile bool) {

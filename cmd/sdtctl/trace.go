@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,7 +20,7 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	o := newFlags("trace", stderr, true)
 	count := o.fs.Int("c", 0, "stop after `N` events")
 	dur := o.fs.Duration("d", 0, "stop after `DURATION`")
-	bufsize := o.fs.String("bufsize", "", "`BYTES` of each per-P buffer in the process (k, m, g suffixes; default 4m)")
+	bufsize := o.fs.String("bufsize", "", "`BYTES` of each per-P buffer in the process (k, m, g suffixes; default 4m, and 32m with --raw to a file, each halved until GOMAXPROCS of them fit the process's trace budget, SDT_MEMORY_TRACE: 256m unless set)")
 	where := o.fs.String("where", "", "record only fires whose arguments match `EXPR` (arg0 > 100 && path == \"/api\"), evaluated in the process")
 	stack := o.fs.Bool("stack", false, fmt.Sprintf("with each event the Go call stack of the fire (%d frames), as DTrace's ustack()", ctlproto.StackDepth))
 	raw := o.fs.Bool("raw", false, "write the records as the process's buffers hold them, a raw trace for sdtctl decode (redirect stdout to a file): nothing is formatted while tracing (linux; not with --stack or --json)")
@@ -52,6 +53,11 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 		return fail(exitUsage, "trace: -d %v: want a duration above 0", *dur)
 	}
 	q := &ctlproto.Request{Op: ctlproto.OpTrace, Spec: pos[0], Count: *count, DurationMS: dur.Milliseconds(), BufSize: size, Where: *where}
+	if *raw && size == 0 && regularFile(stdout) {
+		// the output keeps up with tens of millions of events a second; what drops is
+		// sdtctl held off the CPU longer than a buffer lasts (4 MiB: a few ms at 10M/s)
+		q.BufSizeUpTo = rawBufSize
+	}
 	if *stack {
 		q.Stack = ctlproto.StackDepth
 	} else {
@@ -198,6 +204,22 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 		return cmd.finish(fails.err(), stdout, stderr, o.json)
 	}
 	return fails.err()
+}
+
+// rawBufSize is the per-P buffer a raw trace to a file asks for where --bufsize
+// is not given: 32 MiB lasts ~50 ms of one P firing 10M events a second. Its pages are
+// the process's as they are written; the process halves it to fit its budget.
+const rawBufSize = 32 << 20
+
+// regularFile reports whether w is a regular file (a raw trace's output that
+// takes what the rings give as fast as they give it).
+func regularFile(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode().IsRegular()
 }
 
 // quota is a trace's -c, counted by sdtctl across its processes (under the trace's
