@@ -173,7 +173,7 @@ func (p *pacer) next(now time.Time, before, after float64) time.Duration {
 // sets the drops: at the count, those its records said came before; else all the
 // rings counted, the fires on Ps without a buffer, the records an exit cut short
 // and those that could not be decoded.
-func (t *traceRun) endLive(mu *sync.Mutex, out *bufio.Writer, q *quota, atCount bool) {
+func (t *traceRun) endLive(mu *sync.Mutex, out *bufio.Writer, q *quota) {
 	lr := t.live
 	close(lr.done)
 	<-lr.stopped
@@ -185,7 +185,7 @@ func (t *traceRun) endLive(mu *sync.Mutex, out *bufio.Writer, q *quota, atCount 
 		}
 	}
 	out.Flush()
-	atCount = atCount || !q.more()
+	atCount := !q.more() // (read under the lock: the reader counted until just now)
 	rs := &t.rs
 	var per []uint64
 	var all uint64

@@ -158,7 +158,7 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 				out.Flush()
 			})
 			if t.live != nil {
-				t.endLive(&mu, out, qu, *count > 0 && total >= *count)
+				t.endLive(&mu, out, qu)
 				return
 			}
 			if t.end == nil && exitCode(t.err) == exitExited {
