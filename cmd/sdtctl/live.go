@@ -158,8 +158,10 @@ func (p *pacer) next(now time.Time, before, after float64) time.Duration {
 		}
 	}
 	p.last, p.left, p.ready = now, after, true
-	if after >= 0.5 {
-		return 0 // behind: read again at once
+	if after >= paceTarget {
+		// behind (a pass reads at most liveChunk of each ring): read again at once,
+		// as a loaded machine may wake a sleeper far later than asked
+		return 0
 	}
 	if p.rate <= 0 {
 		return paceMax

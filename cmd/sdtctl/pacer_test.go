@@ -7,7 +7,7 @@ import (
 
 // TestPacer: the live reader sleeps so that a pass finds about an eighth of a ring:
 // the longest sleep while nothing is written, shorter as the rings fill faster,
-// never below the shortest, and none when a ring is still half full after a pass.
+// never below the shortest, and none when a pass left more than that unread.
 func TestPacer(t *testing.T) {
 	var p pacer
 	t0 := time.Unix(1000, 0)
@@ -25,8 +25,8 @@ func TestPacer(t *testing.T) {
 	if d := p.next(t0.Add(3*time.Millisecond), 1, 0.1); d != paceMin {
 		t.Fatalf("1000 rings/s: %v, want %v", d, paceMin)
 	}
-	// a pass that left a ring over half full (max bytes a pass): no sleep
-	if d := p.next(t0.Add(4*time.Millisecond), 1, 0.6); d != 0 {
+	// a pass that left more than an eighth of a ring (max bytes a pass): no sleep
+	if d := p.next(t0.Add(4*time.Millisecond), 1, 0.2); d != 0 {
 		t.Fatalf("behind: %v, want 0", d)
 	}
 	// the rate decays as the rings slow down: back to the longest sleep
