@@ -4,12 +4,15 @@
 # a trace switches it on), then RUNS times each:
 #   steady  a source of 1,000,000 fires/s for 3.5 s, traced for 5 s to a file
 #   10M     a source of 10,000,000 fires/s for 2 s, traced for 4 s to a file (issue 24)
-#   10M raw the same, trace --raw (records unformatted; sdtctl decode prints them)
+#   10M raw the same, trace --raw (records unformatted; sdtctl decode prints them),
+#           with the default buffers (32m for --raw to a file) and with --bufsize 4m;
+#           and, where SDTCTL_BASE names another sdtctl binary (an earlier build to
+#           compare with), that one's trace --raw, alternated with this one's
 #   fast    a source firing as fast as it goes, traced for 1 s to a file
 # and prints what the source fired, sdtctl's summary (events, dropped), and the event
 # lines in the file.
 #
-# Usage: bench/tracerate.sh [RUNS]   (default 5)
+# Usage: [SDTCTL_BASE=OLD_SDTCTL] bench/tracerate.sh [RUNS]   (default 5)
 set -u
 runs=${1:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,14 +25,20 @@ mkdir -m 700 "$XDG_RUNTIME_DIR"
 # one N RATE DUR [FLAGS]: a source of N fires at RATE per second (0: as fast as it
 # goes), traced for DUR with FLAGS.
 one() {
+	local ctl="$tmp/sdtctl"
+	if [ "$1" = base ]; then
+		ctl=$SDTCTL_BASE
+		shift
+	fi
 	# the source waits for its stdin to close once done: sleep holds it open
 	sleep 60 | "$tmp/source" -g 1 -n "$1" -rate "$2" >"$tmp/src.out" &
-	local pid
+	local pid hold
+	hold=$(pgrep -n -P "$$" -x sleep) # killed with the source: waiting for it took 60 s a run
 	for _ in $(seq 100); do
 		pid=$(pgrep -n -P "$$" -x source) && [ -S "$XDG_RUNTIME_DIR/gosdt/$pid.sock" ] && break
 		sleep 0.05
 	done
-	/usr/bin/time -f "%U s user, %S s sys" -o "$tmp/time" "$tmp/sdtctl" trace -p "$pid" 'src:::fire' -d "$3" "${@:4}" >"$tmp/trace.out" 2>"$tmp/trace.err"
+	/usr/bin/time -f "%U s user, %S s sys" -o "$tmp/time" "$ctl" trace -p "$pid" 'src:::fire' -d "$3" "${@:4}" >"$tmp/trace.out" 2>"$tmp/trace.err"
 	sleep 0.2
 	echo "source: $(grep done "$tmp/src.out")"
 	echo "trace:  $(cat "$tmp/trace.err")"
@@ -40,7 +49,7 @@ one() {
 		echo "lines:  $(grep -c ' src:' "$tmp/trace.out")"
 	fi
 	rm -f "$tmp/trace.out"
-	kill "$pid" 2>/dev/null
+	kill "$pid" $hold 2>/dev/null
 	wait 2>/dev/null
 }
 
@@ -52,6 +61,12 @@ done
 for _ in $(seq "$runs"); do
 	echo "## steady 10M/s, 20M fires, trace -d 4s; $(uptime | sed 's/.*load/load/')"
 	one 20000000 10000000 4s
+	if [ -n "${SDTCTL_BASE:-}" ]; then
+		echo "## steady 10M/s, 20M fires, $SDTCTL_BASE trace -d 4s --raw; $(uptime | sed 's/.*load/load/')"
+		one base 20000000 10000000 4s --raw
+	fi
+	echo "## steady 10M/s, 20M fires, trace -d 4s --raw --bufsize 4m; $(uptime | sed 's/.*load/load/')"
+	one 20000000 10000000 4s --raw --bufsize 4m
 	echo "## steady 10M/s, 20M fires, trace -d 4s --raw; $(uptime | sed 's/.*load/load/')"
 	one 20000000 10000000 4s --raw
 done

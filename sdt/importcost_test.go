@@ -66,8 +66,9 @@ import (
 // (its cells' layout and fold, FoldTable: about 12.6 KB, 2 KB of it code), and
 // run-time returns written by the return path into a trace's shared buffers so that
 // they outlive the process (fprobe's direct writer, the registry's choice of the sinks
-// it writes, consume's buffers published to it: about 25 KB, 7 KB of it code).
-// Measured together 1,855,707 bytes; the budget keeps about 4 KB of room: the
+// it writes, consume's buffers published to it: about 25 KB, 7 KB of it code), and a
+// trace's request naming where the default buffer size starts (Request.BufSizeUpTo,
+// for sdtctl trace --raw to a file: 357 bytes). Measured together 1,855,811 bytes; the budget keeps about 4 KB of room: the
 // checkout's path alone moves the figure by tens of bytes, and a section's growth
 // moves the next one to a page boundary.
 const importBudget = 1_860_000

@@ -89,7 +89,10 @@ whose command is NAME, each said by its pid):
                                        (shared memory; the process copies nothing; with --stack the
                                        process sends them). --raw writes the records as the buffers
                                        hold them, unformatted (the fastest output: redirect stdout
-                                       to a file), for decode to print
+                                       to a file), for decode to print; to a file without --bufsize
+                                       it asks for 32m buffers (the process halves them to fit its
+                                       trace budget, SDT_MEMORY_TRACE: GOMAXPROCS x 32m of its
+                                       memory at most, pages used as written)
   decode [--json] [FILE]               print a raw trace (trace --raw; FILE or stdin) as trace would
                                        have, then per process its events and drops (stderr; --json:
                                        an object per process on stdout). The format: "gosdtrw1",

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gosdt/gosdt/internal/ctlproto"
 )
 
 // buildLast builds testdata/last: N fires in microseconds, then an exit, a panic, a
@@ -93,6 +95,78 @@ func TestTraceOutlivesCommandFull(t *testing.T) {
 // the summary's counts; a million fires that overflow the buffers: printed +
 // dropped = fired, none twice.
 func TestTraceRaw(t *testing.T) {
+	testTraceRaw(t, false)
+}
+
+// TestTraceRawToFile: the same with the output a file, which the ring bytes are
+// written to straight from their mapping; and -c N takes exactly N.
+func TestTraceRawToFile(t *testing.T) {
+	testTraceRaw(t, true)
+	bin := buildLast(t)
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	file := filepath.Join(t.TempDir(), "raw")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	run([]string{"trace", "last:::word", "--raw", "-c", "300", "--", bin, "1000", "exit"}, f, &errb)
+	f.Close()
+	var out, derr bytes.Buffer
+	if err := run([]string{"decode", file}, &out, &derr); err != nil {
+		t.Fatalf("decode: %v\n%s", err, derr.String())
+	}
+	if n := strings.Count(out.String(), " i="); n != 300 || !strings.Contains(errb.String(), "300 events") {
+		t.Fatalf("-c 300: %d decoded; trace said %q", n, errb.String())
+	}
+	for k := range 300 {
+		if !strings.Contains(out.String(), " i="+strconv.Itoa(k)+" ") {
+			t.Fatalf("-c 300: i=%d missing", k)
+		}
+	}
+	// without --bufsize, a raw trace to a file asks for 32 MiB buffers (the process
+	// halves them to fit its budget: 8 Ps of them fit its default); to a pipe or
+	// with --bufsize, what the user would get
+	if got := rawBufSizeOf(t, file); got != rawBufSize {
+		t.Errorf("to a file: buffers of %d bytes, want %d", got, rawBufSize)
+	}
+	var raw bytes.Buffer
+	run([]string{"trace", "last:::word", "--raw", "--", bin, "10", "exit"}, &raw, &errb)
+	os.WriteFile(file, raw.Bytes(), 0o644)
+	if got := rawBufSizeOf(t, file); got != 4<<20 {
+		t.Errorf("not to a file: buffers of %d bytes, want 4 MiB", got)
+	}
+	f, _ = os.Create(file)
+	run([]string{"trace", "last:::word", "--raw", "--bufsize", "1m", "--", bin, "10", "exit"}, f, &errb)
+	f.Close()
+	if got := rawBufSizeOf(t, file); got != 1<<20 {
+		t.Errorf("--bufsize 1m: buffers of %d bytes", got)
+	}
+}
+
+// rawBufSizeOf is the per-P buffer size a raw trace's started frame says.
+func rawBufSizeOf(t *testing.T, file string) int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil || !bytes.HasPrefix(b, []byte(ctlproto.RawMagic)) {
+		t.Fatalf("%s: not a raw trace (%v)", file, err)
+	}
+	kind, _, p, err := ctlproto.ReadRawChunk(bytes.NewReader(b[len(ctlproto.RawMagic):]), nil)
+	if err != nil || kind != ctlproto.RawFrame {
+		t.Fatalf("first chunk: kind %d, %v", kind, err)
+	}
+	f, err := ctlproto.ReadFrame(bytes.NewReader(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ctlproto.DecodeResponse(f)
+	if err != nil || r.Kind != ctlproto.KindStarted {
+		t.Fatalf("first frame: %+v, %v", r, err)
+	}
+	return r.BufSize
+}
+
+func testTraceRaw(t *testing.T, toFile bool) {
 	bin := buildLast(t)
 	cases := []struct {
 		n   int
@@ -105,7 +179,20 @@ func TestTraceRaw(t *testing.T) {
 		t.Run(strconv.Itoa(c.n)+"-"+c.end, func(t *testing.T) {
 			t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 			var raw, errb bytes.Buffer
-			run([]string{"trace", "last:::word", "--raw", "--", bin, strconv.Itoa(c.n), c.end}, &raw, &errb)
+			file := filepath.Join(t.TempDir(), "raw")
+			args := []string{"trace", "last:::word", "--raw", "--", bin, strconv.Itoa(c.n), c.end}
+			if toFile {
+				f, err := os.Create(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				run(args, f, &errb)
+				f.Close()
+				b, _ := os.ReadFile(file)
+				raw.Write(b)
+			} else {
+				run(args, &raw, &errb)
+			}
 			if !bytes.HasPrefix(raw.Bytes(), []byte("gosdtrw1")) {
 				t.Fatalf("not a raw trace: %.40q\n%s", raw.String(), errb.String())
 			}
@@ -113,7 +200,6 @@ func TestTraceRaw(t *testing.T) {
 			if m == nil {
 				t.Fatalf("no summary:\n%s", errb.String())
 			}
-			file := filepath.Join(t.TempDir(), "raw")
 			if err := os.WriteFile(file, raw.Bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -149,6 +235,9 @@ func TestTraceRaw(t *testing.T) {
 				t.Fatalf("decode's summary %q, trace's %q", derr.String(), m[0])
 			}
 		})
+	}
+	if toFile {
+		return
 	}
 	// a file that is not one: a clear error
 	file := filepath.Join(t.TempDir(), "text")

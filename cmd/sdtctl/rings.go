@@ -194,6 +194,52 @@ func (rs *rings) readLive(max uint64, f func(i int, rec ctlproto.Record) bool) (
 	return n, refused, bad
 }
 
+// readSpans is readLive for a raw trace: each ring's new bytes go to onBytes whole,
+// and f is asked only where a record's probe or site changes (Ring.Scan), at most
+// limit records in all. It returns the records counted; a ring that cannot be read
+// is counted in bad and read no more.
+func (rs *rings) readSpans(max, limit uint64, f func(rec ctlproto.Record) int) (n, bad uint64) {
+	for i, v := range rs.views {
+		if v == nil {
+			continue
+		}
+		next, k, marked, err := v.Scan(rs.heads[i], v.Tail(), max, limit-n, f)
+		n += k
+		rs.met[i] += marked
+		if next > rs.heads[i] {
+			// written before the head moves: the process may overwrite what it frees
+			a, b := v.Bytes(rs.heads[i], next)
+			rs.onBytes(i, a, b)
+		}
+		if err != nil {
+			rs.views[i] = nil // a ring that lies is read no more
+			bad++
+		}
+		rs.heads[i] = next
+		if ctlproto.HeadsStart+8*i+8 <= len(rs.headMem) {
+			ctlproto.SetWord(rs.headMem, ctlproto.HeadsStart+8*i, next)
+		}
+		if n >= limit {
+			break
+		}
+	}
+	return n, bad
+}
+
+// fill is the largest share of a ring, 0 to 1, written and not yet read.
+func (rs *rings) fill() float64 {
+	most := 0.0
+	for i, v := range rs.views {
+		if v == nil {
+			continue
+		}
+		if t := v.Tail(); t > rs.heads[i] {
+			most = max(most, float64(t-rs.heads[i])/float64(v.Size()))
+		}
+	}
+	return most
+}
+
 // drops is what the rings dropped (full), all told.
 func (rs *rings) drops() (per []uint64, all uint64) {
 	for _, v := range rs.views {

@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
+	"os"
+	"syscall"
+	"time"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
 	"golang.org/x/sys/unix"
@@ -69,4 +73,64 @@ func (r fdReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, err
+}
+
+// directWriter is how a raw trace writes ring bytes straight from their mapping
+// when out is a file or pipe (one writev of the pieces, no copy in sdtctl); nil
+// where out is not a file.
+func directWriter(out io.Writer) func([][]byte) error {
+	f, ok := out.(*os.File)
+	if !ok {
+		return nil
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return func(bufs [][]byte) error {
+		for len(bufs) > 0 {
+			var n int
+			var werr error
+			err := rc.Write(func(fd uintptr) bool {
+				n, werr = unix.Writev(int(fd), bufs)
+				return !errors.Is(werr, syscall.EAGAIN) // a non-blocking pipe: wait for room
+			})
+			if err == nil {
+				err = werr
+			}
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return io.ErrShortWrite
+			}
+			for n > 0 && len(bufs) > 0 { // a partial write: what is left
+				if n < len(bufs[0]) {
+					bufs[0] = bufs[0][n:]
+					n = 0
+					break
+				}
+				n -= len(bufs[0])
+				bufs = bufs[1:]
+			}
+			for len(bufs) > 0 && len(bufs[0]) == 0 {
+				bufs = bufs[1:]
+			}
+		}
+		return nil
+	}
+}
+
+// liveSleep sleeps d: under a millisecond by nanosleep, as the runtime's timers
+// wake a sleeper no sooner than their poller's millisecond.
+func liveSleep(d time.Duration) {
+	if d >= time.Millisecond {
+		time.Sleep(d)
+		return
+	}
+	ts := unix.NsecToTimespec(int64(d))
+	unix.Nanosleep(&ts, nil)
 }

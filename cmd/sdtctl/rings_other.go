@@ -2,7 +2,10 @@
 
 package main
 
-import "io"
+import (
+	"io"
+	"time"
+)
 
 // Elsewhere a process shares no buffers: its stream is all there is.
 
@@ -13,3 +16,7 @@ func closeFd(fd int) {}
 func mapHeads(fd int) []byte { return nil }
 
 func (cl *client) reader() io.Reader { return cl.c }
+
+func directWriter(io.Writer) func([][]byte) error { return nil }
+
+func liveSleep(d time.Duration) { time.Sleep(d) }

@@ -55,6 +55,11 @@ func stream(cl *client, q *ctlproto.Request, stop <-chan struct{}, each func(*ct
 		old.Live = false
 		q = &old
 	}
+	if q.BufSizeUpTo != 0 && (cl.hello == nil || !cl.hello.BufSizeUpTo) {
+		old := *q // a process of an earlier gosdt, which refuses the field: its default
+		old.BufSizeUpTo = 0
+		q = &old
+	}
 	r, err := cl.call(q)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,7 +21,7 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	o := newFlags("trace", stderr, true)
 	count := o.fs.Int("c", 0, "stop after `N` events")
 	dur := o.fs.Duration("d", 0, "stop after `DURATION`")
-	bufsize := o.fs.String("bufsize", "", "`BYTES` of each per-P buffer in the process (k, m, g suffixes; default 4m)")
+	bufsize := o.fs.String("bufsize", "", "`BYTES` of each per-P buffer in the process (k, m, g suffixes; default 4m, and 32m with --raw to a file, each halved until GOMAXPROCS of them fit the process's trace budget, SDT_MEMORY_TRACE: 256m unless set)")
 	where := o.fs.String("where", "", "record only fires whose arguments match `EXPR` (arg0 > 100 && path == \"/api\"), evaluated in the process")
 	stack := o.fs.Bool("stack", false, fmt.Sprintf("with each event the Go call stack of the fire (%d frames), as DTrace's ustack()", ctlproto.StackDepth))
 	raw := o.fs.Bool("raw", false, "write the records as the process's buffers hold them, a raw trace for sdtctl decode (redirect stdout to a file): nothing is formatted while tracing (linux; not with --stack or --json)")
@@ -53,6 +54,11 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 		return fail(exitUsage, "trace: -d %v: want a duration above 0", *dur)
 	}
 	q := &ctlproto.Request{Op: ctlproto.OpTrace, Spec: pos[0], Count: *count, DurationMS: dur.Milliseconds(), BufSize: size, Where: *where}
+	if *raw && size == 0 && regularFile(stdout) {
+		// the output keeps up with tens of millions of events a second; what drops is
+		// sdtctl held off the CPU longer than a buffer lasts (4 MiB: a few ms at 10M/s)
+		q.BufSizeUpTo = rawBufSize
+	}
 	if *stack {
 		q.Stack = ctlproto.StackDepth
 	} else {
@@ -79,7 +85,7 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 	out := bufio.NewWriterSize(stdout, 256<<10)
 	var rawo *rawOut
 	if *raw {
-		rawo = newRawOut(out)
+		rawo = newRawOut(out, stdout)
 	}
 	st := newStopperFor(stop, cmd != nil)
 	var mu sync.Mutex // out, total
@@ -91,16 +97,22 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 		t := &traceRun{cl: cl}
 		t.p = &printer{w: out, pid: cl.pid, json: o.json, er: &t.er}
 		runs[i] = t
-		more := func() bool { return *count == 0 || total < *count }
-		took := func() {
-			total++
-			if *count > 0 && total == *count {
+		qu := &quota{more: func() bool { return *count == 0 || total < *count }}
+		qu.left = func() uint64 {
+			if *count == 0 {
+				return math.MaxUint64
+			}
+			return uint64(max(*count-total, 0))
+		}
+		qu.took = func(n int) {
+			total += n
+			if *count > 0 && total >= *count && total-n < *count {
 				st.stop() // a live trace's count is sdtctl's: the processes do not stop at it
 			}
 		}
 		cl.onStarted = func(r *ctlproto.Response) {
 			if r.Live {
-				t.startLive(&mu, out, rawo, more, took)
+				t.startLive(&mu, out, rawo, qu)
 			} else if rawo != nil {
 				mu.Lock()
 				t.bad = fail(exitError, "pid %d: --raw: the process does not share its buffers live (not linux, or an earlier gosdt)", cl.pid)
@@ -147,14 +159,14 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 				out.Flush()
 			})
 			if t.live != nil {
-				t.endLive(&mu, out, more, took, *count > 0 && total >= *count)
+				t.endLive(&mu, out, qu)
 				return
 			}
 			if t.end == nil && exitCode(t.err) == exitExited {
 				mu.Lock()
 				defer mu.Unlock()
 				t.share(nil)
-				t.leftover(more, took)
+				t.leftover(qu)
 				out.Flush()
 			}
 		}()
@@ -185,10 +197,44 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 		}
 		fails.add(t.err)
 	}
+	if rawo != nil {
+		if err := out.Flush(); err != nil && rawo.err == nil {
+			rawo.err = err
+		}
+		if rawo.err != nil {
+			// the events counted were read, not all written: the file is short
+			fails.add(fail(exitError, "trace --raw: writing the output: %v", rawo.err))
+		}
+	}
 	if cmd != nil {
 		return cmd.finish(fails.err(), stdout, stderr, o.json)
 	}
 	return fails.err()
+}
+
+// rawBufSize is the per-P buffer a raw trace to a file asks for where --bufsize
+// is not given: 32 MiB lasts ~50 ms of one P firing 10M events a second. Its pages are
+// the process's as they are written; the process halves it to fit its budget.
+const rawBufSize = 32 << 20
+
+// regularFile reports whether w is a regular file (a raw trace's output that
+// takes what the rings give as fast as they give it).
+func regularFile(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode().IsRegular()
+}
+
+// quota is a trace's -c, counted by sdtctl across its processes (under the trace's
+// lock): more says whether another event may be taken, left how many (all:
+// math.MaxUint64), took that n were.
+type quota struct {
+	more func() bool
+	left func() uint64
+	took func(n int)
 }
 
 // traceRun is the trace of one process.
@@ -218,7 +264,7 @@ func (t *traceRun) share(r *ctlproto.Response) {
 // leftover prints what the exited process wrote into its buffers and did not send,
 // while more says, and takes the drops from the buffers: all they counted, the
 // records its end cut short, and the records that cannot be decoded.
-func (t *traceRun) leftover(more func() bool, took func()) {
+func (t *traceRun) leftover(q *quota) {
 	if !t.rs.shared() || t.bad != nil {
 		return
 	}
@@ -226,12 +272,12 @@ func (t *traceRun) leftover(more func() bool, took func()) {
 		t.er.Take(t.cl.started) // its clock
 	}
 	t.drops = t.rs.leftover(&t.er, func(rec ctlproto.Record, ds *ctlproto.Desc, l *ctlproto.Layout) bool {
-		if !more() {
+		if !q.more() {
 			return false
 		}
 		t.p.print(rec, ds, l, t.er.Clock())
 		t.n++
-		took()
+		q.took(1)
 		return true
 	})
 }

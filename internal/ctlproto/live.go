@@ -116,3 +116,74 @@ func (r *Ring) Walk(from, tail, max uint64, f func(rec Record) bool) (next, mark
 	}
 	return pos, marked, nil
 }
+
+// What a Scan's f says of a record.
+const (
+	ScanTake = iota // counted; the next of its probe and site are, without a call
+	ScanSkip        // not counted (f has counted it itself); the walk goes on
+	ScanStop        // not counted, and the walk stops before it
+)
+
+// Scan is Walk for a reader that passes the records on as the ring holds them (a
+// raw trace): it counts the records from from to tail, at most limit of them and
+// max bytes, and calls f only for a record whose probe and site differ from those
+// of the last one f took, so that a run of one site's records costs a word
+// compare each. It returns where it stopped, the records counted (f's takes and
+// those it was not asked about) and the drops the ring's LostRecords counted.
+func (r *Ring) Scan(from, tail, max, limit uint64, f func(rec Record) int) (next, n, marked uint64, err error) {
+	if tail < from || tail-from > r.size {
+		return from, 0, 0, Errorf(CodeBadRequest, "ring: %d bytes to read of %d", int64(tail-from), r.size)
+	}
+	if from&7 != 0 {
+		return from, 0, 0, Errorf(CodeBadRequest, "ring: misaligned record at %d", from)
+	}
+	le := binary.LittleEndian
+	end := tail
+	if max < tail-from {
+		end = from + max
+	}
+	ring, size := r.ring, r.size
+	var probe, site uint64
+	known := false
+	pos := from
+	for pos < end {
+		off := pos & (size - 1)
+		w := le.Uint64(ring[off:])
+		sz := w & 0xffff
+		if sz < 8 || sz&7 != 0 || off+sz > size || pos+sz > tail {
+			return pos, n, marked, Errorf(CodeBadRequest, "ring: bad record of %d bytes at %d", sz, pos)
+		}
+		switch w >> 16 & 0xff {
+		case PadRecord:
+		case LostRecord:
+			if sz != 16 {
+				return pos, n, marked, Errorf(CodeBadRequest, "ring: bad drop count at %d", pos)
+			}
+			marked += le.Uint64(ring[off+8:])
+		default:
+			if sz < RecordHead {
+				return pos, n, marked, Errorf(CodeBadRequest, "ring: bad record of %d bytes at %d", sz, pos)
+			}
+			if n >= limit {
+				return pos, n, marked, nil
+			}
+			s := le.Uint64(ring[off+8:])
+			if !known || w>>32 != probe || s != site {
+				switch f(Record(ring[off : off+sz])) {
+				case ScanStop:
+					return pos, n, marked, nil
+				case ScanSkip:
+					pos += sz
+					continue
+				}
+				known, probe, site = true, w>>32, s
+			}
+			n++
+		}
+		pos += sz
+	}
+	return pos, n, marked, nil
+}
+
+// Size is the ring's bytes.
+func (r *Ring) Size() uint64 { return r.size }

@@ -96,6 +96,68 @@ func TestRingWalkGarbage(t *testing.T) {
 			rec.Layout(make([]byte, rec.N()))
 			return true
 		})
+		to := from + uint64(rnd.IntN(size+1))&^7
+		r.Scan(from, to, uint64(rnd.IntN(size)), uint64(rnd.IntN(100)), func(rec Record) int {
+			rec.Layout(make([]byte, rec.N()))
+			return rnd.IntN(3)
+		})
 		RawRecordsEach(m[RingHeader:RingHeader+rnd.IntN(size)], func(Record) bool { return true })
+	}
+}
+
+// TestRingScan: a raw reader's walk counts what Walk passes, across the wrap and
+// past fillers and drop counts, asks f only where the probe or site changes, stops
+// at limit records, at f's stop, and where max bytes end; f's skip is not counted.
+func TestRingScan(t *testing.T) {
+	m, start, tail := wrappedRing()
+	r, err := OpenRing(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := 0
+	take := func(Record) int { asked++; return ScanTake }
+	next, n, marked, err := r.Scan(start, tail, ^uint64(0), ^uint64(0), take)
+	if err != nil || next != tail || n != 2 || marked != 3 || asked != 1 {
+		t.Fatalf("scan: next %d (want %d), %d records, %d marked, f asked %d times: %v", next, tail, n, marked, asked, err)
+	}
+	// limit 1: stops before the second, past the filler and the count
+	if next, n, marked, _ = r.Scan(start, tail, ^uint64(0), 1, take); next != start+96 || n != 1 || marked != 3 {
+		t.Fatalf("limit 1: next %d, %d records, %d marked", next, n, marked)
+	}
+	if next, n, _, _ = r.Scan(start, tail, 40, ^uint64(0), take); next != start+40 || n != 1 {
+		t.Fatalf("max 40: next %d, %d records", next, n)
+	}
+	// the second record at another site: f is asked again, and may stop or skip it
+	put(m, start+96+8, 0x2000)
+	verdict := ScanStop
+	f := func(rec Record) int {
+		if rec.Site() == 0x2000 {
+			return verdict
+		}
+		return ScanTake
+	}
+	if next, n, _, _ = r.Scan(start, tail, ^uint64(0), ^uint64(0), f); next != start+96 || n != 1 {
+		t.Fatalf("stop: next %d, %d records", next, n)
+	}
+	verdict = ScanSkip
+	if next, n, _, _ = r.Scan(start, tail, ^uint64(0), ^uint64(0), f); next != tail || n != 1 {
+		t.Fatalf("skip: next %d, %d records", next, n)
+	}
+	// a run of one site's records: f asked once for a thousand
+	const size = 1 << 16
+	m = ring(size)
+	for i := range uint64(1000) {
+		put(m, 40*i, rec(i)...)
+	}
+	r, _ = OpenRing(m)
+	asked = 0
+	if next, n, _, err = r.Scan(0, 40000, ^uint64(0), ^uint64(0), take); next != 40000 || n != 1000 || asked != 1 || err != nil {
+		t.Fatalf("run: next %d, %d records, asked %d: %v", next, n, asked, err)
+	}
+	// a tail behind the head, past a ring's worth, a misaligned start: errors
+	for _, c := range [][2]uint64{{40, 0}, {0, 2 * size}, {4, 44}} {
+		if _, _, _, err := r.Scan(c[0], c[1], ^uint64(0), ^uint64(0), take); err == nil {
+			t.Errorf("scan %d to %d: no error", c[0], c[1])
+		}
 	}
 }

@@ -99,6 +99,10 @@ type Request struct {
 	// trace (linux): the client reads the shared rings while the process writes them
 	// and counts Count itself (live.go); the process sends no records
 	Live bool
+	// trace, with BufSize 0: the per-P size the process's default starts from
+	// instead of its own, halved as its default is until the buffers fit its
+	// memory budget (0: its own; a hello's BufSizeUpTo says the process takes it)
+	BufSizeUpTo int
 }
 
 // Request field tags.
@@ -122,6 +126,7 @@ const (
 	tqWhere
 	tqSig
 	tqLive
+	tqBufSizeUpTo
 )
 
 // Histograms of a stat.
@@ -192,6 +197,8 @@ type Response struct {
 	// are the log, the heads (HeadsMagic), then the buffers. (hello): the process
 	// takes Request.Live (a process of an earlier gosdt refuses the field)
 	Live bool
+	// BufSizeUpTo (hello): the process takes Request.BufSizeUpTo
+	BufSizeUpTo bool
 }
 
 // Response field tags.
@@ -225,6 +232,7 @@ const (
 	trShared
 	trHeads
 	trLive
+	trBufSizeUpTo
 )
 
 // Probe is one logical probe, as sdt.List describes it.
@@ -437,6 +445,7 @@ func (q *Request) appendTo(b []byte) ([]byte, error) {
 		e.msg(tqSig, q.Sigs[i].append)
 	}
 	e.bool(tqLive, q.Live)
+	e.int(tqBufSizeUpTo, int64(q.BufSizeUpTo))
 	return e.b, nil
 }
 
@@ -496,6 +505,8 @@ func DecodeRequest(b []byte) (*Request, error) {
 			d.msg(q.Sigs[len(q.Sigs)-1].decode)
 		case tqLive:
 			q.Live = d.bool()
+		case tqBufSizeUpTo:
+			q.BufSizeUpTo = int(d.int())
 		default:
 			d.fail(fmt.Sprintf("unknown field %d in %s", tag, q.Op))
 		}
@@ -535,8 +546,8 @@ func (q *Request) Check() error {
 		if len(q.Where) > MaxWhere {
 			return bad("%s: a predicate of %d bytes, at most %d", q.Op, len(q.Where), MaxWhere)
 		}
-		if q.BufSize > MaxBufSize {
-			return bad("%s: buffers of %d bytes, at most %d", q.Op, q.BufSize, MaxBufSize)
+		if q.BufSize > MaxBufSize || q.BufSizeUpTo > MaxBufSize || q.BufSizeUpTo < 0 {
+			return bad("%s: buffers of %d bytes, at most %d", q.Op, max(q.BufSize, q.BufSizeUpTo), MaxBufSize)
 		}
 		if q.Op == OpStat && q.IntervalMS != 0 && q.IntervalMS < MinInterval.Milliseconds() {
 			return bad("stat: interval below %v", MinInterval)
@@ -611,6 +622,7 @@ func (r *Response) appendTo(b []byte) ([]byte, error) {
 		e.bytes(trHeads, b)
 	}
 	e.bool(trLive, r.Live)
+	e.bool(trBufSizeUpTo, r.BufSizeUpTo)
 	return e.b, nil
 }
 
@@ -692,6 +704,8 @@ func DecodeResponse(b []byte) (*Response, error) {
 			})
 		case trLive:
 			r.Live = d.bool()
+		case trBufSizeUpTo:
+			r.BufSizeUpTo = d.bool()
 		case trFrame:
 			r.Frames = append(r.Frames, Frame{})
 			d.msg(r.Frames[len(r.Frames)-1].decode)

@@ -39,6 +39,7 @@ func TestRequestRoundTrip(t *testing.T) {
 		{Op: OpEnable, Specs: []string{"proc:::exit", ""}, Persist: true},
 		{Op: OpDisable, Specs: []string{"a:b:c:d"}},
 		{Op: OpTrace, Spec: "*", Count: 3, DurationMS: 1500, BufSize: 4096},
+		{Op: OpTrace, Spec: "*", Live: true, BufSizeUpTo: 32 << 20},
 		{Op: OpTrace, Spec: "*", Stack: StackDepth, Where: `arg0 > 100 && path == "/api"`},
 		{Op: OpStat, Spec: "x", By: "arg0", Value: "arg1", Hist: HistQuantize, IntervalMS: 500, DurationMS: 2},
 		{Op: OpStat, Spec: "x", By: "path", Value: "latency_ns", Hist: HistLinear, LinLow: -5, LinHigh: 100, LinStep: 5, Clear: true},
@@ -59,6 +60,7 @@ func TestResponseRoundTrip(t *testing.T) {
 	now := time.Unix(1700000000, 123456789)
 	for _, r := range []Response{
 		{Kind: KindHello, Version: Version, Pid: 4242, Command: "app", NProbes: 3, SitesOn: 1},
+		{Kind: KindHello, Version: Version, Pid: 1, Live: true, BufSizeUpTo: true},
 		{Kind: KindOK, N: 2, Kept: 1, KeptBy: []string{"program", "sdtctl pid 7 trace"}},
 		{Kind: KindError, Code: CodeNoMatch, Message: `"x" matches no probe`},
 		{Kind: KindList, More: true, Probes: []Probe{{Name: "p:m:f:n", Kind: "runtime", Args: []Arg{{Name: "i", Type: "int"}}, Enabled: true, Hits: 9,
@@ -192,6 +194,8 @@ func TestBadInput(t *testing.T) {
 		"negative stack":   req(5, str(tqSpec, "x"), num(tqStack, -1)),
 		"stat with stack":  req(6, str(tqSpec, "x"), num(tqStack, 4)),
 		"long predicate":   req(5, str(tqSpec, "x"), str(tqWhere, strings.Repeat("1", MaxWhere+1))),
+		"huge default":     req(5, str(tqSpec, "x"), num(tqBufSizeUpTo, MaxBufSize+1)),
+		"negative default": req(5, str(tqSpec, "x"), num(tqBufSizeUpTo, -1)),
 	} {
 		b, err := ReadFrame(bytes.NewReader(in))
 		if err == nil {

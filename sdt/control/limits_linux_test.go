@@ -457,6 +457,14 @@ func TestTraceMemoryLimit(t *testing.T) {
 	if started == nil || started.BufSize != control.DefaultBufSize || end.Kind != ctlproto.KindEnd {
 		t.Errorf("a trace of the default size: started %+v, end %+v", started, end)
 	}
+	// A default that starts higher (sdtctl trace --raw to a file) is halved as the
+	// default is: 8 Ps of 32 MiB fill the 256 MiB budget, 64 MiB is over it.
+	for _, c := range [][2]int{{32 << 20, 32 << 20}, {64 << 20, 32 << 20}, {1 << 20, control.DefaultBufSize}} {
+		started, end = traceOnce(t, ch.socket, &ctlproto.Request{Op: ctlproto.OpTrace, Spec: "accttest:::fire", BufSizeUpTo: c[0], DurationMS: 100})
+		if started == nil || started.BufSize != c[1] || end.Kind != ctlproto.KindEnd {
+			t.Errorf("a default from %d bytes: started %+v, end %+v; want buffers of %d", c[0], started, end, c[1])
+		}
+	}
 	if last := ch.end(); last != "alive" {
 		t.Fatalf("child: %q", last)
 	}

@@ -245,7 +245,7 @@ func nibble(c byte) (byte, bool) {
 
 // traceOptions are the options of a trace request.
 func traceOptions(q *ctlproto.Request) TraceOptions {
-	return TraceOptions{BufSize: q.BufSize, Stack: q.Stack, Where: q.Where, shared: true, live: q.Live}
+	return TraceOptions{BufSize: q.BufSize, Stack: q.Stack, Where: q.Where, shared: true, live: q.Live, upTo: q.BufSizeUpTo}
 }
 
 // aggOptions are the options of a stat request.
@@ -292,7 +292,8 @@ func sameRequest(a, b *ctlproto.Request) bool {
 	return a.Op == b.Op && a.Spec == b.Spec && a.Count == b.Count && a.DurationMS == b.DurationMS &&
 		a.BufSize == b.BufSize && a.By == b.By && a.Value == b.Value && a.Hist == b.Hist &&
 		a.LinLow == b.LinLow && a.LinHigh == b.LinHigh && a.LinStep == b.LinStep && a.Clear == b.Clear &&
-		a.IntervalMS == b.IntervalMS && a.Stack == b.Stack && a.Where == b.Where && a.Live == b.Live
+		a.IntervalMS == b.IntervalMS && a.Stack == b.Stack && a.Where == b.Where && a.Live == b.Live &&
+		a.BufSizeUpTo == b.BufSizeUpTo
 }
 
 // Signatures hands the registry what sdtctl read of functions' signatures, in the

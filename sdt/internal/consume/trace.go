@@ -55,6 +55,10 @@ type TraceOptions struct {
 	// live: shared, and read by the other process as they are written, with heads
 	// it keeps (headsMem): nothing read here.
 	live bool
+	// upTo: with BufSize 0, the size the default starts from instead of
+	// DefaultBufSize (the client's: sdtctl trace --raw to a file asks for more),
+	// halved as the default is
+	upTo int
 }
 
 // Buffer sizes of a trace, per P. The default is DTrace's: on a 2-core VM it carries
@@ -182,6 +186,9 @@ func newTraceSink(o TraceOptions) (*traceSink, error) {
 	}
 	if o.BufSize == 0 {
 		size = DefaultBufSize
+		for size < o.upTo && size < MaxBufSize {
+			size <<= 1
+		}
 		for size > MinBufSize && uint64(procs)*uint64(size) > allowed.n {
 			size >>= 1
 		}

@@ -301,7 +301,7 @@ func serve(c io.ReadWriteCloser, name string) {
 }
 
 func (cc *conn) hello() *ctlproto.Response {
-	r := &ctlproto.Response{Kind: ctlproto.KindHello, Version: ctlproto.Version, Pid: os.Getpid(), Command: command(), Live: true,
+	r := &ctlproto.Response{Kind: ctlproto.KindHello, Version: ctlproto.Version, Pid: os.Getpid(), Command: command(), Live: true, BufSizeUpTo: true,
 		GoVersion: goversion.Running(), Layouts: goversion.Refusal(goversion.Running())}
 	listWire("", func(list []ctlproto.Probe) error {
 		r.NProbes += len(list)
