@@ -1,5 +1,6 @@
 #include "textflag.h"
 #include "funcdata.h"
+#include "regs_arm64.h"
 
 // Entry probes of leaves on arm64 (leaf.go; DESIGN.md, "Leaves", the safety argument).
 #define W8 WORD $0; WORD $0; WORD $0; WORD $0; WORD $0; WORD $0; WORD $0; WORD $0
@@ -50,22 +51,7 @@ again:
 // byte to spare).
 TEXT ·leafBody(SB), NOSPLIT, $320-0
 	NO_LOCAL_POINTERS
-	STP  (R0, R1), 40(RSP)
-	STP  (R2, R3), 56(RSP)
-	STP  (R4, R5), 72(RSP)
-	STP  (R6, R7), 88(RSP)
-	STP  (R8, R9), 104(RSP)
-	STP  (R10, R11), 120(RSP)
-	STP  (R12, R13), 136(RSP)
-	STP  (R14, R15), 152(RSP)
-	FSTPD (F0, F1), 168(RSP)
-	FSTPD (F2, F3), 184(RSP)
-	FSTPD (F4, F5), 200(RSP)
-	FSTPD (F6, F7), 216(RSP)
-	FSTPD (F8, F9), 232(RSP)
-	FSTPD (F10, F11), 248(RSP)
-	FSTPD (F12, F13), 264(RSP)
-	FSTPD (F14, F15), 280(RSP)
+	SAVE_ARG_REGS
 	MOVD R26, 296(RSP)
 	MOVD R16, 304(RSP)
 	MOVD R17, 312(RSP)
@@ -75,22 +61,7 @@ TEXT ·leafBody(SB), NOSPLIT, $320-0
 	MOVD g, 24(RSP)
 	MOVD R17, 32(RSP)
 	CALL ·leafHandler(SB)
-	LDP  40(RSP), (R0, R1)
-	LDP  56(RSP), (R2, R3)
-	LDP  72(RSP), (R4, R5)
-	LDP  88(RSP), (R6, R7)
-	LDP  104(RSP), (R8, R9)
-	LDP  120(RSP), (R10, R11)
-	LDP  136(RSP), (R12, R13)
-	LDP  152(RSP), (R14, R15)
-	FLDPD 168(RSP), (F0, F1)
-	FLDPD 184(RSP), (F2, F3)
-	FLDPD 200(RSP), (F4, F5)
-	FLDPD 216(RSP), (F6, F7)
-	FLDPD 232(RSP), (F8, F9)
-	FLDPD 248(RSP), (F10, F11)
-	FLDPD 264(RSP), (F12, F13)
-	FLDPD 280(RSP), (F14, F15)
+	RESTORE_ARG_REGS
 	MOVD 296(RSP), R26
 	MOVD 304(RSP), R16
 	RET  ·leafBack(SB)        // the epilogue, then a jump
@@ -159,22 +130,7 @@ TEXT ·jretBody(SB), NOSPLIT, $296-0
 	ADD  R16<<3, R19, R19
 	MOVD (R19), R19
 	CBZ  R19, rnone           // not reached: the jump is gone before the config
-	STP  (R0, R1), 40(RSP)
-	STP  (R2, R3), 56(RSP)
-	STP  (R4, R5), 72(RSP)
-	STP  (R6, R7), 88(RSP)
-	STP  (R8, R9), 104(RSP)
-	STP  (R10, R11), 120(RSP)
-	STP  (R12, R13), 136(RSP)
-	STP  (R14, R15), 152(RSP)
-	FSTPD (F0, F1), 168(RSP)
-	FSTPD (F2, F3), 184(RSP)
-	FSTPD (F4, F5), 200(RSP)
-	FSTPD (F6, F7), 216(RSP)
-	FSTPD (F8, F9), 232(RSP)
-	FSTPD (F10, F11), 248(RSP)
-	FSTPD (F12, F13), 264(RSP)
-	FSTPD (F14, F15), 280(RSP)
+	SAVE_ARG_REGS
 	MOVD R19, 8(RSP)
 	MOVD R17, 16(RSP)
 	MOVD g, 24(RSP)
@@ -187,22 +143,7 @@ TEXT ·jretBody(SB), NOSPLIT, $296-0
 	MOVD R19, 8(RSP)
 	CALL ·retDirect(SB)
 rnodirect:
-	LDP  40(RSP), (R0, R1)
-	LDP  56(RSP), (R2, R3)
-	LDP  72(RSP), (R4, R5)
-	LDP  88(RSP), (R6, R7)
-	LDP  104(RSP), (R8, R9)
-	LDP  120(RSP), (R10, R11)
-	LDP  136(RSP), (R12, R13)
-	LDP  152(RSP), (R14, R15)
-	FLDPD 168(RSP), (F0, F1)
-	FLDPD 184(RSP), (F2, F3)
-	FLDPD 200(RSP), (F4, F5)
-	FLDPD 216(RSP), (F6, F7)
-	FLDPD 232(RSP), (F8, F9)
-	FLDPD 248(RSP), (F10, F11)
-	FLDPD 264(RSP), (F12, F13)
-	FLDPD 280(RSP), (F14, F15)
+	RESTORE_ARG_REGS
 rnone:
 	RET
 

@@ -1,5 +1,6 @@
 #include "textflag.h"
 #include "funcdata.h"
+#include "regs_amd64.h"
 
 // The entry and return stubs of function probes (stub_amd64.go has the layout of a
 // config and the argument for each step; DESIGN.md the whole safety argument).
@@ -312,30 +313,7 @@ TEXT ·retStub(SB), NOSPLIT|NOFRAME, $0-0
 // and the RET, so result registers that hold pointers need no stack map.
 TEXT ·retBody(SB), NOSPLIT, $232-0
 	NO_LOCAL_POINTERS
-	MOVQ AX, 32(SP)
-	MOVQ BX, 40(SP)
-	MOVQ CX, 48(SP)
-	MOVQ DI, 56(SP)
-	MOVQ SI, 64(SP)
-	MOVQ R8, 72(SP)
-	MOVQ R9, 80(SP)
-	MOVQ R10, 88(SP)
-	MOVQ R11, 96(SP)
-	MOVSD X0, 104(SP)
-	MOVSD X1, 112(SP)
-	MOVSD X2, 120(SP)
-	MOVSD X3, 128(SP)
-	MOVSD X4, 136(SP)
-	MOVSD X5, 144(SP)
-	MOVSD X6, 152(SP)
-	MOVSD X7, 160(SP)
-	MOVSD X8, 168(SP)
-	MOVSD X9, 176(SP)
-	MOVSD X10, 184(SP)
-	MOVSD X11, 192(SP)
-	MOVSD X12, 200(SP)
-	MOVSD X13, 208(SP)
-	MOVSD X14, 216(SP)
+	SAVE_ARG_REGS
 	MOVQ R12, 0(SP)
 	LEAQ 24(BP), R13
 	MOVQ R13, 8(SP)
@@ -350,30 +328,7 @@ TEXT ·retBody(SB), NOSPLIT, $232-0
 	MOVQ R13, 0(SP)
 	CALL ·retDirect(SB)
 nodirect:
-	MOVQ 32(SP), AX
-	MOVQ 40(SP), BX
-	MOVQ 48(SP), CX
-	MOVQ 56(SP), DI
-	MOVQ 64(SP), SI
-	MOVQ 72(SP), R8
-	MOVQ 80(SP), R9
-	MOVQ 88(SP), R10
-	MOVQ 96(SP), R11
-	MOVSD 104(SP), X0
-	MOVSD 112(SP), X1
-	MOVSD 120(SP), X2
-	MOVSD 128(SP), X3
-	MOVSD 136(SP), X4
-	MOVSD 144(SP), X5
-	MOVSD 152(SP), X6
-	MOVSD 160(SP), X7
-	MOVSD 168(SP), X8
-	MOVSD 176(SP), X9
-	MOVSD 184(SP), X10
-	MOVSD 192(SP), X11
-	MOVSD 200(SP), X12
-	MOVSD 208(SP), X13
-	MOVSD 216(SP), X14
+	RESTORE_ARG_REGS
 	MOVQ 224(SP), R14
 	XORPS X15, X15
 	RET

@@ -1,5 +1,6 @@
 #include "textflag.h"
 #include "funcdata.h"
+#include "regs_arm64.h"
 
 // The entry and return stubs of function probes on arm64 (DESIGN.md has the safety
 // argument, stub_arm64.go the Go side). A probe is one BL written over one
@@ -271,22 +272,7 @@ TEXT ·retStub(SB), NOSPLIT|NOFRAME, $0-0
 // registers that hold pointers need no stack map. It leaves through retTail.
 TEXT ·retBody(SB), NOSPLIT, $304-0
 	NO_LOCAL_POINTERS
-	STP (R0, R1), 40(RSP)
-	STP (R2, R3), 56(RSP)
-	STP (R4, R5), 72(RSP)
-	STP (R6, R7), 88(RSP)
-	STP (R8, R9), 104(RSP)
-	STP (R10, R11), 120(RSP)
-	STP (R12, R13), 136(RSP)
-	STP (R14, R15), 152(RSP)
-	FSTPD (F0, F1), 168(RSP)
-	FSTPD (F2, F3), 184(RSP)
-	FSTPD (F4, F5), 200(RSP)
-	FSTPD (F6, F7), 216(RSP)
-	FSTPD (F8, F9), 232(RSP)
-	FSTPD (F10, F11), 248(RSP)
-	FSTPD (F12, F13), 264(RSP)
-	FSTPD (F14, F15), 280(RSP)
+	SAVE_ARG_REGS
 	MOVD R16, 296(RSP)
 	MOVD R16, 8(RSP)
 	MOVD R17, 16(RSP)
@@ -300,22 +286,7 @@ TEXT ·retBody(SB), NOSPLIT, $304-0
 	MOVD R19, 8(RSP)
 	CALL ·retDirect(SB)
 nodirect:
-	LDP 40(RSP), (R0, R1)
-	LDP 56(RSP), (R2, R3)
-	LDP 72(RSP), (R4, R5)
-	LDP 88(RSP), (R6, R7)
-	LDP 104(RSP), (R8, R9)
-	LDP 120(RSP), (R10, R11)
-	LDP 136(RSP), (R12, R13)
-	LDP 152(RSP), (R14, R15)
-	FLDPD 168(RSP), (F0, F1)
-	FLDPD 184(RSP), (F2, F3)
-	FLDPD 200(RSP), (F4, F5)
-	FLDPD 216(RSP), (F6, F7)
-	FLDPD 232(RSP), (F8, F9)
-	FLDPD 248(RSP), (F10, F11)
-	FLDPD 264(RSP), (F12, F13)
-	FLDPD 280(RSP), (F14, F15)
+	RESTORE_ARG_REGS
 	MOVD 296(RSP), R16
 	// The replaced instruction's frame pointer: the one the function saved at -8 of
 	// its SP, where its own frame pointer (saved by this body's prologue) points. The
