@@ -174,24 +174,34 @@ func (rs *rings) readLive(max uint64, f func(i int, rec ctlproto.Record) bool) (
 			n++
 			return true
 		})
-		rs.met[i] += marked
-		if rs.onBytes != nil && next > rs.heads[i] {
-			a, b := v.Bytes(rs.heads[i], next)
-			rs.onBytes(i, a, b)
-		}
-		if err != nil {
-			rs.views[i] = nil // a ring that lies is read no more
+		if !rs.advance(i, next, marked, err) {
 			bad++
-		}
-		rs.heads[i] = next
-		if ctlproto.HeadsStart+8*i+8 <= len(rs.headMem) {
-			ctlproto.SetWord(rs.headMem, ctlproto.HeadsStart+8*i, next)
 		}
 		if refused {
 			break
 		}
 	}
 	return n, refused, bad
+}
+
+// advance moves ring i's head to next after a walk that met marked records and ended
+// with err: its bytes up to next go to onBytes first (the process may overwrite what
+// the head frees), then the head sdtctl shares with the process moves. False when
+// the ring lied (err): it is read no more.
+func (rs *rings) advance(i int, next, marked uint64, err error) bool {
+	rs.met[i] += marked
+	if rs.onBytes != nil && next > rs.heads[i] {
+		a, b := rs.views[i].Bytes(rs.heads[i], next)
+		rs.onBytes(i, a, b)
+	}
+	if err != nil {
+		rs.views[i] = nil // a ring that lies is read no more
+	}
+	rs.heads[i] = next
+	if ctlproto.HeadsStart+8*i+8 <= len(rs.headMem) {
+		ctlproto.SetWord(rs.headMem, ctlproto.HeadsStart+8*i, next)
+	}
+	return err == nil
 }
 
 // readSpans is readLive for a raw trace: each ring's new bytes go to onBytes whole,
@@ -205,19 +215,8 @@ func (rs *rings) readSpans(max, limit uint64, f func(rec ctlproto.Record) int) (
 		}
 		next, k, marked, err := v.Scan(rs.heads[i], v.Tail(), max, limit-n, f)
 		n += k
-		rs.met[i] += marked
-		if next > rs.heads[i] {
-			// written before the head moves: the process may overwrite what it frees
-			a, b := v.Bytes(rs.heads[i], next)
-			rs.onBytes(i, a, b)
-		}
-		if err != nil {
-			rs.views[i] = nil // a ring that lies is read no more
+		if !rs.advance(i, next, marked, err) {
 			bad++
-		}
-		rs.heads[i] = next
-		if ctlproto.HeadsStart+8*i+8 <= len(rs.headMem) {
-			ctlproto.SetWord(rs.headMem, ctlproto.HeadsStart+8*i, next)
 		}
 		if n >= limit {
 			break

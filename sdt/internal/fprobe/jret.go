@@ -3,6 +3,7 @@ package fprobe
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -104,13 +105,7 @@ func jretWrites(f *Func, on bool) ([]patch.Write, error) {
 		})
 		return ws, nil
 	}
-	i := -1
-	for k := range jretUsed {
-		if !jretUsed[k] {
-			i = k
-			break
-		}
-	}
+	i := slices.Index(jretUsed[:], false)
 	if i < 0 {
 		return nil, errors.New("fprobe: " + f.Name + ": at most " + itoa(jretSlotCount) + " functions may have their returns probed by a jump (a leaf's, or a frame of only the saved BP) at once")
 	}

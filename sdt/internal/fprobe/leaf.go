@@ -3,6 +3,7 @@ package fprobe
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -281,13 +282,7 @@ func leafWrites(f *Func, on bool, pinned bool) ([]patch.Write, error) {
 	if !pinned {
 		return nil, errors.New("fprobe: " + f.Name + ": a leaf's entry hook must run pinned (Change.Pinned): its arguments are in no stack map")
 	}
-	i := -1
-	for j := range leafUsed {
-		if !leafUsed[j] {
-			i = j
-			break
-		}
-	}
+	i := slices.Index(leafUsed[:], false)
 	if i < 0 {
 		return nil, errors.New("fprobe: at most " + itoa(leafSlotCount) + " leaves may have their entry probed at once")
 	}

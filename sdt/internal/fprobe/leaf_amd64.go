@@ -88,18 +88,6 @@ const leafCtxtReg = 2
 // INT3 to the end.
 const jretSlotLen = 16
 
-// Defined in leaf_amd64.s.
-func jretSlots()
-func jretStub()
-func jretBody()
-func jretAddrs() (slots, stub uintptr)
-
-// jretSlotAddr is return slot i's address.
-func jretSlotAddr(i int) uintptr {
-	slots, _ := jretAddrs()
-	return slots + uintptr(i)*jretSlotLen
-}
-
 // jretSlotCode is return slot i's code, written at slot; nil out of reach.
 func jretSlotCode(i int, slot uintptr) []byte {
 	_, stub := jretAddrs()

@@ -73,18 +73,6 @@ const leafCtxtReg = 26
 // Returns by a jump (jret.go): a slot is MOVZ $i, R16; B jretStub.
 const jretSlotLen = 8
 
-// Defined in leaf_arm64.s.
-func jretSlots()
-func jretStub()
-func jretBody()
-func jretAddrs() (slots, stub uintptr)
-
-// jretSlotAddr is return slot i's address.
-func jretSlotAddr(i int) uintptr {
-	slots, _ := jretAddrs()
-	return slots + uintptr(i)*jretSlotLen
-}
-
 // jretSlotCode is return slot i's code, written at slot; nil out of reach.
 func jretSlotCode(i int, slot uintptr) []byte {
 	_, stub := jretAddrs()
