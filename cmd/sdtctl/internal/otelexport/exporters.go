@@ -114,6 +114,10 @@ func (m *processMetrics) Export(ctx context.Context, rm *metricdata.ResourceMetr
 	err := m.Exporter.Export(ctx, rm)
 	switch {
 	case err == nil:
+	case errors.Is(ctx.Err(), context.Canceled):
+		// The reader's shutdown cancels a periodic export in flight, then collects and
+		// exports once more: every point is cumulative (the producer's), so that last
+		// export carries all this one did. Process.Close's own context only times out.
 	case NoMetricsReceiver(err):
 		m.noReceiver.Add(1)
 	default:
