@@ -364,9 +364,10 @@ func latHash(g, depth uintptr) int {
 }
 
 // enter records the entry time of a call (on the entry handler's path, which is
-// ordinary Go: sync/atomic here; leave, nosplit, uses atomic_amd64.s's on the same
-// words; norace: under the race detector those are invisible to it, and a slot's
-// release by leave would look unsynchronised with its next claim).
+// ordinary Go: sync/atomic here; leave, nosplit, uses atomic.go's on the same words,
+// assembly under -race: atomic_race_$GOARCH.s). norace: under the race detector
+// those are invisible to it, and a slot's release by leave would look unsynchronised
+// with its next claim.
 //
 //go:nosplit
 //go:norace
