@@ -265,16 +265,9 @@ func sameSpills(spills, reloads []arch.Spill) bool {
 // probe must see every return.
 func funcReturns(m arch.Memory, w *arch.Walked) ([]arch.FuncReturn, error) {
 	var rets []arch.FuncReturn
-	for pc := w.Entry; pc < w.End; {
-		if !w.IsStart(pc) {
-			pc++
-			continue
-		}
-		in, err := decodeAt(m, pc)
-		if err != nil {
-			return nil, err
-		}
-		switch in.flow {
+	it := insts(m, w, w.End)
+	for it.next() {
+		switch pc := it.pc; it.in.flow {
 		case flowRet:
 			r, err := epilogue(m, w, pc)
 			if err != nil {
@@ -282,13 +275,15 @@ func funcReturns(m arch.Memory, w *arch.Walked) ([]arch.FuncReturn, error) {
 			}
 			rets = append(rets, r)
 		case flowJmp:
-			if t := in.target(pc); t < w.Entry || t >= w.End {
+			if t := it.in.target(pc); t < w.Entry || t >= w.End {
 				return nil, shapeErr(pc, "a jump out of the function (to %#x): a return the probe would not see", t)
 			}
 		}
 		// An indirect JMP stays: the compiler jumps through registers only for jump
 		// tables, whose targets are the function's own blocks (tail calls are direct).
-		pc += uint64(in.n)
+	}
+	if it.err != nil {
+		return nil, it.err
 	}
 	if len(rets) == 0 {
 		return nil, shapeErr(w.Entry, "no return: the function never returns")
