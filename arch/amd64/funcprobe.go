@@ -141,7 +141,7 @@ func readMorestack(m arch.Memory, w *arch.Walked, e *arch.FuncEntry, name func(p
 			if !called || in.target(pc) != w.Entry {
 				return shapeErr(pc, "the morestack block jumps to %#x, not back to the entry", in.target(pc))
 			}
-			if !sameSpills(e.Spills, reloads) {
+			if !arch.SameSpills(e.Spills, reloads) {
 				return shapeErr(pc, "the morestack block reloads %v, not what it spilled (%v)", reloads, e.Spills)
 			}
 			return nil
@@ -238,25 +238,6 @@ func spDisp(in *inst, b []byte) (int32, bool) {
 		return int32(int8(b[len(b)-1])), true
 	}
 	return int32(binary.LittleEndian.Uint32(b[len(b)-4:])), true
-}
-
-// sameSpills reports whether the reloads restore exactly what was spilled.
-func sameSpills(spills, reloads []arch.Spill) bool {
-	if len(spills) != len(reloads) {
-		return false
-	}
-	for _, s := range spills {
-		found := false
-		for _, r := range reloads {
-			if r == s {
-				found = true
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
 }
 
 // funcReturns finds every return of the function walked in w, each of which must be

@@ -179,7 +179,7 @@ func readMorestack(m arch.Memory, w *arch.Walked, e *arch.FuncEntry, name func(p
 			if !called || in.Target != w.Entry {
 				return shapeErr(pc, "the morestack block jumps to %#x, not back to the entry", in.Target)
 			}
-			if !sameSpills(e.Spills, reloads) {
+			if !arch.SameSpills(e.Spills, reloads) {
 				return shapeErr(pc, "the morestack block reloads %v, not what it spilled (%v)", reloads, e.Spills)
 			}
 			return nil
@@ -254,23 +254,6 @@ func spillsOf(w uint32, store bool) ([]arch.Spill, bool) {
 		return append(a, b...), ok1 && ok2
 	}
 	return nil, false
-}
-
-// sameSpills reports whether the reloads restore exactly what was spilled.
-func sameSpills(spills, reloads []arch.Spill) bool {
-	if len(spills) != len(reloads) {
-		return false
-	}
-	for _, s := range spills {
-		found := false
-		for _, r := range reloads {
-			found = found || r == s
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
 }
 
 // funcReturns finds every return of the function walked in w, each of which must be
