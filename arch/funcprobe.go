@@ -70,6 +70,24 @@ type Spill struct {
 // FloatReg is Spill.Reg's first floating-point register.
 const FloatReg = 32
 
+// SameSpills reports whether a morestack block's reloads restore exactly what it
+// spilled, in any order.
+func SameSpills(spills, reloads []Spill) bool {
+	if len(spills) != len(reloads) {
+		return false
+	}
+	for _, s := range spills {
+		found := false
+		for _, r := range reloads {
+			found = found || r == s
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
 // FuncReturn is one return of a function in a shape that takes a probe.
 type FuncReturn struct {
 	Addr uint64 // where the call to the return stub is written

@@ -141,7 +141,7 @@ func readMorestack(m arch.Memory, w *arch.Walked, e *arch.FuncEntry, name func(p
 			if !called || in.target(pc) != w.Entry {
 				return shapeErr(pc, "the morestack block jumps to %#x, not back to the entry", in.target(pc))
 			}
-			if !sameSpills(e.Spills, reloads) {
+			if !arch.SameSpills(e.Spills, reloads) {
 				return shapeErr(pc, "the morestack block reloads %v, not what it spilled (%v)", reloads, e.Spills)
 			}
 			return nil
@@ -240,41 +240,15 @@ func spDisp(in *inst, b []byte) (int32, bool) {
 	return int32(binary.LittleEndian.Uint32(b[len(b)-4:])), true
 }
 
-// sameSpills reports whether the reloads restore exactly what was spilled.
-func sameSpills(spills, reloads []arch.Spill) bool {
-	if len(spills) != len(reloads) {
-		return false
-	}
-	for _, s := range spills {
-		found := false
-		for _, r := range reloads {
-			if r == s {
-				found = true
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
 // funcReturns finds every return of the function walked in w, each of which must be
 // an epilogue of the shape the return stub takes; anything else that leaves the
 // function (a return without that epilogue, a jump out of it) is an error: a return
 // probe must see every return.
 func funcReturns(m arch.Memory, w *arch.Walked) ([]arch.FuncReturn, error) {
 	var rets []arch.FuncReturn
-	for pc := w.Entry; pc < w.End; {
-		if !w.IsStart(pc) {
-			pc++
-			continue
-		}
-		in, err := decodeAt(m, pc)
-		if err != nil {
-			return nil, err
-		}
-		switch in.flow {
+	it := insts(m, w, w.End)
+	for it.next() {
+		switch pc := it.pc; it.in.flow {
 		case flowRet:
 			r, err := epilogue(m, w, pc)
 			if err != nil {
@@ -282,13 +256,15 @@ func funcReturns(m arch.Memory, w *arch.Walked) ([]arch.FuncReturn, error) {
 			}
 			rets = append(rets, r)
 		case flowJmp:
-			if t := in.target(pc); t < w.Entry || t >= w.End {
+			if t := it.in.target(pc); t < w.Entry || t >= w.End {
 				return nil, shapeErr(pc, "a jump out of the function (to %#x): a return the probe would not see", t)
 			}
 		}
 		// An indirect JMP stays: the compiler jumps through registers only for jump
 		// tables, whose targets are the function's own blocks (tail calls are direct).
-		pc += uint64(in.n)
+	}
+	if it.err != nil {
+		return nil, it.err
 	}
 	if len(rets) == 0 {
 		return nil, shapeErr(w.Entry, "no return: the function never returns")

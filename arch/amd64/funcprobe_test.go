@@ -62,7 +62,7 @@ func TestFuncProbeShapes(t *testing.T) {
 			if (e.Check != 0) != c.check || e.Context != c.context || e.Resume-e.Addr < 5 || len(e.Orig) != int(e.Resume-e.Addr) {
 				t.Errorf("%s: entry %+v", f.Name, e)
 			}
-			if c.spills != nil && !sameSpills(e.Spills, c.spills) {
+			if c.spills != nil && !arch.SameSpills(e.Spills, c.spills) {
 				t.Errorf("%s: spills %v, want %v", f.Name, e.Spills, c.spills)
 			}
 			if call := CallTo(e.Addr, e.Addr+0x1000, len(e.Orig)); len(call) != len(e.Orig) {

@@ -59,14 +59,9 @@ func leafEntry(m arch.Memory, w *arch.Walked) (arch.LeafEntry, error) {
 func argReads(m arch.Memory, w *arch.Walked) uint64 {
 	const all = ^uint64(0)
 	var r uint64
-	for pc := w.Entry; pc < w.End; pc++ {
-		if !w.IsStart(pc) {
-			continue
-		}
-		in, err := decodeAt(m, pc)
-		if err != nil {
-			return all
-		}
+	it := insts(m, w, w.End)
+	for it.next() {
+		in := &it.in
 		if in.flow == flowCall || in.flow == flowCallInd {
 			continue // the runtime's panics: they do not return
 		}
@@ -85,7 +80,7 @@ func argReads(m arch.Memory, w *arch.Walked) uint64 {
 		if in.reg() == rSP && in.enc == encLegacy && in.m == mapOne {
 			return all // MOVQ SP, mem and the like
 		}
-		op, ok := memOperand(&in, m.Read(pc, int(in.n)))
+		op, ok := memOperand(in, m.Read(it.pc, int(in.n)))
 		if !ok {
 			return all
 		}
@@ -103,6 +98,9 @@ func argReads(m arch.Memory, w *arch.Walked) uint64 {
 		if j >= 64 {
 			return all
 		}
+	}
+	if it.err != nil {
+		return all
 	}
 	return r
 }
@@ -232,27 +230,22 @@ func retJump(m arch.Memory, w *arch.Walked, code uint64) ([]arch.FuncReturn, err
 		return nil, shapeErr(w.Entry, "the function's code ends at %#x, outside its range", code)
 	}
 	var rets []uint64
-	for pc := w.Entry; pc < code; {
-		if !w.IsStart(pc) {
-			pc++
-			continue
-		}
-		in, err := decodeAt(m, pc)
-		if err != nil {
-			return nil, err
-		}
-		switch in.flow {
+	it := insts(m, w, code)
+	for it.next() {
+		switch pc := it.pc; it.in.flow {
 		case flowRet:
-			if b := m.Read(pc, 1); in.n != 1 || len(b) != 1 || b[0] != 0xC3 {
+			if b := m.Read(pc, 1); it.in.n != 1 || len(b) != 1 || b[0] != 0xC3 {
 				return nil, shapeErr(pc, "a return that is not a 1-byte RET")
 			}
 			rets = append(rets, pc)
 		case flowJmp, flowJcc:
-			if t := in.target(pc); t < w.Entry || t >= code {
+			if t := it.in.target(pc); t < w.Entry || t >= code {
 				return nil, shapeErr(pc, "a jump out of the function's code (to %#x): a return the probe would not see", t)
 			}
 		}
-		pc += uint64(in.n)
+	}
+	if it.err != nil {
+		return nil, it.err
 	}
 	switch {
 	case len(rets) == 0:

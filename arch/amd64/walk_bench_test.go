@@ -3,6 +3,7 @@ package amd64
 import (
 	"testing"
 
+	"github.com/gosdt/gosdt/arch"
 	"github.com/gosdt/gosdt/internal/testbin"
 )
 
@@ -21,4 +22,14 @@ func BenchmarkWalk(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(insts), "ns/inst")
+}
+
+// BenchmarkFuncReads reads every walked function of the go command as function probes
+// do: its returns (funcReturns), its returns by a jump (retJump) and the argument
+// words a leaf reads (argReads), each a pass over the function's instructions.
+func BenchmarkFuncReads(b *testing.B) {
+	testbin.BenchPasses(b, &Arch, 0xCC,
+		testbin.Pass{Name: "funcReturns", Run: func(m arch.Memory, w *arch.Walked, _ uint64) { funcReturns(m, w) }},
+		testbin.Pass{Name: "retJump", Run: func(m arch.Memory, w *arch.Walked, code uint64) { retJump(m, w, code) }},
+		testbin.Pass{Name: "argReads", Run: func(m arch.Memory, w *arch.Walked, _ uint64) { argReads(m, w) }})
 }

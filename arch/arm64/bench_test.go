@@ -40,6 +40,20 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
+// BenchmarkFuncReads reads every walked function of a real arm64 binary as function
+// probes do: whether it is a leaf with a frame (notLeaf), its returns (funcReturns),
+// its returns by a jump (retJump), and a leaf's argument words and live registers
+// (argReads, liveIn), each a pass over the function's words.
+func BenchmarkFuncReads(b *testing.B) {
+	name := func(pc uint64) string { return "" }
+	testbin.BenchPasses(b, &Arch, 0,
+		testbin.Pass{Name: "notLeaf", Run: func(m arch.Memory, w *arch.Walked, _ uint64) { notLeaf(m, w, name) }},
+		testbin.Pass{Name: "funcReturns", Run: func(m arch.Memory, w *arch.Walked, _ uint64) { funcReturns(m, w) }},
+		testbin.Pass{Name: "retJump", Run: func(m arch.Memory, w *arch.Walked, code uint64) { retJump(m, w, code) }},
+		testbin.Pass{Name: "argReads", Run: func(m arch.Memory, w *arch.Walked, _ uint64) { argReads(m, w) }},
+		testbin.Pass{Name: "liveIn", Run: func(m arch.Memory, w *arch.Walked, _ uint64) { liveIn(m, w) }})
+}
+
 // TestCandidates compares candidates with the plain search of every aligned word (as
 // it was written first) on a real binary's text, over ranges and bases of every
 // alignment.

@@ -135,13 +135,12 @@ func funcEntry(m arch.Memory, w *arch.Walked, name func(pc uint64) string) (arch
 // (BL, BLR, or the duff devices by BL) treats R30 as scratch after its prologue and
 // reloads it from its frame in every epilogue.
 func notLeaf(m arch.Memory, w *arch.Walked, name func(pc uint64) string) error {
-	code := m.Read(w.Entry, int(w.End-w.Entry))
-	if len(code) != int(w.End-w.Entry) {
-		return shapeErr(w.Entry, "the function's code is not all mapped")
+	it, err := words(m, w, w.End)
+	if err != nil {
+		return err
 	}
-	for i := 0; i+instLen <= len(code); i += instLen {
-		x, pc := binary.LittleEndian.Uint32(code[i:]), w.Entry+uint64(i)
-		switch {
+	for it.next() {
+		switch x, pc := it.x, it.pc; {
 		case x&0xFFFFFC1F == 0xD63F0000: // BLR Xn
 			return nil
 		case x>>26 == 0x25: // BL
@@ -180,7 +179,7 @@ func readMorestack(m arch.Memory, w *arch.Walked, e *arch.FuncEntry, name func(p
 			if !called || in.Target != w.Entry {
 				return shapeErr(pc, "the morestack block jumps to %#x, not back to the entry", in.Target)
 			}
-			if !sameSpills(e.Spills, reloads) {
+			if !arch.SameSpills(e.Spills, reloads) {
 				return shapeErr(pc, "the morestack block reloads %v, not what it spilled (%v)", reloads, e.Spills)
 			}
 			return nil
@@ -257,36 +256,18 @@ func spillsOf(w uint32, store bool) ([]arch.Spill, bool) {
 	return nil, false
 }
 
-// sameSpills reports whether the reloads restore exactly what was spilled.
-func sameSpills(spills, reloads []arch.Spill) bool {
-	if len(spills) != len(reloads) {
-		return false
-	}
-	for _, s := range spills {
-		found := false
-		for _, r := range reloads {
-			found = found || r == s
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
 // funcReturns finds every return of the function walked in w, each of which must be
 // an epilogue of the shape the return stub takes.
 func funcReturns(m arch.Memory, w *arch.Walked) ([]arch.FuncReturn, error) {
 	var rets []arch.FuncReturn
-	code := m.Read(w.Entry, int(w.End-w.Entry))
-	if len(code) != int(w.End-w.Entry) {
-		return nil, shapeErr(w.Entry, "the function's code is not all mapped")
+	it, err := words(m, w, w.End)
+	if err != nil {
+		return nil, err
 	}
 	// Fixed-width code: what can leave the function is told by each word's encoding,
 	// whatever else the decoder knows of it.
-	for i := 0; i+instLen <= len(code); i += instLen {
-		x, pc := binary.LittleEndian.Uint32(code[i:]), w.Entry+uint64(i)
-		switch {
+	for it.next() {
+		switch x, pc := it.x, it.pc; {
 		case x&0xFFFFFC1F == 0xD65F0000: // RET Xn
 			r, err := epilogue(m, w, pc)
 			if err != nil {

@@ -67,7 +67,7 @@ func TestFuncProbeShapes(t *testing.T) {
 			if e.Frame <= 0 || e.Context != c.context || e.Resume != e.Addr+4 || len(e.Orig) != 4 {
 				t.Errorf("%s: entry %+v", f.Name, e)
 			}
-			if c.spills != nil && !sameSpills(e.Spills, c.spills) {
+			if c.spills != nil && !arch.SameSpills(e.Spills, c.spills) {
 				t.Errorf("%s: spills %v, want %v", f.Name, e.Spills, c.spills)
 			}
 			if call := CallTo(e.Addr, e.Addr+0x1000); len(call) != len(e.Orig) {

@@ -50,9 +50,13 @@ func leafEntry(m arch.Memory, w *arch.Walked) (arch.LeafEntry, error) {
 func liveIn(m arch.Memory, w *arch.Walked) (live uint32, ok bool) {
 	var written uint32
 	start := true
-	for pc := w.Entry; pc+instLen <= w.End; pc += instLen {
-		in, err := decode(m, pc)
-		if err != nil {
+	it, err := words(m, w, w.End)
+	if err != nil {
+		return 0, false
+	}
+	for it.next() {
+		pc, in := it.pc, decodeWord(it.x, it.pc)
+		if !in.Known() {
 			return 0, false
 		}
 		if start && pc != w.Entry {
@@ -90,12 +94,12 @@ func argReads(m arch.Memory, w *arch.Walked) uint64 {
 		}
 		return true
 	}
-	for pc := w.Entry; pc+instLen <= w.End; pc += instLen {
-		b := m.Read(pc, instLen)
-		if len(b) < instLen {
-			return all
-		}
-		x := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+	it, err := words(m, w, w.End)
+	if err != nil {
+		return all
+	}
+	for it.next() {
+		x := it.x
 		rn := x >> 5 & 31
 		switch {
 		case x&0x0A000000 == 0x08000000: // loads and stores
@@ -210,16 +214,15 @@ func retJump(m arch.Memory, w *arch.Walked, code uint64) ([]arch.FuncReturn, err
 	if code <= w.Entry || code > w.End || (code-w.Entry)%instLen != 0 {
 		return nil, shapeErr(w.Entry, "the function's code ends at %#x, outside its range", code)
 	}
-	b := m.Read(w.Entry, int(code-w.Entry))
-	if len(b) != int(code-w.Entry) {
-		return nil, shapeErr(w.Entry, "the function's code is not all mapped")
+	it, err := words(m, w, code)
+	if err != nil {
+		return nil, err
 	}
 	var rets []arch.FuncReturn
-	for i := 0; i+instLen <= len(b); i += instLen {
-		x, pc := binary.LittleEndian.Uint32(b[i:]), w.Entry+uint64(i)
-		switch {
+	for it.next() {
+		switch x, pc := it.x, it.pc; {
 		case x == retLR:
-			rets = append(rets, arch.FuncReturn{Addr: pc, Ret: pc, Orig: append([]byte(nil), b[i:i+instLen]...)})
+			rets = append(rets, arch.FuncReturn{Addr: pc, Ret: pc, Orig: binary.LittleEndian.AppendUint32(nil, x)})
 		case x&0xFFFFFC1F == 0xD65F0000:
 			return nil, shapeErr(pc, "a return through another register than R30 (%#08x)", x)
 		case x&0xFE9FF000 == 0xD61F0800, x&0xFFFFFBFF == 0xD65F0BFF: // BRA*, RETA*: authenticated forms Go does not emit

@@ -102,3 +102,40 @@ func walk(m arch.Memory, entry, end uint64) (*arch.Walked, error) {
 	w.Targets = arch.SortTargets(w.Targets)
 	return w, nil
 }
+
+// wordIter reads, in order, the words of a walked function from its entry to an end:
+// its instructions, every aligned word being one. It is the one pass over a
+// function's code of the readers of function probes (funcReturns, retJump, notLeaf,
+// argReads, liveIn):
+//
+//	it, err := words(m, w, end) // err: the code is not all mapped
+//	for it.next() {
+//		... it.x, the word at it.pc ...
+//	}
+type wordIter struct {
+	code  []byte // [entry, end)
+	entry uint64
+	off   int    // the next word's offset in code
+	pc    uint64 // the word's
+	x     uint32 // the word at pc
+}
+
+// words starts a wordIter over the walked function w's words before end (a word
+// boundary), or says that they are not all mapped.
+func words(m arch.Memory, w *arch.Walked, end uint64) (wordIter, error) {
+	code := m.Read(w.Entry, int(end-w.Entry))
+	if len(code) != int(end-w.Entry) {
+		return wordIter{}, shapeErr(w.Entry, "the function's code is not all mapped")
+	}
+	return wordIter{code: code, entry: w.Entry}, nil
+}
+
+// next moves to the next word: false at the end.
+func (it *wordIter) next() bool {
+	if it.off+instLen > len(it.code) {
+		return false
+	}
+	it.pc, it.x = it.entry+uint64(it.off), binary.LittleEndian.Uint32(it.code[it.off:])
+	it.off += instLen
+	return true
+}

@@ -146,3 +146,55 @@ func matchDecoded(insts []inst, s arch.Site, targets map[uint64]bool) error {
 	}
 	return nil
 }
+
+// TestWordsIsEveryWord holds words, the one pass over a walked function's code of the
+// readers of function probes, against reading each aligned word of every function of
+// a real binary on its own: the same words at the same pcs, to the function's end and
+// to an end before it; and code not all mapped refused before any word, which makes
+// argReads read all and liveIn say it cannot tell, as when they read word by word.
+func TestWordsIsEveryWord(t *testing.T) {
+	b := testbin.Binaries(t, &Arch)[0]
+	funcs := 0
+	for _, fn := range b.Funcs {
+		w, err := walk(b.Text, fn.Entry, fn.End)
+		if err != nil {
+			continue
+		}
+		for _, end := range []uint64{w.End, w.End - (w.End-w.Entry)/2&^(instLen-1)} {
+			it, err := words(b.Text, w, end)
+			if err != nil {
+				t.Fatalf("%s to %#x: %v", fn.Name, end, err)
+			}
+			pc := w.Entry
+			for ; it.next(); pc += instLen {
+				if x := binary.LittleEndian.Uint32(b.Text.Read(pc, instLen)); it.pc != pc || it.x != x {
+					t.Fatalf("%s to %#x: word %#08x at %#x, want %#08x at %#x", fn.Name, end, it.x, it.pc, x, pc)
+				}
+			}
+			if pc != end || it.next() {
+				t.Fatalf("%s to %#x: the words end at %#x", fn.Name, end, pc)
+			}
+		}
+		funcs++
+	}
+	t.Logf("%s: %d functions", b.Path, funcs)
+	if funcs < len(b.Funcs)*99/100 {
+		t.Errorf("only %d of %d functions walked", funcs, len(b.Funcs))
+	}
+
+	code := []byte{0x1F, 0x20, 0x03, 0xD5, 0xC0, 0x03, 0x5F, 0xD6} // NOP; RET
+	w, err := walk(arch.Bytes{Base: 0x1000, Code: code}, 0x1000, 0x1008)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := arch.Bytes{Base: 0x1000, Code: code[:6]} // the RET no longer all mapped
+	if _, err := words(short, w, w.End); err == nil {
+		t.Error("words over code not all mapped: no error")
+	}
+	if r := argReads(short, w); r != ^uint64(0) {
+		t.Errorf("argReads over code not all mapped: %#x, want all", r)
+	}
+	if _, ok := liveIn(short, w); ok {
+		t.Error("liveIn over code not all mapped: ok")
+	}
+}
