@@ -94,6 +94,31 @@ func TestStatCommand(t *testing.T) {
 	}
 }
 
+// TestStatCommandEnds: aggregations live in the process, so a command's fires after
+// stat's last snapshot end with it: stat says so on stderr, and a command that ended
+// before the first snapshot, none of its fires shown, exits 8 saying none were
+// counted; the command's own end is not taken for the stat's (no "terminating it").
+func TestStatCommandEnds(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	last := buildLast(t)
+	for _, end := range []string{"exit", "kill"} {
+		var out, errb bytes.Buffer
+		err := run([]string{"stat", "last:::word", "--", last, "1000", end}, &out, &errb)
+		if exitCode(err) != exitExited || !strings.Contains(err.Error(), "ended before the stat's first snapshot") ||
+			!strings.Contains(err.Error(), "none of its fires were counted") || strings.Contains(errb.String(), "terminating it") {
+			t.Fatalf("%s: err %v (code %d)\nstdout:\n%s\nstderr:\n%s", end, err, exitCode(err), out.String(), errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if err := run([]string{"stat", "boot:::step", "--", buildStartup(t), "1000", "0"}, &out, &errb); err != nil {
+		t.Fatalf("stat: %v\n%s", err, errb.String())
+	}
+	if !strings.Contains(out.String(), "1000 ") || !strings.Contains(errb.String(), "after the last snapshot (shown): its fires in between, if any, are not counted") ||
+		strings.Contains(errb.String(), "terminating it") {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	}
+}
+
 // TestCommandNotGosdt: a command that uses no gosdt is said so, with its status.
 func TestCommandNotGosdt(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())

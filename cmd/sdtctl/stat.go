@@ -57,12 +57,29 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 		return err
 	}
 	fails := failures{stderr: stderr}
-	final := r.read(cls, cmd, stop, &fails, stdout)
+	final, ended := r.read(cls, cmd, stop, &fails, stdout)
 	fails.add(writeStacks(final, r.started, r.outs["pprof"], r.outs["folded"], stdout, stderr))
 	if cmd != nil {
-		return cmd.finish(fails.err(), stdout, stderr, r.o.json)
+		err := fails.err()
+		if ended.exited && err == nil {
+			// The stream saw the command end: finish waits for it rather than
+			// taking the stream's end for the stat's own and terminating it.
+			err = fail(exitExited, "%s ended", cmd.name)
+		}
+		if err := cmd.finish(err, stdout, stderr, r.o.json); err != nil {
+			return err
+		}
+		return ended.uncounted
 	}
 	return fails.err()
+}
+
+// statEnd is how a stat of a command started with -- CMD saw it end: exited, the
+// stream ended with the command; uncounted, an error when it ended before the first
+// snapshot, so that none of its fires were shown.
+type statEnd struct {
+	exited    bool
+	uncounted error
 }
 
 // parseStat reads stat's flags into the request, refusing what no process would take
@@ -185,15 +202,17 @@ func (r *statRun) place(stdout, stderr io.Writer) (cls []*client, cmd *followed,
 
 // read streams every process's snapshots until the stat ends, printing each as it
 // comes (of a command started with -- CMD: one each -i and its last), and returns
-// the last received; what fails goes to fails.
-func (r *statRun) read(cls []*client, cmd *followed, stop <-chan struct{}, fails *failures, stdout io.Writer) (final *ctlproto.Stat) {
+// the last received and how the command, if any, ended; what fails goes to fails.
+// Aggregations live in the process: a command's fires after its last snapshot (at
+// most ctlproto.MinInterval before its end) die with it, and read says so.
+func (r *statRun) read(cls []*client, cmd *followed, stop <-chan struct{}, fails *failures, stdout io.Writer) (final *ctlproto.Stat, end statEnd) {
 	st := newStopperFor(stop, cmd != nil)
 	var mu sync.Mutex // one snapshot printed at a time
 	var wg sync.WaitGroup
 	for _, cl := range cls {
 		wg.Go(func() {
 			var last *ctlproto.Stat
-			snaps := 0
+			snaps, lastAt := 0, int64(0)
 			var printed time.Time
 			_, err := stream(cl, r.q, st.C, func(resp *ctlproto.Response) {
 				if resp.Stat == nil {
@@ -204,7 +223,7 @@ func (r *statRun) read(cls []*client, cmd *followed, stop <-chan struct{}, fails
 				}
 				mu.Lock()
 				defer mu.Unlock()
-				last, snaps, final = resp.Stat, snaps+1, resp.Stat
+				last, snaps, final, lastAt = resp.Stat, snaps+1, resp.Stat, resp.Stat.Time
 				if cmd == nil {
 					r.show(stdout, cl.pid, resp.Stat)
 					return
@@ -223,8 +242,16 @@ func (r *statRun) read(cls []*client, cmd *followed, stop <-chan struct{}, fails
 				if last != nil {
 					r.show(stdout, cl.pid, last) // the last snapshot, taken at most MinInterval before the command ended
 				}
-				if exitCode(err) == exitExited {
-					err = nil
+				if exitCode(err) != exitExited {
+					break
+				}
+				err, end.exited = nil, true
+				if snaps == 0 {
+					end.uncounted = fail(exitExited, "%s (pid %d) ended before the stat's first snapshot (one every %v): none of its fires were counted (sdtctl trace reads what a command fired after its end)",
+						cmd.name, cl.pid, ctlproto.MinInterval)
+				} else {
+					fmt.Fprintf(fails.stderr, "sdtctl: %s (pid %d) ended %v after the last snapshot (shown): its fires in between, if any, are not counted (sdtctl trace reads what a command fired after its end)\n",
+						cmd.name, cl.pid, time.Since(time.Unix(0, lastAt)).Round(time.Millisecond))
 				}
 			case exitCode(err) == exitExited:
 				err = statExited(stdout, r.o.json, cl.pid, snaps, last)
@@ -234,7 +261,7 @@ func (r *statRun) read(cls []*client, cmd *followed, stop <-chan struct{}, fails
 	}
 	wg.Wait()
 	st.release()
-	return final
+	return final, end
 }
 
 // show prints a snapshot of process pid: a line of JSON, or a table.
