@@ -34,6 +34,7 @@ type DirectBuf struct {
 	Mask                          uint64         // its size - 1 (a power of two)
 	Tail, Writing, HdrDrops, Head *uint64        // the header's words (ctlproto.RingHeader); Head the reader's
 	Seen, Drops, Marked           *uint64        // the writers' own words (pbuf's)
+	Filtered                      *uint64        // returns the trace's predicate rejected (pbuf's, the writers')
 }
 
 // DirectBufs is one trace's buffers as its owner (package consume) publishes them:
@@ -41,12 +42,28 @@ type DirectBuf struct {
 type DirectBufs struct {
 	bufs  unsafe.Pointer // *[]DirectBuf, by P
 	known unsafe.Pointer // *[]uint64: bit i set once probe i's records are described; nil: write nothing
+	where unsafe.Pointer // *[]*Pred: by probe id, the predicate a return must pass (where.go); nil: none
 	lost  *uint64        // returns on a P with no buffer (atomic): the trace's count of them
+	// the trace has a predicate: only the first 64 of a function's sets run one
+	// (DirectSet.Bufs, retWhere's mask), a later one leaves the returns to the ring
+	filters bool
 }
 
 // NewDirectBufs makes a trace's DirectBufs; lost is where it counts the events of a
-// P with no buffer.
-func NewDirectBufs(lost *uint64) *DirectBufs { return &DirectBufs{lost: lost} }
+// P with no buffer; filters: the trace has a predicate (SetWhere).
+func NewDirectBufs(lost *uint64, filters bool) *DirectBufs {
+	return &DirectBufs{lost: lost, filters: filters}
+}
+
+// Filters reports whether the trace has a predicate, which only the first 64
+// traces of a DirectSet's Bufs may have.
+func (d *DirectBufs) Filters() bool { return d.filters }
+
+// SetWhere publishes the predicates of the trace's probes, by probe id (nil: every
+// return of that probe): call it before SetKnown names the probes.
+func (d *DirectBufs) SetWhere(byID []*Pred) {
+	atomic.StorePointer(&d.where, unsafe.Pointer(&byID))
+}
 
 // SetBufs publishes the trace's buffers, by P.
 func (d *DirectBufs) SetBufs(bufs []DirectBuf) {
@@ -97,6 +114,8 @@ type DirectSet struct {
 	Site     uint64      // the site the records name: the function's entry
 	Results  []DirectArg // after the latency; at most MaxDirectResults
 	Bufs     []*DirectBufs
+	// Filters: some of Bufs (among the first 64) has a predicate (retWhere)
+	Filters bool
 }
 
 // MaxDirectResults is the most results a direct record carries (a probe's six
@@ -158,10 +177,14 @@ type pendingRet struct {
 	// has written it the P is pinned: no collection can end and free it.
 	set  uintptr
 	now  uint64
-	g    uintptr // the goroutine; its id once retDirect has read it
-	lat  int64
-	rate uint64 // rateBits as retDirect read them
-	_    [24]byte
+	g    uintptr // the goroutine; its id once retWhere has read it
+	lat  int64   // in counter ticks; in ns once retWhere has converted it (-1: unseen)
+	skip uint64  // bit i: the set's Bufs[i] does not take the event (its predicate, retWhere)
+	// the event's arguments as the predicates read them (argsOf): n of them
+	n     uint8
+	kinds [1 + MaxDirectResults]uint8
+	vals  [1 + MaxDirectResults]uint64
+	_     [24]byte
 }
 
 var pending []pendingRet // made by the first SetDirect, before any set is published
@@ -196,11 +219,12 @@ func retDirect(regs uintptr) {
 		if p.set != 0 {
 			s := (*DirectSet)(rawptr.At(p.set))
 			p.set = 0
-			rt.ProcUnpin()             // pendDirect's
-			p.g = uintptr(goidOf(p.g)) // the id, from here on
-			p.rate = load64(&rateBits)
+			rt.ProcUnpin() // pendDirect's
 			res := rawptr.At(regs)
 			for i := 0; i < len(s.Bufs); i++ {
+				if p.skip>>uint(i)&1 != 0 {
+					continue // filtered (retWhere)
+				}
 				b := (*(**DirectBufs)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.Bufs)), uintptr(i)*unsafe.Sizeof(uintptr(0))))).buf(s.Probe, pid)
 				if b == nil {
 					continue
@@ -269,11 +293,7 @@ func (s *DirectSet) size(res unsafe.Pointer) uint64 {
 //go:norace
 func (s *DirectSet) fill(r unsafe.Pointer, need uint64, p *pendingRet, res unsafe.Pointer) {
 	*(*[4]uint64)(r) = [4]uint64{need | uint64(1+len(s.Results))<<16 | uint64(s.Probe)<<32, s.Site, p.now, uint64(p.g)}
-	lat := p.lat
-	if lat >= 0 {
-		lat = int64(float64(lat) * *(*float64)(unsafe.Pointer(&p.rate)))
-	}
-	*(*int64)(unsafe.Add(r, ctlproto.RecordHead)) = lat
+	*(*int64)(unsafe.Add(r, ctlproto.RecordHead)) = p.lat     // in ns (retWhere)
 	at := uintptr(ctlproto.RecordHead + 8 + 8*len(s.Results)) // the strings' bytes
 	for i := 0; i < len(s.Results); i++ {
 		a := (*DirectArg)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.Results)), uintptr(i)*unsafe.Sizeof(DirectArg{})))

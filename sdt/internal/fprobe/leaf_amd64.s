@@ -130,6 +130,9 @@ TEXT ·jretBody(SB), NOSPLIT, $232-0
 	JEQ  rnodirect
 	LEAQ 32(SP), R13
 	MOVQ R13, 0(SP)
+	CALL ·retWhere(SB)        // the traces' predicates, then the writes
+	LEAQ 32(SP), R13
+	MOVQ R13, 0(SP)
 	CALL ·retDirect(SB)
 rnodirect:
 	RESTORE_ARG_REGS

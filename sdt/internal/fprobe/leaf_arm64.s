@@ -141,6 +141,9 @@ TEXT ·jretBody(SB), NOSPLIT, $296-0
 	CBZ  R19, rnodirect
 	ADD  $40, RSP, R19
 	MOVD R19, 8(RSP)
+	CALL ·retWhere(SB)        // the traces' predicates, then the writes
+	ADD  $40, RSP, R19
+	MOVD R19, 8(RSP)
 	CALL ·retDirect(SB)
 rnodirect:
 	RESTORE_ARG_REGS

@@ -326,6 +326,9 @@ TEXT ·retBody(SB), NOSPLIT, $232-0
 	JEQ  nodirect
 	LEAQ 32(SP), R13
 	MOVQ R13, 0(SP)
+	CALL ·retWhere(SB)        // the traces' predicates, then the writes
+	LEAQ 32(SP), R13
+	MOVQ R13, 0(SP)
 	CALL ·retDirect(SB)
 nodirect:
 	RESTORE_ARG_REGS

@@ -284,6 +284,9 @@ TEXT ·retBody(SB), NOSPLIT, $304-0
 	CBZ  R19, nodirect
 	ADD  $40, RSP, R19
 	MOVD R19, 8(RSP)
+	CALL ·retWhere(SB)        // the traces' predicates, then the writes
+	ADD  $40, RSP, R19
+	MOVD R19, 8(RSP)
 	CALL ·retDirect(SB)
 nodirect:
 	RESTORE_ARG_REGS
