@@ -136,19 +136,29 @@ func (f *Func) SetDirect(s *DirectSet) {
 			s.Results = s.Results[:MaxDirectResults]
 		}
 	}
-	was := loadPtr(&f.direct) != nil
+	old := (*DirectSet)(loadPtr(&f.direct))
+	was, filtered := old != nil, old != nil && old.Filters
 	if s != nil && !was {
 		add64(&directOn, 1)
 	}
+	if s != nil && s.Filters && !filtered {
+		add64(&whereOn, 1)
+	}
 	atomic.StorePointer(&f.direct, unsafe.Pointer(s))
 	store64(&f.ringless, b2u(s != nil && s.Ringless))
-	if s == nil && was {
+	direct, where := s == nil && was, filtered && (s == nil || !s.Filters)
+	if direct || where {
 		// Not before every return that took the set has written its event: one
 		// that left it pending has its P pinned until retDirect, so a stop of the
 		// world waits for it (runtime.Stack's, as package consume's quiesce).
 		go func() {
 			runtime.Stack(nil, true)
-			add64(&directOn, ^uint64(0))
+			if direct {
+				add64(&directOn, ^uint64(0))
+			}
+			if where {
+				add64(&whereOn, ^uint64(0))
+			}
 		}()
 	}
 }
@@ -163,8 +173,9 @@ func (f *Func) SetDirect(s *DirectSet) {
 // other runs on the P, and no collection ends (the set is held by a word only).
 
 // directOn is how many functions have a direct set (or had one, until every
-// return that took it has written it); retBody reads it.
-var directOn uint64
+// return that took it has written it); retBody reads it. whereOn is how many of
+// those sets have Filters: retBody calls retWhere only then.
+var directOn, whereOn uint64
 
 // maxProcs is the most Ps the runtime makes (its _MaxGomaxprocs): every P's id
 // has a pendingRet.
@@ -180,6 +191,7 @@ type pendingRet struct {
 	g    uintptr // the goroutine; its id once retWhere has read it
 	lat  int64   // in counter ticks; in ns once retWhere has converted it (-1: unseen)
 	skip uint64  // bit i: the set's Bufs[i] does not take the event (its predicate, retWhere)
+	done uint64  // g and lat read (ready): by retWhere, or else retDirect
 	// the event's arguments as the predicates read them (argsOf): n of them
 	n     uint8
 	kinds [1 + MaxDirectResults]uint8
@@ -220,6 +232,7 @@ func retDirect(regs uintptr) {
 			s := (*DirectSet)(rawptr.At(p.set))
 			p.set = 0
 			rt.ProcUnpin() // pendDirect's
+			p.ready()
 			res := rawptr.At(regs)
 			for i := 0; i < len(s.Bufs); i++ {
 				if p.skip>>uint(i)&1 != 0 {

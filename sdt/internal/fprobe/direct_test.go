@@ -1,6 +1,7 @@
 package fprobe
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 	"unsafe"
@@ -231,6 +232,19 @@ func TestDirectRecords(t *testing.T) {
 					t.Fatalf("%s: a record with error %q", c.name, l.Str(r, 2))
 				}
 			}
+		}
+		// Once no set has a predicate, retBody no longer calls retWhere: what
+		// it left of its last event (the bits it filtered) filters nothing.
+		for load64(&whereOn) != 0 {
+			runtime.Gosched()
+		}
+		again := newTestBufs(procs(), 1<<20)
+		again.d.SetKnown([]uint32{id})
+		on(set(again, true))
+		calls(G, N)
+		off()
+		if recs, drops := again.records(t); len(recs) != G*N || drops != 0 {
+			t.Errorf("after the predicates: %d records, %d dropped, want %d, 0", len(recs), drops, G*N)
 		}
 	})
 

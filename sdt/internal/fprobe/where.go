@@ -115,8 +115,8 @@ func (pr *Pred) MatchReturn(results []DirectArg, lat int64, words [ReturnWords]u
 // its goroutine's id and its latency in ns, and, for each trace with a predicate
 // on the probe, whether the trace takes it (a bit of p.skip when not, the return
 // counted filtered in the trace's buffer of the P, as its Fire counts a fire its
-// predicate rejects). Called by retBody after retHandler, before retDirect, with no
-// safe point between: a frame of its own beside retDirect's, where the nosplit
+// predicate rejects). Called by retBody after retHandler, before retDirect, when
+// some set has Filters (whereOn), with no safe point between: a frame of its own beside retDirect's, where the nosplit
 // chain has room for the predicate's (retDirect's has none left with -N -l). The
 // arguments are read once into the P's pendingRet, not onto the stack.
 //
@@ -128,12 +128,7 @@ func retWhere(regs uintptr) {
 		p := (*pendingRet)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(pending)), uintptr(pid)*unsafe.Sizeof(pendingRet{})))
 		if p.set != 0 {
 			s := (*DirectSet)(rawptr.At(p.set))
-			p.g = uintptr(goidOf(p.g)) // the id, from here on
-			if p.lat >= 0 {
-				r := load64(&rateBits)
-				p.lat = int64(float64(p.lat) * *(*float64)(unsafe.Pointer(&r))) // ns, from here on
-			}
-			p.skip = 0
+			p.ready()
 			if s.Filters {
 				s.argsOf(p, rawptr.At(regs))
 				for i := 0; i < len(s.Bufs) && i < 64; i++ {
@@ -147,6 +142,29 @@ func retWhere(regs uintptr) {
 		}
 	}
 	rt.ProcUnpin()
+}
+
+// ready reads the goroutine's id and converts the latency to ns, once for the
+// event pending in p: by retWhere when it runs, else by retDirect (with no
+// predicate to run, retBody does not call retWhere), which marks p not done for
+// the next. The latency a predicate passes is the one written.
+//
+//go:nosplit
+//go:norace
+func (p *pendingRet) ready() {
+	if p.done != 0 {
+		p.done = 0 // retDirect's call, after retWhere's
+		return
+	}
+	p.g = uintptr(goidOf(p.g)) // the id, from here on
+	if p.lat >= 0 {
+		r := load64(&rateBits)
+		p.lat = int64(float64(p.lat) * *(*float64)(unsafe.Pointer(&r))) // ns, from here on
+	}
+	p.skip = 0 // none filtered yet (a past event's bits are not this one's)
+	if p.set != 0 {
+		p.done = 1 // retWhere's call: retDirect's finds it done
+	}
 }
 
 // pred is d's predicate on probe id and d's buffer of P pid, when the return path
