@@ -163,14 +163,15 @@ func (f *Func) SetDirect(s *DirectSet) {
 	}
 }
 
-// The return path writes a direct record in two steps, so that neither nosplit
-// chain from the return stub outgrows what a nosplit chain may use (the linker's
-// check, with -N -l too): retHandler leaves the event in its P's pendingRet
-// (pendDirect), and retBody, once it is back, calls retDirect, which writes it;
-// only while some function has a direct set (directOn), so that a return nobody
-// traces pays one load for it. pendDirect pins the P once more, and retDirect
-// unpins it: between the two the goroutine is neither preempted nor moved, no
-// other runs on the P, and no collection ends (the set is held by a word only).
+// The return path writes a direct record in steps, so that no nosplit chain from
+// the return stub outgrows what a nosplit chain may use (the linker's check, with
+// -N -l too): retHandler leaves the event in its P's pendingRet (pendDirect), and
+// retBody, once it is back, calls retWhere when some set has a predicate (whereOn:
+// it runs the traces' predicates, where.go), then retDirect, which writes it; only
+// while some function has a direct set (directOn), so that a return nobody traces
+// pays one load for it. pendDirect pins the P once more, and retDirect unpins it:
+// between the two the goroutine is neither preempted nor moved, no other runs on
+// the P, and no collection ends (the set is held by a word only).
 
 // directOn is how many functions have a direct set (or had one, until every
 // return that took it has written it); retBody reads it. whereOn is how many of
@@ -188,8 +189,8 @@ type pendingRet struct {
 	// has written it the P is pinned: no collection can end and free it.
 	set  uintptr
 	now  uint64
-	g    uintptr // the goroutine; its id once retWhere has read it
-	lat  int64   // in counter ticks; in ns once retWhere has converted it (-1: unseen)
+	g    uintptr // the goroutine; its id once ready has read it
+	lat  int64   // in counter ticks; in ns once ready has converted it (-1: unseen)
 	skip uint64  // bit i: the set's Bufs[i] does not take the event (its predicate, retWhere)
 	done uint64  // g and lat read (ready): by retWhere, or else retDirect
 	// the event's arguments as the predicates read them (argsOf): n of them
@@ -219,8 +220,8 @@ func (f *Func) pendDirect(pid int, now uint64, lat int64, g uintptr) bool {
 
 // retDirect writes the return event pending on its P (pendDirect) into each
 // buffer of its set; regs holds the result registers. Called by retBody after
-// retHandler, with no safe point between. One level of calls below it, and those
-// call little: with -N -l every helper is a frame of its own.
+// retHandler (and retWhere), with no safe point between. One level of calls below
+// it, and those call little: with -N -l every helper is a frame of its own.
 //
 //go:nosplit
 //go:norace
