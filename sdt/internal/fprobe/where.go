@@ -1,7 +1,6 @@
 package fprobe
 
 import (
-	"slices"
 	"strings"
 	"unsafe"
 
@@ -60,9 +59,9 @@ const (
 )
 
 // NewPred makes the return path's program of package pred's code, which needs
-// arguments up to need-1.
+// arguments up to need-1. It keeps code, which nobody may change after.
 func NewPred(code []PredIns, need int) *Pred {
-	pr := &Pred{Code: slices.Clone(code), Need: need}
+	pr := &Pred{Code: code, Need: need}
 	for i := range pr.Code {
 		in := &pr.Code[i]
 		for t := range in.texts {
