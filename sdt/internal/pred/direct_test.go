@@ -188,3 +188,46 @@ func TestDirectSameCode(t *testing.T) {
 		t.Fatal(p.String())
 	}
 }
+
+// FuzzDirect: for any predicate that compiles for a return layout (kinds and sizes
+// from layout's bytes) and any latency and result words, the return path's run of it
+// answers as Match does on the drain's Args.
+func FuzzDirect(f *testing.F) {
+	f.Add(`r0 == "<nil>" || arg2 > -3`, []byte{4, 0, 5}, int64(7), uint64(0), uint64(1<<63), uint64(5), uint64(math.Float64bits(2.5)))
+	f.Add(`arg1 < arg2 && !(latency_ns >= 1000)`, []byte{3, 6, 0}, int64(-1), uint64(math.Float32bits(-1.5)), uint64(math.MaxUint64), uint64(0), uint64(0))
+	f.Add(`r1 != r2 && r0`, []byte{2, 4, 5}, int64(0), uint64(3), uint64(0), uint64(9), uint64(0))
+	f.Fuzz(func(t *testing.T, src string, layout []byte, lat int64, w0, w1, w2, w3 uint64) {
+		var l []fprobe.DirectArg
+		for i, b := range layout {
+			if i == fprobe.MaxDirectResults {
+				break
+			}
+			a := fprobe.DirectArg{Word: b >> 4 % fprobe.ReturnWords}
+			switch b & 0xf % 7 {
+			case 0:
+				a.Kind, a.Size = fprobe.DirectInt, 1<<(b>>6)
+			case 1:
+				a.Kind, a.Size = fprobe.DirectUint, 8
+			case 2:
+				a.Kind, a.Size = fprobe.DirectBool, 1
+			case 3:
+				a.Kind, a.Size = fprobe.DirectFloat, 4
+			case 4:
+				a.Kind, a.Size = fprobe.DirectFloat, 8
+			case 5:
+				a.Kind, a.Size, a.Iface = fprobe.DirectString, 8, true
+			case 6:
+				a.Kind, a.Size = fprobe.DirectInt, 8
+			}
+			l = append(l, a)
+		}
+		p, err := Compile(src, layoutArgs(l))
+		if err != nil {
+			return
+		}
+		w := [fprobe.ReturnWords]uint64{w0, w1, w2, w3}
+		if got, want := p.Direct().MatchReturn(l, lat, w), p.Match(registry.ReturnArgs(l, lat, w)); got != want {
+			t.Fatalf("%q on latency %d, words %#x, layout %+v: return path %v, Match %v", src, lat, w, l, got, want)
+		}
+	})
+}
