@@ -14,10 +14,11 @@ import (
 //
 // Pred is package pred's compiled program, copied instruction for instruction: the
 // same tests, jumps and masks, run on the values the drain's Args would hold for the
-// same return (registry's emitReturns and setWord), so the answer is Match's. It runs
+// same return (registry's returnArgs and setWord), so the answer is Match's. It runs
 // in retWhere, between retHandler and retDirect, with no safe point: nosplit, no
-// allocation, no lock, no call but to nosplit leaves here (strings compared by a
-// loop of our own, not strings.Compare), no bounds check (unsafe.Add).
+// allocation, no lock, no call but to one nosplit leaf (cmpWords), no bounds check
+// (unsafe.Add), no string compared there: a return's strings are one of three texts,
+// each compared with a test's literal when the program is made (NewPred).
 
 // Pred is a predicate as the return path runs it: package pred's Program.
 type Pred struct {
