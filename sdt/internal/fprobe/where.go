@@ -116,9 +116,10 @@ func (pr *Pred) MatchReturn(results []DirectArg, lat int64, words [ReturnWords]u
 // on the probe, whether the trace takes it (a bit of p.skip when not, the return
 // counted filtered in the trace's buffer of the P, as its Fire counts a fire its
 // predicate rejects). Called by retBody after retHandler, before retDirect, when
-// some set has Filters (whereOn), with no safe point between: a frame of its own beside retDirect's, where the nosplit
-// chain has room for the predicate's (retDirect's has none left with -N -l). The
-// arguments are read once into the P's pendingRet, not onto the stack.
+// some set has Filters (whereOn), with no safe point between: a frame of its own
+// beside retDirect's, where the nosplit chain has room for the predicate's
+// (retDirect's has none left with -N -l). The arguments are read once into the P's
+// pendingRet, not onto the stack.
 //
 //go:nosplit
 //go:norace
