@@ -9,6 +9,8 @@
 #   HookRing    an entry hook, the returns put into the rings and read every 64 calls
 #   Direct      the entry counted, each return written by the return path into a
 #               trace's per-P buffer (what a trace's returns cost; amd64 only)
+#   WhereDirect that, with the trace's predicate (r0 > 3, half of them pass) run by
+#               the return path (what --where adds to it; amd64 only)
 # amd64: under callgrind, one run per mode (--toggle-collect on its loop).
 # arm64: under qemu-user, one instruction per block (-singlestep, -d nochain,exec),
 # logging only the pcs of package fprobe, its targets and runtime.procPin/procUnpin
@@ -27,7 +29,7 @@ export GOGC=off GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1
 case $arch in
 amd64)
 	n=${2:-20000}
-	for m in Off EntryQuiet Folded HookRing Direct; do
+	for m in Off EntryQuiet Folded HookRing Direct WhereDirect; do
 		FPROBE_INSNS=$n valgrind --tool=callgrind --smc-check=all --collect-atstart=no \
 			--toggle-collect="$pkg.insns$m" --callgrind-out-file="$tmp/cg.$m" \
 			"$tmp/fprobe.test" -test.run TestCallInstructions >"$tmp/run" 2>"$tmp/valgrind" || {

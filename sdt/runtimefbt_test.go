@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -638,4 +639,73 @@ func listedOne(t *testing.T, spec string) sdt.ProbeInfo {
 		t.Fatalf("List(%q): %v %+v", spec, err, ps)
 	}
 	return ps[0]
+}
+
+// Traces with --where on one function's returns, more than the return path runs
+// predicates for (64), and one without: each gets exactly its returns, and counts
+// the others filtered, whether the return path ran its predicate (the first 64) or
+// the drain did (the rest, delivered by the read's flush), at GOMAXPROCS 1, 2, 8.
+func TestRuntimeReturnWhereTraces(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skipf("run-time function probes are not written for %s/%s yet", runtime.GOOS, runtime.GOARCH)
+	}
+	const spec, traces, calls = "fbt:strconv:FormatInt:return", 70, 200
+	for _, procs := range []int{1, 2, 8} {
+		t.Run(fmt.Sprint("GOMAXPROCS=", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			var trs []*control.Trace
+			for i := range traces {
+				// trace 0 has no predicate; odd ones pass every return, even ones none
+				o := control.TraceOptions{BufSize: 64 << 10}
+				switch {
+				case i == 0:
+				case i%2 == 1:
+					o.Where = "latency_ns >= 0 && latency_ns != -5"
+				default:
+					o.Where = "latency_ns < 0 || arg0 == -5"
+				}
+				tr, err := control.OpenTrace(spec, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tr.Close()
+				trs = append(trs, tr)
+			}
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Go(func() {
+					for i := range calls / 4 {
+						if formatInt(int64(g*1000+i), 10) == "" {
+							t.Error("FormatInt returned nothing")
+						}
+					}
+				})
+			}
+			wg.Wait()
+			evs := make([]control.Event, calls+1)
+			for i, tr := range trs {
+				want, filtered := calls, uint64(0)
+				if i > 0 && i%2 == 0 {
+					want, filtered = 0, calls
+				}
+				// Those the drain delivers arrive within its period (a trace's
+				// read does not flush the rings): read until they are all in.
+				n := 0
+				for deadline := time.Now().Add(10 * time.Second); ; {
+					k, err := tr.Read(evs[n:], 20*time.Millisecond)
+					if err != nil {
+						t.Fatal(err)
+					}
+					n += k
+					if n >= want && tr.Filtered() >= filtered || time.Now().After(deadline) {
+						break
+					}
+				}
+				k, _ := tr.Read(evs[n:], 20*time.Millisecond)
+				if n += k; n != want || tr.Filtered() != filtered || tr.Drops() != 0 {
+					t.Fatalf("trace %d: %d returns, %d filtered, %d dropped: want %d, %d, 0", i, n, tr.Filtered(), tr.Drops(), want, filtered)
+				}
+			}
+		})
+	}
 }

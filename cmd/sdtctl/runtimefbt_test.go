@@ -600,21 +600,130 @@ func TestRuntimeReturnsOutliveCommand(t *testing.T) {
 	}
 }
 
-// TestRuntimeReturnsWhereExitSaid: a trace with --where has its run-time returns
-// delivered through the process's rings (only the process applies the predicate);
-// when the command is killed, what waited there is lost, and the trace says so.
-func TestRuntimeReturnsWhereExitSaid(t *testing.T) {
+// TestRuntimeReturnsWhereOutliveCommand: a trace with --where of a command that
+// calls a function with run-time probes 1,000 times and ends at once (os.Exit, a
+// panic, SIGKILL to itself) gets exactly the returns its predicate passes, on a
+// result value (half of them) or on the interface result (the other half): the
+// return path runs the predicate and writes those into the trace's buffers, which
+// outlive the command; nothing is dropped, and nothing is said lost.
+func TestRuntimeReturnsWhereOutliveCommand(t *testing.T) {
 	if testutil.Emulated() {
 		t.Skip("under an emulator: sdtctl would exec the emulated command itself, and this machine need not run arm64 binaries")
 	}
 	bin := plainAppBin(t)
-	stdinFrom(t, "calls 1000\nexit kill\n")
-	var out, errb syncBuffer
-	run([]string{"trace", storeSpec + "Get:return", "--where", "latency_ns >= 0", "--json", "--", bin, "serve"}, &out, &errb)
-	if n := strings.Count(out.String(), `"event"`); n == 0 || n > 1000 {
-		t.Fatalf("%d returns of (*DB).Get, want 1 to 1000\n%s", n, errb.String())
+	for _, c := range []struct {
+		how   string
+		procs int
+		where string
+		want  string // len(r0)'s value in every event: 1 for "alpha", found; 0 for "gamma", missing
+	}{
+		{"exit", 1, `r1 == "<nil>"`, "1"}, {"exit", 2, "arg1 == 0", "0"}, {"exit", 8, `r1 == "<nil>"`, "1"},
+		{"panic", 2, `r1 != "<nil>" && latency_ns >= 0`, "0"},
+		{"kill", 1, "arg1 > 0", "1"}, {"kill", 2, `r1 == "<nil>"`, "1"}, {"kill", 8, `arg1 < 1 || r1 == "x"`, "0"},
+	} {
+		t.Run(fmt.Sprintf("%s/GOMAXPROCS=%d", c.how, c.procs), func(t *testing.T) {
+			t.Setenv("GOMAXPROCS", strconv.Itoa(c.procs)) // the command's
+			stdinFrom(t, "calls 1000\nexit "+c.how+"\n")
+			var out, errb syncBuffer
+			err := run([]string{"trace", storeSpec + "Get:return", "--where", c.where, "--json", "--", bin, "serve"}, &out, &errb)
+			if err != nil && c.how == "exit" {
+				t.Fatalf("trace -- plainapp: %v\n%s", err, errb.String())
+			}
+			returns, drops := returnsOf(t, out.String(), c.want)
+			if returns != 500 || drops != 0 {
+				t.Fatalf("--where %s: %d returns of (*DB).Get, %d dropped: want 500, 0\n%s", c.where, returns, drops, errb.String())
+			}
+			if strings.Contains(errb.String(), "lost") {
+				t.Fatalf("the trace says events were lost:\n%s", errb.String())
+			}
+		})
 	}
-	if !strings.Contains(errb.String(), "with --where, run-time return events wait in the process's rings") {
-		t.Fatalf("a killed command's trace with --where does not say its returns may be lost:\n%s", errb.String())
+}
+
+// returnsOf counts the return events of a trace's --json output, each of whose
+// len(r0) must be want ("": any), and reads its drops (-1: not said).
+func returnsOf(t *testing.T, out, want string) (returns, drops int) {
+	t.Helper()
+	drops = -1
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var m struct {
+			Event *event
+			Drops *int
+		}
+		if json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		switch {
+		case m.Event != nil && strings.HasSuffix(m.Event.Probe, "Get:return"):
+			returns++
+			if a := m.Event.Args; want != "" && (len(a) < 2 || a[1].Name != "len(r0)" || string(a[1].Value) != want) {
+				t.Fatalf("an event the predicate should have rejected: %s", line)
+			}
+		case m.Drops != nil:
+			drops = *m.Drops
+		}
+	}
+	return returns, drops
+}
+
+// TestRuntimeReturnsWhereBeside: a trace with --where and one without, of the same
+// function's returns at once, each get theirs exactly: the one 500 (the other 500
+// counted filtered), the other 1,000; and again when the process is killed right
+// after its calls, at GOMAXPROCS 1, 2 and 8.
+func TestRuntimeReturnsWhereBeside(t *testing.T) {
+	if testutil.Emulated() {
+		t.Skip("under an emulator: the command's returns are checked natively")
+	}
+	for _, procs := range []int{1, 2, 8} {
+		for _, kill := range []bool{false, true} {
+			t.Run(fmt.Sprintf("GOMAXPROCS=%d/kill=%v", procs, kill), func(t *testing.T) {
+				a := startPlainApp(t, "GOMAXPROCS="+strconv.Itoa(procs))
+				pid := strconv.Itoa(a.pid)
+				spec := storeSpec + "Get:return"
+				where := runCmd(cmdTrace, "-p", pid, spec, "--json", "--where", `r1 == "<nil>"`)
+				all := runCmd(cmdTrace, "-p", pid, spec, "--json")
+				waitHeld(t, a.pid, spec, 2, 0)
+				a.do(t, "calls 1000")
+				if kill {
+					fmt.Fprintln(a.in, "exit kill")
+				}
+				for _, c := range []struct {
+					name string
+					r    *running
+					n    int
+					want string
+				}{{"--where", where, 500, "1"}, {"no predicate", all, 1000, ""}} {
+					var err error
+					if kill {
+						select {
+						case err = <-c.r.done:
+						case <-time.After(time.Minute):
+							t.Fatalf("%s: the trace did not end with the process", c.name)
+						}
+					} else {
+						err = c.r.end(t, time.Minute)
+					}
+					if err != nil && !kill {
+						t.Fatalf("%s: %v\n%s", c.name, err, c.r.stderr.String())
+					}
+					returns, drops := returnsOf(t, c.r.stdout.String(), c.want)
+					if returns != c.n || drops != 0 {
+						t.Fatalf("%s: %d returns, %d dropped: want %d, 0\n%s", c.name, returns, drops, c.n, c.r.stderr.String())
+					}
+					if !kill && c.want != "" {
+						var filtered int
+						for _, line := range strings.Split(c.r.stdout.String(), "\n") {
+							var m struct{ Filtered *int }
+							if json.Unmarshal([]byte(line), &m) == nil && m.Filtered != nil {
+								filtered = *m.Filtered
+							}
+						}
+						if filtered != 500 {
+							t.Fatalf("%s: %d counted filtered, want 500\n%s", c.name, filtered, c.r.stdout.String())
+						}
+					}
+				}
+			})
+		}
 	}
 }

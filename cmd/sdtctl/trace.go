@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/gosdt/gosdt/internal/ctlproto"
-	"github.com/gosdt/gosdt/internal/spec"
 )
 
 func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) error {
@@ -183,11 +182,6 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 		}
 		if exited {
 			t.err = fail(exitExited, "pid %d: process exited during the trace: %d events received, %d dropped so far", t.cl.pid, t.n, t.drops)
-			if *where != "" && namesReturns(pos[0]) {
-				// Only the process applies a predicate: its run-time returns go
-				// through its rings, which die with it.
-				fmt.Fprintf(stderr, "sdtctl: pid %d: with --where, run-time return events wait in the process's rings for the predicate: those still there when it ended are lost and not counted (a trace without --where has them written into its buffers, which outlive it)\n", t.cl.pid)
-			}
 		}
 		if t.err == nil {
 			t.err = t.bad
@@ -662,11 +656,4 @@ func appendJSONString(b []byte, s string) []byte {
 		i += n
 	}
 	return append(b, '"')
-}
-
-// namesReturns reports whether text, a probe spec, may name the return probes of
-// functions probed at run time.
-func namesReturns(text string) bool {
-	sp, err := spec.Parse(text)
-	return err == nil && spec.Match(sp.Provider, "fbt") && spec.Match(sp.Name, "return")
 }

@@ -113,7 +113,7 @@ type traceSink struct {
 	log    *descLog  // shared: the descriptions of what the buffers may hold
 	heads  *headsMem // live: the reader's heads
 	// the buffers as run-time return probes write them from their return path
-	// (registry.DirectSink); nil with a predicate, which only Fire applies
+	// (registry.DirectSink), which runs the predicate too (pred's Program.Direct)
 	direct *registry.DirectBufs
 
 	// The reader's (or, once closed, the one that frees the buffers):
@@ -213,9 +213,7 @@ func newTraceSink(o TraceOptions) (*traceSink, error) {
 		// room for GOMAXPROCS raised a good way while the trace runs (grow)
 		s.heads = newHeads(max(4*procs, 256))
 	}
-	if o.Where == "" {
-		s.direct = registry.NewDirectBufs(lostWord(s.lost.Load()))
-	}
+	s.direct = registry.NewDirectBufs(lostWord(s.lost.Load()), o.Where != "")
 	bufs := make([]*pbuf, procs)
 	for i := range bufs {
 		b, err := newPbuf(size, o.shared, s.heads.word(i))
@@ -237,7 +235,7 @@ func newTraceSink(o TraceOptions) (*traceSink, error) {
 
 // DirectBufs is the trace's buffers for run-time return probes to write from their
 // return path (registry.DirectSink): what they write there outlives the process.
-// nil with a predicate.
+// With a predicate, the return path runs it (arm gives it the compiled programs).
 func (s *traceSink) DirectBufs() *registry.DirectBufs { return s.direct }
 
 // publishDirect tells the return path the buffers, by P.
@@ -660,11 +658,19 @@ func (s *traceSink) arm(where string, probes []*registry.Probe) error {
 	s.probes.Store(&states)
 	if s.direct != nil {
 		var ids []uint32
+		var where []*registry.Pred
 		for i := range states {
 			if states[i].p != nil {
 				ids = append(ids, uint32(i))
 			}
+			if states[i].where != nil {
+				if where == nil {
+					where = make([]*registry.Pred, len(states))
+				}
+				where[i] = states[i].where.Direct()
+			}
 		}
+		s.direct.SetWhere(where) // before the probes are known: none written unfiltered
 		s.direct.SetKnown(ids)
 	}
 	s.armed = true

@@ -79,7 +79,7 @@ func cellOf(f *registry.FoldCell) *aggCell { return (*aggCell)(unsafe.Pointer(f)
 func (b *pbuf) directBuf() registry.DirectBuf {
 	return registry.DirectBuf{Ring: unsafe.Pointer(unsafe.SliceData(b.b)), Mask: b.mask,
 		Tail: tailWord(b), Writing: b.writing, HdrDrops: b.hdrDrops, Head: (*uint64)(unsafe.Pointer(b.head)),
-		Seen: &b.seen, Drops: &b.drops, Marked: &b.marked}
+		Seen: &b.seen, Drops: &b.drops, Marked: &b.marked, Filtered: &b.filtered}
 }
 
 // lostWord is n as a plain word, for the return path's atomic add.

@@ -34,6 +34,7 @@ type DirectBuf struct {
 	Mask                          uint64         // its size - 1 (a power of two)
 	Tail, Writing, HdrDrops, Head *uint64        // the header's words (ctlproto.RingHeader); Head the reader's
 	Seen, Drops, Marked           *uint64        // the writers' own words (pbuf's)
+	Filtered                      *uint64        // returns the trace's predicate rejected (pbuf's, the writers')
 }
 
 // DirectBufs is one trace's buffers as its owner (package consume) publishes them:
@@ -41,12 +42,28 @@ type DirectBuf struct {
 type DirectBufs struct {
 	bufs  unsafe.Pointer // *[]DirectBuf, by P
 	known unsafe.Pointer // *[]uint64: bit i set once probe i's records are described; nil: write nothing
+	where unsafe.Pointer // *[]*Pred: by probe id, the predicate a return must pass (where.go); nil: none
 	lost  *uint64        // returns on a P with no buffer (atomic): the trace's count of them
+	// the trace has a predicate: only the first 64 of a function's sets run one
+	// (DirectSet.Bufs, retWhere's mask), a later one leaves the returns to the ring
+	filters bool
 }
 
 // NewDirectBufs makes a trace's DirectBufs; lost is where it counts the events of a
-// P with no buffer.
-func NewDirectBufs(lost *uint64) *DirectBufs { return &DirectBufs{lost: lost} }
+// P with no buffer; filters: the trace has a predicate (SetWhere).
+func NewDirectBufs(lost *uint64, filters bool) *DirectBufs {
+	return &DirectBufs{lost: lost, filters: filters}
+}
+
+// Filters reports whether the trace has a predicate, which only the first 64
+// traces of a DirectSet's Bufs may have.
+func (d *DirectBufs) Filters() bool { return d.filters }
+
+// SetWhere publishes the predicates of the trace's probes, by probe id (nil: every
+// return of that probe): call it before SetKnown names the probes.
+func (d *DirectBufs) SetWhere(byID []*Pred) {
+	atomic.StorePointer(&d.where, unsafe.Pointer(&byID))
+}
 
 // SetBufs publishes the trace's buffers, by P.
 func (d *DirectBufs) SetBufs(bufs []DirectBuf) {
@@ -97,6 +114,8 @@ type DirectSet struct {
 	Site     uint64      // the site the records name: the function's entry
 	Results  []DirectArg // after the latency; at most MaxDirectResults
 	Bufs     []*DirectBufs
+	// Filters: some of Bufs (among the first 64) has a predicate (retWhere)
+	Filters bool
 }
 
 // MaxDirectResults is the most results a direct record carries (a probe's six
@@ -117,35 +136,47 @@ func (f *Func) SetDirect(s *DirectSet) {
 			s.Results = s.Results[:MaxDirectResults]
 		}
 	}
-	was := loadPtr(&f.direct) != nil
+	old := (*DirectSet)(loadPtr(&f.direct))
+	was, filtered := old != nil, old != nil && old.Filters
 	if s != nil && !was {
 		add64(&directOn, 1)
 	}
+	if s != nil && s.Filters && !filtered {
+		add64(&whereOn, 1)
+	}
 	atomic.StorePointer(&f.direct, unsafe.Pointer(s))
 	store64(&f.ringless, b2u(s != nil && s.Ringless))
-	if s == nil && was {
+	direct, where := s == nil && was, filtered && (s == nil || !s.Filters)
+	if direct || where {
 		// Not before every return that took the set has written its event: one
 		// that left it pending has its P pinned until retDirect, so a stop of the
 		// world waits for it (runtime.Stack's, as package consume's quiesce).
 		go func() {
 			runtime.Stack(nil, true)
-			add64(&directOn, ^uint64(0))
+			if direct {
+				add64(&directOn, ^uint64(0))
+			}
+			if where {
+				add64(&whereOn, ^uint64(0))
+			}
 		}()
 	}
 }
 
-// The return path writes a direct record in two steps, so that neither nosplit
-// chain from the return stub outgrows what a nosplit chain may use (the linker's
-// check, with -N -l too): retHandler leaves the event in its P's pendingRet
-// (pendDirect), and retBody, once it is back, calls retDirect, which writes it;
-// only while some function has a direct set (directOn), so that a return nobody
-// traces pays one load for it. pendDirect pins the P once more, and retDirect
-// unpins it: between the two the goroutine is neither preempted nor moved, no
-// other runs on the P, and no collection ends (the set is held by a word only).
+// The return path writes a direct record in steps, so that no nosplit chain from
+// the return stub outgrows what a nosplit chain may use (the linker's check, with
+// -N -l too): retHandler leaves the event in its P's pendingRet (pendDirect), and
+// retBody, once it is back, calls retWhere when some set has a predicate (whereOn:
+// it runs the traces' predicates, where.go), then retDirect, which writes it; only
+// while some function has a direct set (directOn), so that a return nobody traces
+// pays one load for it. pendDirect pins the P once more, and retDirect unpins it:
+// between the two the goroutine is neither preempted nor moved, no other runs on
+// the P, and no collection ends (the set is held by a word only).
 
 // directOn is how many functions have a direct set (or had one, until every
-// return that took it has written it); retBody reads it.
-var directOn uint64
+// return that took it has written it); retBody reads it. whereOn is how many of
+// those sets have Filters: retBody calls retWhere only then.
+var directOn, whereOn uint64
 
 // maxProcs is the most Ps the runtime makes (its _MaxGomaxprocs): every P's id
 // has a pendingRet.
@@ -158,10 +189,15 @@ type pendingRet struct {
 	// has written it the P is pinned: no collection can end and free it.
 	set  uintptr
 	now  uint64
-	g    uintptr // the goroutine; its id once retDirect has read it
-	lat  int64
-	rate uint64 // rateBits as retDirect read them
-	_    [24]byte
+	g    uintptr // the goroutine; its id once ready has read it
+	lat  int64   // in counter ticks; in ns once ready has converted it (-1: unseen)
+	skip uint64  // bit i: the set's Bufs[i] does not take the event (its predicate, retWhere)
+	done uint64  // g and lat read (ready): by retWhere, or else retDirect
+	// the event's arguments as the predicates read them (argsOf): n of them
+	n     uint8
+	kinds [1 + MaxDirectResults]uint8
+	vals  [1 + MaxDirectResults]uint64
+	_     [24]byte
 }
 
 var pending []pendingRet // made by the first SetDirect, before any set is published
@@ -184,8 +220,8 @@ func (f *Func) pendDirect(pid int, now uint64, lat int64, g uintptr) bool {
 
 // retDirect writes the return event pending on its P (pendDirect) into each
 // buffer of its set; regs holds the result registers. Called by retBody after
-// retHandler, with no safe point between. One level of calls below it, and those
-// call little: with -N -l every helper is a frame of its own.
+// retHandler (and retWhere), with no safe point between. One level of calls below
+// it, and those call little: with -N -l every helper is a frame of its own.
 //
 //go:nosplit
 //go:norace
@@ -196,11 +232,13 @@ func retDirect(regs uintptr) {
 		if p.set != 0 {
 			s := (*DirectSet)(rawptr.At(p.set))
 			p.set = 0
-			rt.ProcUnpin()             // pendDirect's
-			p.g = uintptr(goidOf(p.g)) // the id, from here on
-			p.rate = load64(&rateBits)
+			rt.ProcUnpin() // pendDirect's
+			p.ready()
 			res := rawptr.At(regs)
 			for i := 0; i < len(s.Bufs); i++ {
+				if p.skip>>uint(i)&1 != 0 {
+					continue // filtered (retWhere)
+				}
 				b := (*(**DirectBufs)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.Bufs)), uintptr(i)*unsafe.Sizeof(uintptr(0))))).buf(s.Probe, pid)
 				if b == nil {
 					continue
@@ -269,11 +307,7 @@ func (s *DirectSet) size(res unsafe.Pointer) uint64 {
 //go:norace
 func (s *DirectSet) fill(r unsafe.Pointer, need uint64, p *pendingRet, res unsafe.Pointer) {
 	*(*[4]uint64)(r) = [4]uint64{need | uint64(1+len(s.Results))<<16 | uint64(s.Probe)<<32, s.Site, p.now, uint64(p.g)}
-	lat := p.lat
-	if lat >= 0 {
-		lat = int64(float64(lat) * *(*float64)(unsafe.Pointer(&p.rate)))
-	}
-	*(*int64)(unsafe.Add(r, ctlproto.RecordHead)) = lat
+	*(*int64)(unsafe.Add(r, ctlproto.RecordHead)) = p.lat     // in ns (retWhere)
 	at := uintptr(ctlproto.RecordHead + 8 + 8*len(s.Results)) // the strings' bytes
 	for i := 0; i < len(s.Results); i++ {
 		a := (*DirectArg)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.Results)), uintptr(i)*unsafe.Sizeof(DirectArg{})))

@@ -1,6 +1,7 @@
 package fprobe
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 	"unsafe"
@@ -15,20 +16,20 @@ type testBufs struct {
 	d     *DirectBufs
 	lost  uint64
 	rings [][]uint64
-	words []struct{ tail, writing, hdrDrops, head, seen, drops, marked uint64 }
+	words []struct{ tail, writing, hdrDrops, head, seen, drops, marked, filtered uint64 }
 }
 
 func newTestBufs(procs, size int) *testBufs {
 	b := &testBufs{rings: make([][]uint64, procs)}
-	b.words = make([]struct{ tail, writing, hdrDrops, head, seen, drops, marked uint64 }, procs)
-	b.d = NewDirectBufs(&b.lost)
+	b.words = make([]struct{ tail, writing, hdrDrops, head, seen, drops, marked, filtered uint64 }, procs)
+	b.d = NewDirectBufs(&b.lost, false)
 	bufs := make([]DirectBuf, procs)
 	for i := range bufs {
 		b.rings[i] = make([]uint64, size/8)
 		w := &b.words[i]
 		bufs[i] = DirectBuf{Ring: unsafe.Pointer(&b.rings[i][0]), Mask: uint64(size - 1),
 			Tail: &w.tail, Writing: &w.writing, HdrDrops: &w.hdrDrops, Head: &w.head,
-			Seen: &w.seen, Drops: &w.drops, Marked: &w.marked}
+			Seen: &w.seen, Drops: &w.drops, Marked: &w.marked, Filtered: &w.filtered}
 	}
 	b.d.SetBufs(bufs)
 	return b
@@ -190,6 +191,60 @@ func TestDirectRecords(t *testing.T) {
 		off()
 		if b.lost != 200 {
 			t.Fatalf("%d counted lost, want 200", b.lost)
+		}
+	})
+
+	t.Run("where", func(t *testing.T) {
+		// Three traces at once: one whose predicate passes the nil errors, one
+		// without a predicate, one whose predicate passes none.
+		nilErr, all, none := newTestBufs(procs(), 1<<20), newTestBufs(procs(), 1<<20), newTestBufs(procs(), 1<<20)
+		nilErr.d.filters, none.d.filters = true, true
+		nilErr.d.SetWhere([]*Pred{id: NewPred([]PredIns{{Op: PredStrEq, Mask: PredEq, X: 2, T: 1, F: 2, S: "<nil>"}}, 3)})
+		none.d.SetWhere([]*Pred{id: NewPred([]PredIns{{Op: PredInt, Mask: PredLt, X: 0, T: 1, F: 2, K: 0}}, 1)}) // latency < 0: no entry unseen
+		for _, b := range []*testBufs{nilErr, all, none} {
+			b.d.SetKnown([]uint32{id})
+		}
+		s := set(all, true)
+		s.Bufs, s.Filters = []*DirectBufs{nilErr.d, all.d, none.d}, true
+		on(s)
+		const G, N = 4, 1000
+		calls(G, N)
+		off()
+		for _, c := range []struct {
+			name         string
+			b            *testBufs
+			recs, filter int
+		}{{"nil errors", nilErr, G * N / 2, G * N / 2}, {"no predicate", all, G * N, 0}, {"none", none, 0, G * N}} {
+			recs, drops := c.b.records(t)
+			filtered := 0
+			for _, w := range c.b.words {
+				filtered += int(w.filtered)
+			}
+			if len(recs) != c.recs || filtered != c.filter || drops != 0 || c.b.lost != 0 {
+				t.Errorf("%s: %d records, %d filtered, %d dropped, %d lost: want %d, %d, 0, 0", c.name, len(recs), filtered, drops, c.b.lost, c.recs, c.filter)
+			}
+			for _, r := range recs {
+				l, err := r.Layout([]byte{ctlproto.ValInt, ctlproto.ValUint, ctlproto.ValString})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.b == nilErr && string(l.Str(r, 2)) != "<nil>" {
+					t.Fatalf("%s: a record with error %q", c.name, l.Str(r, 2))
+				}
+			}
+		}
+		// Once no set has a predicate, retBody no longer calls retWhere: what
+		// it left of its last event (the bits it filtered) filters nothing.
+		for load64(&whereOn) != 0 {
+			runtime.Gosched()
+		}
+		again := newTestBufs(procs(), 1<<20)
+		again.d.SetKnown([]uint32{id})
+		on(set(again, true))
+		calls(G, N)
+		off()
+		if recs, drops := again.records(t); len(recs) != G*N || drops != 0 {
+			t.Errorf("after the predicates: %d records, %d dropped, want %d, 0", len(recs), drops, G*N)
 		}
 	})
 

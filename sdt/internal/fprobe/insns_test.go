@@ -49,9 +49,33 @@ func TestCallInstructions(t *testing.T) {
 	f.SetDirect(&DirectSet{Ringless: true, Site: uint64(f.Entry), Bufs: []*DirectBufs{b.d}, Results: []DirectArg{{Kind: DirectInt, Size: 8}}})
 	insnsDirect(s, n)
 	f.SetDirect(nil)
-	set(Change{Func: f})
 	if recs, drops := b.records(t); len(recs) != n || drops != 0 {
 		t.Errorf("%d records written directly, %d dropped, for %d calls", len(recs), drops, n)
+	}
+	// The same, with a trace's predicate on the result run by the return path: r0 >
+	// 3, which half the calls pass (Sum(s, i%2) is 0 or 6): what --where adds.
+	w := newTestBufs(procs(), 1<<20*max(1, n*48>>20+1))
+	w.d.filters = true
+	w.d.SetWhere([]*Pred{NewPred([]PredIns{{Op: PredInt, Mask: PredGt, X: 1, T: 1, F: 2, K: 3}}, 2)})
+	w.d.SetKnown([]uint32{0})
+	f.SetDirect(&DirectSet{Ringless: true, Site: uint64(f.Entry), Bufs: []*DirectBufs{w.d}, Results: []DirectArg{{Kind: DirectInt, Size: 8}}, Filters: true})
+	insnsWhereDirect(s, n)
+	f.SetDirect(nil)
+	set(Change{Func: f})
+	recs, drops := w.records(t)
+	filtered := 0
+	for _, x := range w.words {
+		filtered += int(x.filtered)
+	}
+	if len(recs) != n/2 || filtered != n-n/2 || drops != 0 {
+		t.Errorf("%d records written directly, %d filtered, %d dropped, for %d calls: want %d, %d, 0", len(recs), filtered, drops, n, n/2, n-n/2)
+	}
+}
+
+//go:noinline
+func insnsWhereDirect(s []int, n int) {
+	for i := 0; i < n; i++ {
+		target.Sum(s, i%2)
 	}
 }
 

@@ -128,6 +128,12 @@ TEXT ·jretBody(SB), NOSPLIT, $232-0
 	CALL ·retHandler(SB)
 	CMPQ ·directOn(SB), $0    // a trace writes returns from here (direct.go), as retBody
 	JEQ  rnodirect
+	CMPQ ·whereOn(SB), $0     // a trace's predicate runs here first (where.go), as retBody
+	JEQ  rwrite
+	LEAQ 32(SP), R13
+	MOVQ R13, 0(SP)
+	CALL ·retWhere(SB)
+rwrite:
 	LEAQ 32(SP), R13
 	MOVQ R13, 0(SP)
 	CALL ·retDirect(SB)

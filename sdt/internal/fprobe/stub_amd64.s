@@ -324,6 +324,12 @@ TEXT ·retBody(SB), NOSPLIT, $232-0
 	CALL ·retHandler(SB)
 	CMPQ ·directOn(SB), $0    // a trace writes returns from here (direct.go)
 	JEQ  nodirect
+	CMPQ ·whereOn(SB), $0     // a trace's predicate runs here first (where.go)
+	JEQ  write
+	LEAQ 32(SP), R13
+	MOVQ R13, 0(SP)
+	CALL ·retWhere(SB)
+write:
 	LEAQ 32(SP), R13
 	MOVQ R13, 0(SP)
 	CALL ·retDirect(SB)

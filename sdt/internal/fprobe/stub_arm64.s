@@ -282,6 +282,12 @@ TEXT ·retBody(SB), NOSPLIT, $304-0
 	CALL ·retHandler(SB)
 	MOVD ·directOn(SB), R19   // a trace writes returns from here (direct.go)
 	CBZ  R19, nodirect
+	MOVD ·whereOn(SB), R19    // a trace's predicate runs here first (where.go)
+	CBZ  R19, write
+	ADD  $40, RSP, R19
+	MOVD R19, 8(RSP)
+	CALL ·retWhere(SB)
+write:
 	ADD  $40, RSP, R19
 	MOVD R19, 8(RSP)
 	CALL ·retDirect(SB)

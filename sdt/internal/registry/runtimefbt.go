@@ -516,17 +516,7 @@ func (rf *runtimeFunc) emitReturns(c *Consumers, evs []fprobe.Return) {
 	}
 	for i := range evs {
 		e := &evs[i]
-		v.N = 1 + len(l.results)
-		v.Kinds[0] = Int
-		v.Slots[0] = uint64(e.Latency)
-		for i, x := range l.results {
-			v.Kinds[1+i] = x.kind
-			var w2 uint64
-			if x.word+1 < len(e.Results) {
-				w2 = e.Results[x.word+1]
-			}
-			setWord(&v.Args, 1+i, x, e.Results[x.word], w2, false)
-		}
+		returnArgs(&v.Args, l.results, e.Latency, &e.Results)
 		// The goroutine that returned, and when: the return path read both.
 		v.Goid, v.Ticks = e.Goid, e.Ticks
 		c.emitAt(pid, nil, rf.f.Entry, NoStack, v)
@@ -536,6 +526,23 @@ func (rf *runtimeFunc) emitReturns(c *Consumers, evs []fprobe.Return) {
 	}
 	v.Goid, v.Ticks = 0, 0
 	rt.ProcUnpin()
+}
+
+// returnArgs stores the arguments of a return whose latency is lat and result
+// words w into v: the latency, then each of results. fprobe's return path reads
+// the same values for a trace's predicate (argsOf).
+func returnArgs(v *Args, results []wordArg, lat int64, w *[fprobe.ReturnWords]uint64) {
+	v.N = 1 + len(results)
+	v.Kinds[0] = Int
+	v.Slots[0] = uint64(lat)
+	for i, x := range results {
+		v.Kinds[1+i] = x.kind
+		var w2 uint64
+		if x.word+1 < len(w) {
+			w2 = w[x.word+1]
+		}
+		setWord(v, 1+i, x, w[x.word], w2, false)
+	}
 }
 
 // flushReturns delivers every return event of run-time functions made before it was

@@ -3,6 +3,8 @@ package registry
 import (
 	"fmt"
 	"slices"
+
+	"github.com/gosdt/gosdt/sdt/internal/fprobe"
 )
 
 // What package sdt's tests (its export_test.go) reach of the registry's insides:
@@ -159,4 +161,17 @@ func Consumed(provider, name string) bool {
 		}
 	}
 	return false
+}
+
+// ReturnArgs is the Args the drain delivers for a run-time return whose latency is
+// lat and result words w, its results read as results say (returnArgs), for tests
+// that hold the return path's predicates (fprobe.Pred) against package pred's Match.
+func ReturnArgs(results []fprobe.DirectArg, lat int64, w [fprobe.ReturnWords]uint64) *Args {
+	l := make([]wordArg, len(results))
+	for i, r := range results {
+		l[i] = wordArg{word: int(r.Word), kind: Kind(r.Kind), size: r.Size, iface: r.Iface}
+	}
+	v := new(Args)
+	returnArgs(v, l, lat, &w)
+	return v
 }
