@@ -572,24 +572,7 @@ func TestRuntimeReturnsOutliveCommand(t *testing.T) {
 			if err != nil && how == "exit" {
 				t.Fatalf("trace -- plainapp: %v\n%s", err, errb.String())
 			}
-			entries, returns, drops := 0, 0, -1
-			for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-				var ev struct {
-					Event *struct{ Probe string }
-					Drops *int
-				}
-				if json.Unmarshal([]byte(line), &ev) != nil {
-					continue
-				}
-				switch {
-				case ev.Event != nil && strings.HasSuffix(ev.Event.Probe, "Get:entry"):
-					entries++
-				case ev.Event != nil && strings.HasSuffix(ev.Event.Probe, "Get:return"):
-					returns++
-				case ev.Drops != nil:
-					drops = *ev.Drops
-				}
-			}
+			entries, returns, drops := getEventsOf(t, out.String(), "")
 			if drops < 0 || entries+returns+drops != 2000 || c.bufsize == "" && (entries != 1000 || drops != 0) {
 				t.Fatalf("%d entries and %d returns of (*DB).Get, %d dropped: want 1000 of each delivered or counted dropped\n%s", entries, returns, drops, errb.String())
 			}
@@ -629,7 +612,7 @@ func TestRuntimeReturnsWhereOutliveCommand(t *testing.T) {
 			if err != nil && c.how == "exit" {
 				t.Fatalf("trace -- plainapp: %v\n%s", err, errb.String())
 			}
-			returns, drops := returnsOf(t, out.String(), c.want)
+			_, returns, drops := getEventsOf(t, out.String(), c.want)
 			if returns != 500 || drops != 0 {
 				t.Fatalf("--where %s: %d returns of (*DB).Get, %d dropped: want 500, 0\n%s", c.where, returns, drops, errb.String())
 			}
@@ -640,9 +623,9 @@ func TestRuntimeReturnsWhereOutliveCommand(t *testing.T) {
 	}
 }
 
-// returnsOf counts the return events of a trace's --json output, each of whose
-// len(r0) must be want ("": any), and reads its drops (-1: not said).
-func returnsOf(t *testing.T, out, want string) (returns, drops int) {
+// getEventsOf counts the entry and return events of (*DB).Get in a trace's --json
+// output, each return's len(r0) want ("": any), and reads its drops (-1: not said).
+func getEventsOf(t *testing.T, out, want string) (entries, returns, drops int) {
 	t.Helper()
 	drops = -1
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
@@ -654,6 +637,8 @@ func returnsOf(t *testing.T, out, want string) (returns, drops int) {
 			continue
 		}
 		switch {
+		case m.Event != nil && strings.HasSuffix(m.Event.Probe, "Get:entry"):
+			entries++
 		case m.Event != nil && strings.HasSuffix(m.Event.Probe, "Get:return"):
 			returns++
 			if a := m.Event.Args; want != "" && (len(a) < 2 || a[1].Name != "len(r0)" || string(a[1].Value) != want) {
@@ -663,7 +648,7 @@ func returnsOf(t *testing.T, out, want string) (returns, drops int) {
 			drops = *m.Drops
 		}
 	}
-	return returns, drops
+	return entries, returns, drops
 }
 
 // TestRuntimeReturnsWhereBeside: a trace with --where and one without, of the same
@@ -706,7 +691,7 @@ func TestRuntimeReturnsWhereBeside(t *testing.T) {
 					if err != nil && !kill {
 						t.Fatalf("%s: %v\n%s", c.name, err, c.r.stderr.String())
 					}
-					returns, drops := returnsOf(t, c.r.stdout.String(), c.want)
+					_, returns, drops := getEventsOf(t, c.r.stdout.String(), c.want)
 					if returns != c.n || drops != 0 {
 						t.Fatalf("%s: %d returns, %d dropped: want %d, 0\n%s", c.name, returns, drops, c.n, c.r.stderr.String())
 					}

@@ -4,15 +4,17 @@ import (
 	"math"
 	"strings"
 
+	"github.com/gosdt/gosdt/sdt/internal/fprobe"
 	"github.com/gosdt/gosdt/sdt/internal/registry"
 )
 
-// The outcomes of a comparison; an operator holds for a set of them.
+// The outcomes of a comparison; an operator holds for a set of them. fprobe's,
+// whose return path runs the same programs (Direct).
 const (
-	lt uint8 = 1 << iota
-	eq
-	gt
-	unordered // a NaN
+	lt        uint8 = fprobe.PredLt
+	eq        uint8 = fprobe.PredEq
+	gt        uint8 = fprobe.PredGt
+	unordered uint8 = fprobe.PredUnordered // a NaN
 )
 
 // value is a literal, or an argument as a fire stores it.
@@ -22,18 +24,9 @@ type value struct {
 	s    string
 }
 
-type opcode uint8
-
-const (
-	opConst opcode = iota // mask != 0
-	opBool                // arg x, a Bool, is true
-	opInt                 // arg x, an Int, against the int64 k
-	opUint                // arg x, a Uint, against the uint64 k
-	opStrEq               // arg x, a String, == s: mask is eq or not
-	opStr                 // arg x, a String, against s
-	opArgs                // arg x against arg y, whatever their kinds
-	opAny                 // arg x against the literal k/s of kind lk, whatever x's kind
-)
+// opcode is one of fprobe's Pred* tests, which say what each does: the return path
+// runs the same programs (Direct).
+type opcode = uint8
 
 // ins is one test of a program. The program starts at its first instruction and
 // goes to t when the test holds, to f when it does not; all jumps go forward, to
@@ -68,24 +61,24 @@ func (p *Program) Match(a *registry.Args) bool {
 		in := &code[pc]
 		var c uint8
 		switch in.op {
-		case opConst:
+		case fprobe.PredConst:
 			c = in.mask
-		case opBool:
+		case fprobe.PredBool:
 			if a.Kinds[in.x] != registry.Bool {
 				return false
 			}
 			c = in.mask & -uint8(a.Slots[in.x]&1) // mask when true, 0 when false
-		case opInt:
+		case fprobe.PredInt:
 			if a.Kinds[in.x] != registry.Int {
 				return false
 			}
 			c = in.mask & cmp3(int64(a.Slots[in.x]), int64(in.k))
-		case opUint:
+		case fprobe.PredUint:
 			if a.Kinds[in.x] != registry.Uint {
 				return false
 			}
 			c = in.mask & cmp3(a.Slots[in.x], in.k)
-		case opStrEq:
+		case fprobe.PredStrEq:
 			if a.Kinds[in.x] != registry.String {
 				return false
 			}
@@ -94,18 +87,18 @@ func (p *Program) Match(a *registry.Args) bool {
 			} else {
 				c = in.mask &^ eq
 			}
-		case opStr:
+		case fprobe.PredStr:
 			if a.Kinds[in.x] != registry.String {
 				return false
 			}
 			c = in.mask & (lt << (strings.Compare(a.Strs[in.x], in.s) + 1))
-		case opArgs:
+		case fprobe.PredArgs:
 			o, ok := compare(value{a.Kinds[in.x], a.Slots[in.x], a.Strs[in.x]}, value{a.Kinds[in.y], a.Slots[in.y], a.Strs[in.y]})
 			if !ok {
 				return false
 			}
 			c = in.mask & o
-		case opAny:
+		case fprobe.PredAny:
 			o, ok := compare(value{a.Kinds[in.x], a.Slots[in.x], a.Strs[in.x]}, value{in.lk, in.k, in.s})
 			if !ok {
 				return false
@@ -299,36 +292,36 @@ func (g *generator) emit(n *node, t, f int32) {
 // argument's kind is known.
 func (g *generator) test(n *node) ins {
 	if n.kind == nLit {
-		return ins{op: opConst, mask: uint8(n.lit.bits)}
+		return ins{op: fprobe.PredConst, mask: uint8(n.lit.bits)}
 	}
 	if n.kind == nArg {
-		return ins{op: opBool, x: n.arg, mask: eq}
+		return ins{op: fprobe.PredBool, x: n.arg, mask: eq}
 	}
 	mask := cmpOps[n.op].mask
 	x, y := n.l, n.r
 	if x.kind == nLit && y.kind == nLit {
 		o, _ := compare(x.lit, y.lit)
-		return ins{op: opConst, mask: mask & o}
+		return ins{op: fprobe.PredConst, mask: mask & o}
 	}
 	if x.kind == nLit { // the argument first
 		x, y = y, x
 		mask = mask&^(lt|gt) | flip(mask&lt) | flip(mask&gt)
 	}
 	if y.kind == nArg {
-		return ins{op: opArgs, mask: mask, x: x.arg, y: y.arg}
+		return ins{op: fprobe.PredArgs, mask: mask, x: x.arg, y: y.arg}
 	}
 	l := y.lit
-	in := ins{op: opAny, mask: mask, x: x.arg, lk: l.kind, k: l.bits, s: l.s}
+	in := ins{op: fprobe.PredAny, mask: mask, x: x.arg, lk: l.kind, k: l.bits, s: l.s}
 	switch k := g.args[x.arg].Kind; {
 	case k == registry.Int && l.kind == registry.Int:
-		in.op = opInt
+		in.op = fprobe.PredInt
 	case k == registry.Uint && (l.kind == registry.Uint || int64(l.bits) >= 0):
-		in.op = opUint
+		in.op = fprobe.PredUint
 	case k == registry.String && (mask == eq || mask == lt|gt|unordered):
-		in.op = opStrEq
+		in.op = fprobe.PredStrEq
 		in.mask = mask &^ unordered
 	case k == registry.String:
-		in.op = opStr
+		in.op = fprobe.PredStr
 	}
 	return in
 }
