@@ -119,6 +119,32 @@ func TestStatCommandEnds(t *testing.T) {
 	}
 }
 
+// TestCommandBadWhere: a predicate no probe can take, of a command traced from its
+// start, is refused with its caret (exit 2), not taken for a command that uses no
+// gosdt nor left to trace nothing unsaid; one its probes take traces.
+func TestCommandBadWhere(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	last := buildLast(t)
+	for _, c := range []struct{ cmd, where, want string }{
+		{"trace", "i >", "where: col 4: expected an argument"},
+		{"stat", "(i > 1", "where: col 1: unbalanced ("},
+		{"trace", `i == "x" && 1`, "not a condition"},
+	} {
+		var out, errb bytes.Buffer
+		err := run([]string{c.cmd, "last:::word", "--where", c.where, "--", last, "10", "exit"}, &out, &errb)
+		if exitCode(err) != exitUsage || !strings.Contains(errb.String()+err.Error(), c.want) || strings.Contains(errb.String(), "not a program that uses gosdt") {
+			t.Fatalf("%s --where %q: err %v (code %d)\nstderr:\n%s", c.cmd, c.where, err, exitCode(err), errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if err := run([]string{"trace", "last:::word", "--where", "i > 5", "--", last, "10", "exit"}, &out, &errb); err != nil {
+		t.Fatalf("trace --where 'i > 5': %v\n%s", err, errb.String())
+	}
+	if n := strings.Count(out.String(), "last:main::word"); n != 4 {
+		t.Fatalf("trace --where 'i > 5' of 10 fires: %d events, want 4\n%s", n, out.String())
+	}
+}
+
 // TestCommandNotGosdt: a command that uses no gosdt is said so, with its status.
 func TestCommandNotGosdt(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())

@@ -69,8 +69,9 @@ type Arg = consume.Arg
 type Record = consume.Record
 
 // PredicateError is a predicate (TraceOptions.Where, AggOptions.Where) that does not
-// compile for one of the probes a spec matched: nothing was switched on. Its Caret
-// method gives two lines: the expression, then a '^' under the error's position.
+// compile for one of the probes a spec matched, named by Probe, or for any probe (its
+// syntax: Probe ""): nothing was switched on. Its Caret method gives two lines: the
+// expression, then a '^' under the error's position.
 type PredicateError = consume.PredicateError
 
 // ErrClosed is what a closed Trace's Read returns.

@@ -77,25 +77,27 @@ func TestTraceWhereAccounting(t *testing.T) {
 }
 
 // TestWhereErrors: a predicate that does not compile for a probe matched is refused
-// with where and why, and switches nothing on; over the socket the message shows the
+// with where and why, naming the probe, and switches nothing on; one that no probe
+// could take (its syntax) names none; over the socket the message shows the
 // expression with a caret under the position.
 func TestWhereErrors(t *testing.T) {
 	const spec = "accttest:::fire"
+	const probe = "accttest:github.com/gosdt/gosdt/sdt/control_test::fire"
 	needSwitchable(t, spec)
 	for _, c := range []struct {
-		expr string
-		pos  int
-		msg  string
+		expr  string
+		pos   int
+		msg   string
+		probe string
 	}{
-		{`n > 1 && latency_ns > 5`, 9, "latency_ns"},
-		{`n >`, 3, ""},
-		{`s > 5`, 4, "string"},
-		{`(n == 1`, 0, ""},
+		{`n > 1 && latency_ns > 5`, 9, "latency_ns", probe},
+		{`n >`, 3, "expected an argument", ""},
+		{`s > 5`, 4, "string", probe},
+		{`(n == 1`, 0, "unbalanced", ""},
 	} {
 		_, err := control.OpenTrace(spec, control.TraceOptions{Where: c.expr})
 		var pe *control.PredicateError
-		if !errors.As(err, &pe) || pe.Pos != c.pos || !strings.Contains(pe.Msg, c.msg) ||
-			pe.Probe != "accttest:github.com/gosdt/gosdt/sdt/control_test::fire" {
+		if !errors.As(err, &pe) || pe.Pos != c.pos || !strings.Contains(pe.Msg, c.msg) || pe.Probe != c.probe {
 			t.Errorf("%q: %v (%+v), want a PredicateError at %d naming %q", c.expr, err, pe, c.pos, c.msg)
 			continue
 		}

@@ -230,6 +230,9 @@ func newAggregation(o AggOptions) (*aggregation, error) {
 	if o.Value != "" && !validArg(o.Value) {
 		return nil, badOption("control: aggregated value %q: want an argument (argN or its name)", o.Value)
 	}
+	if err := checkWhere(o.Where); err != nil {
+		return nil, err
+	}
 	switch {
 	case o.Hist && o.Linear != nil:
 		return nil, badOption("control: a histogram is quantized or linear, not both")

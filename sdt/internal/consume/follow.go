@@ -47,6 +47,11 @@ var follow struct {
 	taken  chan struct{} // closed when sdtctl has taken it (or it was closed)
 	settle func() error  // the spec matched as any trace's, once the command's packages have defined its probes
 	timer  *time.Timer
+	// refused is why q's consumer could not be opened (a predicate no probe can
+	// take, a bad option): the command waits for sdtctl all the same, which is told
+	// it when its request comes (adopt), rather than find a command that ran on
+	// untraced and ended before it connected.
+	refused error
 	// adopted is taken, left open by adopt until the stream that took the consumer
 	// has told sdtctl it started (releaseAdopted)
 	adopted chan struct{}
@@ -101,7 +106,7 @@ func StartFollow() (opened bool) {
 	case ctlproto.OpTrace:
 		o := traceOptions(q)
 		if err := o.check(); err != nil {
-			return true // sdtctl is told when it sends the request
+			return refuse(q, err)
 		}
 		s, err := newTraceSink(o)
 		if err != nil {
@@ -116,7 +121,7 @@ func StartFollow() (opened bool) {
 	case ctlproto.OpStat:
 		a, err := newAggregation(aggOptions(q))
 		if err != nil {
-			return true
+			return refuse(q, err)
 		}
 		c, st, err := openFollow(who+" stat", q.Spec, a, a.resolve)
 		if err != nil {
@@ -149,12 +154,30 @@ func StartFollow() (opened bool) {
 	return true
 }
 
+// refuse holds the command for sdtctl (WaitAdopted) as for a consumer opened, with
+// err to tell it when its request q comes (adopt). It reports true: the caller serves
+// at once.
+func refuse(q *ctlproto.Request, err error) bool {
+	follow.Lock()
+	defer follow.Unlock()
+	follow.q, follow.refused, follow.taken, follow.early = q, err, make(chan struct{}), true
+	follow.timer = time.AfterFunc(followWait, func() { adopt(nil) })
+	return true
+}
+
 // adopt takes the consumer opened at start for q, the same request, or, with q nil,
 // whatever is open; nil, nil when there is none. Taken for q, its spec is matched as
-// any trace's (settle): an error there closes it.
+// any trace's (settle): an error there closes it. A request refused at start
+// (refuse) is refused again, and the command let go on.
 func adopt(q *ctlproto.Request) (*Trace, *Aggregation, error) {
 	follow.Lock()
 	defer follow.Unlock()
+	if err := follow.refused; err != nil && (q == nil || sameRequest(q, follow.q)) {
+		follow.refused = nil
+		follow.timer.Stop()
+		close(follow.taken)
+		return nil, nil, err
+	}
 	if follow.tr == nil && follow.ag == nil {
 		return nil, nil, nil
 	}

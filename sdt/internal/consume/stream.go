@@ -109,16 +109,12 @@ func request(cc Client, q *ctlproto.Request, r *ctlproto.Request, ok bool) (stop
 // sent and what was dropped; at its count it ends at once: what fired after the
 // last event counted is neither sent nor counted dropped.
 func traceStream(cc Client, q *ctlproto.Request, reqs <-chan *ctlproto.Request) (end *ctlproto.Response, closed bool, err error) {
-	o := traceOptions(q)
-	if err := o.check(); err != nil {
-		return nil, false, ctlproto.Errorf(ctlproto.CodeBadRequest, "%v", err)
-	}
-	tr, _, err := adopt(q) // opened at start for this request (follow.go)
+	tr, _, err := adopt(q) // opened at start for this request (follow.go), or refused then
 	if err != nil {
 		return nil, false, ErrCode(err)
 	}
 	if tr == nil {
-		if tr, err = openTrace(cc.Name()+" trace", q.Spec, o); err != nil {
+		if tr, err = openTrace(cc.Name()+" trace", q.Spec, traceOptions(q)); err != nil {
 			return nil, false, ErrCode(err)
 		}
 	}

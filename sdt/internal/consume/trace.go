@@ -168,7 +168,7 @@ func (o TraceOptions) check() error {
 	if o.Stack < 0 || o.Stack > MaxStack {
 		return badOption("control: a stack of %d return addresses: want 0 to %d", o.Stack, MaxStack)
 	}
-	return nil
+	return checkWhere(o.Where)
 }
 
 // newTraceSink makes a trace's buffers, one per P, within the memory budget

@@ -10,16 +10,44 @@ import (
 )
 
 // PredicateError is a predicate (TraceOptions.Where, AggOptions.Where) that does not
-// compile for one of the probes a spec matched: nothing was switched on.
+// compile for one of the probes a spec matched, or for any probe: nothing was switched
+// on.
 type PredicateError struct {
-	Probe string // provider:module::name of the probe it was compiled for
+	Probe string // provider:module::name of the probe it was compiled for; "": wrong for any
 	Expr  string
 	Pos   int // byte offset in Expr
 	Msg   string
 }
 
 func (e *PredicateError) Error() string {
-	return "control: where: col " + strconv.Itoa(e.Pos+1) + ": " + e.Msg + " (probe " + e.Probe + ")"
+	msg := "control: where: col " + strconv.Itoa(e.Pos+1) + ": " + e.Msg
+	if e.Probe == "" {
+		return msg // wrong whatever the probe (checkWhere)
+	}
+	return msg + " (probe " + e.Probe + ")"
+}
+
+// predicateError is pred's error err about src as a PredicateError for probe ("":
+// any probe).
+func predicateError(probe, src string, err error) *PredicateError {
+	pe := &PredicateError{Probe: probe, Expr: src, Msg: err.Error()}
+	if e, ok := errors.AsType[*pred.Error](err); ok {
+		pe.Pos, pe.Msg = e.Pos, e.Msg
+	}
+	return pe
+}
+
+// checkWhere refuses a predicate that no probe could take (pred.Check), before any
+// probe is matched: a command traced from its start defines its probes after the
+// request reaches it, and each would be left out one by one, unsaid.
+func checkWhere(src string) error {
+	if src == "" {
+		return nil
+	}
+	if err := pred.Check(src); err != nil {
+		return predicateError("", src, err)
+	}
+	return nil
 }
 
 // Caret is two lines: the expression, then a '^' under the error's position.
@@ -47,10 +75,7 @@ func compileWhere(src string, probes []*registry.Probe, top uint32) (progs []*pr
 		}
 		prog, err := pred.Compile(src, args)
 		if err != nil {
-			pe := &PredicateError{Probe: p.Provider + ":" + p.Module + "::" + p.Name, Expr: src, Msg: err.Error()}
-			if e, ok := errors.AsType[*pred.Error](err); ok {
-				pe.Pos, pe.Msg = e.Pos, e.Msg
-			}
+			pe := predicateError(p.Provider+":"+p.Module+"::"+p.Name, src, err)
 			if !strings.HasPrefix(pe.Msg, "unknown argument ") {
 				return nil, nil, pe
 			}

@@ -25,6 +25,11 @@ func FuzzCompile(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, src string) {
 		p, err := Compile(src, probe)
+		if cerr := Check(src); err == nil && cerr != nil {
+			t.Fatalf("%q compiles for a probe, yet Check refuses it: %v", src, cerr)
+		} else if e, ok := cerr.(*Error); cerr != nil && (!ok || e.Pos < 0 || e.Pos > len(src) || e.Expr != src || e.Msg == "") {
+			t.Fatalf("%q: bad error from Check %#v", src, cerr)
+		}
 		if err != nil {
 			e, ok := err.(*Error)
 			if !ok || e.Pos < 0 || e.Pos > len(src) || e.Expr != src || e.Msg == "" {

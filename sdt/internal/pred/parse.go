@@ -62,7 +62,8 @@ const (
 type parser struct {
 	src   string
 	args  []Arg
-	off   int // of the next byte to lex
+	open  bool // Check: every name is an argument, of a kind only a probe tells
+	off   int  // of the next byte to lex
 	tok   token
 	pos   int    // of tok
 	text  string // of tok
@@ -72,10 +73,14 @@ type parser struct {
 }
 
 func parse(src string, args []Arg) (*node, error) {
+	return (&parser{src: src, args: args}).parse()
+}
+
+func (p *parser) parse() (*node, error) {
+	src := p.src
 	if len(src) > MaxLen {
 		return nil, &Error{Expr: src, Pos: MaxLen, Msg: "longer than " + strconv.Itoa(MaxLen) + " bytes"}
 	}
-	p := &parser{src: src, args: args}
 	if err := p.next(); err != nil {
 		return nil, err
 	}
@@ -217,10 +222,26 @@ func (p *parser) ident() (*node, error) {
 		}
 	case ok:
 		n.arg = uint8(i)
+	case p.open:
+		n.arg = uint8(p.name(name))
 	default:
 		return nil, p.errAt(pos, "unknown argument "+strconv.Quote(name)+": "+have(p.args))
 	}
 	return n, p.next()
+}
+
+// name adds the argument name stands for to an open parser's, of kind Unknown, and
+// returns its index: argN the Nth (the arguments before it added unnamed), any other
+// name one of its own.
+func (p *parser) name(name string) int {
+	if i, ok := argN(name); ok {
+		for len(p.args) <= i {
+			p.args = append(p.args, Arg{Kind: registry.Unknown})
+		}
+		return i
+	}
+	p.args = append(p.args, Arg{Name: name, Kind: registry.Unknown})
+	return len(p.args) - 1
 }
 
 // lookup resolves an identifier: argN is the Nth argument, whatever the names; a

@@ -72,6 +72,23 @@ func Compile(src string, args []Arg) (*Program, error) {
 	return &Program{code: gen(n, args), need: need(n), src: format(n, args)}, nil
 }
 
+// Check reports what makes src wrong for every probe, before any probe is known (a
+// command's probes are defined after sdtctl's request reaches it): its syntax, its
+// limits, literals compared with literals of another kind, what is not a condition.
+// Its errors are *Error. Whether a probe has the arguments src names, and of kinds
+// it compares, only Compile tells.
+func Check(src string) error {
+	p := &parser{src: src, open: true}
+	n, err := p.parse()
+	if err != nil {
+		return err
+	}
+	if err := check(src, n, p.args); err != nil {
+		return err
+	}
+	return nil
+}
+
 // String is the predicate in canonical form: Compile of it gives the same program.
 func (p *Program) String() string {
 	if p == nil {

@@ -543,3 +543,30 @@ func BenchmarkMatch(b *testing.B) {
 		}
 	})
 }
+
+// TestCheck: what no probe could take is refused before any probe is known, and
+// what some probe could is not, whatever names it uses.
+func TestCheck(t *testing.T) {
+	for _, src := range []string{
+		`i > 5`, `nosuch == "x" && arg5 > 1`, `ok`, `!(a < b) || c != 0x10`, `arg0 == arg1`, `x == true`,
+	} {
+		if err := Check(src); err != nil {
+			t.Errorf("Check(%q): %v", src, err)
+		}
+	}
+	for src, want := range map[string]string{
+		`i >`:       "expected an argument, a literal",
+		`(i > 1`:    "unbalanced (",
+		`i > 1 1`:   "after a complete expression",
+		`1 == "x"`:  "cannot compare",
+		`i && 3`:    "not a condition",
+		`i < j < k`: "do not chain",
+		``:          "empty expression",
+		`true < x`:  "bools are compared only with == and !=",
+	} {
+		err := Check(src)
+		if e, ok := err.(*Error); !ok || !strings.Contains(e.Msg, want) {
+			t.Errorf("Check(%q) = %v, want an *Error saying %q", src, err, want)
+		}
+	}
+}
