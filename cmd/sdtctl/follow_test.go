@@ -136,7 +136,17 @@ func TestCommandBadWhere(t *testing.T) {
 			t.Fatalf("%s --where %q: err %v (code %d)\nstderr:\n%s", c.cmd, c.where, err, exitCode(err), errb.String())
 		}
 	}
+	// An argument the probe, defined after sdtctl connected, lacks: it is left out,
+	// and the command's stderr says so.
+	cmdErr := filepath.Join(t.TempDir(), "stderr")
 	var out, errb bytes.Buffer
+	err := run([]string{"trace", "last:::word", "--where", "nosuch > 1", "--", "/bin/sh", "-c", `exec "$0" 10 exit 2>"$1"`, last, cmdErr}, &out, &errb)
+	b, _ := os.ReadFile(cmdErr)
+	if err != nil || !strings.Contains(string(b), `unknown argument "nosuch"`) || !strings.Contains(string(b), "not traced") {
+		t.Fatalf("--where naming an argument the probe lacks: %v, unsaid:\n%s\n%s", err, b, errb.String())
+	}
+	out.Reset()
+	errb.Reset()
 	if err := run([]string{"trace", "last:::word", "--where", "i > 5", "--", last, "10", "exit"}, &out, &errb); err != nil {
 		t.Fatalf("trace --where 'i > 5': %v\n%s", err, errb.String())
 	}

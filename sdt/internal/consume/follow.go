@@ -3,7 +3,9 @@ package consume
 import (
 	"errors"
 	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gosdt/gosdt/arch"
@@ -287,8 +289,15 @@ func openFollow(who, spec string, sink registry.Sink, ready func([]*registry.Pro
 		return nil, nil, err
 	}
 	c := &consumer{o: &registry.Owner{Name: who}, probes: map[uint32]*registry.Probe{}}
+	var settled, warned atomic.Bool
 	grew := func(ps []*registry.Probe) error {
 		if err := ready(ps); err != nil {
+			// Before settle, settle tells sdtctl; after it, a definition the options
+			// cannot take (a --where naming an argument no probe matched has) would
+			// be left out unsaid: the command's stderr says it, once.
+			if settled.Load() && !warned.Swap(true) {
+				Warnf("%s: %s: not traced", who, strings.TrimPrefix(err.Error(), "control: "))
+			}
 			return err
 		}
 		m := make(map[uint32]*registry.Probe, len(ps))
@@ -306,7 +315,11 @@ func openFollow(who, spec string, sink registry.Sink, ready func([]*registry.Pro
 	}
 	c.cancel = cancel
 	consumers.Add(1)
-	return c, func() error { _, err := settle(c.o); return err }, nil
+	return c, func() error {
+		_, err := settle(c.o)
+		settled.Store(true)
+		return err
+	}, nil
 }
 
 // sameRequest reports whether a and b ask for the same trace or stat (not
