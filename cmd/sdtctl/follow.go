@@ -51,6 +51,10 @@ type followed struct {
 	detach bool          // --detach: left running when the trace ends first
 	done   chan struct{} // closed once it has exited and been waited for
 	err    error         // Wait's
+	// sawEnd: the stream saw the command end (its connection closed as it died),
+	// which its wait follows by a moment: finish waits for it rather than take the
+	// stream's end for the trace's own.
+	sawEnd bool
 }
 
 // detachFlag adds --detach to trace and stat.
@@ -116,7 +120,7 @@ func startFollowed(verb string, command []string, q *ctlproto.Request, detach bo
 // finish waits for the command, says how it ended, and maps the stream's error:
 // the command's exit is the end a followed trace expects.
 func (f *followed) finish(err error, stdout, stderr io.Writer, asJSON bool) error {
-	if exitCode(err) == exitExited {
+	if f.sawEnd || exitCode(err) == exitExited {
 		// The stream saw the process end: its wait is a moment away.
 		select {
 		case <-f.done:

@@ -155,6 +155,22 @@ func TestCommandBadWhere(t *testing.T) {
 	}
 }
 
+// TestCommandEndNotTheTrace: a command that ends on its own, even killed by a signal
+// it sent itself, ended the trace, not the other way round: sdtctl never says it
+// terminates it (the stream's end and the command's wait race; 20 rounds).
+func TestCommandEndNotTheTrace(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	last := buildLast(t)
+	for i := range 20 {
+		end := []string{"kill", "exit"}[i%2]
+		var out, errb bytes.Buffer
+		err := run([]string{"trace", "last:::word", "--", last, "100", end}, &out, &errb)
+		if err != nil || strings.Contains(errb.String(), "terminating it") || strings.Contains(errb.String(), "left running") {
+			t.Fatalf("round %d (%s): %v\n%s", i, end, err, errb.String())
+		}
+	}
+}
+
 // TestCommandNotGosdt: a command that uses no gosdt is said so, with its status.
 func TestCommandNotGosdt(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())

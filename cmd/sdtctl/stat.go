@@ -60,13 +60,8 @@ func cmdStat(args []string, stdout, stderr io.Writer, stop <-chan struct{}) erro
 	final, ended := r.read(cls, cmd, stop, &fails, stdout)
 	fails.add(writeStacks(final, r.started, r.outs["pprof"], r.outs["folded"], stdout, stderr))
 	if cmd != nil {
-		err := fails.err()
-		if ended.exited && err == nil {
-			// The stream saw the command end: finish waits for it rather than
-			// taking the stream's end for the stat's own and terminating it.
-			err = fail(exitExited, "%s ended", cmd.name)
-		}
-		if err := cmd.finish(err, stdout, stderr, r.o.json); err != nil {
+		cmd.sawEnd = ended.exited
+		if err := cmd.finish(fails.err(), stdout, stderr, r.o.json); err != nil {
 			return err
 		}
 		return ended.uncounted

@@ -187,7 +187,7 @@ func cmdTrace(args []string, stdout, stderr io.Writer, stop <-chan struct{}) err
 			t.err = t.bad
 		}
 		if cmd != nil && exited {
-			t.err = nil // the command's end is the trace's: said below
+			t.err, cmd.sawEnd = nil, true // the command's end is the trace's: said below
 		}
 		fails.add(t.err)
 	}
