@@ -85,6 +85,7 @@ func startFollowed(verb string, command []string, q *ctlproto.Request, detach bo
 	// passed on too, not the end of sdtctl alone.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, forwarded...)
+	started := socketClock()
 	if err := c.Start(); err != nil {
 		signal.Stop(sigs)
 		return nil, nil, fail(exitStart, "%s: cannot start %s: %v", verb, command[0], errors.Unwrap(err))
@@ -98,7 +99,9 @@ func startFollowed(verb string, command []string, q *ctlproto.Request, detach bo
 	pid := c.Process.Pid
 	for {
 		if p, err := locate(pid); err == nil {
-			if _, err := p.find(); err == nil {
+			// A socket older than the command is a killed process's, whose pid the
+			// kernel gave the command: the command replaces it when it binds.
+			if shown, err := p.find(); err == nil && !staleSocket(shown, started) {
 				break
 			}
 		}

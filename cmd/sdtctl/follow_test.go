@@ -5,11 +5,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gosdt/gosdt/internal/testutil"
 )
@@ -168,6 +172,46 @@ func TestCommandEndNotTheTrace(t *testing.T) {
 		if err != nil || strings.Contains(errb.String(), "terminating it") || strings.Contains(errb.String(), "left running") {
 			t.Fatalf("round %d (%s): %v\n%s", i, end, err, errb.String())
 		}
+	}
+}
+
+// TestCommandStaleSocket: the socket a killed process left under the pid the kernel
+// gives the command again (pids wrap at pid_max) is not taken for the command's: sdtctl
+// waits for the command to bind its own.
+func TestCommandStaleSocket(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("pids read from /proc/sys/kernel/ns_last_pid")
+	}
+	xdg := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", xdg)
+	last := buildLast(t)
+	dir := filepath.Join(xdg, "gosdt")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("/proc/sys/kernel/ns_last_pid")
+	if err != nil {
+		t.Skipf("the next pid: %v", err)
+	}
+	next, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	for pid := next + 1; pid <= next+300; pid++ { // what the tools started meanwhile take too
+		l, err := net.Listen("unix", filepath.Join(dir, strconv.Itoa(pid)+".sock"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.(*net.UnixListener).SetUnlinkOnClose(false)
+		l.Close() // the file stays, as a killed process's does
+		old := time.Now().Add(-time.Minute)
+		if err := os.Chtimes(filepath.Join(dir, strconv.Itoa(pid)+".sock"), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errb bytes.Buffer
+	if err := run([]string{"trace", "last:::word", "--", last, "10", "exit"}, &out, &errb); err != nil {
+		t.Fatalf("trace -- CMD with stale sockets about: %v\n%s", err, errb.String())
+	}
+	if n := strings.Count(out.String(), "last:main::word"); n != 10 {
+		t.Fatalf("%d events, want 10\n%s", n, out.String())
 	}
 }
 

@@ -321,3 +321,20 @@ func othersNamed(name string) []otherProc {
 	}
 	return out
 }
+
+// socketClock is the clock a socket's modification time is read from (the kernel's
+// coarse real time): a socket made after it was read is never older than it.
+func socketClock() time.Time {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &ts) != nil {
+		return time.Time{}
+	}
+	return time.Unix(ts.Unix())
+}
+
+// staleSocket reports whether the socket p.find named, shown, was made before since
+// (socketClock): a killed process's, left under a pid the kernel gave again.
+func staleSocket(shown string, since time.Time) bool {
+	fi, err := os.Lstat(shown)
+	return err == nil && fi.ModTime().Before(since)
+}
