@@ -125,20 +125,7 @@ TEXT ·jretBody(SB), NOSPLIT, $232-0
 	MOVQ R14, 224(SP)         // the handler owns its argument slots: g kept apart
 	LEAQ 32(SP), R13
 	MOVQ R13, 24(SP)
-	CALL ·retHandler(SB)
-	CMPQ ·directOn(SB), $0    // a trace writes returns from here (direct.go), as retBody
-	JEQ  rnodirect
-	CMPQ ·whereOn(SB), $0     // a trace's predicate runs here first (where.go), as retBody
-	JEQ  rwrite
-	LEAQ 32(SP), R13
-	MOVQ R13, 0(SP)
-	CALL ·retWhere(SB)
-rwrite:
-	LEAQ 32(SP), R13
-	MOVQ R13, 0(SP)
-	CALL ·retDirect(SB)
-rnodirect:
-	RESTORE_ARG_REGS
+	RETURN_EVENT
 	MOVQ 224(SP), R14
 	XORPS X15, X15
 rnone:

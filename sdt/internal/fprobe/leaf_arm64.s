@@ -136,20 +136,7 @@ TEXT ·jretBody(SB), NOSPLIT, $296-0
 	MOVD g, 24(RSP)
 	ADD  $40, RSP, R19
 	MOVD R19, 32(RSP)
-	CALL ·retHandler(SB)
-	MOVD ·directOn(SB), R19   // a trace writes returns from here (direct.go), as retBody
-	CBZ  R19, rnodirect
-	MOVD ·whereOn(SB), R19    // a trace's predicate runs here first (where.go), as retBody
-	CBZ  R19, rwrite
-	ADD  $40, RSP, R19
-	MOVD R19, 8(RSP)
-	CALL ·retWhere(SB)
-rwrite:
-	ADD  $40, RSP, R19
-	MOVD R19, 8(RSP)
-	CALL ·retDirect(SB)
-rnodirect:
-	RESTORE_ARG_REGS
+	RETURN_EVENT
 rnone:
 	RET
 

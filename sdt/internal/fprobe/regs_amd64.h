@@ -54,3 +54,24 @@
 	MOVSD 200(SP), X12; \
 	MOVSD 208(SP), X13; \
 	MOVSD 216(SP), X14
+
+// RETURN_EVENT is the return stubs' (retBody, jretBody) call of the return handler,
+// whose arguments the stub has set at 0..31(SP), and what follows it: while some
+// function has a trace its return path writes (directOn, direct.go), the predicates
+// of those traces (retWhere, while whereOn: where.go) and the write (retDirect),
+// each given the saved result registers at 32(SP); then the registers restored.
+#define RETURN_EVENT \
+	CALL ·retHandler(SB); \
+	CMPQ ·directOn(SB), $0; \
+	JEQ  retnodirect; \
+	CMPQ ·whereOn(SB), $0; \
+	JEQ  retwrite; \
+	LEAQ 32(SP), R13; \
+	MOVQ R13, 0(SP); \
+	CALL ·retWhere(SB); \
+retwrite: \
+	LEAQ 32(SP), R13; \
+	MOVQ R13, 0(SP); \
+	CALL ·retDirect(SB); \
+retnodirect: \
+	RESTORE_ARG_REGS

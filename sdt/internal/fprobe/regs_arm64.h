@@ -38,3 +38,24 @@
 	FLDPD 248(RSP), (F10, F11); \
 	FLDPD 264(RSP), (F12, F13); \
 	FLDPD 280(RSP), (F14, F15)
+
+// RETURN_EVENT is the return stubs' (retBody, jretBody) call of the return handler,
+// whose arguments the stub has set from 8(RSP), and what follows it: while some
+// function has a trace its return path writes (directOn, direct.go), the predicates
+// of those traces (retWhere, while whereOn: where.go) and the write (retDirect),
+// each given the saved result registers at 40(RSP); then the registers restored.
+#define RETURN_EVENT \
+	CALL ·retHandler(SB); \
+	MOVD ·directOn(SB), R19; \
+	CBZ  R19, retnodirect; \
+	MOVD ·whereOn(SB), R19; \
+	CBZ  R19, retwrite; \
+	ADD  $40, RSP, R19; \
+	MOVD R19, 8(RSP); \
+	CALL ·retWhere(SB); \
+retwrite: \
+	ADD  $40, RSP, R19; \
+	MOVD R19, 8(RSP); \
+	CALL ·retDirect(SB); \
+retnodirect: \
+	RESTORE_ARG_REGS

@@ -321,20 +321,7 @@ TEXT ·retBody(SB), NOSPLIT, $232-0
 	MOVQ R14, 224(SP)         // the handler owns its argument slots: g kept apart
 	LEAQ 32(SP), R13
 	MOVQ R13, 24(SP)
-	CALL ·retHandler(SB)
-	CMPQ ·directOn(SB), $0    // a trace writes returns from here (direct.go)
-	JEQ  nodirect
-	CMPQ ·whereOn(SB), $0     // a trace's predicate runs here first (where.go)
-	JEQ  write
-	LEAQ 32(SP), R13
-	MOVQ R13, 0(SP)
-	CALL ·retWhere(SB)
-write:
-	LEAQ 32(SP), R13
-	MOVQ R13, 0(SP)
-	CALL ·retDirect(SB)
-nodirect:
-	RESTORE_ARG_REGS
+	RETURN_EVENT
 	MOVQ 224(SP), R14
 	XORPS X15, X15
 	RET

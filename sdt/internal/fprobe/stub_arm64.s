@@ -279,20 +279,7 @@ TEXT ·retBody(SB), NOSPLIT, $304-0
 	MOVD g, 24(RSP)
 	ADD  $40, RSP, R19
 	MOVD R19, 32(RSP)
-	CALL ·retHandler(SB)
-	MOVD ·directOn(SB), R19   // a trace writes returns from here (direct.go)
-	CBZ  R19, nodirect
-	MOVD ·whereOn(SB), R19    // a trace's predicate runs here first (where.go)
-	CBZ  R19, write
-	ADD  $40, RSP, R19
-	MOVD R19, 8(RSP)
-	CALL ·retWhere(SB)
-write:
-	ADD  $40, RSP, R19
-	MOVD R19, 8(RSP)
-	CALL ·retDirect(SB)
-nodirect:
-	RESTORE_ARG_REGS
+	RETURN_EVENT
 	MOVD 296(RSP), R16
 	// The replaced instruction's frame pointer: the one the function saved at -8 of
 	// its SP, where its own frame pointer (saved by this body's prologue) points. The
