@@ -493,6 +493,21 @@ func TestSemaphoreWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
+	// Not before the child has become bin: a /proc/PID/mem opened before its exec is
+	// the forked copy's memory, which the exec drops (writes then fail with EIO).
+	binInfo, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if exe, err := os.Stat(fmt.Sprintf("/proc/%d/exe", cmd.Process.Pid)); err == nil && os.SameFile(exe, binInfo) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d did not exec %s in 10s", cmd.Process.Pid, bin)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	mem, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", cmd.Process.Pid), os.O_RDWR, 0)
 	if err != nil {
 		testutil.Skip(t, "root", fmt.Sprintf("cannot write the program's memory: %v", err))
