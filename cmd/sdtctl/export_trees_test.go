@@ -290,7 +290,7 @@ func testExportTrees(t *testing.T, via, mode string, procs int, stopped bool) {
 	f := treeCheck(spans, requests)
 	t.Log(f)
 	if sum.spans != uint64(5*requests) || sum.processDrops+sum.queueDrops+sum.failed != 0 {
-		t.Errorf("summary %s: want %d spans and nothing dropped", sum.line, 5*requests)
+		t.Errorf("summary %s: want %d spans and nothing dropped\nexport's stderr:\n%s", sum.line, 5*requests, stderr)
 	}
 	for _, w := range f.wrong {
 		t.Error(w)
