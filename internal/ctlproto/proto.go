@@ -322,9 +322,15 @@ type Bucket struct {
 type Error struct {
 	Code    string
 	Message string
+	cause   error // what the error is also (Unwrap): io.ErrUnexpectedEOF for a frame cut short
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Unwrap is the error's cause: a frame cut short is also io.ErrUnexpectedEOF, so
+// that a reader takes it for what it is, the peer's end (a process that exited
+// while it wrote), not a request or reply that was wrong.
+func (e *Error) Unwrap() error { return e.cause }
 
 // Errorf makes an *Error.
 //
@@ -396,7 +402,9 @@ func ReadFrameInto(r io.Reader, buf []byte) ([]byte, error) {
 			return nil, io.EOF
 		}
 		if err == io.ErrUnexpectedEOF {
-			return nil, Errorf(CodeBadRequest, "truncated frame header")
+			e := Errorf(CodeBadRequest, "truncated frame header")
+			e.cause = io.ErrUnexpectedEOF
+			return nil, e
 		}
 		return nil, err
 	}
@@ -411,7 +419,9 @@ func ReadFrameInto(r io.Reader, buf []byte) ([]byte, error) {
 	b = b[:n]
 	if _, err := io.ReadFull(r, b); err != nil {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return nil, Errorf(CodeBadRequest, "truncated frame: %d bytes announced", n)
+			e := Errorf(CodeBadRequest, "truncated frame: %d bytes announced", n)
+			e.cause = io.ErrUnexpectedEOF
+			return nil, e
 		}
 		return nil, err
 	}

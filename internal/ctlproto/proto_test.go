@@ -205,6 +205,11 @@ func TestBadInput(t *testing.T) {
 		if !errors.As(err, &e) || e.Code != CodeBadRequest {
 			t.Errorf("%s: %v, want a badrequest error", name, err)
 		}
+		// a frame cut short is the peer's end (a process that exited while it
+		// wrote), which readers tell from a wrong frame by io.ErrUnexpectedEOF
+		if cut := strings.HasPrefix(name, "truncated"); errors.Is(err, io.ErrUnexpectedEOF) != cut {
+			t.Errorf("%s: errors.Is(%v, io.ErrUnexpectedEOF) = %v, want %v", name, err, !cut, cut)
+		}
 	}
 }
 
