@@ -159,6 +159,23 @@ func TestCommandBadWhere(t *testing.T) {
 	}
 }
 
+// TestCommandTraceRefusedAtStart: a trace the command cannot open at its start (here
+// its memory budget, SDT_MEMORY, is smaller than the least buffers) is told to
+// sdtctl, which exits with the reason; it ran the command untraced and reported 0
+// events, as if nothing had fired.
+func TestCommandTraceRefusedAtStart(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	last := buildLast(t)
+	t.Setenv("SDT_MEMORY", "1k")
+	for _, cmd := range []string{"trace"} {
+		var out, errb bytes.Buffer
+		err := run([]string{cmd, "last:::word", "--", last, "10", "exit"}, &out, &errb)
+		if err == nil || !strings.Contains(errb.String()+err.Error(), "SDT_MEMORY") {
+			t.Errorf("%s with SDT_MEMORY=1k: err %v (code %d), want the budget said\nstdout:\n%s\nstderr:\n%s", cmd, err, exitCode(err), out.String(), errb.String())
+		}
+	}
+}
+
 // TestCommandEndNotTheTrace: a command that ends on its own, even killed by a signal
 // it sent itself, ended the trace, not the other way round: sdtctl never says it
 // terminates it (the stream's end and the command's wait race; 20 rounds).

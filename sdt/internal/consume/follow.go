@@ -112,12 +112,12 @@ func StartFollow() (opened bool) {
 		}
 		s, err := newTraceSink(o)
 		if err != nil {
-			return true
+			return refuse(q, err)
 		}
 		c, st, err := openFollow(who+" trace", q.Spec, s, func(ps []*registry.Probe) error { return s.arm(o.Where, ps) })
 		if err != nil {
 			s.free()
-			return true
+			return refuse(q, err)
 		}
 		tr, settle = &Trace{s: s, c: c}, st
 	case ctlproto.OpStat:
@@ -128,7 +128,7 @@ func StartFollow() (opened bool) {
 		c, st, err := openFollow(who+" stat", q.Spec, a, a.resolve)
 		if err != nil {
 			a.retire()
-			return true
+			return refuse(q, err)
 		}
 		a.c = c
 		ag, settle = &Aggregation{a: a, c: c}, st
