@@ -11,7 +11,7 @@ package arch
 // another pc and cannot fault, and which the slot runs in its place before jumping
 // back to Resume.
 type LeafEntry struct {
-	Addr   uint64 // the entry, where the jump is written
+	Addr   uint64 // where the jump is written: the entry, or past loads that run in place (Before)
 	Orig   []byte // the displaced instruction
 	Resume uint64 // the instruction after it
 	// Rel, when not 0, says the displaced instruction addresses memory relative to its
@@ -29,6 +29,12 @@ type LeafEntry struct {
 	// register arguments that it uses are among them. arm64 only.
 	LiveIn      uint32
 	LiveInKnown bool
+	// Before, where Addr is past the entry, has bit n set for each general-purpose
+	// register n the instructions from the entry to Addr write: they run in place,
+	// before the probe (loads and stores that may fault, which must fault at the
+	// function's own pc), so their values are live at the slot and are not the
+	// function's arguments. arm64 only.
+	Before uint32
 }
 
 // FuncEntry is how a function's entry takes a probe.

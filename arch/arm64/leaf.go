@@ -14,6 +14,14 @@ import (
 // writes no SP, scalar floating point, and loads and stores based on SP (a frameless
 // leaf's stack is its caller's, mapped) without writeback. No branch of the function
 // may come back to the entry: the probe would fire on each pass.
+//
+// A first instruction that may fault, a load or store through a register other than
+// SP, runs in place instead, and the jump is written over the next (up to
+// maxInPlace of them, arch.LeafEntry.Before): it faults at the function's own pc,
+// and what it loads is live at the slot, where the stub keeps it as it keeps the
+// arguments, provided it loads into a register the stub saves (R0..R15, R26). No
+// branch may target the entry or any instruction up to the jump: the probe would fire
+// on each pass, or be passed by.
 func leafEntry(m arch.Memory, w *arch.Walked) (arch.LeafEntry, error) {
 	e := arch.LeafEntry{Addr: w.Entry, Resume: w.Entry + instLen}
 	in, err := decode(m, w.Entry)
@@ -26,20 +34,91 @@ func leafEntry(m arch.Memory, w *arch.Walked) (arch.LeafEntry, error) {
 	if t, ok := w.Target(w.Entry, w.Entry+1); ok {
 		return e, shapeErr(t, "a branch of the function targets its entry: the probe would fire on each pass")
 	}
+	var unread uint32 // R27 if the function never reads it, once a load in place needs it
+	for n := 0; displaceable(in) != "" && inPlace(in); n++ {
+		if n == 0 {
+			unread = unreadRegs(m, w) & (1 << 27)
+		}
+		switch next := in.End(); {
+		case n == maxInPlace:
+			return e, shapeErr(w.Entry, "leaf's first %d instructions are loads or stores that may fault: no instruction within them to take the jump", n+1)
+		case in.Writes&^inPlaceRegs&^unread != 0:
+			// A nil check's load into R27 (the assembler's scratch, which no caller
+			// expects kept) need not be kept when the leaf never reads it.
+			return e, shapeErr(in.PC, "leaf's instruction %s runs in place before the probe and writes a register the leaf stub does not keep, which the leaf reads", in)
+		case next >= w.End:
+			return e, shapeErr(in.PC, "leaf's code ends after %d loads or stores that may fault", n+1)
+		default:
+			if t, ok := w.Target(next, next+1); ok {
+				return e, shapeErr(t, "a branch of the function targets %#x, after loads that run in place: the probe would be passed by", next)
+			}
+			e.Before |= in.Writes & inPlaceRegs
+			if in, err = decode(m, next); err != nil {
+				return e, err
+			}
+			e.Addr, e.Resume = next, next+instLen
+		}
+	}
 	if in.Flow == flowADRP {
 		// Its page relative to its own: the slot re-encodes it (arch.LeafEntry.Rel).
-		e.Orig, e.Rel, e.Target = m.Read(w.Entry, instLen), 1, in.Target
+		e.Orig, e.Rel, e.Target = m.Read(e.Addr, instLen), 1, in.Target
 		e.ArgReads = argReads(m, w)
 		e.LiveIn, e.LiveInKnown = liveIn(m, w)
+		e.LiveIn |= e.Before
 		return e, nil
 	}
 	if why := displaceable(in); why != "" {
-		return e, shapeErr(w.Entry, "leaf's first instruction %s: it cannot run out of line in a slot (%s)", why, in)
+		what := "first instruction"
+		if e.Addr != w.Entry {
+			what = "instruction after the loads that run in place,"
+		}
+		return e, shapeErr(e.Addr, "leaf's %s %s: it cannot run out of line in a slot (%s)", what, why, in)
 	}
-	e.Orig = m.Read(w.Entry, instLen)
+	e.Orig = m.Read(e.Addr, instLen)
 	e.ArgReads = argReads(m, w)
 	e.LiveIn, e.LiveInKnown = liveIn(m, w)
+	e.LiveIn |= e.Before
 	return e, nil
+}
+
+// unreadRegs are the general-purpose registers no instruction of the function w
+// reads (R0..R30); none when one cannot be decoded.
+func unreadRegs(m arch.Memory, w *arch.Walked) uint32 {
+	it, err := words(m, w, w.End)
+	if err != nil {
+		return 0
+	}
+	read := uint32(0)
+	for it.next() {
+		in := decodeWord(it.x, it.pc)
+		if !in.Known() {
+			return 0
+		}
+		read |= in.Reads
+	}
+	return ^read & (1<<31 - 1)
+}
+
+// maxInPlace is how many loads or stores that may fault a leaf's probe may come after.
+const maxInPlace = 4
+
+// inPlaceRegs are the registers an instruction that runs in place before a leaf's
+// probe may write: those the leaf stub saves and restores (R0..R15, R26). Not R16,
+// R17, R19, R20: the slot and the stub use them, dead at a function's entry only.
+const inPlaceRegs = 1<<16 - 1 | 1<<26
+
+// inPlace reports whether in is a load or store of general-purpose registers through
+// a base other than SP, with an immediate offset and no writeback: what may fault at
+// a leaf's entry and so runs there, in place, before its probe (leafEntry). Loads and
+// stores of SIMD&FP registers are not: the decoder's write sets do not name them.
+func inPlace(in inst) bool {
+	w := in.Word
+	if w&(1<<26) != 0 || w>>5&31 == 31 || in.Flow != flowNext {
+		return false
+	}
+	return w&0x3B000000 == 0x39000000 || // LDR/STR (unsigned immediate)
+		w&0x3B200C00 == 0x38000000 || // LDUR/STUR (unscaled immediate)
+		w&0x3B800000 == 0x29000000 // LDP/STP (signed offset)
 }
 
 // liveIn says which registers the function w may read before writing them: those

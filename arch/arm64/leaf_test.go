@@ -25,7 +25,7 @@ func TestLeafEntry(t *testing.T) {
 		{0xD503201F, "NOP", ""},
 		{0x9B027C20, "MUL R2, R1, R0", ""},
 		{0xD10043FF, "SUB $16, RSP, RSP", "writes SP"},
-		{0xF9400401, "MOVD 8(R0), R1", "may fault"},
+		{0xF9400401, "MOVD 8(R0), R1", "after the loads that run in place, passes control"}, // then RET
 		{0xF81F0FFE, "MOVD.W R30, -16(RSP)", "not a form"},
 		{0x90000000, "ADRP", ""},
 		{0x10000040, "ADR", "reads its own pc"},
@@ -58,6 +58,7 @@ func TestLeafEntry(t *testing.T) {
 			t.Errorf("%s (%#08x): %v, want a refusal saying %q", c.name, c.word, err, c.why)
 		}
 	}
+	// A first instruction that may fault runs in place (TestLeafEntryInPlace).
 	// The words of the argument area the code reads.
 	for _, c := range []struct {
 		words []uint32
@@ -106,5 +107,62 @@ func TestLeafEntry(t *testing.T) {
 	}
 	if _, err := leafEntry(m, w); err == nil || !strings.Contains(err.Error(), "targets its entry") {
 		t.Errorf("a loop to the entry: %v", err)
+	}
+}
+
+// TestLeafEntryInPlace: loads and stores that may fault at a leaf's entry run in place,
+// and the jump is written over the instruction after them, when they write only
+// registers the stub keeps (or R27 the leaf never reads), no branch comes back among
+// them, and that instruction may run in a slot.
+func TestLeafEntryInPlace(t *testing.T) {
+	const (
+		ldr1   = 0xF9400401 // MOVD 8(R0), R1
+		add    = 0x8B010020 // ADD R1, R1, R0
+		nilchk = 0x3980001B // MOVB (R0), R27: a nil check
+		movz   = 0xD28000A0 // MOVZ $5, R0
+		useR27 = 0xAA1B03E0 // MOVD R27, R0
+		ldr19  = 0xF9400013 // MOVD (R0), R19
+		str    = 0xF9000001 // MOVD R1, (R0)
+		back   = 0x17FFFFFF // B -4
+		ldp    = 0xA9400801 // LDP (R0), (R1, R2)
+	)
+	for _, c := range []struct {
+		name   string
+		words  []uint32
+		at     uint64 // the jump's offset from the entry
+		before uint32
+		why    string // "" if taken
+	}{
+		{"a load, then ADD", []uint32{ldr1, add, retLR}, 4, 1 << 1, ""},
+		{"LDP, then ADD", []uint32{ldp, add, retLR}, 4, 1<<1 | 1<<2, ""},
+		{"two loads, then ADD", []uint32{ldr1, ldp, add, retLR}, 8, 1<<1 | 1<<2, ""},
+		{"a store, then MOVZ", []uint32{str, movz, retLR}, 4, 0, ""},
+		{"a nil check into R27, then MOVZ", []uint32{nilchk, movz, retLR}, 4, 0, ""},
+		{"a nil check into R27, which is read", []uint32{nilchk, useR27, retLR}, 0, 0, "does not keep"},
+		{"a load into R19", []uint32{ldr19, add, retLR}, 0, 0, "does not keep"},
+		{"a load, then RET", []uint32{ldr1, retLR}, 0, 0, "passes control"},
+		{"five loads", []uint32{ldr1, ldr1, ldr1, ldr1, ldr1, add, retLR}, 0, 0, "first 5 instructions"},
+		{"a branch back after the load", []uint32{ldr1, add, back, retLR}, 0, 0, "targets"},
+	} {
+		var b []byte
+		for _, x := range c.words {
+			b = binary.LittleEndian.AppendUint32(b, x)
+		}
+		const pc = 0x10000
+		m := arch.Bytes{Base: pc, Code: b}
+		w, err := walk(m, pc, pc+uint64(len(b)))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		e, err := leafEntry(m, w)
+		switch {
+		case c.why == "" && err != nil:
+			t.Errorf("%s: refused: %v", c.name, err)
+		case c.why == "" && (e.Addr != pc+c.at || e.Resume != pc+c.at+4 || e.Before != c.before ||
+			binary.LittleEndian.Uint32(e.Orig) != c.words[c.at/4] || e.LiveIn&c.before != c.before):
+			t.Errorf("%s: %+v, want the jump at +%d, Before %#x (live)", c.name, e, c.at, c.before)
+		case c.why != "" && (err == nil || !strings.Contains(err.Error(), c.why)):
+			t.Errorf("%s: %v, want a refusal saying %q", c.name, err, c.why)
+		}
 	}
 }

@@ -71,7 +71,10 @@ func TestCoverage(t *testing.T) {
 				lerr = errors.New("no function record")
 			}
 			if lerr == nil {
-				_, lerr = host.LeafEntry(b.Text, w)
+				var e arch.LeafEntry
+				if e, lerr = host.LeafEntry(b.Text, w); lerr == nil {
+					lerr = beforeArgs(e, leafCheckFor(tab, index[f.Entry], rec.Args))
+				}
 			}
 			if lerr == nil {
 				entries++

@@ -3,6 +3,7 @@ package fprobe
 import (
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -190,11 +191,18 @@ func readLeaf(t *functab.Table, i int, w *arch.Walked, mem arch.Memory) (*Func, 
 		return nil, err
 	}
 	chk := leafCheckFor(t, i, fn.Args)
+	if err := beforeArgs(e, chk); err != nil {
+		return nil, err
+	}
 	chk.mask &= e.ArgReads // a word the leaf never reads may go stale
 	if e.LiveInKnown {
 		chk.regs &= uint64(e.LiveIn) & (1<<leafInts - 1) // arm64: slot r is Rr
 		chk.ctxt = uintptr(e.LiveIn >> leafCtxtReg & 1)
 	}
+	// What the loads that ran in place wrote is live at the slot, and may point into
+	// the goroutine's stack as an argument may.
+	chk.regs |= uint64(e.Before) & (1<<leafInts - 1)
+	chk.ctxt |= uintptr(e.Before >> leafCtxtReg & 1)
 	chk.rel, chk.target = e.Rel, e.Target
 	f := &Func{Name: name, Entry: uintptr(t.Entry(i)), site: uintptr(e.Addr), orig: append([]byte(nil), e.Orig...)}
 	f.entry = &config{resume: uintptr(e.Resume), fn: f}
@@ -206,6 +214,16 @@ func readLeaf(t *functab.Table, i int, w *arch.Walked, mem arch.Memory) (*Func, 
 		f.retErr = errors.New("fprobe: " + name + ": return: a leaf, whose return takes only a jump (DESIGN.md, \"Returns by a jump\"): " + err.Error())
 	}
 	return f, nil
+}
+
+// beforeArgs says why the loads that run in place before leaf e's probe
+// (arch.LeafEntry.Before) leave it no arguments to read, nil if they do not: one
+// writes a register that may hold an argument (chk.regs, before LiveIn narrows it).
+func beforeArgs(e arch.LeafEntry, chk leafCheck) error {
+	if arg := uint64(e.Before) & chk.regs; arg != 0 {
+		return errors.New("its first instructions may fault, so run in place, and one loads into R" + itoa(bits.TrailingZeros64(arg)) + ", an argument register: a probe after it would not see the argument")
+	}
+	return nil
 }
 
 // leafRefused says why leaf fn (named name) takes no slot before its code is read, nil

@@ -310,3 +310,102 @@ func BenchmarkLeafCall(b *testing.B) {
 		})
 	}
 }
+
+// TestLeafLoadsInPlace: a leaf whose first instruction is a load that may fault, into
+// registers that hold no argument (arm64), takes its probe on the instruction after
+// the load, which runs in place: the probe sees the arguments and every call; a nil
+// argument faults at the leaf's own pc, a panic recovered as any nil dereference, with
+// the leaf in its call stack; all while goroutines call it and the probe is switched
+// on and off, at GOMAXPROCS 1, 2 and 8. A leaf whose load writes an argument register
+// stays refused, with the reason.
+func TestLeafLoadsInPlace(t *testing.T) {
+	if runtime.GOARCH != "arm64" {
+		testutil.Skip(t, "", "loads that run in place before a leaf's probe are arm64's (amd64 refuses a first instruction shorter than its jump)")
+	}
+	f := lookupLeaf(t, "LeafLoadsFirst")
+	if f.site == f.Entry {
+		t.Fatalf("LeafLoadsFirst's probe is at its entry %#x: its first instruction is a load that may fault", f.Entry)
+	}
+	x := 1
+	if target.LeafLoadsArgs(&x, &x) != 2 { // linked in, to be refused
+		t.Fatal("LeafLoadsArgs")
+	}
+	if _, err := Lookup(pkg + "LeafLoadsArgs"); err == nil || !strings.Contains(err.Error(), "an argument register") {
+		t.Errorf("LeafLoadsArgs (loads into its arguments' registers first): %v, want refused naming the argument register", err)
+	}
+	nilCall := func() (err error, inStack bool) {
+		defer func() {
+			r := recover()
+			err, _ = r.(error)
+			pcs := make([]uintptr, 32)
+			fr := runtime.CallersFrames(pcs[:runtime.Callers(1, pcs)])
+			for {
+				x, more := fr.Next()
+				inStack = inStack || strings.HasSuffix(x.Function, ".LeafLoadsFirst")
+				if !more {
+					break
+				}
+			}
+		}()
+		target.LeafLoadsFirst(nil)
+		return nil, false
+	}
+	var seen atomic.Uintptr
+	var hooked atomic.Int64
+	onLeaf(t, f, func(_ *Func, a *Args) { seen.Store(uintptr(a.Word(0))); hooked.Add(1) })
+	p := &target.Pair{A: 4, B: 5}
+	if r := target.LeafLoadsFirst(p); r != 17 || seen.Load() != uintptr(unsafe.Pointer(p)) {
+		t.Fatalf("LeafLoadsFirst returned %d, its hook saw %#x, want 17 and %p", r, seen.Load(), p)
+	}
+	if err, in := nilCall(); err == nil || !strings.Contains(err.Error(), "nil pointer dereference") || !in {
+		t.Fatalf("LeafLoadsFirst(nil) probed: %v (the leaf in the panic's stack: %v), want a nil dereference at the leaf", err, in)
+	}
+	if n := hooked.Load(); n != 1 {
+		t.Errorf("%d entries hooked, want 1: the call that faulted never reached the probe", n)
+	}
+	for _, procs := range []int{1, 2, 8} {
+		t.Run("GOMAXPROCS="+itoa(procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			var stop atomic.Bool
+			var bad, calls atomic.Int64
+			var wg sync.WaitGroup
+			for g := 0; g < 4; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					q := &target.Pair{A: g, B: 1}
+					for i := 0; !stop.Load(); i++ {
+						if target.LeafLoadsFirst(q) != 3*g+1 {
+							bad.Add(1)
+						}
+						if i%64 == 0 {
+							if err, in := nilCall(); err == nil || !in {
+								bad.Add(1)
+							}
+						}
+						calls.Add(1)
+					}
+				}()
+			}
+			for i := 0; i < 50; i++ {
+				on := Change{Func: f, Entry: func(*Func, *Args) { hooked.Add(1) }, Pinned: true}
+				if i%2 == 1 {
+					on = Change{Func: f}
+				}
+				if err := Set([]Change{on}); err != nil {
+					t.Error(err)
+					break
+				}
+				if i%10 == 0 {
+					runtime.GC()
+				}
+				time.Sleep(time.Millisecond)
+			}
+			stop.Store(true)
+			wg.Wait()
+			if bad.Load() != 0 || calls.Load() == 0 {
+				t.Errorf("%d of %d calls wrong", bad.Load(), calls.Load())
+			}
+		})
+	}
+}

@@ -44,9 +44,29 @@ var leafGlobal = 7
 //go:norace
 func LeafGlobal(a int) int { return leafGlobal + a }
 
-// LeafLoad begins with a load through its argument: a first instruction that may fault
-// (arm64) or is too short (amd64) for a slot. It is refused on both.
+// LeafLoad begins with a load through its argument into its argument's register: a
+// first instruction that may fault, so runs in place, and leaves no argument for a
+// probe after it (arm64), or is too short for a jump (amd64). It is refused on both.
 //
 //go:noinline
 //go:norace
-func LeafLoad(p *int) int { return *p + 1 }
+func LeafLoad(p *int) int { return *p }
+
+// Pair is what LeafLoadsFirst reads.
+type Pair struct{ A, B int }
+
+// LeafLoadsFirst begins with a load through its argument into registers that hold no
+// argument: on arm64 the load runs in place, where a nil p faults at the function's
+// own pc, and the probe is taken on the instruction after it.
+//
+//go:noinline
+//go:norace
+func LeafLoadsFirst(p *Pair) int { return p.A*3 + p.B }
+
+// LeafLoadsArgs begins with loads through its arguments into their own registers
+// (arm64): the loads may fault, so run in place, and leave no argument for a probe
+// after them. Refused.
+//
+//go:noinline
+//go:norace
+func LeafLoadsArgs(p, q *int) int { return *p + *q }
