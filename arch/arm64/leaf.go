@@ -61,13 +61,8 @@ func leafEntry(m arch.Memory, w *arch.Walked) (arch.LeafEntry, error) {
 	}
 	if in.Flow == flowADRP {
 		// Its page relative to its own: the slot re-encodes it (arch.LeafEntry.Rel).
-		e.Orig, e.Rel, e.Target = m.Read(e.Addr, instLen), 1, in.Target
-		e.ArgReads = argReads(m, w)
-		e.LiveIn, e.LiveInKnown = liveIn(m, w)
-		e.LiveIn |= e.Before
-		return e, nil
-	}
-	if why := displaceable(in); why != "" {
+		e.Rel, e.Target = 1, in.Target
+	} else if why := displaceable(in); why != "" {
 		what := "first instruction"
 		if e.Addr != w.Entry {
 			what = "instruction after the loads that run in place,"

@@ -11,6 +11,7 @@ import (
 // TestLeafEntry holds the rule of which first words of a leaf may run out of line in a
 // slot (fprobe's DESIGN.md, "Leaves") against words whose answer is known.
 func TestLeafEntry(t *testing.T) {
+	const pc = leafPC
 	for _, c := range []struct {
 		word uint32
 		name string
@@ -40,15 +41,7 @@ func TestLeafEntry(t *testing.T) {
 		{0xD65F03C0, "RET", "passes control"},
 		{loadGuard, "MOVD 16(R28), R16", "a stack check"},
 	} {
-		b := binary.LittleEndian.AppendUint32(nil, c.word)
-		b = binary.LittleEndian.AppendUint32(b, retLR)
-		const pc = 0x10000
-		m := arch.Bytes{Base: pc, Code: b}
-		w, err := walk(m, pc, pc+uint64(len(b)))
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		e, err := leafEntry(m, w)
+		e, err := leafOf(t, c.word, retLR)
 		switch {
 		case c.why == "" && err != nil:
 			t.Errorf("%s (%#08x): refused: %v", c.name, c.word, err)
@@ -69,43 +62,16 @@ func TestLeafEntry(t *testing.T) {
 		{[]uint32{0xAA0003E1, 0xA94107E0, retLR}, 0b110},      // LDP 16(RSP), (R0, R1): words 1, 2
 		{[]uint32{0xAA0003E1, 0x910023E0, retLR}, ^uint64(0)}, // ADD $8, RSP, R0: an address taken
 	} {
-		var b []byte
-		for _, x := range c.words {
-			b = binary.LittleEndian.AppendUint32(b, x)
-		}
-		m := arch.Bytes{Base: 0x10000, Code: b}
-		w, err := walk(m, 0x10000, 0x10000+uint64(len(b)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e, err := leafEntry(m, w); err != nil || e.ArgReads != c.want {
+		if e, err := leafOf(t, c.words...); err != nil || e.ArgReads != c.want {
 			t.Errorf("%#08x: ArgReads %#x, %v; want %#x", c.words, e.ArgReads, err, c.want)
 		}
 	}
 	// The registers read before written: MOVD R0, R1; ADD R1, R2, R3; CBZ R3; MOVD R5, R1; RET
-	code := []uint32{0xAA0003E1, 0x8B020023, 0xB4000043, 0xAA0503E1, retLR}
-	var b0 []byte
-	for _, x := range code {
-		b0 = binary.LittleEndian.AppendUint32(b0, x)
-	}
-	m0 := arch.Bytes{Base: 0x10000, Code: b0}
-	w0, err := walk(m0, 0x10000, 0x10000+uint64(len(b0)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e, err := leafEntry(m0, w0); err != nil || !e.LiveInKnown || e.LiveIn != 1<<0|1<<2|1<<5|1<<30 {
+	if e, err := leafOf(t, 0xAA0003E1, 0x8B020023, 0xB4000043, 0xAA0503E1, retLR); err != nil || !e.LiveInKnown || e.LiveIn != 1<<0|1<<2|1<<5|1<<30 {
 		t.Errorf("LiveIn %#x (%v), %v; want R0, R2, R5 and R30 (RET)", e.LiveIn, e.LiveInKnown, err)
 	}
 	// A loop back to the entry: the probe would fire on each pass.
-	b := binary.LittleEndian.AppendUint32(nil, 0xAA0003E1)
-	b = binary.LittleEndian.AppendUint32(b, 0xB5FFFFE0) // CBNZ R0, entry
-	b = binary.LittleEndian.AppendUint32(b, retLR)
-	m := arch.Bytes{Base: 0x10000, Code: b}
-	w, err := walk(m, 0x10000, 0x10000+uint64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := leafEntry(m, w); err == nil || !strings.Contains(err.Error(), "targets its entry") {
+	if _, err := leafOf(t, 0xAA0003E1, 0xB5FFFFE0 /* CBNZ R0, entry */, retLR); err == nil || !strings.Contains(err.Error(), "targets its entry") {
 		t.Errorf("a loop to the entry: %v", err)
 	}
 }
@@ -126,6 +92,7 @@ func TestLeafEntryInPlace(t *testing.T) {
 		back   = 0x17FFFFFF // B -4
 		ldp    = 0xA9400801 // LDP (R0), (R1, R2)
 	)
+	const pc = leafPC
 	for _, c := range []struct {
 		name   string
 		words  []uint32
@@ -144,17 +111,7 @@ func TestLeafEntryInPlace(t *testing.T) {
 		{"five loads", []uint32{ldr1, ldr1, ldr1, ldr1, ldr1, add, retLR}, 0, 0, "first 5 instructions"},
 		{"a branch back after the load", []uint32{ldr1, add, back, retLR}, 0, 0, "targets"},
 	} {
-		var b []byte
-		for _, x := range c.words {
-			b = binary.LittleEndian.AppendUint32(b, x)
-		}
-		const pc = 0x10000
-		m := arch.Bytes{Base: pc, Code: b}
-		w, err := walk(m, pc, pc+uint64(len(b)))
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		e, err := leafEntry(m, w)
+		e, err := leafOf(t, c.words...)
 		switch {
 		case c.why == "" && err != nil:
 			t.Errorf("%s: refused: %v", c.name, err)
@@ -165,4 +122,22 @@ func TestLeafEntryInPlace(t *testing.T) {
 			t.Errorf("%s: %v, want a refusal saying %q", c.name, err, c.why)
 		}
 	}
+}
+
+// leafPC is where leafOf places its code.
+const leafPC = 0x10000
+
+// leafOf is leafEntry of a function of words at leafPC.
+func leafOf(t *testing.T, words ...uint32) (arch.LeafEntry, error) {
+	t.Helper()
+	var b []byte
+	for _, x := range words {
+		b = binary.LittleEndian.AppendUint32(b, x)
+	}
+	m := arch.Bytes{Base: leafPC, Code: b}
+	w, err := walk(m, leafPC, leafPC+uint64(len(b)))
+	if err != nil {
+		t.Fatalf("% x: %v", b, err)
+	}
+	return leafEntry(m, w)
 }
