@@ -16,8 +16,10 @@ import (
 	"github.com/gosdt/gosdt/internal/testbin"
 )
 
-// compiles matches a compile the go command ran (go build -x), through toolexec.
-var compiles = regexp.MustCompile(`(?m)toolexec -rules \S+ \S+/compile(\.exe)? .*-p (\S+)`)
+// compiles matches a compile the go command ran (go build -x), through toolexec: the
+// first -p flag, a word of its own (a build ID such as "…/x-p" followed by a space
+// and -goversion is not one: a greedy match once read "-goversion" as the package).
+var compiles = regexp.MustCompile(`(?m)toolexec -rules \S+ \S+/compile(\.exe)? .*? -p (\S+)`)
 
 // TestToolexecCache: an instrumented build is cached by the go command, keyed on the
 // rules (sdtctl adds their hash to the compiler's -V=full): a second build with the
