@@ -118,16 +118,7 @@ TEXT ·jretBody(SB), NOSPLIT, $232-0
 	TESTQ R13, R13
 	JEQ  rnone                // not reached: the jump is gone before the config
 	SAVE_ARG_REGS
-	MOVQ R13, 0(SP)
-	LEAQ 24(BP), R13          // above jretStub's return address and the caller's
-	MOVQ R13, 8(SP)
-	MOVQ R14, 16(SP)
-	MOVQ R14, 224(SP)         // the handler owns its argument slots: g kept apart
-	LEAQ 32(SP), R13
-	MOVQ R13, 24(SP)
-	RETURN_EVENT
-	MOVQ 224(SP), R14
-	XORPS X15, X15
+	RETURN_PROBE(R13)
 rnone:
 	RET
 

@@ -131,12 +131,7 @@ TEXT ·jretBody(SB), NOSPLIT, $296-0
 	MOVD (R19), R19
 	CBZ  R19, rnone           // not reached: the jump is gone before the config
 	SAVE_ARG_REGS
-	MOVD R19, 8(RSP)
-	MOVD R17, 16(RSP)
-	MOVD g, 24(RSP)
-	ADD  $40, RSP, R19
-	MOVD R19, 32(RSP)
-	RETURN_EVENT
+	RETURN_PROBE(R19)
 rnone:
 	RET
 

@@ -75,3 +75,20 @@ retwrite: \
 	CALL ·retDirect(SB); \
 retnodirect: \
 	RESTORE_ARG_REGS
+
+// RETURN_PROBE(cfg) is what both return stubs (retBody, jretBody) run once they have
+// saved the result registers: retHandler's arguments (cfg; argp, 24(BP), above the
+// stub's return address and the caller's; g; the saved registers), RETURN_EVENT, and
+// g and X15 as Go code wants them after. g is kept apart at 224(SP) too: the handler
+// owns its argument slots.
+#define RETURN_PROBE(cfg) \
+	MOVQ cfg, 0(SP); \
+	LEAQ 24(BP), R13; \
+	MOVQ R13, 8(SP); \
+	MOVQ R14, 16(SP); \
+	MOVQ R14, 224(SP); \
+	LEAQ 32(SP), R13; \
+	MOVQ R13, 24(SP); \
+	RETURN_EVENT; \
+	MOVQ 224(SP), R14; \
+	XORPS X15, X15

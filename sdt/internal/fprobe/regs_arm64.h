@@ -59,3 +59,14 @@ retwrite: \
 	CALL ·retDirect(SB); \
 retnodirect: \
 	RESTORE_ARG_REGS
+
+// RETURN_PROBE(cfg) is what both return stubs (retBody, jretBody) run once they have
+// saved the result registers: retHandler's arguments (cfg, argp in R17, g, the saved
+// registers) and RETURN_EVENT.
+#define RETURN_PROBE(cfg) \
+	MOVD cfg, 8(RSP); \
+	MOVD R17, 16(RSP); \
+	MOVD g, 24(RSP); \
+	ADD  $40, RSP, R19; \
+	MOVD R19, 32(RSP); \
+	RETURN_EVENT

@@ -314,16 +314,7 @@ TEXT ·retStub(SB), NOSPLIT|NOFRAME, $0-0
 TEXT ·retBody(SB), NOSPLIT, $232-0
 	NO_LOCAL_POINTERS
 	SAVE_ARG_REGS
-	MOVQ R12, 0(SP)
-	LEAQ 24(BP), R13
-	MOVQ R13, 8(SP)
-	MOVQ R14, 16(SP)
-	MOVQ R14, 224(SP)         // the handler owns its argument slots: g kept apart
-	LEAQ 32(SP), R13
-	MOVQ R13, 24(SP)
-	RETURN_EVENT
-	MOVQ 224(SP), R14
-	XORPS X15, X15
+	RETURN_PROBE(R12)
 	RET
 
 TEXT ·stubAddrs(SB), NOSPLIT, $0-16

@@ -274,12 +274,7 @@ TEXT ·retBody(SB), NOSPLIT, $304-0
 	NO_LOCAL_POINTERS
 	SAVE_ARG_REGS
 	MOVD R16, 296(RSP)
-	MOVD R16, 8(RSP)
-	MOVD R17, 16(RSP)
-	MOVD g, 24(RSP)
-	ADD  $40, RSP, R19
-	MOVD R19, 32(RSP)
-	RETURN_EVENT
+	RETURN_PROBE(R16)
 	MOVD 296(RSP), R16
 	// The replaced instruction's frame pointer: the one the function saved at -8 of
 	// its SP, where its own frame pointer (saved by this body's prologue) points. The
