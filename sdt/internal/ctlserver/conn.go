@@ -65,12 +65,21 @@ func (cc *conn) Name() string { return cc.name }
 func (cc *conn) Send(r *ctlproto.Response) error {
 	cc.wmu.Lock()
 	defer cc.wmu.Unlock()
-	b, err := ctlproto.AppendFrame(cc.wbuf[:0], r)
+	b, err := cc.frameLocked(r)
 	if err != nil {
 		return err
 	}
-	cc.wbuf = b
 	return cc.writeLocked(b)
+}
+
+// frameLocked encodes r in the connection's write buffer, which it keeps for the
+// next reply; the caller holds wmu.
+func (cc *conn) frameLocked(r *ctlproto.Response) ([]byte, error) {
+	b, err := ctlproto.AppendFrame(cc.wbuf[:0], r)
+	if err == nil {
+		cc.wbuf = b
+	}
+	return b, err
 }
 
 // fdSender is a connection that can pass descriptors (socketConn, linux).
@@ -112,11 +121,10 @@ func (cc *conn) SendShared(r *ctlproto.Response, fds []int, writable int) error 
 	r.Shared = len(send)
 	cc.wmu.Lock()
 	defer cc.wmu.Unlock()
-	b, err := ctlproto.AppendFrame(cc.wbuf[:0], r)
+	b, err := cc.frameLocked(r)
 	if err != nil {
 		return err
 	}
-	cc.wbuf = b
 	if d, ok := cc.c.(writeTimer); ok {
 		d.setWriteTimeout(10 * time.Second)
 	}
