@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -64,10 +65,16 @@ func startTarget(t *testing.T) int {
 
 // startAnother starts one more target, its socket beside the others'.
 func startAnother(t *testing.T) int {
-	bin := buildTarget(t)
+	return startBin(t, buildTarget(t), os.Stderr)
+}
+
+// startBin starts bin, a program of the target's kind (a first line when it is
+// ready, then its control socket), its stderr to stderr, and returns its pid.
+func startBin(t *testing.T, bin string, stderr io.Writer) int {
+	t.Helper()
 	cmd := testutil.Command(bin)
 	out, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

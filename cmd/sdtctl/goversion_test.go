@@ -3,9 +3,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"debug/elf"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/gosdt/gosdt/internal/testbin"
-	"github.com/gosdt/gosdt/internal/testutil"
 )
 
 // fakeGo is the Go version the tests below pretend a program or a binary was built
@@ -32,24 +31,7 @@ func TestGoNotRead(t *testing.T) {
 	bin := testbin.Build(t, "", runtime.GOARCH, "./testdata/target",
 		"-ldflags=-X github.com/gosdt/gosdt/internal/goversion.fake="+fakeGo)
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
-	cmd := testutil.Command(bin)
-	out, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() {
-		t.Fatal("target did not start")
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	waitSocket(t, cmd.Process.Pid)
-	p := strconv.Itoa(cmd.Process.Pid)
+	p := strconv.Itoa(startBin(t, bin, io.Discard)) // what it says at start is read through ps and list
 	refusal := func(what, s string) {
 		t.Helper()
 		for _, w := range []string{"Go " + fakeGo, "go1.26, go1.27", "function table", "prologue and epilogue shapes", "DWARF", "branch check"} {

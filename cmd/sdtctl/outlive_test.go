@@ -27,18 +27,7 @@ func traceLast(t *testing.T, bin string, n int, end string) (is []int, events, d
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	var out, errb bytes.Buffer
 	run([]string{"trace", "last:::word", "--", bin, strconv.Itoa(n), end}, &out, &errb)
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		_, after, ok := strings.Cut(line, " i=")
-		if !ok {
-			continue
-		}
-		v, _, _ := strings.Cut(after, " ")
-		i, err := strconv.Atoi(v)
-		if err != nil {
-			t.Fatalf("%q: %v", line, err)
-		}
-		is = append(is, i)
-	}
+	is = wordIs(t, out.String())
 	m := lastSummary.FindStringSubmatch(errb.String())
 	if m == nil {
 		t.Fatalf("no summary:\n%s", errb.String())
@@ -46,6 +35,28 @@ func traceLast(t *testing.T, bin string, n int, end string) (is []int, events, d
 	events, _ = strconv.Atoi(m[1])
 	dropped, _ = strconv.Atoi(m[2])
 	return is, events, dropped
+}
+
+// wordIs is the i of each last:::word event in a trace's or decode's text, in order;
+// an i that is not a number, or one seen twice, fails the test.
+func wordIs(t *testing.T, text string) []int {
+	t.Helper()
+	var is []int
+	seen := map[int]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		_, after, ok := strings.Cut(line, " i=")
+		if !ok {
+			continue
+		}
+		v, _, _ := strings.Cut(after, " ")
+		i, err := strconv.Atoi(v)
+		if err != nil || seen[i] {
+			t.Fatalf("%q: %v (or twice)", line, err)
+		}
+		seen[i] = true
+		is = append(is, i)
+	}
+	return is
 }
 
 // TestTraceOutlivesCommand: the events a command fired before it exited, panicked,
@@ -207,21 +218,7 @@ func testTraceRaw(t *testing.T, toFile bool) {
 			if err := run([]string{"decode", file}, &out, &derr); err != nil {
 				t.Fatalf("decode: %v\n%s", err, derr.String())
 			}
-			var is []int
-			seen := map[int]bool{}
-			for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-				_, after, ok := strings.Cut(line, " i=")
-				if !ok {
-					continue
-				}
-				v, _, _ := strings.Cut(after, " ")
-				i, err := strconv.Atoi(v)
-				if err != nil || seen[i] {
-					t.Fatalf("%q: %v (or twice)", line, err)
-				}
-				seen[i] = true
-				is = append(is, i)
-			}
+			is := wordIs(t, out.String())
 			events, _ := strconv.Atoi(m[1])
 			dropped, _ := strconv.Atoi(m[2])
 			if len(is) != events || events+dropped != c.n {
