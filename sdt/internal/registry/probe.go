@@ -83,7 +83,12 @@ func DefineIn(provider, name string, args []string, types []ArgT, module string,
 // caller must procUnpin.
 func (h *Head) Admit(ret uintptr) (pid int, s *site, cs *Consumers, ok bool) {
 	p := h.core
-	if p != nil && p.ret1.Load() == ret {
+	if p == nil {
+		return admitInit(ret)
+	}
+	// Branches, not a && chain: the compiler would make the comparison a boolean to
+	// test again, on every fire.
+	if p.ret1.Load() == ret {
 		s = p.site1.Load()
 	} else {
 		s = reg.byReturn.lookup(ret)
@@ -94,16 +99,25 @@ func (h *Head) Admit(ret uintptr) (pid int, s *site, cs *Consumers, ok bool) {
 		}
 		pid = rt.ProcPin()
 		s.hit(pid)
-		if p != nil { // nil only while the definition's package initialises
-			cs = p.cons.Load()
-		}
-		return pid, s, cs, true
+		return pid, s, p.cons.Load(), true
 	}
-	if p == nil || !p.wide.Load() {
+	if !p.wide.Load() {
 		return 0, nil, nil, false
 	}
 	p.hits.Add(1)
 	return rt.ProcPin(), nil, p.cons.Load(), true
+}
+
+// admitInit is Admit while the definition's package initialises (its descriptor not
+// yet stored in the variable): only a site, by its return address, and no consumers.
+func admitInit(ret uintptr) (pid int, s *site, cs *Consumers, ok bool) {
+	s = reg.byReturn.lookup(ret)
+	if s == nil || !s.on.Load() {
+		return 0, nil, nil, false
+	}
+	pid = rt.ProcPin()
+	s.hit(pid)
+	return pid, s, nil, true
 }
 
 // Consumers returns what the ring and aggregations want of this definition's fires;
