@@ -2,12 +2,10 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -110,14 +108,14 @@ type hits struct {
 func traceHits(tb testing.TB, bin string, n int, what bool) hits {
 	tb.Helper()
 	pc := notePC(tb, bin, "bench", "hit")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	prog := fmt.Sprintf(`usdt:%s:bench:hit { @ = count(); }`, bin)
 	if what {
 		prog = fmt.Sprintf(`usdt:%s:bench:hit { @ = count(); @what[str(arg1, arg2)] = count(); }`, bin)
 	}
-	out, err := exec.CommandContext(ctx, "bpftrace", "-e", prog, "-c", fmt.Sprintf("%s %d %x", bin, n, pc)).CombinedOutput()
-	m := regexp.MustCompile(`cpu-ns/fire=([0-9.]+) ns/fire=([0-9.]+) text=([0-9a-f]{10})`).FindSubmatch(out)
+	figure := regexp.MustCompile(`cpu-ns/fire=([0-9.]+) ns/fire=([0-9.]+) text=([0-9a-f]{10})`)
+	// The program prints its figure only once bpftrace has enabled the probe.
+	out, err := testutil.Bpftrace(tb, 5*time.Minute, figure.Match, "-e", prog, "-c", fmt.Sprintf("%s %d %x", bin, n, pc))
+	m := figure.FindSubmatch(out)
 	if err != nil && m == nil || !bytes.Contains(out, []byte("Attaching 1 probe")) {
 		testutil.Skip(tb, "bpftrace", fmt.Sprintf("bpftrace could not attach (%v): %s", err, out))
 	}

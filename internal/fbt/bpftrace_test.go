@@ -1,9 +1,7 @@
 package fbt_test
 
 import (
-	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -23,7 +21,7 @@ func TestBpftraceHist(t *testing.T) {
 	if testutil.Emulated() {
 		t.Skip("uprobes do not see code run by an emulator")
 	}
-	bt := testutil.NeedCommand(t, "bpftrace")
+	testutil.NeedCommand(t, "bpftrace")
 	testutil.NeedRoot(t)
 	bin, out, err := buildCmd(t, "./cmd/nap", filepath.Join(exampleDir(t), "nap.rules"))
 	if err != nil {
@@ -31,22 +29,20 @@ func TestBpftraceHist(t *testing.T) {
 	}
 	prog := fmt.Sprintf("usdt:%s:*:* { @[probe] = hist(arg0); }", bin)
 	probe := "fbt:example_com_fbtex_nap__Sleep__"
-	var ret, entry map[int64]int
 	// bpftrace has been seen, once in six runs here, to print no map for one of the two
-	// probes: a second run tells that from a probe whose note is wrong (never printed).
-	for attempt := 1; attempt <= 2 && (len(ret) == 0 || len(entry) == 0); attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		got, err := exec.CommandContext(ctx, bt, "-e", prog, "-c", bin+" 2s").CombinedOutput()
-		cancel()
-		t.Logf("run %d: bpftrace -e '%s' -c '%s 2s':\n%s", attempt, prog, bin, got)
-		if err != nil || !strings.Contains(string(got), "Attaching 4 probes") {
-			testutil.Skip(t, "bpftrace", fmt.Sprintf("bpftrace could not attach (%v); BPF may be unavailable here", err))
-		}
-		hists := parseHists(string(got))
-		ret, entry = hists[probe+"return"], hists[probe+"entry"]
+	// probes: another run tells that from a probe whose note is wrong (never printed).
+	both := func(out []byte) bool {
+		hists := parseHists(string(out))
+		return len(hists[probe+"return"]) > 0 && len(hists[probe+"entry"]) > 0
 	}
+	got, err := testutil.Bpftrace(t, 2*time.Minute, both, "-e", prog, "-c", bin+" 2s")
+	if err != nil || !strings.Contains(string(got), "Attaching 4 probes") {
+		testutil.Skip(t, "bpftrace", fmt.Sprintf("bpftrace could not attach (%v); BPF may be unavailable here", err))
+	}
+	hists := parseHists(string(got))
+	ret, entry := hists[probe+"return"], hists[probe+"entry"]
 	if len(ret) == 0 || len(entry) == 0 {
-		t.Fatalf("no histogram of the entry or the return probe in two runs: entry %v, return %v", entry, ret)
+		t.Fatalf("no histogram of the entry or the return probe in three runs: entry %v, return %v", entry, ret)
 	}
 	timed := 0
 	for lo, n := range ret {

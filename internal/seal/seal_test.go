@@ -3,7 +3,6 @@ package seal
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/binary"
@@ -362,19 +361,18 @@ func TestBpftrace(t *testing.T) {
 	if testutil.Emulated() {
 		t.Skip("uprobes do not see code run by an emulator")
 	}
-	bt := testutil.NeedCommand(t, "bpftrace")
+	testutil.NeedCommand(t, "bpftrace")
 	testutil.NeedRoot(t)
 	_, bin, _ := sealed(t, "./testdata/exits")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
 	prog := fmt.Sprintf("usdt:%s:proc:exit { @[arg0] = count(); @reason[str(arg1, arg2)] = count(); }", bin)
-	out, err := exec.CommandContext(ctx, bt, "-e", prog, "-c", bin+" fire 3000").CombinedOutput()
-	t.Logf("bpftrace -e '%s' -c '%s fire 3000':\n%s", prog, bin, out)
+	// The program reports its fires only once bpftrace has enabled the probe.
+	reported := regexp.MustCompile(`0=(\d+) 1=(\d+) 2=(\d+)`)
+	out, err := testutil.Bpftrace(t, 90*time.Second, reported.Match, "-e", prog, "-c", bin+" fire 3000")
 	if err != nil || !strings.Contains(string(out), "Attaching 1 probe") {
 		testutil.Skip(t, "bpftrace", fmt.Sprintf("bpftrace could not attach (%v); BPF may be unavailable here", err))
 	}
 	var fired [3]int
-	m := regexp.MustCompile(`0=(\d+) 1=(\d+) 2=(\d+)`).FindSubmatch(out)
+	m := reported.FindSubmatch(out)
 	if m == nil {
 		t.Fatal("the program did not report its fires")
 	}

@@ -3,6 +3,7 @@
 package testutil
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Required reports whether SDT_REQUIRE (a comma-separated list, or "all") names what.
@@ -108,3 +110,26 @@ var emulator = sync.OnceValue(func() string {
 	}
 	return emu
 })
+
+// Bpftrace runs bpftrace with args, each run at most timeout, until done accepts
+// what it printed, three runs at most; it returns the last run's output and error.
+// Each run's output is logged. A run on a loaded machine, while other bpftrace runs
+// attach uprobes, has been seen to attach nothing (the traced program then says its
+// probe was never enabled, and bpftrace exits 0): another run tells that apart from
+// a probe bpftrace can never attach, which fails all three.
+func Bpftrace(tb testing.TB, timeout time.Duration, done func(out []byte) bool, args ...string) ([]byte, error) {
+	tb.Helper()
+	bt := NeedCommand(tb, "bpftrace")
+	var out []byte
+	var err error
+	for run := 1; run <= 3; run++ {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		out, err = exec.CommandContext(ctx, bt, args...).CombinedOutput()
+		cancel()
+		tb.Logf("bpftrace run %d of %q: %v\n%s", run, args, err, out)
+		if done(out) {
+			break
+		}
+	}
+	return out, err
+}
