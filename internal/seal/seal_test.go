@@ -506,6 +506,14 @@ func TestSemaphoreWatch(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	// Nor before the semaphore's page is mapped: the exe link names bin as soon as the
+	// new memory replaces the old, before the loader maps the binary's segments into it
+	// (a write there fails with EIO, seen once under load).
+	for deadline := time.Now().Add(10 * time.Second); !mapped(t, cmd.Process.Pid, sem); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d did not map the semaphore at %#x in 10s", cmd.Process.Pid, sem)
+		}
+	}
 	mem, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", cmd.Process.Pid), os.O_RDWR, 0)
 	if err != nil {
 		testutil.Skip(t, "root", fmt.Sprintf("cannot write the program's memory: %v", err))
@@ -532,4 +540,22 @@ func TestSemaphoreWatch(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("%v: %s", err, stderr.String())
 	}
+}
+
+// mapped reports whether process pid has a writable mapping that holds addr
+// (/proc/PID/maps).
+func mapped(t *testing.T, pid int, addr uint64) bool {
+	t.Helper()
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatalf("the program's mappings: %v", err)
+	}
+	for _, line := range strings.Split(string(maps), "\n") {
+		var lo, hi uint64
+		var perms string
+		if n, _ := fmt.Sscanf(line, "%x-%x %s", &lo, &hi, &perms); n == 3 && lo <= addr && addr < hi && strings.HasPrefix(perms, "rw") {
+			return true
+		}
+	}
+	return false
 }
