@@ -198,6 +198,61 @@ func TestFoldAggregationAlone(t *testing.T) {
 	}
 }
 
+// TestFoldHandOver: as a probe's folders open and close, the one that folds alone
+// changes (its fires fold into a cell found beside the site's hit counter): each
+// aggregation's rows are exactly the fires made while it was open, whether it was
+// alone or beside another, opened after one closed, or on the probe's only site by
+// its function; GOMAXPROCS 1, 2 and 8, with as many goroutines.
+func TestFoldHandOver(t *testing.T) {
+	const spec = "aggtest:::req"
+	needSwitchable(t, spec)
+	const each = 3000
+	for _, procs := range []int{1, 2, 8} {
+		t.Run(fmt.Sprintf("procs=%d", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			open := func(spec string) *control.Aggregation {
+				t.Helper()
+				a, err := control.OpenAggregation(spec, control.AggOptions{Value: "latency", Hist: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return a
+			}
+			count := func(a *control.Aggregation, rounds int, what string) {
+				t.Helper()
+				rows := a.Snapshot().Rows
+				w := int64(rounds * procs * each)
+				if w == 0 && len(rows) == 0 {
+					return
+				}
+				if len(rows) != 1 || rows[0].Count != w || rows[0].Sum != int64(rounds*procs*each*(each-1)/2) {
+					t.Errorf("%s: %+v, want one row of %d fires", what, rows, w)
+				}
+			}
+			a := open(spec)
+			fireValues(procs, each)
+			b := open(spec) // two folders: neither alone
+			fireValues(procs, each)
+			a.Close() // b alone, after a's cells were at hand
+			fireValues(procs, each)
+			count(a, 2, "the first, closed after two rounds")
+			count(b, 2, "the second, opened for the last two rounds")
+			b.Close()
+			c := open("aggtest::aggSite:req") // by the site's function, alone
+			fireValues(procs, each)
+			count(c, 1, "the third, by function, after both closed")
+			count(b, 2, "the second, closed")
+			c.Close()
+			d := open(spec)
+			fireValues(procs, each)
+			d.Close()
+			fireValues(procs, each)
+			count(d, 1, "the fourth, opened and closed around one round")
+			count(c, 1, "the third, closed")
+		})
+	}
+}
+
 // TestAggregationLinear: a linear histogram's buckets, with those below and above.
 func TestAggregationLinear(t *testing.T) {
 	const spec = "aggtest:::req"

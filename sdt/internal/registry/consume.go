@@ -43,6 +43,7 @@ type foldEntry struct {
 	id    uint32
 	all   bool
 	wide  bool
+	one   bool   // the probe's only consumer (Consumers.Fold1): its cells are kept at hand
 	sites []bool // by site index; nil with all
 }
 
@@ -50,15 +51,18 @@ type foldEntry struct {
 // which the caller is pinned: into its cell at hand if it has one, else to the
 // folder, which makes it.
 func (e *foldEntry) Fold(pid int, s *site, x int64) {
-	if c := e.Cell(pid, s); c != nil {
+	if s == nil || !e.all {
+		e.foldSome(pid, s, x)
+		return
+	}
+	if c := e.t.cell(pid, s.index); c != nil {
 		c.Fold(x, e.t)
-		return
-	}
-	if s != nil && e.all {
+	} else {
 		e.f.Fold(pid, s.index, e.id, s.Addr, x)
-		return
 	}
-	e.foldSome(pid, s, x)
+	if e.one {
+		e.keep(pid, s)
+	}
 }
 
 func (e *foldEntry) foldSome(pid int, s *site, x int64) {
@@ -407,6 +411,9 @@ func (sub *subscription) close() {
 	defer reg.mu.Unlock()
 	if i := slices.Index(reg.subs, sub); i >= 0 {
 		reg.subs = slices.Delete(reg.subs, i, i+1)
+		if sub.folder != nil {
+			reg.renewAtHand()
+		}
 		reg.rebuild(sub.filters)
 	}
 	if c := sub.counted; c != nil && !c.closed {
@@ -446,6 +453,10 @@ func (r *registry) rebuild(fs map[*probe]*filter) {
 			c = nil
 		case len(c.Sinks) == 0 && len(c.Folds) == 1:
 			c.Fold1 = &c.Folds[0]
+			c.Fold1.one = true
+			if r.atHand.Load() == nil {
+				r.renewAtHand()
+			}
 		case len(c.Sinks) == 1 && c.Sinks[0].f.all && c.Sinks[0].f.wide:
 			c.one = c.Sinks[0].s
 		}

@@ -150,17 +150,72 @@ func (c *FoldCell) foldMore(x int64, t *FoldTable) {
 // The common folding fire (package sdt's, of a probe one folder alone consumes,
 // its cell made) folds with no call at all where it can: Cell, then Add, Quantize
 // if Pow2, and FoldMore only if More. Anything else takes Fold.
+//
+// Cell finds the cell beside the site's hit counter (reg.atHand, indexed as
+// reg.hitShards), not through the folder's table: the table's path from the
+// consumers to the cell is seven dependent loads, which were most of what a sum's
+// fire added to a count's; this one is the site's index, then the entry, while the
+// entry's table loads beside them. A folder's subscription closes before the folder
+// stops folding (consume's Close), and closing one drops every cell at hand
+// (renewAtHand): a fire that starts after the close finds none of its cells.
+
+// cellAtHand is the cell the fires of one site on one P fold into while their
+// probe's one folder (Consumers.Fold1) is t's: written by that P's fires only
+// (Fold, on the fire that finds none), read by them (Cell).
+type cellAtHand struct {
+	t *FoldTable
+	c *FoldCell
+}
 
 // Cell is the cell at hand of e's folder for a fire from s on P pid, to which the
 // caller is pinned; nil if none (the fire is not one of every site's, or its
-// site's first on the P): then Fold. Inlined into package sdt's fire.
+// site's first on the P since the last folder closed): then Fold. Inlined into package
+// sdt's fire.
 //
 //go:norace
 func (e *foldEntry) Cell(pid int, s *site) *FoldCell {
 	if s == nil || !e.all {
 		return nil
 	}
-	return e.t.cell(pid, s.index)
+	base, i := reg.atHand.Load(), pid*reg.hitStride+s.index
+	if base == nil || uint(i) >= uint(len(reg.hitShards)) {
+		return nil
+	}
+	if h := atHandAt(base, i); h.t == e.t {
+		return h.c
+	}
+	return nil
+}
+
+// keep makes s's cell in e's table the one at hand for s's fires on P pid (Cell),
+// to which the caller is pinned: e is its probe's one folder (Fold1).
+//
+//go:norace
+func (e *foldEntry) keep(pid int, s *site) {
+	base, i := reg.atHand.Load(), pid*reg.hitStride+s.index
+	if base == nil || uint(i) >= uint(len(reg.hitShards)) {
+		return
+	}
+	if c := e.t.cell(pid, s.index); c != nil {
+		h := atHandAt(base, i)
+		h.t, h.c = e.t, c
+	}
+}
+
+// renewAtHand gives the fires a new table of cells at hand, empty, while some
+// subscription folds (nil while none does): it drops the old table's references to
+// the cells and tables of folders that closed, which would keep them alive. A fire
+// still writing the old one writes memory nobody reads. Call with r.mu held.
+func (r *registry) renewAtHand() {
+	for _, sub := range r.subs {
+		if sub.folder != nil {
+			if len(r.hitShards) > 0 {
+				r.atHand.Store(&make([]cellAtHand, len(r.hitShards))[0])
+			}
+			return
+		}
+	}
+	r.atHand.Store(nil)
 }
 
 // Pow2 reports whether a fire's value folds into a power-of-two histogram beside

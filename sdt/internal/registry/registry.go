@@ -105,6 +105,9 @@ type registry struct {
 	// at init, before any site can run; the counters are written by fires.
 	hitShards []uint64
 	hitStride int
+	// atHand[p*hitStride+i] is the cell site i's fires on P p fold into (fold.go):
+	// the first of len(hitShards), nil while nothing folds.
+	atHand atomic.Pointer[cellAtHand]
 }
 
 var reg registry

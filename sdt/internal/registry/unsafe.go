@@ -18,3 +18,9 @@ func (p *probe) self() uintptr { return uintptr(unsafe.Pointer(p)) }
 
 // textAt is the n bytes of text at addr, as the CPU fetches them now (no copy).
 func textAt(addr uintptr, n int) []byte { return unsafe.Slice((*byte)(rawptr.At(addr)), n) }
+
+// atHandAt is element i of the table of cells at hand that starts at base
+// (reg.atHand), whose length the caller checked.
+func atHandAt(base *cellAtHand, i int) *cellAtHand {
+	return (*cellAtHand)(unsafe.Add(unsafe.Pointer(base), uintptr(i)*unsafe.Sizeof(cellAtHand{})))
+}
