@@ -84,9 +84,11 @@ import (
 // one's, measured 1,886,597 bytes of file for 1,882,405 here), and without -trimpath
 // the checkout's and the module cache's paths are in the function table and DWARF.
 // Measured 1,885,777 bytes of sections with go1.26.8 (1,860,764 with go1.27.3), the
-// file 1,881,813; the budget keeps about 4 KB of room for the toolchain's patch
-// releases.
-const importBudget = 1_890_000
+// file 1,881,813. Raised to 1.8925 MB with the folding fire's cells at hand beside the
+// hit counters (registry's atHand: its table, the keeping and renewing of its
+// cells, the fire's check; 2,449 bytes of sections measured, 544 of them code): the
+// budget keeps about 4 KB of room for the toolchain's patch releases.
+const importBudget = 1_892_500
 
 // TestImportCost builds hello world with and without one probe and checks what the
 // probe's import costs: at most importBudget on linux/amd64, and no disassembler

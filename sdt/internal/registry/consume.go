@@ -454,7 +454,7 @@ func (r *registry) rebuild(fs map[*probe]*filter) {
 		case len(c.Sinks) == 0 && len(c.Folds) == 1:
 			c.Fold1 = &c.Folds[0]
 			c.Fold1.one = true
-			if r.atHand.Load() == nil {
+			if !haveAtHand() {
 				r.renewAtHand()
 			}
 		case len(c.Sinks) == 1 && c.Sinks[0].f.all && c.Sinks[0].f.wide:

@@ -151,7 +151,7 @@ func (c *FoldCell) foldMore(x int64, t *FoldTable) {
 // its cell made) folds with no call at all where it can: Cell, then Add, Quantize
 // if Pow2, and FoldMore only if More. Anything else takes Fold.
 //
-// Cell finds the cell beside the site's hit counter (reg.atHand, indexed as
+// Cell finds the cell beside the site's hit counter (atHandTable, indexed as
 // reg.hitShards), not through the folder's table: the table's path from the
 // consumers to the cell is seven dependent loads, which were most of what a sum's
 // fire added to a count's; this one is the site's index, then the entry, while the
@@ -177,11 +177,7 @@ func (e *foldEntry) Cell(pid int, s *site) *FoldCell {
 	if s == nil || !e.all {
 		return nil
 	}
-	base, i := reg.atHand.Load(), pid*reg.hitStride+s.index
-	if base == nil || uint(i) >= uint(len(reg.hitShards)) {
-		return nil
-	}
-	if h := atHandAt(base, i); h.t == e.t {
+	if h := atHand(pid*reg.hitStride + s.index); h != nil && h.t == e.t {
 		return h.c
 	}
 	return nil
@@ -192,12 +188,11 @@ func (e *foldEntry) Cell(pid int, s *site) *FoldCell {
 //
 //go:norace
 func (e *foldEntry) keep(pid int, s *site) {
-	base, i := reg.atHand.Load(), pid*reg.hitStride+s.index
-	if base == nil || uint(i) >= uint(len(reg.hitShards)) {
+	h := atHand(pid*reg.hitStride + s.index)
+	if h == nil {
 		return
 	}
 	if c := e.t.cell(pid, s.index); c != nil {
-		h := atHandAt(base, i)
 		h.t, h.c = e.t, c
 	}
 }
@@ -209,13 +204,11 @@ func (e *foldEntry) keep(pid int, s *site) {
 func (r *registry) renewAtHand() {
 	for _, sub := range r.subs {
 		if sub.folder != nil {
-			if len(r.hitShards) > 0 {
-				r.atHand.Store(&make([]cellAtHand, len(r.hitShards))[0])
-			}
+			setAtHand(make([]cellAtHand, len(r.hitShards)))
 			return
 		}
 	}
-	r.atHand.Store(nil)
+	setAtHand(nil)
 }
 
 // Pow2 reports whether a fire's value folds into a power-of-two histogram beside

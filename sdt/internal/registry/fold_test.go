@@ -23,7 +23,7 @@ func (f *tableFolder) FoldTable() *FoldTable                 { return &f.t }
 func TestCellAtHand(t *testing.T) {
 	defer func(h []uint64, stride int, subs []*subscription) {
 		reg.hitShards, reg.hitStride, reg.subs = h, stride, subs
-		reg.atHand.Store(nil)
+		setAtHand(nil)
 	}(reg.hitShards, reg.hitStride, reg.subs)
 	reg.hitShards, reg.hitStride = make([]uint64, 2*8), 8 // two Ps, eight sites
 
@@ -72,7 +72,7 @@ func TestCellAtHand(t *testing.T) {
 	}
 	reg.subs = nil
 	reg.renewAtHand()
-	if reg.atHand.Load() != nil {
+	if haveAtHand() {
 		t.Errorf("no folder subscribed, and a table of cells at hand is kept")
 	}
 	if c := a.Cell(1, s); c != nil {

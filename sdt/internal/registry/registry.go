@@ -105,9 +105,8 @@ type registry struct {
 	// at init, before any site can run; the counters are written by fires.
 	hitShards []uint64
 	hitStride int
-	// atHand[p*hitStride+i] is the cell site i's fires on P p fold into (fold.go):
-	// the first of len(hitShards), nil while nothing folds.
-	atHand atomic.Pointer[cellAtHand]
+	// The cells at hand of folding fires (fold.go) are atHandTable, indexed as
+	// hitShards: written under mu (renewAtHand) and by the fires of each P.
 }
 
 var reg registry
