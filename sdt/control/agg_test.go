@@ -202,7 +202,8 @@ func TestFoldAggregationAlone(t *testing.T) {
 // changes (its fires fold into a cell found beside the site's hit counter): each
 // aggregation's rows are exactly the fires made while it was open, whether it was
 // alone or beside another, opened after one closed, or on the probe's only site by
-// its function; GOMAXPROCS 1, 2 and 8, with as many goroutines.
+// its function (where sites are found); GOMAXPROCS 1, 2 and 8, with as many
+// goroutines.
 func TestFoldHandOver(t *testing.T) {
 	const spec = "aggtest:::req"
 	needSwitchable(t, spec)
@@ -238,7 +239,11 @@ func TestFoldHandOver(t *testing.T) {
 			count(a, 2, "the first, closed after two rounds")
 			count(b, 2, "the second, opened for the last two rounds")
 			b.Close()
-			c := open("aggtest::aggSite:req") // by the site's function, alone
+			bySite := spec
+			if ps, err := sdt.List(spec); err == nil && len(ps) == 1 && len(ps[0].Sites) > 0 {
+				bySite = "aggtest::aggSite:req" // where sites are found: by the site's function
+			}
+			c := open(bySite) // alone
 			fireValues(procs, each)
 			count(c, 1, "the third, by function, after both closed")
 			count(b, 2, "the second, closed")
