@@ -137,7 +137,7 @@ func TestFoldAggregationAlone(t *testing.T) {
 					<-done
 					parts = append(parts, agg.Interval())
 					all := agg.Snapshot()
-					w := control.Row{Count: int64(g * each), Sum: int64(g * each * (each - 1) / 2), Min: 0, Max: int64(each - 1)}
+					w := control.Row{Count: int64(g * each), Sum: int64(g) * int64(each) * int64(each-1) / 2, Min: 0, Max: int64(each - 1)}
 					if len(all.Rows) != 1 {
 						t.Fatalf("%d rows, want 1: %+v", len(all.Rows), all.Rows)
 					}
@@ -226,7 +226,7 @@ func TestFoldHandOver(t *testing.T) {
 				if w == 0 && len(rows) == 0 {
 					return
 				}
-				if len(rows) != 1 || rows[0].Count != w || rows[0].Sum != int64(rounds*procs*each*(each-1)/2) {
+				if len(rows) != 1 || rows[0].Count != w || rows[0].Sum != int64(rounds*procs*each)*int64(each-1)/2 {
 					t.Errorf("%s: %+v, want one row of %d fires", what, rows, w)
 				}
 			}
