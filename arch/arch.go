@@ -203,6 +203,10 @@ type Walked struct {
 	Starts     []uint64 // bit i set: an instruction starts at Entry+i; nil where Width says
 	Width      int      // the fixed instruction width (arm64: 4), 0 for variable-length code
 	Insts      int      // instructions walked, where counted
+	// SPDelta, where the caller has the function's pc tables, is how far SP is below
+	// the entry's at pc (a frame's pushes and its SUB), or -1 if they do not say; nil
+	// without them (readers then take SP for the entry's wherever it is not moved).
+	SPDelta func(pc uint64) int32
 }
 
 // SortTargets sorts a walk's branch targets and drops the duplicates, as

@@ -35,6 +35,13 @@ type LeafEntry struct {
 	// function's own pc), so their values are live at the slot and are not the
 	// function's arguments. arm64 only.
 	Before uint32
+	// Pun: the displaced instruction is shorter than the jump (amd64: under 5 bytes).
+	// Only its first byte is written, the jump's opcode, whose displacement is the 4
+	// bytes after it as they stand (the rest of the instruction and the next ones):
+	// every instruction after the first stays whole where a goroutine may be parked
+	// on it, and the jump goes where those bytes say, to a trampoline mapped there.
+	// Those bytes are the function's own and must not change while the jump is in.
+	Pun bool
 }
 
 // FuncEntry is how a function's entry takes a probe.

@@ -10,7 +10,10 @@ import (
 // leafEntry reads the first instruction of a function without a stack check, for a
 // 5-byte JMP to a per-site slot that runs it out of line (fprobe's DESIGN.md,
 // "Leaves"). The JMP must cover that instruction alone, since a goroutine may be
-// parked on any instruction of a leaf: so it must be 5 bytes or more. It must do the
+// parked on any instruction of a leaf: so it is written whole over an instruction of
+// 5 bytes or more, and over a shorter one only its first byte, E9, is written: the
+// displacement is then the 4 bytes after it as they stand (LeafEntry.Pun; DESIGN.md,
+// "Punned jumps"), which must be the function's own. The instruction must do the
 // same at the slot's pc (a RIP-relative operand re-encoded there), with every
 // register but R12 and R13 and the flags as the function received them, and must not
 // fault there (a fault would name the slot, not
@@ -28,7 +31,11 @@ func leafEntry(m arch.Memory, w *arch.Walked) (arch.LeafEntry, error) {
 		return e, shapeErr(w.Entry, "a stack check at entry: not a leaf")
 	}
 	if in.n < 5 {
-		return e, shapeErr(w.Entry, "leaf's first instruction shorter than the jump of five bytes, which would cover the next, where a goroutine may be parked (%s, %d bytes)", in.text(m, w.Entry), in.n)
+		// Only the opcode byte is written; the displacement is the bytes after it.
+		if w.Entry+5 > w.End {
+			return e, shapeErr(w.Entry, "leaf's first instruction shorter than the jump of five bytes (%s, %d bytes), and the function too short for the jump's displacement to be its own bytes", in.text(m, w.Entry), in.n)
+		}
+		e.Pun = true
 	}
 	if w.Entry+uint64(in.n) > w.End {
 		return e, shapeErr(w.Entry, "the first instruction runs past the function's end")
@@ -53,9 +60,14 @@ func leafEntry(m arch.Memory, w *arch.Walked) (arch.LeafEntry, error) {
 	return e, nil
 }
 
-// argReads says which words of its argument area (from 8(SP)) the frameless function
-// w reads: those its SP-based memory operands name; all when SP is used otherwise
-// (copied, an address taken) or an instruction cannot be read.
+// argReads says which words of its argument area (from 8(SP) at entry) the function
+// w, a leaf, reads: those its SP-based memory operands name; all when SP is used
+// otherwise (copied, an address taken) or an instruction cannot be read. A leaf with
+// a frame (PUSHQ BP; MOVQ SP, BP; SUBQ $n, SP) names its arguments from a lower SP:
+// where the pc tables say how far SP is below the entry's (w.SPDelta), its SP-based
+// operands are read from the entry's SP, the frame's own moves of SP are not uses,
+// and an address taken of a local (below the return address) takes none of the
+// argument area: Go reaches nothing beyond a local through its address.
 func argReads(m arch.Memory, w *arch.Walked) uint64 {
 	const all = ^uint64(0)
 	var r uint64
@@ -65,34 +77,66 @@ func argReads(m arch.Memory, w *arch.Walked) uint64 {
 		if in.flow == flowCall || in.flow == flowCallInd {
 			continue // the runtime's panics: they do not return
 		}
+		raw := m.Read(it.pc, int(in.n))
+		var delta int64
+		if w.SPDelta != nil {
+			if delta = int64(w.SPDelta(it.pc)); delta < 0 {
+				if len(raw) == 1 && raw[0] == 0xCC {
+					continue // the linker's padding after the code, which the tables do not cover
+				}
+				return all
+			}
+		}
 		if in.enc == encLegacy && in.m == mapOne && in.op >= 0x50 && in.op <= 0x5F {
-			return all // PUSH, POP: not in a frameless function
+			if w.SPDelta != nil && len(raw) == 1 && (in.op == 0x55 || in.op == 0x5D) {
+				continue // PUSHQ BP, POPQ BP: the frame's, which the pc tables count
+			}
+			return all // other pushes and pops: not in a leaf's code
 		}
 		if !in.hasRM {
 			continue
 		}
 		if in.mod() == 3 {
-			if in.rm() == rSP || in.reg() == rSP && in.enc == encLegacy && in.m == mapOne {
+			if w.SPDelta != nil && frameMove(raw) {
+				continue
+			}
+			if in.rm() == rSP || in.reg() == rSP && in.enc == encLegacy && in.m == mapOne && !groupOp(in.op) {
 				return all // SP (or, conservatively, register 4 of another kind) as an operand
 			}
 			continue
 		}
-		if in.reg() == rSP && in.enc == encLegacy && in.m == mapOne {
+		if in.reg() == rSP && in.enc == encLegacy && in.m == mapOne && !groupOp(in.op) {
 			return all // MOVQ SP, mem and the like
 		}
-		op, ok := memOperand(in, m.Read(it.pc, int(in.n)))
-		if !ok {
-			return all
+		op, ok := memOperand(in, raw)
+		if !ok || op.base == rBP || op.index == rBP {
+			return all // BP, the frame pointer, is no base the compiler uses for a leaf
 		}
 		if op.base != rSP && op.index != rSP {
 			continue
 		}
-		if op.index >= 0 || op.disp < 8 || in.m == mapOne && in.op == 0x8D {
-			return all // an address taken, an index, or below the argument area
+		d := op.disp - delta // from the entry's SP
+		if op.index >= 0 {
+			if w.SPDelta != nil && op.base == rSP && d < 0 {
+				continue // an element of a local array, bounds-checked within it
+			}
+			return all // an index
+		}
+		if in.m == mapOne && in.op == 0x8D { // LEA
+			if w.SPDelta != nil && d < 0 {
+				continue // a local's address
+			}
+			return all
+		}
+		if w.SPDelta != nil && d <= -16 {
+			continue // a local, whole below the return address (16 bytes at most)
+		}
+		if d < 8 {
+			return all // the return address or below, where no frame says what is there
 		}
 		// The operand's width is at most 16 bytes (an SSE move): its word and the next.
-		j := (op.disp - 8) / 8
-		for k := j; k <= (op.disp-8+15)/8 && k < 64; k++ {
+		j := (d - 8) / 8
+		for k := j; k <= (d-8+15)/8 && k < 64; k++ {
 			r |= 1 << k
 		}
 		if j >= 64 {
@@ -103,6 +147,30 @@ func argReads(m arch.Memory, w *arch.Walked) uint64 {
 		return all
 	}
 	return r
+}
+
+// groupOp reports whether a one-byte-map opcode's ModRM.reg extends the opcode (an
+// immediate or shift group, INC, DEC, NOT, NEG...) instead of naming a register.
+func groupOp(op byte) bool {
+	switch op {
+	case 0x80, 0x81, 0x83, 0xC0, 0xC1, 0xC6, 0xC7, 0xD0, 0xD1, 0xD2, 0xD3, 0xF6, 0xF7, 0xFE, 0xFF:
+		return true
+	}
+	return false
+}
+
+// frameMove reports whether raw is a frame's move of SP: SUBQ or ADDQ $imm, SP, or
+// MOVQ SP, BP.
+func frameMove(raw []byte) bool {
+	switch {
+	case len(raw) == 4 && raw[0] == 0x48 && raw[1] == 0x83 && (raw[2] == 0xEC || raw[2] == 0xC4):
+		return true // SUBQ, ADDQ $imm8, SP
+	case len(raw) == 7 && raw[0] == 0x48 && raw[1] == 0x81 && (raw[2] == 0xEC || raw[2] == 0xC4):
+		return true // SUBQ, ADDQ $imm32, SP
+	case len(raw) == 3 && raw[0] == 0x48 && raw[1] == 0x89 && raw[2] == 0xE5:
+		return true // MOVQ SP, BP
+	}
+	return false
 }
 
 // Directions of a legacy instruction's general-purpose operands, for the check that
@@ -125,6 +193,14 @@ func displaceable(in *inst, raw []byte) string {
 	}
 	if in.pfx&(pLock|pSeg) != 0 {
 		return "has a LOCK or segment prefix"
+	}
+	if len(raw) == 1 && in.m == mapOne && in.op == 0x55 {
+		// PUSHQ BP, a small frame's first instruction: it writes below the leaf's SP
+		// what it would have in place. For that one instruction the slot's SP is 8
+		// below its pc tables' (delta 0): a profiling signal there finds BP where the
+		// return address would be, and its traceback stops (fprobe's DESIGN.md,
+		// "Punned jumps").
+		return ""
 	}
 
 	dst, mem := 0, true // mem: a memory operand is accessed (LEA's is not)

@@ -23,7 +23,7 @@ func TestLeafEntry(t *testing.T) {
 		{[]byte{0x44, 0x0F, 0x11, 0x7C, 0x24, 0x08}, "MOVUPS X15, 8(SP)", ""},
 		{[]byte{0x48, 0x8D, 0x98, 0x00, 0x01, 0, 0}, "LEAQ 0x100(AX), BX", ""},
 		{[]byte{0x48, 0x81, 0xF9, 0x00, 0x01, 0, 0}, "CMPQ CX, $0x100", ""},
-		{[]byte{0x48, 0x8B, 0x58, 0x08}, "MOVQ 8(AX), BX", "shorter than the jump"},
+		{[]byte{0x48, 0x8B, 0x58, 0x08}, "MOVQ 8(AX), BX", "may fault"}, // short, so punned, but it may fault
 		{[]byte{0x31, 0xC0}, "XORL AX, AX", "shorter than the jump"},
 		{[]byte{0x55}, "PUSHQ BP", "shorter than the jump"},
 		{[]byte{0x48, 0x8B, 0x98, 0x00, 0x01, 0, 0}, "MOVQ 0x100(AX), BX", "may fault"},
@@ -83,6 +83,60 @@ func TestLeafEntry(t *testing.T) {
 		if e, err := leafEntry(m, w); err != nil || e.ArgReads != c.want {
 			t.Errorf("% x: ArgReads %#x, %v; want %#x", c.code, e.ArgReads, err, c.want)
 		}
+	}
+	// Punned jumps: a first instruction under 5 bytes, in a function long enough for
+	// the 4 bytes after its opcode to be its own; the entry's first byte alone changes.
+	for _, c := range []struct {
+		code []byte
+		n    int // the first instruction's length
+		name string
+	}{
+		{[]byte{0x31, 0xC0, 0x48, 0xFF, 0xC0, 0xC3}, 2, "XORL AX, AX; INCQ AX; RET"},
+		{[]byte{0x48, 0x89, 0xC1, 0x48, 0x01, 0xC8, 0xC3}, 3, "MOVQ AX, CX; ADDQ CX, AX; RET"},
+		{[]byte{0x55, 0x48, 0x89, 0xE5, 0x48, 0x83, 0xEC, 0x10, 0x48, 0x83, 0xC4, 0x10, 0x5D, 0xC3}, 1, "PUSHQ BP; MOVQ SP, BP; SUBQ $16, SP; ADDQ $16, SP; POPQ BP; RET"},
+	} {
+		m := arch.Bytes{Base: 0x10000, Code: c.code}
+		w, err := walk(m, 0x10000, 0x10000+uint64(len(c.code)))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		e, err := leafEntry(m, w)
+		if err != nil || !e.Pun || !bytes.Equal(e.Orig, c.code[:c.n]) || e.Resume != 0x10000+uint64(c.n) {
+			t.Errorf("%s: %+v, %v; want a punned jump over the first %d bytes", c.name, e, err, c.n)
+		}
+	}
+	// A leaf with a frame names its arguments from a lower SP: with the pc tables' SP
+	// delta its reads are those of the entry's SP, and its frame's own moves and its
+	// locals' addresses are not reads of the argument area.
+	frame := []byte{
+		0x55,             // PUSHQ BP           delta 0
+		0x48, 0x89, 0xE5, //       MOVQ SP, BP        8
+		0x48, 0x83, 0xEC, 0x10, // SUBQ $16, SP       8
+		0x48, 0x8D, 0x0C, 0x24, // LEAQ 0(SP), CX     24: a local's address
+		0x48, 0x89, 0x04, 0xCC, // MOVQ AX, 0(SP)(CX*8)  24: a local array's element
+		0x48, 0x8B, 0x44, 0x24, 0x28, // MOVQ 40(SP), AX  24: the entry's 16(SP), word 1
+		0x48, 0x83, 0xC4, 0x10, // ADDQ $16, SP       24
+		0x5D, // POPQ BP            8
+		0xC3, // RET                0
+	}
+	deltas := map[uint64]int32{0: 0, 1: 8, 4: 8, 8: 24, 12: 24, 16: 24, 21: 24, 25: 8, 26: 0}
+	m = arch.Bytes{Base: 0x10000, Code: frame}
+	w, err = walk(m, 0x10000, 0x10000+uint64(len(frame)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SPDelta = func(pc uint64) int32 {
+		if d, ok := deltas[pc-0x10000]; ok {
+			return d
+		}
+		return -1
+	}
+	if e, err := leafEntry(m, w); err != nil || e.ArgReads != 0b110 {
+		t.Errorf("a leaf with a frame: ArgReads %#b, %v; want %#b (the entry's 16(SP) and the word after)", e.ArgReads, err, 0b110)
+	}
+	w.SPDelta = nil
+	if e, _ := leafEntry(m, w); e.ArgReads != ^uint64(0) {
+		t.Errorf("a leaf with a frame, without its pc tables: ArgReads %#x, want all", e.ArgReads)
 	}
 	// A loop back to the entry: the probe would fire on each pass.
 	b := []byte{0xB8, 0x01, 0, 0, 0, 0xEB, 0xF9, 0xC3} // MOVL $1, AX; JMP entry; RET

@@ -396,7 +396,7 @@ func read(t *functab.Table, m *functab.Module, i int) (*Func, error) {
 	}
 	e, err := host.FuncEntry(mem, w, nameAt)
 	if err != nil {
-		lf, lerr := readLeaf(t, i, w, mem)
+		lf, lerr := readLeaf(t, i, w, mem, m)
 		if lerr == nil {
 			return lf, nil
 		}
@@ -566,7 +566,12 @@ func (f *Func) State() (entry, returns bool, bad string) {
 		if f.leaf.slot < 0 {
 			return entry, returns, "the leaf's slot"
 		}
-		want = leafJump(f.site, leafSlotAddr(f.leaf.slot), len(f.orig))
+		want = leafEntryText(f, leafSlotAddr(f.leaf.slot))
+		if t := f.leaf.pun; t != 0 {
+			if !trampHolds(t, leafSlotAddr(f.leaf.slot)) {
+				return entry, returns, "the leaf's trampoline"
+			}
+		}
 	case f.patched:
 		want = host.CallTo(uint64(f.site), uint64(estub), len(f.orig))
 	}

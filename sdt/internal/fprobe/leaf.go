@@ -137,9 +137,60 @@ var (
 // leafInfo is what a leaf's Func holds beyond a Func's.
 type leafInfo struct {
 	check leafCheck // immutable
+	// pun, when not 0, is where the jump goes that is its entry's first byte, E9
+	// over a shorter instruction, with the 4 bytes after it as its displacement
+	// (arch.LeafEntry.Pun): its trampoline, a JMP to the slot. Immutable.
+	pun uintptr
 	// Under mu.
 	slot  int    // the slot its jump goes to; -1 while none is written
 	skips uint64 // the skips counted in its past slots
+}
+
+// punTarget is where the punned jump of leaf entry e goes (its trampoline), 0 if e is
+// not punned; an error if no page there can be free: outside the address space, or
+// in the program's image (from lo to hi) or within punMargin of it.
+func punTarget(e arch.LeafEntry, mem arch.Memory, lo, hi uintptr) (uintptr, error) {
+	if !e.Pun {
+		return 0, nil
+	}
+	d := mem.Read(e.Addr+1, 4)
+	if len(d) != 4 || punOpcode == 0 {
+		return 0, errors.New("its first instruction is shorter than a jump, and no jump can be punned here")
+	}
+	pun := uintptr(int64(e.Addr) + 5 + int64(int32(binary.LittleEndian.Uint32(d))))
+	if pun < 1<<16 || uint64(pun) > 1<<47-1<<13 {
+		return 0, errors.New("its first instruction is shorter than a jump, whose displacement would be the bytes after it, and they send it to " + hex(uint64(pun)) + ", outside the address space")
+	}
+	// Not into the program's image, where no page is free: its text, data and bss,
+	// and after them a margin for the bss without pointers, whose end the module
+	// data does not give.
+	if pun+5 > lo-min(lo, punMargin) && pun < hi+punMargin {
+		return 0, errors.New("its first instruction is shorter than a jump, whose displacement would be the bytes after it, and they send it to " + hex(uint64(pun)) + ", into the program's image or within " + itoa(punMargin>>20) + " MiB of it, where its trampoline's page would not be free")
+	}
+	return pun, nil
+}
+
+// punnedRets says why a leaf whose entry's jump is punned to pun (0: not punned)
+// cannot take its returns by the jumps rets, nil if it can: a return's jump would
+// write the bytes the entry's jump reads as its displacement.
+func punnedRets(pun uintptr, e arch.LeafEntry, rets []arch.FuncReturn) error {
+	for _, r := range rets {
+		if pun != 0 && r.Addr < e.Addr+5 {
+			return errors.New("its jump would write the bytes that the entry's punned jump reads as its displacement")
+		}
+	}
+	return nil
+}
+
+// punMargin is how far from the program's image a punned jump's trampoline must be.
+const punMargin = 64 << 20
+
+// leafEntryText is what leaf f's entry holds while its jump to slot is in.
+func leafEntryText(f *Func, slot uintptr) []byte {
+	if f.leaf.pun != 0 {
+		return append([]byte{punOpcode}, f.orig[1:]...)
+	}
+	return leafJump(f.site, slot, len(f.orig))
 }
 
 // isLeaf reports whether f's entry is a leaf's (a jump to a slot).
@@ -175,9 +226,9 @@ func (f *Func) Skipped() int64 {
 	return int64(n)
 }
 
-// readLeaf makes the Func of leaf i of t, walked in w, whose entry a slot can take, or
-// says why not (an error to append to the entry's refusal).
-func readLeaf(t *functab.Table, i int, w *arch.Walked, mem arch.Memory) (*Func, error) {
+// readLeaf makes the Func of leaf i of t (of module m), walked in w, whose entry a
+// slot can take, or says why not (an error to append to the entry's refusal).
+func readLeaf(t *functab.Table, i int, w *arch.Walked, mem arch.Memory, m *functab.Module) (*Func, error) {
 	name := string(t.Name(i))
 	fn, ok := t.Func(i)
 	if !ok {
@@ -186,7 +237,9 @@ func readLeaf(t *functab.Table, i int, w *arch.Walked, mem arch.Memory) (*Func, 
 	if err := leafRefused(name, fn); err != nil {
 		return nil, err
 	}
+	w.SPDelta = func(pc uint64) int32 { return t.SPDelta(i, pc) }
 	e, err := host.LeafEntry(mem, w)
+	w.SPDelta = nil
 	if err != nil {
 		return nil, err
 	}
@@ -204,11 +257,19 @@ func readLeaf(t *functab.Table, i int, w *arch.Walked, mem arch.Memory) (*Func, 
 	chk.regs |= uint64(e.Before) & (1<<leafInts - 1)
 	chk.ctxt |= uintptr(e.Before >> leafCtxtReg & 1)
 	chk.rel, chk.target = e.Rel, e.Target
+	pun, err := punTarget(e, mem, m.Text, max(m.Etext, m.Edata, m.Ebss))
+	if err != nil {
+		return nil, err
+	}
 	f := &Func{Name: name, Entry: uintptr(t.Entry(i)), site: uintptr(e.Addr), orig: append([]byte(nil), e.Orig...)}
 	f.entry = &config{resume: uintptr(e.Resume), fn: f}
 	f.spills = leafSpills()
-	f.leaf = &leafInfo{check: chk, slot: -1}
-	if rets, err := readJumpRets(t, i, w, mem); err == nil {
+	f.leaf = &leafInfo{check: chk, slot: -1, pun: pun}
+	rets, err := readJumpRets(t, i, w, mem)
+	if err == nil {
+		err = punnedRets(pun, e, rets)
+	}
+	if err == nil {
 		f.setJumpRets(rets)
 	} else {
 		f.retErr = errors.New("fprobe: " + name + ": return: a leaf, whose return takes only a jump (DESIGN.md, \"Returns by a jump\"): " + err.Error())
@@ -285,7 +346,7 @@ func leafWrites(f *Func, on bool, pinned bool) ([]patch.Write, error) {
 		if i < 0 {
 			return nil, nil
 		}
-		jmp := leafJump(f.site, leafSlotAddr(i), len(f.orig))
+		jmp := leafEntryText(f, leafSlotAddr(i))
 		leafDone = append(leafDone, func(ok bool) {
 			if ok {
 				atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&leafCfgs[i])), nil)
@@ -293,6 +354,9 @@ func leafWrites(f *Func, on bool, pinned bool) ([]patch.Write, error) {
 				f.leaf.slot = -1
 				// No thread is in the slot after the patch's rendezvous: the count is final.
 				f.leaf.skips += atomic.LoadUint64(&leafSkipped[i]) - leafSkipBase[i]
+				if f.leaf.pun != 0 {
+					trampDrop(f.leaf.pun) // nor in the trampoline
+				}
 			}
 		})
 		return []patch.Write{{Addr: f.site, Old: jmp, New: f.orig}}, nil
@@ -307,9 +371,17 @@ func leafWrites(f *Func, on bool, pinned bool) ([]patch.Write, error) {
 	slot := leafSlotAddr(i)
 	chk := f.leaf.check
 	code := leafSlotCode(i, slot, f, chk.rel, chk.target)
-	jmp := leafJump(f.site, slot, len(f.orig))
+	jmp := leafEntryText(f, slot)
 	if code == nil || jmp == nil {
 		return nil, errors.New("fprobe: " + f.Name + ": the leaf slots are out of a jump's reach")
+	}
+	var ws []patch.Write
+	if t := f.leaf.pun; t != 0 {
+		tw, err := trampTake(t, slot)
+		if err != nil {
+			return nil, errors.New("fprobe: " + f.Name + ": " + err.Error())
+		}
+		ws = append(ws, tw)
 	}
 	leafUsed[i] = true
 	leafSkipBase[i] = atomic.LoadUint64(&leafSkipped[i]) // no thread is in a free slot
@@ -321,6 +393,9 @@ func leafWrites(f *Func, on bool, pinned bool) ([]patch.Write, error) {
 		} else {
 			leafUsed[i] = false
 			atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&leafCfgs[i])), nil)
+			if f.leaf.pun != 0 {
+				trampDrop(f.leaf.pun)
+			}
 		}
 	})
 	// The slot's old bytes: what the text holds (no jump goes there: it is free).
@@ -328,7 +403,7 @@ func leafWrites(f *Func, on bool, pinned bool) ([]patch.Write, error) {
 	for j := range old {
 		old[j] = *(*byte)(rawptr.At(slot + uintptr(j)))
 	}
-	return []patch.Write{{Addr: slot, Old: old, New: code}, {Addr: f.site, Old: f.orig, New: jmp}}, nil
+	return append(ws, patch.Write{Addr: slot, Old: old, New: code}, patch.Write{Addr: f.site, Old: f.orig, New: jmp}), nil
 }
 
 // leafFinish runs what leafWrites left for after Set's patch. mu held.

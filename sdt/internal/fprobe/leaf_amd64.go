@@ -80,6 +80,10 @@ func leafJump(site, slot uintptr, n int) []byte {
 	return j
 }
 
+// punOpcode is the byte written over a leaf's short first instruction: JMP rel32,
+// whose displacement is the 4 bytes after it (arch.LeafEntry.Pun).
+const punOpcode = 0xE9
+
 // leafCtxtReg is the closure context register (DX) in arch.LeafEntry.LiveIn's
 // numbering; unused: amd64's decoder gives no LiveIn.
 const leafCtxtReg = 2

@@ -86,3 +86,6 @@ func jretSlotCode(i int, slot uintptr) []byte {
 
 // jretJump is the word written at a RET: B slot. nil out of reach.
 func jretJump(site, slot uintptr, n int) []byte { return leafJump(site, slot, n) }
+
+// punOpcode: no punned jumps here (arch.LeafEntry.Pun is amd64's).
+const punOpcode = 0

@@ -21,3 +21,6 @@ const jretSlotLen = 0
 func jretSlotAddr(i int) uintptr                { return 0 }
 func jretSlotCode(i int, slot uintptr) []byte   { return nil }
 func jretJump(site, slot uintptr, n int) []byte { return nil }
+
+// punOpcode: no punned jumps here (arch.LeafEntry.Pun is amd64's).
+const punOpcode = 0

@@ -154,6 +154,10 @@ func TestLeafTorture(t *testing.T) {
 		testutil.Skip(t, "", "leaf slots are built for amd64 and arm64 only (DESIGN.md, \"Leaves\")")
 	}
 	ptr, loop := lookupLeaf(t, "LeafPtr"), lookupLeaf(t, "LeafLoop")
+	switched := []*Func{ptr, loop}
+	if f, err := Lookup(pkg + "LeafFrame"); err == nil && f.Leaf() {
+		switched = append(switched, f) // amd64: a punned jump, and PUSHQ BP in the slot
+	}
 	want := target.LeafLoop(1000)
 	for _, procs := range []int{1, 2, 8} {
 		t.Run("GOMAXPROCS="+itoa(procs), func(t *testing.T) {
@@ -172,10 +176,10 @@ func TestLeafTorture(t *testing.T) {
 					}
 					for i := 0; !stop.Load(); i++ {
 						*p = i
-						if target.LeafPtr(p, 2) != i+2*100003 || target.LeafLoop(1000) != want {
+						if target.LeafPtr(p, 2) != i+2*100003 || target.LeafLoop(1000) != want || target.LeafFrame(i, 5) != 20+i {
 							bad.Add(1)
 						}
-						calls.Add(2)
+						calls.Add(3)
 					}
 				}()
 			}
@@ -200,7 +204,7 @@ func TestLeafTorture(t *testing.T) {
 			}
 			deadline := time.Now().Add(300 * time.Millisecond)
 			for n := 0; time.Now().Before(deadline); n++ {
-				for _, f := range []*Func{ptr, loop} {
+				for _, f := range switched {
 					// The returns too where they take a jump (jret.go: LeafLoop's RET;
 					// on arm64 LeafPtr's two), into a ring nobody reads or folded.
 					ret := f.ReturnErr() == nil
@@ -213,7 +217,7 @@ func TestLeafTorture(t *testing.T) {
 					runtime.GC()
 				}
 				time.Sleep(time.Millisecond)
-				for _, f := range []*Func{ptr, loop} {
+				for _, f := range switched {
 					if err := Set([]Change{{Func: f}}); err != nil {
 						t.Fatal(err)
 					}

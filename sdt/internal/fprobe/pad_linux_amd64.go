@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gosdt/gosdt/patch"
 )
 
 // Pads: a return probe on an epilogue ADDQ $imm8, SP; POPQ BP; RET writes its 5-byte
@@ -43,25 +45,108 @@ func padFor(site uintptr, stub uintptr) (uintptr, error) {
 	if rel != int64(int32(rel)) {
 		return 0, errors.New("the stub is out of the pad's jump's reach")
 	}
+	jmp := binary.LittleEndian.AppendUint32([]byte{0xE9}, uint32(int32(rel))) // JMP rel32
+	if err := mapCodePage(p, jmp); err != nil {
+		return 0, errors.New("the pad page: " + err.Error())
+	}
+	pads[p] = true
+	return p, nil
+}
+
+// mapCodePage maps the page at p, which must be free, readable and executable, INT3
+// but for code at its start; never writable once it is executable (a W^X policy
+// refuses that anyway).
+func mapCodePage(p uintptr, code []byte) error {
+	const page = 4096
 	a, _, e := unix.Syscall6(unix.SYS_MMAP, p, page, unix.PROT_READ|unix.PROT_WRITE,
 		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED_NOREPLACE, ^uintptr(0), 0)
 	if e != 0 {
-		return 0, errors.New("mapping the pad page: " + e.Error())
+		return errors.New("mapping it at " + hex(uint64(p)) + ": " + e.Error())
 	}
 	if a != p { // a kernel without MAP_FIXED_NOREPLACE took it as a hint
 		unix.Syscall(unix.SYS_MUNMAP, a, page, 0)
-		return 0, errors.New("the kernel mapped the pad page elsewhere")
+		return errors.New("the kernel mapped it elsewhere than " + hex(uint64(p)))
 	}
 	b := mem(p, page)
 	for i := range b {
 		b[i] = 0xCC // INT3
 	}
-	b[0] = 0xE9 // JMP rel32
-	binary.LittleEndian.PutUint32(b[1:], uint32(int32(rel)))
+	copy(b, code)
 	if _, _, e := unix.Syscall(unix.SYS_MPROTECT, p, page, unix.PROT_READ|unix.PROT_EXEC); e != 0 {
 		unix.Syscall(unix.SYS_MUNMAP, p, page, 0)
-		return 0, errors.New("making the pad executable (a W^X policy?): " + e.Error())
+		return errors.New("making it executable (a W^X policy?): " + e.Error())
 	}
-	pads[p] = true
-	return p, nil
+	return nil
+}
+
+// Trampolines of punned leaf entries (leaf.go; DESIGN.md, "Punned jumps"): the JMP
+// written over a short first instruction's opcode byte goes where the 4 bytes after
+// it say, anywhere within 2 GiB of the leaf. There a trampoline, one JMP to the
+// leaf's slot, in a page of our own mapped for it (and shared by the trampolines
+// that fall in it), INT3 elsewhere. Like a pad it is not Go code: never a safe
+// point, and a profiling signal's traceback stops there. Its page goes once its last
+// trampoline's jump is gone, after the rendezvous that took it away: no thread can be
+// in a trampoline then (it runs no safe point between the leaf's entry and the slot).
+var (
+	trampPages = map[uintptr]int{}  // our pages by address: how many live trampolines each holds; under mu
+	tramps     = map[uintptr]bool{} // live trampolines by address; under mu
+)
+
+// trampTake readies a trampoline at t that jumps to slot: maps its pages if need be,
+// and returns the write of its JMP, for the batch that writes the leaf's opcode byte.
+// trampDrop(t) gives it back. mu held.
+func trampTake(t, slot uintptr) (patch.Write, error) {
+	for u := range tramps {
+		if t < u+5 && u < t+5 {
+			return patch.Write{}, errors.New("its jump's trampoline at " + hex(uint64(t)) + " would overlap another leaf's, at " + hex(uint64(u)))
+		}
+	}
+	jmp, ok := rel32(t, slot)
+	if !ok {
+		return patch.Write{}, errors.New("the leaf slots are out of reach of its jump's trampoline, at " + hex(uint64(t)))
+	}
+	const page = 4096
+	var taken []uintptr
+	for p := t &^ (page - 1); p <= (t+4)&^(page-1); p += page {
+		var err error
+		switch {
+		case pads[p]:
+			err = errors.New("it is a return pad's")
+		case trampPages[p] == 0:
+			err = mapCodePage(p, nil)
+		}
+		if err != nil {
+			for _, q := range taken {
+				trampRelease(q)
+			}
+			return patch.Write{}, errors.New("no page for its jump's trampoline at " + hex(uint64(t)) + ": " + err.Error())
+		}
+		trampPages[p]++
+		taken = append(taken, p)
+	}
+	tramps[t] = true
+	return patch.Write{Addr: t, Old: append([]byte(nil), mem(t, 5)...), New: jmp}, nil
+}
+
+// trampDrop gives back the trampoline at t, once no jump goes there. mu held.
+func trampDrop(t uintptr) {
+	const page = 4096
+	delete(tramps, t)
+	for p := t &^ (page - 1); p <= (t+4)&^(page-1); p += page {
+		trampRelease(p)
+	}
+}
+
+// trampRelease drops one trampoline of page p, unmapping it with the last.
+func trampRelease(p uintptr) {
+	if trampPages[p]--; trampPages[p] <= 0 {
+		delete(trampPages, p)
+		unix.Syscall(unix.SYS_MUNMAP, p, 4096, 0)
+	}
+}
+
+// trampHolds reports whether the trampoline at t holds its JMP to slot.
+func trampHolds(t, slot uintptr) bool {
+	j, ok := rel32(t, slot)
+	return ok && tramps[t] && string(mem(t, 5)) == string(j)
 }

@@ -70,3 +70,16 @@ func LeafLoadsFirst(p *Pair) int { return p.A*3 + p.B }
 //go:noinline
 //go:norace
 func LeafLoadsArgs(p, q *int) int { return *p + *q }
+
+// LeafFrame keeps an array in a frame of its own, small enough that the function has
+// no stack check: on amd64 it begins with PUSHQ BP, one byte, so its probe's jump
+// is punned (only the opcode byte written, DESIGN.md, "Punned jumps").
+//
+//go:noinline
+//go:norace
+func LeafFrame(i, v int) int {
+	var a [8]int
+	a[i&7] = v
+	a[(i+1)&7] = v * 3
+	return a[(i+1)&7] + a[i&7] + i
+}
