@@ -30,34 +30,87 @@ func leafEntry(m arch.Memory, w *arch.Walked) (arch.LeafEntry, error) {
 	if bytes.HasPrefix(raw, cmpSPGuard) || bytes.HasPrefix(raw, []byte{0x4C, 0x8D, 0x64, 0x24}) || bytes.HasPrefix(raw, []byte{0x4C, 0x8D, 0xA4, 0x24}) {
 		return e, shapeErr(w.Entry, "a stack check at entry: not a leaf")
 	}
+	// Loads that may fault run in place, before the jump (fprobe's DESIGN.md, "Loads
+	// in place"): a nil base faults at the function's own pc.
+	for n := 0; ; n++ {
+		why := displaceable(&in, raw)
+		if why == "" {
+			break
+		}
+		r, ok := inPlaceLoad(&in, raw)
+		switch {
+		case !ok && n == 0:
+			return e, shapeErr(w.Entry, "leaf's first instruction %s: it cannot run out of line in a slot (%s)", why, in.text(m, w.Entry))
+		case !ok:
+			return e, shapeErr(e.Addr, "the instruction after the loads that run in place %s: it cannot run out of line in a slot (%s)", why, in.text(m, e.Addr))
+		case n == maxInPlace:
+			return e, shapeErr(e.Addr, "more than %d loads that may fault before an instruction a slot runs", maxInPlace)
+		}
+		e.Before |= 1 << r
+		e.Addr += uint64(in.n)
+		if e.Addr >= w.End {
+			return e, shapeErr(e.Addr, "the loads that run in place reach the function's end")
+		}
+		if in, err = decodeAt(m, e.Addr); err != nil {
+			return e, err
+		}
+		raw = m.Read(e.Addr, int(in.n))
+	}
 	if in.n < 5 {
 		// Only the opcode byte is written; the displacement is the bytes after it.
-		if w.Entry+5 > w.End {
-			return e, shapeErr(w.Entry, "leaf's first instruction shorter than the jump of five bytes (%s, %d bytes), and the function too short for the jump's displacement to be its own bytes", in.text(m, w.Entry), in.n)
+		if e.Addr+5 > w.End {
+			return e, shapeErr(e.Addr, "leaf's first instruction shorter than the jump of five bytes (%s, %d bytes), and the function too short for the jump's displacement to be its own bytes", in.text(m, e.Addr), in.n)
 		}
 		e.Pun = true
 	}
-	if w.Entry+uint64(in.n) > w.End {
-		return e, shapeErr(w.Entry, "the first instruction runs past the function's end")
+	if e.Addr+uint64(in.n) > w.End {
+		return e, shapeErr(e.Addr, "the first instruction runs past the function's end")
 	}
-	if t, ok := w.Target(w.Entry, w.Entry+1); ok {
-		return e, shapeErr(t, "a branch of the function targets its entry: the probe would fire on each pass")
-	}
-	if why := displaceable(&in, raw); why != "" {
-		return e, shapeErr(w.Entry, "leaf's first instruction %s: it cannot run out of line in a slot (%s)", why, in.text(m, w.Entry))
+	if t, ok := w.Target(w.Entry, e.Addr+1); ok {
+		return e, shapeErr(t, "a branch of the function targets its entry (or an instruction up to its probe's jump): the probe would fire on each pass")
 	}
 	e.Orig = append([]byte(nil), raw...)
-	e.Resume = w.Entry + uint64(in.n)
+	e.Resume = e.Addr + uint64(in.n)
 	if in.rip {
 		// RIP-relative: the compiler's operands name the binary's own data, mapped;
 		// the slot re-encodes the disp32, which precedes the immediate.
-		e.Rel, e.Target = int(in.n)-int(in.immN)-4+1, in.mem(w.Entry)
+		e.Rel, e.Target = int(in.n)-int(in.immN)-4+1, in.mem(e.Addr)
 		if e.Rel < 1 || int32(binary.LittleEndian.Uint32(raw[e.Rel-1:])) != in.disp {
-			return e, shapeErr(w.Entry, "leaf's first instruction: a RIP-relative displacement not where the decoder expects it")
+			return e, shapeErr(e.Addr, "leaf's first instruction: a RIP-relative displacement not where the decoder expects it")
 		}
 	}
 	e.ArgReads = argReads(m, w)
 	return e, nil
+}
+
+// maxInPlace is how many loads that may fault a leaf's probe may come after.
+const maxInPlace = 4
+
+// inPlaceLoad reports whether in (bytes raw) is a load that may run in place before a
+// leaf's probe, and the register it writes: MOV, MOVZX, MOVSX or MOVSXD from memory
+// into a register the leaf stub saves and restores (an argument register, or DX),
+// with no LOCK or segment prefix. It changes no flags and nothing but that register.
+func inPlaceLoad(in *inst, raw []byte) (int, bool) {
+	if in.enc != encLegacy || !in.hasRM || in.mod() == 3 || in.pfx&(pLock|pSeg) != 0 || len(raw) == 0 {
+		return 0, false
+	}
+	switch {
+	case in.m == mapOne && (in.op == 0x8A || in.op == 0x8B || in.op == 0x63):
+	case in.m == map0F && (in.op == 0xB6 || in.op == 0xB7 || in.op == 0xBE || in.op == 0xBF):
+	default:
+		return 0, false
+	}
+	if _, ok := memOperand(in, raw); !ok {
+		return 0, false
+	}
+	switch r := in.reg(); r {
+	case 0, 1, 2, 3, 6, 7, 8, 9, 10, 11: // AX CX DX BX SI DI R8..R11
+		if r >= 4 && r <= 7 && in.op == 0x8A && in.rex == 0 {
+			return 0, false // AH, CH, DH, BH: not the register's low byte
+		}
+		return r, true
+	}
+	return 0, false
 }
 
 // argReads says which words of its argument area (from 8(SP) at entry) the function

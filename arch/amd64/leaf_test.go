@@ -23,10 +23,11 @@ func TestLeafEntry(t *testing.T) {
 		{[]byte{0x44, 0x0F, 0x11, 0x7C, 0x24, 0x08}, "MOVUPS X15, 8(SP)", ""},
 		{[]byte{0x48, 0x8D, 0x98, 0x00, 0x01, 0, 0}, "LEAQ 0x100(AX), BX", ""},
 		{[]byte{0x48, 0x81, 0xF9, 0x00, 0x01, 0, 0}, "CMPQ CX, $0x100", ""},
-		{[]byte{0x48, 0x8B, 0x58, 0x08}, "MOVQ 8(AX), BX", "may fault"}, // short, so punned, but it may fault
+		{[]byte{0x48, 0x8B, 0x58, 0x08}, "MOVQ 8(AX), BX", "after the loads that run in place passes control"}, // in place, then RET
 		{[]byte{0x31, 0xC0}, "XORL AX, AX", "shorter than the jump"},
 		{[]byte{0x55}, "PUSHQ BP", "shorter than the jump"},
-		{[]byte{0x48, 0x8B, 0x98, 0x00, 0x01, 0, 0}, "MOVQ 0x100(AX), BX", "may fault"},
+		{[]byte{0x48, 0x8B, 0x98, 0x00, 0x01, 0, 0}, "MOVQ 0x100(AX), BX", "after the loads that run in place passes control"},
+		{[]byte{0x48, 0x03, 0x58, 0x08}, "ADDQ 8(AX), BX", "may fault"}, // reads memory, writes flags: not in place
 		{[]byte{0xC7, 0x40, 0x10, 0x01, 0, 0, 0}, "MOVL $1, 0x10(AX)", "may fault"},
 		{[]byte{0x48, 0x8D, 0x05, 0x10, 0, 0, 0}, "LEAQ 0x10(IP), AX", ""},
 		{[]byte{0xF2, 0x0F, 0x10, 0x0D, 0x10, 0, 0, 0}, "MOVSD 0x10(IP), X1", ""},
@@ -104,6 +105,45 @@ func TestLeafEntry(t *testing.T) {
 		if err != nil || !e.Pun || !bytes.Equal(e.Orig, c.code[:c.n]) || e.Resume != 0x10000+uint64(c.n) {
 			t.Errorf("%s: %+v, %v; want a punned jump over the first %d bytes", c.name, e, err, c.n)
 		}
+	}
+	// Loads that may fault run in place; the jump goes over the next instruction, and
+	// Before names the registers they wrote.
+	for _, c := range []struct {
+		code   []byte
+		addr   int // where the jump goes, from the entry
+		before uint32
+		pun    bool
+		why    string
+		name   string
+	}{
+		{[]byte{0x48, 0x8B, 0x08, 0x48, 0x8D, 0x04, 0x49, 0x48, 0x83, 0xC0, 0x01, 0xC3}, 3, 1 << 1, true, "", "MOVQ (AX), CX; LEAQ (CX)(CX*2), AX; ADDQ $1, AX; RET"},
+		{[]byte{0x48, 0x8B, 0x08, 0x0F, 0xB6, 0x50, 0x08, 0x48, 0xC7, 0xC0, 0x01, 0, 0, 0, 0xC3}, 7, 1<<1 | 1<<2, false, "", "MOVQ (AX), CX; MOVZX 8(AX), DX; MOVQ $1, AX; RET"},
+		{[]byte{0x4C, 0x8B, 0x20, 0x48, 0xC7, 0xC0, 0x01, 0, 0, 0, 0xC3}, 0, 0, false, "may fault", "MOVQ (AX), R12: a register the stub clobbers"},
+		{[]byte{0x48, 0x8B, 0x08, 0x48, 0x8B, 0x08, 0x48, 0x8B, 0x08, 0x48, 0x8B, 0x08, 0x48, 0x8B, 0x08, 0x48, 0xC7, 0xC0, 0x01, 0, 0, 0, 0xC3}, 0, 0, false, "more than 4 loads", "five loads"},
+		{[]byte{0x48, 0x8B, 0x08, 0xEB, 0xFB, 0xC3}, 0, 0, false, "passes control", "MOVQ (AX), CX; JMP back"},
+	} {
+		m := arch.Bytes{Base: 0x10000, Code: c.code}
+		w, err := walk(m, 0x10000, 0x10000+uint64(len(c.code)))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		e, err := leafEntry(m, w)
+		switch {
+		case c.why != "":
+			if err == nil || !strings.Contains(err.Error(), c.why) {
+				t.Errorf("%s: %+v, %v; want a refusal saying %q", c.name, e, err, c.why)
+			}
+		case err != nil || e.Addr != 0x10000+uint64(c.addr) || e.Before != c.before || e.Pun != c.pun:
+			t.Errorf("%s: %+v, %v; want the jump at +%d, Before %#b, punned %v", c.name, e, err, c.addr, c.before, c.pun)
+		}
+	}
+	// A branch back to an instruction up to the jump: the probe would fire per pass.
+	back := []byte{0x48, 0x8B, 0x08, 0x48, 0xC7, 0xC0, 0x01, 0, 0, 0, 0x75, 0xF7, 0xC3} // MOVQ (AX), CX; MOVQ $1, AX; JNE +3; RET
+	m = arch.Bytes{Base: 0x10000, Code: back}
+	if w, err := walk(m, 0x10000, 0x10000+uint64(len(back))); err != nil {
+		t.Fatal(err)
+	} else if _, err := leafEntry(m, w); err == nil || !strings.Contains(err.Error(), "up to its probe's jump") {
+		t.Errorf("a branch to the instruction the jump covers: %v", err)
 	}
 	// A leaf with a frame names its arguments from a lower SP: with the pc tables' SP
 	// delta its reads are those of the entry's SP, and its frame's own moves and its

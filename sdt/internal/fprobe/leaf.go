@@ -183,7 +183,7 @@ func punnedRets(pun uintptr, e arch.LeafEntry, rets []arch.FuncReturn) error {
 }
 
 // punMargin is how far from the program's image a punned jump's trampoline must be.
-const punMargin = 64 << 20
+const punMargin = 4 << 20
 
 // leafEntryText is what leaf f's entry holds while its jump to slot is in.
 func leafEntryText(f *Func, slot uintptr) []byte {
@@ -254,7 +254,7 @@ func readLeaf(t *functab.Table, i int, w *arch.Walked, mem arch.Memory, m *funct
 	}
 	// What the loads that ran in place wrote is live at the slot, and may point into
 	// the goroutine's stack as an argument may.
-	chk.regs |= uint64(e.Before) & (1<<leafInts - 1)
+	chk.regs |= beforeRegs(e.Before)
 	chk.ctxt |= uintptr(e.Before >> leafCtxtReg & 1)
 	chk.rel, chk.target = e.Rel, e.Target
 	pun, err := punTarget(e, mem, m.Text, max(m.Etext, m.Edata, m.Ebss))
@@ -281,7 +281,7 @@ func readLeaf(t *functab.Table, i int, w *arch.Walked, mem arch.Memory, m *funct
 // (arch.LeafEntry.Before) leave it no arguments to read, nil if they do not: one
 // writes a register that may hold an argument (chk.regs, before LiveIn narrows it).
 func beforeArgs(e arch.LeafEntry, chk leafCheck) error {
-	if arg := uint64(e.Before) & chk.regs; arg != 0 {
+	if arg := beforeRegs(e.Before) & chk.regs; arg != 0 {
 		return errors.New("its first instructions may fault, so run in place, and one loads into R" + itoa(bits.TrailingZeros64(arg)) + ", an argument register: a probe after it would not see the argument")
 	}
 	return nil

@@ -84,6 +84,17 @@ func leafJump(site, slot uintptr, n int) []byte {
 // whose displacement is the 4 bytes after it (arch.LeafEntry.Pun).
 const punOpcode = 0xE9
 
+// beforeRegs is which of the leaf stub's saved integer registers (leafSpills: AX BX
+// CX DI SI R8 R9 R10 R11) the loads that ran in place wrote, from
+// arch.LeafEntry.Before's register numbers (DX, the context, is leafCtxtReg's).
+func beforeRegs(before uint32) uint64 {
+	var m uint64
+	for slot, r := range [leafInts]uint{0, 3, 1, 7, 6, 8, 9, 10, 11} {
+		m |= uint64(before>>r&1) << slot
+	}
+	return m
+}
+
 // leafCtxtReg is the closure context register (DX) in arch.LeafEntry.LiveIn's
 // numbering; unused: amd64's decoder gives no LiveIn.
 const leafCtxtReg = 2

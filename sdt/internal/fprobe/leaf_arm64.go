@@ -89,3 +89,7 @@ func jretJump(site, slot uintptr, n int) []byte { return leafJump(site, slot, n)
 
 // punOpcode: no punned jumps here (arch.LeafEntry.Pun is amd64's).
 const punOpcode = 0
+
+// beforeRegs is which of the leaf stub's saved integer registers (R0..R15, slot r
+// for Rr) the loads that ran in place wrote (arch.LeafEntry.Before).
+func beforeRegs(before uint32) uint64 { return uint64(before) & (1<<leafInts - 1) }

@@ -24,3 +24,5 @@ func jretJump(site, slot uintptr, n int) []byte { return nil }
 
 // punOpcode: no punned jumps here (arch.LeafEntry.Pun is amd64's).
 const punOpcode = 0
+
+func beforeRegs(before uint32) uint64 { return 0 }

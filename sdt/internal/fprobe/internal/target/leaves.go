@@ -83,3 +83,11 @@ func LeafFrame(i, v int) int {
 	a[(i+1)&7] = v * 3
 	return a[(i+1)&7] + a[i&7] + i
 }
+
+// LeafLoadScaled begins with a load through its argument into that argument's own
+// register, then arithmetic a slot runs (amd64): the load runs in place, and a probe
+// after it would not see the argument. Refused.
+//
+//go:noinline
+//go:norace
+func LeafLoadScaled(p *int) int { return *p >> 1 }
