@@ -282,7 +282,7 @@ func readLeaf(t *functab.Table, i int, w *arch.Walked, mem arch.Memory, m *funct
 // writes a register that may hold an argument (chk.regs, before LiveIn narrows it).
 func beforeArgs(e arch.LeafEntry, chk leafCheck) error {
 	if arg := beforeRegs(e.Before) & chk.regs; arg != 0 {
-		return errors.New("its first instructions may fault, so run in place, and one loads into R" + itoa(bits.TrailingZeros64(arg)) + ", an argument register: a probe after it would not see the argument")
+		return errors.New("its first instructions may fault, so run in place, and one loads into " + leafRegName(bits.TrailingZeros64(arg)) + ", an argument register: a probe after it would not see the argument")
 	}
 	return nil
 }

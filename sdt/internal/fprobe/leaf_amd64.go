@@ -95,6 +95,11 @@ func beforeRegs(before uint32) uint64 {
 	return m
 }
 
+// leafRegName names the integer register the leaf stub saves in slot r.
+func leafRegName(r int) string {
+	return [leafInts]string{"AX", "BX", "CX", "DI", "SI", "R8", "R9", "R10", "R11"}[r%leafInts]
+}
+
 // leafCtxtReg is the closure context register (DX) in arch.LeafEntry.LiveIn's
 // numbering; unused: amd64's decoder gives no LiveIn.
 const leafCtxtReg = 2

@@ -93,3 +93,6 @@ const punOpcode = 0
 // beforeRegs is which of the leaf stub's saved integer registers (R0..R15, slot r
 // for Rr) the loads that ran in place wrote (arch.LeafEntry.Before).
 func beforeRegs(before uint32) uint64 { return uint64(before) & (1<<leafInts - 1) }
+
+// leafRegName names the integer register the leaf stub saves in slot r.
+func leafRegName(r int) string { return "R" + itoa(r) }

@@ -26,3 +26,5 @@ func jretJump(site, slot uintptr, n int) []byte { return nil }
 const punOpcode = 0
 
 func beforeRegs(before uint32) uint64 { return 0 }
+
+func leafRegName(r int) string { return "R" + itoa(r) }
