@@ -237,6 +237,9 @@ func readLeaf(t *functab.Table, i int, w *arch.Walked, mem arch.Memory, m *funct
 	if err := leafRefused(name, fn); err != nil {
 		return nil, err
 	}
+	if err := goCompiled(t, i); err != nil {
+		return nil, err
+	}
 	w.SPDelta = func(pc uint64) int32 { return t.SPDelta(i, pc) }
 	e, err := host.LeafEntry(mem, w)
 	w.SPDelta = nil
@@ -299,6 +302,17 @@ func leafRefused(name string, fn functab.Func) error {
 		return errors.New("an ABI0 wrapper: g is not in its register at entry")
 	case fn.Args < 0 || fn.Args > 512:
 		return errors.New("an argument area of " + itoa(int(fn.Args)) + " bytes, over the 512 the stub checks")
+	}
+	return nil
+}
+
+// goCompiled says why function i of t was not compiled or assembled by Go's tools, nil
+// if it was: it has no pc tables (no SP delta at its entry). Code linked from a C
+// object (the race detector's runtime) is in the function table too, without them;
+// its registers at entry follow the C ABI, where R12 (the slot's) is the caller's.
+func goCompiled(t *functab.Table, i int) error {
+	if t.SPDelta(i, t.Entry(i)) < 0 {
+		return errors.New("no pc tables: not Go code (C linked in), its registers at entry follow no Go ABI")
 	}
 	return nil
 }

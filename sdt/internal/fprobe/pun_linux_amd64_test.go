@@ -9,6 +9,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gosdt/gosdt/internal/functab"
 
 	"github.com/gosdt/gosdt/sdt/internal/fprobe/internal/target"
 )
@@ -120,4 +124,85 @@ func TestLeafPunned(t *testing.T) {
 	if mapped(t, tramp) || len(tramps) != 0 || len(trampPages) != 0 {
 		t.Errorf("switched off, the trampoline's page %#x is still mapped (%d trampolines, %d pages kept)", tramp, len(tramps), len(trampPages))
 	}
+}
+
+// TestPunnedMany: the entry probes of every leaf of this program that takes a punned
+// jump, switched on together (as many as there are slots at once) while goroutines
+// run strconv's, unicode/utf8's, strings' and bytes' code and check what it computes,
+// then off: each batch is written and taken away in one rendezvous, trampolines that fall
+// in one page share it, and once all are off no trampoline page is left. Functions
+// linked from C (the race detector's runtime) are refused.
+func TestPunnedMany(t *testing.T) {
+	m := functab.Self()
+	if m.Table == nil {
+		t.Skip("no function table")
+	}
+	var punned []*Func
+	foreign := 0
+	for i := 0; i < m.Table.Len(); i++ {
+		f, err := Lookup(string(m.Table.Name(i)))
+		if goCompiled(m.Table, i) != nil { // the race detector's C runtime, under -race
+			foreign++
+			if err == nil || strings.Contains(err.Error(), "as a leaf") && !strings.Contains(err.Error(), "not Go code") {
+				t.Errorf("%s, linked from C: %v, want refused (as a leaf: as not Go code)", m.Table.Name(i), err)
+			}
+			continue
+		}
+		if err == nil && f.Leaf() && f.leaf.pun != 0 {
+			punned = append(punned, f)
+		}
+	}
+	if len(punned) < 10 {
+		t.Fatalf("%d punned leaves in this program, want 10 or more", len(punned))
+	}
+	var stop atomic.Bool
+	var bad atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; !stop.Load(); i++ {
+				s := strconv.Itoa(i) + "é" + strconv.FormatFloat(float64(i)/7, 'g', -1, 64)
+				if n, err := strconv.Atoi(s[:strings.IndexByte(s, 0xC3)]); err != nil || n != i ||
+					!utf8.ValidString(s) || utf8.RuneCountInString(s) != len(s)-1 ||
+					strings.ToUpper(s) != string(bytes.ToUpper([]byte(s))) || !strings.Contains(s, "é") {
+					bad.Add(1)
+				}
+			}
+		}()
+	}
+	var hooked atomic.Int64
+	hook := func(*Func, *Args) { hooked.Add(1) }
+	for round := range 3 {
+		for lo := 0; lo < len(punned); lo += leafSlotCount {
+			batch := punned[lo:min(lo+leafSlotCount, len(punned))]
+			var on, off []Change
+			for _, f := range batch {
+				on = append(on, Change{Func: f, Entry: hook, Pinned: true, Return: round == 1 && f.ReturnErr() == nil})
+				off = append(off, Change{Func: f})
+			}
+			if err := Set(on); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range batch {
+				if _, _, why := f.State(); why != "" {
+					t.Errorf("%s: %s", f.Name, why)
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+			if err := Set(off); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if bad.Load() != 0 {
+		t.Errorf("%d computations went wrong while the probes were switched", bad.Load())
+	}
+	if len(tramps) != 0 || len(trampPages) != 0 {
+		t.Errorf("all off, and %d trampolines in %d pages kept", len(tramps), len(trampPages))
+	}
+	t.Logf("%d punned leaves switched 3 times, %d hooks run; %d functions linked from C refused", len(punned), hooked.Load(), foreign)
 }
