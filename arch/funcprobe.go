@@ -120,4 +120,8 @@ type FuncReturn struct {
 	// the frame pointer, or the frame pointer and the link register), which the stub
 	// restores for it.
 	Restores string
+	// Pun: a return by a jump (RetJump) over a RET with no room after it: only the
+	// RET's byte becomes the jump's opcode, whose displacement is the 4 bytes after it
+	// as they stand (amd64; LeafEntry.Pun says why).
+	Pun bool
 }

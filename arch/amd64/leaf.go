@@ -345,15 +345,16 @@ func displaceable(in *inst, raw []byte) string {
 	return ""
 }
 
-// retJump reads the return of a function whose frame is gone at its RET (every Go
-// function's is) for a 5-byte JMP to a per-site slot written over the RET and the 4
-// bytes after it (fprobe's DESIGN.md, "Returns by a jump"). A goroutine may be parked
-// on any instruction, so the JMP may cover the RET alone and bytes where no
-// instruction of the function starts: the linker's INT3 padding after the function's
-// code (code: where its pc tables end), never executed and never a pc a goroutine
-// has. So the function must have one RET, its last instruction, followed by at least
-// 4 bytes of 0xCC before the next function; no jump may leave it (a return the probe
-// would not see) nor land in the padding.
+// retJump reads the returns of a function whose frame is gone at its RET (every Go
+// function's is) for 5-byte JMPs to a per-site slot (fprobe's DESIGN.md, "Returns by
+// a jump"). A goroutine may be parked on any instruction, so a JMP may cover the RET
+// alone and bytes where no instruction of the function starts: the linker's INT3
+// padding after the function's code (code: where its pc tables end), never executed
+// and never a pc a goroutine has. A RET without that room (one followed by code, or
+// by padding a branch lands in) takes a punned jump instead: only its byte is
+// written, the displacement the 4 bytes after it as they stand (FuncReturn.Pun),
+// which must be the function's own and hold no other RET. No jump may leave the
+// function (a return the probe would not see).
 func retJump(m arch.Memory, w *arch.Walked, code uint64) ([]arch.FuncReturn, error) {
 	if code <= w.Entry || code > w.End {
 		return nil, shapeErr(w.Entry, "the function's code ends at %#x, outside its range", code)
@@ -376,22 +377,23 @@ func retJump(m arch.Memory, w *arch.Walked, code uint64) ([]arch.FuncReturn, err
 	if it.err != nil {
 		return nil, it.err
 	}
-	switch {
-	case len(rets) == 0:
+	if len(rets) == 0 {
 		return nil, shapeErr(w.Entry, "no return: the function never returns")
-	case len(rets) > 1:
-		return nil, shapeErr(rets[0], "several RETs (%d): only the last instruction can take a jump (the bytes after any other RET are the function's code)", len(rets))
 	}
-	ret := rets[0]
-	if ret+1 != code {
-		return nil, shapeErr(ret, "the RET is not the function's last instruction: code follows it (with a stack check, the morestack block, which the prologue's branch targets), ending at %#x", code)
+	out := make([]arch.FuncReturn, 0, len(rets))
+	for k, ret := range rets {
+		pad := m.Read(ret+1, 4)
+		if _, landed := w.Target(ret+1, ret+5); ret+1 == code && ret+5 <= w.End && bytes.Equal(pad, []byte{0xCC, 0xCC, 0xCC, 0xCC}) && !landed {
+			out = append(out, arch.FuncReturn{Addr: ret, Ret: ret, Orig: []byte{0xC3, 0xCC, 0xCC, 0xCC, 0xCC}})
+			continue
+		}
+		switch {
+		case ret+5 > w.End:
+			return nil, shapeErr(ret, "a RET too near the function's end for a jump, whose displacement would be the next function's bytes")
+		case k+1 < len(rets) && rets[k+1] < ret+5:
+			return nil, shapeErr(ret, "another RET within the 4 bytes after this one, which its punned jump reads as its displacement")
+		}
+		out = append(out, arch.FuncReturn{Addr: ret, Ret: ret, Orig: []byte{0xC3}, Pun: true})
 	}
-	pad := m.Read(ret+1, 4)
-	if ret+5 > w.End || len(pad) != 4 || !bytes.Equal(pad, []byte{0xCC, 0xCC, 0xCC, 0xCC}) {
-		return nil, shapeErr(ret, "not four bytes of the linker's padding after the RET: the jump would cover the next function")
-	}
-	if t, ok := w.Target(ret+1, ret+5); ok {
-		return nil, shapeErr(t, "a branch lands in the padding after the RET")
-	}
-	return []arch.FuncReturn{{Addr: ret, Ret: ret, Orig: []byte{0xC3, 0xCC, 0xCC, 0xCC, 0xCC}}}, nil
+	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -49,7 +50,7 @@ func TestCoverage(t *testing.T) {
 	}
 	name := func(pc uint64) string { return names[pc] }
 	recs, tab, index := funcRecords(t, path)
-	total, refused, entries, both, leaves, leafRets, jumpRets, punned := 0, 0, 0, 0, 0, 0, 0, 0
+	total, refused, entries, both, leaves, leafRets, jumpRets, punned, punnedRet := 0, 0, 0, 0, 0, 0, 0, 0, 0
 	image := loadedImage(t, path)
 	why := map[string]int{}
 	for _, f := range b.Funcs {
@@ -94,9 +95,12 @@ func TestCoverage(t *testing.T) {
 				}
 				// Its return by a jump over its only RET (jret.go, DESIGN.md "Returns
 				// by a jump").
-				rets, err := readJumpRets(tab, index[f.Entry], w, b.Text)
+				rets, puns, err := readJumpRets(tab, index[f.Entry], w, b.Text, image[0], image[1])
 				if err == nil {
 					err = punnedRets(pun, entry, rets)
+				}
+				if err == nil && slices.ContainsFunc(puns, func(t uintptr) bool { return t != 0 }) {
+					punnedRet++
 				}
 				if err != nil {
 					why["return: a leaf: "+reason(err)]++
@@ -111,9 +115,11 @@ func TestCoverage(t *testing.T) {
 		}
 		entries++
 		if _, err := host.FuncReturns(b.Text, w); err != nil {
-			if _, jerr := readJumpRets(tab, index[f.Entry], w, b.Text); jerr != nil {
+			if _, puns, jerr := readJumpRets(tab, index[f.Entry], w, b.Text, image[0], image[1]); jerr != nil {
 				why["return: "+reason(err)+"; by a jump: "+reason(jerr)]++
 				continue
+			} else if slices.ContainsFunc(puns, func(t uintptr) bool { return t != 0 }) {
+				punnedRet++
 			}
 			jumpRets++
 		}
@@ -130,7 +136,7 @@ func TestCoverage(t *testing.T) {
 	for _, r := range rs {
 		t.Logf("  %6d  %s", why[r], r)
 	}
-	t.Logf("of the entries, %d are leaves' (a jump to a slot: DESIGN.md, \"Leaves\"), %d of them by a punned jump (\"Punned jumps\"); of the returns, %d are leaves' and %d other functions' by a jump (\"Returns by a jump\")", leaves, punned, leafRets, jumpRets)
+	t.Logf("of the entries, %d are leaves' (a jump to a slot: DESIGN.md, \"Leaves\"), %d of them by a punned jump (\"Punned jumps\"); of the returns, %d are leaves' and %d other functions' by a jump (\"Returns by a jump\"), %d functions' with a punned one", leaves, punned, leafRets, jumpRets, punnedRet)
 	if float64(entries) < 0.88*float64(n) {
 		t.Errorf("only %d of %d functions take an entry probe", entries, n)
 	}

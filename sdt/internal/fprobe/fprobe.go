@@ -438,8 +438,9 @@ func read(t *functab.Table, m *functab.Module, i int) (*Func, error) {
 	if err != nil {
 		// Where no epilogue takes a call, the RET itself may take a jump: the frame is
 		// gone there whatever the epilogue's shape.
-		if jr, jerr := readJumpRets(t, i, w, mem); jerr == nil {
-			f.setJumpRets(jr)
+		lo, hi := imageOf(m)
+		if jr, puns, jerr := readJumpRets(t, i, w, mem, lo, hi); jerr == nil {
+			f.setJumpRets(jr, puns)
 		} else {
 			f.retErr = errors.New("fprobe: " + name + ": return: " + err.Error() + "; by a jump: " + jerr.Error())
 		}
@@ -578,11 +579,14 @@ func (f *Func) State() (entry, returns bool, bad string) {
 	if want == nil || !bytes.Equal(mem(f.site, len(want)), want) {
 		return entry, returns, "the entry's text"
 	}
-	for _, r := range f.retSites {
+	for k, r := range f.retSites {
 		want := r.Orig
 		switch {
 		case f.retPatched && f.jret != nil:
 			want = jretText(f, r)
+			if t := f.jret.puns[k]; t != 0 && f.jret.slot >= 0 && !trampHolds(t, jretSlotAddr(f.jret.slot)) {
+				return entry, returns, "a return's trampoline"
+			}
 		case f.retPatched:
 			want, _ = returnCall(r, rstub)
 		}
@@ -648,6 +652,10 @@ func Set(cs []Change) error {
 		needEntry := c.Entry != nil || c.Return // the return's latency needs the entry's time
 		if (needEntry || c.Return) && !f.patched && !f.retPatched {
 			newFuncs++
+		}
+		if isLeaf(f) && c.Entry != nil && !c.Pinned {
+			// Also when the entry's jump is already in (for the return's time).
+			return errors.New("fprobe: " + f.Name + ": a leaf's entry hook must run pinned (Change.Pinned): its arguments are in no stack map")
 		}
 		if needEntry != f.patched && isLeaf(f) {
 			lw, err := leafWrites(f, needEntry, c.Pinned || c.Entry == nil)

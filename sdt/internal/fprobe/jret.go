@@ -42,41 +42,52 @@ var (
 // jretInfo is what a Func whose returns are jumps holds beyond a Func's (its sites are
 // retSites, its return config rets[0]).
 type jretInfo struct {
+	// puns[k], when not 0, is where the punned jump over return k goes (its
+	// trampoline; arch.FuncReturn.Pun). Immutable.
+	puns []uintptr
 	// Under mu.
-	slot  int    // the return slot its jumps go to; -1 while none is written
-	skips uint64 // the skips counted in its past slots
+	slot  int       // the return slot its jumps go to; -1 while none is written
+	skips uint64    // the skips counted in its past slots
+	taken []uintptr // the trampolines its punned returns hold (trampTake)
 }
 
 // readJumpRets reads function i's returns (walked in w) for jumps to a return slot, or
-// says why they take none.
-func readJumpRets(t *functab.Table, i int, w *arch.Walked, mem arch.Memory) ([]arch.FuncReturn, error) {
+// says why they take none; puns[k] is where return k's punned jump goes (0: not
+// punned), away from the program's image (lo to hi).
+func readJumpRets(t *functab.Table, i int, w *arch.Walked, mem arch.Memory, lo, hi uintptr) (rets []arch.FuncReturn, puns []uintptr, err error) {
 	if host.RetJump == nil || jretSlotLen == 0 {
-		return nil, errors.New("no return slots on this architecture")
+		return nil, nil, errors.New("no return slots on this architecture")
 	}
 	// The function's code ends where its pc tables do; the linker's padding follows.
 	var code uint32
 	if err := t.SPDeltas(i, func(lo, hi uint32, v int32) bool { code = max(code, hi); return true }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	rets, err := host.RetJump(mem, w, t.Entry(i)+uint64(code))
+	rets, err = host.RetJump(mem, w, t.Entry(i)+uint64(code))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	puns = make([]uintptr, len(rets))
 	for k, r := range rets {
 		// The jump goes where the frame is gone: the pcsp table says so at the RET.
 		if d := t.SPDelta(i, r.Ret); d != 0 {
-			return nil, errors.New("the frame at the return " + hex(r.Ret) + " is " + itoa(int(d)) + " bytes, not gone")
+			return nil, nil, errors.New("the frame at the return " + hex(r.Ret) + " is " + itoa(int(d)) + " bytes, not gone")
 		}
 		rets[k].Orig = append([]byte(nil), r.Orig...)
+		if r.Pun {
+			if puns[k], err = punJump(r.Addr, mem, lo, hi); err != nil {
+				return nil, nil, errors.New("the return at " + hex(r.Addr) + " has no room after it for a jump, and " + err.Error())
+			}
+		}
 	}
-	return rets, nil
+	return rets, puns, nil
 }
 
 // setJumpRets makes rets f's returns, each a jump to a return slot.
-func (f *Func) setJumpRets(rets []arch.FuncReturn) {
+func (f *Func) setJumpRets(rets []arch.FuncReturn, puns []uintptr) {
 	f.retSites = rets
 	f.rets = []*config{{ret: uintptr(rets[0].Ret), fn: f}}
-	f.jret = &jretInfo{slot: -1}
+	f.jret = &jretInfo{slot: -1, puns: puns}
 	f.retErr = nil
 }
 
@@ -89,10 +100,9 @@ func jretWrites(f *Func, on bool) ([]patch.Write, error) {
 		if i < 0 {
 			return nil, nil
 		}
-		slot := jretSlotAddr(i)
 		var ws []patch.Write
 		for _, r := range f.retSites {
-			ws = append(ws, patch.Write{Addr: uintptr(r.Addr), Old: jretJump(uintptr(r.Addr), slot, len(r.Orig)), New: r.Orig})
+			ws = append(ws, patch.Write{Addr: uintptr(r.Addr), Old: jretText(f, r), New: r.Orig})
 		}
 		leafDone = append(leafDone, func(ok bool) {
 			if ok {
@@ -101,6 +111,7 @@ func jretWrites(f *Func, on bool) ([]patch.Write, error) {
 				j.slot = -1
 				// No thread is in the slot after the patch's rendezvous: the count is final.
 				j.skips += atomic.LoadUint64(&jretSkipped[i]) - jretSkipBase[i]
+				j.dropTramps() // nor in a trampoline
 			}
 		})
 		return ws, nil
@@ -124,9 +135,20 @@ func jretWrites(f *Func, on bool) ([]patch.Write, error) {
 	if !bytes.Equal(old, code) {
 		ws = append(ws, patch.Write{Addr: slot, Old: old, New: code})
 	}
-	for _, r := range f.retSites {
+	for k, r := range f.retSites {
+		if t := j.puns[k]; t != 0 {
+			tw, err := trampTake(t, slot)
+			if err != nil {
+				j.dropTramps()
+				return nil, errors.New("fprobe: " + f.Name + ": return at " + hex(r.Addr) + ": " + err.Error())
+			}
+			j.taken = append(j.taken, t)
+			ws = append(ws, tw, patch.Write{Addr: uintptr(r.Addr), Old: r.Orig, New: []byte{punOpcode}})
+			continue
+		}
 		jmp := jretJump(uintptr(r.Addr), slot, len(r.Orig))
 		if jmp == nil {
+			j.dropTramps()
 			return nil, errors.New("fprobe: " + f.Name + ": return at " + hex(r.Addr) + ": the return slots are out of a jump's reach")
 		}
 		ws = append(ws, patch.Write{Addr: uintptr(r.Addr), Old: r.Orig, New: jmp})
@@ -140,9 +162,18 @@ func jretWrites(f *Func, on bool) ([]patch.Write, error) {
 		} else {
 			jretUsed[i] = false
 			atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&jretCfgs[i])), nil)
+			j.dropTramps()
 		}
 	})
 	return ws, nil
+}
+
+// dropTramps gives back the trampolines of j's punned returns. mu held.
+func (j *jretInfo) dropTramps() {
+	for _, t := range j.taken {
+		trampDrop(t)
+	}
+	j.taken = j.taken[:0]
 }
 
 // jretText is what f's return r is to hold with its returns on (the jump to its slot),
@@ -150,6 +181,9 @@ func jretWrites(f *Func, on bool) ([]patch.Write, error) {
 func jretText(f *Func, r arch.FuncReturn) []byte {
 	if f.jret.slot < 0 {
 		return nil
+	}
+	if r.Pun {
+		return []byte{punOpcode}
 	}
 	return jretJump(uintptr(r.Addr), jretSlotAddr(f.jret.slot), len(r.Orig))
 }

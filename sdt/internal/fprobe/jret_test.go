@@ -28,21 +28,27 @@ func lookupJret(t *testing.T, name string) *Func {
 // TestJumpReturn: a leaf's return probe (a jump over its RET and the padding after it)
 // gives one event per call, with the entry's time and the results the caller received,
 // into the ring and folded; the registry's checker finds the text right whatever the
-// state, and taking the probe away restores the RET (and the padding) exactly. On
-// amd64 a leaf with several RETs is refused with the reason, its entry probe still
-// placed; on arm64 each RET takes a jump.
+// state, and taking the probe away restores the RET (and the padding) exactly. A
+// leaf with several RETs takes a jump at each; an unpinned entry hook is refused on
+// a leaf whose entry's jump is in for its return.
 func TestJumpReturn(t *testing.T) {
 	global, loop := lookupJret(t, "LeafGlobal"), lookupJret(t, "LeafLoop")
 	ptr := lookupLeaf(t, "LeafPtr")
-	if runtime.GOARCH == "amd64" {
-		if err := ptr.ReturnErr(); err == nil || !strings.Contains(err.Error(), "RETs") {
-			t.Errorf("LeafPtr (two RETs): %v", err)
-		}
-		if err := Set([]Change{{Func: ptr, Return: true}}); err == nil {
-			t.Error("a return probe on LeafPtr placed")
-		}
-	} else if n := len(ptr.Returns()); n < 2 || ptr.ReturnErr() != nil {
-		t.Errorf("LeafPtr's returns on arm64: %d, %v; want each of its RETs", n, ptr.ReturnErr())
+	// Each RET takes a jump: on amd64 the first, followed by code, a punned one
+	// (pun_linux_amd64_test.go, TestReturnPunned).
+	if n := len(ptr.Returns()); n < 2 || ptr.ReturnErr() != nil {
+		t.Errorf("LeafPtr's returns: %d, %v; want each of its RETs", n, ptr.ReturnErr())
+	}
+	// Switched on with its return, then given an unpinned entry hook: refused, its
+	// entry's jump already in or not.
+	if err := Set([]Change{{Func: ptr, Return: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Set([]Change{{Func: ptr, Entry: func(*Func, *Args) {}, Return: true}}); err == nil || !strings.Contains(err.Error(), "pinned") {
+		t.Errorf("an unpinned entry hook on a leaf whose return is probed: %v", err)
+	}
+	if err := Set([]Change{{Func: ptr}}); err != nil {
+		t.Fatal(err)
 	}
 	rets := global.Returns()
 	if len(rets) != 1 {

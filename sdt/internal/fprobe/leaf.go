@@ -153,19 +153,29 @@ func punTarget(e arch.LeafEntry, mem arch.Memory, lo, hi uintptr) (uintptr, erro
 	if !e.Pun {
 		return 0, nil
 	}
-	d := mem.Read(e.Addr+1, 4)
-	if len(d) != 4 || punOpcode == 0 {
-		return 0, errors.New("its first instruction is shorter than a jump, and no jump can be punned here")
+	t, err := punJump(e.Addr, mem, lo, hi)
+	if err != nil {
+		return 0, errors.New("its first instruction is shorter than a jump, and " + err.Error())
 	}
-	pun := uintptr(int64(e.Addr) + 5 + int64(int32(binary.LittleEndian.Uint32(d))))
+	return t, nil
+}
+
+// punJump is where a punned jump at addr goes: addr + 5 + the 4 bytes after addr;
+// an error if no page there can be free (punTarget).
+func punJump(addr uint64, mem arch.Memory, lo, hi uintptr) (uintptr, error) {
+	d := mem.Read(addr+1, 4)
+	if len(d) != 4 || punOpcode == 0 {
+		return 0, errors.New("no jump can be punned here")
+	}
+	pun := uintptr(int64(addr) + 5 + int64(int32(binary.LittleEndian.Uint32(d))))
 	if pun < 1<<16 || uint64(pun) > 1<<47-1<<13 {
-		return 0, errors.New("its first instruction is shorter than a jump, whose displacement would be the bytes after it, and they send it to " + hex(uint64(pun)) + ", outside the address space")
+		return 0, errors.New("a jump punned there, whose displacement would be the 4 bytes after its opcode, would go to " + hex(uint64(pun)) + ", outside the address space")
 	}
 	// Not into the program's image, where no page is free: its text, data and bss,
 	// and after them a margin for the bss without pointers, whose end the module
 	// data does not give.
 	if pun+5 > lo-min(lo, punMargin) && pun < hi+punMargin {
-		return 0, errors.New("its first instruction is shorter than a jump, whose displacement would be the bytes after it, and they send it to " + hex(uint64(pun)) + ", into the program's image or within " + itoa(punMargin>>20) + " MiB of it, where its trampoline's page would not be free")
+		return 0, errors.New("a jump punned there, whose displacement would be the 4 bytes after its opcode, would go to " + hex(uint64(pun)) + ", into the program's image or within " + itoa(punMargin>>20) + " MiB of it, where its trampoline's page would not be free")
 	}
 	return pun, nil
 }
@@ -181,6 +191,9 @@ func punnedRets(pun uintptr, e arch.LeafEntry, rets []arch.FuncReturn) error {
 	}
 	return nil
 }
+
+// imageOf is where module m's text, data and bss are, for punTarget.
+func imageOf(m *functab.Module) (lo, hi uintptr) { return m.Text, max(m.Etext, m.Edata, m.Ebss) }
 
 // punMargin is how far from the program's image a punned jump's trampoline must be.
 const punMargin = 4 << 20
@@ -260,7 +273,8 @@ func readLeaf(t *functab.Table, i int, w *arch.Walked, mem arch.Memory, m *funct
 	chk.regs |= beforeRegs(e.Before)
 	chk.ctxt |= uintptr(e.Before >> leafCtxtReg & 1)
 	chk.rel, chk.target = e.Rel, e.Target
-	pun, err := punTarget(e, mem, m.Text, max(m.Etext, m.Edata, m.Ebss))
+	lo, hi := imageOf(m)
+	pun, err := punTarget(e, mem, lo, hi)
 	if err != nil {
 		return nil, err
 	}
@@ -268,12 +282,12 @@ func readLeaf(t *functab.Table, i int, w *arch.Walked, mem arch.Memory, m *funct
 	f.entry = &config{resume: uintptr(e.Resume), fn: f}
 	f.spills = leafSpills()
 	f.leaf = &leafInfo{check: chk, slot: -1, pun: pun}
-	rets, err := readJumpRets(t, i, w, mem)
+	rets, puns, err := readJumpRets(t, i, w, mem, lo, hi)
 	if err == nil {
 		err = punnedRets(pun, e, rets)
 	}
 	if err == nil {
-		f.setJumpRets(rets)
+		f.setJumpRets(rets, puns)
 	} else {
 		f.retErr = errors.New("fprobe: " + name + ": return: a leaf, whose return takes only a jump (DESIGN.md, \"Returns by a jump\"): " + err.Error())
 	}

@@ -91,3 +91,15 @@ func LeafFrame(i, v int) int {
 //go:noinline
 //go:norace
 func LeafLoadScaled(p *int) int { return *p >> 1 }
+
+// LeafTwoRets returns from two places: its first RET is followed by the code of the
+// second path, so it takes a punned jump (amd64; DESIGN.md, "Punned jumps").
+//
+//go:noinline
+//go:norace
+func LeafTwoRets(a, b int) int {
+	if a > b {
+		return a - b
+	}
+	return b*3 + a
+}
