@@ -16,8 +16,9 @@ import (
 // Returns by a jump: a function whose frame is gone at its RET (a leaf; or one whose
 // epilogue the return stub refuses, which with gc's layout never qualifies on amd64,
 // where the morestack block follows every RET of a function with a stack check) takes
-// its return probe as a jump written over its only RET and the linker's padding
-// after it (amd64) or over each RET (arm64), to a return slot of jretSlots
+// its return probe as a jump written over each RET: over the RET and the linker's
+// padding after it, or a punned one over the RET's byte alone where code follows it
+// (amd64), or over the RET (arm64); to a return slot of jretSlots
 // (leaf_$GOARCH.s) that loads the slot's index and jumps to jretStub, which calls
 // retHandler as the return stub does. DESIGN.md, "Returns by a jump", has the argument.
 

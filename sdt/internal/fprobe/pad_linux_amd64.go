@@ -79,11 +79,12 @@ func mapCodePage(p uintptr, code []byte) error {
 	return nil
 }
 
-// Trampolines of punned leaf entries (leaf.go; DESIGN.md, "Punned jumps"): the JMP
-// written over a short first instruction's opcode byte goes where the 4 bytes after
-// it say, anywhere within 2 GiB of the leaf. There a trampoline, one JMP to the
-// leaf's slot, in a page of our own mapped for it (and shared by the trampolines
-// that fall in it), INT3 elsewhere. Like a pad it is not Go code: never a safe
+// Trampolines of punned jumps (leaf.go, jret.go; DESIGN.md, "Punned jumps"): the
+// jump written over a short instruction's opcode byte (a leaf's first, or a RET
+// followed by code) goes where the 4 bytes after it say, anywhere within 2 GiB. There
+// a trampoline, one JMP to the leaf's entry slot or the function's return slot, in a
+// page of our own mapped for it (and shared by the trampolines that fall in it),
+// INT3 elsewhere. Like a pad it is not Go code: never a safe
 // point, and a profiling signal's traceback stops there. Its page goes once its last
 // trampoline's jump is gone, after the rendezvous that took it away: no thread can be
 // in a trampoline then (it runs no safe point between the leaf's entry and the slot).
@@ -93,17 +94,17 @@ var (
 )
 
 // trampTake readies a trampoline at t that jumps to slot: maps its pages if need be,
-// and returns the write of its JMP, for the batch that writes the leaf's opcode byte.
+// and returns the write of its JMP, for the batch that writes the punned opcode byte.
 // trampDrop(t) gives it back. mu held.
 func trampTake(t, slot uintptr) (patch.Write, error) {
 	for u := range tramps {
 		if t < u+5 && u < t+5 {
-			return patch.Write{}, errors.New("its jump's trampoline at " + hex(uint64(t)) + " would overlap another leaf's, at " + hex(uint64(u)))
+			return patch.Write{}, errors.New("its punned jump's trampoline at " + hex(uint64(t)) + " would overlap another's, at " + hex(uint64(u)))
 		}
 	}
 	jmp, ok := rel32(t, slot)
 	if !ok {
-		return patch.Write{}, errors.New("the leaf slots are out of reach of its jump's trampoline, at " + hex(uint64(t)))
+		return patch.Write{}, errors.New("the slots are out of reach of its punned jump's trampoline, at " + hex(uint64(t)))
 	}
 	const page = 4096
 	var taken []uintptr
@@ -119,7 +120,7 @@ func trampTake(t, slot uintptr) (patch.Write, error) {
 			for _, q := range taken {
 				trampRelease(q)
 			}
-			return patch.Write{}, errors.New("no page for its jump's trampoline at " + hex(uint64(t)) + ": " + err.Error())
+			return patch.Write{}, errors.New("no page for its punned jump's trampoline at " + hex(uint64(t)) + ": " + err.Error())
 		}
 		trampPages[p]++
 		taken = append(taken, p)
