@@ -22,6 +22,32 @@ var (
 	builderReset = (*strings.Builder).Reset
 )
 
+// callers runs n goroutines, each calling call with i counting up from its number
+// until stop is called, which waits for them and says how many calls call found
+// wrong, of how many.
+func callers(n int, call func(i int) bool) (stop func() (bad, calls int64)) {
+	var done atomic.Bool
+	var wrong, made atomic.Int64
+	var wg sync.WaitGroup
+	for g := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; !done.Load(); i++ {
+				if !call(i) {
+					wrong.Add(1)
+				}
+				made.Add(1)
+			}
+		}()
+	}
+	return func() (int64, int64) {
+		done.Store(true)
+		wg.Wait()
+		return wrong.Load(), made.Load()
+	}
+}
+
 // mapped reports whether this process maps the page at p (/proc/self/maps).
 func mapped(t *testing.T, p uintptr) bool {
 	t.Helper()
@@ -85,21 +111,7 @@ func TestLeafPunned(t *testing.T) {
 		t.Errorf("one call: %+v (returns probed: %v), %d skipped", s, ret, f.Skipped())
 	}
 	// Goroutines call it while it is switched on and off, some never yielding.
-	var stop atomic.Bool
-	var bad, calls atomic.Int64
-	var wg sync.WaitGroup
-	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := g; !stop.Load(); i++ {
-				if target.LeafFrame(i, i*7) != i*28+i {
-					bad.Add(1)
-				}
-				calls.Add(1)
-			}
-		}()
-	}
+	stop := callers(4, func(i int) bool { return target.LeafFrame(i, i*7) == i*28+i })
 	rounds := 200
 	if testing.Short() {
 		rounds = 40
@@ -115,12 +127,11 @@ func TestLeafPunned(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stop.Store(true)
-	wg.Wait()
-	if bad.Load() != 0 {
-		t.Fatalf("%d of %d calls returned a wrong result", bad.Load(), calls.Load())
+	if bad, calls := stop(); bad != 0 {
+		t.Fatalf("%d of %d calls returned a wrong result", bad, calls)
+	} else {
+		t.Logf("%d calls while switched %d times; %d entries, %d skipped", calls, rounds, f.Stats().Entries, f.Skipped())
 	}
-	t.Logf("%d calls while switched %d times; %d entries, %d skipped", calls.Load(), rounds, f.Stats().Entries, f.Skipped())
 	if now := mem(f.site, 8); !bytes.Equal(now, before) {
 		t.Errorf("switched off, the entry holds % x, was % x", now, before)
 	}
@@ -158,23 +169,12 @@ func TestPunnedMany(t *testing.T) {
 	if len(punned) < 10 {
 		t.Fatalf("%d punned leaves in this program, want 10 or more", len(punned))
 	}
-	var stop atomic.Bool
-	var bad atomic.Int64
-	var wg sync.WaitGroup
-	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := g; !stop.Load(); i++ {
-				s := strconv.Itoa(i) + "é" + strconv.FormatFloat(float64(i)/7, 'g', -1, 64)
-				if n, err := strconv.Atoi(s[:strings.IndexByte(s, 0xC3)]); err != nil || n != i ||
-					!utf8.ValidString(s) || utf8.RuneCountInString(s) != len(s)-1 ||
-					strings.ToUpper(s) != string(bytes.ToUpper([]byte(s))) || !strings.Contains(s, "é") {
-					bad.Add(1)
-				}
-			}
-		}()
-	}
+	stop := callers(4, func(i int) bool {
+		s := strconv.Itoa(i) + "é" + strconv.FormatFloat(float64(i)/7, 'g', -1, 64)
+		n, err := strconv.Atoi(s[:strings.IndexByte(s, 0xC3)])
+		return err == nil && n == i && utf8.ValidString(s) && utf8.RuneCountInString(s) == len(s)-1 &&
+			strings.ToUpper(s) == string(bytes.ToUpper([]byte(s))) && strings.Contains(s, "é")
+	})
 	var hooked atomic.Int64
 	hook := func(*Func, *Args) { hooked.Add(1) }
 	for round := range 3 {
@@ -199,10 +199,8 @@ func TestPunnedMany(t *testing.T) {
 			}
 		}
 	}
-	stop.Store(true)
-	wg.Wait()
-	if bad.Load() != 0 {
-		t.Errorf("%d computations went wrong while the probes were switched", bad.Load())
+	if bad, calls := stop(); bad != 0 {
+		t.Errorf("%d of %d computations went wrong while the probes were switched", bad, calls)
 	}
 	if len(tramps) != 0 || len(trampPages) != 0 {
 		t.Errorf("all off, and %d trampolines in %d pages kept", len(tramps), len(trampPages))
@@ -254,20 +252,7 @@ func TestReturnPunned(t *testing.T) {
 	if e, r := st.Entries-st0.Entries, st.Returns-st0.Returns; e+sk != n || r != n || st.NoEntry != st0.NoEntry || fo.Count-fo0.Count != n {
 		t.Errorf("%d calls by both paths: %d entries, %d skipped, %d returns, %d without their entry's time, %d folded", n, e, sk, r, st.NoEntry-st0.NoEntry, fo.Count-fo0.Count)
 	}
-	var stop atomic.Bool
-	var bad atomic.Int64
-	var wg sync.WaitGroup
-	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := g; !stop.Load(); i++ {
-				if target.LeafTwoRets(i%11, 5) != leafTwoRets(i%11, 5) {
-					bad.Add(1)
-				}
-			}
-		}()
-	}
+	stop := callers(4, func(i int) bool { return target.LeafTwoRets(i%11, 5) == leafTwoRets(i%11, 5) })
 	start := time.Now()
 	for k := range 20 {
 		if err := Set([]Change{{Func: f, Entry: hook, Pinned: true, Return: k%2 == 0}}); err != nil {
@@ -280,11 +265,10 @@ func TestReturnPunned(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stop.Store(true)
-	wg.Wait()
+	bad, calls := stop()
 	t.Logf("switched 20 times in %v", time.Since(start))
-	if bad.Load() != 0 {
-		t.Errorf("%d calls returned a wrong result while the probes were switched", bad.Load())
+	if bad != 0 {
+		t.Errorf("%d of %d calls returned a wrong result while the probes were switched", bad, calls)
 	}
 	if now := mem(uintptr(punnedRet), 8); !bytes.Equal(now, before) {
 		t.Errorf("switched off, the RET holds % x, was % x", now, before)
