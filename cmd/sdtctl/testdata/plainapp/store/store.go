@@ -73,8 +73,18 @@ func MayPanic(i int) int {
 }
 
 // Run calls f. With no argument to pass, its frame is the saved frame pointer alone:
-// on amd64 it ends POPQ BP; RET, too short for a return probe's call, so its entry
-// takes a probe and its return does not.
+// on amd64 it ends POPQ BP; RET, too short for a return probe's call, so its return
+// takes a probe only by a punned jump, where the bytes after its RET allow one.
 //
 //go:noinline
 func Run(f func()) { f() }
+
+// Forever calls f for ever: it never returns, so its entry takes a probe and its
+// return none, on every architecture.
+//
+//go:noinline
+func Forever(f func()) {
+	for {
+		f()
+	}
+}

@@ -5,6 +5,7 @@
 //	                 calls N (Get N times, half of the keys missing, and MayPanic N times),
 //	                 sleep MS (store.Sleep(MS)), mix (store.Mix(-5, -3, 2.5, true, "héllo")),
 //	                 count (prints store.Count(db), inlined), run (store.Run(f), N times),
+//	                 forever (a goroutine in store.Forever, which never returns),
 //	                 tree G N (G goroutines call tree.Handle N times each),
 //	                 http G N (G clients make N requests each to a server of plainapp's
 //	                 whose handler calls tree.Handle),
@@ -156,6 +157,8 @@ func serve() {
 			for i := 0; i < n; i++ {
 				store.Run(func() { k++ })
 			}
+		case "forever":
+			go store.Forever(func() { select {} })
 		}
 		fmt.Println("done")
 	}
