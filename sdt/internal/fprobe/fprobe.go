@@ -654,11 +654,12 @@ func Set(cs []Change) error {
 			newFuncs++
 		}
 		if isLeaf(f) && c.Entry != nil && !c.Pinned {
-			// Also when the entry's jump is already in (for the return's time).
+			// Here, not where the entry's jump is written: it may be in already, for
+			// the return's time.
 			return errors.New("fprobe: " + f.Name + ": a leaf's entry hook must run pinned (Change.Pinned): its arguments are in no stack map")
 		}
 		if needEntry != f.patched && isLeaf(f) {
-			lw, err := leafWrites(f, needEntry, c.Pinned || c.Entry == nil)
+			lw, err := leafWrites(f, needEntry)
 			if err != nil {
 				return err
 			}

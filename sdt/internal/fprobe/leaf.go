@@ -368,7 +368,7 @@ func leafSpills() []arch.Spill {
 
 // leafWrites returns the writes that switch leaf f's entry on or off, with what Set
 // does after its patch (leafDone). mu held.
-func leafWrites(f *Func, on bool, pinned bool) ([]patch.Write, error) {
+func leafWrites(f *Func, on bool) ([]patch.Write, error) {
 	if !on {
 		i := f.leaf.slot
 		if i < 0 {
@@ -388,9 +388,6 @@ func leafWrites(f *Func, on bool, pinned bool) ([]patch.Write, error) {
 			}
 		})
 		return []patch.Write{{Addr: f.site, Old: jmp, New: f.orig}}, nil
-	}
-	if !pinned {
-		return nil, errors.New("fprobe: " + f.Name + ": a leaf's entry hook must run pinned (Change.Pinned): its arguments are in no stack map")
 	}
 	i := slices.Index(leafUsed[:], false)
 	if i < 0 {
