@@ -55,13 +55,15 @@ func (e *foldEntry) Fold(pid int, s *site, x int64) {
 		e.foldSome(pid, s, x)
 		return
 	}
-	if c := e.t.cell(pid, s.index); c != nil {
+	c := e.t.cell(pid, s.index)
+	if c != nil {
 		c.Fold(x, e.t)
 	} else {
 		e.f.Fold(pid, s.index, e.id, s.Addr, x)
+		c = e.t.cell(pid, s.index) // made by the folder, or none (past its rows)
 	}
-	if e.one {
-		e.keep(pid, s)
+	if e.one && c != nil {
+		e.keep(pid, s, c)
 	}
 }
 

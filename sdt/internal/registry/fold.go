@@ -183,16 +183,12 @@ func (e *foldEntry) Cell(pid int, s *site) *FoldCell {
 	return nil
 }
 
-// keep makes s's cell in e's table the one at hand for s's fires on P pid (Cell),
+// keep makes c, s's cell in e's table, the one at hand for s's fires on P pid (Cell),
 // to which the caller is pinned: e is its probe's one folder (Fold1).
 //
 //go:norace
-func (e *foldEntry) keep(pid int, s *site) {
-	h := atHand(pid*reg.hitStride + s.index)
-	if h == nil {
-		return
-	}
-	if c := e.t.cell(pid, s.index); c != nil {
+func (e *foldEntry) keep(pid int, s *site, c *FoldCell) {
+	if h := atHand(pid*reg.hitStride + s.index); h != nil {
 		h.t, h.c = e.t, c
 	}
 }
